@@ -1,0 +1,3 @@
+"""Arbiter: a local memory daemon for AI agents."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,193 @@
+"""`Client`: the one typed way to talk to a running daemon.
+
+The CLI, the MCP server and the bench all use it. Each method sends one
+JSON-RPC request over the unix socket and returns a typed result, or raises
+the same `ArbiterError` subclass the daemon raised.
+
+    with Client.from_home() as c:
+        e = c.remember(type="project", title="Ship v1", content="Target: Friday.")
+        print(c.recall("ship").hits[0].title)
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from arbiter import paths
+from arbiter.errors import BY_CODE, ArbiterError, Unavailable
+from arbiter.model import (
+    Conversation,
+    ConversationList,
+    Density,
+    Entry,
+    EntryList,
+    ForgetResult,
+    Graph,
+    History,
+    Pong,
+    PurgeResult,
+    RecallResult,
+    Relation,
+    RememberManyResult,
+    RememberParams,
+    Response,
+    Status,
+    TenantCreated,
+    TenantList,
+    UnlinkResult,
+)
+
+T = TypeVar("T")
+_response_decoder = msgspec.json.Decoder(Response)
+_encoder = msgspec.json.Encoder()
+
+
+def _drop_none(params: dict) -> dict:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+class Client:
+    """A synchronous connection to the daemon. Not thread-safe: one per thread."""
+
+    def __init__(self, socket_path: str | Path, token: str | None = None, *, timeout: float | None = 60.0):
+        self.socket_path = Path(socket_path)
+        self.token = token
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._file = None
+        self._ids = itertools.count(1)
+
+    @classmethod
+    def from_home(
+        cls, home: Path | None = None, *, tenant: str = paths.DEFAULT_TENANT, socket_path: Path | None = None, **kw
+    ) -> "Client":
+        """A client for `tenant` using the token file and socket under `home`."""
+        home = home or paths.default_home()
+        token = paths.read_secret(paths.token_path(home, tenant), f"tenant {tenant!r}")
+        return cls(socket_path or paths.socket_path(home), token, **kw)
+
+    # ---- plumbing -------------------------------------------------------------
+
+    def connect(self) -> "Client":
+        if self._sock is None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            try:
+                sock.connect(str(self.socket_path))
+            except (FileNotFoundError, ConnectionRefusedError):
+                sock.close()
+                raise Unavailable(
+                    f"no arbiter daemon on {self.socket_path} (start one with `arbiter serve`)"
+                ) from None
+            self._sock = sock
+            self._file = sock.makefile("rb")
+        return self
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._file.close()
+            self._sock.close()
+            self._sock = self._file = None
+
+    def __enter__(self) -> "Client":
+        return self.connect()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def call(self, method: str, params: dict | msgspec.Struct | None = None, result_type: type[T] = dict) -> T:
+        """Send one request; return its result decoded as `result_type`, or raise its error."""
+        self.connect()
+        if isinstance(params, dict):
+            params = _drop_none(params)
+        request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
+        if self.token is not None:
+            request["token"] = self.token
+        try:
+            self._sock.sendall(_encoder.encode(request) + b"\n")
+            line = self._file.readline()
+        except OSError as e:
+            self.close()
+            raise Unavailable(f"lost the daemon on {self.socket_path}: {e}") from None
+        if not line:
+            self.close()
+            raise Unavailable(f"the daemon on {self.socket_path} closed the connection")
+        response = _response_decoder.decode(line)
+        if response.error is not None:
+            err = response.error
+            data = err.data or {}
+            cls = BY_CODE.get(err.code, ArbiterError)
+            raise cls(err.message, path=data.get("path"), existing_id=data.get("existing_id"))
+        return msgspec.json.decode(response.result, type=result_type)
+
+    # ---- verbs ----------------------------------------------------------------
+
+    def ping(self) -> Pong:
+        return self.call("ping", {}, Pong)
+
+    def status(self) -> Status:
+        return self.call("status", {}, Status)
+
+    def remember(self, **params) -> Entry:
+        """Write one entry; see `RememberParams` for the fields."""
+        return self.call("remember", params, Entry)
+
+    def remember_many(self, entries: list[RememberParams | dict]) -> list[int]:
+        """Write many entries in one transaction; returns their ids in order."""
+        return self.call("remember_many", {"entries": entries}, RememberManyResult).ids
+
+    def get(self, id: int, *, as_of: str | float | None = None) -> Entry:
+        return self.call("get", {"id": id, "as_of": as_of}, Entry)
+
+    def list(self, **params) -> list[Entry]:
+        """Browse newest first; `types`, `tag`, `conversation_id`, `as_of`, `limit`, `before_id`."""
+        return self.call("list", params, EntryList).entries
+
+    def update(self, id: int, **fields) -> Entry:
+        return self.call("update", {"id": id, **fields}, Entry)
+
+    def forget(self, id: int) -> bool:
+        """Retire an entry; False if it was already retired."""
+        return self.call("forget", {"id": id}, ForgetResult).forgotten
+
+    def purge(self, id: int) -> bool:
+        return self.call("purge", {"id": id}, PurgeResult).purged
+
+    def history(self, id: int) -> History:
+        return self.call("history", {"id": id}, History)
+
+    def link(self, source_id: int, relation: str, target_id: int) -> Relation:
+        return self.call("link", {"source_id": source_id, "relation": relation, "target_id": target_id}, Relation)
+
+    def unlink(self, source_id: int, relation: str, target_id: int) -> bool:
+        params = {"source_id": source_id, "relation": relation, "target_id": target_id}
+        return self.call("unlink", params, UnlinkResult).removed
+
+    def expand(self, id: int, **params) -> Graph:
+        return self.call("expand", {"id": id, **params}, Graph)
+
+    def density(self, id: int) -> Density:
+        return self.call("density", {"id": id}, Density)
+
+    def recall(self, query: str = "", **params) -> RecallResult:
+        """Search (or browse with no query); see `RecallParams` for the knobs."""
+        return self.call("recall", {"query": query, **params}, RecallResult)
+
+    def conversation_create(self, title: str) -> Conversation:
+        return self.call("conversation_create", {"title": title}, Conversation)
+
+    def conversation_list(self, limit: int = 100) -> list[Conversation]:
+        return self.call("conversation_list", {"limit": limit}, ConversationList).conversations
+
+    def tenant_create(self, name: str) -> TenantCreated:
+        """Admin: needs the admin token."""
+        return self.call("tenant_create", {"name": name}, TenantCreated)
+
+    def tenant_list(self) -> TenantList:
+        """Admin: needs the admin token."""
+        return self.call("tenant_list", {}, TenantList)

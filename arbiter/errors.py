@@ -1,0 +1,109 @@
+"""The exception tree. Each class maps to one stable JSON-RPC error code.
+
+The core raises these; the daemon turns them into wire errors; the client
+turns wire errors back into the same classes; the CLI turns them into one line.
+"""
+
+from __future__ import annotations
+
+
+class ArbiterError(Exception):
+    """Base of every error Arbiter raises on purpose."""
+
+    code = -32603
+    name = "internal_error"
+
+    def __init__(self, message: str, *, path: str | None = None, existing_id: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.existing_id = existing_id
+
+    def data(self) -> dict | None:
+        """The JSON-RPC `data` member: the stable name plus any fields."""
+        out: dict = {"name": self.name}
+        if self.path is not None:
+            out["path"] = self.path
+        if self.existing_id is not None:
+            out["existing_id"] = self.existing_id
+        return out
+
+
+class ParseError(ArbiterError):
+    """The frame is not valid UTF-8 JSON."""
+
+    code = -32700
+    name = "parse_error"
+
+
+class InvalidRequest(ArbiterError):
+    """The frame is JSON but not a JSON-RPC 2.0 request, or is too large."""
+
+    code = -32600
+    name = "invalid_request"
+
+
+class MethodNotFound(ArbiterError):
+    """No verb has this name."""
+
+    code = -32601
+    name = "method_not_found"
+
+
+class InvalidParams(ArbiterError):
+    """A parameter has the wrong type, an unknown value or is out of limits; `path` names it."""
+
+    code = -32602
+    name = "invalid_params"
+
+
+class NotFound(ArbiterError):
+    """No such row in the caller's tenant (or it is not visible at the requested time)."""
+
+    code = -32001
+    name = "not_found"
+
+
+class Conflict(ArbiterError):
+    """The write collides with an existing row; `existing_id` names it."""
+
+    code = -32002
+    name = "conflict"
+
+
+class Unauthorized(ArbiterError):
+    """The tenant token is missing or matches no tenant."""
+
+    code = -32003
+    name = "unauthorized"
+
+
+class SchemaTooNew(ArbiterError):
+    """The database was written by a newer Arbiter than this one."""
+
+    code = -32004
+    name = "schema_too_new"
+
+
+class Unavailable(ArbiterError):
+    """The daemon cannot be reached, or another daemon already owns the socket."""
+
+    code = -32005
+    name = "unavailable"
+
+
+BY_CODE: dict[int, type[ArbiterError]] = {
+    cls.code: cls
+    for cls in (
+        ArbiterError,
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        NotFound,
+        Conflict,
+        Unauthorized,
+        SchemaTooNew,
+        Unavailable,
+    )
+}

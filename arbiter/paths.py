@@ -1,0 +1,50 @@
+"""Where Arbiter keeps its files. One function owns the data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from arbiter.errors import Unauthorized
+
+DEFAULT_TENANT = "default"
+
+
+def default_home() -> Path:
+    """`$ARBITER_HOME`, else `~/.local/share/arbiter` (XDG_DATA_HOME respected)."""
+    if env := os.environ.get("ARBITER_HOME"):
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "arbiter"
+
+
+def db_path(home: Path) -> Path:
+    return home / "arbiter.db"
+
+
+def socket_path(home: Path) -> Path:
+    return home / "arbiter.sock"
+
+
+def token_path(home: Path, tenant: str) -> Path:
+    return home / "tenants" / f"{tenant}.token"
+
+
+def admin_token_path(home: Path) -> Path:
+    return home / "admin.token"
+
+
+def write_secret(path: Path, text: str) -> None:
+    """Write a 0600 file in a 0700 folder, never readable by others even briefly."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    os.chmod(path, 0o600)
+
+
+def read_secret(path: Path, what: str) -> str:
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        raise Unauthorized(f"no token for {what}: {path} does not exist") from None

@@ -1,0 +1,329 @@
+"""The daemon: serves the verbs over a unix socket, JSON-RPC 2.0, one JSON object per line.
+
+Threads: the asyncio loop only frames and routes. Every verb runs in a thread:
+writes on one writer thread with one connection (SQLite serializes writers
+anyway; one thread makes the order explicit and avoids BusyError), reads on a
+small pool whose connections read WAL snapshots without waiting on the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import apsw
+import msgspec
+
+from arbiter import paths
+from arbiter._time import now_us
+from arbiter.errors import (
+    ArbiterError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+    Unauthorized,
+    Unavailable,
+)
+from arbiter.model import Request
+from arbiter.store import connect, open_database, schema_version, tenants
+from arbiter.verbs import VERBS, Context, Verb
+
+MAX_FRAME = 4 * 1024 * 1024
+_CHUNK = 256 * 1024
+
+_request_decoder = msgspec.json.Decoder(Request)
+_param_decoders = {name: msgspec.json.Decoder(verb.params) for name, verb in VERBS.items()}
+_encode = msgspec.json.Encoder().encode
+
+
+def _validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
+    # msgspec reports "message - at `$.a.b[0]`"; the wire wants "a.b[0]".
+    # Our own limit checks (model.__post_init__) name the field first: "title: ...".
+    text = str(err)
+    message, sep, where = text.rpartition(" - at `")
+    if not sep:
+        message, where = text, "$"
+    path = where.rstrip("`").removeprefix("$").lstrip(".")
+    if own := re.match(r"(\w+): ", message):
+        path = f"{path}.{own[1]}" if path else own[1]
+        message = message[own.end():]
+    return message, path or None
+
+
+def _error_frame(req_id, err: ArbiterError) -> bytes:
+    body = {"code": err.code, "message": err.message}
+    data = err.data()
+    if data:
+        body["data"] = data
+    return _encode({"jsonrpc": "2.0", "id": req_id, "error": body}) + b"\n"
+
+
+def _result_frame(req_id, result: msgspec.Struct) -> bytes:
+    return b'{"jsonrpc":"2.0","id":' + _encode(req_id) + b',"result":' + _encode(result) + b"}\n"
+
+
+class Daemon:
+    """One Arbiter daemon: a database, a socket, and the verbs between them."""
+
+    def __init__(
+        self,
+        *,
+        home: Path,
+        db_path: Path,
+        socket_path: Path,
+        max_frame: int = MAX_FRAME,
+        readers: int = 4,
+        synchronous: str = "FULL",
+        services: dict | None = None,
+        log=None,
+    ):
+        self.home = home
+        self.db_path = db_path
+        self.socket_path = socket_path
+        self.max_frame = max_frame
+        self.synchronous = synchronous
+        self.services = services or {}
+        self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self._readers = readers
+        self._tokens: dict[str, tuple[int, str]] = {}
+        self._admin_hash: bytes | None = None
+        self._local = threading.local()
+        self._reader_conns: list[apsw.Connection] = []
+        self._busy = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._lock_fd: int | None = None
+
+    # ---- start-up -----------------------------------------------------------
+
+    def _claim_socket(self) -> None:
+        """Refuse if a live daemon holds the socket; replace a stale socket file."""
+        folder = self.socket_path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock_path = self.socket_path.with_name(self.socket_path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise Unavailable(f"another arbiter daemon is already serving on {self.socket_path}") from None
+        self._lock_fd = fd
+        # We hold the lock, so any socket file left here belongs to a dead daemon.
+        if self.socket_path.exists() or self.socket_path.is_symlink():
+            self.socket_path.unlink()
+
+    def _first_run(self, conn: apsw.Connection) -> None:
+        """A new database gets a `default` tenant and an admin token, written to 0600 files."""
+        now = now_us()
+        with conn:
+            if conn.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0:
+                _, token = tenants.create_tenant(conn, paths.DEFAULT_TENANT, now=now)
+                paths.write_secret(paths.token_path(self.home, paths.DEFAULT_TENANT), token)
+                self.log(f"arbiter: created tenant 'default' (token in {paths.token_path(self.home, 'default')})")
+            row = conn.execute("SELECT value FROM settings WHERE key = 'admin_token_hash'").fetchone()
+            if row is None:
+                import secrets
+
+                token = "arbadm_" + secrets.token_urlsafe(32)
+                conn.execute(
+                    "INSERT INTO settings(key, value) VALUES ('admin_token_hash', ?)", (tenants.hash_token(token),)
+                )
+                paths.write_secret(paths.admin_token_path(self.home), token)
+                row = (tenants.hash_token(token),)
+            self._admin_hash = row[0]
+
+    def _reader_conn(self) -> apsw.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.db_path, synchronous=self.synchronous)
+            conn.pragma("query_only", True)
+            self._local.conn = conn
+            self._reader_conns.append(conn)
+        return conn
+
+    # ---- serving --------------------------------------------------------------
+
+    async def serve(self, ready: asyncio.Event | None = None) -> None:
+        """Run until SIGTERM/SIGINT, then drain in-flight requests and clean up."""
+        self._claim_socket()
+        self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="arbiter-writer")
+        self._reader_pool = ThreadPoolExecutor(self._readers, thread_name_prefix="arbiter-reader")
+        loop = asyncio.get_running_loop()
+        try:
+            self._writer = await loop.run_in_executor(
+                self._writer_pool, lambda: open_database(self.db_path, synchronous=self.synchronous)
+            )
+            await loop.run_in_executor(self._writer_pool, self._first_run, self._writer)
+            self._schema = schema_version(self._writer)
+            old_umask = os.umask(0o177)  # the socket is born 0600: no window where others can connect
+            try:
+                server = await asyncio.start_unix_server(self._handle, path=str(self.socket_path), limit=_CHUNK)
+            finally:
+                os.umask(old_umask)
+            stop = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            self.log(f"arbiter: serving {self.db_path} on {self.socket_path}")
+            if ready is not None:
+                ready.set()
+            self._handlers: set[asyncio.Task] = set()
+            await stop.wait()
+            server.close()
+            await self._idle.wait()  # finish what was accepted before the signal
+            for task in list(self._handlers):
+                task.cancel()
+            await asyncio.gather(*self._handlers, return_exceptions=True)
+        finally:
+            await self._close(loop)
+
+    async def _close(self, loop) -> None:
+        if hasattr(self, "_writer"):
+            def close_writer():
+                try:
+                    self._writer.pragma("optimize")
+                finally:
+                    self._writer.close()
+            await loop.run_in_executor(self._writer_pool, close_writer)
+        self._writer_pool.shutdown(wait=True)
+        self._reader_pool.shutdown(wait=True)
+        for conn in self._reader_conns:
+            conn.close()
+        try:
+            self.socket_path.unlink()
+        except FileNotFoundError:
+            pass
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+        self.log("arbiter: stopped")
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._handlers.add(asyncio.current_task())
+        buf = bytearray()
+        discarding = False  # inside a frame that went over the limit: drop bytes until its newline
+        try:
+            while True:
+                chunk = await reader.read(_CHUNK)
+                if not chunk:
+                    break
+                buf += chunk
+                start = 0
+                while (nl := buf.find(b"\n", start)) >= 0:
+                    frame = bytes(buf[start:nl])
+                    start = nl + 1
+                    if discarding:
+                        discarding = False
+                        continue
+                    if frame.strip():
+                        writer.write(await self._dispatch(frame))
+                        await writer.drain()
+                del buf[:start]
+                if len(buf) > self.max_frame:
+                    if not discarding:
+                        err = InvalidRequest(f"frame larger than the limit of {self.max_frame} bytes")
+                        writer.write(_error_frame(None, err))
+                        await writer.drain()
+                    discarding = True
+                    buf.clear()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._handlers.discard(asyncio.current_task())
+            writer.close()
+
+    async def _dispatch(self, frame: bytes) -> bytes:
+        self._busy += 1
+        self._idle.clear()
+        req_id = None
+        try:
+            try:
+                frame.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ParseError(f"frame is not valid UTF-8 (byte {e.start})") from None
+            try:
+                req = _request_decoder.decode(frame)
+            except msgspec.ValidationError as e:
+                message, path = _validation_path(e)
+                raise InvalidRequest(f"not a JSON-RPC 2.0 request: {message}", path=path) from None
+            except msgspec.DecodeError as e:
+                raise ParseError(f"malformed JSON: {e}") from None
+            req_id = req.id
+            verb = VERBS.get(req.method)
+            if verb is None:
+                raise MethodNotFound(f"unknown method {req.method!r}", path="method")
+            try:
+                params = _param_decoders[req.method].decode(req.params)
+            except msgspec.ValidationError as e:
+                message, path = _validation_path(e)
+                raise InvalidParams(f"{path}: {message}" if path else message, path=path) from None
+            except msgspec.DecodeError as e:
+                raise InvalidParams(f"params: {e}", path="params") from None
+            tenant = await self._authenticate(verb, req.token)
+            result = await self._run(verb, params, tenant)
+            return _result_frame(req_id, result)
+        except ArbiterError as err:
+            return _error_frame(req_id, err)
+        except Exception as exc:  # a bug: answer, log it, keep serving
+            self.log("arbiter: internal error\n" + traceback.format_exc())
+            return _error_frame(req_id, ArbiterError(f"internal error: {type(exc).__name__}"))
+        finally:
+            self._busy -= 1
+            if self._busy == 0:
+                self._idle.set()
+
+    async def _authenticate(self, verb: Verb, token: str | None) -> tuple[int, str]:
+        if verb.public:
+            return (0, "")
+        if not token:
+            raise Unauthorized("missing token", path="token")
+        if verb.admin:
+            if tenants.hash_token(token) != self._admin_hash:
+                raise Unauthorized("this method needs the admin token", path="token")
+            return (0, "admin")
+        tenant = self._tokens.get(token)
+        if tenant is None:
+            loop = asyncio.get_running_loop()
+            tenant = await loop.run_in_executor(
+                self._reader_pool, lambda: tenants.tenant_by_token(self._reader_conn(), token)
+            )
+            if tenant is None:
+                raise Unauthorized("token matches no tenant", path="token")
+            self._tokens[token] = tenant  # tenants are never deleted, so this cannot go stale
+        return tenant
+
+    async def _run(self, verb: Verb, params, tenant: tuple[int, str]):
+        def work():
+            conn = self._writer if verb.writes else self._reader_conn()
+            with conn:  # one verb, one transaction (a consistent snapshot for reads)
+                return verb.run(Context(conn, tenant[0], tenant[1], now_us(), self.services), params)
+
+        pool = self._writer_pool if verb.writes else self._reader_pool
+        return await asyncio.get_running_loop().run_in_executor(pool, work)
+
+
+def probe(socket_path: Path, timeout: float = 0.5) -> bool:
+    """True if something answers on the socket."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(socket_path))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def run(**kwargs) -> None:
+    """Serve in the foreground until a signal."""
+    os.umask(0o077)  # the database, its WAL and the token files are the user's alone
+    asyncio.run(Daemon(**kwargs).serve())

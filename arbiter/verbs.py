@@ -1,0 +1,177 @@
+"""The verbs: transport-free functions from typed params to typed results.
+
+Each verb is declared once in VERBS with its params type, whether it writes
+(writes are serialized on one connection) and whether it needs the admin
+token. The socket daemon, the tests and anything else call verbs through
+`Context` + VERBS; none of them touch SQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import apsw
+import msgspec
+
+from arbiter import __version__, graph, recall as recall_mod
+from arbiter._time import parse_time
+from arbiter.model import (
+    ConversationCreateParams,
+    ConversationList,
+    ConversationListParams,
+    Empty,
+    EntryList,
+    ExpandParams,
+    ForgetResult,
+    GetParams,
+    History,
+    IdParams,
+    LinkParams,
+    ListParams,
+    Pong,
+    PurgeResult,
+    RecallParams,
+    RememberManyParams,
+    RememberManyResult,
+    RememberParams,
+    TenantCreateParams,
+    TenantCreated,
+    TenantList,
+    UnlinkResult,
+    UpdateParams,
+)
+from arbiter.store import entries, relations, schema_version, tenants
+
+
+@dataclass
+class Context:
+    """What a verb runs with: a connection (inside a transaction), the caller's tenant, the instant."""
+
+    conn: apsw.Connection
+    tenant_id: int
+    tenant_name: str
+    now: int
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verb:
+    params: type[msgspec.Struct]
+    run: Callable[[Context, Any], msgspec.Struct]
+    writes: bool = False
+    admin: bool = False
+    public: bool = False  # needs no token (health checks)
+
+
+def _as_of(value) -> int | None:
+    return None if value is None else parse_time(value, path="as_of")
+
+
+def remember(ctx: Context, p: RememberParams):
+    return entries.get(ctx.conn, ctx.tenant_id, entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now))
+
+
+def remember_many(ctx: Context, p: RememberManyParams):
+    ids = [
+        entries.remember(ctx.conn, ctx.tenant_id, item, now=ctx.now, path=f"entries[{i}].")
+        for i, item in enumerate(p.entries)
+    ]
+    return RememberManyResult(ids=ids)
+
+
+def get(ctx: Context, p: GetParams):
+    return entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of))
+
+
+def list_(ctx: Context, p: ListParams):
+    return EntryList(entries=entries.list_entries(ctx.conn, ctx.tenant_id, p))
+
+
+def update(ctx: Context, p: UpdateParams):
+    return entries.update(ctx.conn, ctx.tenant_id, p)
+
+
+def forget(ctx: Context, p: IdParams):
+    return ForgetResult(id=p.id, forgotten=entries.forget(ctx.conn, ctx.tenant_id, p.id, now=ctx.now))
+
+
+def purge(ctx: Context, p: IdParams):
+    entries.purge(ctx.conn, ctx.tenant_id, p.id)
+    return PurgeResult(id=p.id, purged=True)
+
+
+def history(ctx: Context, p: IdParams):
+    chain, edges = entries.history(ctx.conn, ctx.tenant_id, p.id)
+    return History(entries=chain, relations=edges)
+
+
+def link(ctx: Context, p: LinkParams):
+    return relations.link(ctx.conn, ctx.tenant_id, p.source_id, p.relation, p.target_id, now=ctx.now)
+
+
+def unlink(ctx: Context, p: LinkParams):
+    relations.unlink(ctx.conn, ctx.tenant_id, p.source_id, p.relation, p.target_id)
+    return UnlinkResult(removed=True)
+
+
+def expand(ctx: Context, p: ExpandParams):
+    return graph.expand(ctx.conn, ctx.tenant_id, p.id, depth=p.depth, limit=p.limit, as_of=_as_of(p.as_of))
+
+
+def density(ctx: Context, p: IdParams):
+    return graph.density(ctx.conn, ctx.tenant_id, p.id)
+
+
+def recall(ctx: Context, p: RecallParams):
+    return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
+
+
+def conversation_create(ctx: Context, p: ConversationCreateParams):
+    return tenants.create_conversation(ctx.conn, ctx.tenant_id, p.title, now=ctx.now)
+
+
+def conversation_list(ctx: Context, p: ConversationListParams):
+    return ConversationList(conversations=tenants.list_conversations(ctx.conn, ctx.tenant_id, p.limit))
+
+
+def status(ctx: Context, p: Empty):
+    return tenants.status(
+        ctx.conn, ctx.tenant_id, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
+    )
+
+
+def ping(ctx: Context, p: Empty):
+    return Pong(version=__version__)
+
+
+def tenant_create(ctx: Context, p: TenantCreateParams):
+    _, token = tenants.create_tenant(ctx.conn, p.name, now=ctx.now)
+    return TenantCreated(name=p.name, token=token)
+
+
+def tenant_list(ctx: Context, p: Empty):
+    return TenantList(tenants=tenants.list_tenants(ctx.conn))
+
+
+VERBS: dict[str, Verb] = {
+    "remember": Verb(RememberParams, remember, writes=True),
+    "remember_many": Verb(RememberManyParams, remember_many, writes=True),
+    "get": Verb(GetParams, get),
+    "list": Verb(ListParams, list_),
+    "update": Verb(UpdateParams, update, writes=True),
+    "forget": Verb(IdParams, forget, writes=True),
+    "purge": Verb(IdParams, purge, writes=True),
+    "history": Verb(IdParams, history),
+    "link": Verb(LinkParams, link, writes=True),
+    "unlink": Verb(LinkParams, unlink, writes=True),
+    "expand": Verb(ExpandParams, expand),
+    "density": Verb(IdParams, density),
+    "recall": Verb(RecallParams, recall),
+    "conversation_create": Verb(ConversationCreateParams, conversation_create, writes=True),
+    "conversation_list": Verb(ConversationListParams, conversation_list),
+    "status": Verb(Empty, status),
+    "ping": Verb(Empty, ping, public=True),
+    "tenant_create": Verb(TenantCreateParams, tenant_create, writes=True, admin=True),
+    "tenant_list": Verb(Empty, tenant_list, admin=True),
+}
