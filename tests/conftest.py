@@ -1,0 +1,106 @@
+"""Shared fixtures: a real daemon process on a real socket, and a real store file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from arbiter import paths
+from arbiter.client import Client
+from arbiter.errors import Unavailable
+
+
+def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
+    """Poll `predicate` until it is truthy or `timeout` passes (then fail)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class DaemonProcess:
+    """`arbiter serve` as a subprocess on a temporary home."""
+
+    def __init__(self, home: Path, extra_env: dict | None = None, args: tuple = ()):
+        self.home = home
+        self.socket = paths.socket_path(home)
+        self.db = paths.db_path(home)
+        self.extra_env = extra_env or {}
+        self.args = args
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "DaemonProcess":
+        # Never let a developer's real key reach a test daemon.
+        env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+        env.update({"ARBITER_HOME": str(self.home), **self.extra_env})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "arbiter", "serve", *self.args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        wait_for(self._ready, what="the daemon to answer ping")
+        return self
+
+    def _ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"daemon exited early: {self.proc.stderr.read().decode()}")
+        try:
+            with Client(self.socket, None, timeout=1) as c:
+                c.ping()
+            return True
+        except Unavailable:
+            return False
+
+    @property
+    def token(self) -> str:
+        return paths.token_path(self.home, "default").read_text().strip()
+
+    @property
+    def admin_token(self) -> str:
+        return paths.admin_token_path(self.home).read_text().strip()
+
+    def client(self, token: str | None = None) -> Client:
+        return Client(self.socket, token or self.token)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout)
+        code = self.proc.returncode if self.proc else 0
+        if self.proc:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+        return code
+
+
+@pytest.fixture
+def home():
+    # Short paths: a unix socket path must fit in 108 bytes.
+    path = Path(tempfile.mkdtemp(prefix="arb-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(home):
+    d = DaemonProcess(home).start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def client(daemon):
+    with daemon.client() as c:
+        yield c
