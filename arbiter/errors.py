@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 class ArbiterError(Exception):
-    """Base of every error Arbiter raises on purpose."""
+    """Base class; on the wire, an unexpected failure inside the daemon (logged there)."""
 
     code = -32603
     name = "internal_error"

@@ -69,10 +69,12 @@ def _as_of(value) -> int | None:
 
 
 def remember(ctx: Context, p: RememberParams):
+    """Write one entry; returns it as stored."""
     return entries.get(ctx.conn, ctx.tenant_id, entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now))
 
 
 def remember_many(ctx: Context, p: RememberManyParams):
+    """Write many entries in one transaction; returns their ids in order."""
     ids = [
         entries.remember(ctx.conn, ctx.tenant_id, item, now=ctx.now, path=f"entries[{i}].")
         for i, item in enumerate(p.entries)
@@ -81,76 +83,93 @@ def remember_many(ctx: Context, p: RememberManyParams):
 
 
 def get(ctx: Context, p: GetParams):
+    """One entry visible now (or at `as_of`); retired or missing is `not_found`."""
     return entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of))
 
 
 def list_(ctx: Context, p: ListParams):
+    """Browse newest first; every filter is a hard filter. Page with `before_id`."""
     return EntryList(entries=entries.list_entries(ctx.conn, ctx.tenant_id, p))
 
 
 def update(ctx: Context, p: UpdateParams):
+    """Correct an active entry in place; omitted fields keep their value."""
     return entries.update(ctx.conn, ctx.tenant_id, p)
 
 
 def forget(ctx: Context, p: IdParams):
+    """Retire an entry now; `forgotten` is false (and nothing changes) if it was already retired."""
     return ForgetResult(id=p.id, forgotten=entries.forget(ctx.conn, ctx.tenant_id, p.id, now=ctx.now))
 
 
 def purge(ctx: Context, p: IdParams):
+    """Delete an entry for good, with its relations and index rows."""
     entries.purge(ctx.conn, ctx.tenant_id, p.id)
     return PurgeResult(id=p.id, purged=True)
 
 
 def history(ctx: Context, p: IdParams):
+    """The supersession chain through an entry, both ways, oldest first."""
     chain, edges = entries.history(ctx.conn, ctx.tenant_id, p.id)
     return History(entries=chain, relations=edges)
 
 
 def link(ctx: Context, p: LinkParams):
+    """Add a directed relation; a duplicate is `conflict` with `existing_id`."""
     return relations.link(ctx.conn, ctx.tenant_id, p.source_id, p.relation, p.target_id, now=ctx.now)
 
 
 def unlink(ctx: Context, p: LinkParams):
+    """Remove a relation; effects already applied (a retired target) stay."""
     relations.unlink(ctx.conn, ctx.tenant_id, p.source_id, p.relation, p.target_id)
     return UnlinkResult(removed=True)
 
 
 def expand(ctx: Context, p: ExpandParams):
+    """Breadth-first subgraph around an entry (depth ≤ 2, ≤ 50 nodes) with relation labels."""
     return graph.expand(ctx.conn, ctx.tenant_id, p.id, depth=p.depth, limit=p.limit, as_of=_as_of(p.as_of))
 
 
 def density(ctx: Context, p: IdParams):
+    """In/out degree, distinct relation labels and 2-hop reach of an entry."""
     return graph.density(ctx.conn, ctx.tenant_id, p.id)
 
 
 def recall(ctx: Context, p: RecallParams):
+    """Search memory; with no query, browse with hard filters."""
     return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
 
 
 def conversation_create(ctx: Context, p: ConversationCreateParams):
+    """Create a conversation (a scope that recall searches first)."""
     return tenants.create_conversation(ctx.conn, ctx.tenant_id, p.title, now=ctx.now)
 
 
 def conversation_list(ctx: Context, p: ConversationListParams):
+    """Conversations, newest first."""
     return ConversationList(conversations=tenants.list_conversations(ctx.conn, ctx.tenant_id, p.limit))
 
 
 def status(ctx: Context, p: Empty):
+    """Counts and sizes for the caller's tenant."""
     return tenants.status(
         ctx.conn, ctx.tenant_id, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
     )
 
 
 def ping(ctx: Context, p: Empty):
+    """Liveness check; needs no token."""
     return Pong(version=__version__)
 
 
 def tenant_create(ctx: Context, p: TenantCreateParams):
+    """Admin: create a tenant and return its token (shown once)."""
     _, token = tenants.create_tenant(ctx.conn, p.name, now=ctx.now)
     return TenantCreated(name=p.name, token=token)
 
 
 def tenant_list(ctx: Context, p: Empty):
+    """Admin: all tenants."""
     return TenantList(tenants=tenants.list_tenants(ctx.conn))
 
 
