@@ -58,8 +58,8 @@ _TAGS_MAX = 4
 _TAG_RE = re.compile(r"^[^\s\x00-\x1f]{1,64}$")  # the same rule as a stored tag
 _NAME_WORDS_MAX = 3
 _DESCRIPTION_CHARS = 200
-# Backoff before retry n (0-based) is _BACKOFF_S * 2**n; a server asking for a
-# longer wait (retry-after) than one call's timeout is not worth waiting for.
+# Backoff before retry n (0-based) is _BACKOFF_S * 2**n, at most one call's
+# timeout; a server asking for a longer wait (retry-after) is not worth waiting for.
 _BACKOFF_S = 0.25
 
 _JSON_ONLY = "Answer with JSON only: no prose, no code fences."
@@ -290,9 +290,13 @@ class Advisor:
                 import anthropic
 
                 # Retries are ours (below), not the SDK's: the SDK would retry
-                # with the full timeout each time and overrun the deadline.
+                # with the full timeout each time and overrun the deadline. An
+                # explicit base_url keeps the SDK from reading ANTHROPIC_BASE_URL
+                # itself: config is read at the edges only.
                 self._client = anthropic.Anthropic(
-                    api_key=self.api_key, base_url=self.base_url, max_retries=0
+                    api_key=self.api_key,
+                    base_url=self.base_url or "https://api.anthropic.com",
+                    max_retries=0,
                 )
             return self._client
 
@@ -335,7 +339,7 @@ class Advisor:
         self, attempt: int, retry_after: float | None, deadline: float | None
     ) -> bool:
         """Wait before retry `attempt`; False when the wait would not fit the budget."""
-        wait = _BACKOFF_S * 2**attempt
+        wait = min(_BACKOFF_S * 2**attempt, self.timeout_s)
         if retry_after is not None:
             if retry_after > self.timeout_s:
                 return False

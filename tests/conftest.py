@@ -16,6 +16,7 @@ import pytest
 from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import Unavailable
+from tests.fake_messages import fake_messages  # noqa: F401  (a fixture, shared by every test module)
 
 
 def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
