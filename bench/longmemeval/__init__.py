@@ -1,0 +1,27 @@
+"""LongMemEval retrieval benchmark for Arbiter: `python -m bench.longmemeval run --dataset FILE`.
+
+The protocol, kept identical to the one behind Arbiter's published figures:
+
+- One tenant holds every question's haystack; each question gets its own
+  conversation. Sessions shared between questions are ingested once per
+  question, as the benchmark gives them.
+- One `context` entry per turn: title = the turn's first 200 bytes with
+  whitespace folded (cut on a character boundary), content = the turn, source
+  = `longmemeval:<question_id>:<session_id>:<turn_index>`, valid_from = the
+  session's date (read as UTC) + 60 s x turn index.
+- Turns whose content is empty or only whitespace are skipped and counted (the
+  store requires content); turns over the store's 64 KiB limit are cut on a
+  character boundary and counted. Turn indexes keep counting skipped turns, so
+  a source always names the turn's position in the dataset.
+- Ground truth: the entries of the question's `has_answer` turns; if none is
+  flagged, every entry of its `answer_session_ids`. Questions with neither are
+  queried, counted as `no_truth` and left out of the scores.
+- Hits count by entry id: a copy of the same turn in another question's
+  conversation is not this question's ground truth.
+- Variants: `bm25` (tenant-wide), `graduated` (the question's conversation with
+  tenant fill), `rerank` (graduated + LLM rerank), `cascade` (graduated +
+  rerank + fine rerank). The LLM variants run only with ANTHROPIC_API_KEY.
+- Metrics over the top 10: R@1, R@5, R@10, MRR, NDCG@10 (binary relevance),
+  session R@5 (any top-5 hit from an answer session), latency percentiles of
+  the recall round trip through the daemon's socket; overall and per type.
+"""

@@ -1,0 +1,264 @@
+"""Ingest haystacks and run recall variants through a Client.
+
+The state file beside the daemon's home records, per question, its
+conversation and the entry ids of its ground truth, so `query` re-runs skip
+ingest and grade by entry id without reading the dataset again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from arbiter.model import RememberParams
+from bench.longmemeval.dataset import Dataset, Plan, Question, plan
+from bench.longmemeval.metrics import Outcome
+from bench.longmemeval.report import IngestStats
+
+if TYPE_CHECKING:
+    from arbiter.client import Client
+
+STATE_NAME = "longmemeval-state.json"
+VARIANTS = ("bm25", "graduated", "rerank", "cascade")
+LLM_VARIANTS = frozenset({"rerank", "cascade"})
+DEFAULT_BATCH = 2000
+#: Bytes of encoded entries per `remember_many`: under the daemon's default
+#: 4 MiB frame limit with room for the envelope, whatever the turn lengths.
+MAX_BATCH_BYTES = 3 * 1024 * 1024
+_encode = msgspec.json.Encoder().encode
+
+Progress = Callable[[int], None]
+
+
+class HarnessError(RuntimeError):
+    """The home, the state file and the dataset disagree."""
+
+
+class QuestionState(msgspec.Struct, kw_only=True):
+    """One ingested question: where it lives and which entry ids answer it."""
+
+    question_id: str
+    question_type: str
+    question: str
+    abstention: bool
+    conversation_id: int
+    turns: int
+    entries: int
+    truth_from: str
+    truth_ids: list[int]
+    answer_session_ids: list[int]
+    skipped_empty: int
+    truncated: int
+
+
+class State(msgspec.Struct, kw_only=True):
+    """What the harness has written into one tenant.
+
+    `tenant_entries` is the tenant's active entry count after the last batch;
+    any other count at the next ingest means an interrupted ingest or another
+    writer, and the numbers would no longer follow the protocol.
+    """
+
+    dataset_sha256: str
+    dataset_path: str
+    questions_in_file: int
+    tenant_entries: int = 0
+    questions: list[QuestionState] = []
+    ingest: IngestStats | None = None
+
+    @classmethod
+    def load(cls, path: Path) -> State:
+        """Read a state file; HarnessError if it is missing or unreadable."""
+        try:
+            return msgspec.json.decode(path.read_bytes(), type=cls)
+        except FileNotFoundError:
+            raise HarnessError(f"{path}: no harness state here; run `ingest` first") from None
+        except msgspec.DecodeError as e:
+            raise HarnessError(f"{path}: not a harness state file: {e}") from None
+
+    def save(self, path: Path) -> None:
+        """Write atomically, so an interrupted run leaves the previous state whole."""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(msgspec.json.encode(self))
+        os.replace(tmp, path)
+
+
+def open_state(path: Path, dataset: Dataset) -> State:
+    """The state in `path` if it was written for this dataset, else a fresh one."""
+    if not path.exists():
+        return State(
+            dataset_sha256=dataset.sha256, dataset_path=dataset.path, questions_in_file=len(dataset.questions)
+        )
+    state = State.load(path)
+    if state.dataset_sha256 != dataset.sha256:
+        raise HarnessError(
+            f"{path}: this home holds dataset {state.dataset_path} (sha256 {state.dataset_sha256[:12]}…), "
+            f"not {dataset.path} (sha256 {dataset.sha256[:12]}…); use another --home"
+        )
+    return state
+
+
+def ingest(
+    client: Client,
+    questions: Sequence[Question],
+    state: State,
+    state_path: Path,
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    progress: Progress = lambda n: None,
+) -> IngestStats:
+    """Write the questions the state does not hold yet, `batch_size` entries per `remember_many`.
+
+    Whole questions are buffered until a batch is due, so the state, saved
+    after each flush, only ever names questions whose entries all landed.
+    """
+    active = client.status().entries_active
+    if active != state.tenant_entries:
+        raise HarnessError(
+            f"the tenant holds {active} entries but the harness state accounts for {state.tenant_entries}: "
+            "an ingest was interrupted or something else writes here; use a fresh --home"
+        )
+    done = {q.question_id for q in state.questions}
+    todo = [q for q in questions if q.question_id not in done]
+    if not todo:
+        if state.ingest is None:
+            raise HarnessError("nothing to ingest and no record of an earlier ingest")
+        return msgspec.structs.replace(state.ingest, reused=True)
+
+    started = time.perf_counter()
+    written = skipped = truncated = 0
+    pending: list[tuple[Question, Plan, int]] = []
+    buffer: list[RememberParams] = []
+
+    def flush() -> None:
+        nonlocal written
+        ids: list[int] = []
+        for chunk in _chunks(buffer, batch_size, MAX_BATCH_BYTES):
+            ids += client.remember_many(chunk)
+            progress(len(chunk))
+        if len(ids) != len(buffer):
+            raise HarnessError(f"remember_many returned {len(ids)} ids for {len(buffer)} entries")
+        at = 0
+        for q, p, conversation_id in pending:
+            mine = ids[at : at + len(p.entries)]
+            at += len(p.entries)
+            state.questions.append(
+                QuestionState(
+                    question_id=q.question_id,
+                    question_type=q.question_type,
+                    question=q.question,
+                    abstention=q.abstention,
+                    conversation_id=conversation_id,
+                    turns=q.turns,
+                    entries=len(mine),
+                    truth_from=p.truth_from,
+                    truth_ids=[mine[k] for k in p.truth],
+                    answer_session_ids=[mine[k] for k in p.answer_sessions],
+                    skipped_empty=p.skipped_empty,
+                    truncated=p.truncated,
+                )
+            )
+        written += len(buffer)
+        state.tenant_entries = client.status().entries_active
+        state.save(state_path)
+        pending.clear()
+        buffer.clear()
+
+    for q in todo:
+        p = plan(q)
+        skipped += p.skipped_empty
+        truncated += p.truncated
+        conversation = client.conversation_create(title=q.question_id)
+        pending.append((q, p, conversation.id))
+        buffer.extend(
+            RememberParams(
+                type="context",
+                title=e.title,
+                content=e.content,
+                source=e.source,
+                conversation_id=conversation.id,
+                valid_from=e.valid_from,
+            )
+            for e in p.entries
+        )
+        if len(buffer) >= batch_size:
+            flush()
+    flush()
+    seconds = time.perf_counter() - started
+    state.ingest = IngestStats(
+        entries=written,
+        seconds=round(seconds, 3),
+        entries_per_s=round(written / seconds, 1),
+        conversations=len(todo),
+        batch_size=batch_size,
+        skipped_empty=skipped,
+        truncated=truncated,
+    )
+    state.save(state_path)
+    return state.ingest
+
+
+def _chunks(params: list[RememberParams], count: int, size: int) -> Iterator[list[RememberParams]]:
+    """Consecutive runs of at most `count` entries and (but for a lone huge entry) `size` encoded bytes."""
+    chunk: list[RememberParams] = []
+    used = 0
+    for p in params:
+        n = len(_encode(p)) + 1  # the separating comma
+        if chunk and (len(chunk) == count or used + n > size):
+            yield chunk
+            chunk, used = [], 0
+        chunk.append(p)
+        used += n
+    if chunk:
+        yield chunk
+
+
+def recall_kwargs(variant: str, q: QuestionState, *, k: int, rerank_model: str, fine_model: str) -> dict[str, object]:
+    """The `Client.recall` arguments that make up one variant."""
+    if variant not in VARIANTS:
+        raise HarnessError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    if variant == "bm25":
+        return {"query": q.question, "limit": k}
+    kwargs: dict[str, object] = {"query": q.question, "conversation_id": q.conversation_id, "limit": k}
+    if variant in LLM_VARIANTS:
+        kwargs["rerank"] = rerank_model
+    if variant == "cascade":
+        kwargs["rerank_fine"] = fine_model
+    return kwargs
+
+
+def run_variant(
+    client: Client,
+    questions: Sequence[QuestionState],
+    variant: str,
+    *,
+    k: int,
+    rerank_model: str,
+    fine_model: str,
+    progress: Progress = lambda n: None,
+) -> list[Outcome]:
+    """One recall per question, timed around the socket round trip, in order (no concurrency skews latency)."""
+    outcomes = []
+    for q in questions:
+        kwargs = recall_kwargs(variant, q, k=k, rerank_model=rerank_model, fine_model=fine_model)
+        started = time.perf_counter()
+        result = client.recall(**kwargs)
+        latency_ms = (time.perf_counter() - started) * 1000
+        outcomes.append(
+            Outcome(
+                question_id=q.question_id,
+                question_type=q.question_type,
+                ranked=[h.id for h in result.hits],
+                truth=q.truth_ids,
+                answer_sessions=q.answer_session_ids,
+                latency_ms=round(latency_ms, 3),
+                note=result.note,
+            )
+        )
+        progress(1)
+    return outcomes

@@ -1,0 +1,159 @@
+"""The LongMemEval harness end to end: its own daemon subprocess, the real socket, the tiny fixture.
+
+In the fixture each question's words occur only in its ground-truth turns, so
+any BM25 ranking puts ground truth first: R@K, MRR and session R@5 are 1.0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from arbiter.client import Client
+from tests.fake_messages import FakeMessages
+
+ROOT = Path(__file__).parents[2]
+TINY = ROOT / "tests" / "data" / "longmemeval_tiny.json"
+TYPES = {
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+}
+
+
+def bench(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    # A developer's real key never reaches the harness or its daemon; tests that
+    # want the LLM variants point both at the fake Messages server instead.
+    env = {**{k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "bench.longmemeval", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def check_results(out: Path, variants: tuple[str, ...] = ("bm25", "graduated")) -> dict:
+    data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {"dataset", "settings", "version", "machine", "variants", "ingest"} <= data.keys()
+    assert data["dataset"]["questions"] == 6 and data["dataset"]["turns"] == 34
+    assert data["dataset"]["no_truth"] == ["tiny_no_truth"]
+    assert data["dataset"]["truth_from"] == {"turns": 3, "sessions": 2, "none": 1}
+    for name in variants:
+        v = data["variants"][name]
+        assert (v["n"], v["no_truth"]) == (5, 1)
+        assert (v["r@1"], v["r@5"], v["r@10"], v["mrr"], v["session_r@5"]) == (1.0, 1.0, 1.0, 1.0, 1.0), name
+        assert 0 < v["ndcg@10"] <= 1
+        assert set(v["latency_ms"]) == {"p50", "p95", "p99"}
+        assert 0 < v["latency_ms"]["p50"] <= v["latency_ms"]["p95"] <= v["latency_ms"]["p99"]
+        assert set(v["by_type"]) == TYPES
+        assert v["by_type"]["single-session-preference"]["n"] == 0
+        lines = (out / f"outcomes-{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 6
+    table = (out / "results.md").read_text(encoding="utf-8")
+    assert all(f"| {name} | 5 | 100.0% | 100.0% | 100.0% | 1.000 |" in table for name in variants)
+    return data
+
+
+def test_run_on_its_own_daemon(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = bench("run", "--dataset", TINY, "--variants", "bm25,graduated,rerank,cascade", "--out", out)
+    assert result.returncode == 0, result.stderr
+    data = check_results(out)
+    assert data["variants"]["rerank"] == {"status": "not run: no ANTHROPIC_API_KEY"}
+    assert data["variants"]["cascade"] == {"status": "not run: no ANTHROPIC_API_KEY"}
+    assert data["ingest"]["entries"] == 32
+    assert data["ingest"]["skipped_empty"] == 2
+    assert data["ingest"]["conversations"] == 6
+    assert data["settings"]["daemon"] == "own"
+    assert "| graduated | 5 |" in result.stdout
+
+
+def test_ingest_once_query_twice(home: Path, tmp_path: Path) -> None:
+    first = bench("ingest", "--dataset", TINY, "--home", home, "--limit", "2")
+    assert first.returncode == 0, first.stderr
+    assert "ingested 14 entries into 2 conversations" in first.stdout
+    second = bench("ingest", "--dataset", TINY, "--home", home)
+    assert second.returncode == 0, second.stderr
+    assert "ingested 18 entries into 4 conversations" in second.stdout
+    again = bench("ingest", "--dataset", TINY, "--home", home)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to ingest" in again.stdout
+    for run in ("a", "b"):
+        result = bench("query", "--home", home, "--variants", "bm25,graduated", "--out", tmp_path / run)
+        assert result.returncode == 0, result.stderr
+        check_results(tmp_path / run)
+
+
+def test_run_against_a_running_daemon(daemon, tmp_path: Path) -> None:
+    token_file = daemon.home / "tenants" / "default.token"
+    state = tmp_path / "state.json"
+    args = ["--socket", daemon.socket, "--token-file", token_file, "--state", state]
+    result = bench("run", "--dataset", TINY, "--variants", "bm25,graduated", "--out", tmp_path / "out", *args)
+    assert result.returncode == 0, result.stderr
+    data = check_results(tmp_path / "out")
+    assert data["settings"]["daemon"] == "external"
+    with Client(daemon.socket, daemon.token) as c:
+        assert c.status().entries_active == 32
+    # A re-run finds the haystacks in the state and writes nothing more.
+    rerun = bench("run", "--dataset", TINY, "--variants", "bm25", "--out", tmp_path / "again", *args)
+    assert rerun.returncode == 0, rerun.stderr
+    with Client(daemon.socket, daemon.token) as c:
+        assert c.status().entries_active == 32
+
+
+def test_a_tenant_with_other_entries_is_refused(daemon, tmp_path: Path) -> None:
+    with daemon.client() as c:
+        c.remember(type="context", title="unrelated", content="an entry the harness did not write")
+    token_file = daemon.home / "tenants" / "default.token"
+    result = bench(
+        "ingest", "--dataset", TINY, "--socket", daemon.socket, "--token-file", token_file, "--state", tmp_path / "s"
+    )
+    assert result.returncode == 1
+    assert "fresh --home" in result.stderr
+
+
+def test_limit_runs_the_first_questions(tmp_path: Path) -> None:
+    result = bench("run", "--dataset", TINY, "--variants", "bm25", "--limit", "3", "--out", tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert data["dataset"]["questions"] == 3
+    assert data["variants"]["bm25"]["n"] == 3
+
+
+def test_llm_variants_run_with_a_key(tmp_path: Path, fake_messages: FakeMessages) -> None:
+    # An empty order keeps the lexical order, so rerank scores what graduated scores.
+    fake_messages.set_script(lambda body: '{"ids": []}')
+    env = {"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url}
+    out = tmp_path / "out"
+    result = bench("run", "--dataset", TINY, "--variants", "graduated,rerank,cascade", "--out", out, env=env)
+    assert result.returncode == 0, result.stderr
+    data = check_results(out, ("graduated", "rerank", "cascade"))
+    assert data["variants"]["rerank"]["notes"] == data["variants"]["cascade"]["notes"] == 0
+    models = {r["model"] for r in fake_messages.requests}
+    assert models == {data["settings"]["rerank_model"], data["settings"]["fine_model"]}
+
+
+def test_grade_with_a_key(home: Path, tmp_path: Path, fake_messages: FakeMessages) -> None:
+    def answer(body: dict) -> str:
+        prompt = body["messages"][0]["content"]
+        return "yes" if "Answer yes or no only." in prompt else "From the chats: Kamaka."
+
+    fake_messages.set_script(answer)
+    assert bench("ingest", "--dataset", TINY, "--home", home).returncode == 0
+    env = {"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url}
+    result = bench("grade", "--dataset", TINY, "--home", home, "--out", tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    graded = json.loads((tmp_path / "grade.json").read_text(encoding="utf-8"))
+    assert (graded["n"], graded["accuracy"], graded["abstention"]) == (6, 1.0, 1.0)
+    assert len(fake_messages.requests) == 12  # one answer and one verdict per question
+    first = fake_messages.requests[0]["messages"][0]["content"]
+    assert "Kamaka ukulele" in first and "Which ukulele brand did I buy in Lisbon?" in first
