@@ -17,6 +17,7 @@ import msgspec
 
 from arbiter import __version__, paths
 from arbiter.errors import ArbiterError
+from arbiter.model import RECALL_STAGES
 
 EXAMPLES = """
 \b
@@ -161,9 +162,13 @@ def main(ctx, home, socket, tenant):
                    "transactions before an OS crash or power cut may roll back (never corrupt).")
 @click.option("--max-frame", type=click.IntRange(1024), default=4 * 1024 * 1024, show_default=True,
               help="Largest request line in bytes.")
+@click.option("--fast-model", default="claude-haiku-4-5", show_default=True, envvar="ARBITER_FAST_MODEL",
+              help="LLM for expand, rerank, auto-tag and topic names (needs ANTHROPIC_API_KEY).")
+@click.option("--strong-model", default="claude-sonnet-4-6", show_default=True, envvar="ARBITER_STRONG_MODEL",
+              help="LLM for rerank_fine and auto-supersede.")
 @click.pass_obj
 @handle_errors
-def serve(settings: Settings, home, socket, db, synchronous, max_frame):
+def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_model, strong_model):
     """Run the daemon in the foreground until SIGTERM or Ctrl-C.
 
     A first start creates the database, a `default` tenant (token in
@@ -179,7 +184,12 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame):
     socket = socket or (settings.socket if settings.socket != paths.socket_path(settings.home) else None)
     services = {}
     if key := os.environ.get("ANTHROPIC_API_KEY"):
-        services["anthropic"] = {"api_key": key, "base_url": os.environ.get("ANTHROPIC_BASE_URL")}
+        services["anthropic"] = {
+            "api_key": key,
+            "base_url": os.environ.get("ANTHROPIC_BASE_URL"),
+            "fast_model": fast_model,
+            "strong_model": strong_model,
+        }
     server.run(
         home=home,
         db_path=db or paths.db_path(home),
@@ -200,7 +210,10 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame):
 @click.option("--parent", type=int, help="Reply to this entry (threads).")
 @click.option("--supersedes", type=int, multiple=True, help="Retire this entry in favour of the new one. Repeatable.")
 @click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now).")
-def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from):
+@click.option("--auto-tag", is_flag=True, help="LLM: add 2–4 tags, reusing the tenant's vocabulary.")
+@click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
+def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
+             auto_tag, auto_supersede):
     """Write one entry.
 
     \b
@@ -216,8 +229,11 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
         e = c.remember(
             type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from,
+            auto_tag=auto_tag, auto_supersede=auto_supersede,
         )
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
+    if e.note and not as_json:
+        click.echo(f"note: {e.note}", err=True)
 
 
 @command(main)
@@ -345,16 +361,36 @@ def _show_hits(result) -> None:
 @click.option("--as-of", help="Rank the set as it stood then.")
 @click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
-def recall(settings, as_json, query, conversation, types, tag, as_of, limit, explain):
-    """Search memory.
+@click.option("--intent", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="Let question words (when, how to, prefer...) softly favour entry types.")
+@click.option("--decay/--no-decay", default=True, show_default=True, help="Favour recent entries.")
+@click.option("--half-life", "half_life_days", type=click.FloatRange(min=0, min_open=True, max=36500), default=90.0,
+              show_default=True, help="Age decay half-life in days.")
+@click.option("--floor", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Age decay never goes below this factor.")
+@click.option("--disable", "disable", type=click.Choice(RECALL_STAGES), multiple=True,
+              help="Switch a pipeline stage off (to see what it does). Repeatable.")
+@click.option("--expand", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
+              help="LLM: also search two paraphrases of the query (default: the daemon's fast model).")
+@click.option("--rerank", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
+              help="LLM: reorder the top 25 (default: the daemon's fast model).")
+@click.option("--rerank-fine", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
+              help="LLM cascade: reorder the top 8 again with excerpts (default: the daemon's strong model).")
+def recall(settings, as_json, query, conversation, types, tag, as_of, limit, explain, intent, decay,
+           half_life_days, floor, disable, expand, rerank, rerank_fine):
+    """Search memory. The top three hits show the passage that matched.
 
     \b
     Example:
       arbiter recall "deploy checklist" --conversation 4 --limit 5
+      arbiter recall "what did we decide about caching" --explain --disable voice
     """
     with settings.client() as c:
+        llm = {k: (v or True) for k, v in (("expand", expand), ("rerank", rerank), ("rerank_fine", rerank_fine))
+               if v is not None}
         res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of,
-                       limit=limit, explain=explain)
+                       limit=limit, explain=explain, intent=intent, decay=decay, half_life_days=half_life_days,
+                       floor=floor, disable=list(disable), **llm)
     if as_json:
         click.echo(msgspec.json.encode(res.hits).decode())
     else:
@@ -452,6 +488,227 @@ def tenant_list(settings, as_json):
     with settings.client(admin=True) as c:
         ts = c.tenant_list().tenants
     _emit(ts, as_json, lambda ts: [click.echo(f"{t.name}  ({_date(t.created_at)})") for t in ts])
+
+
+
+# ---- threads, graph projection, topic clusters, briefing, MCP -------------------
+
+
+@command(main)
+@click.argument("parent_id", type=int)
+@click.option("--content", help="The reply; `-` reads it from stdin. Required.")
+@click.option("--title", help="Default: 'Re: <parent title>'.")
+@click.option("--type", "etype", type=_TYPES, help="Default: the parent's type.")
+@click.option("--tag", "tags", multiple=True, help="Repeatable. Default: the parent's tags.")
+@click.option("--source", help="Where this came from.")
+def reply(settings, as_json, parent_id, content, title, etype, tags, source):
+    """Reply in a thread: a new entry under PARENT_ID.
+
+    \b
+    Example:
+      arbiter reply 12 --content "Fixed in 4.2; closing."
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    if content is None:
+        raise click.UsageError("--content is required (use --content - to read it from stdin)")
+    with settings.client() as c:
+        e = c.reply(parent_id, content, title=title, type=etype, tags=list(tags) or None, source=source)
+    _emit(e, as_json, lambda e: click.echo(entry_line(e)))
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("--as-of", help="The thread as it stood then.")
+def thread(settings, as_json, entry_id, as_of):
+    """The thread through ENTRY_ID: its root and replies, oldest first.
+
+    \b
+    Example:
+      arbiter thread 12
+    """
+    with settings.client() as c:
+        t = c.thread(entry_id, as_of=as_of)
+
+    def human(t):
+        click.echo(entry_line(t.root))
+        for r in t.replies:
+            click.echo("  " * t.depth[r.id] + entry_line(r))
+
+    _emit(t, as_json, human)
+
+
+@command(main)
+@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True)
+def threads(settings, as_json, limit):
+    """Open threads (active roots with active replies), newest activity first.
+
+    \b
+    Example:
+      arbiter threads --limit 5
+    """
+    with settings.client() as c:
+        ts = c.open_threads(limit).threads
+
+    def human(ts):
+        for t in ts:
+            click.echo(f"{entry_line(t.root)}  {t.replies} replies, last {_date(t.last_activity)} (#{t.last_reply.id})")
+        if not ts:
+            click.echo("(no open threads)", err=True)
+
+    _emit(ts, as_json, human)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def backlinks(settings, as_json, entry_id):
+    """What points at ENTRY_ID: replies, `#ID` mentions, incoming relations.
+
+    \b
+    Example:
+      arbiter backlinks 12
+    """
+    with settings.client() as c:
+        b = c.backlinks(entry_id)
+
+    def human(b):
+        for link in b.links:
+            kind = f"{link.relation}" if link.kind == "relation" else link.kind
+            click.echo(f"{kind:<12} {entry_line(link.entry)}")
+        if not b.links:
+            click.echo("(no backlinks)", err=True)
+
+    _emit(b, as_json, human)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("-k", "k", type=click.IntRange(1, 50), default=5, show_default=True, help="Entries per list.")
+def around(settings, as_json, entry_id, k):
+    """ENTRY_ID's neighbourhood: thread, shared tags, `#ID` references, relations.
+
+    \b
+    Example:
+      arbiter around 12 -k 3
+    """
+    with settings.client() as c:
+        a = c.around(entry_id, k=k)
+
+    def human(a):
+        click.echo(entry_line(a.entry))
+        groups = [
+            ("parent", [a.parent] if a.parent else []),
+            ("child", a.children),
+            ("sibling", a.siblings),
+            ("mentions", a.references),
+            ("mentioned by", a.mentioned_by),
+        ]
+        for label, items in groups:
+            for e in items:
+                click.echo(f"  {label:<13} {entry_line(e)}")
+        for n in a.shared_tags:
+            click.echo(f"  {'shares tags':<13} {entry_line(n.entry)}  [{', '.join(n.shared_tags)}]")
+        for r in a.relations:
+            arrow = f"{r.relation} ->" if r.direction == "out" else f"<- {r.relation}"
+            click.echo(f"  {arrow:<13} {entry_line(r.entry)}")
+
+    _emit(a, as_json, human)
+
+
+@command(main)
+@click.argument("tag", required=False)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+def tags(settings, as_json, tag, limit):
+    """Tag use and co-occurrence over active entries (or TAG's partners).
+
+    \b
+    Example:
+      arbiter tags area:api
+    """
+    with settings.client() as c:
+        co = c.tag_cooccurrence(tag, limit)
+
+    def human(co):
+        for t in co.tags:
+            click.echo(f"{t.count:>6}  {t.tag}")
+        for p in co.pairs:
+            click.echo(f"{p.count:>6}  {p.a} + {p.b}")
+
+    _emit(co, as_json, human)
+
+
+def _show_cluster(cl) -> None:
+    click.echo(f"{cl.name}  ({cl.entries} entries, {cl.named_by})  {cl.description}")
+    click.echo("  tags: " + ", ".join(cl.tags))
+
+
+@command(main)
+def clusters(settings, as_json):
+    """Topic clusters: Louvain communities of co-occurring tags, named.
+
+    \b
+    Example:
+      arbiter clusters
+    """
+    with settings.client() as c:
+        cs = c.topic_clusters().clusters
+    _emit(cs, as_json, lambda cs: [_show_cluster(cl) for cl in cs] or click.echo("(no clusters)", err=True))
+
+
+@command(main)
+@click.argument("tag")
+@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
+def cluster(settings, as_json, tag, limit):
+    """The topic cluster TAG belongs to, with its most recent entries.
+
+    \b
+    Example:
+      arbiter cluster runbook --limit 5
+    """
+    with settings.client() as c:
+        r = c.topic_cluster(tag, limit)
+
+    def human(r):
+        _show_cluster(r.cluster)
+        _show_list(r.entries)
+
+    _emit(r, as_json, human)
+
+
+@command(main)
+@click.option("--max-bytes", type=click.IntRange(2048, 65536), default=8192, show_default=True)
+def briefing(settings, as_json, max_bytes):
+    """The session briefing: the markdown map an MCP client gets on connect.
+
+    \b
+    Example:
+      arbiter briefing > briefing.md
+    """
+    with settings.client() as c:
+        b = c.briefing(max_bytes)
+    _emit(b, as_json, lambda b: click.echo(b.text, nl=False))
+
+
+@main.command()
+@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--tenant", help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
+@click.pass_obj
+@handle_errors
+def mcp(settings: Settings, home, tenant):
+    """Serve MCP on stdin/stdout for an agent (Claude Desktop, Claude Code, any MCP client).
+
+    Starts the daemon (detached) if none answers on the socket, then hands
+    the client this tenant's briefing as its instructions.
+
+    \b
+    Example MCP client config:
+      {"mcpServers": {"arbiter": {"command": "arbiter", "args": ["mcp"]}}}
+    """
+    from arbiter import mcp_server  # the SDK loads only on this path
+
+    home = home or settings.home
+    socket = settings.socket if settings.socket != paths.socket_path(settings.home) else paths.socket_path(home)
+    mcp_server.run(home=home, socket_path=socket, tenant=tenant or settings.tenant)
 
 
 if __name__ == "__main__":

@@ -34,12 +34,24 @@ from arbiter.model import (
     RecallResult,
     Relation,
     RememberManyResult,
+    Remembered,
     RememberParams,
     Response,
     Status,
     TenantCreated,
     TenantList,
     UnlinkResult,
+)
+
+from arbiter.model import (
+    Around,
+    Backlinks,
+    Briefing,
+    OpenThreads,
+    TagCooccurrence,
+    Thread,
+    TopicClusterResult,
+    TopicClusters,
 )
 
 T = TypeVar("T")
@@ -133,9 +145,9 @@ class Client:
     def status(self) -> Status:
         return self.call("status", {}, Status)
 
-    def remember(self, **params) -> Entry:
+    def remember(self, **params) -> Remembered:
         """Write one entry; see `RememberParams` for the fields."""
-        return self.call("remember", params, Entry)
+        return self.call("remember", params, Remembered)
 
     def remember_many(self, entries: list[RememberParams | dict]) -> list[int]:
         """Write many entries in one transaction; returns their ids in order."""
@@ -191,3 +203,35 @@ class Client:
     def tenant_list(self) -> TenantList:
         """Admin: needs the admin token."""
         return self.call("tenant_list", {}, TenantList)
+
+    # ---- threads, graph projection, topic clusters, briefing ---------------------
+
+    def reply(self, parent_id: int, content: str, **params) -> Entry:
+        """Reply under `parent_id`; `title`, `type`, `tags`, `source` default to the parent's (no source)."""
+        return self.call("reply", {"parent_id": parent_id, "content": content, **params}, Entry)
+
+    def thread(self, id: int, *, as_of: str | float | None = None) -> Thread:
+        """The thread through an entry: root and visible replies, oldest first."""
+        return self.call("thread", {"id": id, "as_of": as_of}, Thread)
+
+    def open_threads(self, limit: int = 20) -> OpenThreads:
+        return self.call("open_threads", {"limit": limit}, OpenThreads)
+
+    def backlinks(self, id: int) -> Backlinks:
+        return self.call("backlinks", {"id": id}, Backlinks)
+
+    def around(self, id: int, k: int = 5) -> Around:
+        return self.call("around", {"id": id, "k": k}, Around)
+
+    def tag_cooccurrence(self, tag: str | None = None, limit: int = 50) -> TagCooccurrence:
+        return self.call("tag_cooccurrence", {"tag": tag, "limit": limit}, TagCooccurrence)
+
+    def topic_clusters(self) -> TopicClusters:
+        return self.call("topic_clusters", {}, TopicClusters)
+
+    def topic_cluster(self, tag: str, limit: int = 10) -> TopicClusterResult:
+        return self.call("topic_cluster", {"tag": tag, "limit": limit}, TopicClusterResult)
+
+    def briefing(self, max_bytes: int = 8192) -> Briefing:
+        """The session briefing (markdown in `.text`)."""
+        return self.call("briefing", {"max_bytes": max_bytes}, Briefing)

@@ -125,8 +125,22 @@ class ExpandParams(Params):
     as_of: Time | None = None
 
 
+#: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
+RecallStage = Literal[
+    "stopwords", "weights", "boosts", "intent", "decay", "voice", "common", "tenant_fill", "select",
+]
+RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
+
+
 class RecallParams(Params):
-    """Search. With no query it browses (filters become hard filters)."""
+    """Search. With no query it browses (filters become hard filters).
+
+    In search mode `types` and `tag` are soft boosts; `conversation_id` runs a
+    conversation pass fused with a tenant-wide pass. `as_of` ranks the set as it
+    stood then, and is the reference instant for age decay. `intent="off"`
+    stops question cues from boosting types; `decay=false` stops age decay.
+    `disable` switches named pipeline stages off, for measuring them.
+    """
 
     query: Annotated[str, Meta(max_length=4096)] = ""
     conversation_id: Id | None = None
@@ -135,6 +149,18 @@ class RecallParams(Params):
     as_of: Time | None = None
     limit: Annotated[int, Meta(ge=1, le=200)] = 10
     explain: bool = False
+    intent: Literal["on", "off"] = "on"
+    decay: bool = True
+    half_life_days: Annotated[float, Meta(gt=0, le=36500)] = 90.0
+    floor: Annotated[float, Meta(ge=0, le=1)] = 0.5
+    disable: Annotated[list[RecallStage], Meta(max_length=16)] = []
+    # LLM layers (need ANTHROPIC_API_KEY on the daemon): true picks the
+    # daemon's default model, a string names one. Any failure falls back to
+    # the lexical ranking with a `note`.
+    expand: bool | Annotated[str, Meta(min_length=1, max_length=100)] = False
+    rerank: bool | Annotated[str, Meta(min_length=1, max_length=100)] = False
+    rerank_fine: bool | Annotated[str, Meta(min_length=1, max_length=100)] = False
+    deadline_ms: Annotated[int, Meta(ge=100, le=120_000)] = 15_000
 
 
 class ConversationCreateParams(Params):
@@ -168,6 +194,12 @@ class Entry(Struct, kw_only=True):
     valid_from: str
     valid_to: str | None
     superseded_by: list[int] = []
+
+
+class Remembered(Entry, kw_only=True):
+    """What `remember` returns: the entry as stored, plus a `note` when an LLM layer failed or acted."""
+
+    note: str | None = None
 
 
 class EntryList(Struct, kw_only=True):
@@ -225,7 +257,13 @@ class Density(Struct, kw_only=True):
 
 
 class Hit(Struct, kw_only=True):
-    """One recall result. `scope` is "conversation" when the conversation pass found it."""
+    """One recall result. `scope` is "conversation" for an entry of the conversation recalled in.
+
+    `superseded`: a newer entry supersedes this one (as of now, even in an
+    `as_of` recall). `excerpt`: the best-matching passage, for the top hits.
+    `parts` (with `explain`): each pipeline stage's factor or term, the pass
+    ranks and the fused score.
+    """
 
     id: int
     type: str
@@ -243,9 +281,12 @@ class Hit(Struct, kw_only=True):
 
 
 class RecallResult(Struct, kw_only=True):
+    """Ranked hits; with `explain`, `expression` is the FTS5 query the conversation (or only) pass ran."""
+
     hits: list[Hit]
     note: str | None = None
     searched: list[str] = []
+    expression: str | None = None
 
 
 class Conversation(Struct, kw_only=True):
@@ -314,3 +355,186 @@ class Response(Struct, kw_only=True):
     id: int | str | None = None
     result: msgspec.Raw = msgspec.Raw(b"null")
     error: WireError | None = None
+
+
+# ---- threads, graph projection, topic clusters, briefing ---------------------
+
+
+class ReplyParams(Params):
+    """Reply in an entry's thread. Omitted `type`, `title` and `tags` come from the parent; so does its conversation."""
+
+    parent_id: Id
+    content: str
+    title: str | None = None
+    type: EntryType | None = None
+    tags: Tags | None = None
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
+        _check_bytes("content", self.content, CONTENT_MAX_BYTES, required=True)
+        _check_bytes("source", self.source, SOURCE_MAX_BYTES)
+
+
+class ThreadParams(Params):
+    """Read the thread an entry belongs to (`id` may be the root or any reply)."""
+
+    id: Id
+    as_of: Time | None = None
+
+
+class OpenThreadsParams(Params):
+    limit: Annotated[int, Meta(ge=1, le=200)] = 20
+
+
+class AroundParams(Params):
+    """`k` caps each list (children, siblings, shared-tag neighbours...)."""
+
+    id: Id
+    k: Annotated[int, Meta(ge=1, le=50)] = 5
+
+
+class TagCooccurrenceParams(Params):
+    """With `tag`: the tags that appear with it. Without: the tenant's strongest pairs."""
+
+    tag: Tag | None = None
+    limit: Limit = 50
+
+
+class TopicClusterParams(Params):
+    tag: Tag
+    limit: Annotated[int, Meta(ge=1, le=200)] = 10
+
+
+class BriefingParams(Params):
+    max_bytes: Annotated[int, Meta(ge=2048, le=65536)] = 8192
+
+
+class EntryRef(Struct, kw_only=True):
+    """An entry without its content, for listings."""
+
+    id: int
+    type: str
+    title: str
+    tags: list[str]
+    recorded_at: str
+    valid_to: str | None
+
+
+class Thread(Struct, kw_only=True):
+    """A root (whatever its state) and its replies visible now (or at `as_of`), oldest first.
+
+    `depth` is each reply's distance from the root (1 = a direct reply).
+    """
+
+    root: Entry
+    replies: list[Entry]
+    depth: dict[int, int]
+
+
+class ThreadSummary(Struct, kw_only=True):
+    """An open thread: an active root with active replies; `last_activity` is its newest write."""
+
+    root: EntryRef
+    replies: int
+    last_activity: str
+    last_reply: EntryRef
+
+
+class OpenThreads(Struct, kw_only=True):
+    threads: list[ThreadSummary]
+
+
+class Backlink(Struct, kw_only=True):
+    """One way an entry is pointed at: `reply` (a child), `mention` (`#ID` in its text) or `relation`."""
+
+    kind: Literal["reply", "mention", "relation"]
+    entry: Entry
+    relation: str | None = None
+
+
+class Backlinks(Struct, kw_only=True):
+    id: int
+    links: list[Backlink]
+
+
+class TagNeighbor(Struct, kw_only=True):
+    entry: Entry
+    shared_tags: list[str]
+
+
+class RelatedEntry(Struct, kw_only=True):
+    """An entry at the other end of a relation; `direction` "out" means `entry` is the target."""
+
+    relation: str
+    direction: Literal["out", "in"]
+    entry: Entry
+
+
+class Around(Struct, kw_only=True):
+    """An entry's neighbourhood: thread, shared tags, `#ID` references and relations."""
+
+    entry: Entry
+    parent: Entry | None
+    children: list[Entry]
+    siblings: list[Entry]
+    shared_tags: list[TagNeighbor]
+    references: list[Entry]
+    mentioned_by: list[Entry]
+    relations: list[RelatedEntry]
+
+
+class TagCount(Struct, kw_only=True):
+    tag: str
+    count: int
+
+
+class TagPair(Struct, kw_only=True):
+    a: str
+    b: str
+    count: int
+
+
+class TagCooccurrence(Struct, kw_only=True):
+    """Counts over active entries: `tags` by use, `pairs` by how often two tags share an entry."""
+
+    tags: list[TagCount]
+    pairs: list[TagPair]
+
+
+class TopicCluster(Struct, kw_only=True):
+    """A community of co-occurring tags. `key` is the sha256 (hex) of its sorted tags.
+
+    `named_by`: "advisor" (just named), "cache", or "fallback" (the top three
+    tags; `note` says why).
+    """
+
+    key: str
+    name: str
+    description: str
+    named_by: Literal["advisor", "cache", "fallback"]
+    tags: list[str]
+    entries: int
+    weight: int
+    note: str | None = None
+
+
+class TopicClusters(Struct, kw_only=True):
+    clusters: list[TopicCluster]
+
+
+class TopicClusterResult(Struct, kw_only=True):
+    """A tag's cluster and its most recent active entries (those with any of its tags)."""
+
+    cluster: TopicCluster
+    entries: list[Entry]
+
+
+class Briefing(Struct, kw_only=True):
+    """The session briefing: markdown `text` of `bytes` UTF-8 bytes; `cut` names what was dropped to fit."""
+
+    text: str
+    bytes: int
+    cut: list[str]
+    clusters: list[TopicCluster]
+    open_threads: list[ThreadSummary]

@@ -8,6 +8,8 @@ token. The socket daemon, the tests and anything else call verbs through
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -34,6 +36,7 @@ from arbiter.model import (
     RecallParams,
     RememberManyParams,
     RememberManyResult,
+    Remembered,
     RememberParams,
     TenantCreateParams,
     TenantCreated,
@@ -41,7 +44,22 @@ from arbiter.model import (
     UnlinkResult,
     UpdateParams,
 )
+from arbiter.recall import llm as llm_layers
 from arbiter.store import entries, relations, schema_version, tenants
+from arbiter import briefing as briefing_mod
+from arbiter.graph import clusters, projection, tags as tag_graph, threads
+from arbiter.model import (
+    AroundParams,
+    BriefingParams,
+    OpenThreads,
+    OpenThreadsParams,
+    ReplyParams,
+    TagCooccurrenceParams,
+    ThreadParams,
+    TopicClusterParams,
+    TopicClusterResult,
+    TopicClusters,
+)
 
 
 @dataclass
@@ -53,6 +71,11 @@ class Context:
     tenant_name: str
     now: int
     services: dict[str, Any] = field(default_factory=dict)
+    #: What optional layers want to tell the caller (a failed LLM call, tags added).
+    notes: list[str] = field(default_factory=list)
+    #: Writes a read verb asks for (caches): the daemon runs each on the writer
+    #: connection, in one transaction, after the read and before answering.
+    after: list[Callable[[apsw.Connection], None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -62,6 +85,10 @@ class Verb:
     writes: bool = False
     admin: bool = False
     public: bool = False  # needs no token (health checks)
+    #: Slow read-only work (LLM calls) done on a reader before a write verb
+    #: runs, so the writer is never held while waiting on the network.
+    prepare: Callable[[Context, Any], Any] | None = None
+    needs_prepare: Callable[[Any], bool] = lambda params: True
 
 
 def _as_of(value) -> int | None:
@@ -69,17 +96,57 @@ def _as_of(value) -> int | None:
 
 
 def remember(ctx: Context, p: RememberParams):
-    """Write one entry; returns it as stored."""
-    return entries.get(ctx.conn, ctx.tenant_id, entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now))
+    """Write one entry; returns it as stored, with a `note` from `auto_tag`/`auto_supersede`."""
+    stored = entries.get(ctx.conn, ctx.tenant_id, entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now))
+    return Remembered(**msgspec.structs.asdict(stored), note="; ".join(ctx.notes) or None)
+
+
+AUTO_DEADLINE_S = 15.0
+AUTO_SUPERSEDE_CANDIDATES = 5
+
+
+def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
+    """`auto_tag` and `auto_supersede`: ask the advisor, then amend the params the write will use."""
+    advisor = advisor_for(ctx)
+    if advisor is None:
+        ctx.notes.append("auto_tag/auto_supersede skipped: no ANTHROPIC_API_KEY on the daemon")
+        return p
+    from arbiter.advisor import AdvisorError, Candidate
+
+    deadline = time.monotonic() + AUTO_DEADLINE_S
+    if p.auto_tag:
+        vocabulary = [t.tag for t in tag_graph.counts(ctx.conn, ctx.tenant_id, limit=100)]
+        try:
+            extra = advisor.tags(p.title, p.content, p.tags, vocabulary, deadline=deadline)
+        except AdvisorError as e:
+            ctx.notes.append(f"auto_tag failed ({e.reason})")
+        else:
+            merged = list(dict.fromkeys([*p.tags, *extra]))[:32]
+            if added := [t for t in merged if t not in p.tags]:
+                ctx.notes.append("auto_tag added " + ", ".join(added))
+            p = msgspec.structs.replace(p, tags=merged)
+    if p.auto_supersede:
+        found = recall_mod.recall(ctx.conn, ctx.tenant_id, RecallParams(query=p.title, types=[p.type], limit=20))
+        same = [h for h in found.hits if h.type == p.type][:AUTO_SUPERSEDE_CANDIDATES]
+        olds = [
+            Candidate(id=e.id, type=e.type, date=e.valid_from[:10], superseded=False, text=f"{e.title}\n{e.content}")
+            for e in entries.get_any(ctx.conn, ctx.tenant_id, [h.id for h in same])
+        ]
+        new = Candidate(id=0, type=p.type, date="new", superseded=False, text=f"{p.title}\n{p.content}")
+        try:
+            flagged = advisor.contradictions(new, olds, deadline=deadline) if olds else []
+        except AdvisorError as e:
+            ctx.notes.append(f"auto_supersede failed ({e.reason})")
+        else:
+            if flagged:
+                ctx.notes.append("auto_supersede retired " + ", ".join(f"#{i}" for i in flagged))
+                p = msgspec.structs.replace(p, supersedes_ids=list(dict.fromkeys([*p.supersedes_ids, *flagged])))
+    return p
 
 
 def remember_many(ctx: Context, p: RememberManyParams):
     """Write many entries in one transaction; returns their ids in order."""
-    ids = [
-        entries.remember(ctx.conn, ctx.tenant_id, item, now=ctx.now, path=f"entries[{i}].")
-        for i, item in enumerate(p.entries)
-    ]
-    return RememberManyResult(ids=ids)
+    return RememberManyResult(ids=entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now))
 
 
 def get(ctx: Context, p: GetParams):
@@ -136,8 +203,12 @@ def density(ctx: Context, p: IdParams):
 
 
 def recall(ctx: Context, p: RecallParams):
-    """Search memory; with no query, browse with hard filters."""
-    return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
+    """Search memory; with no query, browse with hard filters. Optional LLM layers: `expand`, `rerank`, `rerank_fine`."""
+    if not llm_layers.wants_llm(p):
+        return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
+    return llm_layers.recall_with_llm(
+        ctx.conn, ctx.tenant_id, p, advisor_for(ctx), lambda q: recall_mod.recall(ctx.conn, ctx.tenant_id, q)
+    )
 
 
 def conversation_create(ctx: Context, p: ConversationCreateParams):
@@ -174,7 +245,10 @@ def tenant_list(ctx: Context, p: Empty):
 
 
 VERBS: dict[str, Verb] = {
-    "remember": Verb(RememberParams, remember, writes=True),
+    "remember": Verb(
+        RememberParams, remember, writes=True, prepare=prepare_remember,
+        needs_prepare=lambda p: p.auto_tag or p.auto_supersede,
+    ),
     "remember_many": Verb(RememberManyParams, remember_many, writes=True),
     "get": Verb(GetParams, get),
     "list": Verb(ListParams, list_),
@@ -194,3 +268,103 @@ VERBS: dict[str, Verb] = {
     "tenant_create": Verb(TenantCreateParams, tenant_create, writes=True, admin=True),
     "tenant_list": Verb(Empty, tenant_list, admin=True),
 }
+
+
+# ---- threads, graph projection, topic clusters, briefing ---------------------
+
+_advisors: dict[tuple, Any] = {}
+_advisors_lock = threading.Lock()
+
+
+def advisor_for(ctx: Context):
+    """The daemon's advisor when it has an LLM key (`services["anthropic"]`), else None."""
+    conf = ctx.services.get("anthropic") or {}
+    if not conf.get("api_key"):
+        return None
+    key = (conf["api_key"], conf.get("base_url"))
+    with _advisors_lock:
+        if key not in _advisors:
+            from arbiter.advisor import Advisor
+
+            models = {k: conf[k] for k in ("fast_model", "strong_model") if conf.get(k)}
+            _advisors[key] = Advisor(api_key=conf["api_key"], base_url=conf.get("base_url"), **models)
+        return _advisors[key]
+
+
+def _save_names(ctx: Context, fresh: list) -> None:
+    if fresh:
+        tenant_id = ctx.tenant_id
+        ctx.after.append(lambda conn: clusters.save_names(conn, tenant_id, fresh))
+
+
+def reply(ctx: Context, p: ReplyParams):
+    """Reply in a thread: a new entry under `parent_id`; type, title and tags default to the parent's."""
+    return entries.get(ctx.conn, ctx.tenant_id, threads.reply(ctx.conn, ctx.tenant_id, p, now=ctx.now))
+
+
+def thread(ctx: Context, p: ThreadParams):
+    """The thread through an entry: its root and every visible reply, oldest first."""
+    return threads.thread(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of))
+
+
+def open_threads(ctx: Context, p: OpenThreadsParams):
+    """Active threads (roots with active replies), newest activity first."""
+    return OpenThreads(threads=threads.open_threads(ctx.conn, ctx.tenant_id, limit=p.limit))
+
+
+def backlinks(ctx: Context, p: IdParams):
+    """What points at an entry: replies, `#ID` mentions and incoming relations, labelled by kind."""
+    return projection.backlinks(ctx.conn, ctx.tenant_id, p.id)
+
+
+def around(ctx: Context, p: AroundParams):
+    """An entry's neighbourhood: parent, children, siblings, shared-tag neighbours, references, relations."""
+    return projection.around(ctx.conn, ctx.tenant_id, p.id, k=p.k)
+
+
+def tag_cooccurrence(ctx: Context, p: TagCooccurrenceParams):
+    """Tag and tag-pair counts over active entries (or one tag's partners)."""
+    return tag_graph.cooccurrence(ctx.conn, ctx.tenant_id, tag=p.tag, limit=p.limit)
+
+
+def topic_clusters(ctx: Context, p: Empty):
+    """Every topic cluster, named (cache, advisor or fallback), largest first."""
+    named, fresh = clusters.name(
+        ctx.conn, ctx.tenant_id, clusters.shapes(ctx.conn, ctx.tenant_id), advisor=advisor_for(ctx), now=ctx.now,
+        deadline=clusters.naming_deadline(briefing_mod.NAMING_BUDGET_S),
+    )
+    _save_names(ctx, fresh)
+    return TopicClusters(clusters=named)
+
+
+def topic_cluster(ctx: Context, p: TopicClusterParams):
+    """The cluster a tag belongs to, named, with its most recent entries."""
+    shape, members = clusters.cluster_entries(ctx.conn, ctx.tenant_id, p.tag, limit=p.limit)
+    (named,), fresh = clusters.name(
+        ctx.conn, ctx.tenant_id, [shape], advisor=advisor_for(ctx), now=ctx.now,
+        deadline=clusters.naming_deadline(briefing_mod.NAMING_BUDGET_S),
+    )
+    _save_names(ctx, fresh)
+    return TopicClusterResult(cluster=named, entries=members)
+
+
+def briefing(ctx: Context, p: BriefingParams):
+    """The session briefing: a markdown map of this memory (what MCP `initialize` hands an agent)."""
+    result, fresh = briefing_mod.build(
+        ctx.conn, ctx.tenant_id, ctx.tenant_name, now=ctx.now, advisor=advisor_for(ctx), max_bytes=p.max_bytes
+    )
+    _save_names(ctx, fresh)
+    return result
+
+
+VERBS.update({
+    "reply": Verb(ReplyParams, reply, writes=True),
+    "thread": Verb(ThreadParams, thread),
+    "open_threads": Verb(OpenThreadsParams, open_threads),
+    "backlinks": Verb(IdParams, backlinks),
+    "around": Verb(AroundParams, around),
+    "tag_cooccurrence": Verb(TagCooccurrenceParams, tag_cooccurrence),
+    "topic_clusters": Verb(Empty, topic_clusters),
+    "topic_cluster": Verb(TopicClusterParams, topic_cluster),
+    "briefing": Verb(BriefingParams, briefing),
+})

@@ -57,6 +57,9 @@ def _validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
     if own := re.match(r"(\w+): ", message):
         path = f"{path}.{own[1]}" if path else own[1]
         message = message[own.end():]
+    elif field := re.match(r"Object (?:missing required|contains unknown) field `(\w+)`", message):
+        # The error is about a field of the object at `path`: name the field itself.
+        path = f"{path}.{field[1]}" if path else field[1]
     return message, path or None
 
 
@@ -220,17 +223,21 @@ class Daemon:
                 while (nl := buf.find(b"\n", start)) >= 0:
                     frame = bytes(buf[start:nl])
                     start = nl + 1
-                    if discarding:
+                    if discarding:  # the tail of a frame already answered as too large
                         discarding = False
                         continue
-                    if frame.strip():
-                        writer.write(await self._dispatch(frame))
-                        await writer.drain()
+                    if len(frame) > self.max_frame:  # it arrived whole, within one read
+                        reply = _error_frame(None, self._too_large())
+                    elif frame.strip():
+                        reply = await self._dispatch(frame)
+                    else:
+                        continue
+                    writer.write(reply)
+                    await writer.drain()
                 del buf[:start]
                 if len(buf) > self.max_frame:
                     if not discarding:
-                        err = InvalidRequest(f"frame larger than the limit of {self.max_frame} bytes")
-                        writer.write(_error_frame(None, err))
+                        writer.write(_error_frame(None, self._too_large()))
                         await writer.drain()
                     discarding = True
                     buf.clear()
@@ -239,6 +246,9 @@ class Daemon:
         finally:
             self._handlers.discard(asyncio.current_task())
             writer.close()
+
+    def _too_large(self) -> InvalidRequest:
+        return InvalidRequest(f"frame larger than the limit of {self.max_frame} bytes", path="frame")
 
     async def _dispatch(self, frame: bytes) -> bytes:
         self._busy += 1
@@ -264,7 +274,8 @@ class Daemon:
                 params = _param_decoders[req.method].decode(req.params)
             except msgspec.ValidationError as e:
                 message, path = _validation_path(e)
-                raise InvalidParams(f"{path}: {message}" if path else message, path=path) from None
+                path = path or "params"  # the params as a whole (not an object, say)
+                raise InvalidParams(f"{path}: {message}", path=path) from None
             except msgspec.DecodeError as e:
                 raise InvalidParams(f"params: {e}", path="params") from None
             tenant = await self._authenticate(verb, req.token)
@@ -301,13 +312,38 @@ class Daemon:
         return tenant
 
     async def _run(self, verb: Verb, params, tenant: tuple[int, str]):
+        loop = asyncio.get_running_loop()
+        notes: list[str] = []
+        if verb.prepare is not None and verb.needs_prepare(params):
+            def prepare():
+                conn = self._reader_conn()
+                ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services)
+                with conn:
+                    return verb.prepare(ctx, params), ctx.notes
+
+            params, notes = await loop.run_in_executor(self._reader_pool, prepare)
+
         def work():
             conn = self._writer if verb.writes else self._reader_conn()
+            ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes)
             with conn:  # one verb, one transaction (a consistent snapshot for reads)
-                return verb.run(Context(conn, tenant[0], tenant[1], now_us(), self.services), params)
+                result = verb.run(ctx, params)
+                if verb.writes:
+                    for later in ctx.after:
+                        later(conn)
+                    ctx.after.clear()
+            return result, ctx.after
+
+        def write_after(after):
+            with self._writer:
+                for later in after:
+                    later(self._writer)
 
         pool = self._writer_pool if verb.writes else self._reader_pool
-        return await asyncio.get_running_loop().run_in_executor(pool, work)
+        result, after = await loop.run_in_executor(pool, work)
+        if after:  # a read verb's cache writes: done before answering, so the next request sees them
+            await loop.run_in_executor(self._writer_pool, write_after, after)
+        return result
 
 
 def probe(socket_path: Path, timeout: float = 0.5) -> bool:

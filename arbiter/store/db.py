@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Literal
 
 import apsw
-import apsw.bestpractice
 
 from arbiter._time import now_us
 from arbiter.errors import SchemaTooNew
@@ -20,6 +19,33 @@ Synchronous = Literal["FULL", "NORMAL"]
 
 ENTRY_TYPES_SQL = "('user','feedback','project','reference','learning','context')"
 RELATION_TYPES_SQL = "('relates_to','refines','contradicts','supersedes','supports')"
+
+def _fts_scope(row: str) -> str:
+    """SQL for a row's scope tokens: `t<tenant> c<conversation>`, or `t<tenant> u<tenant>` if unscoped."""
+    return (
+        f"'t' || {row}.tenant_id || ' ' || CASE WHEN {row}.conversation_id IS NULL "
+        f"THEN 'u' || {row}.tenant_id ELSE 'c' || {row}.conversation_id END"
+    )
+
+
+def _recall_row(row: str) -> str:
+    """SQL for a `recall_entries` row of an entries row: its ranking fields and text signals.
+
+    Signals: UTF-8 size, first-person words (" I ", " I'", " my ", " me ") and
+    second-person words ("you", "You", which also counts "your").
+    """
+    content = f"{row}.content"
+
+    def count(needle: str, size: int) -> str:
+        return f"(octet_length({content}) - octet_length(replace({content}, '{needle}', ''))) / {size}"
+
+    first = " + ".join(count(n, k) for n, k in ((" I ", 3), (" I''", 3), (" my ", 4), (" me ", 4)))
+    second = " + ".join(count(n, 3) for n in ("you", "You"))
+    return (
+        f"{row}.id, {row}.tenant_id, {row}.type, {row}.conversation_id, {row}.valid_from, {row}.valid_to, "
+        f"octet_length({content}), {first}, {second}"
+    )
+
 
 # Ordered, named, append-only. Each runs in its own transaction and is recorded
 # in schema_version; never edit a step that has shipped, add a new one.
@@ -96,6 +122,151 @@ MIGRATIONS: list[tuple[str, str]] = [
         END;
         """,
     ),
+    (
+        # The tag graph (graph/tags.py): one row per tag of each active entry, and
+        # per-tenant tag and tag-pair counts kept by triggers, so co-occurrence and
+        # the briefing read a few hundred rows instead of self-joining every tag.
+        # `tag_graph_version` bumps on every change: the cluster memo's key.
+        # Plus covering indexes for the briefing's totals and threads, and the
+        # topic-cluster name cache (graph/clusters.py).
+        "m003_tag_graph",
+        """
+        CREATE TABLE entry_tags(
+            entry_id INTEGER NOT NULL,
+            tenant_id INTEGER NOT NULL,
+            tag TEXT NOT NULL,
+            PRIMARY KEY (entry_id, tag)
+        ) WITHOUT ROWID;
+        CREATE INDEX entry_tags_tag ON entry_tags(tenant_id, tag, entry_id);
+        CREATE TABLE tag_counts(
+            tenant_id INTEGER NOT NULL,
+            tag TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, tag)
+        ) WITHOUT ROWID;
+        CREATE TABLE tag_pairs(
+            tenant_id INTEGER NOT NULL,
+            a TEXT NOT NULL,
+            b TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, a, b),
+            CHECK (a < b)
+        ) WITHOUT ROWID;
+        CREATE TABLE tag_graph_version(
+            tenant_id INTEGER PRIMARY KEY,
+            version INTEGER NOT NULL
+        );
+        CREATE TRIGGER entry_tags_insert AFTER INSERT ON entry_tags BEGIN
+            INSERT INTO tag_counts(tenant_id, tag, n) VALUES (new.tenant_id, new.tag, 1)
+                ON CONFLICT DO UPDATE SET n = n + 1;
+            INSERT INTO tag_pairs(tenant_id, a, b, n)
+                SELECT new.tenant_id, min(new.tag, t.tag), max(new.tag, t.tag), 1
+                FROM entry_tags t WHERE t.entry_id = new.entry_id AND t.tag != new.tag
+                ON CONFLICT DO UPDATE SET n = n + 1;
+            INSERT INTO tag_graph_version(tenant_id, version) VALUES (new.tenant_id, 1)
+                ON CONFLICT DO UPDATE SET version = version + 1;
+        END;
+        CREATE TRIGGER entry_tags_delete AFTER DELETE ON entry_tags BEGIN
+            UPDATE tag_counts SET n = n - 1 WHERE tenant_id = old.tenant_id AND tag = old.tag;
+            DELETE FROM tag_counts WHERE tenant_id = old.tenant_id AND tag = old.tag AND n <= 0;
+            UPDATE tag_pairs SET n = n - 1 WHERE tenant_id = old.tenant_id AND (a, b) IN (
+                SELECT min(old.tag, t.tag), max(old.tag, t.tag) FROM entry_tags t WHERE t.entry_id = old.entry_id);
+            DELETE FROM tag_pairs WHERE tenant_id = old.tenant_id AND n <= 0 AND (a, b) IN (
+                SELECT min(old.tag, t.tag), max(old.tag, t.tag) FROM entry_tags t WHERE t.entry_id = old.entry_id);
+            UPDATE tag_graph_version SET version = version + 1 WHERE tenant_id = old.tenant_id;
+        END;
+        CREATE TRIGGER entries_tags_insert AFTER INSERT ON entries WHEN new.valid_to IS NULL BEGIN
+            INSERT OR IGNORE INTO entry_tags(entry_id, tenant_id, tag)
+                SELECT new.id, new.tenant_id, value FROM json_each(new.tags) WHERE true;
+        END;
+        CREATE TRIGGER entries_tags_update AFTER UPDATE OF tags, valid_to ON entries
+        WHEN old.tags IS NOT new.tags OR old.valid_to IS NOT new.valid_to BEGIN
+            DELETE FROM entry_tags WHERE entry_id = old.id;
+            INSERT OR IGNORE INTO entry_tags(entry_id, tenant_id, tag)
+                SELECT new.id, new.tenant_id, value FROM json_each(new.tags) WHERE new.valid_to IS NULL;
+        END;
+        CREATE TRIGGER entries_tags_delete AFTER DELETE ON entries BEGIN
+            DELETE FROM entry_tags WHERE entry_id = old.id;
+        END;
+        INSERT OR IGNORE INTO entry_tags(entry_id, tenant_id, tag)
+            SELECT e.id, e.tenant_id, j.value FROM entries e, json_each(e.tags) j WHERE e.valid_to IS NULL;
+        CREATE INDEX entries_tenant_type ON entries(tenant_id, type, valid_to, recorded_at);
+        CREATE INDEX entries_thread ON entries(tenant_id, parent_id, valid_to, recorded_at) WHERE parent_id IS NOT NULL;
+        CREATE TABLE cluster_names(
+            tenant_id INTEGER NOT NULL REFERENCES tenants(id),
+            tags_sha256 BLOB NOT NULL,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL,
+            named_at INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, tags_sha256)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    (
+        # Recall (arbiter/recall): the FTS index gains a `scope` column holding
+        # `t<tenant>` and `c<conversation>` (or `u<tenant>` for unscoped rows), so
+        # a conversation pass ANDs its scope into the MATCH and FTS5 seeks to
+        # that conversation's rows instead of ranking every tenant-wide match.
+        # External content comes from a view, since `scope` is computed. A
+        # 16 MiB hash (FTS5's default is 1 MiB) flushes bulk writes in fewer,
+        # larger segments: half the ingest time, and fewer segments to search.
+        # `entries_fts_vocab` gives document frequencies (idf, term selection).
+        # `recall_entries` is a narrow copy of what ranking reads per candidate,
+        # so a pass never touches the wide entries rows: visibility, type,
+        # conversation, size, and how often the text speaks in the first person
+        # ("I", "my") or addresses someone ("you"), counted by SQL at write
+        # time (counting at query time costs milliseconds).
+        "m004_recall_index",
+        f"""
+        DROP TRIGGER entries_fts_insert;
+        DROP TRIGGER entries_fts_delete;
+        DROP TRIGGER entries_fts_update;
+        DROP TABLE entries_fts;
+        CREATE VIEW entries_fts_rows AS
+            SELECT id, title, content, tags, source, {_fts_scope("entries")} AS scope FROM entries;
+        CREATE VIRTUAL TABLE entries_fts USING fts5(
+            title, content, tags, source, scope,
+            content='entries_fts_rows', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE entries_fts_vocab USING fts5vocab(entries_fts, row);
+        INSERT INTO entries_fts(entries_fts, rank) VALUES ('hashsize', 16777216);
+        CREATE TABLE recall_entries(
+            entry_id INTEGER PRIMARY KEY,
+            tenant_id INTEGER NOT NULL,
+            type TEXT NOT NULL,
+            conversation_id INTEGER,
+            valid_from INTEGER NOT NULL,
+            valid_to INTEGER,
+            bytes INTEGER NOT NULL,
+            self_refs INTEGER NOT NULL,
+            other_refs INTEGER NOT NULL
+        );
+        CREATE TRIGGER entries_fts_insert AFTER INSERT ON entries BEGIN
+            INSERT INTO entries_fts(rowid, title, content, tags, source, scope)
+            VALUES (new.id, new.title, new.content, new.tags, new.source, {_fts_scope("new")});
+            INSERT INTO recall_entries VALUES ({_recall_row("new")});
+        END;
+        CREATE TRIGGER entries_fts_delete AFTER DELETE ON entries BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, title, content, tags, source, scope)
+            VALUES ('delete', old.id, old.title, old.content, old.tags, old.source, {_fts_scope("old")});
+            DELETE FROM recall_entries WHERE entry_id = old.id;
+        END;
+        CREATE TRIGGER entries_fts_update
+        AFTER UPDATE OF title, content, tags, source, conversation_id, tenant_id ON entries BEGIN
+            INSERT INTO entries_fts(entries_fts, rowid, title, content, tags, source, scope)
+            VALUES ('delete', old.id, old.title, old.content, old.tags, old.source, {_fts_scope("old")});
+            INSERT INTO entries_fts(rowid, title, content, tags, source, scope)
+            VALUES (new.id, new.title, new.content, new.tags, new.source, {_fts_scope("new")});
+        END;
+        CREATE TRIGGER recall_entries_update
+        AFTER UPDATE OF type, content, conversation_id, tenant_id, valid_from, valid_to ON entries BEGIN
+            INSERT OR REPLACE INTO recall_entries VALUES ({_recall_row("new")});
+        END;
+        INSERT INTO entries_fts(entries_fts) VALUES ('rebuild');
+        INSERT INTO recall_entries SELECT {_recall_row("entries")} FROM entries;
+        """,
+    ),
 ]
 
 
@@ -117,11 +288,14 @@ def connect(
         flags = apsw.SQLITE_OPEN_READONLY
     conn = apsw.Connection(str(path), flags=flags)
     conn.set_busy_timeout(busy_timeout_ms)
+    # apsw.bestpractice's connection settings, spelled out: importing that
+    # module pulls in apsw.ext, 4.4 MB of daemon RSS for four pragmas.
     if not readonly:
-        apsw.bestpractice.connection_wal(conn)
-    apsw.bestpractice.connection_enable_foreign_keys(conn)
-    apsw.bestpractice.connection_dqs(conn)
-    apsw.bestpractice.connection_recursive_triggers(conn)
+        conn.pragma("journal_mode", "wal")
+    conn.pragma("foreign_keys", "ON")
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)  # double quotes are identifiers, never strings
+    conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+    conn.pragma("recursive_triggers", "ON")
     conn.pragma("synchronous", synchronous)
     return conn
 

@@ -65,8 +65,16 @@ def _require_conversation(conn: apsw.Connection, tenant_id: int, conv_id: int, p
         raise NotFound(f"conversation {conv_id} not found", path=path)
 
 
-def remember(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str = "") -> int:
-    """Insert one entry (and its `supersedes` edges); the caller owns the transaction."""
+_INSERT_COLUMNS = (
+    "id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, recorded_at, valid_from"
+)
+_ROW = "(" + ",".join("?" * 12) + ")"
+# SQLite binds at most 32766 values per statement: 2000 rows of 12 stay under it.
+_ROWS_PER_INSERT = 2000
+
+
+def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str) -> list:
+    """Check an entry's references (NotFound names the field) and build its row; the id comes first, unset."""
     valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"{path}valid_from")
     if p.conversation_id is not None:
         _require_conversation(conn, tenant_id, p.conversation_id, f"{path}conversation_id")
@@ -74,27 +82,49 @@ def remember(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: i
         relations._require_entries(conn, tenant_id, [p.parent_id], f"{path}parent_id")
     for i, old in enumerate(p.supersedes_ids):
         relations._require_entries(conn, tenant_id, [old], f"{path}supersedes_ids[{i}]")
-    conn.execute(
-        "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, "
-        "content_hash, recorded_at, valid_from) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            tenant_id,
-            p.type,
-            p.title,
-            p.content,
-            msgspec.json.encode(_dedupe(p.tags)).decode(),
-            p.source,
-            p.conversation_id,
-            p.parent_id,
-            content_hash(p.content),
-            now,
-            valid_from,
-        ),
-    )
-    new_id = conn.last_insert_rowid()
+    tags = msgspec.json.encode(_dedupe(p.tags)).decode()
+    return [None, tenant_id, p.type, p.title, p.content, tags, p.source, p.conversation_id, p.parent_id,
+            content_hash(p.content), now, valid_from]
+
+
+def _supersede(conn: apsw.Connection, tenant_id: int, new_id: int, p: RememberParams, row: list, *, now: int) -> None:
     for old in dict.fromkeys(p.supersedes_ids):
-        relations.link(conn, tenant_id, new_id, "supersedes", old, now=now, at=valid_from)
+        relations.link(conn, tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
+
+
+def remember(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str = "") -> int:
+    """Insert one entry (and its `supersedes` edges); the caller owns the transaction."""
+    row = _row(conn, tenant_id, p, now=now, path=path)
+    conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES {_ROW}", row)
+    new_id = conn.last_insert_rowid()
+    _supersede(conn, tenant_id, new_id, p, row, now=now)
     return new_id
+
+
+def remember_many(conn: apsw.Connection, tenant_id: int, items: list[RememberParams], *, now: int) -> list[int]:
+    """Insert many entries (and their `supersedes` edges); ids in order. The caller owns the transaction.
+
+    Every entry is checked before any is written. Rows go in as one multi-row
+    INSERT per 2000, not one statement each: a statement that fires the FTS
+    trigger makes FTS5 flush its pending terms (the statement savepoint), so
+    one statement per entry writes one tiny index segment per entry. Measured:
+    twice the entries per second.
+    """
+    rows = [_row(conn, tenant_id, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
+    # Explicit ids (what SQLite would pick: max + 1 onwards) keep them in input order.
+    first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM entries").fetchone()[0]
+    ids = list(range(first, first + len(rows)))
+    for new_id, row in zip(ids, rows):
+        row[0] = new_id
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start:start + _ROWS_PER_INSERT]
+        conn.execute(
+            f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES " + ",".join([_ROW] * len(chunk)),
+            [value for row in chunk for value in row],
+        )
+    for new_id, p, row in zip(ids, items, rows):
+        _supersede(conn, tenant_id, new_id, p, row, now=now)
+    return ids
 
 
 def get(conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None) -> Entry:
@@ -208,3 +238,21 @@ def history(conn: apsw.Connection, tenant_id: int, entry_id: int) -> tuple[list[
         (*ids, *ids),
     )
     return entries, [relations.relation_from_row(r) for r in edges]
+
+
+def type_totals(conn: apsw.Connection, tenant_id: int) -> list[tuple[str, int, int, int | None]]:
+    """(type, active, retired, last recorded_at) per entry type in use (a covering-index scan)."""
+    return conn.execute(
+        "SELECT type, count(*) FILTER (WHERE valid_to IS NULL), count(*) FILTER (WHERE valid_to IS NOT NULL), "
+        "max(recorded_at) FROM entries WHERE tenant_id = ? GROUP BY type ORDER BY type",
+        (tenant_id,),
+    ).fetchall()
+
+
+def recent(conn: apsw.Connection, tenant_id: int, *, limit: int) -> list[tuple[int, str, str, int]]:
+    """(id, type, title, recorded_at) of the newest active entries."""
+    return conn.execute(
+        "SELECT id, type, title, recorded_at FROM entries WHERE tenant_id = ? AND valid_to IS NULL "
+        "ORDER BY id DESC LIMIT ?",
+        (tenant_id, limit),
+    ).fetchall()

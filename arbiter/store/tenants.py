@@ -79,3 +79,7 @@ def status(conn: apsw.Connection, tenant_id: int, tenant_name: str, *, version: 
         last_write=format_time(last),
         db_bytes=pages * size,
     )
+
+
+def conversation_count(conn: apsw.Connection, tenant_id: int) -> int:
+    return conn.execute("SELECT count(*) FROM conversations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]

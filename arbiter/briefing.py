@@ -1,0 +1,272 @@
+"""The session briefing: a markdown map of a tenant's memory, handed to an agent on connect.
+
+Sections, in order: identity and totals, conventions detected from the data,
+guidance, topic map, open threads, recent activity. The text stays under a
+byte budget (8 KB by default): when it would not, the least useful lists are
+shortened first (recent activity, then the tag vocabulary, tag pairs and
+families, open threads, topic clusters), and a closing line says what was cut.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import apsw
+
+from arbiter._time import format_time
+from arbiter.graph import clusters, tags, threads
+from arbiter.model import ENTRY_TYPES, Briefing, ThreadSummary, TopicCluster
+from arbiter.store import entries, tenants
+
+if TYPE_CHECKING:
+    from arbiter.advisor import Advisor
+
+MAX_CLUSTERS = 12
+MAX_THREADS = 15
+MAX_RECENT = 10
+MAX_VOCABULARY = 60
+MAX_PAIRS = 8
+MAX_FAMILY_PAIRS = 5
+CLUSTER_TAGS_SHOWN = 10
+TITLE_CHARS = 90
+NAMING_BUDGET_S = 12.0
+
+GUIDANCE = [
+    "- **Search before writing.** When a request overlaps a topic below, `recall` (or `topic_cluster` with one of "
+    "its tags) first; if the memory already holds it, extend that entry instead of writing a duplicate.",
+    "- **Reply, don't restart.** A follow-up on an open thread below is a `reply` with `parent_id` set to the "
+    "thread's id, not a new top-level entry.",
+    "- **Link explicitly** when extending or correcting: `supersedes` (replaces and retires the old entry), "
+    "`contradicts`, `refines`, `supports`. Mention another entry as `#ID` in content to leave a backlink.",
+    "- **Reuse the tag vocabulary** and families above; invent a new tag only when none fits.",
+    "- `around` and `backlinks` show an entry's neighbourhood before you change it; `get_memory_briefing` "
+    "returns this map again.",
+]
+
+
+def _date(us: int | None) -> str:
+    text = format_time(us)
+    return text[:16].replace("T", " ") + " UTC" if text else "never"
+
+
+def _md(text: str, limit: int = 0) -> str:
+    """One line of user text, safe inside a markdown list item; clipped to `limit` characters if given."""
+    flat = " ".join(text.split()).replace("`", "'")
+    return flat if not limit or len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+@dataclass
+class _Part:
+    """A trimmable list inside a section; `render(kept items, hidden count)` makes its lines."""
+
+    what: str
+    items: list[str]
+    render: Callable[[list[str], int], list[str]]
+    keep: int = -1
+    floor: int = 0
+
+    def __post_init__(self) -> None:
+        if self.keep < 0:
+            self.keep = len(self.items)
+
+    def lines(self) -> list[str]:
+        return self.render(self.items[: self.keep], len(self.items) - self.keep)
+
+    @property
+    def cut(self) -> int:
+        return len(self.items) - self.keep
+
+
+@dataclass
+class _Doc:
+    blocks: list[list[str] | _Part] = field(default_factory=list)
+
+    def render(self, note: str | None = None) -> str:
+        out: list[str] = []
+        for b in self.blocks:
+            out.extend(b if isinstance(b, list) else b.lines())
+        if note:
+            out += ["", note]
+        return "\n".join(out).rstrip() + "\n"
+
+
+def _bullets(items: list[str], hidden: int, more: str = "") -> list[str]:
+    lines = list(items)
+    if hidden:
+        lines.append(f"- … {hidden} more{more}")
+    return lines
+
+
+def build(
+    conn: apsw.Connection,
+    tenant_id: int,
+    tenant_name: str,
+    *,
+    now: int,
+    advisor: Advisor | None,
+    max_bytes: int = 8192,
+    naming_deadline: float | None = None,
+) -> tuple[Briefing, list[clusters.NameRow]]:
+    """The briefing, and the fresh cluster names the caller should save (`clusters.save_names`)."""
+    totals = entries.type_totals(conn, tenant_id)
+    active = sum(t[1] for t in totals)
+    retired = sum(t[2] for t in totals)
+    last = max((t[3] for t in totals if t[3] is not None), default=None)
+    shapes = clusters.shapes(conn, tenant_id)
+    if naming_deadline is None:
+        naming_deadline = clusters.naming_deadline(NAMING_BUDGET_S)
+    named, fresh = clusters.name(
+        conn, tenant_id, shapes[:MAX_CLUSTERS], advisor=advisor, now=now, deadline=naming_deadline
+    )
+    open_threads = threads.open_threads(conn, tenant_id, limit=MAX_THREADS)
+    doc = _Doc()
+
+    # 1. identity and totals
+    by_type = ", ".join(
+        f"{etype} {a}" + (f" (+{r} retired)" if r else "") for etype, a, r, _ in totals if a or r
+    )
+    doc.blocks.append([
+        "# Memory briefing",
+        "",
+        "## 1. Identity and totals",
+        f"- Tenant `{tenant_name}`: {active} active entries, {retired} retired, "
+        f"{tenants.conversation_count(conn, tenant_id)} conversations; last write {_date(last)}.",
+        f"- By type (active): {by_type or 'none yet'}.",
+        "",
+        "## 2. Conventions",
+    ])
+
+    # 2. conventions
+    used = [t[0] for t in totals if t[1]]
+    unused = [t for t in ENTRY_TYPES if t not in used]
+    doc.blocks.append([
+        f"- Entry types in use: {', '.join(used) or 'none'}" + (f" (never used: {', '.join(unused)})" if unused else "")
+        + "."
+    ])
+    vocabulary = tags.counts(conn, tenant_id, limit=MAX_VOCABULARY)
+    extra_tags = tags.distinct(conn, tenant_id) - len(vocabulary)
+    vocab_items = [f"`{t.tag}` ×{t.count}" for t in vocabulary]
+    doc.blocks.append(_Part(
+        "tags of the vocabulary",
+        vocab_items,
+        lambda items, hidden: [
+            "- Tag vocabulary (by use on active entries): "
+            + (", ".join(items) if items else "no tags yet")
+            + (f", … and {hidden + extra_tags} more" if hidden + extra_tags else "")
+            + "."
+        ],
+        floor=min(10, len(vocab_items)),
+    ))
+    conv = tags.conventions(conn, tenant_id)
+    fam_items = []
+    for fp in conv.family_pairs[:MAX_FAMILY_PAIRS]:
+        fam_items.append(
+            f"  - `{fp.a.name}` ({', '.join(fp.a.members[:6])}) with `{fp.b.name}` ({', '.join(fp.b.members[:6])}): "
+            f"on the same entry {fp.together}×"
+        )
+    paired = {f.name for fp in conv.family_pairs[:MAX_FAMILY_PAIRS] for f in (fp.a, fp.b)}
+    for fam in conv.families:
+        if fam.name not in paired and len(fam_items) < MAX_FAMILY_PAIRS + 3:
+            fam_items.append(f"  - `{fam.name}`: {', '.join(fam.members[:8])} ({fam.uses} uses)")
+    if fam_items:
+        doc.blocks.append(_Part(
+            "tag families",
+            fam_items,
+            lambda items, hidden: (["- Tag families (tags of one shape; use one of each family that applies):"]
+                                   + _bullets(items, hidden) if items else []),
+        ))
+    pair_items = [
+        f"`{p.a}` + `{p.b}` ×{p.count}" for p in tags.pairs(conn, tenant_id, limit=MAX_PAIRS) if p.count >= 2
+    ]
+    if pair_items:
+        doc.blocks.append(_Part(
+            "tag pairs",
+            pair_items,
+            lambda items, hidden: ["- Tags that travel together: " + ", ".join(items) + "."] if items else [],
+        ))
+
+    # 3. guidance
+    doc.blocks.append(["", "## 3. Before you write", *GUIDANCE, "", "## 4. Topic map"])
+
+    # 4. topic map
+    if named:
+        cluster_items = [_cluster_line(c) for c in named]
+        hidden_clusters = len(shapes) - len(named)
+        doc.blocks.append(_Part(
+            "topic clusters",
+            cluster_items,
+            lambda items, hidden: _bullets(items, hidden + hidden_clusters, " (`topic_cluster TAG` lists any)"),
+            floor=min(3, len(cluster_items)),
+        ))
+    else:
+        doc.blocks.append(["- No topic clusters yet (they need at least three tags that share entries)."])
+
+    # 5. open threads
+    doc.blocks.append(["", "## 5. Open threads (newest activity first; continue with `reply`)"])
+    if open_threads:
+        doc.blocks.append(_Part(
+            "open threads", [_thread_line(t) for t in open_threads], _bullets, floor=min(3, len(open_threads))
+        ))
+    else:
+        doc.blocks.append(["- None."])
+
+    # 6. recent activity
+    doc.blocks.append(["", "## 6. Recent activity"])
+    recent = entries.recent(conn, tenant_id, limit=MAX_RECENT)
+    if recent:
+        doc.blocks.append(_Part(
+            "recent entries",
+            [f"- #{eid} [{etype}] {_md(title, TITLE_CHARS)} ({_date(rec)[:10]})" for eid, etype, title, rec in recent],
+            _bullets,
+            floor=min(3, len(recent)),
+        ))
+    else:
+        doc.blocks.append(["- Nothing yet: this memory is empty."])
+
+    text, cut = _fit(doc, max_bytes)
+    return (
+        Briefing(text=text, bytes=len(text.encode()), cut=cut, clusters=named, open_threads=open_threads),
+        fresh,
+    )
+
+
+def _cluster_line(c: TopicCluster) -> str:
+    shown = ", ".join(f"`{t}`" for t in c.tags[:CLUSTER_TAGS_SHOWN])
+    more = f" +{len(c.tags) - CLUSTER_TAGS_SHOWN}" if len(c.tags) > CLUSTER_TAGS_SHOWN else ""
+    return f"- **{_md(c.name)}** ({c.entries} entries): {_md(c.description)} Tags: {shown}{more}."
+
+
+def _thread_line(t: ThreadSummary) -> str:
+    return (
+        f"- #{t.root.id} [{t.root.type}] {_md(t.root.title, TITLE_CHARS)}: {t.replies} "
+        f"{'reply' if t.replies == 1 else 'replies'}, last {t.last_activity[:10]} "
+        f"(latest #{t.last_reply.id}: {_md(t.last_reply.title, TITLE_CHARS // 2)})"
+    )
+
+
+# Least useful first: what goes when the briefing is over budget.
+_CUT_ORDER = ["recent entries", "tags of the vocabulary", "tag pairs", "tag families", "open threads", "topic clusters"]
+_NOTE_RESERVE = 400
+
+
+def _fit(doc: _Doc, max_bytes: int) -> tuple[str, list[str]]:
+    parts = {b.what: b for b in doc.blocks if isinstance(b, _Part)}
+    budget = max_bytes - _NOTE_RESERVE
+    text = doc.render()
+    for what in _CUT_ORDER:
+        part = parts.get(what)
+        while part is not None and len(text.encode()) > budget and part.keep > part.floor:
+            part.keep = max(part.floor, part.keep // 2)
+            text = doc.render()
+    cut = [f"{p.cut} of {len(p.items)} {p.what}" for p in parts.values() if p.cut]
+    if cut:
+        text = doc.render(
+            f"_Cut to stay under {max_bytes // 1024} KB: {'; '.join(cut)}. "
+            "`recall`, `list`, `topic_cluster` and `get_memory_briefing` reach the rest._"
+        )
+    data = text.encode()
+    if len(data) > max_bytes:  # every list at its floor and still too long: very long titles
+        text = data[: max_bytes - 60].decode("utf-8", "ignore").rsplit("\n", 1)[0] + "\n\n_Truncated at the size limit._\n"
+        cut.append("the end of the briefing")
+    return text, cut

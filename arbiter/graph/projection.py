@@ -1,0 +1,114 @@
+"""The graph projection: implicit edges (threads, `#ID` mentions, shared tags) beside explicit relations.
+
+Nothing here is stored: each edge is read from the rows that imply it.
+A mention is `#ID` in an entry's title or content ("see #42"); it is found
+through the full-text index (the id as a token), then confirmed by pattern.
+"""
+
+from __future__ import annotations
+
+import re
+
+import apsw
+
+from arbiter.errors import NotFound
+from arbiter.graph import tags, threads
+from arbiter.model import Around, Backlink, Backlinks, Entry, RelatedEntry, TagNeighbor
+from arbiter.store import entries, relations
+
+MAX_LINKS = 200  # per kind, for backlinks
+MAX_RELATIONS = 50
+
+# `#42`, not `&#42;` (an HTML entity), `x#42` or `#42b`.
+_MENTION = re.compile(r"(?<![\w&#])#(\d{1,18})(?![\w#])")
+
+
+def mentioned_ids(text: str) -> list[int]:
+    """The entry ids `text` mentions as `#ID`, in order of first mention."""
+    return list(dict.fromkeys(int(m) for m in _MENTION.findall(text)))
+
+
+def mentioning(conn: apsw.Connection, tenant_id: int, entry_id: int, *, limit: int) -> list[Entry]:
+    """Active entries whose title or content mention `#entry_id`, newest first."""
+    # The id is an int we format ourselves, never user text, so it can sit in
+    # the FTS5 expression directly; the pattern check drops "42 ms" and the like.
+    match = f'{{title content}} : "{int(entry_id)}"'
+    rows = conn.execute(
+        f"SELECT {entries.ENTRY_COLUMNS} FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
+        "WHERE entries_fts MATCH ? AND e.tenant_id = ? AND e.valid_to IS NULL AND e.id != ? ORDER BY e.id DESC",
+        (match, tenant_id, entry_id),
+    )
+    out = []
+    for row in rows:
+        e = entries.entry_from_row(row)
+        if entry_id in mentioned_ids(e.title + "\n" + e.content):
+            out.append(e)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def _require(conn: apsw.Connection, tenant_id: int, entry_id: int) -> None:
+    if not conn.execute("SELECT 1 FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id)).fetchone():
+        raise NotFound(f"entry {entry_id} not found", path="id")
+
+
+def _active(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> list[Entry]:
+    return [e for e in entries.get_any(conn, tenant_id, ids) if e.valid_to is None]
+
+
+def backlinks(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Backlinks:
+    """What points at an entry (any state): active replies, active mentions, incoming relations."""
+    _require(conn, tenant_id, entry_id)
+    links = [
+        Backlink(kind="reply", entry=e)
+        for e in _active(conn, tenant_id, threads.children(conn, tenant_id, entry_id, limit=MAX_LINKS))
+    ]
+    links += [Backlink(kind="mention", entry=e) for e in mentioning(conn, tenant_id, entry_id, limit=MAX_LINKS)]
+    incoming = conn.execute(
+        "SELECT source_id, relation FROM relations WHERE tenant_id = ? AND target_id = ? ORDER BY id DESC LIMIT ?",
+        (tenant_id, entry_id, MAX_LINKS),
+    ).fetchall()
+    sources = {e.id: e for e in entries.get_any(conn, tenant_id, [s for s, _ in incoming])}
+    links += [Backlink(kind="relation", relation=rel, entry=sources[s]) for s, rel in incoming if s in sources]
+    return Backlinks(id=entry_id, links=links)
+
+
+def around(conn: apsw.Connection, tenant_id: int, entry_id: int, *, k: int) -> Around:
+    """An active entry's neighbourhood in one read; `k` caps each list but relations (at most 50).
+
+    Shared-tag neighbours leave out the parent, children and siblings already listed.
+    """
+    entry = entries.get(conn, tenant_id, entry_id)
+    parent = None
+    siblings: list[Entry] = []
+    if entry.parent_id is not None:
+        (parent,) = entries.get_any(conn, tenant_id, [entry.parent_id]) or (None,)
+        siblings = _active(
+            conn, tenant_id, threads.children(conn, tenant_id, entry.parent_id, limit=k, exclude=entry_id)
+        )
+    kids = _active(conn, tenant_id, threads.children(conn, tenant_id, entry_id, limit=k))
+    # Thread members share their parent's tags; listed above already, they would crowd out the rest.
+    shown = {e.id for e in (parent, *kids, *siblings) if e is not None}
+    neighbors = [
+        (eid, t) for eid, t in tags.shared_tag_neighbors(conn, tenant_id, entry_id, k=k + len(shown)) if eid not in shown
+    ][:k]
+    by_id = {e.id: e for e in entries.get_any(conn, tenant_id, [eid for eid, _ in neighbors])}
+    shared = [TagNeighbor(entry=by_id[eid], shared_tags=t) for eid, t in neighbors if eid in by_id]
+    referenced = [i for i in mentioned_ids(entry.title + "\n" + entry.content) if i != entry_id]
+    references = _active(conn, tenant_id, referenced[: k * 4])[:k]
+    related = []
+    for rel in relations.edges_touching(conn, tenant_id, entry_id)[:MAX_RELATIONS]:
+        out = rel.source_id == entry_id
+        related.append((rel.relation, "out" if out else "in", rel.target_id if out else rel.source_id))
+    others = {e.id: e for e in entries.get_any(conn, tenant_id, [o for _, _, o in related])}
+    return Around(
+        entry=entry,
+        parent=parent,
+        children=kids,
+        siblings=siblings,
+        shared_tags=shared,
+        references=references,
+        mentioned_by=mentioning(conn, tenant_id, entry_id, limit=k),
+        relations=[RelatedEntry(relation=r, direction=d, entry=others[o]) for r, d, o in related if o in others],
+    )

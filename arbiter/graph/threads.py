@@ -1,0 +1,194 @@
+"""Threads: replies (entries with a `parent_id`), whole-thread reads and open threads.
+
+A thread is a root entry (no parent) and every entry below it. An open thread
+is an active root with at least one active reply anywhere below it.
+"""
+
+from __future__ import annotations
+
+import apsw
+import msgspec
+
+from arbiter._time import format_time
+from arbiter.errors import NotFound
+from arbiter.model import TITLE_MAX_BYTES, EntryRef, RememberParams, ReplyParams, Thread, ThreadSummary
+from arbiter.store import entries
+
+_MAX_DEPTH = 1000  # parent chains are acyclic (a parent exists before its child); this only bounds the walk
+_tags_decoder = msgspec.json.Decoder(list[str])
+REF_COLUMNS = "id, type, title, tags, recorded_at, valid_to"
+
+
+def ref_from_row(row: tuple) -> EntryRef:
+    eid, etype, title, tags, recorded_at, valid_to = row
+    return EntryRef(
+        id=eid,
+        type=etype,
+        title=title,
+        tags=_tags_decoder.decode(tags),
+        recorded_at=format_time(recorded_at),
+        valid_to=format_time(valid_to),
+    )
+
+
+def refs(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> dict[int, EntryRef]:
+    """Content-free views of entries by id, whatever their state."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {REF_COLUMNS} FROM entries WHERE tenant_id = ? AND id IN ({marks})", (tenant_id, *ids))
+    return {r.id: r for r in map(ref_from_row, rows)}
+
+
+def _clip_title(title: str) -> str:
+    data = title.encode("utf-8", "surrogatepass")
+    if len(data) <= TITLE_MAX_BYTES:
+        return title
+    return data[: TITLE_MAX_BYTES - 3].decode("utf-8", "ignore").rstrip() + "..."
+
+
+def _reply_title(title: str) -> str:
+    return title if title.startswith("Re: ") else "Re: " + title
+
+
+def reply(conn: apsw.Connection, tenant_id: int, p: ReplyParams, *, now: int) -> int:
+    """Write a reply under an active parent; omitted type, title and tags come from the parent."""
+    try:
+        parent = entries.get(conn, tenant_id, p.parent_id)
+    except NotFound:
+        raise NotFound(f"entry {p.parent_id} not found (or retired): reply to an active entry", path="parent_id") from None
+    params = RememberParams(
+        type=p.type or parent.type,
+        title=p.title if p.title is not None else _clip_title(_reply_title(parent.title)),
+        content=p.content,
+        tags=parent.tags if p.tags is None else p.tags,
+        source=p.source,
+        conversation_id=parent.conversation_id,
+        parent_id=parent.id,
+    )
+    return entries.remember(conn, tenant_id, params, now=now)
+
+
+def root_of(conn: apsw.Connection, tenant_id: int, entry_id: int) -> int:
+    """The top of the parent chain above `entry_id` (itself when it has no parent)."""
+    row = conn.execute(
+        """
+        WITH RECURSIVE up(id, parent_id, n) AS (
+            SELECT id, parent_id, 0 FROM entries WHERE id = ?1 AND tenant_id = ?2
+            UNION ALL
+            SELECT e.id, e.parent_id, up.n + 1 FROM entries e JOIN up ON e.id = up.parent_id
+            WHERE e.tenant_id = ?2 AND up.n < ?3
+        )
+        SELECT id FROM up ORDER BY n DESC LIMIT 1
+        """,
+        (entry_id, tenant_id, _MAX_DEPTH),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"entry {entry_id} not found", path="id")
+    return row[0]
+
+
+def descendants(conn: apsw.Connection, tenant_id: int, root: int) -> dict[int, int]:
+    """Every entry below `root` (any state) with its depth."""
+    rows = conn.execute(
+        """
+        WITH RECURSIVE down(id, depth) AS (
+            SELECT ?1, 0
+            UNION ALL
+            SELECT e.id, down.depth + 1 FROM entries e JOIN down ON e.parent_id = down.id
+            WHERE e.tenant_id = ?2 AND down.depth < ?3
+        )
+        SELECT id, depth FROM down WHERE depth > 0
+        """,
+        (root, tenant_id, _MAX_DEPTH),
+    )
+    return dict(rows)
+
+
+def thread(conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None) -> Thread:
+    """The thread through `entry_id`: its root (whatever its state) and the visible replies, oldest first."""
+    root_id = root_of(conn, tenant_id, entry_id)
+    depth = descendants(conn, tenant_id, root_id)
+    (root,) = entries.get_any(conn, tenant_id, [root_id])
+    replies = []
+    if depth:
+        cond, binds = entries.visible(as_of)
+        marks = ",".join("?" * len(depth))
+        rows = conn.execute(
+            f"SELECT {entries.ENTRY_COLUMNS} FROM entries e WHERE e.tenant_id = ? AND e.id IN ({marks}) AND {cond} "
+            "ORDER BY e.recorded_at, e.id",
+            (tenant_id, *depth, *binds),
+        )
+        replies = [entries.entry_from_row(r) for r in rows]
+    return Thread(root=root, replies=replies, depth={e.id: depth[e.id] for e in replies})
+
+
+def children(conn: apsw.Connection, tenant_id: int, parent_id: int, *, limit: int, exclude: int | None = None) -> list[int]:
+    """Ids of the active direct replies to `parent_id`, oldest first."""
+    rows = conn.execute(
+        "SELECT id FROM entries WHERE tenant_id = ? AND parent_id = ? AND valid_to IS NULL AND id != ? "
+        "ORDER BY recorded_at, id LIMIT ?",
+        (tenant_id, parent_id, exclude or 0, limit),
+    )
+    return [r[0] for r in rows]
+
+
+def open_threads(conn: apsw.Connection, tenant_id: int, *, limit: int) -> list[ThreadSummary]:
+    """Active roots with active replies, newest activity first."""
+    # One pass over the active replies (a covering index: entries_thread), then
+    # the parent chains in memory: cheaper than a recursive CTE per reply.
+    replies = conn.execute(
+        "SELECT id, parent_id, recorded_at FROM entries "
+        "WHERE tenant_id = ? AND parent_id IS NOT NULL AND valid_to IS NULL",
+        (tenant_id,),
+    ).fetchall()
+    if not replies:
+        return []
+    parent_of = {rid: pid for rid, pid, _ in replies}
+    missing = {pid for pid in parent_of.values() if pid not in parent_of}
+    # Parents that are themselves retired replies: follow them up too.
+    while missing:
+        marks = ",".join("?" * len(missing))
+        found = conn.execute(
+            f"SELECT id, parent_id FROM entries WHERE tenant_id = ? AND id IN ({marks}) AND parent_id IS NOT NULL",
+            (tenant_id, *missing),
+        ).fetchall()
+        parent_of.update(found)
+        missing = {pid for _, pid in found if pid not in parent_of}
+
+    def root(eid: int) -> int:
+        for _ in range(_MAX_DEPTH):
+            if eid not in parent_of:
+                return eid
+            eid = parent_of[eid]
+        return eid
+
+    stats: dict[int, list] = {}  # root -> [reply count, (recorded_at, id) of the newest reply]
+    for rid, _, recorded in replies:
+        s = stats.setdefault(root(rid), [0, (0, 0)])
+        s[0] += 1
+        s[1] = max(s[1], (recorded, rid))
+    if not stats:
+        return []
+    marks = ",".join("?" * len(stats))
+    live_roots = {
+        rid: recorded
+        for rid, recorded in conn.execute(
+            f"SELECT id, recorded_at FROM entries WHERE tenant_id = ? AND id IN ({marks}) AND valid_to IS NULL",
+            (tenant_id, *stats),
+        )
+    }
+    ranked = sorted(
+        ((max(stats[r][1][0], live_roots[r]), r) for r in stats if r in live_roots),
+        reverse=True,
+    )[:limit]
+    views = refs(conn, tenant_id, [r for _, r in ranked] + [stats[r][1][1] for _, r in ranked])
+    return [
+        ThreadSummary(
+            root=views[r],
+            replies=stats[r][0],
+            last_activity=format_time(last),
+            last_reply=views[stats[r][1][1]],
+        )
+        for last, r in ranked
+    ]

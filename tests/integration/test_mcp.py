@@ -1,0 +1,198 @@
+"""`arbiter mcp` through the real MCP SDK client over stdio, against a real daemon."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from arbiter.client import Client
+from tests import corpus
+from tests.conftest import DaemonProcess, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+SECTIONS = [
+    "## 1. Identity and totals",
+    "## 2. Conventions",
+    "## 3. Before you write",
+    "## 4. Topic map",
+    "## 5. Open threads",
+    "## 6. Recent activity",
+]
+TOOLS = {
+    "remember", "reply", "link", "recall", "get", "list", "forget", "around", "backlinks", "density",
+    "topic_cluster", "get_memory_briefing",
+}
+
+
+def _server(home: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "arbiter", "mcp", *args],
+        env={"ARBITER_HOME": str(home)},
+        cwd=str(REPO),
+    )
+
+
+async def _session(params: StdioServerParameters, errlog, body):
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            return await body(session, init)
+
+
+def _text(result) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+@pytest.fixture(scope="module")
+def memory():
+    """A daemon holding the fixture corpus (module-scoped: built once)."""
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    with d.client() as c:
+        built = corpus.build(c)
+    yield d, built
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_initialize_instructions_are_the_briefing(memory, tmp_path):
+    daemon, built = memory
+
+    async def body(session, init):
+        return init.instructions
+
+    with open(tmp_path / "stderr", "w") as err:
+        text = anyio.run(_session, _server(daemon.home), err, body)
+    positions = [text.index(s) for s in SECTIONS]
+    assert positions == sorted(positions)
+    assert len(text.encode()) < 8192
+    threads_section = text[text.index(SECTIONS[4]):text.index(SECTIONS[5])]
+    for root in built.thread_roots:
+        assert f"#{built[root]} " in threads_section
+    assert "`area:*`" in text and "`p<n>`" in text  # the priority + area tag family was detected
+    # A daemon was already running: no start-up message.
+    assert "started one" not in (tmp_path / "stderr").read_text()
+
+
+def test_tools_are_listed_and_each_one_works(memory, tmp_path):
+    daemon, built = memory
+    ids = built.ids
+
+    async def body(session, init):
+        listed = await session.list_tools()
+        tools = {t.name: t for t in listed.tools}
+        out = {"tools": tools}
+        calls = {
+            "get_memory_briefing": {},
+            "recall": {"query": "deadlock invoices payments"},
+            "get": {"id": ids["deadlock"]},
+            "list": {"tag": "runbook", "limit": 3},
+            "around": {"id": ids["login-r1"]},
+            "backlinks": {"id": ids["adr-queue"]},
+            "density": {"id": ids["adr-queue"]},
+            "topic_cluster": {"tag": "runbook", "limit": 3},
+            "thread": {"id": ids["login-r2"]},
+            "remember": {"type": "project", "title": "Export jobs time out at 30 s", "content": "See #%d." % ids["adr-queue"],
+                         "tags": ["ticket", "p1", "area:api", "bug"]},
+        }
+        for name, args in calls.items():
+            out[name] = await session.call_tool(name, args)
+        new_id = int(re.search(r"#(\d+)", _text(out["remember"]))[1])
+        out["reply"] = await session.call_tool("reply", {"parent_id": new_id, "content": "Raised the timeout to 120 s."})
+        out["link"] = await session.call_tool(
+            "link", {"source_id": new_id, "relation": "relates_to", "target_id": ids["adr-queue"]})
+        out["forget"] = await session.call_tool("forget", {"id": new_id})
+        out["new_id"] = new_id
+        return out
+
+    with open(tmp_path / "stderr", "w") as err:
+        out = anyio.run(_session, _server(daemon.home), err, body)
+    tools = out["tools"]
+    assert TOOLS <= set(tools)
+    for t in tools.values():
+        assert t.description and t.input_schema["type"] == "object"
+    assert "recall" in tools["remember"].description and "reply" in tools["remember"].description
+    assert set(tools["link"].input_schema["properties"]["relation"]["enum"]) >= {"supersedes", "contradicts"}
+    for name in TOOLS | {"thread"}:
+        assert not out[name].is_error, (name, _text(out[name]))
+    assert SECTIONS[0] in _text(out["get_memory_briefing"])
+    assert f"#{built['deadlock']} " in _text(out["recall"])
+    assert "Lock invoices before payments" in _text(out["get"])
+    assert _text(out["list"]).count("[reference]") == 3
+    around = _text(out["around"])
+    assert f"#{built['login']} " in around and f"#{built['login-r2']} " in around
+    backlinks = _text(out["backlinks"])
+    assert "reply:" in backlinks and "relation supports:" in backlinks and "mention:" not in backlinks
+    assert _text(out["density"]).startswith(f"#{built['adr-queue']}: 1 incoming, 1 outgoing (supersedes, supports)")
+    cluster = _text(out["topic_cluster"])
+    assert "runbook" in cluster.splitlines()[1] and cluster.count("[reference]") == 3
+    assert f"reply to #{built['login-r1']}" in _text(out["thread"])
+    assert f"Replied under #{out['new_id']}" in _text(out["reply"])
+    assert "relates_to" in _text(out["link"])
+    assert _text(out["forget"]) == f"Retired #{out['new_id']}."
+
+
+def test_daemon_errors_are_tool_errors_with_the_daemons_message(memory, tmp_path):
+    daemon, built = memory
+
+    async def body(session, init):
+        return (
+            await session.call_tool("get", {"id": 999_999}),
+            await session.call_tool("link", {"source_id": built["login"], "relation": "supports",
+                                             "target_id": built["login"]}),
+            await session.call_tool("topic_cluster", {"tag": "recipe"}),
+            await session.call_tool("get", {"id": built["login"]}),  # the session survives errors
+        )
+
+    with open(tmp_path / "stderr", "w") as err:
+        missing, self_loop, no_cluster, ok = anyio.run(_session, _server(daemon.home), err, body)
+    assert missing.is_error and "not_found: entry 999999 not found" in _text(missing)
+    assert self_loop.is_error and "invalid_params" in _text(self_loop)
+    assert no_cluster.is_error and "no topic cluster" in _text(no_cluster)
+    assert not ok.is_error
+
+
+def test_mcp_starts_a_daemon_when_none_answers(tmp_path):
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+
+    async def body(session, init):
+        wrote = await session.call_tool(
+            "remember", {"type": "user", "title": "Prefers short answers", "content": "Keep replies brief."})
+        return init.instructions, wrote
+
+    err_path = tmp_path / "stderr"
+    try:
+        with open(err_path, "w") as err:
+            instructions, wrote = anyio.run(_session, _server(home), err, body)
+        stderr = err_path.read_text()
+        assert "no daemon answered" in stderr and "started one" in stderr
+        assert "nothing yet" in instructions.lower() and not wrote.is_error
+        # The daemon outlives the MCP server: a plain client still reaches it.
+        with Client.from_home(home) as c:
+            assert c.get(1).title == "Prefers short answers"
+    finally:
+        pid = re.search(r"pid (\d+)", err_path.read_text() if err_path.exists() else "")
+        if pid:
+            os.kill(int(pid[1]), signal.SIGTERM)
+            wait_for(lambda: not (home / "arbiter.sock").exists(), what="the started daemon to stop")
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_daemon_and_plain_cli_do_not_load_the_sdk_or_networkx():
+    code = (
+        "import sys, arbiter.cli, arbiter.server, arbiter.verbs\n"
+        "print(sorted(m for m in ('mcp', 'networkx', 'anthropic') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

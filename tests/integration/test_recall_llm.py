@@ -1,0 +1,140 @@
+"""The LLM layers end to end: a real daemon, the real anthropic SDK inside it,
+pointed at the fake Messages server running in this test process."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.conftest import DaemonProcess
+from tests.fake_messages import Delay
+
+
+@pytest.fixture
+def llm_daemon(home, fake_messages):
+    d = DaemonProcess(home, extra_env={"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url})
+    d.start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def llm(llm_daemon):
+    with llm_daemon.client() as c:
+        yield c
+
+
+def _deploy_notes(c, n: int = 10) -> list[int]:
+    return [
+        c.remember(type="learning", title=f"Deploy note {i}", content=f"deploy step {i}: check the canary {i}").id
+        for i in range(n)
+    ]
+
+
+def _ids(result) -> list[int]:
+    return [h.id for h in result.hits]
+
+
+def test_rerank_applies_the_models_order(llm, fake_messages):
+    ids = _deploy_notes(llm)
+    lexical = _ids(llm.recall("deploy canary", limit=10))
+    wanted = list(reversed(lexical))
+    fake_messages.set_script([json.dumps({"ids": wanted})])
+    res = llm.recall("deploy canary", limit=10, rerank=True)
+    assert _ids(res) == wanted
+    assert res.note is None
+    assert fake_messages.requests[0]["model"] == "claude-haiku-4-5"
+    assert sorted(lexical) == sorted(ids)
+
+
+def test_rerank_drops_unknown_ids_and_keeps_missing_ones(llm, fake_messages):
+    _deploy_notes(llm, 4)
+    lexical = _ids(llm.recall("deploy canary"))
+    fake_messages.set_script([json.dumps({"ids": [999_999, lexical[2], lexical[2], -5]})])
+    res = llm.recall("deploy canary", rerank=True)
+    assert _ids(res) == [lexical[2]] + [i for i in lexical if i != lexical[2]]
+
+
+@pytest.mark.parametrize(
+    "step, reason",
+    [("this is not json", "malformed output"), (429, "rate limited (429)"), (500, "server error (500)")],
+)
+def test_rerank_failure_returns_the_lexical_ranking_with_a_note(llm, fake_messages, step, reason):
+    _deploy_notes(llm, 5)
+    lexical = _ids(llm.recall("deploy canary"))
+    fake_messages.set_script(lambda body: step)
+    res = llm.recall("deploy canary", rerank=True)
+    assert _ids(res) == lexical
+    assert res.note == f"rerank failed ({reason})"
+
+
+def test_a_slow_model_cannot_hold_recall_past_its_deadline(llm, fake_messages):
+    _deploy_notes(llm, 5)
+    lexical = _ids(llm.recall("deploy canary"))
+    fake_messages.set_script(lambda body: Delay(10.0))
+    started = time.monotonic()
+    res = llm.recall("deploy canary", rerank=True, deadline_ms=800)
+    assert time.monotonic() - started < 5.0
+    assert _ids(res) == lexical
+    assert res.note.startswith("rerank failed (")
+
+
+def test_expand_searches_paraphrases_and_says_so(llm, fake_messages):
+    target = llm.remember(type="reference", title="Rollout runbook", content="how we ship a release to production").id
+    assert llm.recall("deployment procedure").hits == []
+    fake_messages.set_script([json.dumps({"paraphrases": ["rollout runbook", "ship a release"]})])
+    res = llm.recall("deployment procedure", expand=True)
+    assert _ids(res) == [target]
+    assert res.searched == ["rollout runbook", "ship a release"]
+
+
+def test_cascade_reorders_only_the_head_with_the_strong_model(llm, fake_messages):
+    _deploy_notes(llm, 12)
+    lexical = _ids(llm.recall("deploy canary", limit=12))
+
+    def script(body):
+        if body["model"] == "claude-haiku-4-5":
+            return json.dumps({"ids": lexical})  # coarse pass keeps the order
+        return json.dumps({"ids": list(reversed(lexical[:8]))})
+
+    fake_messages.set_script(script)
+    res = llm.recall("deploy canary", limit=12, rerank=True, rerank_fine=True)
+    assert _ids(res) == list(reversed(lexical[:8])) + lexical[8:]
+    assert [r["model"] for r in fake_messages.requests] == ["claude-haiku-4-5", "claude-sonnet-4-6"]
+    fine_prompt = json.dumps(fake_messages.requests[1]["messages"])
+    assert "deploy step" in fine_prompt
+
+
+def test_without_a_key_llm_layers_are_skipped_with_a_note(client):
+    client.remember(type="learning", title="Deploy", content="deploy the canary")
+    res = client.recall("deploy", rerank=True)
+    assert len(res.hits) == 1
+    assert "no ANTHROPIC_API_KEY" in res.note
+
+
+def test_auto_tag_merges_the_models_tags(llm, fake_messages):
+    fake_messages.set_script([json.dumps({"tags": ["ops", "release"]})])
+    e = llm.remember(type="project", title="Freeze", content="code freeze on Friday", tags=["calendar"], auto_tag=True)
+    assert e.tags == ["calendar", "ops", "release"]
+    assert e.note == "auto_tag added ops, release"
+
+
+def test_auto_supersede_retires_what_the_model_flags(llm, fake_messages):
+    old = llm.remember(type="user", title="Editor theme", content="The user prefers a dark theme").id
+    keep = llm.remember(type="user", title="Editor font", content="The user likes a large editor font").id
+    fake_messages.set_script([json.dumps({"ids": [old]})])
+    new = llm.remember(type="user", title="Editor theme", content="The user now prefers a light theme",
+                       auto_supersede=True)
+    assert new.note == f"auto_supersede retired #{old}"
+    assert llm.history(new.id).entries[0].id == old
+    assert [e.id for e in llm.list(types=["user"])] == [new.id, keep]
+
+
+def test_auto_supersede_failure_still_writes_and_retires_nothing(llm, fake_messages):
+    old = llm.remember(type="user", title="Editor theme", content="The user prefers a dark theme").id
+    fake_messages.set_script(lambda body: 500)
+    new = llm.remember(type="user", title="Editor theme", content="light theme now", auto_supersede=True)
+    assert new.note == "auto_supersede failed (server error (500))"
+    assert {e.id for e in llm.list()} == {old, new.id}
