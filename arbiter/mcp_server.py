@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.request_state import InvalidRequestState, RequestStateSecurity
 from pydantic import Field
 
 from arbiter import __version__, paths
@@ -161,7 +162,10 @@ def _listing(title: str, items: list, empty: str = "(none)", *, excerpt: bool = 
 
 def build_server(call: Calls, instructions: str) -> MCPServer:
     """The MCP server: the briefing as instructions and one tool per memory verb."""
-    server = MCPServer("arbiter", instructions=instructions, version=__version__, log_level="WARNING")
+    server = MCPServer(
+        "arbiter", instructions=instructions, version=__version__, log_level="WARNING",
+        request_state_security=RequestStateSecurity(codec=_NoRequestState(), audience="arbiter"),
+    )
 
     def tool(name: str):
         return server.tool(name=name, structured_output=False)
@@ -358,3 +362,20 @@ def run(*, home: Path, socket_path: Path, tenant: str) -> None:
         build_server(call, instructions).run("stdio")
     finally:
         client.close()
+
+class _NoRequestState:
+    """A request-state codec that mints nothing and accepts nothing.
+
+    The SDK seals state only for tools that pause to ask the client for input
+    (multi-round-trip requests). Arbiter's tools never do, so there is no state
+    to protect, and refusing every token means none can be replayed. It also
+    spares the executable the `cryptography` package the SDK's default
+    AES-GCM codec needs (see packaging/rthook_cryptography.py).
+    """
+
+    def seal(self, payload: bytes) -> str:
+        raise RuntimeError("arbiter's MCP tools never pause for input, so they carry no request state")
+
+    def unseal(self, token: str) -> bytes:
+        raise InvalidRequestState("arbiter mints no request state")
+

@@ -1,0 +1,165 @@
+"""The single-file executable, end to end, with the frozen binary only.
+
+Uses `$ARBITER_BINARY` when set; otherwise builds `build.spec` once into
+build/e2e/ and reuses that build while the sources are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "build" / "e2e"
+
+
+def _source_stamp() -> str:
+    digest = hashlib.sha256()
+    for path in sorted([ROOT / "build.spec", ROOT / "pyproject.toml", *(ROOT / "arbiter").rglob("*.py")]):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def frozen() -> Path:
+    if env := os.environ.get("ARBITER_BINARY"):
+        return Path(env)
+    binary, stamp_file, stamp = OUT / "dist" / "arbiter", OUT / "stamp", _source_stamp()
+    if binary.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
+        return binary
+    shutil.rmtree(OUT, ignore_errors=True)
+    build = subprocess.run(
+        [sys.executable, "-m", "PyInstaller", "-y", "--log-level", "ERROR", "--distpath", str(OUT / "dist"),
+         "--workpath", str(OUT / "work"), "build.spec"],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert build.returncode == 0, build.stderr[-3000:]
+    stamp_file.write_text(stamp)
+    return binary
+
+
+def _ping(sock_path: Path) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(1)
+            s.connect(str(sock_path))
+            s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+            return b'"result"' in s.recv(4096)
+    except OSError:
+        return False
+
+
+def _wait(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+class Cli:
+    def __init__(self, argv0: list[str], home: Path):
+        self.argv0 = argv0
+        self.env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"ARBITER_HOME": str(home)}
+
+    def __call__(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
+        run = subprocess.run([*self.argv0, *args], env=self.env, capture_output=True, text=True, timeout=60)
+        if ok:
+            assert run.returncode == 0, run.stderr
+        return run
+
+    def json(self, *args: str):
+        return json.loads(self(*args, "--json").stdout)
+
+
+@pytest.fixture
+def served(frozen, home):
+    cli = Cli([str(frozen)], home)
+    proc = subprocess.Popen([str(frozen), "serve"], env=cli.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _wait(lambda: _ping(home / "arbiter.sock"))
+    yield cli, proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    proc.stderr.close()
+
+
+def test_frozen_binary_serves_and_answers_every_core_command(served, home):
+    cli, proc = served
+    first = cli.json("remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday",
+                     "--tag", "release")
+    second = cli.json("remember", "--type", "project", "--title", "Ship v1 slips",
+                      "--content", "Target: Monday, the release moved")
+    assert {"id", "type", "title", "valid_from", "valid_to"} <= first.keys()
+    link = cli.json("link", str(second["id"]), "supersedes", str(first["id"]))
+    assert (link["source_id"], link["relation"], link["target_id"]) == (second["id"], "supersedes", first["id"])
+    hits = cli.json("recall", "release target")
+    assert [h["id"] for h in hits] == [second["id"]]
+    assert cli.json("forget", str(second["id"])) == {"id": second["id"], "forgotten": True}
+    gone = cli("get", str(second["id"]), ok=False)
+    assert gone.returncode == 1 and gone.stderr.startswith("arbiter: error:") and "Traceback" not in gone.stderr
+    then = cli.json("get", str(second["id"]), "--as-of", second["valid_from"])
+    assert (then["id"], then["title"]) == (second["id"], "Ship v1 slips") and then["valid_to"] is not None
+    status = cli.json("status")
+    assert (status["entries_active"], status["entries_retired"], status["relations"]) == (0, 2, 1)
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    assert not (home / "arbiter.sock").exists()
+    conn = apsw.Connection(str(home / "arbiter.db"))
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+def test_frozen_binary_behaves_like_python_m_arbiter(served, home):
+    frozen_cli, _ = served
+    python_cli = Cli([sys.executable, "-m", "arbiter"], home)
+    entry = frozen_cli.json("remember", "--type", "user", "--title", "Tabs", "--content", "Prefers tabs")
+    cases = [
+        ("get", str(entry["id"]), "--json"),
+        ("list", "--json"),
+        ("get", "999999"),
+        ("link", str(entry["id"]), "supersedes", str(entry["id"])),
+        ("remember", "--type", "nonsense", "--title", "x", "--content", "y"),
+        ("--version",),
+    ]
+    for args in cases:
+        a, b = frozen_cli(*args, ok=False), python_cli(*args, ok=False)
+        assert (a.returncode, a.stdout) == (b.returncode, b.stdout), args
+        assert a.stderr.replace(str(frozen_cli.argv0[0]), "arbiter") == b.stderr, args
+
+
+def test_frozen_mcp_server_answers_a_real_mcp_client(served, home, tmp_path):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    cli, _ = served
+    cli("remember", "--type", "reference", "--title", "Staging host", "--content", "staging runs on box-7")
+    params = StdioServerParameters(command=cli.argv0[0], args=["mcp"], env=cli.env)
+
+    async def session_run():
+        with open(tmp_path / "mcp.stderr", "w") as err:
+            async with stdio_client(params, errlog=err) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    tools = await session.list_tools()
+                    found = await session.call_tool("recall", {"query": "staging host"})
+                    return init.instructions, {t.name for t in tools.tools}, found
+
+    instructions, tools, found = anyio.run(session_run)
+    assert "Staging host" in instructions
+    assert {"remember", "recall", "get_memory_briefing"} <= tools
+    assert not found.is_error
+    assert "Staging host" in "".join(block.text for block in found.content if block.type == "text")
