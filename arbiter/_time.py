@@ -7,12 +7,15 @@ RFC 3339 with microseconds, so a value read back can be sent back unchanged.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from arbiter.errors import InvalidParams
 
 US = 1_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: The instants RFC 3339 can write: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z.
+MIN_US = -62135596800 * US
+MAX_US = 253402300800 * US - 1
 
 
 def now_us() -> int:
@@ -24,17 +27,29 @@ def parse_time(value: int | float | str, *, path: str = "time") -> int:
     """RFC 3339 text or epoch seconds -> microseconds; InvalidParams names `path` otherwise."""
     if isinstance(value, bool):
         raise InvalidParams(f"{path}: expected RFC 3339 text or epoch seconds", path=path)
-    if isinstance(value, (int, float)):
-        if value != value or abs(value) > 253402300799:  # NaN or past year 9999
-            raise InvalidParams(f"{path}: epoch seconds out of range", path=path)
-        return round(value * US) if isinstance(value, float) else value * US
+    if isinstance(value, str):
+        us = _parse_text(value, path)
+    elif value != value:  # NaN
+        us = None
+    elif isinstance(value, float):
+        us = round(value * US) if abs(value) < 1e12 else None
+    else:
+        us = value * US
+    if us is None or not MIN_US <= us <= MAX_US:
+        raise InvalidParams(f"{path}: {value!r} is outside years 0001-9999", path=path)
+    return us
+
+
+def _parse_text(value: str, path: str) -> int | None:
     text = value.strip()
+    for number in (int, float):  # epoch seconds sent as text ("1795168800", "1.5e9")
+        try:
+            return parse_time(number(text), path=path)
+        except ValueError:
+            pass
     try:
-        return parse_time(float(text) if "." in text else int(text), path=path)
-    except ValueError:
-        pass
-    try:
-        dt = datetime.fromisoformat(text)
+        # RFC 3339 allows lower-case "t" and "z".
+        dt = datetime.fromisoformat(text.upper())
     except ValueError:
         raise InvalidParams(
             f"{path}: {value!r} is neither RFC 3339 (2026-11-20T10:00:00Z) nor epoch seconds", path=path
@@ -50,5 +65,6 @@ def format_time(us: int | None) -> str | None:
     if us is None:
         return None
     seconds, micros = divmod(us, US)
-    dt = datetime.fromtimestamp(seconds, tz=timezone.utc)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{micros:06d}Z"
+    dt = _EPOCH + timedelta(seconds=seconds)
+    # Not strftime("%Y"): glibc does not zero-pad years before 1000.
+    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}.{micros:06d}Z"

@@ -1,0 +1,232 @@
+"""The `arbiter` command line as users script it: a subprocess against a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from arbiter import __version__
+from arbiter._time import US, format_time
+
+LINE = re.compile(r"^#(\d+)  \[(\w+)\]  (.+)  \((\d{4}-\d\d-\d\d)(?: · (superseded|retired))?\)$")
+
+
+def arbiter(home, *args, input: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
+    full_env.update({"ARBITER_HOME": str(home), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", *args], env=full_env, input=input, capture_output=True, text=True, timeout=30
+    )
+
+
+def ok(home, *args, **kw) -> str:
+    proc = arbiter(home, *args, **kw)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+def js(home, *args, **kw):
+    return json.loads(ok(home, *args, "--json", **kw))
+
+
+def fails(home, *args, code=1, **kw) -> str:
+    """Run a command that must fail: exit `code`, no traceback; returns stderr."""
+    proc = arbiter(home, *args, **kw)
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    return proc.stderr
+
+
+def one_line_error(home, *args, **kw) -> str:
+    err = fails(home, *args, **kw)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+ENTRY_KEYS = {"id", "type", "title", "valid_from", "valid_to"}
+
+
+def test_version():
+    proc = subprocess.run([sys.executable, "-m", "arbiter", "--version"], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and __version__ in proc.stdout
+
+
+def test_help_has_examples(home):
+    assert "Example" in ok(home, "--help")
+    for cmd in ("remember", "list", "recall", "link", "serve"):
+        assert "Example" in ok(home, cmd, "--help"), cmd
+
+
+def test_remember_get_list_and_their_shapes(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday",
+           "--tag", "release", "--tag", "v1", "--source", "standup")
+    assert ENTRY_KEYS <= e.keys()
+    assert (e["type"], e["title"], e["content"], e["tags"], e["source"], e["valid_to"]) == (
+        "project", "Ship v1", "Target: Friday", ["release", "v1"], "standup", None)
+    got = js(h, "get", str(e["id"]))
+    assert got == {k: v for k, v in e.items() if k in got}  # remember may add a `note`
+    line = ok(h, "remember", "--type", "feedback", "--title", "Prefers tabs", "--content", "In Go files").strip()
+    m = LINE.match(line)
+    assert m and m[2] == "feedback" and m[3] == "Prefers tabs" and m[5] is None, line
+    listed = js(h, "list")
+    assert isinstance(listed, list) and [x["id"] for x in listed] == [int(m[1]), e["id"]]
+    assert all(ENTRY_KEYS <= x.keys() for x in listed)
+    assert [x["id"] for x in js(h, "list", "--type", "project")] == [e["id"]]
+    assert [x["id"] for x in js(h, "list", "--tag", "release", "--limit", "5")] == [e["id"]]
+    assert js(h, "list", "--type", "user") == []
+    assert {x["id"] for x in js(h, "list", "--type", "project", "--type", "feedback")} == {int(m[1]), e["id"]}
+    reply = js(h, "remember", "--type", "project", "--title", "Re: Ship v1", "--content", "Agreed",
+               "--parent", str(e["id"]))
+    assert reply["parent_id"] == e["id"]
+    human = ok(h, "get", str(e["id"]))
+    assert human.splitlines()[0] == f"#{e['id']}  [project]  Ship v1  ({e['valid_from'][:10]})"
+    assert "Target: Friday" in human
+
+
+def test_content_from_stdin(daemon):
+    text = "line one\nline two — ünïcode\n"
+    e = js(daemon.home, "remember", "--type", "reference", "--title", "Piped", "--content", "-", input=text)
+    assert e["content"] == text
+
+
+def test_supersede_history_and_the_superseded_marker(daemon):
+    h = daemon.home
+    old = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Friday")
+    new = js(h, "remember", "--type", "project", "--title", "Ship v1 slips", "--content", "Monday",
+             "--supersedes", str(old["id"]))
+    chain = js(h, "history", str(new["id"]))
+    assert [x["id"] for x in chain] == [old["id"], new["id"]]
+    assert chain[0]["valid_to"] is not None and chain[1]["valid_to"] is None
+    lines = ok(h, "history", str(old["id"])).splitlines()
+    assert LINE.match(lines[0])[5] == "superseded" and LINE.match(lines[1])[5] is None
+
+
+def test_get_of_a_retired_or_missing_id_fails_with_one_line(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "user", "--title", "Gone soon", "--content", "c")
+    assert ok(h, "forget", str(e["id"])).strip() == f"#{e['id']} forgotten"
+    assert "not found" in one_line_error(h, "get", str(e["id"]))
+    assert "not found" in one_line_error(h, "get", "424242")
+    assert js(h, "get", str(e["id"]), "--as-of", e["valid_from"])["id"] == e["id"]
+
+
+def test_forget_twice_exits_0_and_says_so(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "user", "--title", "Twice", "--content", "c")
+    assert js(h, "forget", str(e["id"])) == {"id": e["id"], "forgotten": True}
+    again = arbiter(h, "forget", str(e["id"]))
+    assert again.returncode == 0 and "already retired" in again.stdout
+    assert js(h, "forget", str(e["id"])) == {"id": e["id"], "forgotten": False}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("remember", "--title", "no type", "--content", "c"),
+        ("remember", "--type", "gossip", "--title", "t", "--content", "c"),
+        ("remember", "--type", "user", "--title", "no content"),
+        ("get", "not-a-number"),
+        ("get",),
+        ("link", "1", "hates", "2"),
+        ("list", "--limit", "0"),
+        ("expand", "1", "--depth", "3"),
+        ("no-such-command",),
+        ("list", "--no-such-flag"),
+    ],
+)
+def test_usage_errors_exit_2(home, args):
+    fails(home, *args, code=2)
+
+
+def test_times_as_rfc3339_and_epoch_seconds(daemon):
+    h = daemon.home
+    t0 = 1795168800  # 2026-11-20T10:00:00Z
+    e = js(h, "remember", "--type", "project", "--title", "Backdated", "--content", "c", "--valid-from", str(t0))
+    assert e["valid_from"] == "2026-11-20T10:00:00.000000Z"
+    f = js(h, "remember", "--type", "project", "--title", "Fractional", "--content", "c",
+           "--valid-from", "1795168800.25")
+    assert f["valid_from"] == "2026-11-20T10:00:00.250000Z"
+    g = js(h, "remember", "--type", "project", "--title", "Offset", "--content", "c",
+           "--valid-from", "2026-11-20T11:00:00+01:00")
+    assert g["valid_from"] == e["valid_from"]
+    for as_of in ("2026-11-20T10:00:00Z", str(t0), f"{t0}.0", "2026-11-20T10:00:00.000000Z"):
+        assert js(h, "get", str(e["id"]), "--as-of", as_of)["id"] == e["id"]
+        assert [x["id"] for x in js(h, "list", "--as-of", as_of)] == [g["id"], e["id"]]
+    assert "not found" in one_line_error(h, "get", str(e["id"]), "--as-of", str(t0 - 1))
+    assert js(h, "list", "--as-of", format_time(t0 * US - 1)) == []
+    assert "as_of" in one_line_error(h, "list", "--as-of", "next week")
+
+
+def test_link_unlink_expand_density_update_purge(daemon):
+    h = daemon.home
+    a = js(h, "remember", "--type", "project", "--title", "A", "--content", "alpha")["id"]
+    b = js(h, "remember", "--type", "project", "--title", "B", "--content", "bravo")["id"]
+    c = js(h, "remember", "--type", "project", "--title", "C", "--content", "charlie")["id"]
+    r = js(h, "link", str(a), "supports", str(b))
+    assert (r["source_id"], r["relation"], r["target_id"]) == (a, "supports", b)
+    ok(h, "link", str(b), "refines", str(c))
+    assert "already exists" in one_line_error(h, "link", str(a), "supports", str(b))
+    g = js(h, "expand", str(a), "--depth", "2")
+    assert {n["id"] for n in g["nodes"]} == {a, b, c}
+    assert {k: v for k, v in g["depth"].items()} == {str(a): 0, str(b): 1, str(c): 2}
+    assert ok(h, "expand", str(a)).splitlines()[0].startswith(f"#{a}  [project]  A")
+    d = js(h, "density", str(b))
+    assert (d["in_degree"], d["out_degree"], d["relations"], d["reach_2hop"]) == (1, 1, ["refines", "supports"], 2)
+    assert js(h, "unlink", str(a), "supports", str(b)) == {"removed": True}
+    assert js(h, "density", str(b))["in_degree"] == 0
+    u = js(h, "update", str(c), "--title", "C fixed", "--tag", "x", "--tag", "y")
+    assert (u["title"], u["tags"], u["content"]) == ("C fixed", ["x", "y"], "charlie")
+    assert js(h, "update", str(c), "--content", "-", input="from stdin")["content"] == "from stdin"
+    assert js(h, "purge", str(c)) == {"id": c, "purged": True}
+    assert "not found" in one_line_error(h, "get", str(c))
+    assert "not found" in one_line_error(h, "purge", str(c))
+
+
+def test_recall_conversation_status_and_tenants(daemon):
+    h = daemon.home
+    conv = js(h, "conversation", "add", "planning")
+    assert conv["title"] == "planning"
+    assert [x["id"] for x in js(h, "conversation", "list")] == [conv["id"]]
+    e = js(h, "remember", "--type", "project", "--title", "Deploy checklist", "--content", "run the migrations first",
+           "--conversation", str(conv["id"]))
+    js(h, "remember", "--type", "feedback", "--title", "Unrelated", "--content", "tabs over spaces")
+    hits = js(h, "recall", "deploy migrations", "--limit", "5")
+    assert isinstance(hits, list) and hits[0]["id"] == e["id"]
+    assert all(ENTRY_KEYS <= x.keys() for x in hits)
+    assert js(h, "recall", "deploy", "--conversation", str(conv["id"]), "--type", "project",
+              "--as-of", "2100-01-01T00:00:00Z")[0]["id"] == e["id"]
+    assert LINE.match(ok(h, "recall", "deploy").splitlines()[0])
+    assert js(h, "recall", "xylophone") == []
+    tagged = js(h, "remember", "--type", "learning", "--title", "Deploy lesson", "--content", "deploy on tuesdays",
+                "--tag", "ops")
+    assert tagged["id"] in [x["id"] for x in js(h, "recall", "deploy", "--tag", "ops", "--limit", "5")]
+    s = js(h, "status")
+    assert (s["tenant"], s["entries_active"], s["conversations"]) == ("default", 3, 1)
+    added = js(h, "tenant", "add", "team")
+    assert added["name"] == "team" and added["token"].startswith("arb_")
+    assert [t["name"] for t in js(h, "tenant", "list")] == ["default", "team"]
+    assert js(h, "--tenant", "team", "status")["entries_active"] == 0
+    assert js(h, "status", env={"ARBITER_TENANT": "team"})["tenant"] == "team"
+
+
+def test_global_flags_and_env(daemon, tmp_path):
+    elsewhere = tmp_path / "unused-home"
+    # --home and --socket both point the CLI at the daemon; the later flag wins over the env.
+    assert js(elsewhere, "--home", str(daemon.home), "status")["tenant"] == "default"
+    token_home = daemon.home
+    assert js(token_home, "--socket", str(daemon.socket), "status")["tenant"] == "default"
+    assert js(token_home, "status", env={"ARBITER_SOCKET": str(daemon.socket)})["tenant"] == "default"
+
+
+def test_no_daemon_is_one_line_and_exit_1(daemon, tmp_path):
+    line = one_line_error(daemon.home, "--socket", str(tmp_path / "nothing.sock"), "status")
+    assert "arbiter serve" in line
+    assert "no token" in one_line_error(tmp_path, "status")

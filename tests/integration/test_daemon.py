@@ -1,0 +1,158 @@
+"""The daemon process: its socket, its lifetime, and what survives `kill -9`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from arbiter.errors import NotFound, Unavailable
+from arbiter.store import connect
+from tests.conftest import DaemonProcess, wait_for
+
+
+def integrity(db_path) -> str:
+    conn = connect(db_path)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def serve_once(home, timeout=30) -> subprocess.CompletedProcess:
+    """Run `arbiter serve` expecting it to refuse and exit by itself."""
+    env = {**os.environ, "ARBITER_HOME": str(home)}
+    env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "arbiter", "serve"], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_socket_is_0600_in_a_0700_folder(home):
+    folder = home / "private"
+    d = DaemonProcess(folder).start()
+    try:
+        assert stat.S_ISSOCK(d.socket.stat().st_mode)
+        assert stat.S_IMODE(d.socket.stat().st_mode) == 0o600
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        for f in (d.db, d.home / "admin.token", d.home / "tenants" / "default.token"):
+            assert stat.S_IMODE(f.stat().st_mode) & 0o077 == 0, f
+    finally:
+        d.stop()
+
+
+def test_a_second_daemon_refuses_and_the_first_keeps_serving(daemon, client):
+    e = client.remember(type="user", title="before", content="c")
+    second = serve_once(daemon.home)
+    assert second.returncode == 1
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and "already" in lines[0] and str(daemon.socket) in lines[0]
+    assert "Traceback" not in second.stderr
+    assert client.get(e.id).title == "before"  # same connection still served
+    with daemon.client() as fresh:  # and new connections too
+        assert fresh.ping().version
+
+
+def test_a_stale_socket_is_replaced(home):
+    first = DaemonProcess(home).start()
+    with first.client() as c:
+        eid = c.remember(type="user", title="kept", content="c").id
+    first.stop(signal.SIGKILL)
+    assert first.socket.exists()  # left behind by the dead daemon
+    with pytest.raises(Unavailable):
+        with first.client() as c:
+            c.ping()
+    second = DaemonProcess(home).start()
+    try:
+        with second.client() as c:
+            assert c.get(eid).title == "kept"
+    finally:
+        assert second.stop() == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_cleanly(home, sig):
+    d = DaemonProcess(home).start()
+    with d.client() as c:
+        c.remember_many([{"type": "user", "title": f"t{i}", "content": "c" * 500} for i in range(500)])
+    assert d.stop(sig) == 0
+    assert not d.socket.exists()
+    assert integrity(d.db) == "ok"
+
+
+def test_a_newer_database_is_refused_with_one_line(home):
+    d = DaemonProcess(home).start()
+    d.stop()
+    conn = connect(d.db)
+    with conn:
+        conn.execute("INSERT INTO schema_version VALUES (999, 'm999_future', 0)")
+    conn.close()
+    proc = serve_once(home)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("arbiter: error:")]
+    assert len(errors) == 1 and "schema" in errors[0] and "Traceback" not in proc.stderr
+    assert not d.socket.exists()
+
+
+def test_acknowledged_writes_survive_kill_9(home):
+    d = DaemonProcess(home).start()
+    acked: dict[int, str] = {}
+    batches: list[str] = []  # batch tags, acknowledged or not: each must be all there or all gone
+    stopped = threading.Event()
+    failure: list[BaseException] = []
+
+    def writer():
+        n = 0
+        try:
+            with d.client() as c:
+                while not stopped.is_set():
+                    n += 1
+                    if n % 5 == 0:
+                        tag = f"batch{n}"
+                        batches.append(tag)
+                        items = [{"type": "context", "title": f"{tag}-{i}", "content": "x" * 300, "tags": [tag]}
+                                 for i in range(20)]
+                        acked.update(zip(c.remember_many(items), (it["title"] for it in items)))
+                    else:
+                        title = f"single{n}"
+                        acked[c.remember(type="learning", title=title, content="y" * 300).id] = title
+        except Unavailable:
+            pass  # the daemon died under us: expected
+        except BaseException as e:
+            failure.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        wait_for(lambda: len(acked) >= 300, timeout=30, what="300 acknowledged writes")
+        d.proc.send_signal(signal.SIGKILL)  # mid-stream: the writer is still sending
+        d.proc.wait(10)
+    finally:
+        stopped.set()
+        t.join(30)
+    d.stop()
+    assert not failure, failure[0]
+    assert integrity(d.db) == "ok"
+
+    again = DaemonProcess(home).start()
+    try:
+        with again.client() as c:
+            missing = []
+            for eid, title in acked.items():
+                try:
+                    if c.get(eid).title != title:
+                        missing.append(eid)
+                except NotFound:
+                    missing.append(eid)
+            assert not missing, f"{len(missing)} acknowledged writes lost: {missing[:10]}"
+            for tag in batches:
+                assert len(c.list(tag=tag, limit=100)) in (0, 20), tag
+            c.remember(type="user", title="after", content="the restarted daemon takes writes")
+    finally:
+        assert again.stop() == 0
+    assert integrity(again.db) == "ok"

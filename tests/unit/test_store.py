@@ -1,0 +1,501 @@
+"""arbiter.store on a real SQLite file: migrations, entries, relations, validity windows, FTS sync."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+
+from arbiter._time import US, format_time
+from arbiter.errors import Conflict, InvalidParams, NotFound, SchemaTooNew
+from arbiter.model import ListParams, RememberParams, UpdateParams
+from arbiter.store import MIGRATIONS, connect, entries, open_database, relations, schema_version, tenants
+
+T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
+
+# What each migration leaves behind, by (type, name). A new migration must add
+# its row here: the test below fails until it does, so the schema stays deliberate.
+EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
+    "m001_initial": {
+        ("table", "tenants"),
+        ("index", "sqlite_autoindex_tenants_1"),
+        ("index", "sqlite_autoindex_tenants_2"),
+        ("table", "conversations"),
+        ("index", "conversations_tenant"),
+        ("table", "entries"),
+        ("index", "entries_tenant"),
+        ("index", "entries_conversation"),
+        ("index", "entries_parent"),
+        ("table", "relations"),
+        ("index", "sqlite_autoindex_relations_1"),
+        ("index", "relations_target"),
+        ("table", "settings"),
+        ("index", "sqlite_autoindex_settings_1"),
+    },
+    "m002_fts_entries": {
+        ("table", "entries_fts"),
+        ("table", "entries_fts_data"),
+        ("table", "entries_fts_idx"),
+        ("table", "entries_fts_docsize"),
+        ("table", "entries_fts_config"),
+        ("trigger", "entries_fts_insert"),
+        ("trigger", "entries_fts_delete"),
+        ("trigger", "entries_fts_update"),
+    },
+    "m003_tag_graph": {
+        ("table", "entry_tags"),
+        ("index", "entry_tags_tag"),
+        ("table", "tag_counts"),
+        ("table", "tag_pairs"),
+        ("table", "tag_graph_version"),
+        ("trigger", "entry_tags_insert"),
+        ("trigger", "entry_tags_delete"),
+        ("trigger", "entries_tags_insert"),
+        ("trigger", "entries_tags_update"),
+        ("trigger", "entries_tags_delete"),
+        ("index", "entries_tenant_type"),
+        ("index", "entries_thread"),
+        ("table", "cluster_names"),
+    },
+    "m004_recall_index": {
+        ("view", "entries_fts_rows"),
+        ("table", "entries_fts_vocab"),
+        ("table", "recall_entries"),
+        ("trigger", "recall_entries_update"),
+    },
+}
+
+
+@pytest.fixture
+def db(tmp_path):
+    conn = open_database(tmp_path / "arbiter.db")
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def tenant(db):
+    with db:
+        tid, _ = tenants.create_tenant(db, "alice", now=T0)
+    return tid
+
+
+@pytest.fixture
+def other(db):
+    with db:
+        tid, _ = tenants.create_tenant(db, "mallory", now=T0)
+    return tid
+
+
+def remember(db, tenant_id, *, now=T0, title="A fact", content="Some content.", **kw) -> int:
+    with db:
+        return entries.remember(
+            db, tenant_id, RememberParams(type=kw.pop("type", "project"), title=title, content=content, **kw), now=now
+        )
+
+
+def listed(db, tenant_id, **kw) -> list[int]:
+    with db:
+        return [e.id for e in entries.list_entries(db, tenant_id, ListParams(**kw))]
+
+
+def counts(db) -> dict[str, int]:
+    return {
+        table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("entries", "relations", "entries_fts_docsize")
+    }
+
+
+def fts_ok(db) -> None:
+    """FTS5's own check of the index against the entries it indexes (raises on drift)."""
+    db.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)")
+    db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")
+
+
+def matches(db, word: str) -> list[int]:
+    return [r[0] for r in db.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (f'"{word}"',))]
+
+
+# ---- migrations ----------------------------------------------------------------
+
+
+def test_migrating_an_empty_database_gives_the_exact_schema(db):
+    names = [name for name, _ in MIGRATIONS]
+    missing = [n for n in names if n not in EXPECTED_OBJECTS]
+    assert not missing, f"add the objects of {missing} to EXPECTED_OBJECTS"
+    expected = {("table", "schema_version")}.union(*(EXPECTED_OBJECTS[n] for n in names))
+    actual = set(db.execute("SELECT type, name FROM sqlite_master"))
+    assert actual == expected
+    rows = db.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()
+    assert rows == [(i, n) for i, n in enumerate(names, start=1)]
+    assert schema_version(db) == len(MIGRATIONS)
+
+
+def test_connection_settings(db):
+    assert db.pragma("journal_mode") == "wal"
+    assert db.pragma("foreign_keys") == 1
+    assert db.pragma("synchronous") == 2  # FULL
+
+
+def test_reopening_migrates_nothing(tmp_path):
+    path = tmp_path / "a.db"
+    open_database(path).close()
+    conn = open_database(path)
+    assert conn.execute("SELECT count(*) FROM schema_version").fetchone()[0] == len(MIGRATIONS)
+    conn.close()
+
+
+def test_a_newer_database_is_refused(tmp_path):
+    path = tmp_path / "a.db"
+    conn = open_database(path)
+    with conn:
+        conn.execute("INSERT INTO schema_version VALUES (?, 'm999_future', 0)", (len(MIGRATIONS) + 1,))
+    conn.close()
+    with pytest.raises(SchemaTooNew):
+        open_database(path)
+
+
+# ---- entries -------------------------------------------------------------------
+
+
+def test_remember_then_get(db, tenant):
+    eid = remember(db, tenant, title="Ship v1", content="Target: Friday.", tags=["release", "v1", "release"],
+                   source="standup")
+    e = entries.get(db, tenant, eid)
+    assert (e.id, e.type, e.title, e.content, e.source) == (eid, "project", "Ship v1", "Target: Friday.", "standup")
+    assert e.tags == ["release", "v1"]  # duplicates dropped, order kept
+    assert e.recorded_at == e.valid_from == format_time(T0)
+    assert e.valid_to is None
+    assert e.superseded_by == []
+    assert len(bytes.fromhex(e.content_hash)) == 32
+
+
+def test_get_of_a_missing_id_is_not_found(db, tenant):
+    with pytest.raises(NotFound):
+        entries.get(db, tenant, 12345)
+
+
+def test_list_is_newest_first_with_hard_filters(db, tenant):
+    a = remember(db, tenant, type="project", tags=["x"])
+    b = remember(db, tenant, type="feedback", tags=["y"])
+    c = remember(db, tenant, type="project", tags=["x", "y"])
+    assert listed(db, tenant) == [c, b, a]
+    assert listed(db, tenant, types=["project"]) == [c, a]
+    assert listed(db, tenant, tag="y") == [c, b]
+    assert listed(db, tenant, types=["feedback"], tag="x") == []
+    assert listed(db, tenant, limit=2) == [c, b]
+    assert listed(db, tenant, before_id=c) == [b, a]
+
+
+def test_update_touches_only_active_rows(db, tenant):
+    eid = remember(db, tenant, title="Tpyo", content="alpha words")
+    with db:
+        e = entries.update(db, tenant, UpdateParams(id=eid, title="Typo", content="bravo words", tags=["fixed"]))
+    assert (e.title, e.content, e.tags, e.type) == ("Typo", "bravo words", ["fixed"], "project")
+    assert e.content_hash == entries.content_hash("bravo words").hex()
+    with db:
+        entries.forget(db, tenant, eid, now=T0 + US)
+    before = db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone()
+    with pytest.raises(NotFound), db:
+        entries.update(db, tenant, UpdateParams(id=eid, title="Too late"))
+    assert db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone() == before
+
+
+def test_forget_is_idempotent(db, tenant):
+    eid = remember(db, tenant)
+    with db:
+        assert entries.forget(db, tenant, eid, now=T0 + 5) is True
+    row = db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone()
+    with db:
+        assert entries.forget(db, tenant, eid, now=T0 + 99) is False
+    assert db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone() == row
+    assert entries.get(db, tenant, eid, as_of=T0 + 4).id == eid
+    with pytest.raises(NotFound):
+        entries.get(db, tenant, eid)
+
+
+def test_forget_of_a_missing_id_is_not_found(db, tenant):
+    with pytest.raises(NotFound) as info, db:
+        entries.forget(db, tenant, 777, now=T0)
+    assert info.value.path == "id"
+
+
+def test_purge_removes_entry_relations_and_index_rows(db, tenant):
+    a = remember(db, tenant, content="zebra crossing")
+    b = remember(db, tenant, content="yak shaving")
+    with db:
+        relations.link(db, tenant, a, "relates_to", b, now=T0)
+        relations.link(db, tenant, b, "supports", a, now=T0)
+    assert matches(db, "zebra") == [a]
+    with db:
+        entries.purge(db, tenant, a)
+    assert db.execute("SELECT count(*) FROM entries WHERE id = ?", (a,)).fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM relations").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM entries_fts_docsize WHERE id = ?", (a,)).fetchone()[0] == 0
+    assert matches(db, "zebra") == []
+    assert matches(db, "yak") == [b]
+    fts_ok(db)
+    with pytest.raises(NotFound), db:
+        entries.purge(db, tenant, a)
+
+
+def test_purge_keeps_replies_but_unparents_them(db, tenant):
+    root = remember(db, tenant)
+    child = remember(db, tenant, parent_id=root)
+    with db:
+        entries.purge(db, tenant, root)
+    assert entries.get(db, tenant, child).parent_id is None
+
+
+def test_history_walks_the_chain_both_ways(db, tenant):
+    a = remember(db, tenant, title="v1", now=T0)
+    b = remember(db, tenant, title="v2", now=T0 + US, supersedes_ids=[a])
+    c = remember(db, tenant, title="v3", now=T0 + 2 * US, supersedes_ids=[b])
+    unrelated = remember(db, tenant, title="other", now=T0 + 3 * US)
+    with db:
+        relations.link(db, tenant, c, "relates_to", unrelated, now=T0 + 4 * US)
+    for start in (a, b, c):
+        with db:
+            chain, edges = entries.history(db, tenant, start)
+        assert [e.id for e in chain] == [a, b, c]
+        assert [(r.source_id, r.relation, r.target_id) for r in edges] == [(b, "supersedes", a), (c, "supersedes", b)]
+    assert entries.get(db, tenant, a, as_of=T0).superseded_by == [b]
+    with db:
+        chain, edges = entries.history(db, tenant, unrelated)
+    assert [e.id for e in chain] == [unrelated] and edges == []
+
+
+def test_supersedes_retires_the_old_entries_at_the_new_valid_from(db, tenant):
+    old1 = remember(db, tenant, now=T0)
+    old2 = remember(db, tenant, now=T0)
+    new = remember(db, tenant, now=T0 + 10 * US, supersedes_ids=[old1, old2, old1])
+    for old in (old1, old2):
+        assert db.execute("SELECT valid_to FROM entries WHERE id = ?", (old,)).fetchone()[0] == T0 + 10 * US
+        assert entries.get(db, tenant, old, as_of=T0 + 9 * US).superseded_by == [new]
+    assert listed(db, tenant) == [new]
+
+
+def test_supersedes_with_one_missing_id_writes_nothing(db, tenant, other):
+    old = remember(db, tenant)
+    theirs = remember(db, other)
+    for bad in (999, theirs):
+        before = counts(db)
+        with pytest.raises(NotFound) as info, db:
+            remember(db, tenant, supersedes_ids=[old, bad])
+        assert info.value.path == "supersedes_ids[1]"
+        assert counts(db) == before
+        assert entries.get(db, tenant, old).valid_to is None
+
+
+def test_remember_refuses_foreign_parent_and_conversation(db, tenant, other):
+    theirs = remember(db, other)
+    with db:
+        their_conv = tenants.create_conversation(db, other, "theirs", now=T0).id
+    before = counts(db)
+    with pytest.raises(NotFound) as info:
+        remember(db, tenant, parent_id=theirs)
+    assert info.value.path == "parent_id"
+    with pytest.raises(NotFound) as info:
+        remember(db, tenant, conversation_id=their_conv)
+    assert info.value.path == "conversation_id"
+    assert counts(db) == before
+
+
+def test_remember_many_keeps_input_order_and_supersedes(db, tenant):
+    old = remember(db, tenant, title="old")
+    items = [RememberParams(type="user", title=f"n{i}", content=f"bulk item {i} quokka") for i in range(1203)]
+    items[700] = RememberParams(type="user", title="n700", content="replaces old", supersedes_ids=[old])
+    with db:
+        ids = entries.remember_many(db, tenant, items, now=T0 + 1)
+    assert ids == list(range(old + 1, old + 1 + len(items)))
+    assert [entries.get(db, tenant, i).title for i in ids[:3]] == ["n0", "n1", "n2"]
+    assert entries.get(db, tenant, ids[-1]).title == "n1202"
+    assert entries.get(db, tenant, old, as_of=T0).superseded_by == [ids[700]]
+    assert len(matches(db, "quokka")) == 1202
+    fts_ok(db)
+
+
+def test_remember_many_is_all_or_nothing(db, tenant, other):
+    theirs = remember(db, other)
+    before = counts(db)
+    items = [RememberParams(type="user", title="t", content="fine")] * 600
+    items = [*items, RememberParams(type="user", title="t", content="bad", parent_id=theirs)]
+    with pytest.raises(NotFound) as info, db:
+        entries.remember_many(db, tenant, items, now=T0)
+    assert info.value.path == "entries[600].parent_id"
+    assert counts(db) == before
+    fts_ok(db)
+
+
+# ---- validity windows ------------------------------------------------------------
+
+
+def test_validity_is_half_open_at_valid_to(db, tenant):
+    eid = remember(db, tenant, now=T0)
+    t1 = T0 + 3 * US
+    with db:
+        entries.forget(db, tenant, eid, now=t1)
+    assert entries.get(db, tenant, eid, as_of=t1 - 1).id == eid
+    with pytest.raises(NotFound):
+        entries.get(db, tenant, eid, as_of=t1)
+    assert entries.get(db, tenant, eid, as_of=T0).id == eid
+    with pytest.raises(NotFound):
+        entries.get(db, tenant, eid, as_of=T0 - 1)
+    assert listed(db, tenant, as_of=format_time(t1 - 1)) == [eid]
+    assert listed(db, tenant, as_of=format_time(t1)) == []
+    assert listed(db, tenant, as_of=format_time(T0 - 1)) == []
+
+
+def test_supersession_boundary(db, tenant):
+    old = remember(db, tenant, now=T0)
+    t1 = T0 + US
+    new = remember(db, tenant, now=t1, supersedes_ids=[old])
+    assert listed(db, tenant, as_of=format_time(t1 - 1)) == [old]
+    assert listed(db, tenant, as_of=format_time(t1)) == [new]
+
+
+def test_a_window_never_ends_before_it_starts(db, tenant):
+    future = remember(db, tenant, now=T0, valid_from=(T0 + 100 * US) / US)
+    with db:
+        entries.forget(db, tenant, future, now=T0 + US)
+    vfrom, vto = db.execute("SELECT valid_from, valid_to FROM entries WHERE id = ?", (future,)).fetchone()
+    assert vto == vfrom  # an empty window: never visible
+    assert listed(db, tenant, as_of=format_time(vfrom)) == []
+
+
+# ---- relations ---------------------------------------------------------------------
+
+
+def test_every_relation_type_is_registered_and_allowed():
+    from arbiter.model import RELATION_TYPES
+
+    assert set(relations.REGISTRY) == set(RELATION_TYPES)
+    assert relations.REGISTRY["supersedes"].on_insert is not None
+    assert all(k.on_insert is None for n, k in relations.REGISTRY.items() if n != "supersedes")
+
+
+def test_link_and_unlink(db, tenant):
+    a, b = remember(db, tenant), remember(db, tenant)
+    with db:
+        r = relations.link(db, tenant, a, "refines", b, now=T0)
+    assert (r.source_id, r.relation, r.target_id, r.created_at) == (a, "refines", b, format_time(T0))
+    with db:
+        relations.unlink(db, tenant, a, "refines", b)
+    with pytest.raises(NotFound), db:
+        relations.unlink(db, tenant, a, "refines", b)
+
+
+def test_duplicate_relation_is_a_conflict_naming_the_existing_one(db, tenant):
+    a, b = remember(db, tenant), remember(db, tenant)
+    with db:
+        r = relations.link(db, tenant, a, "supports", b, now=T0)
+    before = counts(db)
+    with pytest.raises(Conflict) as info, db:
+        relations.link(db, tenant, a, "supports", b, now=T0 + 1)
+    assert info.value.existing_id == r.id
+    assert counts(db) == before
+    with db:  # the reverse direction and another label are different edges
+        relations.link(db, tenant, b, "supports", a, now=T0)
+        relations.link(db, tenant, a, "relates_to", b, now=T0)
+
+
+def test_self_loop_is_invalid(db, tenant):
+    a = remember(db, tenant)
+    with pytest.raises(InvalidParams) as info, db:
+        relations.link(db, tenant, a, "relates_to", a, now=T0)
+    assert info.value.path == "target_id"
+
+
+@pytest.mark.parametrize("end", ["source_id", "target_id"])
+def test_cross_tenant_end_is_indistinguishable_from_a_missing_id(db, tenant, other, end):
+    mine = remember(db, tenant)
+    theirs = remember(db, other)
+    missing = theirs + 1000
+
+    def attempt(foreign):
+        ends = (foreign, mine) if end == "source_id" else (mine, foreign)
+        with pytest.raises(NotFound) as info, db:
+            relations.link(db, tenant, ends[0], "relates_to", ends[1], now=T0)
+        return info.value
+
+    got, baseline = attempt(theirs), attempt(missing)
+    assert got.path == baseline.path == end
+    assert got.message == baseline.message.replace(str(missing), str(theirs))
+    assert db.execute("SELECT count(*) FROM relations").fetchone()[0] == 0
+
+
+def test_supersedes_link_retires_its_target(db, tenant):
+    a, b = remember(db, tenant), remember(db, tenant)
+    with db:
+        relations.link(db, tenant, b, "supersedes", a, now=T0 + 7)
+    assert db.execute("SELECT valid_to FROM entries WHERE id = ?", (a,)).fetchone()[0] == T0 + 7
+    with db:  # unlinking does not revive it
+        relations.unlink(db, tenant, b, "supersedes", a)
+    with pytest.raises(NotFound):
+        entries.get(db, tenant, a)
+
+
+# ---- FTS index -----------------------------------------------------------------------
+
+
+def test_fts_follows_update_forget_and_purge(db, tenant):
+    a = remember(db, tenant, title="Kettle", content="descale the kettle monthly", tags=["home"])
+    b = remember(db, tenant, title="Garden", content="water the ferns", source="notebook")
+    fts_ok(db)
+    assert matches(db, "kettle") == [a]
+    with db:
+        entries.update(db, tenant, UpdateParams(id=a, content="replace the teapot", tags=["kitchen"]))
+    fts_ok(db)
+    assert matches(db, "descale") == []
+    assert matches(db, "teapot") == [a]
+    assert matches(db, "kitchen") == [a]
+    assert matches(db, "home") == []
+    assert matches(db, "kettle") == [a]  # still in the title
+    with db:
+        entries.forget(db, tenant, b, now=T0 + 1)
+    fts_ok(db)
+    assert matches(db, "ferns") == [b]  # retired rows stay searchable for as_of reads
+    with db:
+        entries.purge(db, tenant, b)
+    fts_ok(db)
+    assert matches(db, "ferns") == [] and matches(db, "notebook") == []
+    assert db.execute("SELECT count(*) FROM entries_fts_docsize").fetchone()[0] == 1
+
+
+def test_a_failed_transaction_leaves_no_index_rows(db, tenant):
+    before = counts(db)
+    with pytest.raises(NotFound), db:  # like remember_many: the first write lands, the second fails
+        entries.remember(db, tenant, RememberParams(type="user", title="t", content="orphaned walrus"), now=T0)
+        entries.remember(db, tenant, RememberParams(type="user", title="t", content="x", parent_id=4242), now=T0)
+    assert counts(db) == before
+    assert matches(db, "walrus") == []
+    fts_ok(db)
+
+
+def test_readers_see_committed_writes_only(tmp_path):
+    path = tmp_path / "a.db"
+    writer = open_database(path)
+    with writer:
+        tid, _ = tenants.create_tenant(writer, "t", now=T0)
+    reader = connect(path)
+    writer.execute("BEGIN IMMEDIATE")
+    entries.remember(writer, tid, RememberParams(type="user", title="x", content="y"), now=T0)
+    assert reader.execute("SELECT count(*) FROM entries").fetchone()[0] == 0  # not blocked, not dirty
+    writer.execute("COMMIT")
+    assert reader.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
+    reader.close()
+    writer.close()
+
+
+def test_check_constraints_back_the_model(db, tenant):
+    with pytest.raises(apsw.ConstraintError), db:
+        db.execute(
+            "INSERT INTO entries(tenant_id, type, title, content, content_hash, recorded_at, valid_from) "
+            "VALUES (?, 'gossip', 't', 'c', x'00', 0, 0)",
+            (tenant,),
+        )
+
+
+def test_tenant_names_are_unique(db, tenant):
+    with pytest.raises(Conflict) as info, db:
+        tenants.create_tenant(db, "alice", now=T0)
+    assert info.value.existing_id == tenant
