@@ -1,64 +1,272 @@
-"""Recall: lexical retrieval over the FTS5 index.
+"""Recall: layered lexical retrieval over the FTS5 index.
 
-This is the plain BM25 stage; the layered pipeline builds on it.
+    query text -> analysis (stage 1) -> FTS5 expression (2) -> BM25 with column
+    weights (3) x boosts (4) x intent (5) x decay (6) x voice -> conversation
+    pass and tenant pass fused by reciprocal rank (7), over the rows visible
+    now or `as_of` (8) -> hits with excerpts (9)
+
+Every stage is a small function (`query`, `score`) that `RecallParams.disable`
+can switch off, and `explain=true` returns each hit's parts. `Tuning` holds
+the numbers, including ideas measured and left off (docs/retrieval.md). `search` stops at
+the fused candidate list, best first, so a later layer (LLM expansion, rerank)
+can reorder or fuse it before `render` turns it into hits.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, field
 
 import apsw
+import msgspec
 
-from arbiter._time import format_time, parse_time
-from arbiter.model import Hit, ListParams, RecallParams, RecallResult
-from arbiter.store import entries
+from arbiter._time import now_us, parse_time
+from arbiter.model import RecallParams, RecallResult
+from arbiter.recall import _rank, _sql, score
+from arbiter.recall.hits import browse, render
+from arbiter.recall.query import STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+__all__ = ["Candidate", "Ranking", "Tuning", "fuse", "quote", "recall", "render", "search"]
 
-
-def quote(token: str) -> str:
-    """The only way user text reaches FTS5: one double-quoted string, quotes doubled."""
-    return '"' + token.replace('"', '""') + '"'
-
-
-def fts_query(text: str) -> str | None:
-    """A bag-of-words OR over the query's tokens, or None if it has none."""
-    tokens = list(dict.fromkeys(t.lower() for t in _TOKEN.findall(text)))
-    return " OR ".join(quote(t) for t in tokens) or None
+_tags = msgspec.json.Decoder(list[str])
 
 
-def _hit(entry, score: float, scope: str) -> Hit:
-    return Hit(
-        id=entry.id,
-        type=entry.type,
-        title=entry.title,
-        source=entry.source,
-        tags=entry.tags,
-        conversation_id=entry.conversation_id,
-        valid_from=entry.valid_from,
-        valid_to=entry.valid_to,
-        superseded=bool(entry.superseded_by),
-        score=score,
-        scope=scope,
-    )
+@dataclass(frozen=True)
+class Tuning:
+    """The pipeline's numbers; the defaults are the measured choices (docs/retrieval.md)."""
+
+    weights: tuple[float, ...] = score.BM25_WEIGHTS
+    k1: float = _rank.K1
+    b: float = _rank.B
+    #: Stage 2's phrase and NEAR branches, and their idf multipliers. Off:
+    #: measured no gain on the dev split, for +0.5 ms per recall.
+    phrase: bool = False
+    near: bool = False
+    phrase_factor: float = 1.0
+    near_factor: float = 1.0
+    voice: float = score.VOICE_STRENGTH
+    context: float = score.CONTEXT_SHARE
+    episode_us: int = score.EPISODE_US
+    size_exponent: float = score.SIZE_EXPONENT
+    conversation_weight: float = score.CONVERSATION_WEIGHT
+    tenant_weight: float = score.TENANT_WEIGHT
+    rrf_k: int = score.RRF_K
+    #: Candidates each pass ranks (at least the number asked for).
+    conversation_depth: int = 50
+    tenant_depth: int = 30
+    #: Conversation pass: words in more than this share of all documents (and
+    #: in more than `common_floor` of them) are left out; the rarest word always
+    #: stays. They barely move BM25 and make the pass rank most of the conversation.
+    common_share: float = 0.1
+    common_floor: int = 1_000
+    #: Tenant pass: the same with a tighter share, and the rarest words are kept
+    #: while their documents total at most the budget (wider when the tenant
+    #: pass is the only pass).
+    df_max_share: float = 0.05
+    fill_budget: int = 1_000
+    tenant_budget: int = 20_000
 
 
-def recall(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResult:
-    """Rank visible entries by BM25; with no query, browse newest first."""
+DEFAULT = Tuning()
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One entry in a ranking: what scoring needs, its score and the parts that made it."""
+
+    id: int
+    type: str
+    conversation_id: int | None
+    valid_from: int
+    score: float
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Ranking:
+    """A fused candidate list, best first; `expression` is the main pass's FTS5 query."""
+
+    query: Query
+    candidates: list[Candidate]
+    expression: str | None = None
+
+
+def recall(
+    conn: apsw.Connection, tenant_id: int, p: RecallParams, *, now: int | None = None, tuning: Tuning = DEFAULT
+) -> RecallResult:
+    """Rank the visible entries for `p.query`; with no query terms, browse newest first."""
+    ranking = search(conn, tenant_id, p, now=now, tuning=tuning)
+    if ranking is None:
+        return browse(conn, tenant_id, p)
+    return render(conn, tenant_id, ranking, p)
+
+
+def search(
+    conn: apsw.Connection,
+    tenant_id: int,
+    p: RecallParams,
+    *,
+    text: str | None = None,
+    depth: int | None = None,
+    now: int | None = None,
+    tuning: Tuning = DEFAULT,
+) -> Ranking | None:
+    """Stages 1-8: the fused candidates for `text` (default `p.query`); None if it has no terms.
+
+    `depth` is how many fused candidates the caller needs (default `p.limit`);
+    a reranker asks for more.
+    """
+    off = frozenset(p.disable)
+    need = max(p.limit, depth or 0)
+    stopwords = frozenset() if "stopwords" in off else STOPWORDS
+    query = analyze(p.query if text is None else text, tokenizer(conn), stopwords=stopwords)
+    if query.empty:
+        return None
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
-    match = fts_query(p.query)
-    if match is None:
-        listed = entries.list_entries(
-            conn, tenant_id,
-            ListParams(types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, limit=p.limit),
+    reference = as_of if as_of is not None else (now_us() if now is None else now)
+    suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
+    n, df = _rank.FREQUENCIES.get(conn, [s for t in query.terms for s in t.stem.split(" ")])
+    idf = {stem: _rank.idf(d, n) for stem, d in df.items()}
+    factor = {"phrase": tuning.phrase_factor, "near": tuning.near_factor, "bag": 1.0}
+    weights = (1.0, 1.0, 1.0, 1.0) if "weights" in off else tuning.weights
+
+    def run(terms, scope: str, pass_depth: int) -> tuple[str, list[Candidate]]:
+        expr = expression(terms, phrase=tuning.phrase, near=tuning.near)
+        spec = _rank.Spec(
+            idf=[factor[branch] * sum(idf[s] for s in stems) for branch, stems in expr.slots],
+            weights=weights,
+            k1=tuning.k1,
+            b=tuning.b,
         )
-        return RecallResult(hits=[_hit(e, 0.0, "tenant") for e in listed])
-    cond, binds = entries.visible(as_of)
-    rows = conn.execute(
-        f"SELECT {entries.ENTRY_COLUMNS}, bm25(entries_fts, 10.0, 4.0, 8.0, 2.0) AS score "
-        f"FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
-        f"WHERE entries_fts MATCH ? AND e.tenant_id = ? AND {cond} ORDER BY score LIMIT ?",
-        (match, tenant_id, *binds, p.limit),
-    )
-    hits = [_hit(entries.entry_from_row(r[:-1]), -r[-1], "tenant") for r in rows]
-    return RecallResult(hits=hits)
+        match = f"{_sql.text_match(expr.text)} AND {scope}"
+        rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of)
+        return match, _score(conn, rows, query, p, off, suggested, reference, tuning)
+
+    if p.conversation_id is None:
+        terms = query.terms if "select" in off else select_terms(
+            query.terms, df, n, tuning.df_max_share, tuning.tenant_budget, floor=tuning.common_floor
+        )
+        if not terms:
+            return Ranking(query=query, candidates=[])
+        match, ranked = run(terms, _sql.tenant_scope(tenant_id), tuning.tenant_depth)
+        return Ranking(query=query, candidates=ranked, expression=match)
+
+    scope = _sql.conversation_scope(tenant_id, p.conversation_id)
+    terms = query.terms
+    if tuning.common_share < 1.0 and "common" not in off:
+        terms = select_terms(terms, df, n, tuning.common_share, n * len(terms), floor=tuning.common_floor)
+    main, local = run(terms, scope, tuning.conversation_depth)
+    passes = [("conversation", tuning.conversation_weight, local)]
+    if "tenant_fill" not in off and not _settled(len(local), need, tuning):
+        terms = query.terms if "select" in off else select_terms(
+            query.terms, df, n, tuning.df_max_share, tuning.fill_budget, floor=tuning.common_floor
+        )
+        if terms:
+            _, ranked = run(terms, _sql.tenant_scope(tenant_id, besides=p.conversation_id), tuning.tenant_depth)
+            passes.append(("tenant", tuning.tenant_weight, ranked))
+    return Ranking(query=query, candidates=fuse(passes, k=tuning.rrf_k), expression=main)
+
+
+def _settled(local: int, need: int, tuning: Tuning) -> bool:
+    """True when no tenant hit could enter the top `need`, so the tenant pass can be skipped.
+
+    The tenant pass ranks only entries the conversation pass cannot see, so
+    each entry is in one list: a tenant hit scores at most w_t / (k + 1), and
+    the conversation's `need`-th hit scores w_c / (k + need).
+    """
+    if local < need:
+        return False
+    k = tuning.rrf_k
+    return tuning.conversation_weight / (k + need) > tuning.tenant_weight / (k + 1)
+
+
+def select_terms(
+    terms: tuple[Term, ...], df: dict[str, int], n: int, max_share: float, budget: int, *, floor: int = 0
+) -> list[Term]:
+    """Query term selection: the rarest words, within a share of the documents and a postings budget.
+
+    Ranking every match of a word that half the tenant uses costs tens of
+    milliseconds and moves the top of the ranking little (its idf is near
+    zero), so a pass keeps the rare words that decide it. A word is dropped
+    only if it is in more than `max_share` of the `n` documents and in more
+    than `floor` documents, or if its documents would take the total past
+    `budget`; the rarest word always stays. Phrases are kept, and so are
+    words no document held when their frequency was read (they cost nothing,
+    and a cached zero may be stale).
+    """
+    keep: set[str] = set()
+    total = 0
+    for t in sorted((t for t in terms if not t.phrase), key=lambda t: df.get(t.stem, 0)):
+        count = df.get(t.stem, 0)
+        if keep and ((count > max_share * n and count > floor) or total + count > budget):
+            break
+        keep.add(t.stem)
+        total += count
+    return [t for t in terms if t.phrase or t.stem in keep]
+
+
+def _score(
+    conn: apsw.Connection,
+    rows: list[tuple[int, float, tuple]],
+    query: Query,
+    p: RecallParams,
+    off: frozenset[str],
+    suggested: frozenset[str],
+    reference: int,
+    tuning: Tuning,
+) -> list[Candidate]:
+    """Stages 4-6 plus voice, size and context over one pass's rows, best first."""
+    boosting = "boosts" not in off and (p.types or p.tag is not None)
+    tags = _sql.tags(conn, [r[0] for r in rows]) if boosting and p.tag is not None else {}
+    decaying = p.decay and "decay" not in off
+    voicing = "voice" not in off and tuning.voice and query.voice is not None
+    sizing = bool(tuning.size_exponent)
+    out = []
+    for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs) in rows:
+        parts = {"bm25": relevance}
+        value = relevance
+        if boosting:
+            entry_tags = _tags.decode(tags[eid]) if eid in tags else ()
+            parts["boost"] = f = score.boost(etype, entry_tags, types=p.types, tag=p.tag)
+            value *= f
+        if suggested:
+            parts["intent"] = f = score.intent(etype, suggested)
+            value *= f
+        if decaying:
+            parts["decay"] = f = score.decay(valid_from, reference, half_life_days=p.half_life_days, floor=p.floor)
+            value *= f
+        if voicing:
+            parts["voice"] = f = score.voice(self_refs, other_refs, query.voice, strength=tuning.voice)
+            value *= f
+        if sizing:
+            parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
+            value *= f
+        out.append(Candidate(eid, etype, conv, valid_from, value, parts))
+    if tuning.context:
+        for c, extra in zip(out, score.context(out, share=tuning.context, window_us=tuning.episode_us)):
+            c.parts["context"] = extra
+            c.score += extra
+    out.sort(key=lambda c: (-c.score, c.id))
+    return out
+
+
+def fuse(passes: list[tuple[str, float, list[Candidate]]], *, k: int = score.RRF_K) -> list[Candidate]:
+    """Stage 7: weighted reciprocal-rank fusion of ranked lists, best first.
+
+    Each list is (name, weight, candidates best first); an entry's fused score
+    sums `weight / (k + rank)` over the lists that hold it, and its parts gain
+    `<name>_rank` and `rrf`. Parts come from the first list that holds it. The
+    candidates are taken over (their scores become fused scores).
+    """
+    fused: dict[int, Candidate] = {}
+    for name, weight, ranked in passes:
+        for rank, c in enumerate(ranked, 1):
+            f = fused.get(c.id)
+            if f is None:
+                f = fused[c.id] = c
+                f.score = 0.0
+            f.parts[f"{name}_rank"] = float(rank)
+            f.score += weight / (k + rank)
+    out = sorted(fused.values(), key=lambda c: (-c.score, c.id))
+    for c in out:
+        c.parts["rrf"] = c.score
+    return out

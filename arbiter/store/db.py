@@ -31,8 +31,8 @@ def _fts_scope(row: str) -> str:
 def _recall_row(row: str) -> str:
     """SQL for a `recall_entries` row of an entries row: its ranking fields and text signals.
 
-    Signals: UTF-8 size, first-person words (" I ", " I'", " my ", " me ") and
-    second-person words ("you", "You", which also counts "your").
+    Signals: UTF-8 size, first-person words (" I ", " I'", " my ", " me ", a
+    leading "I") and second-person words ("you", "You", which also count "your").
     """
     content = f"{row}.content"
 
@@ -40,6 +40,7 @@ def _recall_row(row: str) -> str:
         return f"(octet_length({content}) - octet_length(replace({content}, '{needle}', ''))) / {size}"
 
     first = " + ".join(count(n, k) for n, k in ((" I ", 3), (" I''", 3), (" my ", 4), (" me ", 4)))
+    first += f" + (substr({content}, 1, 2) IN ('I ', 'I'''))"  # a text that opens with "I"
     second = " + ".join(count(n, 3) for n in ("you", "You"))
     return (
         f"{row}.id, {row}.tenant_id, {row}.type, {row}.conversation_id, {row}.valid_from, {row}.valid_to, "

@@ -1,0 +1,86 @@
+"""Recall's SQL: scope filters, ranked passes, candidate rows, snippets.
+
+Reads `entries_fts` (its `scope` column) and `recall_entries`, both from
+migration m004_recall_index, and the tags of candidates from `entries`.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from arbiter.recall import _rank
+from arbiter.recall.query import quote
+from arbiter.store import entries
+
+#: The FTS columns user terms may match; `scope` is only ever filtered on.
+TEXT_COLUMNS = "{title content tags source}"
+SCOPE_COLUMN = "{scope}"
+#: How many more FTS rows to read when visibility filtering left a pass short.
+_REFILL = 4
+
+
+def text_match(expr: str) -> str:
+    """Restrict an expression to the text columns."""
+    return f"{TEXT_COLUMNS} : ({expr})"
+
+
+def conversation_scope(tenant_id: int, conversation_id: int) -> str:
+    """The scope filter of a conversation pass: that conversation plus the tenant's unscoped rows."""
+    return f"{SCOPE_COLUMN} : ({quote(f'c{conversation_id}')} OR {quote(f'u{tenant_id}')})"
+
+
+def tenant_scope(tenant_id: int, *, besides: int | None = None) -> str:
+    """The scope filter of a tenant pass; `besides` leaves out what that conversation's pass covers."""
+    scope = f"{SCOPE_COLUMN} : {quote(f't{tenant_id}')}"
+    if besides is None:
+        return scope
+    return f"({scope} NOT {conversation_scope(tenant_id, besides)})"
+
+
+def candidates(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None) -> dict[int, tuple]:
+    """Visible rows among `ids`: id -> (type, conversation_id, valid_from, bytes, self_refs, other_refs)."""
+    if not ids:
+        return {}
+    cond, binds = entries.visible(as_of, alias="r")
+    rows = conn.execute(
+        "SELECT r.entry_id, r.type, r.conversation_id, r.valid_from, r.bytes, r.self_refs, r.other_refs "
+        f"FROM recall_entries r WHERE r.entry_id IN ({','.join('?' * len(ids))}) AND r.tenant_id = ? AND {cond}",
+        (*ids, tenant_id, *binds),
+    )
+    return {r[0]: r[1:] for r in rows}
+
+
+def tags(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
+    """id -> tags (JSON text), for the tag boost."""
+    if not ids:
+        return {}
+    return dict(conn.execute(f"SELECT id, tags FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids))
+
+
+def ranked_visible(
+    conn: apsw.Connection, tenant_id: int, match: str, spec: _rank.Spec, depth: int, as_of: int | None
+) -> list[tuple[int, float, tuple]]:
+    """The `depth` best visible matches: FTS ranks first, rows are read for the top only.
+
+    Ranking inside FTS5 and reading entries for the top few avoids a row
+    lookup per match; retired rows are dropped afterwards, and if that leaves
+    the pass short, it reads deeper.
+    """
+    want = depth
+    while True:
+        hits = _rank.ranked(conn, match, spec, want)
+        rows = candidates(conn, tenant_id, [i for i, _ in hits], as_of)
+        kept = [(i, s, rows[i]) for i, s in hits if i in rows]
+        if len(kept) >= depth or len(hits) < want:
+            return kept[:depth]
+        want *= _REFILL
+
+
+def snippet(conn: apsw.Connection, match: str, rowid: int, *, tokens: int = 24) -> str | None:
+    """FTS5's snippet (matched words in **bold**) of one row."""
+    row = conn.execute(
+        "SELECT snippet(entries_fts, -1, '**', '**', '…', ?) FROM entries_fts "
+        "WHERE entries_fts MATCH ? AND rowid = ?",
+        (tokens, match, rowid),
+    ).fetchone()
+    return row[0] if row and row[0] else None

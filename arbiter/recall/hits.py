@@ -1,0 +1,129 @@
+"""Stage 9: candidates become hits; the top few carry an excerpt.
+
+An excerpt is the window of the entry's text that holds the most distinct
+query terms, matched words in **bold**. It is cut with the index's tokenizer,
+so "running" in the text counts for "run" in the query, as in the search.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import apsw
+
+from arbiter.model import Entry, Hit, ListParams, RecallParams, RecallResult
+from arbiter.recall import _sql
+from arbiter.recall.query import TOKENIZER, expression
+from arbiter.store import entries
+
+if TYPE_CHECKING:
+    from arbiter.recall import Ranking
+
+#: Hits (from the top) that get an excerpt.
+EXCERPTS = 3
+#: Tokens in an excerpt window.
+WINDOW = 24
+#: Texts longer than this get FTS5's own snippet() rather than a scan here.
+_SCAN_BYTES = 8 * 1024
+_LEAD_CHARS = 200
+
+
+def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallParams) -> RecallResult:
+    """The top `p.limit` candidates as hits, the first `EXCERPTS` with excerpts."""
+    top = ranking.candidates[: p.limit]
+    full = {e.id: e for e in entries.get_any(conn, tenant_id, [c.id for c in top])}
+    stems = {s for t in ranking.query.terms for s in t.stem.split(" ")}
+    hits = []
+    for rank, c in enumerate(top):
+        e = full.get(c.id)
+        if e is None:
+            continue
+        text = None
+        if rank < EXCERPTS:
+            text = excerpt(conn, e.content, stems)
+            if text is None:
+                bag = expression(ranking.query.terms, phrase=False, near=False).text
+                text = _sql.snippet(conn, _sql.text_match(bag), e.id)
+        hits.append(_hit(e, c.score, p, excerpt=text, parts=c.parts if p.explain else None))
+    return RecallResult(hits=hits, expression=ranking.expression if p.explain else None)
+
+
+def browse(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResult:
+    """No query terms: newest first, and `types`, `tag` and `conversation_id` are hard filters."""
+    listed = entries.list_entries(
+        conn,
+        tenant_id,
+        ListParams(types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, limit=p.limit),
+    )
+    hits = [
+        _hit(e, 0.0, p, excerpt=lead(e.content) if rank < EXCERPTS else None, parts={} if p.explain else None)
+        for rank, e in enumerate(listed)
+    ]
+    return RecallResult(hits=hits)
+
+
+def excerpt(conn: apsw.Connection, text: str, stems: set[str], *, window: int = WINDOW) -> str | None:
+    """The `window`-token passage of `text` holding the most distinct `stems`; None if too long to scan."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) > _SCAN_BYTES:
+        return None
+    name, args = TOKENIZER
+    tokens = conn.fts5_tokenizer(name, list(args))(data, apsw.FTS5_TOKENIZE_DOCUMENT, None)
+    if not tokens:
+        return lead(text)
+    hits = [i for i, (_, _, stem, *_) in enumerate(tokens) if stem in stems]
+    best, best_count = 0, -1
+    counts: dict[str, int] = {}
+    lo = hi = 0  # hits[lo:hi] lie in the window being scored
+    for i in hits:
+        start = max(0, min(i - window // 4, len(tokens) - window))
+        while hi < len(hits) and hits[hi] < start + window:
+            stem = tokens[hits[hi]][2]
+            counts[stem] = counts.get(stem, 0) + 1
+            hi += 1
+        while hits[lo] < start:
+            stem = tokens[hits[lo]][2]
+            counts[stem] -= 1
+            if not counts[stem]:
+                del counts[stem]
+            lo += 1
+        if len(counts) > best_count:
+            best, best_count = start, len(counts)
+    end = min(len(tokens), best + window)
+    marked = set(hits)
+    out = ["…" if best > 0 else ""]
+    cursor = tokens[best][0]
+    for j in range(best, end):
+        s, e = tokens[j][0], tokens[j][1]
+        out.append(data[cursor:s].decode("utf-8", "replace"))
+        word = data[s:e].decode("utf-8", "replace")
+        out.append(f"**{word}**" if j in marked else word)
+        cursor = e
+    if end < len(tokens):
+        out.append("…")
+    return " ".join("".join(out).split())
+
+
+def lead(text: str) -> str:
+    """The opening of a text, whitespace folded, for browse hits."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _LEAD_CHARS else flat[:_LEAD_CHARS].rstrip() + "…"
+
+
+def _hit(e: Entry, value: float, p: RecallParams, *, excerpt: str | None, parts: dict | None) -> Hit:
+    pinned = p.conversation_id is not None and e.conversation_id == p.conversation_id
+    return Hit(
+        id=e.id,
+        type=e.type,
+        title=e.title,
+        source=e.source,
+        tags=e.tags,
+        conversation_id=e.conversation_id,
+        valid_from=e.valid_from,
+        valid_to=e.valid_to,
+        superseded=bool(e.superseded_by),
+        score=value,
+        scope="conversation" if pinned else "tenant",
+        excerpt=excerpt,
+        parts=parts,
+    )

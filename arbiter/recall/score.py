@@ -1,0 +1,153 @@
+"""Stages 3-7 as pure functions: each returns one factor or term of a hit's score.
+
+A candidate's score in one pass is
+
+    bm25 x boost x intent x decay x voice
+
+(a length prior and episode context exist for measurement, both off), and
+passes are fused by weighted reciprocal rank. Each factor is its own entry
+in `Hit.parts` under `explain=true`, so a ranking can be read, not guessed.
+The constants are the chosen values; docs/retrieval.md has the measurements
+behind them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
+
+from arbiter.recall.query import INTENT_CUES, Voice
+
+#: Stage 3: BM25 column weights (title, content, tags, source, scope): the
+#: issue's 10/4/8/2 ratios scaled so content is 1. Weights multiply term
+#: frequency inside BM25's saturation, so their scale acts as 1/k1: at
+#: 10/4/8/2 one occurrence already saturates (measured -5 points R@1).
+#: `scope` holds the tenant/conversation tokens and never scores.
+BM25_WEIGHTS = (2.5, 1.0, 2.0, 0.5, 0.0)
+#: Stage 4: soft boosts in search mode (browse mode filters instead).
+TYPE_BOOST = 1.3
+TAG_BOOST = 1.2
+#: Stage 5: the soft boost intent routing gives the types a cue suggests.
+INTENT_BOOST = 1.1
+#: Stage 7: reciprocal-rank fusion constant and pass weights.
+RRF_K = 60
+CONVERSATION_WEIGHT = 1.5
+TENANT_WEIGHT = 1.0
+#: Voice: how far the perspective match moves a score (0 = off, 1 = x0.5..x1.5).
+VOICE_STRENGTH = 1.0
+#: Context: entries of one conversation recorded this close together form an
+#: episode, and a candidate gains this share of its best episode neighbour
+#: (measured: no gain on the dev split, so off).
+EPISODE_US = 30 * 60 * 1_000_000
+CONTEXT_SHARE = 0.0
+#: Size: score x (SIZE_PIVOT / bytes) ** SIZE_EXPONENT, capped to [SIZE_MIN, SIZE_MAX]
+#: (measured: a length prior on top of BM25's own costs R@1, so off).
+SIZE_PIVOT = 1000
+SIZE_EXPONENT = 0.0
+SIZE_MIN, SIZE_MAX = 0.5, 1.5
+
+_DAY_US = 86_400 * 1_000_000
+
+
+def boost(entry_type: str, tags: Iterable[str], *, types: Sequence[str], tag: str | None) -> float:
+    """Stage 4: x1.3 for a caller's type, x1.2 for the caller's tag; soft, never a filter."""
+    factor = 1.0
+    if types and entry_type in types:
+        factor *= TYPE_BOOST
+    if tag is not None and tag in tags:
+        factor *= TAG_BOOST
+    return factor
+
+
+def intent_types(cues: Iterable[str], caller_types: Sequence[str]) -> frozenset[str]:
+    """Stage 5: the types the question's cues suggest; caller-supplied types win (then none)."""
+    if caller_types:
+        return frozenset()
+    return frozenset(t for cue in cues for t in INTENT_CUES.get(cue, ()))
+
+
+def intent(entry_type: str, suggested: frozenset[str]) -> float:
+    """Stage 5: a soft boost for an entry of a suggested type."""
+    return INTENT_BOOST if entry_type in suggested else 1.0
+
+
+def decay(valid_from: int, reference: int, *, half_life_days: float = 90.0, floor: float = 0.5) -> float:
+    """Stage 6, piecewise by age at `reference`: <=30 d 1.0, <=half-life 0.9, <=2x 0.75, <=4x 0.6, older `floor`.
+
+    Entries from after the reference (clock skew, future-dated facts) count as new.
+    """
+    age_days = (reference - valid_from) / _DAY_US
+    if age_days <= 30:
+        return 1.0
+    if age_days <= half_life_days:
+        return 0.9
+    if age_days <= 2 * half_life_days:
+        return 0.75
+    if age_days <= 4 * half_life_days:
+        return 0.6
+    return floor
+
+
+def voice(self_refs: int, other_refs: int, asked: Voice, *, strength: float = VOICE_STRENGTH) -> float:
+    """Perspective: a question about the asker ("what did I buy") favours text in the first person.
+
+    `self_refs`/`other_refs` count first-person ("I", "my") and second-person
+    ("you") words in the entry. A question about what the other party said
+    ("what did you recommend") flips the preference; a question in neither
+    person, or an entry in neither, is neutral.
+    """
+    if asked is None:
+        return 1.0
+    share = (self_refs + 1) / (self_refs + other_refs + 2)
+    if asked == "other":
+        share = 1.0 - share
+    return 1.0 + strength * (share - 0.5)
+
+
+def size(nbytes: int, *, exponent: float = SIZE_EXPONENT) -> float:
+    """A length prior on top of BM25's own: shorter texts that match are denser matches."""
+    if not exponent or nbytes <= 0:
+        return 1.0
+    return min(SIZE_MAX, max(SIZE_MIN, (SIZE_PIVOT / nbytes) ** exponent))
+
+
+class _Placed(Protocol):
+    conversation_id: int | None
+    valid_from: int
+    score: float
+
+
+P = TypeVar("P", bound=_Placed)
+
+
+def context(
+    candidates: Sequence[P], *, share: float = CONTEXT_SHARE, window_us: int = EPISODE_US, reach: int = 2
+) -> list[float]:
+    """Episode context: each candidate gains `share` of its best neighbour's score.
+
+    Neighbours are the `reach` nearest candidates on each side, in time, of the
+    same conversation and recorded within `window_us`: an exchange about a
+    topic is evidence that each of its turns concerns that topic, even one that
+    names it in other words.
+    """
+    out = [0.0] * len(candidates)
+    if not share:
+        return out
+    order = sorted(
+        (i for i, c in enumerate(candidates) if c.conversation_id is not None),
+        key=lambda i: (candidates[i].conversation_id, candidates[i].valid_from),
+    )
+    for pos, i in enumerate(order):
+        me = candidates[i]
+        best = 0.0
+        for j in (*range(max(0, pos - reach), pos), *range(pos + 1, min(len(order), pos + reach + 1))):
+            other = candidates[order[j]]
+            if other.conversation_id == me.conversation_id and abs(other.valid_from - me.valid_from) <= window_us:
+                best = max(best, other.score)
+        out[i] = share * best
+    return out
+
+
+def rrf(rank: int, weight: float, *, k: int = RRF_K) -> float:
+    """Stage 7: one ranked list's weighted reciprocal-rank contribution (rank counts from 1)."""
+    return weight / (k + rank)

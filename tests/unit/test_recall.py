@@ -1,0 +1,281 @@
+"""The recall pipeline on a real SQLite file: stages together, validity, scoping, marking, index sync."""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter._time import US, format_time
+from arbiter.model import RecallParams, RememberParams, UpdateParams
+from arbiter.recall import maintain, recall, search
+from arbiter.store import entries, open_database, relations, tenants
+
+T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
+DAY = 86_400 * US
+
+
+@pytest.fixture
+def db(tmp_path):
+    conn = open_database(tmp_path / "arbiter.db")
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def tenant(db):
+    with db:
+        return tenants.create_tenant(db, "alice", now=T0)[0]
+
+
+def conversation(db, tenant_id: int) -> int:
+    with db:
+        return tenants.create_conversation(db, tenant_id, "chat", now=T0).id
+
+
+def remember(db, tenant_id, title, content=None, *, now=T0, **kw) -> int:
+    with db:
+        return entries.remember(
+            db,
+            tenant_id,
+            RememberParams(type=kw.pop("type", "project"), title=title, content=content or title, **kw),
+            now=now,
+        )
+
+
+def ask(db, tenant_id, query="", *, now=T0 + DAY, **kw):
+    with db:
+        return recall(db, tenant_id, RecallParams(query=query, **kw), now=now)
+
+
+def ids(result) -> list[int]:
+    return [h.id for h in result.hits]
+
+
+# ---- search ------------------------------------------------------------------------
+
+
+def test_the_matching_entry_comes_first_with_its_parts(db, tenant):
+    remember(db, tenant, "Lunch menu", "Soup and bread on Fridays")
+    want = remember(db, tenant, "Deploy checklist", "Run the canary, then watch the error budget")
+    remember(db, tenant, "Deploy freeze", "No deploys in December")
+    res = ask(db, tenant, "how do I watch the canary during a deploy?", explain=True)
+    assert ids(res)[0] == want
+    parts = res.hits[0].parts
+    assert parts["bm25"] > 0 and parts["decay"] == 1.0 and "voice" in parts
+    assert res.hits[0].score == pytest.approx(parts["bm25"] * parts["decay"] * parts["voice"] * parts.get("intent", 1))
+    assert res.expression and '"canary"' in res.expression
+    assert ask(db, tenant, "canary").hits[0].parts is None  # only with explain
+
+
+def test_no_match_is_an_empty_list_not_a_browse(db, tenant):
+    remember(db, tenant, "Deploy checklist")
+    assert ask(db, tenant, "zeppelin").hits == []
+
+
+def test_queries_made_of_syntax_or_stopwords_still_search(db, tenant):
+    who = remember(db, tenant, "Who am I", "who am I, asked the agent")
+    for query in ['NEAR("deploy" OR', "who am i", '"unbalanced', "*"]:
+        ask(db, tenant, query)
+    assert ids(ask(db, tenant, "who am I")) == [who]
+
+
+def test_the_top_three_carry_excerpts_with_matches_in_bold(db, tenant):
+    for i in range(5):
+        remember(db, tenant, f"Note {i}", f"filler words here and there, then the canary number {i} flew away")
+    hits = ask(db, tenant, "canary").hits
+    assert len(hits) == 5
+    assert all("**canary**" in h.excerpt for h in hits[:3])
+    assert all(h.excerpt is None for h in hits[3:])
+
+
+def test_type_and_tag_boosts_are_soft_in_search_mode(db, tenant):
+    plain = remember(db, tenant, "Canary deploys", type="project")
+    typed = remember(db, tenant, "Canary deploys", type="reference")
+    tagged = remember(db, tenant, "Canary deploys", type="project", tags=["ops"])
+    assert set(ids(ask(db, tenant, "canary deploys", types=["reference"]))) == {plain, typed, tagged}
+    assert ids(ask(db, tenant, "canary deploys", types=["reference"]))[0] == typed
+    res = ask(db, tenant, "canary deploys", tag="ops", explain=True)
+    assert ids(res)[0] == tagged and res.hits[0].parts["boost"] == pytest.approx(1.2)
+
+
+def test_filters_are_hard_in_browse_mode(db, tenant):
+    conv = conversation(db, tenant)
+    a = remember(db, tenant, "A", type="reference", tags=["ops"])
+    b = remember(db, tenant, "B", type="project", tags=["ops"], conversation_id=conv)
+    c = remember(db, tenant, "C", type="reference")
+    assert ids(ask(db, tenant)) == [c, b, a]  # newest first
+    assert ids(ask(db, tenant, types=["reference"])) == [c, a]
+    assert ids(ask(db, tenant, tag="ops")) == [b, a]
+    assert ids(ask(db, tenant, conversation_id=conv)) == [b]
+    assert ask(db, tenant).hits[0].excerpt == "C"
+
+
+def test_intent_cues_favour_types_unless_the_caller_names_some(db, tenant):
+    how = remember(db, tenant, "Rollback", "rollback steps for the api", type="learning")
+    fact = remember(db, tenant, "Rollback", "rollback steps for the api", type="project")
+    assert ids(ask(db, tenant, "how to rollback the api"))[0] == how
+    assert ids(ask(db, tenant, "how to rollback the api", intent="off")) == [how, fact]  # tie: by id
+    assert ids(ask(db, tenant, "how to rollback the api", types=["project"]))[0] == fact
+
+
+def test_decay_prefers_recent_entries_and_can_be_switched_off(db, tenant):
+    old = remember(db, tenant, "Release plan", now=T0 - 400 * DAY, valid_from=format_time(T0 - 400 * DAY))
+    new = remember(db, tenant, "Release plan", now=T0, valid_from=format_time(T0))
+    assert ids(ask(db, tenant, "release plan")) == [new, old]
+    assert ids(ask(db, tenant, "release plan", decay=False)) == [old, new]
+    assert ids(ask(db, tenant, "release plan", disable=["decay"])) == [old, new]
+    res = ask(db, tenant, "release plan", explain=True, floor=0.1)
+    assert [h.parts["decay"] for h in res.hits] == [1.0, 0.1]
+
+
+def test_voice_prefers_the_askers_own_words(db, tenant):
+    told = remember(db, tenant, "Gift", "You could buy your sister a scarf, you know")
+    mine = remember(db, tenant, "Gift", "I want to buy my sister a scarf for her birthday")
+    assert ids(ask(db, tenant, "what did I buy my sister?"))[0] == mine
+    assert ids(ask(db, tenant, "what did you say I should buy my sister?"))[0] == told
+    res = ask(db, tenant, "what did I buy my sister?", disable=["voice"], explain=True)
+    assert "voice" not in res.hits[0].parts
+
+
+# ---- validity, as_of, supersession --------------------------------------------------
+
+
+def test_as_of_ranks_the_set_as_it_stood_then(db, tenant):
+    first = remember(db, tenant, "Ship date", "we ship on Friday", now=T0)
+    with db:
+        entries.forget(db, tenant, first, now=T0 + 2 * DAY)
+    later = remember(db, tenant, "Ship date", "we ship on Monday", now=T0 + 3 * DAY)
+    assert ids(ask(db, tenant, "ship date", now=T0 + 4 * DAY)) == [later]
+    assert ids(ask(db, tenant, "ship date", as_of=format_time(T0 + DAY))) == [first]
+    assert ids(ask(db, tenant, "ship date", as_of=format_time(T0 + 2 * DAY))) == []  # half-open: gone at valid_to
+    assert ids(ask(db, tenant, "ship date", as_of=format_time(T0 + 2 * DAY - 1))) == [first]
+    assert ids(ask(db, tenant, "ship date", as_of=format_time(T0 - 1))) == []
+
+
+def test_superseded_hits_are_marked(db, tenant):
+    old = remember(db, tenant, "Ship date", "we ship on Friday", now=T0)
+    new = remember(db, tenant, "Ship date", "we ship on Monday", now=T0 + 2 * DAY, supersedes_ids=[old],
+                   valid_from=format_time(T0 + 2 * DAY))
+    now = ask(db, tenant, "ship date", now=T0 + 3 * DAY)
+    assert ids(now) == [new] and not now.hits[0].superseded
+    then = ask(db, tenant, "ship date", as_of=format_time(T0 + DAY))
+    assert ids(then) == [old] and then.hits[0].superseded
+
+
+def test_as_of_reads_deeper_when_newer_rows_fill_the_top(db, tenant):
+    early = remember(db, tenant, "canary", "canary", now=T0)
+    for i in range(60):  # stronger matches that did not exist yet at as_of
+        remember(db, tenant, "canary canary", f"canary canary canary {i}", now=T0 + DAY,
+                 valid_from=format_time(T0 + DAY))
+    assert ids(ask(db, tenant, "canary", as_of=format_time(T0 + 1))) == [early]
+
+
+# ---- graduated scoping ---------------------------------------------------------------
+
+
+def test_conversation_entries_are_pinned_and_unscoped_ones_are_searched_with_them(db, tenant):
+    conv = conversation(db, tenant)
+    other = conversation(db, tenant)
+    local = remember(db, tenant, "Canary plan", "canary canary", conversation_id=conv)
+    shared = remember(db, tenant, "Canary basics", "canary", conversation_id=None)
+    elsewhere = remember(db, tenant, "Canary elsewhere", "canary", conversation_id=other)
+    res = ask(db, tenant, "canary", conversation_id=conv, explain=True)
+    scope = {h.id: h.scope for h in res.hits}
+    assert scope == {local: "conversation", shared: "tenant", elsewhere: "tenant"}
+    assert ids(res)[-1] == elsewhere  # the tenant pass fills after the conversation pass
+    assert res.hits[-1].parts["tenant_rank"] == 1.0 and "conversation_rank" not in res.hits[-1].parts
+    assert "conversation_rank" in res.hits[0].parts
+
+
+def test_a_strong_tenant_wide_hit_can_outrank_a_weak_local_one(db, tenant):
+    conv = conversation(db, tenant)
+    other = conversation(db, tenant)
+    weak = [remember(db, tenant, f"Note {i}", f"aurora mentioned in passing {i}", conversation_id=conv)
+            for i in range(40)]
+    strong = remember(db, tenant, "Aurora borealis photography", "aurora borealis photography aurora borealis",
+                      conversation_id=other)
+    res = ask(db, tenant, "aurora borealis photography", conversation_id=conv, limit=45)
+    order = ids(res)
+    assert strong in order and set(weak) <= set(order)
+    assert order.index(strong) < order.index(weak[-1])
+    assert order.index(strong) > 0  # but not above the conversation's best
+
+
+def test_a_conversation_without_matches_is_filled_from_the_tenant(db, tenant):
+    conv = conversation(db, tenant)
+    other = conversation(db, tenant)
+    remember(db, tenant, "Unrelated", "lunch menu", conversation_id=conv)
+    hit = remember(db, tenant, "Canary plan", "canary", conversation_id=other)
+    res = ask(db, tenant, "canary", conversation_id=conv)
+    assert ids(res) == [hit] and res.hits[0].scope == "tenant"
+    assert ask(db, tenant, "canary", conversation_id=conv, disable=["tenant_fill"]).hits == []
+
+
+def test_other_tenants_are_never_searched(db, tenant):
+    with db:
+        mallory = tenants.create_tenant(db, "mallory", now=T0)[0]
+        theirs = tenants.create_conversation(db, mallory, "x", now=T0).id
+    remember(db, mallory, "Canary secret", "canary", conversation_id=theirs)
+    remember(db, mallory, "Canary secret", "canary")
+    mine = remember(db, tenant, "Canary plan", "canary")
+    conv = conversation(db, tenant)
+    assert ids(ask(db, tenant, "canary")) == [mine]
+    assert ids(ask(db, tenant, "canary", conversation_id=conv)) == [mine]
+    # Another tenant's conversation id scopes nothing of theirs into our results.
+    assert ids(ask(db, tenant, "canary", conversation_id=theirs)) == [mine]
+
+
+# ---- the index follows the entries ----------------------------------------------------
+
+
+def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
+    eid = remember(db, tenant, "Plan", "the canary plan")
+    with db:
+        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin"))
+    assert ask(db, tenant, "canary").hits == []
+    assert ids(ask(db, tenant, "zeppelin")) == [eid]
+    signals = db.execute("SELECT self_refs, other_refs FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone()
+    assert signals == (2, 0)
+    with db:
+        entries.forget(db, tenant, eid, now=T0 + DAY)
+    assert ask(db, tenant, "zeppelin", now=T0 + 2 * DAY).hits == []
+    assert ids(ask(db, tenant, "zeppelin", as_of=format_time(T0 + 1))) == [eid]
+    with db:
+        entries.purge(db, tenant, eid)
+    assert ask(db, tenant, "zeppelin", as_of=format_time(T0 + 1)).hits == []
+    assert db.execute("SELECT count(*) FROM recall_entries").fetchone()[0] == 0
+
+
+def test_compaction_merges_segments_and_keeps_results(db, tenant):
+    for batch in range(6):
+        with db:
+            for i in range(20):
+                entries.remember(db, tenant, RememberParams(type="project", title=f"canary {batch} {i}",
+                                                            content="canary flight log"), now=T0)
+    before = ids(ask(db, tenant, "canary flight", limit=200))
+    assert maintain.segments(db) > 1
+    while maintain.compact(db, pages=50):
+        pass
+    assert maintain.segments(db) == 1
+    assert ids(ask(db, tenant, "canary flight", limit=200)) == before
+
+
+def test_search_returns_the_fused_candidates_for_a_reranker(db, tenant):
+    conv = conversation(db, tenant)
+    for i in range(30):
+        remember(db, tenant, f"Canary {i}", "canary", conversation_id=conv)
+    with db:
+        ranking = search(db, tenant, RecallParams(query="canary", conversation_id=conv, limit=5), depth=25, now=T0)
+    assert len(ranking.candidates) == 30  # at least `depth`, and the pass's own depth
+    scores = [c.score for c in ranking.candidates]
+    assert scores == sorted(scores, reverse=True)
+    with db:
+        assert search(db, tenant, RecallParams(query="?!"), now=T0) is None  # no terms: the caller browses
+
+
+def test_words_new_to_the_index_are_found_once_written(db, tenant):
+    # Document frequencies are cached; a word first seen with none must not stay unsearchable.
+    assert ask(db, tenant, "zeppelin hangar").hits == []
+    eid = remember(db, tenant, "Airship", "the zeppelin is in the hangar")
+    assert ids(ask(db, tenant, "zeppelin hangar")) == [eid]
+    conv = conversation(db, tenant)
+    assert ids(ask(db, tenant, "zeppelin hangar", conversation_id=conv)) == [eid]

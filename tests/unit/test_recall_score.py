@@ -1,0 +1,162 @@
+"""Recall stages 3-7 as pure functions: boosts, intent, decay, voice, context, term selection, fusion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from arbiter.recall import Candidate, DEFAULT, Tuning, _settled, fuse, score, select_terms
+from arbiter.recall._rank import idf
+from arbiter.recall.query import Term
+
+DAY = 86_400 * 1_000_000
+NOW = 1_800_000_000 * 1_000_000
+
+
+# ---- stage 4: boosts ------------------------------------------------------------
+
+
+def test_boosts_multiply_for_the_callers_type_and_tag():
+    assert score.boost("project", ["a"], types=[], tag=None) == 1.0
+    assert score.boost("project", ["a"], types=["project"], tag=None) == pytest.approx(1.3)
+    assert score.boost("project", ["a"], types=["user"], tag="a") == pytest.approx(1.2)
+    assert score.boost("project", ["a"], types=["project"], tag="a") == pytest.approx(1.3 * 1.2)
+    assert score.boost("project", ["b"], types=["user"], tag="a") == 1.0
+
+
+# ---- stage 5: intent --------------------------------------------------------------
+
+
+def test_intent_routes_cues_to_types():
+    assert score.intent_types({"preference"}, []) == {"user", "feedback"}
+    assert score.intent_types({"fact", "time"}, []) == {"reference", "project"}
+    assert score.intent_types({"howto"}, []) == {"learning"}
+    assert score.intent_types(set(), []) == set()
+
+
+def test_caller_types_win_over_intent():
+    assert score.intent_types({"preference", "time"}, ["reference"]) == frozenset()
+
+
+def test_intent_is_a_soft_boost():
+    assert score.intent("learning", frozenset({"learning"})) == pytest.approx(score.INTENT_BOOST)
+    assert score.intent("project", frozenset({"learning"})) == 1.0
+
+
+# ---- stage 6: decay -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "age_days, expected",
+    [(0, 1.0), (30, 1.0), (31, 0.9), (90, 0.9), (91, 0.75), (180, 0.75), (181, 0.6), (360, 0.6), (361, 0.5),
+     (5000, 0.5), (-3, 1.0)],
+)
+def test_decay_is_piecewise_by_age(age_days, expected):
+    assert score.decay(NOW - age_days * DAY, NOW) == expected
+
+
+def test_decay_follows_half_life_and_floor():
+    assert score.decay(NOW - 50 * DAY, NOW, half_life_days=40) == 0.75  # 40 < 50 <= 80
+    assert score.decay(NOW - 50 * DAY, NOW, half_life_days=60) == 0.9
+    assert score.decay(NOW - 1000 * DAY, NOW, floor=0.2) == 0.2
+    assert score.decay(NOW - 31 * DAY, NOW, half_life_days=10) == 0.6  # past 2x=20, within 4x=40
+    assert score.decay(NOW - 25 * DAY, NOW, half_life_days=10) == 1.0  # the first 30 days always count as new
+
+
+# ---- voice ------------------------------------------------------------------------------
+
+
+def test_voice_is_neutral_without_a_perspective():
+    assert score.voice(10, 0, None) == 1.0
+    assert score.voice(0, 0, "self") == 1.0
+
+
+def test_voice_favours_the_asker_s_own_words():
+    first, second = score.voice(8, 0, "self"), score.voice(0, 8, "self")
+    assert first > 1.0 > second
+    assert score.voice(0, 8, "other") == pytest.approx(first)  # flipped
+    assert score.voice(8, 0, "self", strength=0.0) == 1.0
+
+
+# ---- context -------------------------------------------------------------------------------
+
+
+@dataclass
+class Placed:
+    conversation_id: int | None
+    valid_from: int
+    score: float
+
+
+def test_context_lends_a_share_of_the_best_neighbour():
+    minute = 60 * 1_000_000
+    items = [
+        Placed(1, 0, 10.0),
+        Placed(1, minute, 2.0),
+        Placed(1, 10 * DAY, 50.0),  # same conversation, another day: not a neighbour
+        Placed(2, minute, 40.0),  # another conversation
+        Placed(None, minute, 30.0),  # unscoped: no episode
+    ]
+    assert score.context(items, share=0.5) == [1.0, 5.0, 0.0, 0.0, 0.0]
+    assert score.context(items, share=0.0) == [0.0] * 5
+
+
+# ---- tenant pass term selection -----------------------------------------------------------
+
+
+def term(text: str, phrase: bool = False) -> Term:
+    return Term(text, text, phrase=phrase)
+
+
+def test_term_selection_keeps_the_rarest_within_budget():
+    terms = (term("common"), term("rare"), term("mid"), term("absent"), term("exact words", phrase=True))
+    df = {"common": 900, "rare": 3, "mid": 40, "absent": 0}
+    assert [t.text for t in select_terms(terms, df, 1000, 0.5, 100)] == ["rare", "mid", "absent", "exact words"]
+    everything = ["common", "rare", "mid", "absent", "exact words"]
+    assert [t.text for t in select_terms(terms, df, 1000, 1.0, 10_000)] == everything
+    # The rarest word stays even when it alone is over the caps.
+    assert [t.text for t in select_terms((term("common"),), df, 1000, 0.01, 1)] == ["common"]
+    # Below the floor no word counts as common: a small tenant keeps its words.
+    kept = select_terms(terms, df, 1000, 0.01, 10_000, floor=1000)
+    assert [t.text for t in kept] == everything
+
+
+def test_idf_is_never_negative():
+    assert idf(0, 100) > idf(50, 100) > idf(100, 100) >= 0
+
+
+# ---- stage 7: fusion ------------------------------------------------------------------------
+
+
+def cands(*ids: int) -> list[Candidate]:
+    return [Candidate(i, "project", None, 0, 1.0) for i in ids]
+
+
+def test_rrf_contribution():
+    assert score.rrf(1, 1.5) == pytest.approx(1.5 / 61)
+    assert score.rrf(10, 1.0, k=10) == pytest.approx(1 / 20)
+
+
+def test_fusion_sums_weighted_reciprocal_ranks():
+    fused = fuse([("conversation", 1.5, cands(1, 2)), ("tenant", 1.0, cands(3, 1))])
+    by_id = {c.id: c for c in fused}
+    assert by_id[1].score == pytest.approx(1.5 / 61 + 1 / 62)
+    assert by_id[2].score == pytest.approx(1.5 / 62)
+    assert by_id[3].score == pytest.approx(1 / 61)
+    assert [c.id for c in fused] == [1, 2, 3]
+    assert by_id[1].parts == {"conversation_rank": 1.0, "tenant_rank": 2.0, "rrf": by_id[1].score}
+
+
+def test_a_tenant_hit_at_the_top_outranks_local_hits_past_rank_31():
+    local = cands(*range(100, 140))
+    fused = fuse([("conversation", 1.5, local), ("tenant", 1.0, cands(7))])
+    position = [c.id for c in fused].index(7)
+    assert position == 31  # 1/61 beats 1.5/(60+32): it lands after 31 local hits, ahead of the rest
+
+
+def test_the_tenant_pass_is_skipped_only_when_it_cannot_matter():
+    assert _settled(10, 10, DEFAULT)  # 1.5/70 > 1/61
+    assert not _settled(9, 10, DEFAULT)  # too few local hits: the tenant fills
+    assert not _settled(40, 40, DEFAULT)  # 1.5/100 < 1/61: a tenant hit could enter the top 40
+    assert not _settled(10, 10, Tuning(conversation_weight=1.0, tenant_weight=1.5))
