@@ -184,12 +184,12 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_mod
     socket = socket or (settings.socket if settings.socket != paths.socket_path(settings.home) else None)
     services = {}
     if key := os.environ.get("ANTHROPIC_API_KEY"):
-        services["anthropic"] = {
-            "api_key": key,
-            "base_url": os.environ.get("ANTHROPIC_BASE_URL"),
-            "fast_model": fast_model,
-            "strong_model": strong_model,
-        }
+        from arbiter.advisor import Advisor  # cheap: the anthropic SDK itself loads on first use
+
+        services["advisor"] = Advisor(
+            api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL"), fast_model=fast_model,
+            strong_model=strong_model,
+        )
     server.run(
         home=home,
         db_path=db or paths.db_path(home),

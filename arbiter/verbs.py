@@ -8,7 +8,6 @@ token. The socket daemon, the tests and anything else call verbs through
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -206,9 +205,7 @@ def recall(ctx: Context, p: RecallParams):
     """Search memory; with no query, browse with hard filters. Optional LLM layers: `expand`, `rerank`, `rerank_fine`."""
     if not llm_layers.wants_llm(p):
         return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
-    return llm_layers.recall_with_llm(
-        ctx.conn, ctx.tenant_id, p, advisor_for(ctx), lambda q: recall_mod.recall(ctx.conn, ctx.tenant_id, q)
-    )
+    return llm_layers.recall_with_llm(ctx.conn, ctx.tenant_id, p, advisor_for(ctx))
 
 
 def conversation_create(ctx: Context, p: ConversationCreateParams):
@@ -272,23 +269,9 @@ VERBS: dict[str, Verb] = {
 
 # ---- threads, graph projection, topic clusters, briefing ---------------------
 
-_advisors: dict[tuple, Any] = {}
-_advisors_lock = threading.Lock()
-
-
 def advisor_for(ctx: Context):
-    """The daemon's advisor when it has an LLM key (`services["anthropic"]`), else None."""
-    conf = ctx.services.get("anthropic") or {}
-    if not conf.get("api_key"):
-        return None
-    key = (conf["api_key"], conf.get("base_url"))
-    with _advisors_lock:
-        if key not in _advisors:
-            from arbiter.advisor import Advisor
-
-            models = {k: conf[k] for k in ("fast_model", "strong_model") if conf.get(k)}
-            _advisors[key] = Advisor(api_key=conf["api_key"], base_url=conf.get("base_url"), **models)
-        return _advisors[key]
+    """The daemon's advisor (`services["advisor"]`, set when it has an LLM key), else None."""
+    return ctx.services.get("advisor")
 
 
 def _save_names(ctx: Context, fresh: list) -> None:

@@ -1,29 +1,30 @@
 """The optional LLM layers over lexical recall: query expansion, rerank, cascade.
 
-Each layer takes the lexical result and may reorder or widen it; none can
-lose it. Any advisor failure leaves the ranking as the previous layer made it
-and adds a `note` naming what failed. The whole recall has one deadline.
+They work on the pipeline's fused candidate list (`search`), between stage 8
+and rendering, so reordered hits still get excerpts and `explain` parts. Each
+layer may reorder or widen the list; none can lose it. Any advisor failure
+leaves the ranking as the previous layer made it and adds a `note` naming what
+failed. The whole recall has one deadline (`deadline_ms`).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import apsw
 import msgspec
 
-from arbiter.model import Hit, RecallParams, RecallResult
+from arbiter.model import RecallParams, RecallResult
+from arbiter.recall import Candidate, Ranking, fuse, render, search
+from arbiter.recall.hits import browse
 from arbiter.store import entries
 
 RERANK_DEPTH = 25  # coarse pass: candidates shown to the fast model
 FINE_DEPTH = 8  # cascade: candidates shown to the strong model
 COARSE_EXCERPT = 400  # bytes of content per candidate in the coarse pass
 FINE_EXCERPT = 1500
-EXPAND_WEIGHTS = (1.0, 0.7)  # original query, each paraphrase
-RRF_K = 60
-
-Lexical = Callable[[RecallParams], RecallResult]
+QUERY_WEIGHT, PARAPHRASE_WEIGHT = 1.0, 0.7
+NO_KEY = "LLM layers skipped: no ANTHROPIC_API_KEY on the daemon"
 
 
 def wants_llm(p: RecallParams) -> bool:
@@ -39,91 +40,73 @@ def _cut(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore") + "…"
 
 
-def fuse(runs: list[tuple[list[Hit], float]], k: int = RRF_K) -> list[Hit]:
-    """Weighted reciprocal-rank fusion of several ranked hit lists (first occurrence wins)."""
-    scores: dict[int, float] = {}
-    first: dict[int, Hit] = {}
-    for hits, weight in runs:
-        for rank, hit in enumerate(hits, 1):
-            scores[hit.id] = scores.get(hit.id, 0.0) + weight / (k + rank)
-            first.setdefault(hit.id, hit)
-    order = sorted(scores, key=lambda i: -scores[i])
-    return [msgspec.structs.replace(first[i], score=scores[i]) for i in order]
+def _shown(conn: apsw.Connection, tenant_id: int, head: list[Candidate], excerpt: int):
+    """The advisor's view of candidates: `(type · date · superseded)` and a cut of title + content."""
+    from arbiter.advisor import Candidate as Shown
 
-
-def _candidates(conn: apsw.Connection, tenant_id: int, hits: list[Hit], excerpt: int):
-    from arbiter.advisor import Candidate
-
-    content = {e.id: e.content for e in entries.get_any(conn, tenant_id, [h.id for h in hits])}
     return [
-        Candidate(
-            id=h.id,
-            type=h.type,
-            date=h.valid_from[:10],
-            superseded=h.superseded,
-            text=_cut(f"{h.title}\n{content.get(h.id, '')}", excerpt),
+        Shown(
+            id=e.id, type=e.type, date=e.valid_from[:10], superseded=bool(e.superseded_by),
+            text=_cut(f"{e.title}\n{e.content}", excerpt),
         )
-        for h in hits
+        for e in entries.get_any(conn, tenant_id, [c.id for c in head])
     ]
 
 
-def _reorder(hits: list[Hit], order: list[int]) -> list[Hit]:
-    by_id = {h.id: h for h in hits}
-    return [by_id[i] for i in order if i in by_id]
+def _reorder(candidates: list[Candidate], depth: int, order: list[int], part: str) -> list[Candidate]:
+    """Put the head in the advisor's order (it returns a permutation of the head); the tail keeps its order."""
+    head = {c.id: c for c in candidates[:depth]}
+    reordered = [head[i] for i in order if i in head]
+    for rank, c in enumerate(reordered, 1):
+        c.parts[part] = float(rank)
+    return reordered + candidates[depth:]
 
 
-def recall_with_llm(
-    conn: apsw.Connection, tenant_id: int, p: RecallParams, advisor, lexical: Lexical
-) -> RecallResult:
-    """Run the lexical pipeline, then the LLM layers `p` asks for, within `p.deadline_ms`."""
+def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advisor) -> RecallResult:
+    """The lexical pipeline, then the LLM layers `p` asks for, within `p.deadline_ms`."""
     from arbiter.advisor import AdvisorError
 
     deadline = time.monotonic() + p.deadline_ms / 1000
     depth = max(p.limit, RERANK_DEPTH)
-    base = lexical(msgspec.structs.replace(p, limit=depth))
-    hits, notes, searched = base.hits, [base.note] if base.note else [], []
+    ranking = search(conn, tenant_id, p, depth=depth)
+    if ranking is None:
+        return browse(conn, tenant_id, p)
     if advisor is None:
-        return msgspec.structs.replace(
-            base, hits=hits[: p.limit], note="; ".join(notes + ["LLM layers skipped: no ANTHROPIC_API_KEY on the daemon"])
-        )
+        return msgspec.structs.replace(render(conn, tenant_id, ranking, p), note=NO_KEY)
+    notes: list[str] = []
+    searched: list[str] = []
+    candidates = ranking.candidates
 
-    if p.expand and p.query.strip():
+    if p.expand:
         try:
             paraphrases = advisor.paraphrase(p.query, model=_model(p.expand, advisor.fast_model), deadline=deadline)
         except AdvisorError as e:
             notes.append(f"expand failed ({e.reason})")
         else:
-            runs = [(hits, EXPAND_WEIGHTS[0])]
-            for text in paraphrases:
-                runs.append((lexical(msgspec.structs.replace(p, query=text, limit=depth)).hits, EXPAND_WEIGHTS[1]))
-            hits, searched = fuse(runs), paraphrases
+            passes = [("query", QUERY_WEIGHT, candidates)]
+            for i, text in enumerate(paraphrases, 1):
+                extra = search(conn, tenant_id, p, text=text, depth=depth)
+                if extra is not None:
+                    passes.append((f"paraphrase{i}", PARAPHRASE_WEIGHT, extra.candidates))
+            candidates, searched = fuse(passes), paraphrases
 
-    if p.rerank and len(hits) > 1:
-        head = hits[:RERANK_DEPTH]
+    for choice, default, head, excerpt, name in (
+        (p.rerank, advisor.fast_model, RERANK_DEPTH, COARSE_EXCERPT, "rerank"),
+        # The cascade reorders only its head: the tail keeps its order, so
+        # recall at depths past FINE_DEPTH never drops below the coarse pass.
+        (p.rerank_fine, advisor.strong_model, FINE_DEPTH, FINE_EXCERPT, "rerank_fine"),
+    ):
+        if not choice or len(candidates) < 2:
+            continue
         try:
             order = advisor.rerank(
-                p.query, _candidates(conn, tenant_id, head, COARSE_EXCERPT),
-                model=_model(p.rerank, advisor.fast_model), deadline=deadline,
+                p.query, _shown(conn, tenant_id, candidates[:head], excerpt),
+                model=_model(choice, default), deadline=deadline,
             )
         except AdvisorError as e:
-            notes.append(f"rerank failed ({e.reason})")
+            notes.append(f"{name} failed ({e.reason})")
         else:
-            hits = _reorder(head, order) + hits[RERANK_DEPTH:]
+            candidates = _reorder(candidates, head, order, name)
 
-    if p.rerank_fine and len(hits) > 1:
-        # Only the head is reordered: the tail keeps its order, so recall at
-        # depths past FINE_DEPTH can never drop below the single-stage result.
-        head = hits[:FINE_DEPTH]
-        try:
-            order = advisor.rerank(
-                p.query, _candidates(conn, tenant_id, head, FINE_EXCERPT),
-                model=_model(p.rerank_fine, advisor.strong_model), deadline=deadline,
-            )
-        except AdvisorError as e:
-            notes.append(f"rerank_fine failed ({e.reason})")
-        else:
-            hits = _reorder(head, order) + hits[FINE_DEPTH:]
-
-    return msgspec.structs.replace(
-        base, hits=hits[: p.limit], note="; ".join(notes) or None, searched=searched
-    )
+    result = render(conn, tenant_id, Ranking(ranking.query, candidates, ranking.expression), p)
+    return msgspec.structs.replace(result, note="; ".join(notes) or None, searched=searched)
