@@ -45,11 +45,20 @@ def _check_bytes(field: str, value: str | None, limit: int, *, required: bool = 
         raise ValueError(f"{field}: {size} bytes is over the limit of {limit}")
 
 
+class TextParams(Params):
+    """Params carrying an entry's text: title, content and source limits, in UTF-8 bytes."""
+
+    def __post_init__(self) -> None:
+        _check_bytes("title", getattr(self, "title", None), TITLE_MAX_BYTES, required=True)
+        _check_bytes("content", getattr(self, "content", None), CONTENT_MAX_BYTES, required=True)
+        _check_bytes("source", getattr(self, "source", None), SOURCE_MAX_BYTES)
+
+
 class Empty(Params):
     """No params."""
 
 
-class RememberParams(Params):
+class RememberParams(TextParams):
     """Write one entry. `supersedes_ids` retires each listed entry in the same transaction."""
 
     type: EntryType
@@ -63,11 +72,6 @@ class RememberParams(Params):
     valid_from: Time | None = None
     auto_tag: bool = False
     auto_supersede: bool = False
-
-    def __post_init__(self) -> None:
-        _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
-        _check_bytes("content", self.content, CONTENT_MAX_BYTES, required=True)
-        _check_bytes("source", self.source, SOURCE_MAX_BYTES)
 
 
 class RememberManyParams(Params):
@@ -96,7 +100,7 @@ class ListParams(Params):
     before_id: Id | None = None
 
 
-class UpdateParams(Params):
+class UpdateParams(TextParams):
     """Correct an active entry in place; omitted fields keep their value."""
 
     id: Id
@@ -105,11 +109,6 @@ class UpdateParams(Params):
     content: str | None = None
     tags: Tags | None = None
     source: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
-        _check_bytes("content", self.content, CONTENT_MAX_BYTES, required=True)
-        _check_bytes("source", self.source, SOURCE_MAX_BYTES)
 
 
 class LinkParams(Params):
@@ -360,7 +359,7 @@ class Response(Struct, kw_only=True):
 # ---- threads, graph projection, topic clusters, briefing ---------------------
 
 
-class ReplyParams(Params):
+class ReplyParams(TextParams):
     """Reply in an entry's thread. Omitted `type`, `title` and `tags` come from the parent; so does its conversation."""
 
     parent_id: Id
@@ -369,11 +368,6 @@ class ReplyParams(Params):
     type: EntryType | None = None
     tags: Tags | None = None
     source: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
-        _check_bytes("content", self.content, CONTENT_MAX_BYTES, required=True)
-        _check_bytes("source", self.source, SOURCE_MAX_BYTES)
 
 
 class ThreadParams(Params):
