@@ -290,6 +290,7 @@ class Daemon:
             verb = VERBS.get(req.method)
             if verb is None:
                 raise MethodNotFound(f"unknown method {req.method!r}", path="method")
+            tenant = await self._authenticate(verb, req.token)  # before params: strangers learn nothing
             try:
                 params = _param_decoders[req.method].decode(req.params)
             except msgspec.ValidationError as e:
@@ -298,7 +299,6 @@ class Daemon:
                 raise InvalidParams(f"{path}: {message}", path=path) from None
             except msgspec.DecodeError as e:
                 raise InvalidParams(f"params: {e}", path="params") from None
-            tenant = await self._authenticate(verb, req.token)
             result = await self._run(verb, params, tenant)
             return _result_frame(req_id, result)
         except ArbiterError as err:
