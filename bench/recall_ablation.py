@@ -37,14 +37,19 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- intent routing (stage 5)", {"disable": ["intent"]}, {}),
     ("- age decay (stage 6)", {"disable": ["decay"]}, {}),
     ("- voice", {"disable": ["voice"]}, {}),
+    ("- quantity cue", {"disable": ["quantity"]}, {}),
     ("- common-word drop (conversation pass)", {"disable": ["common"]}, {}),
     ("- tenant fill (stage 7: conversation only)", {"disable": ["tenant_fill"]}, {}),
     ("+ episode context 0.3", {}, {"context": 0.3}),
     ("+ length prior 0.1", {}, {"size_exponent": 0.1}),
+    ("+ episodes 0.2 (10 min gap, best 3)", {}, {"episode_weight": 0.2}),
+    ("+ episodes 0.5 (10 min gap, best 3)", {}, {"episode_weight": 0.5}),
     ("BM25 b = 0.75 (FTS5's)", {}, {"b": 0.75}),
     ("BM25 k1 = 0.8", {}, {"k1": 0.8}),
     ("weights 10/4/8/2 (the issue's start, FTS5's scale)", {}, {"weights": (10.0, 4.0, 8.0, 2.0, 0.0)}),
     ("weights 4/1/2/0.5 (title x4)", {}, {"weights": (4.0, 1.0, 2.0, 0.5, 0.0)}),
+    ("weights 0/1/2/0.5 (no title)", {}, {"weights": (0.0, 1.0, 2.0, 0.5, 0.0)}),
+    ("weights 1/1/2/0.5 (title x1)", {}, {"weights": (1.0, 1.0, 2.0, 0.5, 0.0)}),
 ]
 
 

@@ -1,7 +1,7 @@
 """Recall: layered lexical retrieval over the FTS5 index.
 
     query text -> analysis (stage 1) -> FTS5 expression (2) -> BM25 with column
-    weights (3) x boosts (4) x intent (5) x decay (6) x voice -> conversation
+    weights (3) x boosts (4) x intent (5) x decay (6) x voice x quantity -> conversation
     pass and tenant pass fused by reciprocal rank (7), over the rows visible
     now or `as_of` (8) -> hits with excerpts (9)
 
@@ -47,6 +47,12 @@ class Tuning:
     context: float = score.CONTEXT_SHARE
     episode_us: int = score.EPISODE_US
     size_exponent: float = score.SIZE_EXPONENT
+    #: A question asking for a quantity ("how many", "how long", "total")
+    #: favours entries that hold a numeral: x(1 + quantity).
+    quantity: float = score.QUANTITY_BOOST
+    episode_weight: float = score.EPISODE_WEIGHT
+    episode_gap_us: int = score.EPISODE_GAP_US
+    episode_members: int = score.EPISODE_MEMBERS
     conversation_weight: float = score.CONVERSATION_WEIGHT
     tenant_weight: float = score.TENANT_WEIGHT
     rrf_k: int = score.RRF_K
@@ -214,14 +220,15 @@ def _score(
     reference: int,
     tuning: Tuning,
 ) -> list[Candidate]:
-    """Stages 4-6 plus voice, size and context over one pass's rows, best first."""
+    """Stages 4-6 plus voice and quantity (and the measured-off size, context, episodes), best first."""
     boosting = "boosts" not in off and (p.types or p.tag is not None)
     tags = _sql.tags(conn, [r[0] for r in rows]) if boosting and p.tag is not None else {}
     decaying = p.decay and "decay" not in off
     voicing = "voice" not in off and tuning.voice and query.voice is not None
     sizing = bool(tuning.size_exponent)
+    quantifying = "quantity" not in off and tuning.quantity and "quantity" in query.cues
     out = []
-    for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs) in rows:
+    for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
         value = relevance
         if boosting:
@@ -237,6 +244,9 @@ def _score(
         if voicing:
             parts["voice"] = f = score.voice(self_refs, other_refs, query.voice, strength=tuning.voice)
             value *= f
+        if quantifying:
+            parts["quantity"] = f = score.quantity(numerals, strength=tuning.quantity)
+            value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
             value *= f
@@ -245,6 +255,13 @@ def _score(
         for c, extra in zip(out, score.context(out, share=tuning.context, window_us=tuning.episode_us)):
             c.parts["context"] = extra
             c.score += extra
+    if tuning.episode_weight:
+        factors = score.episodes(
+            out, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
+        )
+        for c, f in zip(out, factors):
+            c.parts["episode"] = f
+            c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
     return out
 

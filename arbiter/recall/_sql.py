@@ -38,12 +38,12 @@ def tenant_scope(tenant_id: int, *, besides: int | None = None) -> str:
 
 
 def candidates(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None) -> dict[int, tuple]:
-    """Visible rows among `ids`: id -> (type, conversation_id, valid_from, bytes, self_refs, other_refs)."""
+    """Visible rows among `ids`: id -> (type, conversation_id, valid_from, bytes, self_refs, other_refs, numerals)."""
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="r")
     rows = conn.execute(
-        "SELECT r.entry_id, r.type, r.conversation_id, r.valid_from, r.bytes, r.self_refs, r.other_refs "
+        "SELECT r.entry_id, r.type, r.conversation_id, r.valid_from, r.bytes, r.self_refs, r.other_refs, r.numerals "
         f"FROM recall_entries r WHERE r.entry_id IN ({','.join('?' * len(ids))}) AND r.tenant_id = ? AND {cond}",
         (*ids, tenant_id, *binds),
     )

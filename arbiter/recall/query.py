@@ -60,6 +60,10 @@ _FACT = frozenset("what where who whom which".split())
 _HOWTO = frozenset("why explain explains explained".split())
 _TIME = frozenset("when before after first recent recently ago latest last earlier since until".split())
 
+_QUANTITY_PAIRS = frozenset(
+    ("how", w) for w in "many much long old often far big tall large fast heavy".split()
+) | {("number", "of")}
+_QUANTITY = frozenset("percentage percent total average amount count".split())
 _FIRST_PERSON = frozenset("i me my mine myself".split())
 _SECOND_PERSON = frozenset("you your yours yourself".split())
 # "you said", "did you recommend": the question asks what the other party
@@ -181,6 +185,8 @@ def _cues(tokens: list[tuple[str, str]]) -> frozenset[str]:
         cues.add("fact")
     if words & _HOWTO or ("how", "to") in pairs or ("how", "do") in pairs or ("how", "can") in pairs:
         cues.add("howto")
+    if any(p in pairs for p in _QUANTITY_PAIRS) or words & _QUANTITY:
+        cues.add("quantity")
     if words & _TIME:
         cues.add("time")
     return frozenset(cues)

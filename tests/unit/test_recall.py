@@ -136,6 +136,16 @@ def test_voice_prefers_the_askers_own_words(db, tenant):
     assert "voice" not in res.hits[0].parts
 
 
+def test_a_question_for_an_amount_prefers_the_entry_with_a_figure(db, tenant):
+    vague = remember(db, tenant, "Commute", "my commute: the train to the office")
+    figure = remember(db, tenant, "Commute", "my commute: the 8:15 train to the office")
+    assert ids(ask(db, tenant, "how long is my commute by train to the office?", disable=["quantity"]))[0] == vague
+    res = ask(db, tenant, "how long is my commute by train to the office?", explain=True)
+    assert ids(res)[0] == figure
+    assert [h.parts["quantity"] for h in res.hits] == [1.2, 1.0]
+    assert "quantity" not in ask(db, tenant, "my commute by train", explain=True).hits[0].parts
+
+
 # ---- validity, as_of, supersession --------------------------------------------------
 
 
@@ -233,8 +243,13 @@ def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
         entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin"))
     assert ask(db, tenant, "canary").hits == []
     assert ids(ask(db, tenant, "zeppelin")) == [eid]
-    signals = db.execute("SELECT self_refs, other_refs FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone()
-    assert signals == (2, 0)
+    signals = db.execute(
+        "SELECT self_refs, other_refs, numerals FROM recall_entries WHERE entry_id = ?", (eid,)
+    ).fetchone()
+    assert signals == (2, 0, 0)
+    with db:
+        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin at 9"))
+    assert db.execute("SELECT numerals FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone() == (1,)
     with db:
         entries.forget(db, tenant, eid, now=T0 + DAY)
     assert ask(db, tenant, "zeppelin", now=T0 + 2 * DAY).hits == []

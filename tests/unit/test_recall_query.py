@@ -139,7 +139,9 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
     "text, cues",
     [
         ("Which editor do I prefer?", {"preference", "fact"}),
-        ("How many tickets are open?", {"fact"}),
+        ("How many tickets are open?", {"fact", "quantity"}),
+        ("How long did the migration take", {"quantity"}),
+        ("the total number of open tickets", {"quantity"}),
         ("How to roll back a deploy", {"howto"}),
         ("Why did the build fail?", {"howto"}),
         ("When did we ship the release?", {"time"}),

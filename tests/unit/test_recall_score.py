@@ -102,6 +102,27 @@ def test_context_lends_a_share_of_the_best_neighbour():
     assert score.context(items, share=0.0) == [0.0] * 5
 
 
+def test_quantity_favours_entries_holding_a_numeral():
+    assert score.quantity(1, strength=0.2) == pytest.approx(1.2)
+    assert score.quantity(0, strength=0.2) == 1.0
+    assert score.quantity(1, strength=0.0) == 1.0
+
+
+def test_episodes_share_one_factor_and_keep_the_order_inside():
+    minute = 60 * 1_000_000
+    items = [
+        Placed(1, 0, 10.0),
+        Placed(1, minute, 6.0),  # same episode as the first: mass 16
+        Placed(1, DAY, 8.0),  # same conversation, a day later: an episode of its own
+        Placed(None, minute, 4.0),  # unscoped: an episode of its own
+    ]
+    f = score.episodes(items, weight=1.0, gap_us=10 * minute, members=3)
+    assert f == pytest.approx([1.0, 1.0, 0.5, 0.25])
+    assert f[0] * items[0].score > f[1] * items[1].score
+    assert score.episodes(items, weight=0.0) == [1.0] * 4
+    assert score.episodes(items, weight=1.0, gap_us=10 * minute, members=1)[:3] == pytest.approx([1.0, 1.0, 0.8])
+
+
 # ---- tenant pass term selection -----------------------------------------------------------
 
 

@@ -47,8 +47,6 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "tag_counts"),
         ("table", "tag_pairs"),
         ("table", "tag_graph_version"),
-        ("trigger", "entry_tags_insert"),
-        ("trigger", "entry_tags_delete"),
         ("trigger", "entries_tags_insert"),
         ("trigger", "entries_tags_update"),
         ("trigger", "entries_tags_delete"),
@@ -62,6 +60,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "recall_entries"),
         ("trigger", "recall_entries_update"),
     },
+    "m005_fts_automerge": set(),
 }
 
 
