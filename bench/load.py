@@ -8,6 +8,8 @@ names one) and measures, through `arbiter.client.Client`:
 - `remember` latency, p50/p99 over single calls;
 - `remember_many` throughput, entries/s, in batches of realistic entries
   (300-800 bytes of varied words) up to --entries;
+- how long the daemon's idle compaction takes to merge the FTS index after the
+  load (polled read-only from the database file; --no-settle skips the wait);
 - `get` and `recall` latency, p50/p99, on that full tenant;
 - the daemon's peak RSS (VmHWM) and the database size against the raw text it holds.
 
@@ -161,6 +163,8 @@ class Result:
     remember_p99_ms: float = 0.0
     bulk_batch: int = 0
     bulk_entries_per_s: float = 0.0
+    segments_after_load: int = 0
+    segments_settled: int = 0
     get_calls: int = 0
     get_p50_ms: float = 0.0
     get_p99_ms: float = 0.0
@@ -227,6 +231,7 @@ def run(args) -> Result:
             res.seconds["bulk"] = bulk_ns / 1e9
             res.rss_after_load_mb = vm_kb(pid, "VmRSS") / 1024
             res.hwm_after_load_mb = vm_kb(pid, "VmHWM") / 1024
+            settle(res, paths.db_path(home), wait=args.settle)
 
             # get: random ids over the whole tenant
             samples = []
@@ -277,6 +282,25 @@ def run(args) -> Result:
     return res
 
 
+def settle(res: Result, db: Path, *, wait: bool) -> None:
+    """Wait (up to 10 minutes) for the daemon's idle compaction to merge the FTS index into one segment."""
+    from arbiter.recall.maintain import segments
+    from arbiter.store import connect
+
+    conn = connect(db, readonly=True)
+    try:
+        res.segments_after_load = res.segments_settled = segments(conn)
+        t = time.monotonic()
+        while wait and res.segments_settled > 1 and time.monotonic() - t < 600:
+            time.sleep(0.5)
+            res.segments_settled = segments(conn)
+        res.seconds["settle"] = time.monotonic() - t
+    finally:
+        conn.close()
+    print(f"index: {res.segments_after_load} segments after load, {res.segments_settled} "
+          f"after {res.seconds['settle']:.1f} s idle", file=sys.stderr)
+
+
 def table(res: Result) -> str:
     def verdict(key: str) -> str:
         if key not in TARGETS:
@@ -290,6 +314,8 @@ def table(res: Result) -> str:
         ("remember p50 / p99", f"{res.remember_p50_ms:.3f} / {res.remember_p99_ms:.3f} ms", verdict("remember_p50_ms")),
         (f"remember_many (batches of {res.bulk_batch})", f"{res.bulk_entries_per_s:,.0f} entries/s",
          verdict("bulk_entries_per_s")),
+        ("FTS segments after load / idle", f"{res.segments_after_load} / {res.segments_settled} "
+                                           f"({res.seconds.get('settle', 0):.1f} s)", ""),
         ("get p50 / p99", f"{res.get_p50_ms:.3f} / {res.get_p99_ms:.3f} ms", verdict("get_p50_ms")),
         ("recall p50 / p99", f"{res.recall_p50_ms:.2f} / {res.recall_p99_ms:.2f} ms  "
                              f"({res.recall_hit_rate:.0%} with hits)", ""),
@@ -315,6 +341,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=2000, help="entries per remember_many call (default 2000)")
     ap.add_argument("--gets", type=int, default=5000, help="get calls to time (default 5000)")
     ap.add_argument("--recalls", type=int, default=400, help="recall calls to time (default 400)")
+    ap.add_argument("--no-settle", dest="settle", action="store_false",
+                    help="measure get/recall right after the load, before idle compaction merges the index")
     ap.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
     ap.add_argument("--seed", type=int, default=20261120)
     ap.add_argument("--keep", action="store_true", help="keep the temporary home")

@@ -4,11 +4,13 @@ Threads: the asyncio loop only frames and routes. Every verb runs in a thread:
 writes on one writer thread with one connection (SQLite serializes writers
 anyway; one thread makes the order explicit and avoids BusyError), reads on a
 small pool whose connections read WAL snapshots without waiting on the writer.
+When no request has arrived for `IDLE_S` after a write, the writer thread merges
+the FTS index a bounded step at a time (`recall.maintain.compact`), checking for
+new requests between steps, so a write waits for at most one step.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import fcntl
 import os
@@ -25,6 +27,7 @@ import apsw
 import msgspec
 
 from arbiter import paths
+import asyncio
 from arbiter._time import now_us
 from arbiter.errors import (
     ArbiterError,
@@ -36,12 +39,20 @@ from arbiter.errors import (
     Unavailable,
 )
 from arbiter.model import Request
+from arbiter.recall.maintain import compact
 from arbiter.store import connect, open_database, schema_version, tenants
 from arbiter.verbs import VERBS, Context, Verb
 
 MAX_FRAME = 4 * 1024 * 1024
 _CHUNK = 256 * 1024
 _UTF8_SLICE = 64 * 1024
+# Quiet time before idle compaction starts: longer than the gap between a
+# client's back-to-back requests, short enough that a bulk load is merged
+# (and recall fast again) within seconds of its last batch.
+IDLE_S = 0.25
+# Page cache per reader connection (KiB): SQLite's default is 2 MiB each; the
+# readers' working set (entry rows, FTS doclists) is small and the OS caches the file.
+_READER_CACHE_KIB = 1024
 
 _request_decoder = msgspec.json.Decoder(Request)
 _param_decoders = {name: msgspec.json.Decoder(verb.params) for name, verb in VERBS.items()}
@@ -107,7 +118,7 @@ class Daemon:
         db_path: Path,
         socket_path: Path,
         max_frame: int = MAX_FRAME,
-        readers: int = 4,
+        readers: int | None = None,
         synchronous: str = "FULL",
         services: dict | None = None,
         log=None,
@@ -119,7 +130,9 @@ class Daemon:
         self.synchronous = synchronous
         self.services = services or {}
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-        self._readers = readers
+        # Each reader holds a connection (schema, page cache) and a thread: more
+        # readers than cores add memory without adding throughput.
+        self._readers = readers or min(4, os.cpu_count() or 1)
         self._tokens: dict[str, tuple[int, str]] = {}
         self._admin_hash: bytes | None = None
         self._local = threading.local()
@@ -127,6 +140,9 @@ class Daemon:
         self._busy = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._requests = 0  # requests started, to tell a quiet spell from a busy one
+        self._wrote = asyncio.Event()  # a write since the index was last fully merged
+        self._wrote.set()  # a database opened after a bulk load may need merging
         self._lock_fd: int | None = None
 
     # ---- start-up -----------------------------------------------------------
@@ -172,6 +188,7 @@ class Daemon:
         if conn is None:
             conn = connect(self.db_path, synchronous=self.synchronous)
             conn.pragma("query_only", True)
+            conn.pragma("cache_size", -_READER_CACHE_KIB)
             self._local.conn = conn
             self._reader_conns.append(conn)
         return conn
@@ -202,14 +219,52 @@ class Daemon:
             if ready is not None:
                 ready.set()
             self._handlers: set[asyncio.Task] = set()
+            compactor = asyncio.create_task(self._compact_when_idle())
             await stop.wait()
             server.close()
+            compactor.cancel()
+            await asyncio.gather(compactor, return_exceptions=True)
             await self._idle.wait()  # finish what was accepted before the signal
             for task in list(self._handlers):
                 task.cancel()
             await asyncio.gather(*self._handlers, return_exceptions=True)
         finally:
             await self._close(loop)
+
+    async def _compact_when_idle(self) -> None:
+        """After writes, once no request has arrived for IDLE_S, merge the FTS index step by step.
+
+        One step (`compact`, ~2000 pages) runs on the writer thread at a time and a
+        new step starts only while no request is in flight, so a write queued
+        behind compaction waits for one step at most. Interrupted merging resumes
+        at the next quiet spell.
+        """
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wrote.wait()
+            while True:  # a quiet spell: nothing in flight and nothing new for IDLE_S
+                await self._idle.wait()
+                seen = self._requests
+                await asyncio.sleep(IDLE_S)
+                if self._busy == 0 and self._requests == seen:
+                    break
+            self._wrote.clear()
+            while True:
+                if self._busy:
+                    self._wrote.set()  # interrupted: finish at the next quiet spell
+                    break
+                try:
+                    more = await loop.run_in_executor(self._writer_pool, self._compact_step)
+                except apsw.Error:
+                    self.log("arbiter: index compaction failed; retrying after the next write\n"
+                             + traceback.format_exc())
+                    break
+                if not more:
+                    break
+
+    def _compact_step(self) -> bool:
+        with self._writer:
+            return compact(self._writer)
 
     async def _close(self, loop) -> None:
         if hasattr(self, "_writer"):
@@ -275,6 +330,7 @@ class Daemon:
 
     async def _dispatch(self, frame: bytes) -> bytes:
         self._busy += 1
+        self._requests += 1
         self._idle.clear()
         req_id = None
         try:
@@ -360,6 +416,8 @@ class Daemon:
                     later(self._writer)
 
         pool = self._writer_pool if verb.writes else self._reader_pool
+        if verb.writes:
+            self._wrote.set()
         result, after = await loop.run_in_executor(pool, work)
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)

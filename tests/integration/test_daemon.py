@@ -156,3 +156,22 @@ def test_acknowledged_writes_survive_kill_9(home):
     finally:
         assert again.stop() == 0
     assert integrity(again.db) == "ok"
+
+
+def test_an_idle_daemon_merges_the_index_and_keeps_serving_writes(daemon, client):
+    from arbiter.recall.maintain import segments
+
+    ids = []
+    for n in range(6):  # one FTS segment per transaction; automerge waits for 16
+        ids += client.remember_many(
+            [{"type": "context", "title": f"batch {n} item {i}", "content": f"word{n} word{i} shared"}
+             for i in range(20)]
+        )
+    conn = connect(daemon.db, readonly=True)
+    try:
+        wait_for(lambda: segments(conn) == 1, timeout=20, what="idle compaction to merge the index")
+    finally:
+        conn.close()
+    later = client.remember(type="user", title="after compaction", content="word0 shared")
+    assert client.get(later.id).title == "after compaction"
+    assert {h.id for h in client.recall("word3", limit=50).hits} >= set(ids[60:80])
