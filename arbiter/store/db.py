@@ -112,8 +112,10 @@ MIGRATIONS: list[tuple[str, str]] = [
             created_at INTEGER NOT NULL
         );
         CREATE INDEX conversations_tenant ON conversations(tenant_id, id);
+        -- AUTOINCREMENT: a purged id is never handed to a new entry, so an old
+        -- `#ID` reference can go dangling but never points at something else.
         CREATE TABLE entries(
-            id INTEGER PRIMARY KEY,
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
             tenant_id INTEGER NOT NULL REFERENCES tenants(id),
             type TEXT NOT NULL CHECK (type IN {ENTRY_TYPES_SQL}),
             title TEXT NOT NULL,

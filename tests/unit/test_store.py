@@ -22,6 +22,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "conversations"),
         ("index", "conversations_tenant"),
         ("table", "entries"),
+        ("table", "sqlite_sequence"),
         ("index", "entries_tenant"),
         ("index", "entries_conversation"),
         ("index", "entries_parent"),
@@ -235,6 +236,13 @@ def test_purge_removes_entry_relations_and_index_rows(db, tenant):
     fts_ok(db)
     with pytest.raises(NotFound), db:
         entries.purge(db, tenant, a)
+
+
+def test_a_purged_id_is_never_reused(db, tenant):
+    newest = remember(db, tenant, content="to be purged")
+    with db:
+        entries.purge(db, tenant, newest)
+    assert remember(db, tenant, content="next") > newest
 
 
 def test_purge_keeps_replies_but_unparents_them(db, tenant):
