@@ -126,7 +126,8 @@ class ExpandParams(Params):
 
 #: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
 RecallStage = Literal[
-    "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "common", "tenant_fill", "select",
+    "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
+    "select",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 

@@ -38,6 +38,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- age decay (stage 6)", {"disable": ["decay"]}, {}),
     ("- voice", {"disable": ["voice"]}, {}),
     ("- quantity cue", {"disable": ["quantity"]}, {}),
+    ("- number words (quantity cue counts digits only)", {"disable": ["number_words"]}, {}),
     ("- common-word drop (conversation pass)", {"disable": ["common"]}, {}),
     ("- tenant fill (stage 7: conversation only)", {"disable": ["tenant_fill"]}, {}),
     ("+ episode context 0.3", {}, {"context": 0.3}),

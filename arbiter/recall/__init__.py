@@ -227,6 +227,7 @@ def _score(
     voicing = "voice" not in off and tuning.voice and query.voice is not None
     sizing = bool(tuning.size_exponent)
     quantifying = "quantity" not in off and tuning.quantity and "quantity" in query.cues
+    wording = "number_words" not in off
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -245,7 +246,9 @@ def _score(
             parts["voice"] = f = score.voice(self_refs, other_refs, query.voice, strength=tuning.voice)
             value *= f
         if quantifying:
-            parts["quantity"] = f = score.quantity(numerals, strength=tuning.quantity)
+            parts["quantity"] = f = score.quantity(numerals, strength=tuning.quantity, words=wording)
+            if wording and numerals == score.NUMBER_WORD:
+                parts["number_words"] = 1.0  # the figure is written in words only
             value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)

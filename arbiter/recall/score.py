@@ -114,14 +114,21 @@ def voice(self_refs: int, other_refs: int, asked: Voice, *, strength: float = VO
     return 1.0 + strength * (share - 0.5)
 
 
-def quantity(numerals: int, *, strength: float = QUANTITY_BOOST) -> float:
+#: `recall_entries.numerals`: the content holds a digit / no digit but a number word ("two", "five").
+DIGIT, NUMBER_WORD = 1, 2
+
+
+def quantity(numerals: int, *, strength: float = QUANTITY_BOOST, words: bool = True) -> float:
     """A question asking for an amount ("how many", "how long", "total") favours text holding a numeral.
 
-    `numerals` is 1 when the entry's content holds a digit. Restatements of a
-    fact often name it without its figure ("the necklace my grandma gave me"
-    vs "on my 18th birthday"); the one with the figure answers.
+    `numerals` is DIGIT when the entry's content holds a digit, NUMBER_WORD
+    when it holds no digit but a cardinal word ("two weeks"), else 0;
+    `words=False` counts digits only. Restatements of a fact often name it without its
+    figure ("the necklace my grandma gave me" vs "on my 18th birthday"); the
+    one with the figure answers, and people write small counts in words.
     """
-    return 1.0 + strength if numerals else 1.0
+    held = numerals == DIGIT or (words and numerals == NUMBER_WORD)
+    return 1.0 + strength if held else 1.0
 
 
 def size(nbytes: int, *, exponent: float = SIZE_EXPONENT) -> float:

@@ -146,6 +146,36 @@ def test_a_question_for_an_amount_prefers_the_entry_with_a_figure(db, tenant):
     assert "quantity" not in ask(db, tenant, "my commute by train", explain=True).hits[0].parts
 
 
+def test_a_figure_written_in_words_counts_and_can_be_switched_off(db, tenant):
+    vague = remember(db, tenant, "Japan", "my trip to Japan was a great time")
+    worded = remember(db, tenant, "Japan", "my trip to Japan lasted two weeks, a great time")
+    question = "how long was my trip to Japan?"
+    res = ask(db, tenant, question, explain=True)
+    assert ids(res)[0] == worded
+    assert res.hits[0].parts["quantity"] == 1.2 and res.hits[0].parts["number_words"] == 1.0
+    res = ask(db, tenant, question, disable=["number_words"], explain=True)
+    assert [h.parts["quantity"] for h in res.hits] == [1.0, 1.0]
+    assert "number_words" not in res.hits[0].parts
+    assert ids(res)[0] == vague
+
+
+@pytest.mark.parametrize(
+    ("content", "numerals"),
+    [
+        ("I stayed 9 nights", 1),
+        ("I stayed two weeks", 2),
+        ("Twenty-five titles on my list", 2),
+        ("a (dozen) eggs", 2),
+        ("three, then four, then 5", 1),
+        ("the one I bought", 0),
+        ("network of twoway links, tenfold", 0),
+    ],
+)
+def test_numerals_signal_counts_digits_then_number_words(db, tenant, content, numerals):
+    eid = remember(db, tenant, "Note", content)
+    assert db.execute("SELECT numerals FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone() == (numerals,)
+
+
 # ---- validity, as_of, supersession --------------------------------------------------
 
 

@@ -106,6 +106,8 @@ def test_quantity_favours_entries_holding_a_numeral():
     assert score.quantity(1, strength=0.2) == pytest.approx(1.2)
     assert score.quantity(0, strength=0.2) == 1.0
     assert score.quantity(1, strength=0.0) == 1.0
+    assert score.quantity(score.NUMBER_WORD, strength=0.2) == pytest.approx(1.2)
+    assert score.quantity(score.NUMBER_WORD, strength=0.2, words=False) == 1.0
 
 
 def test_episodes_share_one_factor_and_keep_the_order_inside():
