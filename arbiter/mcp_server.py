@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -90,17 +90,39 @@ def ensure_daemon(home: Path, socket_path: Path, *, timeout: float = START_TIMEO
     raise Unavailable(f"the daemon did not answer on {socket_path} within {timeout:.0f}s (log: {log_path})")
 
 
-class Calls:
-    """The one Client, shared by tool calls (the SDK runs sync tools on worker threads)."""
+#: Tools that write. A write cut off by a dying daemon may or may not have
+#: committed, so it is never retried blindly; reads are.
+WRITES = frozenset({"remember", "reply", "link", "forget"})
 
-    def __init__(self, client: Client):
+
+class Calls:
+    """The one Client, shared by tool calls (the SDK runs sync tools on worker threads).
+
+    If the daemon has gone away, `revive` starts a new one (saying so on
+    stderr); a read is then retried once, a write reports what happened.
+    """
+
+    def __init__(self, client: Client, revive: Callable[[], object] | None = None):
         self.client = client
+        self.revive = revive
         self._lock = threading.Lock()
 
     def __call__(self, method: str, *args, **kwargs) -> Any:
         with self._lock:
             try:
-                return getattr(self.client, method)(*args, **kwargs)
+                try:
+                    return getattr(self.client, method)(*args, **kwargs)
+                except Unavailable:
+                    if self.revive is None:
+                        raise
+                    self.client.close()
+                    self.revive()
+                    if method in WRITES:
+                        raise Unavailable(
+                            "the daemon stopped during this call and was restarted; the write may or may "
+                            "not have been saved: check with `get` or `recall` before retrying"
+                        ) from None
+                    return getattr(self.client, method)(*args, **kwargs)
             except ArbiterError as e:
                 where = f" (at {e.path})" if e.path and e.path not in e.message else ""
                 raise ToolError(f"{e.name}: {e.message}{where}") from None
@@ -158,6 +180,25 @@ def _listing(title: str, items: list, empty: str = "(none)", *, excerpt: bool = 
 
 
 # ---- the server ------------------------------------------------------------------
+
+
+class _NoRequestState:
+    """A request-state codec that mints nothing and accepts nothing.
+
+    The SDK seals state only for tools that pause to ask the client for input
+    (multi-round-trip requests). Arbiter's tools never do, so there is no state
+    to protect, and refusing every token means none can be replayed. It also
+    spares the executable the `cryptography` package the SDK's default
+    AES-GCM codec needs (see packaging/rthook_cryptography.py).
+    """
+
+    def seal(self, payload: bytes) -> str:
+        raise RuntimeError("arbiter's MCP tools never pause for input, so they carry no request state")
+
+    def unseal(self, token: str) -> bytes:
+        raise InvalidRequestState("arbiter mints no request state")
+
+
 
 
 def build_server(call: Calls, instructions: str) -> MCPServer:
@@ -353,7 +394,7 @@ def run(*, home: Path, socket_path: Path, tenant: str) -> None:
     ensure_daemon(home, socket_path)
     token = paths.read_secret(paths.token_path(home, tenant), f"tenant {tenant!r}")
     client = Client(socket_path, token)
-    call = Calls(client)
+    call = Calls(client, revive=lambda: ensure_daemon(home, socket_path))
     try:
         instructions = client.briefing().text
     except ArbiterError as e:
@@ -362,20 +403,3 @@ def run(*, home: Path, socket_path: Path, tenant: str) -> None:
         build_server(call, instructions).run("stdio")
     finally:
         client.close()
-
-class _NoRequestState:
-    """A request-state codec that mints nothing and accepts nothing.
-
-    The SDK seals state only for tools that pause to ask the client for input
-    (multi-round-trip requests). Arbiter's tools never do, so there is no state
-    to protect, and refusing every token means none can be replayed. It also
-    spares the executable the `cryptography` package the SDK's default
-    AES-GCM codec needs (see packaging/rthook_cryptography.py).
-    """
-
-    def seal(self, payload: bytes) -> str:
-        raise RuntimeError("arbiter's MCP tools never pause for input, so they carry no request state")
-
-    def unseal(self, token: str) -> bytes:
-        raise InvalidRequestState("arbiter mints no request state")
-

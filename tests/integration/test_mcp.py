@@ -16,6 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from arbiter.client import Client
+from arbiter.errors import Unavailable
 from tests import corpus
 from tests.conftest import DaemonProcess, wait_for
 
@@ -196,3 +197,44 @@ def test_the_daemon_and_plain_cli_do_not_load_the_sdk_or_networkx():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_daemon_that_dies_mid_session_is_restarted(home, tmp_path):
+    daemon = DaemonProcess(home).start()
+    with daemon.client() as c:
+        entry = c.remember(type="reference", title="Staging host", content="staging runs on box-7").id
+    errlog = tmp_path / "stderr"
+
+    def kill_and_wait(pid: int) -> None:
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not _pings(daemon.socket), what="the killed daemon to stop answering")
+
+    async def body(session, init):
+        kill_and_wait(daemon.proc.pid)
+        read = await session.call_tool("get", {"id": entry})  # a read is retried after the restart
+        restarted = int(re.search(r"started one \(pid (\d+)", errlog.read_text())[1])
+        kill_and_wait(restarted)
+        write = await session.call_tool("remember", {"type": "project", "title": "x", "content": "y"})
+        return read, write
+
+    try:
+        with open(errlog, "w") as err:
+            read, write = anyio.run(_session, _server(home), err, body)
+        assert not read.is_error and "box-7" in _text(read)
+        assert write.is_error and "restarted" in _text(write) and "check with `get`" in _text(write)
+    finally:
+        daemon.stop()
+        for pid in map(int, re.findall(r"started one \(pid (\d+)", errlog.read_text())):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+def _pings(socket_path: Path) -> bool:
+    try:
+        with Client(socket_path, None, timeout=1) as c:
+            c.ping()
+        return True
+    except Unavailable:
+        return False
