@@ -91,8 +91,15 @@ def served(frozen, home):
     _wait(lambda: _ping(home / "arbiter.sock"))
     yield cli, proc
     if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+        # SIGTERM, not SIGKILL: the one-file executable is a bootloader whose
+        # child is the daemon; it forwards SIGTERM, while a SIGKILL would
+        # orphan the child.
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
     proc.stderr.close()
 
 
