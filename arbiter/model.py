@@ -79,6 +79,14 @@ class RememberManyParams(Params):
 
     entries: Annotated[list[RememberParams], Meta(min_length=1, max_length=10_000)]
 
+    def __post_init__(self) -> None:
+        # The LLM layers call a model per entry: that belongs to `remember`,
+        # not to a bulk transaction. Refused rather than silently ignored.
+        for i, e in enumerate(self.entries):
+            for flag in ("auto_tag", "auto_supersede"):
+                if getattr(e, flag):
+                    raise ValueError(f"entries[{i}].{flag}: not supported in remember_many; use remember")
+
 
 class IdParams(Params):
     id: Id

@@ -67,7 +67,7 @@ def _validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
     if not sep:
         message, where = text, "$"
     path = where.rstrip("`").removeprefix("$").lstrip(".")
-    if own := re.match(r"(\w+): ", message):
+    if own := re.match(r"([\w.\[\]]+): ", message):
         path = f"{path}.{own[1]}" if path else own[1]
         message = message[own.end():]
     elif field := re.match(r"Object (?:missing required|contains unknown) field `(\w+)`", message):

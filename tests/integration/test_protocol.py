@@ -140,6 +140,8 @@ BAD_REQUESTS = [
      {"entries": [remember_params(), remember_params(supersedes_ids=[99999])]}, NotFound,
      "entries[1].supersedes_ids[0]"),
     ("empty batch", "remember_many", {"entries": []}, InvalidParams, "entries"),
+    ("LLM flag in a batch", "remember_many",
+     {"entries": [remember_params(), remember_params(auto_tag=True)]}, InvalidParams, "entries[1].auto_tag"),
     ("missing supersedes target", "remember", remember_params(supersedes_ids=[1, 99999]), NotFound,
      "supersedes_ids[1]"),
     ("missing parent", "remember", remember_params(parent_id=99999), NotFound, "parent_id"),
