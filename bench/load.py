@@ -19,7 +19,6 @@ Numbers are reported against the targets in issue 2; nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import bisect
 import itertools
 import json
 import os

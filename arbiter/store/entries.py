@@ -157,7 +157,7 @@ def list_entries(conn: apsw.Connection, tenant_id: int, p: ListParams) -> list[E
     """Browse newest first; every filter is a hard filter."""
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     cond, binds = visible(as_of)
-    where = [f"e.tenant_id = ?", cond]
+    where = ["e.tenant_id = ?", cond]
     args: list = [tenant_id, *binds]
     if p.types:
         where.append(f"e.type IN ({','.join('?' * len(p.types))})")

@@ -7,7 +7,7 @@ import re
 
 from tests import corpus
 from tests.conftest import DaemonProcess
-from tests.fake_messages import FakeMessages, fake_messages  # noqa: F401 (fixture)
+from tests.fake_messages import FakeMessages
 
 SECTIONS = ["## 1. Identity and totals", "## 2. Conventions", "## 3. Before you write", "## 4. Topic map",
             "## 5. Open threads", "## 6. Recent activity"]

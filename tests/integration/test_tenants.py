@@ -12,7 +12,7 @@ import pytest
 
 from arbiter import paths
 from arbiter.client import Client
-from arbiter.errors import ArbiterError, Conflict, InvalidParams, NotFound, Unauthorized
+from arbiter.errors import ArbiterError, Conflict, InvalidParams, Unauthorized
 
 
 @pytest.fixture

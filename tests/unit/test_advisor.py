@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.advisor import Advisor, AdvisorError, Candidate
-from tests.fake_messages import Delay, FakeMessages, fake_messages  # noqa: F401 (fixture)
+from tests.fake_messages import Delay, FakeMessages
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from arbiter.advisor import Advisor
 from arbiter.graph import clusters
 from arbiter.model import RememberParams
 from arbiter.store import entries, open_database, tenants
-from tests.fake_messages import FakeMessages, fake_messages  # noqa: F401 (fixture)
+from tests.fake_messages import FakeMessages
 
 T0 = 1_800_000_000 * US
 HOUR = 3600 * US

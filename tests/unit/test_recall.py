@@ -7,23 +7,10 @@ import pytest
 from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
 from arbiter.recall import maintain, recall, search
-from arbiter.store import entries, open_database, relations, tenants
+from arbiter.store import entries, tenants
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 DAY = 86_400 * US
-
-
-@pytest.fixture
-def db(tmp_path):
-    conn = open_database(tmp_path / "arbiter.db")
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def tenant(db):
-    with db:
-        return tenants.create_tenant(db, "alice", now=T0)[0]
 
 
 def conversation(db, tenant_id: int) -> int:

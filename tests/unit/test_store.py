@@ -66,20 +66,6 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
 
 
 @pytest.fixture
-def db(tmp_path):
-    conn = open_database(tmp_path / "arbiter.db")
-    yield conn
-    conn.close()
-
-
-@pytest.fixture
-def tenant(db):
-    with db:
-        tid, _ = tenants.create_tenant(db, "alice", now=T0)
-    return tid
-
-
-@pytest.fixture
 def other(db):
     with db:
         tid, _ = tenants.create_tenant(db, "mallory", now=T0)
