@@ -144,7 +144,7 @@ def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
 
 
 def remember_many(ctx: Context, p: RememberManyParams):
-    """Write many entries in one transaction; returns their ids in order."""
+    """Write many entries in one transaction; returns their ids in order. `auto_tag`/`auto_supersede` are refused here (use `remember`)."""
     return RememberManyResult(ids=entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now))
 
 
