@@ -76,7 +76,7 @@ _ROWS_PER_INSERT = 500
 
 
 def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str) -> list:
-    """Check an entry's references (NotFound names the field) and build its row; the id comes first, unset."""
+    """Check an entry's references (NotFound names the field) and build its row; the id (first) is left to SQLite."""
     valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"{path}valid_from")
     if p.conversation_id is not None:
         _require_conversation(conn, tenant_id, p.conversation_id, f"{path}conversation_id")
@@ -90,8 +90,9 @@ def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, 
 
 
 def _supersede(conn: apsw.Connection, tenant_id: int, new_id: int, p: RememberParams, row: list, *, now: int) -> None:
+    # `_row` checked every target, and a new entry has no edges yet: insert directly.
     for old in dict.fromkeys(p.supersedes_ids):
-        relations.link(conn, tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
+        relations.insert(conn, tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
 
 
 def remember(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str = "") -> int:
@@ -113,17 +114,17 @@ def remember_many(conn: apsw.Connection, tenant_id: int, items: list[RememberPar
     twice the entries per second.
     """
     rows = [_row(conn, tenant_id, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
-    # Explicit ids (what SQLite would pick: max + 1 onwards) keep them in input order.
-    first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM entries").fetchone()[0]
-    ids = list(range(first, first + len(rows)))
-    for new_id, row in zip(ids, rows):
-        row[0] = new_id
+    ids: list[int] = []
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start:start + _ROWS_PER_INSERT]
         conn.execute(
             f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES " + ",".join([_ROW] * len(chunk)),
             [value for row in chunk for value in row],
         )
+        # AUTOINCREMENT numbers the VALUES rows in order, and the one writer
+        # means nothing interleaves: the chunk's ids end at the last one.
+        last = conn.last_insert_rowid()
+        ids.extend(range(last - len(chunk) + 1, last + 1))
     for new_id, p, row in zip(ids, items, rows):
         _supersede(conn, tenant_id, new_id, p, row, now=now)
     return ids

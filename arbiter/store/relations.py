@@ -81,6 +81,13 @@ def link(
             f"{source_id} {relation} {target_id} already exists as relation {existing[0]}",
             existing_id=existing[0],
         )
+    return insert(conn, tenant_id, source_id, relation, target_id, now=now, at=at)
+
+
+def insert(
+    conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int, *, now: int, at: int | None = None
+) -> Relation:
+    """Insert an edge the caller has already checked, and run its handler."""
     conn.execute(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) VALUES (?, ?, ?, ?, ?)",
         (tenant_id, source_id, target_id, relation, now),

@@ -228,7 +228,14 @@ def test_a_purged_id_is_never_reused(db, tenant):
     newest = remember(db, tenant, content="to be purged")
     with db:
         entries.purge(db, tenant, newest)
-    assert remember(db, tenant, content="next") > newest
+    after = remember(db, tenant, content="next")
+    assert after > newest
+    with db:
+        entries.purge(db, tenant, after)
+        bulk = entries.remember_many(
+            db, tenant, [RememberParams(type="project", title=f"t{i}", content="c") for i in range(3)], now=T0
+        )
+    assert bulk == [after + 1, after + 2, after + 3]
 
 
 def test_purge_keeps_replies_but_unparents_them(db, tenant):
@@ -305,6 +312,14 @@ def test_remember_many_keeps_input_order_and_supersedes(db, tenant):
     assert entries.get(db, tenant, old, as_of=T0).superseded_by == [ids[700]]
     assert len(matches(db, "quokka")) == 1202
     fts_ok(db)
+
+
+def test_remember_many_ids_match_rows_across_insert_chunks(db, tenant):
+    items = [RememberParams(type="context", title=f"turn {i}", content=f"c{i}") for i in range(1203)]
+    with db:
+        ids = entries.remember_many(db, tenant, items, now=T0)
+    titles = dict(db.execute("SELECT id, title FROM entries"))
+    assert [titles[i] for i in ids] == [p.title for p in items]
 
 
 def test_remember_many_is_all_or_nothing(db, tenant, other):
