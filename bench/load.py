@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import random
 import shutil
 import signal
@@ -35,6 +34,7 @@ from pathlib import Path
 from arbiter import __version__, paths
 from arbiter.client import Client
 from arbiter.errors import Unavailable
+from bench.longmemeval.daemon import isolated_env
 
 TARGETS = {
     "remember_p50_ms": ("<=", 1.0),
@@ -124,8 +124,7 @@ class BenchDaemon:
 
     def __init__(self, home: Path, synchronous: str):
         self.home = home
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ARBITER_", "ANTHROPIC_"))}
-        env.update(ARBITER_HOME=str(home), ARBITER_SYNCHRONOUS=synchronous)
+        env = isolated_env(home, ARBITER_SYNCHRONOUS=synchronous)
         self.log = open(home / "bench-daemon.log", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "arbiter", "serve"], env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)

@@ -10,7 +10,6 @@ answers `ping`. Targets: ≤ 25 MB, --version ≤ 0.3 s, serve-to-ready ≤ 0.5 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import statistics
@@ -20,6 +19,8 @@ import time
 from pathlib import Path
 
 import click
+
+from bench.longmemeval.daemon import isolated_env
 
 
 def _answers_ping(path: Path) -> bool:
@@ -42,7 +43,7 @@ def time_version(binary: Path) -> float:
 def time_serve_ready(binary: Path) -> float:
     home = Path(tempfile.mkdtemp(prefix="arb-start-"))
     sock = home / "arbiter.sock"
-    env = {**os.environ, "ARBITER_HOME": str(home)}
+    env = isolated_env(home)
     started = time.perf_counter()
     proc = subprocess.Popen([str(binary), "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

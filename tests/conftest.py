@@ -19,6 +19,17 @@ from arbiter.errors import Unavailable
 from tests.fake_messages import fake_messages  # noqa: F401  (a fixture, shared by every test module)
 
 
+def isolated_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment for an `arbiter` child process on `home`.
+
+    Every ARBITER_* and ANTHROPIC_* variable of the developer's shell is
+    dropped: ARBITER_DB or ARBITER_SOCKET would point a test at their real
+    memory, and a real key must never reach a test daemon.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARBITER_", "ANTHROPIC_"))}
+    return {**env, "ARBITER_HOME": str(home), **extra}
+
+
 def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
     """Poll `predicate` until it is truthy or `timeout` passes (then fail)."""
     deadline = time.monotonic() + timeout
@@ -42,9 +53,7 @@ class DaemonProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "DaemonProcess":
-        # Never let a developer's real key reach a test daemon.
-        env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-        env.update({"ARBITER_HOME": str(self.home), **self.extra_env})
+        env = isolated_env(self.home, **self.extra_env)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "arbiter", "serve", *self.args],
             env=env,

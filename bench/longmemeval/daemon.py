@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -16,6 +17,16 @@ if TYPE_CHECKING:
 SOCKET_NAME = "arbiter.sock"
 TOKEN_FILE = Path("tenants") / "default.token"
 LOG_NAME = "bench-daemon.log"
+
+
+def isolated_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment for a bench daemon on `home`: none of the shell's ARBITER_* settings.
+
+    ARBITER_DB or ARBITER_SOCKET would otherwise send the bench's writes to
+    the user's real memory. ANTHROPIC_* stays: the LLM variants need the key.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
+    return {**env, "ARBITER_HOME": str(home), **extra}
 
 
 class DaemonError(RuntimeError):
@@ -70,6 +81,7 @@ class Daemon:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=isolated_env(self.home),
             )
         try:
             self._wait_ready()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import apsw
 import pytest
+from tests.conftest import isolated_env
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "e2e"
@@ -26,7 +27,9 @@ OUT = ROOT / "build" / "e2e"
 
 def _source_stamp() -> str:
     digest = hashlib.sha256()
-    for path in sorted([ROOT / "build.spec", ROOT / "pyproject.toml", *(ROOT / "arbiter").rglob("*.py")]):
+    sources = [ROOT / "build.spec", ROOT / "pyproject.toml", *(ROOT / "packaging").glob("*.py"),
+               *(ROOT / "arbiter").rglob("*.py")]
+    for path in sorted(sources):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -72,7 +75,7 @@ def _wait(predicate, timeout=15.0):
 class Cli:
     def __init__(self, argv0: list[str], home: Path):
         self.argv0 = argv0
-        self.env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {"ARBITER_HOME": str(home)}
+        self.env = isolated_env(home)
 
     def __call__(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess:
         run = subprocess.run([*self.argv0, *args], env=self.env, capture_output=True, text=True, timeout=60)

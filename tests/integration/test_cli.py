@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,15 +11,14 @@ import pytest
 
 from arbiter import __version__
 from arbiter._time import US, format_time
+from tests.conftest import isolated_env
 
 LINE = re.compile(r"^#(\d+)  \[(\w+)\]  (.+)  \((\d{4}-\d\d-\d\d)(?: · (superseded|retired))?\)$")
 
 
 def arbiter(home, *args, input: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
-    full_env.update({"ARBITER_HOME": str(home), **(env or {})})
     return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args], env=full_env, input=input, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "arbiter", *args], env=isolated_env(home, **(env or {})), input=input, capture_output=True, text=True, timeout=30
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import stat
 import subprocess
@@ -13,7 +12,7 @@ import pytest
 
 from arbiter.errors import NotFound, Unavailable
 from arbiter.store import connect
-from tests.conftest import DaemonProcess, wait_for
+from tests.conftest import DaemonProcess, isolated_env, wait_for
 
 
 def integrity(db_path) -> str:
@@ -26,10 +25,8 @@ def integrity(db_path) -> str:
 
 def serve_once(home, timeout=30) -> subprocess.CompletedProcess:
     """Run `arbiter serve` expecting it to refuse and exit by itself."""
-    env = {**os.environ, "ARBITER_HOME": str(home)}
-    env.pop("ANTHROPIC_API_KEY", None)
     return subprocess.run(
-        [sys.executable, "-m", "arbiter", "serve"], env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "arbiter", "serve"], env=isolated_env(home), capture_output=True, text=True, timeout=timeout
     )
 
 

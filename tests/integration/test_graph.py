@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 
 from arbiter.errors import InvalidParams, NotFound
 from tests import corpus
-from tests.conftest import DaemonProcess
+from tests.conftest import DaemonProcess, isolated_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,8 +199,7 @@ def test_cooccurrence_counts_only_active_entries(fresh):
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ARBITER_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], env=env, cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "arbiter", *args], env=isolated_env(home), cwd=REPO, capture_output=True, text=True,
                           timeout=60)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 import subprocess
@@ -13,6 +12,7 @@ import pytest
 from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, Conflict, InvalidParams, Unauthorized
+from tests.conftest import isolated_env
 
 
 @pytest.fixture
@@ -109,8 +109,7 @@ def test_admin_verbs_need_the_admin_token(daemon):
 
 
 def cli(home, *args, check=True):
-    env = {**os.environ, "ARBITER_HOME": str(home)}
-    proc = subprocess.run([sys.executable, "-m", "arbiter", *args], env=env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run([sys.executable, "-m", "arbiter", *args], env=isolated_env(home), capture_output=True, text=True, timeout=30)
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
