@@ -40,7 +40,7 @@ class AdvisorError(Exception):
 
 
 class Candidate(msgspec.Struct, frozen=True):
-    """One entry shown to the model: its id, metadata and text."""
+    """One entry shown to the model: its id, metadata and text (already cut to size by the caller)."""
 
     id: int
     type: str
@@ -51,7 +51,6 @@ class Candidate(msgspec.Struct, frozen=True):
 
 # Prompt-size caps: the advisor runs on interactive paths (recall, remember),
 # so prompts stay small enough for a fast model to answer within seconds.
-_CANDIDATE_CHARS = 1200
 _CONTENT_CHARS = 4000
 _VOCABULARY_MAX = 200
 _TAGS_MAX = 4
@@ -394,7 +393,7 @@ def _format_candidates(candidates: list[Candidate]) -> str:
     for c in candidates:
         state = "superseded" if c.superseded else "current"
         meta = f"({c.type} · {c.date} · {state})"
-        lines.append(f"[id {c.id}] {meta}\n{_clip(c.text, _CANDIDATE_CHARS)}")
+        lines.append(f"[id {c.id}] {meta}\n{c.text.strip()}")
     return "\n\n".join(lines)
 
 

@@ -127,11 +127,11 @@ def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
     if p.auto_supersede:
         found = recall_mod.recall(ctx.conn, ctx.tenant_id, RecallParams(query=p.title, types=[p.type], limit=20))
         same = [h for h in found.hits if h.type == p.type][:AUTO_SUPERSEDE_CANDIDATES]
-        olds = [
-            Candidate(id=e.id, type=e.type, date=e.valid_from[:10], superseded=False, text=f"{e.title}\n{e.content}")
-            for e in entries.get_any(ctx.conn, ctx.tenant_id, [h.id for h in same])
-        ]
-        new = Candidate(id=0, type=p.type, date="new", superseded=False, text=f"{p.title}\n{p.content}")
+        olds = llm_layers.shown(ctx.conn, ctx.tenant_id, [h.id for h in same], llm_layers.FINE_EXCERPT)
+        new = Candidate(
+            id=0, type=p.type, date="new", superseded=False,
+            text=llm_layers.cut(f"{p.title}\n{p.content}", llm_layers.FINE_EXCERPT),
+        )
         try:
             flagged = advisor.contradictions(new, olds, deadline=deadline) if olds else []
         except AdvisorError as e:

@@ -35,21 +35,22 @@ def _model(choice: bool | str, default: str) -> str:
     return default if choice is True else choice
 
 
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` UTF-8 bytes on a character boundary (an ellipsis marks the cut)."""
     data = text.encode("utf-8")
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore") + "…"
 
 
-def _shown(conn: apsw.Connection, tenant_id: int, head: list[Candidate], excerpt: int):
-    """The advisor's view of candidates: `(type · date · superseded)` and a cut of title + content."""
+def shown(conn: apsw.Connection, tenant_id: int, ids: list[int], excerpt: int):
+    """The advisor's view of entries: `(type · date · superseded)` and title + content cut to `excerpt` bytes."""
     from arbiter.advisor import Candidate as Shown
 
     return [
         Shown(
             id=e.id, type=e.type, date=e.valid_from[:10], superseded=bool(e.superseded_by),
-            text=_cut(f"{e.title}\n{e.content}", excerpt),
+            text=cut(f"{e.title}\n{e.content}", excerpt),
         )
-        for e in entries.get_any(conn, tenant_id, [c.id for c in head])
+        for e in entries.get_any(conn, tenant_id, ids)
     ]
 
 
@@ -100,7 +101,7 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
             continue
         try:
             order = advisor.rerank(
-                p.query, _shown(conn, tenant_id, candidates[:head], excerpt),
+                p.query, shown(conn, tenant_id, [c.id for c in candidates[:head]], excerpt),
                 model=_model(choice, default), deadline=deadline,
             )
         except AdvisorError as e:

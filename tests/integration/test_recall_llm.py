@@ -138,3 +138,13 @@ def test_auto_supersede_failure_still_writes_and_retires_nothing(llm, fake_messa
     new = llm.remember(type="user", title="Editor theme", content="light theme now", auto_supersede=True)
     assert new.note == "auto_supersede failed (server error (500))"
     assert {e.id for e in llm.list()} == {old, new.id}
+
+
+def test_the_fine_pass_sees_1500_bytes_of_each_candidate(llm, fake_messages):
+    long_text = "deploy canary " + "x" * 1300 + " MARKER " + "y" * 2000
+    ids = [llm.remember(type="learning", title="Long deploy note", content=long_text).id, *_deploy_notes(llm, 2)]
+    fake_messages.set_script(lambda body: json.dumps({"ids": ids}))
+    llm.recall("deploy canary", rerank_fine=True)
+    prompt = fake_messages.requests[0]["messages"][0]["content"]
+    assert "MARKER" in prompt  # past the advisor's old 1200-character clip
+    assert "y" * 300 not in prompt  # cut at 1500 bytes of title + content
