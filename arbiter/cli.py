@@ -17,7 +17,7 @@ import msgspec
 
 from arbiter import __version__, paths
 from arbiter.errors import ArbiterError
-from arbiter.model import RECALL_STAGES
+from arbiter.model import ENTRY_TYPES, RECALL_STAGES, RELATION_TYPES
 
 EXAMPLES = """
 \b
@@ -29,8 +29,8 @@ Examples:
   arbiter get 1 --as-of 2026-11-20T10:00:00Z
 """
 
-_TYPES = click.Choice(["user", "feedback", "project", "reference", "learning", "context"])
-_RELATIONS = click.Choice(["relates_to", "refines", "contradicts", "supersedes", "supports"])
+_TYPES = click.Choice(ENTRY_TYPES)
+_RELATIONS = click.Choice(RELATION_TYPES)
 
 
 class Settings:

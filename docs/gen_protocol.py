@@ -10,7 +10,6 @@ file is written by hand.
 from __future__ import annotations
 
 import sys
-import typing
 from pathlib import Path
 
 import msgspec
@@ -62,12 +61,6 @@ def _struct_table(cls) -> list[str]:
     for f in info.fields:
         rows.append(f"| `{f.name}` | {_type_name(f.type)} | {_default(f)} |")
     return rows + [""]
-
-
-def _result_type(verb) -> str:
-    hints = typing.get_type_hints(verb.run)
-    ret = hints.get("return")
-    return ret.__name__ if ret else "see client"
 
 
 def render() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import apsw
 
+from arbiter.errors import NotFound
 from arbiter.model import Density, Graph
 from arbiter.store import entries, relations
 
@@ -21,7 +22,6 @@ def expand(
     """
     depth, limit = min(depth, MAX_DEPTH), min(limit, MAX_NODES)
     first = entries.get(conn, tenant_id, start, as_of=as_of)
-    cond, binds = entries.visible(as_of)
     seen: dict[int, int] = {start: 0}
     nodes = {start: first}
     edges: dict[int, object] = {}
@@ -35,13 +35,11 @@ def expand(
                     if len(seen) >= limit:
                         truncated = True
                         continue
-                    row = conn.execute(
-                        f"SELECT {entries.ENTRY_COLUMNS} FROM entries e WHERE e.id = ? AND {cond}", (other, *binds)
-                    ).fetchone()
-                    if row is None:
+                    try:
+                        nodes[other] = entries.get(conn, tenant_id, other, as_of=as_of)
+                    except NotFound:  # not visible at that time
                         continue
                     seen[other] = hop
-                    nodes[other] = entries.entry_from_row(row)
                     next_frontier.append(other)
                 edges[rel.id] = rel
         frontier = next_frontier

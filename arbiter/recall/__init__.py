@@ -182,7 +182,7 @@ def _settled(local: int, need: int, tuning: Tuning) -> bool:
     if local < need:
         return False
     k = tuning.rrf_k
-    return tuning.conversation_weight / (k + need) > tuning.tenant_weight / (k + 1)
+    return score.rrf(need, tuning.conversation_weight, k=k) > score.rrf(1, tuning.tenant_weight, k=k)
 
 
 def select_terms(
@@ -285,7 +285,7 @@ def fuse(passes: list[tuple[str, float, list[Candidate]]], *, k: int = score.RRF
                 f = fused[c.id] = c
                 f.score = 0.0
             f.parts[f"{name}_rank"] = float(rank)
-            f.score += weight / (k + rank)
+            f.score += score.rrf(rank, weight, k=k)
     out = sorted(fused.values(), key=lambda c: (-c.score, c.id))
     for c in out:
         c.parts["rrf"] = c.score

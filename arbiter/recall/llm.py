@@ -15,7 +15,7 @@ import apsw
 import msgspec
 
 from arbiter.model import RecallParams, RecallResult
-from arbiter.recall import Candidate, Ranking, fuse, render, search
+from arbiter.recall import Candidate, Ranking, fuse, recall, render, search
 from arbiter.recall.hits import browse
 from arbiter.store import entries
 
@@ -68,12 +68,12 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
     from arbiter.advisor import AdvisorError
 
     deadline = time.monotonic() + p.deadline_ms / 1000
+    if advisor is None:
+        return msgspec.structs.replace(recall(conn, tenant_id, p), note=NO_KEY)
     depth = max(p.limit, RERANK_DEPTH)
     ranking = search(conn, tenant_id, p, depth=depth)
     if ranking is None:
         return browse(conn, tenant_id, p)
-    if advisor is None:
-        return msgspec.structs.replace(render(conn, tenant_id, ranking, p), note=NO_KEY)
     notes: list[str] = []
     searched: list[str] = []
     candidates = ranking.candidates

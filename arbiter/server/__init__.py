@@ -16,7 +16,6 @@ import fcntl
 import os
 import re
 import signal
-import socket
 import sys
 import threading
 import traceback
@@ -40,7 +39,7 @@ from arbiter.errors import (
 )
 from arbiter.model import Request
 from arbiter.recall.maintain import compact
-from arbiter.store import connect, open_database, schema_version, tenants
+from arbiter.store import connect, open_database, tenants
 from arbiter.verbs import VERBS, Context, Verb
 
 MAX_FRAME = 4 * 1024 * 1024
@@ -206,7 +205,6 @@ class Daemon:
                 self._writer_pool, lambda: open_database(self.db_path, synchronous=self.synchronous)
             )
             await loop.run_in_executor(self._writer_pool, self._first_run, self._writer)
-            self._schema = schema_version(self._writer)
             old_umask = os.umask(0o177)  # the socket is born 0600: no window where others can connect
             try:
                 server = await asyncio.start_unix_server(self._handle, path=str(self.socket_path), limit=_CHUNK)
@@ -422,19 +420,6 @@ class Daemon:
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)
         return result
-
-
-def probe(socket_path: Path, timeout: float = 0.5) -> bool:
-    """True if something answers on the socket."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect(str(socket_path))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def run(**kwargs) -> None:

@@ -20,9 +20,8 @@ def hash_token(token: str) -> bytes:
 
 def create_tenant(conn: apsw.Connection, name: str, *, now: int) -> tuple[int, str]:
     """Create a tenant; returns (id, token). The token is never stored in clear."""
-    if conn.execute("SELECT 1 FROM tenants WHERE name = ?", (name,)).fetchone():
-        existing = conn.execute("SELECT id FROM tenants WHERE name = ?", (name,)).fetchone()[0]
-        raise Conflict(f"tenant {name!r} already exists", path="name", existing_id=existing)
+    if existing := conn.execute("SELECT id FROM tenants WHERE name = ?", (name,)).fetchone():
+        raise Conflict(f"tenant {name!r} already exists", path="name", existing_id=existing[0])
     token = "arb_" + secrets.token_urlsafe(32)
     conn.execute(
         "INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, ?)", (name, hash_token(token), now)
