@@ -131,6 +131,7 @@ class BenchDaemon:
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
+                self.log.close()
                 raise SystemExit(f"daemon exited: {(home / 'bench-daemon.log').read_text()[-2000:]}")
             try:
                 with Client(paths.socket_path(home), None, timeout=1) as c:
@@ -138,6 +139,7 @@ class BenchDaemon:
                 break
             except Unavailable:
                 if time.monotonic() > deadline:
+                    self.stop()  # never leave a half-started daemon behind
                     raise SystemExit("daemon did not answer ping within 30 s") from None
                 time.sleep(0.02)
 
@@ -188,13 +190,14 @@ def run(args) -> Result:
     own_home = args.home is None
     home = Path(tempfile.mkdtemp(prefix="arb-load-")) if own_home else Path(args.home)
     home.mkdir(parents=True, exist_ok=True)
-    daemon = BenchDaemon(home, args.synchronous)
-    pid = daemon.proc.pid
-    res.idle_rss_mb = vm_kb(pid, "VmRSS") / 1024
     held = 0
     ids: list[int] = []
     queries_from: list[list[str]] = []  # words of some stored entries, for queries that should hit
+    daemon = None
     try:
+        daemon = BenchDaemon(home, args.synchronous)
+        pid = daemon.proc.pid
+        res.idle_rss_mb = vm_kb(pid, "VmRSS") / 1024
         with daemon.client() as c:
             c.ping()
             # remember: single calls
@@ -273,7 +276,7 @@ def run(args) -> Result:
         res.text_bytes = held
         res.db_to_text_ratio = res.db_bytes / held if held else 0.0
     finally:
-        if daemon.proc.poll() is None:
+        if daemon is not None and daemon.proc.poll() is None:
             daemon.stop()
         if own_home and not args.keep:
             shutil.rmtree(home, ignore_errors=True)
