@@ -72,7 +72,7 @@ class Conflict(ArbiterError):
 
 
 class Unauthorized(ArbiterError):
-    """The tenant token is missing or matches no tenant."""
+    """The token is missing, matches no tenant, or is not the admin token an admin verb needs."""
 
     code = -32003
     name = "unauthorized"

@@ -235,7 +235,7 @@ def build_server(call: Calls, instructions: str) -> MCPServer:
         e = call("remember", type=type, title=title, content=content, tags=tags, supersedes_ids=supersedes_ids,
                  source=source)
         retired = f"; retired {', '.join(f'#{i}' for i in supersedes_ids)}" if supersedes_ids else ""
-        note = f"\nnote: {e.note}" if getattr(e, "note", None) else ""
+        note = f"\nnote: {e.note}" if e.note else ""
         return f"Remembered {_line(e)}{retired}{note}"
 
     @tool("reply")
@@ -291,7 +291,7 @@ def build_server(call: Calls, instructions: str) -> MCPServer:
         as_of: AsOf = None,
     ) -> str:
         """Search memory by words. Call it BEFORE writing anything that may already be stored,
-        and whenever the answer may be in memory. Returns ids and excerpts; read one in full with `get`."""
+        and whenever the answer may be in memory. Returns ids, with excerpts for the top three; read one in full with `get`."""
         res = call("recall", query, types=types or None, tag=tag, limit=limit, as_of=as_of)
         lines = [f"{len(res.hits)} hits for {query!r}:"]
         for h in res.hits:
