@@ -9,14 +9,10 @@ token. The socket daemon, the tests and anything else call verbs through
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
-import apsw
 import msgspec
 
 from arbiter import __version__, graph, recall as recall_mod
-from arbiter._time import parse_time
 from arbiter.model import (
     ConversationCreateParams,
     ConversationList,
@@ -44,6 +40,7 @@ from arbiter.model import (
     UpdateParams,
 )
 from arbiter.recall import llm as llm_layers
+from arbiter.verb import Context, Verb, _as_of, advisor_for
 from arbiter.store import entries, relations, schema_version, tenants
 from arbiter import briefing as briefing_mod
 from arbiter.graph import clusters, projection, tags as tag_graph, threads
@@ -59,39 +56,6 @@ from arbiter.model import (
     TopicClusterResult,
     TopicClusters,
 )
-
-
-@dataclass
-class Context:
-    """What a verb runs with: a connection (inside a transaction), the caller's tenant, the instant."""
-
-    conn: apsw.Connection
-    tenant_id: int
-    tenant_name: str
-    now: int
-    services: dict[str, Any] = field(default_factory=dict)
-    #: What optional layers want to tell the caller (a failed LLM call, tags added).
-    notes: list[str] = field(default_factory=list)
-    #: Writes a read verb asks for (caches): the daemon runs each on the writer
-    #: connection, in one transaction, after the read and before answering.
-    after: list[Callable[[apsw.Connection], None]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Verb:
-    params: type[msgspec.Struct]
-    run: Callable[[Context, Any], msgspec.Struct]
-    writes: bool = False
-    admin: bool = False
-    public: bool = False  # needs no token (health checks)
-    #: Slow read-only work (LLM calls) done on a reader before a write verb
-    #: runs, so the writer is never held while waiting on the network.
-    prepare: Callable[[Context, Any], Any] | None = None
-    needs_prepare: Callable[[Any], bool] = lambda params: True
-
-
-def _as_of(value) -> int | None:
-    return None if value is None else parse_time(value, path="as_of")
 
 
 def remember(ctx: Context, p: RememberParams):
@@ -268,11 +232,6 @@ VERBS: dict[str, Verb] = {
 
 
 # ---- threads, graph projection, topic clusters, briefing ---------------------
-
-def advisor_for(ctx: Context):
-    """The daemon's advisor (`services["advisor"]`, set when it has an LLM key), else None."""
-    return ctx.services.get("advisor")
-
 
 def _save_names(ctx: Context, fresh: list) -> None:
     if fresh:

@@ -1,0 +1,14 @@
+"""The `arbiter` command line: the daemon and a client for every verb.
+
+Config is read here and only here (flags, then ARBITER_* env vars). Errors
+become one line on stderr and exit 1; usage errors exit 2; ARBITER_DEBUG=1
+keeps tracebacks.
+
+Each module registers its commands on the root group in `_common`; a new
+feature adds a module and one import line below.
+"""
+
+from arbiter.cli._common import main
+from arbiter.cli import daemon, entries, graph  # noqa: F401  (they register their commands)
+
+__all__ = ["main"]

@@ -1,0 +1,152 @@
+"""What every `arbiter` command shares: the root group, settings, output and error handling.
+
+Config is read here and only here (flags, then ARBITER_* env vars). Errors
+become one line on stderr and exit 1; usage errors exit 2; ARBITER_DEBUG=1
+keeps tracebacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import click
+import msgspec
+
+from arbiter import __version__, paths
+from arbiter.errors import ArbiterError
+from arbiter.model import ENTRY_TYPES, RELATION_TYPES
+
+EXAMPLES = """
+\b
+Examples:
+  arbiter serve &
+  arbiter remember --type project --title "Ship v1" --content "Target: Friday" --tag release
+  arbiter recall "when do we ship"
+  arbiter link 2 supersedes 1
+  arbiter get 1 --as-of 2026-11-20T10:00:00Z
+"""
+
+_TYPES = click.Choice(ENTRY_TYPES)
+_RELATIONS = click.Choice(RELATION_TYPES)
+
+
+class Settings:
+    """Where the CLI finds the daemon and its token."""
+
+    def __init__(self, home: Path, socket: Path | None, tenant: str):
+        self.home = home
+        self.socket = socket or paths.socket_path(home)
+        self.tenant = tenant
+
+    def client(self, *, admin: bool = False):
+        from arbiter.client import Client
+
+        if admin:
+            token = paths.read_secret(paths.admin_token_path(self.home), "the admin")
+        else:
+            token = paths.read_secret(paths.token_path(self.home, self.tenant), f"tenant {self.tenant!r}")
+        return Client(self.socket, token)
+
+
+def _emit(obj, as_json: bool, human) -> None:
+    """Print `obj` as JSON (structs and lists of them) or through `human`."""
+    if as_json:
+        click.echo(msgspec.json.encode(obj).decode())
+    else:
+        human(obj)
+
+
+def _date(text: str | None) -> str:
+    return (text or "")[:10]
+
+
+def entry_line(e) -> str:
+    """`#42  [project]  Title  (2026-11-20 · superseded)`."""
+    marks = [_date(e.valid_from)]
+    if getattr(e, "superseded", None) or getattr(e, "superseded_by", None):
+        marks.append("superseded")
+    elif e.valid_to:
+        marks.append("retired")
+    line = f"#{e.id}  [{e.type}]  {e.title}  ({' · '.join(marks)})"
+    if getattr(e, "scope", None) == "conversation":
+        line += "  [conversation]"
+    return line
+
+
+def _show_entry(e) -> None:
+    click.echo(entry_line(e))
+    if e.tags:
+        click.echo("tags: " + ", ".join(e.tags))
+    extras = [
+        f"{k}: {v}"
+        for k, v in (
+            ("source", e.source),
+            ("conversation", e.conversation_id),
+            ("parent", e.parent_id),
+            ("valid_to", e.valid_to),
+            ("superseded by", ", ".join(map(str, e.superseded_by)) or None),
+        )
+        if v
+    ]
+    for x in extras:
+        click.echo(x)
+    click.echo()
+    click.echo(e.content)
+
+
+def _show_list(items) -> None:
+    for e in items:
+        click.echo(entry_line(e))
+    if not items:
+        click.echo("(nothing)", err=True)
+
+
+def json_option(f):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
+
+
+def handle_errors(f):
+    """Turn ArbiterError into one stderr line and exit 1 (tracebacks with ARBITER_DEBUG=1)."""
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except ArbiterError as e:
+            if os.environ.get("ARBITER_DEBUG"):
+                raise
+            where = f" (at {e.path})" if e.path and e.path not in e.message else ""
+            click.echo(f"arbiter: error: {e.message}{where}", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+def command(group, name=None, **kw):
+    """A client command: JSON flag, error handling and the Settings object."""
+
+    def deco(f):
+        return group.command(name, **kw)(json_option(click.pass_obj(handle_errors(f))))
+
+    return deco
+
+
+@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="arbiter")
+@click.option("--home", type=click.Path(path_type=Path), envvar="ARBITER_HOME",
+              help="Data folder (env ARBITER_HOME; default ~/.local/share/arbiter).")
+@click.option("--socket", type=click.Path(path_type=Path), envvar="ARBITER_SOCKET",
+              help="Daemon socket (env ARBITER_SOCKET; default HOME/arbiter.sock).")
+@click.option("--tenant", default=paths.DEFAULT_TENANT, envvar="ARBITER_TENANT", show_default=True,
+              help="Tenant whose token to use (env ARBITER_TENANT).")
+@click.pass_context
+def main(ctx, home, socket, tenant):
+    """Arbiter: a local memory daemon for AI agents.
+
+    Start the daemon with `arbiter serve`; every other command talks to it.
+    """
+    ctx.obj = Settings(home or paths.default_home(), socket, tenant)
+

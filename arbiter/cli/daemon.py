@@ -1,0 +1,85 @@
+"""`arbiter serve` and `arbiter mcp`: the processes, not the client commands."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from arbiter import paths
+from arbiter.cli._common import (
+    Settings, handle_errors, main,
+)
+
+
+@main.command()
+@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--socket", type=click.Path(path_type=Path), help="Socket path (overrides the global option).")
+@click.option("--db", type=click.Path(path_type=Path), envvar="ARBITER_DB",
+              help="Database file (env ARBITER_DB; default HOME/arbiter.db).")
+@click.option("--synchronous", type=click.Choice(["FULL", "NORMAL"]), default="FULL", show_default=True,
+              envvar="ARBITER_SYNCHRONOUS",
+              help="FULL: acknowledged writes survive power loss. NORMAL: faster commits; the last "
+                   "transactions before an OS crash or power cut may roll back (never corrupt).")
+@click.option("--max-frame", type=click.IntRange(1024), default=4 * 1024 * 1024, show_default=True,
+              help="Largest request line in bytes.")
+@click.option("--fast-model", default="claude-haiku-4-5", show_default=True, envvar="ARBITER_FAST_MODEL",
+              help="LLM for expand, rerank, auto-tag and topic names (needs ANTHROPIC_API_KEY).")
+@click.option("--strong-model", default="claude-sonnet-4-6", show_default=True, envvar="ARBITER_STRONG_MODEL",
+              help="LLM for rerank_fine and auto-supersede.")
+@click.pass_obj
+@handle_errors
+def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_model, strong_model):
+    """Run the daemon in the foreground until SIGTERM or Ctrl-C.
+
+    A first start creates the database, a `default` tenant (token in
+    HOME/tenants/default.token) and an admin token (HOME/admin.token).
+
+    \b
+    Example:
+      arbiter --home /tmp/mem serve
+    """
+    from arbiter import server
+
+    home = home or settings.home
+    socket = socket or (settings.socket if settings.socket != paths.socket_path(settings.home) else None)
+    services = {}
+    if key := os.environ.get("ANTHROPIC_API_KEY"):
+        from arbiter.advisor import Advisor  # cheap: the anthropic SDK itself loads on first use
+
+        services["advisor"] = Advisor(
+            api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL"), fast_model=fast_model,
+            strong_model=strong_model,
+        )
+    server.run(
+        home=home,
+        db_path=db or paths.db_path(home),
+        socket_path=socket or paths.socket_path(home),
+        synchronous=synchronous,
+        max_frame=max_frame,
+        services=services,
+    )
+
+
+
+@main.command()
+@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--tenant", help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
+@click.pass_obj
+@handle_errors
+def mcp(settings: Settings, home, tenant):
+    """Serve MCP on stdin/stdout for an agent (Claude Desktop, Claude Code, any MCP client).
+
+    Starts the daemon (detached) if none answers on the socket, then hands
+    the client this tenant's briefing as its instructions.
+
+    \b
+    Example MCP client config:
+      {"mcpServers": {"arbiter": {"command": "arbiter", "args": ["mcp"]}}}
+    """
+    from arbiter import mcp_server  # the SDK loads only on this path
+
+    home = home or settings.home
+    socket = settings.socket if settings.socket != paths.socket_path(settings.home) else paths.socket_path(home)
+    mcp_server.run(home=home, socket_path=socket, tenant=tenant or settings.tenant)

@@ -1,0 +1,305 @@
+"""Client commands for entries, relations, recall, conversations and tenants."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import msgspec
+
+from arbiter import paths
+from arbiter.cli._common import (
+    _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main,
+)
+from arbiter.model import RECALL_STAGES
+
+
+@command(main)
+@click.option("--type", "etype", type=_TYPES, required=True, help="What kind of entry this is.")
+@click.option("--title", required=True, help="One line, at most 200 bytes.")
+@click.option("--content", help="The body; `-` reads it from stdin. Required.")
+@click.option("--tag", "tags", multiple=True, help="Repeatable.")
+@click.option("--source", help="Where this came from (at most 200 bytes).")
+@click.option("--conversation", type=int, help="Pin to a conversation id.")
+@click.option("--parent", type=int, help="Reply to this entry (threads).")
+@click.option("--supersedes", type=int, multiple=True, help="Retire this entry in favour of the new one. Repeatable.")
+@click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now).")
+@click.option("--auto-tag", is_flag=True, help="LLM: add 2–4 tags, reusing the tenant's vocabulary.")
+@click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
+def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
+             auto_tag, auto_supersede):
+    """Write one entry.
+
+    \b
+    Example:
+      arbiter remember --type feedback --title "Prefers tabs" --content "Use tabs in Go files" --tag style
+      git log -1 | arbiter remember --type project --title "Last commit" --content -
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    if content is None:
+        raise click.UsageError("--content is required (use --content - to read it from stdin)")
+    with settings.client() as c:
+        e = c.remember(
+            type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
+            parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from,
+            auto_tag=auto_tag, auto_supersede=auto_supersede,
+        )
+    _emit(e, as_json, lambda e: click.echo(entry_line(e)))
+    if e.note and not as_json:
+        click.echo(f"note: {e.note}", err=True)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("--as-of", help="Read the entry as it stood then (RFC 3339 or epoch seconds).")
+def get(settings, as_json, entry_id, as_of):
+    """Show one entry (retired ones only with --as-of)."""
+    with settings.client() as c:
+        e = c.get(entry_id, as_of=as_of)
+    _emit(e, as_json, _show_entry)
+
+
+@command(main, "list")
+@click.option("--type", "types", type=_TYPES, multiple=True, help="Only these types. Repeatable.")
+@click.option("--tag", help="Only entries with this tag.")
+@click.option("--conversation", type=int, help="Only entries pinned to this conversation.")
+@click.option("--as-of", help="The set as it stood then.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+def list_(settings, as_json, types, tag, conversation, as_of, limit):
+    """Browse entries newest first; filters are hard filters.
+
+    \b
+    Example:
+      arbiter list --type project --tag release --limit 10
+    """
+    with settings.client() as c:
+        items = c.list(types=list(types), tag=tag, conversation_id=conversation, as_of=as_of, limit=limit)
+    _emit(items, as_json, _show_list)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("--type", "etype", type=_TYPES)
+@click.option("--title")
+@click.option("--content", help="`-` reads stdin.")
+@click.option("--tag", "tags", multiple=True, help="Replace the tags. Repeatable.")
+@click.option("--source")
+def update(settings, as_json, entry_id, etype, title, content, tags, source):
+    """Correct an active entry in place (typos, tags).
+
+    To record that something changed in the world, remember the new fact with
+    --supersedes instead: history keeps both.
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    with settings.client() as c:
+        e = c.update(entry_id, type=etype, title=title, content=content, tags=list(tags) or None, source=source)
+    _emit(e, as_json, lambda e: click.echo(entry_line(e)))
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def forget(settings, as_json, entry_id):
+    """Retire an entry (it stays readable with --as-of). Safe to repeat."""
+    with settings.client() as c:
+        done = c.forget(entry_id)
+    _emit(
+        {"id": entry_id, "forgotten": done}, as_json,
+        lambda _: click.echo(f"#{entry_id} forgotten" if done else f"#{entry_id} was already retired"),
+    )
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def purge(settings, as_json, entry_id):
+    """Delete an entry for good: its row, relations and index rows."""
+    with settings.client() as c:
+        c.purge(entry_id)
+    _emit({"id": entry_id, "purged": True}, as_json, lambda _: click.echo(f"#{entry_id} purged"))
+
+
+def _relation_line(r) -> str:
+    return f"{r.source_id} {r.relation} {r.target_id}  (relation {r.id})"
+
+
+@command(main)
+@click.argument("source", type=int)
+@click.argument("relation", type=_RELATIONS)
+@click.argument("target", type=int)
+def link(settings, as_json, source, relation, target):
+    """Relate two entries: SOURCE RELATION TARGET.
+
+    `supersedes` also retires TARGET.
+
+    \b
+    Example:
+      arbiter link 7 supersedes 3
+    """
+    with settings.client() as c:
+        r = c.link(source, relation, target)
+    _emit(r, as_json, lambda r: click.echo(_relation_line(r)))
+
+
+@command(main)
+@click.argument("source", type=int)
+@click.argument("relation", type=_RELATIONS)
+@click.argument("target", type=int)
+def unlink(settings, as_json, source, relation, target):
+    """Remove a relation (a retired target stays retired)."""
+    with settings.client() as c:
+        c.unlink(source, relation, target)
+    _emit({"removed": True}, as_json, lambda _: click.echo(f"unlinked {source} {relation} {target}"))
+
+
+def _show_hits(result) -> None:
+    if result.searched:
+        click.echo("also searched: " + "; ".join(result.searched))
+    for rank, h in enumerate(result.hits, 1):
+        click.echo(entry_line(h))
+        if rank <= 3 and h.excerpt:
+            click.echo("    " + h.excerpt.replace("\n", " "))
+        if h.parts:
+            click.echo("    " + "  ".join(f"{k}={v:.3g}" for k, v in h.parts.items()))
+    if not result.hits:
+        click.echo("(no matches)", err=True)
+    if result.note:
+        click.echo(f"note: {result.note}", err=True)
+
+
+@command(main)
+@click.argument("query")
+@click.option("--conversation", type=int, help="Search this conversation first, then the whole tenant.")
+@click.option("--type", "types", type=_TYPES, multiple=True, help="Prefer these types. Repeatable.")
+@click.option("--tag", help="Prefer entries with this tag.")
+@click.option("--as-of", help="Rank the set as it stood then.")
+@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
+@click.option("--explain", is_flag=True, help="Show each hit's score parts.")
+@click.option("--intent", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="Let question words (when, how to, prefer...) softly favour entry types.")
+@click.option("--decay/--no-decay", default=True, show_default=True, help="Favour recent entries.")
+@click.option("--half-life", "half_life_days", type=click.FloatRange(min=0, min_open=True, max=36500), default=90.0,
+              show_default=True, help="Age decay half-life in days.")
+@click.option("--floor", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="Age decay never goes below this factor.")
+@click.option("--disable", "disable", type=click.Choice(RECALL_STAGES), multiple=True,
+              help="Switch a pipeline stage off (to see what it does). Repeatable.")
+@click.option("--expand", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
+              help="LLM: also search two paraphrases of the query (default: the daemon's fast model).")
+@click.option("--rerank", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
+              help="LLM: reorder the top 25 (default: the daemon's fast model).")
+@click.option("--rerank-fine", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
+              help="LLM cascade: reorder the top 8 again with excerpts (default: the daemon's strong model).")
+def recall(settings, as_json, query, conversation, types, tag, as_of, limit, explain, intent, decay,
+           half_life_days, floor, disable, expand, rerank, rerank_fine):
+    """Search memory. The top three hits show the passage that matched.
+
+    \b
+    Example:
+      arbiter recall "deploy checklist" --conversation 4 --limit 5
+      arbiter recall "what did we decide about caching" --explain --disable voice
+    """
+    with settings.client() as c:
+        llm = {k: (v or True) for k, v in (("expand", expand), ("rerank", rerank), ("rerank_fine", rerank_fine))
+               if v is not None}
+        res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of,
+                       limit=limit, explain=explain, intent=intent, decay=decay, half_life_days=half_life_days,
+                       floor=floor, disable=list(disable), **llm)
+    if as_json:
+        click.echo(msgspec.json.encode(res.hits).decode())
+    else:
+        _show_hits(res)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def history(settings, as_json, entry_id):
+    """The supersession chain through an entry, oldest first."""
+    with settings.client() as c:
+        h = c.history(entry_id)
+    _emit(h.entries, as_json, _show_list)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("--depth", type=click.IntRange(1, 2), default=1, show_default=True)
+def expand(settings, as_json, entry_id, depth):
+    """The entries related to ENTRY_ID, up to two hops away."""
+    with settings.client() as c:
+        g = c.expand(entry_id, depth=depth)
+
+    def human(g):
+        for n in g.nodes:
+            click.echo(("  " * g.depth[n.id]) + entry_line(n))
+        for r in g.edges:
+            click.echo("edge: " + _relation_line(r))
+        if g.truncated:
+            click.echo("(truncated at the node limit)", err=True)
+
+    _emit(g, as_json, human)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def density(settings, as_json, entry_id):
+    """How connected an entry is: degrees, relation labels, 2-hop reach."""
+    with settings.client() as c:
+        d = c.density(entry_id)
+    _emit(d, as_json, lambda d: click.echo(
+        f"#{d.id}  in {d.in_degree}  out {d.out_degree}  reach(2) {d.reach_2hop}  relations: "
+        + (", ".join(d.relations) or "none")))
+
+
+@command(main)
+def status(settings, as_json):
+    """What the daemon holds for this tenant."""
+    with settings.client() as c:
+        s = c.status()
+    _emit(s, as_json, lambda s: [click.echo(f"{k}: {v}") for k, v in msgspec.structs.asdict(s).items()])
+
+
+@main.group()
+def conversation():
+    """Conversations scope recall: their entries are searched first."""
+
+
+@command(conversation, "add")
+@click.argument("title")
+def conversation_add(settings, as_json, title):
+    """Create a conversation and print its id."""
+    with settings.client() as c:
+        conv = c.conversation_create(title)
+    _emit(conv, as_json, lambda conv: click.echo(f"conversation {conv.id}  {conv.title}"))
+
+
+@command(conversation, "list")
+def conversation_list(settings, as_json):
+    """Conversations, newest first."""
+    with settings.client() as c:
+        convs = c.conversation_list()
+    _emit(convs, as_json, lambda cs: [click.echo(f"{x.id}  {x.title}  ({_date(x.created_at)})") for x in cs])
+
+
+@main.group()
+def tenant():
+    """Tenants: separate memories behind separate tokens (admin)."""
+
+
+@command(tenant, "add")
+@click.argument("name")
+def tenant_add(settings, as_json, name):
+    """Create a tenant; print its token once and save it under HOME/tenants/NAME.token."""
+    with settings.client(admin=True) as c:
+        created = c.tenant_create(name)
+    path = paths.token_path(settings.home, name)
+    paths.write_secret(path, created.token)
+    _emit(created, as_json, lambda t: click.echo(f"tenant {t.name}: token {t.token}\n(saved to {path})"))
+
+
+@command(tenant, "list")
+def tenant_list(settings, as_json):
+    """All tenants."""
+    with settings.client(admin=True) as c:
+        ts = c.tenant_list().tenants
+    _emit(ts, as_json, lambda ts: [click.echo(f"{t.name}  ({_date(t.created_at)})") for t in ts])
+

@@ -1,0 +1,207 @@
+"""Client commands for threads, the graph projection, tags, topic clusters and the briefing."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from arbiter.cli._common import (
+    _TYPES, _date, _emit, _show_list, command, entry_line, main,
+)
+
+
+@command(main)
+@click.argument("parent_id", type=int)
+@click.option("--content", help="The reply; `-` reads it from stdin. Required.")
+@click.option("--title", help="Default: 'Re: <parent title>'.")
+@click.option("--type", "etype", type=_TYPES, help="Default: the parent's type.")
+@click.option("--tag", "tags", multiple=True, help="Repeatable. Default: the parent's tags.")
+@click.option("--source", help="Where this came from.")
+def reply(settings, as_json, parent_id, content, title, etype, tags, source):
+    """Reply in a thread: a new entry under PARENT_ID.
+
+    \b
+    Example:
+      arbiter reply 12 --content "Fixed in 4.2; closing."
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    if content is None:
+        raise click.UsageError("--content is required (use --content - to read it from stdin)")
+    with settings.client() as c:
+        e = c.reply(parent_id, content, title=title, type=etype, tags=list(tags) or None, source=source)
+    _emit(e, as_json, lambda e: click.echo(entry_line(e)))
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("--as-of", help="The thread as it stood then.")
+def thread(settings, as_json, entry_id, as_of):
+    """The thread through ENTRY_ID: its root and replies, oldest first.
+
+    \b
+    Example:
+      arbiter thread 12
+    """
+    with settings.client() as c:
+        t = c.thread(entry_id, as_of=as_of)
+
+    def human(t):
+        click.echo(entry_line(t.root))
+        for r in t.replies:
+            click.echo("  " * t.depth[r.id] + entry_line(r))
+
+    _emit(t, as_json, human)
+
+
+@command(main)
+@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True)
+def threads(settings, as_json, limit):
+    """Open threads (active roots with active replies), newest activity first.
+
+    \b
+    Example:
+      arbiter threads --limit 5
+    """
+    with settings.client() as c:
+        ts = c.open_threads(limit).threads
+
+    def human(ts):
+        for t in ts:
+            click.echo(f"{entry_line(t.root)}  {t.replies} replies, last {_date(t.last_activity)} (#{t.last_reply.id})")
+        if not ts:
+            click.echo("(no open threads)", err=True)
+
+    _emit(ts, as_json, human)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def backlinks(settings, as_json, entry_id):
+    """What points at ENTRY_ID: replies, `#ID` mentions, incoming relations.
+
+    \b
+    Example:
+      arbiter backlinks 12
+    """
+    with settings.client() as c:
+        b = c.backlinks(entry_id)
+
+    def human(b):
+        for link in b.links:
+            kind = f"{link.relation}" if link.kind == "relation" else link.kind
+            click.echo(f"{kind:<12} {entry_line(link.entry)}")
+        if not b.links:
+            click.echo("(no backlinks)", err=True)
+
+    _emit(b, as_json, human)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+@click.option("-k", "k", type=click.IntRange(1, 50), default=5, show_default=True, help="Entries per list.")
+def around(settings, as_json, entry_id, k):
+    """ENTRY_ID's neighbourhood: thread, shared tags, `#ID` references, relations.
+
+    \b
+    Example:
+      arbiter around 12 -k 3
+    """
+    with settings.client() as c:
+        a = c.around(entry_id, k=k)
+
+    def human(a):
+        click.echo(entry_line(a.entry))
+        groups = [
+            ("parent", [a.parent] if a.parent else []),
+            ("child", a.children),
+            ("sibling", a.siblings),
+            ("mentions", a.references),
+            ("mentioned by", a.mentioned_by),
+        ]
+        for label, items in groups:
+            for e in items:
+                click.echo(f"  {label:<13} {entry_line(e)}")
+        for n in a.shared_tags:
+            click.echo(f"  {'shares tags':<13} {entry_line(n.entry)}  [{', '.join(n.shared_tags)}]")
+        for r in a.relations:
+            arrow = f"{r.relation} ->" if r.direction == "out" else f"<- {r.relation}"
+            click.echo(f"  {arrow:<13} {entry_line(r.entry)}")
+
+    _emit(a, as_json, human)
+
+
+@command(main)
+@click.argument("tag", required=False)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+def tags(settings, as_json, tag, limit):
+    """Tag use and co-occurrence over active entries (or TAG's partners).
+
+    \b
+    Example:
+      arbiter tags area:api
+    """
+    with settings.client() as c:
+        co = c.tag_cooccurrence(tag, limit)
+
+    def human(co):
+        for t in co.tags:
+            click.echo(f"{t.count:>6}  {t.tag}")
+        for p in co.pairs:
+            click.echo(f"{p.count:>6}  {p.a} + {p.b}")
+
+    _emit(co, as_json, human)
+
+
+def _show_cluster(cl) -> None:
+    click.echo(f"{cl.name}  ({cl.entries} entries, {cl.named_by})  {cl.description}")
+    click.echo("  tags: " + ", ".join(cl.tags))
+
+
+@command(main)
+def clusters(settings, as_json):
+    """Topic clusters: Louvain communities of co-occurring tags, named.
+
+    \b
+    Example:
+      arbiter clusters
+    """
+    with settings.client() as c:
+        cs = c.topic_clusters().clusters
+    _emit(cs, as_json, lambda cs: [_show_cluster(cl) for cl in cs] or click.echo("(no clusters)", err=True))
+
+
+@command(main)
+@click.argument("tag")
+@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
+def cluster(settings, as_json, tag, limit):
+    """The topic cluster TAG belongs to, with its most recent entries.
+
+    \b
+    Example:
+      arbiter cluster runbook --limit 5
+    """
+    with settings.client() as c:
+        r = c.topic_cluster(tag, limit)
+
+    def human(r):
+        _show_cluster(r.cluster)
+        _show_list(r.entries)
+
+    _emit(r, as_json, human)
+
+
+@command(main)
+@click.option("--max-bytes", type=click.IntRange(2048, 65536), default=8192, show_default=True)
+def briefing(settings, as_json, max_bytes):
+    """The session briefing: the markdown map an MCP client gets on connect.
+
+    \b
+    Example:
+      arbiter briefing > briefing.md
+    """
+    with settings.client() as c:
+        b = c.briefing(max_bytes)
+    _emit(b, as_json, lambda b: click.echo(b.text, nl=False))
+

@@ -1,0 +1,53 @@
+"""What a verb is and what it runs with: shared by the core verbs (`arbiter.verbs`) and each feature's own verb module.
+
+A feature declares its verbs in its own `VERBS` dict of `Verb`s; `arbiter.verbs`
+merges them into the one table the daemon serves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import apsw
+import msgspec
+
+from arbiter._time import parse_time
+
+
+@dataclass
+class Context:
+    """What a verb runs with: a connection (inside a transaction), the caller's tenant, the instant."""
+
+    conn: apsw.Connection
+    tenant_id: int
+    tenant_name: str
+    now: int
+    services: dict[str, Any] = field(default_factory=dict)
+    #: What optional layers want to tell the caller (a failed LLM call, tags added).
+    notes: list[str] = field(default_factory=list)
+    #: Writes a read verb asks for (caches): the daemon runs each on the writer
+    #: connection, in one transaction, after the read and before answering.
+    after: list[Callable[[apsw.Connection], None]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Verb:
+    params: type[msgspec.Struct]
+    run: Callable[[Context, Any], msgspec.Struct]
+    writes: bool = False
+    admin: bool = False
+    public: bool = False  # needs no token (health checks)
+    #: Slow read-only work (LLM calls) done on a reader before a write verb
+    #: runs, so the writer is never held while waiting on the network.
+    prepare: Callable[[Context, Any], Any] | None = None
+    needs_prepare: Callable[[Any], bool] = lambda params: True
+
+
+def _as_of(value) -> int | None:
+    return None if value is None else parse_time(value, path="as_of")
+
+
+def advisor_for(ctx: Context):
+    """The daemon's advisor (`services["advisor"]`, set when it has an LLM key), else None."""
+    return ctx.services.get("advisor")
