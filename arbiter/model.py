@@ -18,7 +18,8 @@ RELATION_TYPES: tuple[str, ...] = RelationType.__args__
 
 #: RFC 3339 text or epoch seconds.
 Time = int | float | str
-Id = Annotated[int, Meta(ge=1)]
+#: A row id: SQLite's INTEGER is 64-bit signed, so a larger number names nothing.
+Id = Annotated[int, Meta(ge=1, le=2**63 - 1)]
 Tag = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[^\s\x00-\x1f]+$")]
 Tags = Annotated[list[Tag], Meta(max_length=32)]
 Limit = Annotated[int, Meta(ge=1, le=1000)]
@@ -319,6 +320,8 @@ class Tenant(Struct, kw_only=True):
 
 class TenantList(Struct, kw_only=True):
     tenants: list[Tenant]
+    #: Size of the whole database file: admin-only, since it moves with every tenant's writes.
+    db_bytes: int = 0
 
 
 class Pong(Struct, kw_only=True):
@@ -334,7 +337,6 @@ class Status(Struct, kw_only=True):
     relations: int
     conversations: int
     last_write: str | None
-    db_bytes: int
 
 
 # ---- framing -----------------------------------------------------------------

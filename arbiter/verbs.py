@@ -183,7 +183,7 @@ def conversation_list(ctx: Context, p: ConversationListParams):
 
 
 def status(ctx: Context, p: Empty):
-    """Counts and sizes for the caller's tenant."""
+    """Counts for the caller's tenant (the database size is the admin's: `tenant_list`)."""
     return tenants.status(
         ctx.conn, ctx.tenant_id, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
     )
@@ -202,7 +202,7 @@ def tenant_create(ctx: Context, p: TenantCreateParams):
 
 def tenant_list(ctx: Context, p: Empty):
     """Admin: all tenants."""
-    return TenantList(tenants=tenants.list_tenants(ctx.conn))
+    return TenantList(tenants=tenants.list_tenants(ctx.conn), db_bytes=tenants.db_bytes(ctx.conn))
 
 
 VERBS: dict[str, Verb] = {

@@ -53,7 +53,12 @@ IDLE_S = 0.25
 # readers' working set (entry rows, FTS doclists) is small and the OS caches the file.
 _READER_CACHE_KIB = 1024
 
+# A batch is answered request by request: this bounds the answer a frame can
+# ask for (a 4 MiB frame of `{}` would otherwise be a 100 MB reply).
+MAX_BATCH = 1000
+
 _request_decoder = msgspec.json.Decoder(Request)
+_batch_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 _param_decoders = {name: msgspec.json.Decoder(verb.params) for name, verb in VERBS.items()}
 _encode = msgspec.json.Encoder().encode
 
@@ -305,7 +310,7 @@ class Daemon:
                     if len(frame) > self.max_frame:  # it arrived whole, within one read
                         reply = _error_frame(None, self._too_large())
                     elif frame.strip():
-                        reply = await self._dispatch(frame)
+                        reply = await self._dispatch_frame(frame)
                     else:
                         continue
                     writer.write(reply)
@@ -326,6 +331,27 @@ class Daemon:
     def _too_large(self) -> InvalidRequest:
         return InvalidRequest(f"frame larger than the limit of {self.max_frame} bytes", path="frame")
 
+    async def _dispatch_frame(self, frame: bytes) -> bytes:
+        """Answer one line: a request, or a JSON-RPC 2.0 batch (an array of them) answered by an array."""
+        if not frame.lstrip().startswith(b"["):
+            return await self._dispatch(frame)
+        try:
+            _check_utf8(frame)
+            try:
+                items = _batch_decoder.decode(frame)
+            except msgspec.DecodeError as e:
+                raise ParseError(f"malformed JSON: {e}") from None
+            except RecursionError:
+                raise InvalidRequest("JSON nested too deeply") from None
+            if not items:
+                raise InvalidRequest("an empty batch", path="batch")
+            if len(items) > MAX_BATCH:
+                raise InvalidRequest(f"a batch of {len(items)} requests; the limit is {MAX_BATCH}", path="batch")
+        except ArbiterError as err:
+            return _error_frame(None, err)
+        replies = [await self._dispatch(bytes(item)) for item in items]
+        return b"[" + b",".join(r.rstrip(b"\n") for r in replies) + b"]\n"
+
     async def _dispatch(self, frame: bytes) -> bytes:
         self._busy += 1
         self._requests += 1
@@ -340,6 +366,8 @@ class Daemon:
                 raise InvalidRequest(f"not a JSON-RPC 2.0 request: {message}", path=path) from None
             except msgspec.DecodeError as e:
                 raise ParseError(f"malformed JSON: {e}") from None
+            except RecursionError:
+                raise InvalidRequest("JSON nested too deeply") from None
             req_id = req.id
             verb = VERBS.get(req.method)
             if verb is None:
@@ -353,6 +381,7 @@ class Daemon:
                 raise InvalidParams(f"{path}: {message}", path=path) from None
             except msgspec.DecodeError as e:
                 raise InvalidParams(f"params: {e}", path="params") from None
+
             result = await self._run(verb, params, tenant)
             return _result_frame(req_id, result)
         except ArbiterError as err:

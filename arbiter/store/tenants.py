@@ -35,6 +35,12 @@ def tenant_by_token(conn: apsw.Connection, token: str) -> tuple[int, str] | None
     return (row[0], row[1]) if row else None
 
 
+def db_bytes(conn: apsw.Connection) -> int:
+    """The database file's size (pages in use): the admin's figure, never a tenant's."""
+    pages, size = conn.execute("SELECT * FROM pragma_page_count, pragma_page_size").fetchone()
+    return pages * size
+
+
 def list_tenants(conn: apsw.Connection) -> list[Tenant]:
     return [
         Tenant(name=name, created_at=format_time(created))
@@ -58,7 +64,7 @@ def list_conversations(conn: apsw.Connection, tenant_id: int, limit: int) -> lis
 
 
 def status(conn: apsw.Connection, tenant_id: int, tenant_name: str, *, version: str, schema: int) -> Status:
-    """Counts for one tenant plus the size of the database file."""
+    """Counts for one tenant: its own, never a figure that moves with other tenants' writes."""
     active, retired, last = conn.execute(
         "SELECT count(*) FILTER (WHERE valid_to IS NULL), count(*) FILTER (WHERE valid_to IS NOT NULL), "
         "max(recorded_at) FROM entries WHERE tenant_id = ?",
@@ -66,7 +72,6 @@ def status(conn: apsw.Connection, tenant_id: int, tenant_name: str, *, version: 
     ).fetchone()
     rels = conn.execute("SELECT count(*) FROM relations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
     convs = conn.execute("SELECT count(*) FROM conversations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
-    pages, size = conn.execute("SELECT * FROM pragma_page_count, pragma_page_size").fetchone()
     return Status(
         version=version,
         tenant=tenant_name,
@@ -76,7 +81,6 @@ def status(conn: apsw.Connection, tenant_id: int, tenant_name: str, *, version: 
         relations=rels,
         conversations=convs,
         last_write=format_time(last),
-        db_bytes=pages * size,
     )
 
 

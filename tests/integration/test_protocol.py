@@ -103,6 +103,9 @@ BAD_REQUESTS = [
     # (case id, method, params, expected error class, expected data.path)
     ("wrong type", "get", {"id": "x"}, InvalidParams, "id"),
     ("zero id", "get", {"id": 0}, InvalidParams, "id"),
+    ("id past 64-bit signed", "get", {"id": 2**63}, InvalidParams, "id"),
+    ("link id past 64-bit signed", "link", {"source_id": 1, "relation": "supports", "target_id": 2**64 + 1},
+     InvalidParams, "target_id"),
     ("bool for int", "get", {"id": True}, InvalidParams, "id"),
     ("float for int", "forget", {"id": 1.5}, InvalidParams, "id"),
     ("params not an object", "status", [], InvalidParams, "params"),
@@ -189,7 +192,10 @@ RAW_FRAMES = [
     ("invalid UTF-8 deep in a large frame", b'{"jsonrpc":"2.0","id":1,"method":"ping","x":"'
      + "\u00e9\u20ac".encode() * 30000 + b'\xe2\x82"}', ParseError, None),
     ("lone surrogate escape", b'{"jsonrpc":"2.0","id":1,"method":"ping","token":"\\ud800"}', ParseError, None),
-    ("not an object", b"[1, 2, 3]", InvalidRequest, None),
+    ("an empty batch", b"[ ]", InvalidRequest, "batch"),
+    ("nested 10^5 deep", b"[" * 100_000 + b"]" * 100_000, InvalidRequest, None),
+    ("params nested 10^5 deep", b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b"[" * 100_000
+     + b"]" * 100_000 + b"}", InvalidRequest, None),
     ("a bare string", b'"ping"', InvalidRequest, None),
     ("no method", b'{"jsonrpc": "2.0", "id": 1}', InvalidRequest, "method"),
     ("wrong version", b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', InvalidRequest, "jsonrpc"),
@@ -241,6 +247,25 @@ def test_blank_lines_are_ignored_and_pipelined_requests_answer_in_order(served, 
     raw.send(lines + b"\n" + b'{"bad\n' + b"  \n")
     assert [raw.line()["id"] for _ in range(20)] == list(range(20))
     assert raw.line()["error"]["code"] == ParseError.code
+
+
+def test_a_batch_is_answered_by_an_array_in_order(served, raw):
+    batch = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "id": "two", "method": "get", "params": {"id": 2}, "token": served.token},
+        {"jsonrpc": "2.0", "id": 3, "method": "get", "params": {"id": 2**63}, "token": served.token},
+        5,
+    ]
+    answers = raw.frame(json.dumps(batch).encode())
+    assert [a["id"] for a in answers] == [1, "two", 3, None]
+    assert answers[0]["result"]["version"] and answers[1]["result"]["id"] == 2
+    assert [a.get("error", {}).get("code") for a in answers[2:]] == [InvalidParams.code, InvalidRequest.code]
+
+
+def test_a_batch_over_the_limit_is_one_error(served, raw):
+    resp = raw.frame(b"[" + b",".join([b"{}"] * 1001) + b"]")
+    assert resp["error"]["code"] == InvalidRequest.code and resp["error"]["data"]["path"] == "batch"
+    assert raw.request("ping", real_token=served.token)["result"]
 
 
 def test_string_ids_are_echoed(served, raw):

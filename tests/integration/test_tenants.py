@@ -132,3 +132,13 @@ def test_tenant_add_writes_a_0600_token_file(daemon):
     assert path.read_text().strip() == token  # a refused add does not clobber the saved token
     unknown = cli(daemon.home, "--tenant", "nobody", "status", check=False)
     assert unknown.returncode == 1 and len(unknown.stderr.strip().splitlines()) == 1
+
+
+def test_status_does_not_move_with_another_tenants_writes(two, daemon):
+    mine, theirs = two
+    mine.remember(type="user", title="mine", content="a little")
+    before = mine.call("status", {}, dict)
+    theirs.remember_many([{"type": "reference", "title": f"bulk {i}", "content": "x" * 4000} for i in range(250)])
+    assert mine.call("status", {}, dict) == before  # every figure, raw off the wire
+    with Client(daemon.socket, daemon.admin_token) as admin:
+        assert admin.tenant_list().db_bytes > 1_000_000  # the admin still sees the file's size
