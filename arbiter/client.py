@@ -54,6 +54,8 @@ from arbiter.model import (
     TopicClusters,
 )
 
+from arbiter.backup.model import BackupCreated
+
 T = TypeVar("T")
 _response_decoder = msgspec.json.Decoder(Response)
 _encoder = msgspec.json.Encoder()
@@ -235,3 +237,10 @@ class Client:
     def briefing(self, max_bytes: int = 8192) -> Briefing:
         """The session briefing (markdown in `.text`)."""
         return self.call("briefing", {"max_bytes": max_bytes}, Briefing)
+
+    # ---- ownership: backups ----------------------------------------------------
+
+    def backup_create(self, path: str | Path, *, pages_per_step: int | None = None) -> BackupCreated:
+        """Admin: copy the live database to `path` (a new file) while the daemon keeps serving."""
+        params = {"path": str(Path(path).absolute()), "pages_per_step": pages_per_step}
+        return self.call("backup_create", params, BackupCreated)

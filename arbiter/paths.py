@@ -26,6 +26,11 @@ def socket_path(home: Path) -> Path:
     return home / "arbiter.sock"
 
 
+def lock_path(socket: Path) -> Path:
+    """The file a serving daemon holds an exclusive flock on (beside its socket)."""
+    return socket.with_name(socket.name + ".lock")
+
+
 def token_path(home: Path, tenant: str) -> Path:
     return home / "tenants" / f"{tenant}.token"
 

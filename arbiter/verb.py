@@ -42,6 +42,9 @@ class Verb:
     #: runs, so the writer is never held while waiting on the network.
     prepare: Callable[[Context, Any], Any] | None = None
     needs_prepare: Callable[[Any], bool] = lambda params: True
+    #: `run` is a generator on the writer connection, outside any transaction;
+    #: the daemon runs one step per writer task so writes interleave (backups).
+    stepped: bool = False
 
 
 def _as_of(value) -> int | None:

@@ -310,3 +310,7 @@ VERBS.update({
     "topic_cluster": Verb(TopicClusterParams, topic_cluster),
     "briefing": Verb(BriefingParams, briefing),
 })
+
+from arbiter import backup  # noqa: E402  (feature modules declare their own verbs)
+
+VERBS.update(backup.VERBS)

@@ -155,8 +155,7 @@ class Daemon:
         """Refuse if a live daemon holds the socket; replace a stale socket file."""
         folder = self.socket_path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        lock_path = self.socket_path.with_name(self.socket_path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(paths.lock_path(self.socket_path), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -442,6 +441,8 @@ class Daemon:
                 for later in after:
                     later(self._writer)
 
+        if verb.stepped:
+            return await self._run_steps(verb, params, tenant)
         pool = self._writer_pool if verb.writes else self._reader_pool
         if verb.writes:
             self._wrote.set()
@@ -449,6 +450,32 @@ class Daemon:
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)
         return result
+
+    async def _run_steps(self, verb: Verb, params, tenant: tuple[int, str]):
+        """A long verb (a backup) as a generator on the writer connection, one step per writer task.
+
+        Each `next()` is its own task on the writer pool, so writes that queued
+        during a step run before the next one. No transaction wraps the steps.
+        """
+        loop = asyncio.get_running_loop()
+        ctx = Context(self._writer, tenant[0], tenant[1], now_us(), self.services)
+        steps = verb.run(ctx, params)
+        done = object()
+
+        def step():
+            try:
+                next(steps)
+            except StopIteration as stop:
+                return done, stop.value
+            return None, None
+
+        try:
+            while True:
+                flag, result = await loop.run_in_executor(self._writer_pool, step)
+                if flag is done:
+                    return result
+        finally:
+            await loop.run_in_executor(self._writer_pool, steps.close)
 
 
 def run(**kwargs) -> None:

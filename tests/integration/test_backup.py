@@ -1,0 +1,133 @@
+"""Backups: create through a serving daemon, verify, restore only into a stopped home."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from arbiter import paths
+from arbiter.backup import verify
+from arbiter.client import Client
+from arbiter.errors import InvalidParams, Unauthorized
+from tests.conftest import DaemonProcess
+from tests.integration.test_cli import arbiter, fails, js, ok
+
+
+def _fill(client: Client, n: int, *, prefix: str = "note") -> list[int]:
+    entries = [
+        {"type": "learning", "title": f"{prefix} {i}", "content": f"{prefix} body {i} " + "x" * 400, "tags": ["t"]}
+        for i in range(n)
+    ]
+    return client.remember_many(entries)
+
+
+def test_backup_while_writers_write_is_a_consistent_snapshot(daemon, tmp_path):
+    with daemon.client() as c:
+        _fill(c, 2000)
+    stop = threading.Event()
+    written: list[int] = []
+
+    def writer():
+        with daemon.client() as w:
+            while not stop.is_set():
+                written.append(w.remember(type="context", title="live", content="during the backup").id)
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        with daemon.client(daemon.admin_token) as admin:
+            done = admin.backup_create(tmp_path / "b.db", pages_per_step=8)  # many steps, writes between
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert done.steps > 10
+    check = verify(tmp_path / "b.db")
+    assert check.ok, check.problems
+    # Every entry the backup holds is whole, and it holds all 2000 written before it began.
+    assert 2000 <= check.entries <= 2000 + len(written)
+    assert not (tmp_path / "b.db.partial").exists()
+
+
+def test_backup_needs_the_admin_token_and_a_new_file(client, daemon, tmp_path):
+    with pytest.raises(Unauthorized):
+        client.backup_create(tmp_path / "b.db")
+    (tmp_path / "taken.db").write_text("mine")
+    with daemon.client(daemon.admin_token) as admin:
+        with pytest.raises(InvalidParams) as err:
+            admin.backup_create(tmp_path / "taken.db")
+    assert err.value.path == "path"
+    assert (tmp_path / "taken.db").read_text() == "mine"
+
+
+def test_restore_refuses_a_serving_home_then_puts_the_backup_back(daemon, tmp_path):
+    with daemon.client() as c:
+        kept = _fill(c, 5, prefix="before")
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    with daemon.client() as c:
+        _fill(c, 3, prefix="after")
+    err = fails(daemon.home, "backup", "restore", str(tmp_path / "b.db"))
+    assert "stop it" in err
+    daemon.stop()
+    out = ok(daemon.home, "backup", "restore", str(tmp_path / "b.db"))
+    assert "before-restore-" in out
+    assert list(daemon.home.glob("arbiter.db.before-restore-*"))  # the old one is kept aside
+    again = DaemonProcess(daemon.home).start()
+    try:
+        with again.client() as c:  # the same token still works: it matches the backup
+            listed = c.list(limit=100)
+        assert {e.title for e in listed} == {f"before {i}" for i in range(5)}
+        assert sorted(e.id for e in listed) == sorted(kept)
+    finally:
+        again.stop()
+
+
+def test_restore_into_a_new_home_issues_new_tokens(daemon, tmp_path):
+    with daemon.client() as c:
+        _fill(c, 3)
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    fresh = tmp_path / "h"
+    proc = arbiter(fresh, "backup", "restore", str(tmp_path / "b.db"))
+    assert proc.returncode == 0, proc.stderr
+    assert "new token for tenant 'default'" in proc.stderr
+    assert paths.token_path(fresh, "default").read_text().strip() != daemon.token
+    d = DaemonProcess(fresh).start()
+    try:
+        with d.client() as c:
+            assert len(c.list(limit=10)) == 3
+    finally:
+        d.stop()
+
+
+def test_verify_finds_damage_and_names_it(daemon, tmp_path):
+    with daemon.client() as c:
+        _fill(c, 500)
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    good = js(daemon.home, "backup", "verify", str(tmp_path / "b.db"))
+    assert good["ok"] and good["entries"] == 500
+    data = bytearray((tmp_path / "b.db").read_bytes())
+    page = 4096
+    for at in range(page * 3, len(data) - page, page * 7):  # scribble over pages in the middle
+        data[at + 100:at + 400] = b"\xa5" * 300
+    (tmp_path / "bad.db").write_bytes(bytes(data))
+    proc = arbiter(daemon.home, "backup", "verify", str(tmp_path / "bad.db"), "--json")
+    assert proc.returncode == 1
+    assert '"ok":false' in proc.stdout
+    (tmp_path / "text.db").write_text("not a database at all, just some words " * 200)
+    assert "not an SQLite database" in fails(daemon.home, "backup", "verify", str(tmp_path / "text.db"), "--json") + \
+        arbiter(daemon.home, "backup", "verify", str(tmp_path / "text.db")).stdout
+
+
+def test_verify_checks_the_full_text_index(daemon, tmp_path):
+    import apsw
+
+    with daemon.client() as c:
+        _fill(c, 20)
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    conn = apsw.Connection(str(tmp_path / "b.db"))
+    conn.execute("DROP TRIGGER entries_fts_delete; DELETE FROM entries WHERE id = 1")  # the index keeps the row
+    conn.close()
+    check = verify(tmp_path / "b.db")
+    assert check.problems == ["the full-text index does not match the entries"]
