@@ -205,7 +205,9 @@ def _do_ingest(
     questions = data.questions[:limit] if limit else data.questions
     done = {q.question_id for q in state.questions}
     todo_turns = sum(q.turns for q in questions if q.question_id not in done)
-    with _bar(todo_turns, "ingest") as bar:
+    from arbiter.cli._progress import Progress  # the same progress as `arbiter load`: count, rate, ETA
+
+    with Progress(todo_turns, "ingest", unit="turns") as bar:
         # The bar counts turns; skipped empty turns never reach it, a few short of full at worst.
         stats = harness.ingest(client, questions, state, state_path, batch_size=batch_size, progress=bar.update)
     return state, stats

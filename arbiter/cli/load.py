@@ -1,0 +1,60 @@
+"""`arbiter load FILE.jsonl`: bulk-write entries with progress."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from arbiter.cli._common import Settings, _emit, command, main
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+@command(main)
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--skip", type=click.IntRange(0), default=0, show_default=True,
+              help="Skip the first N lines (resume after a stop: the error names N).")
+@click.option("--batch", "batch_size", type=click.IntRange(1, 10_000), default=1000, show_default=True,
+              help="Entries per remember_many (one transaction each).")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
+def load(settings: Settings, as_json, file, skip, batch_size, progress):
+    """Write the entries in FILE (JSON Lines, `-` for stdin), one `remember` object per line.
+
+    Each line holds the `remember` fields: type, title, content, and
+    optionally tags, source, conversation_id, parent_id, supersedes_ids,
+    valid_from. Lines go in `remember_many` batches, each all or nothing. A
+    bad line stops the load once the lines before it are written; the error
+    names the line and the --skip that resumes after fixing it.
+
+    \b
+    Example:
+      echo '{"type":"learning","title":"Tabs","content":"Use tabs in Go"}' > notes.jsonl
+      arbiter load notes.jsonl
+      arbiter load big.jsonl --skip 120000     # resume where a stopped load ended
+    """
+    from arbiter import bulk
+    from arbiter.cli._progress import Progress
+
+    total = None
+    if str(file) != "-" and file.is_file():
+        total = max(0, _count_lines(file) - skip)
+    stream = sys.stdin.buffer if str(file) == "-" else open(file, "rb")
+    bar = Progress(total, "load", file=sys.stderr) if progress else None
+    try:
+        with settings.client() as c:
+            summary = bulk.load(c, stream, skip=skip, batch_size=batch_size,
+                                progress=bar.update if bar else (lambda n: None))
+    finally:
+        if bar:
+            bar.finish()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    _emit(summary, as_json, lambda s: click.echo(
+        f"loaded {s.written} entries (#{s.first_id}-#{s.last_id}) in {s.seconds:.1f}s, {s.entries_per_s:,.0f}/s"
+        if s.written else f"nothing to load ({s.lines} lines read)"
+    ))
