@@ -72,8 +72,8 @@ def run(args) -> dict:
         t = time.perf_counter()
         entries = _fill(home, args.mb, args.seed)
         fill_s = time.perf_counter() - t
-        with Client.from_home(home) as c:
-            db_bytes = c.status().db_bytes
+        db = paths.db_path(home)
+        db_bytes = db.stat().st_size + _wal(db)
         ctx = mp.get_context("spawn")
         stop, out = ctx.Event(), ctx.Queue()
         procs = [ctx.Process(target=_writer, args=(str(home), stop, out, i)) for i in range(args.writers)]
