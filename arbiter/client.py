@@ -56,6 +56,8 @@ from arbiter.model import (
 
 from arbiter.backup.model import BackupCreated
 
+from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
+
 T = TypeVar("T")
 _response_decoder = msgspec.json.Decoder(Response)
 _encoder = msgspec.json.Encoder()
@@ -244,3 +246,25 @@ class Client:
         """Admin: copy the live database to `path` (a new file) while the daemon keeps serving."""
         params = {"path": str(Path(path).absolute()), "pages_per_step": pages_per_step}
         return self.call("backup_create", params, BackupCreated)
+
+    # ---- entities ----------------------------------------------------------------
+
+    def entities(self, query: str = "", *, type: str | None = None, limit: int = 50) -> list[Entity]:
+        """Known entities, most mentioned first; `query` matches the start of a name or alias."""
+        return self.call("entities", {"query": query, "type": type, "limit": limit}, EntityList).entities
+
+    def entity_show(self, name: str, *, limit: int = 20) -> EntityContext:
+        """An entity by name or alias: the entries mentioning it, its relations and its cluster."""
+        return self.call("entity_show", {"name": name, "limit": limit}, EntityContext)
+
+    def entity_merge(self, keep: str, other: str) -> Entity:
+        """Fold `other` into `keep`; returns `keep` with its new aliases."""
+        return self.call("entity_merge", {"keep": keep, "other": other}, Entity)
+
+    def entity_rename(self, name: str, new_name: str) -> Entity:
+        return self.call("entity_rename", {"name": name, "new_name": new_name}, Entity)
+
+    def entity_relate(self, source: str, relation: str, target: str, *, weight: float = 1.0) -> EntityRelation:
+        """Create or strengthen `source RELATION target`."""
+        params = {"source": source, "relation": relation, "target": target, "weight": weight}
+        return self.call("entity_relate", params, EntityRelation)

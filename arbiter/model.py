@@ -59,6 +59,29 @@ class Empty(Params):
     """No params."""
 
 
+EntityType = Literal["person", "organisation", "project", "concept", "location", "tool", "event", "other"]
+#: The closed set of relations between entities (MemoryGraph's); entry relations are `RelationType`.
+EntityRelationType = Literal[
+    "related_to", "works_on", "part_of", "depends_on", "created_by", "uses", "knows", "similar_to", "caused_by",
+    "followed_by",
+]
+#: An entity name: 1–128 characters, no control characters, not blank at either end.
+EntityName = Annotated[
+    str, Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
+]
+
+
+class NamedEntity(Struct, forbid_unknown_fields=True, kw_only=True):
+    """An entity the caller names, with its type if known."""
+
+    name: EntityName
+    type: EntityType | None = None
+
+
+#: What `remember`'s `entities` takes: a name, or `{name, type}`.
+EntityArg = EntityName | NamedEntity
+
+
 class RememberParams(TextParams):
     """Write one entry. `supersedes_ids` retires each listed entry in the same transaction."""
 
@@ -73,6 +96,8 @@ class RememberParams(TextParams):
     valid_from: Time | None = None
     auto_tag: bool = False
     auto_supersede: bool = False
+    #: Entities the entry is about, beside those extraction finds in its text.
+    entities: Annotated[list[EntityArg], Meta(max_length=64)] = []
 
 
 class RememberManyParams(Params):
@@ -205,10 +230,35 @@ class Entry(Struct, kw_only=True):
     superseded_by: list[int] = []
 
 
+class EntityRef(Struct, kw_only=True):
+    id: int
+    name: str
+    type: str
+
+
+class Mention(Struct, kw_only=True):
+    """An entity an entry mentions, as `remember` resolved it.
+
+    `created`: the name was new. `possibly_same_as`: existing entities whose
+    names are similar (trigram similarity 0.6–0.85) but not enough to merge
+    without asking; `arbiter entity merge` folds them if they are one.
+    """
+
+    id: int
+    name: str
+    type: str
+    created: bool
+    possibly_same_as: list[EntityRef] = []
+
+
 class Remembered(Entry, kw_only=True):
-    """What `remember` returns: the entry as stored, plus a `note` when an LLM layer failed or acted."""
+    """What `remember` returns: the entry as stored, plus a `note` when an LLM layer failed or acted.
+
+    `entities`: what the entry mentions (given and extracted), resolved.
+    """
 
     note: str | None = None
+    entities: list[Mention] = []
 
 
 class EntryList(Struct, kw_only=True):

@@ -12,7 +12,7 @@ import time
 
 import msgspec
 
-from arbiter import __version__, graph, recall as recall_mod
+from arbiter import __version__, entities as entities_mod, graph, recall as recall_mod
 from arbiter.model import (
     ConversationCreateParams,
     ConversationList,
@@ -59,9 +59,11 @@ from arbiter.model import (
 
 
 def remember(ctx: Context, p: RememberParams):
-    """Write one entry; returns it as stored, with a `note` from `auto_tag`/`auto_supersede`."""
-    stored = entries.get(ctx.conn, ctx.tenant_id, entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now))
-    return Remembered(**msgspec.structs.asdict(stored), note="; ".join(ctx.notes) or None)
+    """Write one entry; returns it as stored, with the entities it mentions and a `note` from `auto_tag`/`auto_supersede`."""
+    entry_id = entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now)
+    mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now)
+    stored = entries.get(ctx.conn, ctx.tenant_id, entry_id)
+    return Remembered(**msgspec.structs.asdict(stored), note="; ".join(ctx.notes) or None, entities=mentioned)
 
 
 AUTO_DEADLINE_S = 15.0
@@ -109,7 +111,11 @@ def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
 
 def remember_many(ctx: Context, p: RememberManyParams):
     """Write many entries in one transaction; returns their ids in order. `auto_tag`/`auto_supersede` are refused here (use `remember`)."""
-    return RememberManyResult(ids=entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now))
+    ids = entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now)
+    linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now)
+    for entry_id, item in zip(ids, p.entries):
+        linker.link(entry_id, entities_mod.named_in(item))
+    return RememberManyResult(ids=ids)
 
 
 def get(ctx: Context, p: GetParams):
@@ -123,8 +129,12 @@ def list_(ctx: Context, p: ListParams):
 
 
 def update(ctx: Context, p: UpdateParams):
-    """Correct an active entry in place; omitted fields keep their value."""
-    return entries.update(ctx.conn, ctx.tenant_id, p)
+    """Correct an active entry in place; omitted fields keep their value. New text links the entities it mentions."""
+    entry = entries.update(ctx.conn, ctx.tenant_id, p)
+    if p.title is not None or p.content is not None:
+        written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
+        entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now)
+    return entry
 
 
 def forget(ctx: Context, p: IdParams):
@@ -241,7 +251,11 @@ def _save_names(ctx: Context, fresh: list) -> None:
 
 def reply(ctx: Context, p: ReplyParams):
     """Reply in a thread: a new entry under `parent_id`; type, title and tags default to the parent's."""
-    return entries.get(ctx.conn, ctx.tenant_id, threads.reply(ctx.conn, ctx.tenant_id, p, now=ctx.now))
+    entry_id = threads.reply(ctx.conn, ctx.tenant_id, p, now=ctx.now)
+    entry = entries.get(ctx.conn, ctx.tenant_id, entry_id)
+    written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
+    entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now)
+    return entry
 
 
 def thread(ctx: Context, p: ThreadParams):
@@ -314,3 +328,7 @@ VERBS.update({
 from arbiter import backup  # noqa: E402  (feature modules declare their own verbs)
 
 VERBS.update(backup.VERBS)
+
+from arbiter.entities.verbs import VERBS as _ENTITY_VERBS  # noqa: E402
+
+VERBS.update(_ENTITY_VERBS)

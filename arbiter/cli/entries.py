@@ -26,14 +26,17 @@ from arbiter.model import RECALL_STAGES
 @click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now).")
 @click.option("--auto-tag", is_flag=True, help="LLM: add 2–4 tags, reusing the tenant's vocabulary.")
 @click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
+@click.option("--entity", "entity_names", multiple=True, metavar="NAME",
+              help="An entity this entry is about (beside those found in its text). Repeatable.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
-             auto_tag, auto_supersede):
+             auto_tag, auto_supersede, entity_names):
     """Write one entry.
 
     \b
     Example:
       arbiter remember --type feedback --title "Prefers tabs" --content "Use tabs in Go files" --tag style
       git log -1 | arbiter remember --type project --title "Last commit" --content -
+      arbiter remember --type project --title "DB choice" --content "We picked Postgres" --entity Apollo
     """
     if content == "-":
         content = sys.stdin.read()
@@ -43,11 +46,16 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
         e = c.remember(
             type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from,
-            auto_tag=auto_tag, auto_supersede=auto_supersede,
+            auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names),
         )
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
     if e.note and not as_json:
         click.echo(f"note: {e.note}", err=True)
+    if e.entities and not as_json:
+        click.echo("entities: " + ", ".join(m.name + " (new)" * m.created for m in e.entities))
+        for m in e.entities:
+            for other in m.possibly_same_as:
+                click.echo(f"note: {m.name!r} may be the same as {other.name!r} (arbiter entity merge)", err=True)
 
 
 @command(main)

@@ -62,6 +62,22 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "recall_entries_update"),
     },
     "m005_fts_automerge": set(),
+    "m006_entities": {
+        ("table", "entities"),
+        ("index", "entities_tenant"),
+        ("table", "entity_names"),
+        ("index", "sqlite_autoindex_entity_names_1"),
+        ("index", "entity_names_norm"),
+        ("index", "entity_names_entity"),
+        ("table", "entity_trigrams"),
+        ("table", "entry_entities"),
+        ("index", "entry_entities_entity"),
+        ("table", "entity_relations"),
+        ("index", "sqlite_autoindex_entity_relations_1"),
+        ("index", "entity_relations_target"),
+        ("table", "entity_events"),
+        ("index", "entity_events_entity"),
+    },
 }
 
 

@@ -1,0 +1,398 @@
+"""Entities in SQL: resolve names, link entries, merge, rename, relate, list and show.
+
+Every function takes a connection inside the caller's transaction and the
+caller's tenant; another tenant's entities are indistinguishable from
+missing ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+import msgspec
+
+from arbiter._time import format_time
+from arbiter.entities import names as nm
+from arbiter.entities.extract import canonical
+from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
+from arbiter.errors import Conflict, InvalidParams, NotFound
+
+#: Trigram similarity at or above which a new name is the existing entity.
+SAME = 0.85
+#: Similarity from which a new entity comes back with a "possibly the same as" candidate.
+MAYBE = 0.6
+_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What `resolve` did: the entity, whether it was created, and near names it might be (ids)."""
+
+    entity_id: int
+    created: bool
+    possibly_same_as: tuple[int, ...] = ()
+    #: The step that matched: exact, alias, norm, similar, or new.
+    matched: str = "new"
+
+
+def lookup(conn: apsw.Connection, tenant_id: int, name: str) -> tuple[int, str] | None:
+    """(entity id, step) for a name by exact name, alias or normalised form; None if none matches.
+
+    A dictionary alias ("k8s", "postgres") is looked up as the term it spells.
+    """
+    name = canonical(name)
+    row = conn.execute(
+        "SELECT entity_id, is_alias FROM entity_names WHERE tenant_id = ? AND key = ?", (tenant_id, nm.key(name))
+    ).fetchone()
+    if row is not None:
+        return row[0], "alias" if row[1] else "exact"
+    row = conn.execute(
+        "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND norm = ? ORDER BY is_alias, id LIMIT 1",
+        (tenant_id, nm.norm(name)),
+    ).fetchone()
+    return (row[0], "norm") if row is not None else None
+
+
+def require(conn: apsw.Connection, tenant_id: int, name: str, path: str) -> int:
+    """The id of the entity a name (or alias) names, else NotFound at `path`."""
+    found = lookup(conn, tenant_id, name)
+    if found is None:
+        raise NotFound(f"no entity named {name!r}", path=path)
+    return found[0]
+
+
+def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, floor: float = MAYBE) -> list[tuple[int, float]]:
+    """(entity id, similarity ≥ floor) of names sharing trigrams with `grams`, most similar first."""
+    if not grams:
+        return []
+    size = len(grams)
+    # A Jaccard of `floor` needs the other name to have between floor·n and n/floor trigrams.
+    rows = conn.execute(
+        f"SELECT n.entity_id, n.grams, count(*) AS shared FROM entity_trigrams t JOIN entity_names n ON n.id = t.name_id "
+        f"WHERE t.tenant_id = ? AND t.gram IN ({','.join('?' * size)}) AND n.grams BETWEEN ? AND ? "
+        f"GROUP BY t.name_id ORDER BY shared DESC LIMIT {_CANDIDATES}",
+        (tenant_id, *grams, int(size * floor), int(size / floor) + 1),
+    )
+    best: dict[int, float] = {}
+    for entity_id, other, shared in rows:
+        score = shared / (size + other - shared)
+        if score >= floor and score > best.get(entity_id, 0.0):
+            best[entity_id] = score
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def _add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> None:
+    form = nm.norm(name)
+    grams = nm.trigrams(form)
+    conn.execute(
+        "INSERT INTO entity_names(tenant_id, entity_id, name, key, norm, grams, is_alias, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (tenant_id, entity_id, name, nm.key(name), form, len(grams), int(alias), now),
+    )
+    name_id = conn.last_insert_rowid()
+    conn.executemany(
+        "INSERT INTO entity_trigrams(tenant_id, gram, name_id) VALUES (?, ?, ?)",
+        [(tenant_id, g, name_id) for g in grams],
+    )
+
+
+def _event(conn: apsw.Connection, tenant_id: int, entity_id: int, kind: str, detail: dict, now: int) -> None:
+    conn.execute(
+        "INSERT INTO entity_events(tenant_id, entity_id, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
+        (tenant_id, entity_id, kind, msgspec.json.encode(detail).decode(), now),
+    )
+
+
+def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "other", now: int) -> int:
+    """A new entity named `name` (the caller has checked the name is free)."""
+    conn.execute(
+        "INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        (tenant_id, name, type, now, now),
+    )
+    entity_id = conn.last_insert_rowid()
+    _add_name(conn, tenant_id, entity_id, name, alias=False, now=now)
+    return entity_id
+
+
+def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | None, now: int) -> None:
+    # A caller's explicit type refines an entity only extraction had typed ("other"); it never overrides one.
+    if type is None or type == "other":
+        return
+    conn.execute(
+        "UPDATE entities SET type = ?, updated_at = ? WHERE id = ? AND type = 'other'", (type, now, entity_id)
+    )
+    if conn.changes():
+        _event(conn, tenant_id, entity_id, "retype", {"from": "other", "to": type}, now)
+
+
+def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int) -> Resolution:
+    """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
+
+    A new entity comes back with `possibly_same_as`: existing entities whose
+    names are 0.6–0.85 similar, for the caller to merge if they are one
+    (a false merge loses more than a missed one). A name matched by
+    similarity alone is added as an alias, so it matches exactly next time.
+    """
+    name = canonical(" ".join(name.split()))
+    found = lookup(conn, tenant_id, name)
+    if found is not None:
+        _retype(conn, tenant_id, found[0], type, now)
+        return Resolution(found[0], False, (), found[1])
+    near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)))
+    if near and near[0][1] >= SAME:
+        entity_id = near[0][0]
+        _add_name(conn, tenant_id, entity_id, name, alias=True, now=now)
+        _retype(conn, tenant_id, entity_id, type, now)
+        return Resolution(entity_id, False, (), "similar")
+    entity_id = create(conn, tenant_id, name, type=type or "other", now=now)
+    return Resolution(entity_id, True, tuple(e for e, _ in near[:3]), "new")
+
+
+def refs(conn: apsw.Connection, ids) -> dict[int, EntityRef]:
+    """EntityRef by id for the given entity ids."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return {}
+    rows = conn.execute(f"SELECT id, name, type FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids)
+    return {r[0]: EntityRef(id=r[0], name=r[1], type=r[2]) for r in rows}
+
+
+@dataclass
+class Linker:
+    """Resolves and links the names of many entries, remembering what it resolved (one bulk write)."""
+
+    conn: apsw.Connection
+    tenant_id: int
+    now: int
+    _seen: dict[tuple[str, str | None], Resolution] = field(default_factory=dict)
+
+    def link(self, entry_id: int, named: list[tuple[str, str | None, str]]) -> list[tuple[Resolution, str | None]]:
+        """Link `entry_id` to each (name, type, how); returns each resolution once per entity, in order."""
+        out: dict[int, tuple[Resolution, str | None]] = {}
+        rows = []
+        for name, type, how in named:
+            k = (nm.key(name), type)
+            res = self._seen.get(k)
+            if res is None and how == "known":
+                row = self.conn.execute(
+                    "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
+                ).fetchone()
+                if row is None:
+                    continue
+                res = Resolution(row[0], False, (), "exact")
+            elif res is None:
+                res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now)
+                self._seen[k] = Resolution(res.entity_id, False, (), res.matched)
+            if res.entity_id not in out:
+                out[res.entity_id] = (res, name)
+                rows.append((entry_id, res.entity_id, self.tenant_id, "extracted" if how == "known" else how))
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how) VALUES (?, ?, ?, ?)", rows
+        )
+        return list(out.values())
+
+
+def mentions_of(conn: apsw.Connection, resolved: list[tuple[Resolution, str | None]]) -> list[Mention]:
+    """The `remember` result's `entities`, from what a Linker returned."""
+    by_id = refs(conn, [r.entity_id for r, _ in resolved] + [i for r, _ in resolved for i in r.possibly_same_as])
+    return [
+        Mention(
+            id=r.entity_id, name=by_id[r.entity_id].name, type=by_id[r.entity_id].type, created=r.created,
+            possibly_same_as=[by_id[i] for i in r.possibly_same_as],
+        )
+        for r, _ in resolved
+    ]
+
+
+def mentions(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[EntityRef]:
+    """The entities an entry mentions, by name."""
+    rows = conn.execute(
+        "SELECT e.id, e.name, e.type FROM entry_entities l JOIN entities e ON e.id = l.entity_id "
+        "WHERE l.entry_id = ? AND l.tenant_id = ? ORDER BY e.name",
+        (entry_id, tenant_id),
+    )
+    return [EntityRef(id=r[0], name=r[1], type=r[2]) for r in rows]
+
+
+def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, limit: int = 50) -> list[int]:
+    """Ids of the active entries that mention an entity, newest first."""
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT l.entry_id FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+            "WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL ORDER BY l.entry_id DESC LIMIT ?",
+            (entity_id, tenant_id, limit),
+        )
+    ]
+
+
+# ---- reading -------------------------------------------------------------------
+
+_ENTITY_COLUMNS = (
+    "x.id, x.name, x.type, x.description, x.created_at, x.updated_at, x.merged_into, "
+    "(SELECT json_group_array(name) FROM (SELECT name FROM entity_names WHERE entity_id = x.id AND is_alias "
+    "ORDER BY id)), (SELECT count(*) FROM entry_entities WHERE entity_id = x.id)"
+)
+_aliases = msgspec.json.Decoder(list[str])
+
+
+def _entity(row) -> Entity:
+    eid, name, etype, desc, created, updated, merged, aliases, n = row
+    return Entity(
+        id=eid, name=name, type=etype, aliases=_aliases.decode(aliases), description=desc,
+        created_at=format_time(created), updated_at=format_time(updated), mentions=n, merged_into=merged,
+    )
+
+
+def get(conn: apsw.Connection, tenant_id: int, entity_id: int) -> Entity:
+    row = conn.execute(
+        f"SELECT {_ENTITY_COLUMNS} FROM entities x WHERE x.id = ? AND x.tenant_id = ?", (entity_id, tenant_id)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"entity {entity_id} not found")
+    return _entity(row)
+
+
+def list_entities(conn: apsw.Connection, tenant_id: int, *, query: str = "", type: str | None = None,
+                  limit: int = 50) -> list[Entity]:
+    """Active entities, most mentioned first; `query` matches the start of any name or alias, any case."""
+    where, args = ["x.tenant_id = ?", "x.merged_into IS NULL"], [tenant_id]
+    if type is not None:
+        where.append("x.type = ?")
+        args.append(type)
+    if query.strip():
+        prefix = nm.key(query)
+        where.append(
+            "x.id IN (SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key >= ? AND key < ?)"
+        )
+        args += [tenant_id, prefix, prefix + "\U0010ffff"]
+    rows = conn.execute(
+        f"SELECT {_ENTITY_COLUMNS} FROM entities x WHERE {' AND '.join(where)} "
+        f"ORDER BY (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) DESC, x.id LIMIT ?",
+        (*args, limit),
+    )
+    return [_entity(r) for r in rows]
+
+
+def mentioning_entries(conn: apsw.Connection, tenant_id: int, entity_id: int, limit: int) -> list[MentioningEntry]:
+    rows = conn.execute(
+        "SELECT e.id, e.type, e.title, e.recorded_at FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        "WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL ORDER BY e.id DESC LIMIT ?",
+        (entity_id, tenant_id, limit),
+    )
+    return [MentioningEntry(id=r[0], type=r[1], title=r[2], recorded_at=format_time(r[3])) for r in rows]
+
+
+_RELATION_COLUMNS = "id, source_id, relation, target_id, weight, created_at, updated_at"
+
+
+def _relations(conn: apsw.Connection, rows) -> list[EntityRelation]:
+    rows = list(rows)
+    by_id = refs(conn, [r[1] for r in rows] + [r[3] for r in rows])
+    return [
+        EntityRelation(
+            id=r[0], source=by_id[r[1]], relation=r[2], target=by_id[r[3]], weight=r[4],
+            created_at=format_time(r[5]), updated_at=format_time(r[6]),
+        )
+        for r in rows
+    ]
+
+
+def relations_of(conn: apsw.Connection, tenant_id: int, entity_id: int) -> list[EntityRelation]:
+    """An entity's relations, both ways, strongest first."""
+    return _relations(conn, conn.execute(
+        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE tenant_id = ? AND (source_id = ? OR target_id = ?) "
+        "ORDER BY weight DESC, id",
+        (tenant_id, entity_id, entity_id),
+    ))
+
+
+# ---- changing ------------------------------------------------------------------
+
+
+def relate(conn: apsw.Connection, tenant_id: int, source: str, relation: str, target: str, *, weight: float,
+           now: int) -> EntityRelation:
+    """Create `source RELATION target` with `weight`, or add `weight` to the existing one."""
+    a = require(conn, tenant_id, source, "source")
+    b = require(conn, tenant_id, target, "target")
+    if a == b:
+        raise InvalidParams("an entity cannot be related to itself", path="target")
+    conn.execute(
+        "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) "
+        "DO UPDATE SET weight = weight + excluded.weight, updated_at = excluded.updated_at",
+        (tenant_id, a, relation, b, weight, now, now),
+    )
+    return _relations(conn, conn.execute(
+        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE source_id = ? AND target_id = ? AND relation = ?",
+        (a, b, relation),
+    ))[0]
+
+
+def rename(conn: apsw.Connection, tenant_id: int, name: str, new_name: str, *, now: int) -> Entity:
+    """Rename an entity; its old name stays as an alias. A name another entity answers to is `conflict`."""
+    entity_id = require(conn, tenant_id, name, "name")
+    new_name = " ".join(new_name.split())
+    old = conn.execute("SELECT name FROM entities WHERE id = ?", (entity_id,)).fetchone()[0]
+    row = conn.execute(
+        "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (tenant_id, nm.key(new_name))
+    ).fetchone()
+    if row is not None and row[0] != entity_id:
+        raise Conflict(f"another entity is already named {new_name!r}", path="new_name", existing_id=row[0])
+    conn.execute("UPDATE entity_names SET is_alias = 1 WHERE entity_id = ? AND is_alias = 0", (entity_id,))
+    if row is None:
+        _add_name(conn, tenant_id, entity_id, new_name, alias=False, now=now)
+    else:  # an alias (or a change of case) becomes the name
+        conn.execute(
+            "UPDATE entity_names SET is_alias = 0, name = ? WHERE tenant_id = ? AND key = ?",
+            (new_name, tenant_id, nm.key(new_name)),
+        )
+    conn.execute("UPDATE entities SET name = ?, updated_at = ? WHERE id = ?", (new_name, now, entity_id))
+    _event(conn, tenant_id, entity_id, "rename", {"from": old, "to": new_name}, now)
+    return get(conn, tenant_id, entity_id)
+
+
+def merge(conn: apsw.Connection, tenant_id: int, keep: str, other: str, *, now: int) -> Entity:
+    """Fold `other` into `keep`: names become aliases, links and relations move; `other` is retired, not deleted.
+
+    The move is recorded in `entity_events` (the entries and relations that
+    moved), and `other` keeps its row with `merged_into`, so nothing of what
+    the store said before the merge is lost.
+    """
+    keep_id = require(conn, tenant_id, keep, "keep")
+    other_id = require(conn, tenant_id, other, "other")
+    if keep_id == other_id:
+        raise InvalidParams("cannot merge an entity into itself", path="other")
+    other_name = conn.execute("SELECT name FROM entities WHERE id = ?", (other_id,)).fetchone()[0]
+    conn.execute("UPDATE entity_names SET entity_id = ?, is_alias = 1 WHERE entity_id = ?", (keep_id, other_id))
+    moved = [r[0] for r in conn.execute("SELECT entry_id FROM entry_entities WHERE entity_id = ?", (other_id,))]
+    conn.execute(
+        "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how) "
+        "SELECT entry_id, ?, tenant_id, how FROM entry_entities WHERE entity_id = ?",
+        (keep_id, other_id),
+    )
+    conn.execute("DELETE FROM entry_entities WHERE entity_id = ?", (other_id,))
+    relations = conn.execute(
+        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE source_id = ? OR target_id = ?", (other_id, other_id)
+    ).fetchall()
+    for rid, src, rel, dst, weight, _, _ in relations:
+        src, dst = (keep_id if src == other_id else src), (keep_id if dst == other_id else dst)
+        conn.execute("DELETE FROM entity_relations WHERE id = ?", (rid,))
+        if src != dst:  # a relation between the two merged entities has nothing left to join
+            conn.execute(
+                "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) "
+                "DO UPDATE SET weight = weight + excluded.weight, updated_at = excluded.updated_at",
+                (tenant_id, src, rel, dst, weight, now, now),
+            )
+    conn.execute(
+        "UPDATE entities SET merged_into = ?, retired_at = ?, updated_at = ? WHERE id = ?",
+        (keep_id, now, now, other_id),
+    )
+    conn.execute("UPDATE entities SET updated_at = ? WHERE id = ?", (now, keep_id))
+    _event(conn, tenant_id, keep_id, "merge", {
+        "other": other_id, "other_name": other_name, "entries": moved,
+        "relations": [[r[1], r[2], r[3], r[4]] for r in relations],
+    }, now)
+    return get(conn, tenant_id, keep_id)

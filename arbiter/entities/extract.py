@@ -1,0 +1,213 @@
+"""Deterministic entity extraction from an entry's text: patterns and a dictionary, no LLM.
+
+What counts as a name (each a `Found(name, type)`, first occurrence first):
+
+- a term of the built-in dictionary (`TERMS`: languages, databases, clouds,
+  frameworks, tools), matched case-insensitively and named canonically
+  ("postgres" is PostgreSQL), type from the dictionary;
+- CamelCase words ("MemoryGraph", "PostgreSQL");
+- ALL-CAPS acronyms of 2–10 characters ("AWS", "SLA"), minus a few shouts
+  and units (`NOT_ACRONYMS`);
+- file paths ("src/app/main.py", "~/notes.md") and URLs;
+- @-mentions ("@alice", a person);
+- capitalised multi-word names not at a sentence start ("met Alice Smith"):
+  at a sentence start the first word is dropped, since "Yesterday Alice"
+  is capitalised by grammar, and what is left is kept if still two words;
+- quoted titles: a double-quoted phrase of at most eight words that starts
+  with a capital ("read “Designing Data-Intensive Applications”").
+
+Kept simple on purpose: extraction runs on every `remember`, so it is a few
+compiled regular expressions over the title and content and one dictionary
+lookup per word. A name is 1–128 characters; longer matches are dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from arbiter.entities.names import key
+
+NAME_MAX = 128
+# Extraction reads at most this much of an entry: a 64 KB paste of a log
+# would otherwise yield hundreds of "entities" and cost milliseconds.
+SCAN_MAX = 8192
+# At most this many extracted names per entry (caller-given names are not capped).
+PER_ENTRY_MAX = 24
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    name: str
+    type: str
+
+
+def _terms(kind: str, words: str) -> dict[str, tuple[str, str]]:
+    return {w.casefold(): (w, kind) for w in words.split()}
+
+
+# Canonical spellings; the key is the case-folded form. Aliases map a common
+# other spelling to the canonical one ("postgres" -> "PostgreSQL").
+TERMS: dict[str, tuple[str, str]] = {
+    **_terms("tool", (
+        # languages
+        "Python Java JavaScript TypeScript Go Golang Rust C C++ C# Ruby PHP Perl Kotlin Swift Scala Haskell Elixir "
+        "Erlang Clojure Lua Julia R MATLAB Fortran COBOL Dart Zig Nim OCaml F# Bash Zsh PowerShell SQL HTML CSS "
+        "WebAssembly Solidity Groovy Objective-C Assembly Lisp Scheme Racket Prolog Crystal "
+        # databases and stores
+        "PostgreSQL MySQL MariaDB SQLite MongoDB Redis Cassandra DynamoDB Elasticsearch OpenSearch Neo4j CockroachDB "
+        "ClickHouse Snowflake BigQuery Redshift Oracle Memcached InfluxDB TimescaleDB Couchbase CouchDB Firebase "
+        "Supabase DuckDB Kafka RabbitMQ NATS Pulsar etcd Consul Zookeeper Pinecone Milvus Qdrant Weaviate FAISS "
+        "LevelDB RocksDB HBase Hive Presto Trino Spark Flink Hadoop Airflow dbt Dagster Prefect "
+        # clouds and platforms
+        "AWS GCP Azure Heroku Vercel Netlify Cloudflare DigitalOcean Linode Fly.io Render OpenShift S3 EC2 Lambda "
+        "CloudFront ECS EKS GKE AKS Fargate "
+        # frameworks and libraries
+        "React Vue Angular Svelte Next.js Nuxt Remix Django Flask FastAPI Rails Laravel Spring Express NestJS "
+        "Node.js Deno Bun jQuery Redux GraphQL gRPC REST Tailwind Bootstrap PyTorch TensorFlow Keras JAX NumPy "
+        "pandas scikit-learn SciPy Matplotlib Jupyter Hugging LangChain LlamaIndex OpenCV Celery SQLAlchemy "
+        "Pydantic msgspec pytest Jest Mocha Cypress Playwright Selenium Storybook Vite Webpack Babel ESLint "
+        "Prettier Electron Flutter Qt GTK Unity Unreal "
+        # tools and infrastructure
+        "Git GitHub GitLab Bitbucket Docker Kubernetes Helm Terraform Ansible Puppet Chef Vagrant Packer Nomad "
+        "Vault Jenkins CircleCI Travis Buildkite ArgoCD Prometheus Grafana Datadog Sentry Splunk Kibana Logstash "
+        "Jaeger OpenTelemetry Nginx Apache Caddy HAProxy Envoy Istio Linux Ubuntu Debian Fedora Alpine CentOS "
+        "macOS Windows Android iOS FreeBSD npm pip Poetry Conda Cargo Maven Gradle Bazel Make CMake Homebrew "
+        "VSCode Vim Neovim Emacs IntelliJ PyCharm Xcode Slack Jira Confluence Notion Figma Trello Zoom "
+        "Postman Swagger OpenAPI JSON YAML TOML XML CSV Protobuf Parquet Avro OAuth JWT SAML LDAP SSH TLS HTTP "
+        "HTTPS WebSocket TCP UDP DNS CDN VPN MCP ChatGPT Claude GPT-4 Llama Mistral Gemini Copilot Ollama"
+    )),
+    **_terms("organisation", "Google Amazon Microsoft Apple Meta Netflix OpenAI Anthropic IBM Intel NVIDIA "
+             "Salesforce Stripe Shopify Uber Airbnb Spotify Twitter LinkedIn Mozilla"),
+}
+_ALIASES = {
+    "postgres": "postgresql", "psql": "postgresql", "k8s": "kubernetes", "golang": "go", "js": "javascript",
+    "ts": "typescript", "node": "node.js", "nodejs": "node.js", "nextjs": "next.js", "mongo": "mongodb",
+    "es": "elasticsearch", "tf": "terraform", "gh": "github", "py": "python", "sklearn": "scikit-learn",
+    "vs code": "vscode", "gcloud": "gcp", "amazon web services": "aws", "google cloud": "gcp",
+}
+TERMS.update({alias: TERMS[canonical] for alias, canonical in _ALIASES.items()})
+
+
+def canonical(name: str) -> str:
+    """The dictionary's spelling of a known alias ("k8s" is "Kubernetes"); any other name unchanged."""
+    term = _ALIASES.get(key(name))
+    return TERMS[term][0] if term else name
+
+# Dictionary words that are also ordinary English (or one letter): matched only
+# when written as the term is ("Go", "R", "Make"), never in lower case.
+_CASE_SENSITIVE = frozenset(
+    "go c r make chef spring express render lambda hive spark rest swift rust unity vault nomad packer consul "
+    "meta apple bun remix assembly scheme crystal zoom notion slack hugging claude gemini llama oracle apache "
+    "es js ts py tf gh node keras flask rails qt".split()
+)
+# ALL-CAPS words that are not names: shouts, units, Roman numerals, common abbreviations.
+NOT_ACRONYMS = frozenset(
+    "OK AM PM TODO FIXME NOTE NB PS FYI ASAP ETA TBD TBA AKA IE EG ETC VS OR AND NOT THE IT IS IN ON AT TO OF "
+    "BY IF NO YES II III IV VI VII VIII IX XI XII KB MB GB TB MS US UK EU USD EUR GBP".split()
+)
+
+_WORD = re.compile(r"[A-Za-z][\w+#.\-]*[\w+#]|[A-Za-z]")
+_CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,9}\b")
+_URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+")
+_PATH = re.compile(r"(?<![\w/:.])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|jsx|md|json|toml|"
+                   r"yaml|yml|rs|go|c|h|cpp|hpp|java|rb|sh|sql|txt|cfg|ini|html|css|lock)\b")
+_MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_](?:[\w.-]*\w)?)")
+_CAPWORD = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?"
+_MULTI = re.compile(rf"\b{_CAPWORD}(?:\s+(?:(?:of|de|da|van|von|der|del|la|le)\s+)?{_CAPWORD})+\b")
+_QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”\n]{0,126})[\"”]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+
+
+def _sentence_start(text: str, at: int) -> bool:
+    return bool(_SENTENCE_START.search(text[max(0, at - 4):at])) or at == 0
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z][\w-]*\b")
+
+
+def capitalised(text: str, found: list[Found]) -> list[str]:
+    """Single capitalised words not at a sentence start and not part of `found`: names only if already known.
+
+    "Apollo" alone is no evidence of an entity (a new one is made only by the
+    patterns above), but once "Apollo" is an entity, a later "deploy Apollo"
+    mentions it. The caller links these only to entities that exist.
+    """
+    text = text[:SCAN_MAX]
+    seen = {key(f.name) for f in found}
+    out: list[str] = []
+    for m in _CAPITALISED.finditer(text):
+        k = key(m.group())
+        if k not in seen and not _sentence_start(text, m.start()):
+            seen.add(k)
+            out.append(m.group())
+    return out[:PER_ENTRY_MAX]
+
+
+def extract(text: str) -> list[Found]:
+    """The names in `text`, each once (by case-folded name), in order of first appearance."""
+    text = text[:SCAN_MAX]
+    found: dict[str, tuple[int, Found]] = {}
+
+    def add(at: int, name: str, kind: str) -> None:
+        name = name.strip()
+        if not name or len(name) > NAME_MAX:
+            return
+        k = key(name)
+        if k not in found:
+            found[k] = (at, Found(name, kind))
+
+    taken: list[tuple[int, int]] = []  # spans of URLs and paths, whose words are not names of their own
+    for m in _URL.finditer(text):
+        add(m.start(), m.group().rstrip(".,;:!?"), "other")
+        taken.append(m.span())
+    for m in _PATH.finditer(text):
+        path = m.group().rstrip(".,;:")
+        # "and/or" and "1/2" are not paths: a path is rooted, has two slashes or ends in a file name.
+        pathlike = path[0] in "~./" or path.count("/") >= 2 or "." in path.rsplit("/", 1)[-1]
+        if pathlike and not any(s <= m.start() < e for s, e in taken):
+            add(m.start(), path, "other")
+            taken.append(m.span())
+
+    def free(span: tuple[int, int]) -> bool:
+        return not any(s <= span[0] < e for s, e in taken)
+
+    for m in _WORD.finditer(text):
+        word = m.group()
+        term = TERMS.get(word.casefold())
+        if term is None and word.endswith("."):
+            term = TERMS.get(word[:-1].casefold())
+        if term is None or not free(m.span()):
+            continue
+        if word.casefold() in _CASE_SENSITIVE and not (word[0].isupper() or word.isupper()):
+            continue
+        if len(word) == 1 and not word.isupper():
+            continue
+        add(m.start(), term[0], term[1])
+    for m in _MENTION.finditer(text):
+        if free(m.span()):
+            add(m.start(), "@" + m.group(1), "person")
+    for m in _QUOTED.finditer(text):
+        inner = m.group(1).strip()
+        if len(inner.split()) <= 8 and len(inner) >= 2:
+            add(m.start(1), inner, "other")
+    for m in _MULTI.finditer(text):
+        if not free(m.span()):
+            continue
+        words, start = m.group().split(), m.start()
+        if _sentence_start(text, start):
+            words = words[1:]
+            start = m.start() + m.group().index(words[0]) if words else start
+        if len(words) >= 2:
+            add(start, " ".join(words), "other")
+    for pattern in (_CAMEL, _ACRONYM):
+        for m in pattern.finditer(text):
+            word = m.group()
+            if not free(m.span()) or word in NOT_ACRONYMS or word.casefold() in TERMS:
+                continue
+            if pattern is _ACRONYM and sum(c.isalpha() for c in word) < 2:
+                continue
+            add(m.start(), word, "other")
+    ordered = sorted(found.values(), key=lambda item: item[0])
+    return [f for _, f in ordered[:PER_ENTRY_MAX]]

@@ -1,0 +1,260 @@
+"""arbiter.entities on a real SQLite file: extraction, name forms, resolution, links, merge, rename, relate."""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+import pytest
+
+from arbiter import entities, verbs
+from arbiter._time import US
+from arbiter.entities import core, names
+from arbiter.entities.extract import TERMS, extract
+from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
+from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.model import RememberManyParams, RememberParams
+from arbiter.store import tenants
+from arbiter.store.db import ENTITY_RELATIONS_SQL, ENTITY_TYPES_SQL
+from arbiter.verb import Context
+
+NOW = 1795168800 * US
+
+
+def run(db, tenant, verb: str, **params):
+    spec = verbs.VERBS[verb]
+    with db:
+        return spec.run(Context(db, tenant, "alice", NOW), msgspec.convert(params, spec.params))
+
+
+def remember(db, tenant, content: str, title: str = "Note", **kw):
+    return run(db, tenant, "remember", type="project", title=title, content=content, **kw)
+
+
+# ---- extraction ------------------------------------------------------------------
+
+
+def test_the_registries_match_the_database_checks():
+    assert re.findall(r"'(\w+)'", ENTITY_TYPES_SQL) == list(ENTITY_TYPES)
+    assert re.findall(r"'(\w+)'", ENTITY_RELATIONS_SQL) == list(ENTITY_RELATIONS)
+
+
+def test_the_dictionary_holds_200_terms():
+    assert len({canonical for canonical, _ in TERMS.values()}) >= 200
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("We moved the API to postgres on AWS", [("API", "other"), ("PostgreSQL", "tool"), ("AWS", "tool")]),
+    ("The MemoryGraph server uses SQLite.", [("MemoryGraph", "other"), ("SQLite", "tool")]),
+    ("see https://example.com/a/b. and src/app/main.py", [("https://example.com/a/b", "other"),
+                                                          ("src/app/main.py", "other")]),
+    ("ask @bob_k about it, not bob@example.com", [("@bob_k", "person")]),
+    ("Yesterday Alice Smith met the Bank of England.", [("Alice Smith", "other"), ("Bank of England", "other")]),
+    ('I read "Designing Data Intensive Applications" twice', [("Designing Data Intensive Applications", "other")]),
+    ("and/or 1/2 OK TODO: nothing here", []),
+    ("I love to go to the park in my rust bucket", []),
+])
+def test_extraction_finds_names_in_order(text, expected):
+    assert [(f.name, f.type) for f in extract(text)] == expected
+
+
+def test_extraction_is_deterministic_and_dedupes_by_case():
+    text = "Kubernetes and k8s and KUBERNETES"
+    assert extract(text) == extract(text)
+    assert [f.name for f in extract(text)] == ["Kubernetes"]
+
+
+# ---- name forms ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Acme, Inc.", "ACME"), ("Café Zürich", "cafe zurich"), ("APIs", "API"), ("The Libraries", "library"),
+])
+def test_normalised_forms_meet(a, b):
+    assert names.norm(a) == names.norm(b)
+
+
+def test_normalisation_keeps_what_tells_names_apart():
+    assert names.norm("C++") != names.norm("C") != names.norm("C#")
+    assert names.norm("AWS") == "aws" and names.norm("class") == "class"
+
+
+def test_trigram_similarity():
+    grams = lambda s: names.trigrams(names.norm(s))  # noqa: E731
+    assert names.similarity(grams("Kubernetes"), grams("Kubernetes")) == 1.0
+    assert names.similarity(grams("Quarterly planning meeting"), grams("Quarterly planing meeting")) >= core.SAME
+    assert core.MAYBE <= names.similarity(grams("Project Apollo"), grams("Project Apollonia")) < core.SAME
+    assert names.similarity(grams("Postgres"), grams("Redis")) < core.MAYBE
+
+
+# ---- resolution ------------------------------------------------------------------
+
+
+def resolve(db, tenant, name, **kw):
+    with db:
+        return entities.resolve(db, tenant, name, now=NOW, **kw)
+
+
+def test_resolution_steps_in_order(db, tenant):
+    first = resolve(db, tenant, "International Business Machines Corporation", type="organisation")
+    assert first.created and first.matched == "new"
+    same = core.Resolution(first.entity_id, False, (), "exact")
+    assert resolve(db, tenant, "international business machines corporation") == same
+    assert resolve(db, tenant, "International Business Machines, Inc.").matched == "norm"
+    assert resolve(db, tenant, "International Busines Machines").matched == "similar"
+    # the near spelling became an alias: now it is an exact alias hit
+    assert resolve(db, tenant, "international busines machines").matched == "alias"
+
+
+def test_a_near_but_unsure_name_is_new_with_a_candidate(db, tenant):
+    known = resolve(db, tenant, "Project Apollo")
+    near = resolve(db, tenant, "Project Apollonia")
+    assert near.created and near.possibly_same_as == (known.entity_id,)
+    assert not resolve(db, tenant, "Zebra").possibly_same_as
+
+
+def test_resolution_is_per_tenant(db, tenant):
+    with db:
+        other, _ = tenants.create_tenant(db, "mallory", now=NOW)
+    a = resolve(db, tenant, "Apollo")
+    b = resolve(db, other, "Apollo")
+    assert b.created and b.entity_id != a.entity_id
+    assert entities.lookup(db, other, "Apollo")[0] == b.entity_id
+
+
+def test_a_given_type_refines_other_but_never_overrides(db, tenant):
+    r = resolve(db, tenant, "Alice Smith")
+    resolve(db, tenant, "Alice Smith", type="person")
+    resolve(db, tenant, "Alice Smith", type="tool")
+    assert core.get(db, tenant, r.entity_id).type == "person"
+    kinds = [k for (k,) in db.execute("SELECT kind FROM entity_events WHERE entity_id = ?", (r.entity_id,))]
+    assert kinds == ["retype"]
+
+
+# ---- remember ----------------------------------------------------------------------
+
+
+def test_remember_links_given_and_extracted_entities(db, tenant):
+    r = remember(db, tenant, "We chose PostgreSQL over MySQL.", entities=["Apollo", {"name": "Alice", "type": "person"}])
+    assert [(m.name, m.type, m.created) for m in r.entities] == [
+        ("Apollo", "other", True), ("Alice", "person", True), ("PostgreSQL", "tool", True), ("MySQL", "tool", True),
+    ]
+    again = remember(db, tenant, "Postgres is slow today", entities=["apollo"])
+    assert [(m.name, m.created) for m in again.entities] == [("Apollo", False), ("PostgreSQL", False)]
+    pg = entities.lookup(db, tenant, "postgres")[0]
+    assert entities.entries_mentioning(db, tenant, pg) == [again.id, r.id]
+    assert [e.name for e in entities.mentions(db, tenant, again.id)] == ["Apollo", "PostgreSQL"]
+
+
+def test_remember_many_links_like_remember(db, tenant):
+    items = [{"type": "project", "title": f"n{i}", "content": f"Deploy to Kubernetes, step {i}"} for i in range(3)]
+    ids = run(db, tenant, "remember_many", entries=items).ids
+    k8s = entities.lookup(db, tenant, "k8s")[0]
+    assert entities.entries_mentioning(db, tenant, k8s) == ids[::-1]
+
+
+def test_update_links_what_the_new_text_mentions(db, tenant):
+    r = remember(db, tenant, "nothing much")
+    run(db, tenant, "update", id=r.id, content="now about Redis")
+    assert [e.name for e in entities.mentions(db, tenant, r.id)] == ["Redis"]
+
+
+def test_retired_and_purged_entries_leave_the_mention_lists(db, tenant):
+    a = remember(db, tenant, "Redis one")
+    b = remember(db, tenant, "Redis two")
+    redis = entities.lookup(db, tenant, "Redis")[0]
+    run(db, tenant, "forget", id=a.id)
+    run(db, tenant, "purge", id=b.id)
+    assert entities.entries_mentioning(db, tenant, redis) == []
+    assert db.execute("SELECT count(*) FROM entry_entities WHERE entry_id = ?", (b.id,)).fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("bad", ["", " padded", "x" * 129, "tab\there", {"name": "Apollo", "type": "planet"}])
+def test_bad_entity_names_are_refused(bad):
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"type": "project", "title": "t", "content": "c", "entities": [bad]}, RememberParams)
+
+
+def test_remember_many_checks_entities_too():
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"entries": [{"type": "project", "title": "t", "content": "c", "entities": [""]}]},
+                        RememberManyParams)
+
+
+# ---- merge, rename, relate ----------------------------------------------------------
+
+
+def test_merge_folds_names_links_and_relations_and_records_it(db, tenant):
+    a = remember(db, tenant, "about Postgres", entities=["Postgres DB"])
+    remember(db, tenant, "also", entities=["Apollo"])
+    run(db, tenant, "entity_relate", source="Postgres DB", relation="part_of", target="Apollo")
+    run(db, tenant, "entity_relate", source="PostgreSQL", relation="part_of", target="Apollo", weight=2)
+    kept = run(db, tenant, "entity_merge", keep="PostgreSQL", other="Postgres DB")
+    assert kept.name == "PostgreSQL" and kept.aliases == ["Postgres DB"]
+    assert entities.lookup(db, tenant, "postgres db") == (kept.id, "alias")
+    assert [e.name for e in entities.mentions(db, tenant, a.id)] == ["PostgreSQL"]
+    shown = run(db, tenant, "entity_show", name="PostgreSQL")
+    assert [(r.relation, r.target.name, r.weight) for r in shown.relations] == [("part_of", "Apollo", 3.0)]
+    merged = db.execute("SELECT merged_into, retired_at FROM entities WHERE name = 'Postgres DB'").fetchone()
+    assert merged == (kept.id, NOW)
+    (detail,) = db.execute("SELECT detail FROM entity_events WHERE kind = 'merge'").fetchone()
+    assert msgspec.json.decode(detail)["entries"] == [a.id]
+    assert [e.name for e in run(db, tenant, "entities").entities] == ["PostgreSQL", "Apollo"]
+
+
+def test_merge_refusals_change_nothing(db, tenant):
+    remember(db, tenant, "x", entities=["Apollo"])
+    with pytest.raises(InvalidParams) as e:
+        run(db, tenant, "entity_merge", keep="Apollo", other="apollo")
+    assert e.value.path == "other"
+    with pytest.raises(NotFound):
+        run(db, tenant, "entity_merge", keep="Apollo", other="Nobody")
+    assert db.execute("SELECT count(*) FROM entity_events").fetchone()[0] == 0
+
+
+def test_rename_keeps_the_old_name_as_an_alias(db, tenant):
+    remember(db, tenant, "x", entities=["Project X", "Other"])
+    e = run(db, tenant, "entity_rename", name="Project X", new_name="Apollo")
+    assert (e.name, e.aliases) == ("Apollo", ["Project X"])
+    assert entities.lookup(db, tenant, "project x") == (e.id, "alias")
+    back = run(db, tenant, "entity_rename", name="Apollo", new_name="project x")
+    assert (back.name, back.aliases) == ("project x", ["Apollo"])
+    with pytest.raises(Conflict) as err:
+        run(db, tenant, "entity_rename", name="Apollo", new_name="other")
+    assert err.value.existing_id == entities.lookup(db, tenant, "Other")[0]
+
+
+def test_relate_strengthens_and_refuses_bad_input(db, tenant):
+    remember(db, tenant, "x", entities=["Alice", "Apollo"])
+    first = run(db, tenant, "entity_relate", source="Alice", relation="works_on", target="Apollo")
+    again = run(db, tenant, "entity_relate", source="alice", relation="works_on", target="apollo", weight=0.5)
+    assert (again.id, again.weight) == (first.id, 1.5)
+    with pytest.raises(InvalidParams):
+        run(db, tenant, "entity_relate", source="Alice", relation="works_on", target="Alice")
+    with pytest.raises(NotFound):
+        run(db, tenant, "entity_relate", source="Alice", relation="works_on", target="Nobody")
+    with pytest.raises(msgspec.ValidationError):
+        run(db, tenant, "entity_relate", source="Alice", relation="loves", target="Apollo")
+
+
+def test_entities_lists_by_prefix_and_type(db, tenant):
+    remember(db, tenant, "Redis and Redshift and React", entities=[{"name": "Reed", "type": "person"}])
+    assert [e.name for e in run(db, tenant, "entities", query="red").entities] == ["Redis", "Redshift"]
+    assert [e.name for e in run(db, tenant, "entities", type="person").entities] == ["Reed"]
+
+
+def test_another_tenants_entities_are_missing(db, tenant):
+    remember(db, tenant, "x", entities=["Apollo"])
+    with db:
+        other, _ = tenants.create_tenant(db, "mallory", now=NOW)
+    with pytest.raises(NotFound):
+        run(db, other, "entity_show", name="Apollo")
+    assert run(db, other, "entities").entities == []
+
+
+def test_a_capitalised_word_links_only_a_known_entity(db, tenant):
+    first = remember(db, tenant, "nothing known about Zephyr yet")
+    assert first.entities == []
+    remember(db, tenant, "x", entities=["Zephyr"])
+    later = remember(db, tenant, "we deploy Zephyr and Zephyr again")
+    assert [(m.name, m.created) for m in later.entities] == [("Zephyr", False)]
