@@ -52,7 +52,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
     if e.note and not as_json:
         click.echo(f"note: {e.note}", err=True)
     if e.entities and not as_json:
-        click.echo("entities: " + ", ".join(m.name + " (new)" * m.created for m in e.entities))
+        click.echo("entities: " + ", ".join(m.name + " (new)" * m.created for m in e.entities), err=True)
         for m in e.entities:
             for other in m.possibly_same_as:
                 click.echo(f"note: {m.name!r} may be the same as {other.name!r} (arbiter entity merge)", err=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from arbiter.errors import Conflict, InvalidParams, NotFound
-from tests.integration.test_cli import js, ok, one_line_error
+from tests.integration.test_cli import arbiter, js, ok, one_line_error
 
 
 def test_remember_returns_entities_and_show_lists_them(client):
@@ -39,9 +39,10 @@ def test_wire_errors_are_typed(client):
 
 
 def test_cli_entities(daemon, home):
-    out = ok(home, "remember", "--type", "project", "--title", "Plan", "--content", "Alice Smith owns the MemoryGraph port.",
-             "--entity", "Apollo")
-    assert "entities: Apollo (new), Alice Smith (new), MemoryGraph (new)" in out
+    proc = arbiter(home, "remember", "--type", "project", "--title", "Plan", "--content",
+                   "Alice Smith owns the MemoryGraph port.", "--entity", "Apollo")
+    assert proc.returncode == 0 and proc.stdout.count("\n") == 1  # stdout stays one line per entry
+    assert "entities: Apollo (new), Alice Smith (new), MemoryGraph (new)" in proc.stderr
     ok(home, "entity", "rename", "Alice Smith", "Alice")
     ok(home, "entity", "relate", "Alice", "works_on", "Apollo")
     assert "Alice works_on Apollo" in ok(home, "entity", "show", "alice smith")
