@@ -21,6 +21,7 @@ from bench.longmemeval import dataset as ds
 from bench.longmemeval import harness, report
 from bench.longmemeval.daemon import Daemon, DaemonError, connect
 from bench.longmemeval.metrics import K, VariantScores, variant_scores
+from bench.longmemeval.phrasing import PHRASINGS
 
 if TYPE_CHECKING:
     from arbiter.client import Client
@@ -71,6 +72,13 @@ def _variants(ctx: click.Context, param: click.Parameter, value: str) -> list[st
     unknown = [v for v in names if v not in harness.VARIANTS]
     if unknown or not names:
         raise click.BadParameter(f"choose from {','.join(harness.VARIANTS)} (got {value!r})")
+    return names
+
+
+def _phrasings(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+    names = list(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if not names or any(n not in PHRASINGS for n in names):
+        raise click.BadParameter(f"choose from {','.join(PHRASINGS)} (got {value!r})")
     return names
 
 
@@ -128,6 +136,15 @@ def query_options(f):
                 type=click.Path(file_okay=False, path_type=Path),
                 help="Folder for results.json and results.md (default: bench/results/longmemeval-<UTC time>).",
             ),
+            click.option(
+                "--phrasing",
+                default="as-written",
+                show_default=True,
+                callback=_phrasings,
+                help="Comma-separated: as-written (the question as the user asked the assistant) and/or "
+                "third-person (as an agent asks its memory: 'the user', 'the assistant'); each variant runs "
+                "once per phrasing.",
+            ),
             click.option("--rerank-model", default=DEFAULT_RERANK, show_default=True),
             click.option("--fine-model", default=DEFAULT_FINE, show_default=True, help="Second stage of cascade."),
         ]
@@ -140,7 +157,7 @@ dataset_option = click.option(
     "--dataset",
     required=True,
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="LongMemEval JSON file, plain or .gz.",
+    help="LongMemEval or LoCoMo JSON file (the format is recognised), plain or .gz.",
 )
 limit_option = click.option("--limit", type=click.IntRange(min=1), help="Only the first N questions.")
 batch_option = click.option(
@@ -165,11 +182,12 @@ def cli() -> None:
     """
 
 
-def _load(path: Path) -> ds.Dataset:
+def _load(path: Path) -> ds.Corpus:
     started = time.perf_counter()
-    data = ds.load(path)
+    data = ds.load_corpus(path)
     click.echo(
-        f"loaded {len(data.questions)} questions, {data.turns} turns in {time.perf_counter() - started:.1f} s",
+        f"loaded {data.format}: {len(data.units)} conversations, {sum(len(u.asks) for u in data.units)} questions, "
+        f"{sum(u.turns for u in data.units)} turns in {time.perf_counter() - started:.1f} s",
         err=True,
     )
     return data
@@ -199,17 +217,17 @@ def ingest(dataset, home, socket, token_file, state, start_timeout, limit, batch
 
 
 def _do_ingest(
-    client: Client, data: ds.Dataset, state_path: Path, limit: int | None, batch_size: int
+    client: Client, data: ds.Corpus, state_path: Path, limit: int | None, batch_size: int
 ) -> tuple[harness.State, report.IngestStats]:
     state = harness.open_state(state_path, data)
-    questions = data.questions[:limit] if limit else data.questions
-    done = {q.question_id for q in state.questions}
-    todo_turns = sum(q.turns for q in questions if q.question_id not in done)
+    units = data.units[:limit] if limit else data.units
+    done = {u.key for u in state.units} | {q.unit or q.question_id for q in state.questions}
+    todo_turns = sum(u.turns for u in units if u.key not in done)
     from arbiter.cli._progress import Progress  # the same progress as `arbiter load`: count, rate, ETA
 
     with Progress(todo_turns, "ingest", unit="turns") as bar:
         # The bar counts turns; skipped empty turns never reach it, a few short of full at worst.
-        stats = harness.ingest(client, questions, state, state_path, batch_size=batch_size, progress=bar.update)
+        stats = harness.ingest(client, units, state, state_path, batch_size=batch_size, progress=bar.update)
     return state, stats
 
 
@@ -227,6 +245,7 @@ def _measure(
     state: harness.State,
     *,
     variants: list[str],
+    phrasings: list[str],
     limit: int | None,
     rerank_model: str,
     fine_model: str,
@@ -242,28 +261,34 @@ def _measure(
     out = out or Path("bench/results") / time.strftime("longmemeval-%Y%m%dT%H%M%SZ", time.gmtime())
     out.mkdir(parents=True, exist_ok=True)
     scored: dict[str, VariantScores | report.NotRun] = {}
+    fallback: dict[str, VariantScores] = {}
     for variant in variants:
-        if variant in harness.LLM_VARIANTS and not has_key:
-            scored[variant] = report.NotRun(NO_KEY)
-            continue
-        with _bar(len(questions), f"query {variant}") as bar:
-            outcomes = harness.run_variant(
-                client,
-                questions,
-                variant,
-                k=K,
-                rerank_model=rerank_model,
-                fine_model=fine_model,
-                progress=bar.update,
-            )
-        (out / f"outcomes-{variant}.jsonl").write_bytes(b"".join(msgspec.json.encode(o) + b"\n" for o in outcomes))
-        scored[variant] = variant_scores(outcomes)
+        for phrasing in phrasings:
+            name = variant if phrasing == "as-written" else f"{variant} ({phrasing})"
+            if variant in harness.LLM_VARIANTS and not has_key:
+                scored[name] = report.NotRun(NO_KEY)
+                continue
+            with _bar(len(questions), f"query {name}") as bar:
+                outcomes = harness.run_variant(
+                    client,
+                    questions,
+                    variant,
+                    k=K,
+                    rerank_model=rerank_model,
+                    fine_model=fine_model,
+                    phrasing=phrasing,
+                    progress=bar.update,
+                )
+            file = f"outcomes-{variant}.jsonl" if phrasing == "as-written" else f"outcomes-{variant}-{phrasing}.jsonl"
+            (out / file).write_bytes(b"".join(msgspec.json.encode(o) + b"\n" for o in outcomes))
+            scored[name] = variant_scores(outcomes)
+            fallback[name] = variant_scores(outcomes, truth="fallback")
     results = report.Results(
         dataset=report.DatasetInfo(
             path=state.dataset_path,
             sha256=state.dataset_sha256,
             questions=len(questions),
-            turns=sum(q.turns for q in questions),
+            turns=_turns(state, questions),
             questions_in_file=state.questions_in_file,
             tenant_questions=len(state.questions),
             abstention=sum(q.abstention for q in questions),
@@ -272,6 +297,7 @@ def _measure(
         ),
         settings=report.Settings(
             variants=variants,
+            phrasings=phrasings,
             limit=limit,
             k=K,
             rerank_model=rerank_model,
@@ -281,6 +307,7 @@ def _measure(
         version=report.Version(harness=report.HARNESS_VERSION, arbiter=version, commit=report.commit()),
         machine=report.machine(),
         variants=scored,
+        fallback=fallback,
         ingest=state.ingest,
     )
     json_path, md_path = report.write(results, out)
@@ -288,11 +315,21 @@ def _measure(
     click.echo(f"wrote {json_path} and {md_path}", err=True)
 
 
+def _turns(state: harness.State, questions: list[harness.QuestionState]) -> int:
+    """Turns in the conversations the questions are asked of (each conversation once)."""
+    asked = {q.unit or q.question_id for q in questions}
+    if state.units:
+        return sum(u.turns for u in state.units if u.key in asked)
+    return sum(q.turns for q in questions)
+
+
 @cli.command()
 @endpoint_options
 @query_options
 @limit_option
-def query(home, socket, token_file, state, start_timeout, variants, out, rerank_model, fine_model, limit) -> None:
+def query(
+    home, socket, token_file, state, start_timeout, variants, out, phrasing, rerank_model, fine_model, limit
+) -> None:
     """Run recall variants against a home `ingest` filled, and write the results.
 
     \b
@@ -307,6 +344,7 @@ def query(home, socket, token_file, state, start_timeout, variants, out, rerank_
             client,
             loaded,
             variants=variants,
+            phrasings=phrasing,
             limit=limit,
             rerank_model=rerank_model,
             fine_model=fine_model,
@@ -322,7 +360,19 @@ def query(home, socket, token_file, state, start_timeout, variants, out, rerank_
 @limit_option
 @batch_option
 def run(
-    dataset, home, socket, token_file, state, start_timeout, variants, out, rerank_model, fine_model, limit, batch_size
+    dataset,
+    home,
+    socket,
+    token_file,
+    state,
+    start_timeout,
+    variants,
+    out,
+    phrasing,
+    rerank_model,
+    fine_model,
+    limit,
+    batch_size,
 ) -> None:
     """Ingest (unless the home already holds the questions), query, and write results.json and results.md.
 
@@ -342,6 +392,7 @@ def run(
                 client,
                 loaded,
                 variants=variants,
+                phrasings=phrasing,
                 limit=limit,
                 rerank_model=rerank_model,
                 fine_model=fine_model,
@@ -402,9 +453,12 @@ def grade(
     from bench.longmemeval.grade import grade as grade_questions
 
     with _errors():
-        data = _load(dataset)
+        data = ds.load(dataset)
         with _endpoint(home, socket, token_file, state, start_timeout) as (client, state_path, _):
-            loaded = harness.open_state(state_path, data)
+            loaded = harness.open_state(state_path, ds.Corpus(
+                path=data.path, sha256=data.sha256, format="longmemeval", units=[],
+                questions_in_file=len(data.questions),
+            ))
             questions = loaded.questions[:limit] if limit else loaded.questions
             if not questions:
                 raise harness.HarnessError("the harness state holds no questions; run `ingest` first")
@@ -414,6 +468,7 @@ def grade(
                     anthropic.Anthropic(api_key=key),
                     data,
                     questions,
+                    loaded.units,
                     variant=variant,
                     recall_kwargs=lambda q: harness.recall_kwargs(
                         variant, q, k=K, rerank_model=rerank_model, fine_model=fine_model
@@ -429,6 +484,51 @@ def grade(
     click.echo(f"{variant}: accuracy {share} over {accuracy.n} questions; wrote {out / 'grade.json'}")
     for t, a in accuracy.by_type.items():
         click.echo(f"  {t}: {'–' if a is None else f'{a * 100:.1f}%'}")
+
+
+@cli.command()
+@dataset_option
+@limit_option
+@click.option(
+    "--granularity",
+    default="session,turn",
+    show_default=True,
+    help="Comma-separated: session (sessions as units) and/or turn (user turns as units, also scored per session).",
+)
+@click.option("--phrasing", default="as-written", show_default=True, callback=_phrasings, help="As for `run`.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Folder for official.json.")
+def official(dataset, limit, granularity, phrasing, out) -> None:
+    """LongMemEval's own protocol: a fresh index per question, user turns only, recall_any/all and ndcg_any@k.
+
+    Runs the library in this process (no daemon); see bench/longmemeval/official.py
+    for the protocol and where it departs from the official code.
+
+    \b
+    Example:
+      python -m bench.longmemeval official --dataset longmemeval_s.json.gz --granularity session
+    """
+    from bench.longmemeval import official as off
+
+    levels = [g.strip() for g in granularity.split(",") if g.strip()]
+    if not levels or any(g not in off.GRANULARITIES for g in levels):
+        raise click.BadParameter(f"choose from {','.join(off.GRANULARITIES)}", param_hint="--granularity")
+    with _errors():
+        data = _load(dataset)
+        questions = ds.load(dataset).questions if data.format == "longmemeval" else None
+    if questions is None:
+        raise click.ClickException("the official protocol is LongMemEval's; this file is LoCoMo")
+    questions = questions[:limit] if limit else questions
+    summaries = []
+    for g in levels:
+        for ph in phrasing:
+            with _bar(len(questions), f"official {g} {ph}") as bar:
+                summary, per = off.run(questions, g, phrasing=ph, progress=bar.update)
+            summaries.append(summary)
+    out = out or Path("bench/results") / time.strftime("longmemeval-official-%Y%m%dT%H%M%SZ", time.gmtime())
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "official.json").write_bytes(msgspec.json.format(msgspec.json.encode(summaries), indent=2) + b"\n")
+    click.echo(report.official_markdown(summaries))
+    click.echo(f"wrote {out / 'official.json'}", err=True)
 
 
 if __name__ == "__main__":

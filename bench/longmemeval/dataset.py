@@ -16,7 +16,7 @@ from typing import Literal
 
 import msgspec
 
-from arbiter.model import CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Seconds between consecutive turns of one session (sessions carry one date).
 TURN_SPACING_S = 60
@@ -85,13 +85,20 @@ class Dataset(msgspec.Struct):
 
 
 class TurnEntry(msgspec.Struct, gc=False):
-    """One turn as the harness remembers it (a `context` entry)."""
+    """One turn as the harness remembers it (a `context` entry).
+
+    `key` names the turn (`longmemeval:<question_id>:<session_id>:<turn>`) for
+    the harness's own bookkeeping only: it never reaches the store, since
+    gold session ids start with `answer_` and any searched column holding it
+    would tell ranking where the answer is.
+    """
 
     session_id: str
     turn_index: int
+    role: str
     title: str
     content: str
-    source: str
+    key: str
     valid_from: int
     has_answer: bool
 
@@ -115,6 +122,14 @@ class Plan(msgspec.Struct):
 def load(path: str | Path) -> Dataset:
     """Read a LongMemEval JSON file (plain or gzip) and check it; DatasetError otherwise."""
     p = Path(path)
+    data = read_bytes(p)
+    questions = _decode(data, p)
+    _check(questions, p)
+    return Dataset(path=str(p), sha256=hashlib.sha256(data).hexdigest(), questions=questions)
+
+
+def read_bytes(p: Path) -> bytes:
+    """A file's bytes, gunzipped when it is gzip; DatasetError if it cannot be read."""
     try:
         data = p.read_bytes()
     except OSError as e:
@@ -124,9 +139,7 @@ def load(path: str | Path) -> Dataset:
             data = gzip.decompress(data)
         except (OSError, EOFError) as e:
             raise DatasetError(f"{p}: not a readable gzip file: {e}") from None
-    questions = _decode(data, p)
-    _check(questions, p)
-    return Dataset(path=str(p), sha256=hashlib.sha256(data).hexdigest(), questions=questions)
+    return data
 
 
 def _decode(data: bytes, p: Path) -> list[Question]:
@@ -166,7 +179,7 @@ def _locate(data: bytes, p: Path) -> DatasetError:
 
 
 def _check(questions: list[Question], p: Path) -> None:
-    """What the types cannot say: ids, matching list lengths, dates, source sizes."""
+    """What the types cannot say: ids, matching list lengths, dates."""
     seen: set[str] = set()
     for i, q in enumerate(questions):
 
@@ -178,7 +191,7 @@ def _check(questions: list[Question], p: Path) -> None:
         if not q.question_id.strip():
             raise fail("question_id", "must not be empty")
         if ":" in q.question_id:
-            raise fail("question_id", "must not contain ':' (it is part of each entry's source)")
+            raise fail("question_id", "must not contain ':' (it is part of each turn's key)")
         if q.question_id in seen:
             raise fail("question_id", "appears twice in the dataset")
         seen.add(q.question_id)
@@ -188,16 +201,13 @@ def _check(questions: list[Question], p: Path) -> None:
         for field, items in (("haystack_session_ids", q.haystack_session_ids), ("haystack_dates", q.haystack_dates)):
             if len(items) != n:
                 raise fail(field, f"has {len(items)} items but haystack_sessions has {n}")
-        for j, (sid, date, turns) in enumerate(zip(q.haystack_session_ids, q.haystack_dates, q.haystack_sessions)):
+        for j, (sid, date) in enumerate(zip(q.haystack_session_ids, q.haystack_dates)):
             if not sid or ":" in sid:
                 raise fail(f"haystack_session_ids[{j}]", f"{sid!r} must be non-empty and free of ':'")
             try:
                 parse_date(date)
             except ValueError as e:
                 raise fail(f"haystack_dates[{j}]", str(e)) from None
-            size = len(source(q.question_id, sid, max(len(turns) - 1, 0)).encode("utf-8", "surrogatepass"))
-            if size > SOURCE_MAX_BYTES:
-                raise fail(f"haystack_session_ids[{j}]", f"makes a {size}-byte source, over {SOURCE_MAX_BYTES}")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -214,7 +224,7 @@ def parse_date(text: str) -> int:
 
 
 def source(question_id: str, session_id: str, turn_index: int) -> str:
-    """The entry source naming one turn: `longmemeval:<question_id>:<session_id>:<turn_index>`."""
+    """The key naming one turn: `longmemeval:<question_id>:<session_id>:<turn_index>` (bookkeeping, never stored)."""
     return f"{SOURCE_PREFIX}:{question_id}:{session_id}:{turn_index}"
 
 
@@ -267,9 +277,10 @@ def plan(q: Question) -> Plan:
                 TurnEntry(
                     session_id=sid,
                     turn_index=i,
+                    role=turn.role,
                     title=make_title(cut),
                     content=cut,
-                    source=source(q.question_id, sid, i),
+                    key=source(q.question_id, sid, i),
                     valid_from=start + TURN_SPACING_S * i,
                     has_answer=bool(turn.has_answer),
                 )
@@ -292,4 +303,79 @@ def plan(q: Question) -> Plan:
         truth_from=truth_from,
         skipped_empty=skipped,
         truncated=truncated,
+    )
+
+
+class Ask(msgspec.Struct, kw_only=True):
+    """One question asked of a unit's conversation; `truth` and `answer_sessions` are positions in its entries."""
+
+    question_id: str
+    question_type: str
+    question: str
+    abstention: bool
+    truth: list[int]
+    answer_sessions: list[int]
+    truth_from: str
+    question_date: str | None = None
+
+
+class Unit(msgspec.Struct, kw_only=True):
+    """What one conversation holds and the questions asked of it.
+
+    LongMemEval has one unit per question (its own haystack); LoCoMo one per
+    conversation, with many questions. `key` titles the conversation.
+    """
+
+    key: str
+    entries: list[TurnEntry]
+    asks: list[Ask]
+    turns: int
+    skipped_empty: int
+    truncated: int
+
+
+class Corpus(msgspec.Struct, kw_only=True):
+    """A checked benchmark file in any format the harness reads, as units."""
+
+    path: str
+    sha256: str
+    format: Literal["longmemeval", "locomo"]
+    units: list[Unit]
+    questions_in_file: int
+
+
+def unit(q: Question) -> Unit:
+    """One LongMemEval question as a unit: its haystack, asked once."""
+    p = plan(q)
+    ask = Ask(
+        question_id=q.question_id,
+        question_type=q.question_type,
+        question=q.question,
+        abstention=q.abstention,
+        truth=p.truth,
+        answer_sessions=p.answer_sessions,
+        truth_from=p.truth_from,
+        question_date=q.question_date,
+    )
+    return Unit(
+        key=q.question_id,
+        entries=p.entries,
+        asks=[ask],
+        turns=q.turns,
+        skipped_empty=p.skipped_empty,
+        truncated=p.truncated,
+    )
+
+
+def load_corpus(path: str | Path) -> Corpus:
+    """Read a LongMemEval or LoCoMo file (plain or gzip) as units; DatasetError otherwise."""
+    from bench.longmemeval import locomo  # the two formats share everything after this point
+
+    data = read_bytes(Path(path))
+    if locomo.looks_like(data):
+        return locomo.corpus(path, data)
+    d = load(path)
+    return Corpus(
+        path=d.path, sha256=d.sha256, format="longmemeval", units=[unit(q) for q in d.questions],
+        questions_in_file=len(d.questions),
     )

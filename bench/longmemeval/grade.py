@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from bench.longmemeval.dataset import Dataset, Question, parse_date, parse_source
-from bench.longmemeval.harness import QuestionState
+from bench.longmemeval.dataset import Dataset, Question, parse_date, parse_source, plan
+from bench.longmemeval.harness import QuestionState, UnitState
 
 if TYPE_CHECKING:
     import anthropic
@@ -97,7 +97,10 @@ def judge_prompt(q: Question, response: str) -> str:
 
 
 def history(by_id: Mapping[str, Question], sources: Sequence[str | None]) -> str:
-    """The recalled turns, oldest first, as the generator reads them; `by_id` maps question ids to questions."""
+    """The recalled turns (by their harness keys), oldest first, as the generator reads them.
+
+    `by_id` maps question ids to questions.
+    """
     found: list[tuple[int, int, str]] = []
     for text in sources:
         parsed = parse_source(text) if text else None
@@ -122,6 +125,7 @@ def grade(
     api: anthropic.Anthropic,
     dataset: Dataset,
     questions: Sequence[QuestionState],
+    units: Sequence[UnitState],
     *,
     variant: str,
     recall_kwargs: Callable[[QuestionState], dict[str, object]],
@@ -131,12 +135,20 @@ def grade(
 ) -> Accuracy:
     """Recall, generate and judge each question; sequential, one question at a time."""
     by_id = {q.question_id: q for q in dataset.questions}
+    # Which turn an entry is comes from the harness's state, never from the entry.
+    key_of = {
+        eid: e.key
+        for u in units
+        if u.key in by_id
+        for eid, e in zip(u.entry_ids, plan(by_id[u.key]).entries)
+    }
     graded: list[Graded] = []
     for qs in questions:
         q = by_id[qs.question_id]
         hits = client.recall(**recall_kwargs(qs)).hits
         prompt = GENERATE.format(
-            history=history(by_id, [h.source for h in hits]), date=q.question_date or "unknown", question=q.question
+            history=history(by_id, [key_of.get(h.id) for h in hits]), date=q.question_date or "unknown",
+            question=q.question,
         )
         response = _ask(api, generator_model, prompt, 512)
         verdict = _ask(api, judge_model, judge_prompt(q, response), 10)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from arbiter.model import RememberParams
-from bench.longmemeval.dataset import Dataset, Plan, Question, plan
+from bench.longmemeval.dataset import Corpus, Unit
 from bench.longmemeval.metrics import Outcome
+from bench.longmemeval.phrasing import phrase
 from bench.longmemeval.report import IngestStats
 
 if TYPE_CHECKING:
@@ -54,6 +55,21 @@ class QuestionState(msgspec.Struct, kw_only=True):
     answer_session_ids: list[int]
     skipped_empty: int
     truncated: int
+    unit: str = ""
+    question_date: str | None = None
+
+
+class UnitState(msgspec.Struct, kw_only=True):
+    """One ingested conversation: its key, id, and its entries' ids in the unit's order.
+
+    The ids are the harness's bookkeeping (which turn an entry is), kept here
+    rather than in any column the store searches.
+    """
+
+    key: str
+    conversation_id: int
+    entry_ids: list[int]
+    turns: int
 
 
 class State(msgspec.Struct, kw_only=True):
@@ -69,6 +85,7 @@ class State(msgspec.Struct, kw_only=True):
     questions_in_file: int
     tenant_entries: int = 0
     questions: list[QuestionState] = []
+    units: list[UnitState] = []
     ingest: IngestStats | None = None
 
     @classmethod
@@ -88,11 +105,11 @@ class State(msgspec.Struct, kw_only=True):
         os.replace(tmp, path)
 
 
-def open_state(path: Path, dataset: Dataset) -> State:
+def open_state(path: Path, dataset: Corpus) -> State:
     """The state in `path` if it was written for this dataset, else a fresh one."""
     if not path.exists():
         return State(
-            dataset_sha256=dataset.sha256, dataset_path=dataset.path, questions_in_file=len(dataset.questions)
+            dataset_sha256=dataset.sha256, dataset_path=dataset.path, questions_in_file=dataset.questions_in_file
         )
     state = State.load(path)
     if state.dataset_sha256 != dataset.sha256:
@@ -105,17 +122,18 @@ def open_state(path: Path, dataset: Dataset) -> State:
 
 def ingest(
     client: Client,
-    questions: Sequence[Question],
+    units: Sequence[Unit],
     state: State,
     state_path: Path,
     *,
     batch_size: int = DEFAULT_BATCH,
     progress: Progress = lambda n: None,
 ) -> IngestStats:
-    """Write the questions the state does not hold yet, `batch_size` entries per `remember_many`.
+    """Write the units the state does not hold yet, `batch_size` entries per `remember_many`.
 
-    Whole questions are buffered until a batch is due, so the state, saved
-    after each flush, only ever names questions whose entries all landed.
+    Whole units are buffered until a batch is due, so the state, saved after
+    each flush, only ever names units whose entries all landed. Entries carry
+    no source: nothing that says where an answer is reaches a searched column.
     """
     active = client.status().entries_active
     if active != state.tenant_entries:
@@ -123,8 +141,8 @@ def ingest(
             f"the tenant holds {active} entries but the harness state accounts for {state.tenant_entries}: "
             "an ingest was interrupted or something else writes here; use a fresh --home"
         )
-    done = {q.question_id for q in state.questions}
-    todo = [q for q in questions if q.question_id not in done]
+    done = {u.key for u in state.units} | {q.unit or q.question_id for q in state.questions}
+    todo = [u for u in units if u.key not in done]
     if not todo:
         if state.ingest is None:
             raise HarnessError("nothing to ingest and no record of an earlier ingest")
@@ -132,7 +150,7 @@ def ingest(
 
     started = time.perf_counter()
     written = skipped = truncated = 0
-    pending: list[tuple[Question, Plan, int]] = []
+    pending: list[tuple[Unit, int]] = []
     buffer: list[RememberParams] = []
 
     def flush() -> None:
@@ -144,24 +162,28 @@ def ingest(
         if len(ids) != len(buffer):
             raise HarnessError(f"remember_many returned {len(ids)} ids for {len(buffer)} entries")
         at = 0
-        for q, p, conversation_id in pending:
-            mine = ids[at : at + len(p.entries)]
-            at += len(p.entries)
-            state.questions.append(
+        for u, conversation_id in pending:
+            mine = ids[at : at + len(u.entries)]
+            at += len(u.entries)
+            state.units.append(UnitState(key=u.key, conversation_id=conversation_id, entry_ids=mine, turns=u.turns))
+            state.questions.extend(
                 QuestionState(
-                    question_id=q.question_id,
-                    question_type=q.question_type,
-                    question=q.question,
-                    abstention=q.abstention,
+                    question_id=a.question_id,
+                    question_type=a.question_type,
+                    question=a.question,
+                    abstention=a.abstention,
                     conversation_id=conversation_id,
-                    turns=q.turns,
+                    turns=u.turns,
                     entries=len(mine),
-                    truth_from=p.truth_from,
-                    truth_ids=[mine[k] for k in p.truth],
-                    answer_session_ids=[mine[k] for k in p.answer_sessions],
-                    skipped_empty=p.skipped_empty,
-                    truncated=p.truncated,
+                    truth_from=a.truth_from,
+                    truth_ids=[mine[k] for k in a.truth],
+                    answer_session_ids=[mine[k] for k in a.answer_sessions],
+                    skipped_empty=u.skipped_empty,
+                    truncated=u.truncated,
+                    unit=u.key,
+                    question_date=a.question_date,
                 )
+                for a in u.asks
             )
         written += len(buffer)
         state.tenant_entries = client.status().entries_active
@@ -169,22 +191,20 @@ def ingest(
         pending.clear()
         buffer.clear()
 
-    for q in todo:
-        p = plan(q)
-        skipped += p.skipped_empty
-        truncated += p.truncated
-        conversation = client.conversation_create(title=q.question_id)
-        pending.append((q, p, conversation.id))
+    for u in todo:
+        skipped += u.skipped_empty
+        truncated += u.truncated
+        conversation = client.conversation_create(title=u.key)
+        pending.append((u, conversation.id))
         buffer.extend(
             RememberParams(
                 type="context",
                 title=e.title,
                 content=e.content,
-                source=e.source,
                 conversation_id=conversation.id,
                 valid_from=e.valid_from,
             )
-            for e in p.entries
+            for e in u.entries
         )
         if len(buffer) >= batch_size:
             flush()
@@ -218,13 +238,16 @@ def _chunks(params: list[RememberParams], count: int, size: int) -> Iterator[lis
         yield chunk
 
 
-def recall_kwargs(variant: str, q: QuestionState, *, k: int, rerank_model: str, fine_model: str) -> dict[str, object]:
+def recall_kwargs(
+    variant: str, q: QuestionState, *, k: int, rerank_model: str, fine_model: str, phrasing: str = "as-written"
+) -> dict[str, object]:
     """The `Client.recall` arguments that make up one variant."""
     if variant not in VARIANTS:
         raise HarnessError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    question = phrase(q.question, phrasing)
     if variant == "bm25":
-        return {"query": q.question, "limit": k}
-    kwargs: dict[str, object] = {"query": q.question, "conversation_id": q.conversation_id, "limit": k}
+        return {"query": question, "limit": k}
+    kwargs: dict[str, object] = {"query": question, "conversation_id": q.conversation_id, "limit": k}
     if variant in LLM_VARIANTS:
         kwargs["rerank"] = rerank_model
     if variant == "cascade":
@@ -240,12 +263,13 @@ def run_variant(
     k: int,
     rerank_model: str,
     fine_model: str,
+    phrasing: str = "as-written",
     progress: Progress = lambda n: None,
 ) -> list[Outcome]:
     """One recall per question, timed around the socket round trip, in order (no concurrency skews latency)."""
     outcomes = []
     for q in questions:
-        kwargs = recall_kwargs(variant, q, k=k, rerank_model=rerank_model, fine_model=fine_model)
+        kwargs = recall_kwargs(variant, q, k=k, rerank_model=rerank_model, fine_model=fine_model, phrasing=phrasing)
         started = time.perf_counter()
         result = client.recall(**kwargs)
         latency_ms = (time.perf_counter() - started) * 1000
@@ -258,6 +282,8 @@ def run_variant(
                 answer_sessions=q.answer_session_ids,
                 latency_ms=round(latency_ms, 3),
                 note=result.note,
+                abstention=q.abstention,
+                truth_from=q.truth_from,
             )
         )
         progress(1)

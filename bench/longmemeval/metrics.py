@@ -11,8 +11,19 @@ import msgspec
 K = 10
 
 
+#: Which questions are scored. "official" is LongMemEval's own code: abstention
+#: (`_abs`) questions are skipped, and so are questions with no flagged
+#: (`has_answer`) turn. "fallback" also scores those, with every turn of the
+#: answer sessions as ground truth (round 1's protocol).
+TRUTH_MODES = ("official", "fallback")
+
+
 class Outcome(msgspec.Struct, kw_only=True):
-    """One question's recall under one variant: what came back, what should have, how long it took."""
+    """One question's recall under one variant: what came back, what should have, how long it took.
+
+    `truth_from` says where the ground truth came from ("turns" flagged,
+    "sessions" as a fallback, "evidence" for LoCoMo, "none").
+    """
 
     question_id: str
     question_type: str
@@ -21,6 +32,17 @@ class Outcome(msgspec.Struct, kw_only=True):
     answer_sessions: list[int]
     latency_ms: float
     note: str | None = None
+    abstention: bool = False
+    truth_from: str = "turns"
+
+
+def scored(o: Outcome, truth: str = "official") -> bool:
+    """Whether `o` counts under the truth mode (see TRUTH_MODES)."""
+    if not o.truth:
+        return False
+    if truth == "fallback":
+        return True
+    return not o.abstention and o.truth_from != "sessions"
 
 
 class Latency(msgspec.Struct):
@@ -70,8 +92,21 @@ def reciprocal_rank(ranked: Sequence[int], relevant: Collection[int]) -> float:
     return 0.0
 
 
+def recall_all_at(ranked: Sequence[int], relevant: Collection[int], k: int) -> bool:
+    """Whether every relevant id is among the first k (vacuously true with none, as the official code has it)."""
+    top = set(ranked[:k])
+    return all(i in top for i in relevant)
+
+
+def _discount(rank: int) -> float:
+    # LongMemEval's eval_utils.dcg: rank 1 undiscounted, rank r >= 2 divided
+    # by log2(r), so ranks 1 and 2 weigh the same (the textbook form divides
+    # rank r by log2(r + 1)).
+    return 1.0 if rank == 1 else 1.0 / math.log2(rank)
+
+
 def ndcg_at(ranked: Sequence[int], relevant: Collection[int], k: int) -> float:
-    """NDCG@k with binary relevance; an id ranked twice earns credit once."""
+    """NDCG@k with binary relevance, LongMemEval's discount; an id ranked twice earns credit once."""
     if not relevant:
         return 0.0
     seen: set[int] = set()
@@ -79,8 +114,8 @@ def ndcg_at(ranked: Sequence[int], relevant: Collection[int], k: int) -> float:
     for rank, i in enumerate(ranked[:k], 1):
         if i in relevant and i not in seen:
             seen.add(i)
-            dcg += 1.0 / math.log2(rank + 1)
-    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(set(relevant)), k) + 1))
+            dcg += _discount(rank)
+    ideal = sum(_discount(rank) for rank in range(1, min(len(set(relevant)), k) + 1))
     return dcg / ideal
 
 
@@ -99,10 +134,10 @@ def _mean(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
 
-def scores(outcomes: Iterable[Outcome]) -> Scores:
-    """Average each metric over the outcomes with ground truth; latency over all of them."""
+def scores(outcomes: Iterable[Outcome], *, truth: str = "official") -> Scores:
+    """Average each metric over the outcomes the truth mode scores; latency over all of them."""
     outcomes = list(outcomes)
-    graded = [o for o in outcomes if o.truth]
+    graded = [o for o in outcomes if scored(o, truth)]
     sets = [(o.ranked, set(o.truth), set(o.answer_sessions)) for o in graded]
     latencies = [o.latency_ms for o in outcomes]
     return Scores(
@@ -119,14 +154,14 @@ def scores(outcomes: Iterable[Outcome]) -> Scores:
     )
 
 
-def variant_scores(outcomes: Iterable[Outcome]) -> VariantScores:
+def variant_scores(outcomes: Iterable[Outcome], *, truth: str = "official") -> VariantScores:
     """`scores` overall and for each question type (types in name order)."""
     outcomes = list(outcomes)
     by_type: dict[str, list[Outcome]] = {}
     for o in outcomes:
         by_type.setdefault(o.question_type, []).append(o)
-    overall = scores(outcomes)
+    overall = scores(outcomes, truth=truth)
     return VariantScores(
         **{f: getattr(overall, f) for f in Scores.__struct_fields__},
-        by_type={t: scores(by_type[t]) for t in sorted(by_type)},
+        by_type={t: scores(by_type[t], truth=truth) for t in sorted(by_type)},
     )

@@ -12,7 +12,7 @@ import msgspec
 from bench.longmemeval.metrics import Scores, VariantScores
 
 #: Bumped when the protocol or a metric changes meaning, so old results are not compared blindly.
-HARNESS_VERSION = "1"
+HARNESS_VERSION = "2"  # 2: no source on entries; official NDCG and abstention; LoCoMo; phrasings
 
 
 class DatasetInfo(msgspec.Struct, kw_only=True):
@@ -43,6 +43,8 @@ class Settings(msgspec.Struct, kw_only=True):
     rerank_model: str
     fine_model: str
     daemon: str
+    phrasings: list[str] = msgspec.field(default_factory=lambda: ["as-written"])
+    truth: str = "official: _abs questions and questions with no has_answer turn are not scored"
     empty_turns: str = "skipped and counted"
     dates: str = "session date read as UTC, + 60 s per turn index"
     title: str = "first 200 bytes, whitespace folded"
@@ -93,6 +95,9 @@ class Results(msgspec.Struct, kw_only=True):
     machine: Machine
     variants: dict[str, VariantScores | NotRun]
     ingest: IngestStats | None
+    #: The same runs scored with round 1's truth: every question with any
+    #: ground truth, the answer sessions' turns when no turn is flagged.
+    fallback: dict[str, VariantScores] = {}
 
 
 def machine() -> Machine:
@@ -168,7 +173,7 @@ def markdown(results: Results) -> str:
     """The results as Markdown: the variant table, then one per-type table per variant run."""
     d = results.dataset
     lines = [
-        "# LongMemEval retrieval",
+        "# Retrieval",
         "",
         f"{d.questions} questions, {d.turns} turns from `{Path(d.path).name}` (sha256 {d.sha256[:12]}…); "
         f"Arbiter {results.version.arbiter}, harness v{results.version.harness}.",
@@ -189,8 +194,40 @@ def markdown(results: Results) -> str:
         if isinstance(v, VariantScores) and v.notes:
             # A note means a stage (e.g. the LLM rerank) fell back: the row is not what its name says.
             lines.append(f"\n{name}: {v.notes} recall(s) came back with a note; see outcomes-{name}.jsonl.")
+    if any(f.n != getattr(results.variants.get(name), "n", f.n) for name, f in results.fallback.items()):
+        lines += [
+            "",
+            "Scored as round 1 did (abstention questions too, whole answer sessions where no turn is flagged):",
+            "",
+            _HEAD.format(first="variant"),
+        ]
+        lines += [_row(name, f) for name, f in results.fallback.items()]
     for name, v in results.variants.items():
         if isinstance(v, VariantScores):
             lines += ["", f"## {name} by question type", "", _HEAD.format(first="type")]
             lines += [_row(t, s) for t, s in v.by_type.items()]
+    return "\n".join(lines) + "\n"
+
+
+def official_markdown(summaries) -> str:
+    """The official protocol's means, one row per granularity, level and phrasing.
+
+    `official`: the official code's mean (every non-abstention question);
+    `scored`: only the questions that have a correct unit.
+    """
+    lines = [
+        "| units | level | phrasing | mean over | n | recall_any@5 | recall_any@10 | recall_all@5 | ndcg_any@5 "
+        "| ndcg_any@10 | p50 ms |",
+        "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for s in summaries:
+        for label, n, means in (("official", s.questions, s.official), ("scored", s.scored, s.scored_only)):
+            for level, m in means.items():
+                cells = [
+                    s.granularity, level, s.phrasing, label, str(n),
+                    *(_pct(m.get(k)) for k in ("recall_any@5", "recall_any@10", "recall_all@5")),
+                    *(_num(m.get(k), ".3f") for k in ("ndcg_any@5", "ndcg_any@10")),
+                    _num(s.latency_ms_p50, ".2f"),
+                ]
+                lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -49,7 +49,7 @@ def test_recall_kwargs_per_variant() -> None:
 
 
 def test_state_round_trip_and_dataset_guard(tmp_path: Path) -> None:
-    data = ds.load(TINY)
+    data = ds.load_corpus(TINY)
     path = tmp_path / harness.STATE_NAME
     state = harness.open_state(path, data)
     assert state.questions == [] and state.tenant_entries == 0
@@ -57,7 +57,7 @@ def test_state_round_trip_and_dataset_guard(tmp_path: Path) -> None:
     state.tenant_entries = 3
     state.save(path)
     assert harness.open_state(path, data) == state
-    other = ds.Dataset(path="other.json", sha256="0" * 64, questions=data.questions)
+    other = msgspec.structs.replace(data, path="other.json", sha256="0" * 64)
     with pytest.raises(harness.HarnessError):
         harness.open_state(path, other)
 

@@ -7,11 +7,15 @@ import math
 import msgspec
 import pytest
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from bench.longmemeval.metrics import (
     Outcome,
     hit_at,
     ndcg_at,
     percentile,
+    recall_all_at,
     reciprocal_rank,
     scores,
     variant_scores,
@@ -37,8 +41,11 @@ def test_reciprocal_rank() -> None:
 
 
 def test_ndcg() -> None:
-    # DCG = 1/log2(3) + 1/log2(4) = 1.13093; IDCG (2 relevant) = 1 + 1/log2(3) = 1.63093
-    assert ndcg_at([1, 2, 3], {2, 3}, 10) == pytest.approx(0.693426, abs=1e-6)
+    # LongMemEval's discount: rank 1 -> 1, rank r >= 2 -> 1/log2(r).
+    # DCG = 1/log2(2) + 1/log2(3) = 1.63093; IDCG (2 relevant) = 1 + 1/log2(2) = 2
+    assert ndcg_at([1, 2, 3], {2, 3}, 10) == pytest.approx(0.815465, abs=1e-6)
+    # Rank 2 alone scores as much as rank 1 alone (the textbook form would give 0.631).
+    assert ndcg_at([5, 2], {2}, 10) == 1.0
     assert ndcg_at([2, 3, 1], {2, 3}, 10) == pytest.approx(1.0)
     # Relevant beyond k earns nothing; the ideal is capped at k entries.
     assert ndcg_at([1, 2, 3], {3}, 2) == 0.0
@@ -76,6 +83,45 @@ OUTCOMES = [
     # no ground truth: queried (latency counts) but not scored
     outcome("d", "y", [], [], [], 40, note="n"),
 ]
+# Not scored by the official rule, scored with the fallback: an abstention
+# question and one whose truth is whole sessions.
+UNOFFICIAL = [
+    outcome("e_abs", "y", [50], [50], [50], 50, abstention=True),
+    outcome("f", "y", [61, 60], [60], [60], 60, truth_from="sessions"),
+]
+
+
+def test_truth_modes() -> None:
+    official = scores(OUTCOMES + UNOFFICIAL)
+    assert (official.n, official.no_truth, official.r_at_1) == (3, 3, approx(1 / 3))
+    fallback = scores(OUTCOMES + UNOFFICIAL, truth="fallback")
+    assert (fallback.n, fallback.no_truth) == (5, 1)
+    assert fallback.r_at_1 == approx(2 / 5)  # c and e_abs at rank 1
+    assert fallback.r_at_5 == approx(4 / 5)
+
+
+def official_ndcg(ranking: list[int], relevance: list[int], k: int) -> float:
+    """LongMemEval's definition, written from eval_utils: rankings index a corpus of 0/1 relevances."""
+
+    def dcg(rels: list[int]) -> float:
+        rels = rels[:k]
+        return (rels[0] + sum(r / math.log2(i) for i, r in enumerate(rels[1:], 2))) if rels else 0.0
+
+    ideal = dcg(sorted(relevance, reverse=True))
+    return dcg([relevance[i] for i in ranking[:k]]) / ideal if ideal else 0.0
+
+
+@given(st.data())
+def test_ndcg_matches_the_official_definition(data) -> None:
+    n = data.draw(st.integers(1, 30))
+    relevance = data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+    ranking = data.draw(st.permutations(range(n)))
+    k = data.draw(st.sampled_from([1, 3, 5, 10, 30]))
+    relevant = {i for i, r in enumerate(relevance) if r}
+    assert ndcg_at(ranking, relevant, k) == pytest.approx(official_ndcg(ranking, relevance, k))
+    top = set(ranking[:k])
+    assert recall_all_at(ranking, relevant, k) == all(i in top for i in relevant)
+    assert hit_at(ranking, relevant, k) == any(i in top for i in relevant)
 
 
 def test_scores_by_hand() -> None:
@@ -85,7 +131,7 @@ def test_scores_by_hand() -> None:
     assert s.r_at_5 == approx(2 / 3)
     assert s.r_at_10 == approx(1.0)
     assert s.mrr == approx((1 / 2 + 1 / 10 + 1) / 3)
-    ndcgs = [1 / math.log2(3), 1 / math.log2(11), 1 / (1 + 1 / math.log2(3))]
+    ndcgs = [1.0, 1 / math.log2(10), 1 / 2]
     assert s.ndcg_at_10 == approx(sum(ndcgs) / 3)
     assert s.session_r_at_5 == approx(2 / 3)
     assert (s.latency_ms.p50, s.latency_ms.p95, s.latency_ms.p99) == (25.0, 38.5, 39.7)
