@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import re
+
 import msgspec
 from msgspec import Meta, Struct
 
@@ -188,6 +190,8 @@ class RecallParams(Params):
     half_life_days: Annotated[float, Meta(gt=0, le=36500)] = 90.0
     floor: Annotated[float, Meta(ge=0, le=1)] = 0.5
     disable: Annotated[list[RecallStage], Meta(max_length=16)] = []
+    #: Hits, from the top, that carry an excerpt (each costs a scan of the entry's text).
+    excerpts: Annotated[int, Meta(ge=0, le=200)] = 3
     # LLM layers (need ANTHROPIC_API_KEY on the daemon): true picks the
     # daemon's default model, a string names one. Any failure falls back to
     # the lexical ranking with a `note`.
@@ -207,6 +211,24 @@ class ConversationListParams(Params):
 
 class TenantCreateParams(Params):
     name: Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+
+
+def validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
+    """A decode error as (message, field path): `("Expected `int`, got `str`", "entries[0].id")`."""
+    # msgspec reports "message - at `$.a.b[0]`"; the wire wants "a.b[0]".
+    # Our own limit checks (model.__post_init__) name the field first: "title: ...".
+    text = str(err)
+    message, sep, where = text.rpartition(" - at `")
+    if not sep:
+        message, where = text, "$"
+    path = where.rstrip("`").removeprefix("$").lstrip(".")
+    if own := re.match(r"([\w.\[\]]+): ", message):
+        path = f"{path}.{own[1]}" if path else own[1]
+        message = message[own.end():]
+    elif field := re.match(r"Object (?:missing required|contains unknown) field `(\w+)`", message):
+        # The error is about a field of the object at `path`: name the field itself.
+        path = f"{path}.{field[1]}" if path else field[1]
+    return message, path or None
 
 
 # ---- results ---------------------------------------------------------------
@@ -319,7 +341,8 @@ class Hit(Struct, kw_only=True):
     """One recall result. `scope` is "conversation" for an entry of the conversation recalled in.
 
     `superseded`: a newer entry supersedes this one (as of now, even in an
-    `as_of` recall). `excerpt`: the best-matching passage, for the top hits.
+    `as_of` recall). `excerpt`: the best-matching passage, for the top
+    `excerpts` hits.
     `parts` (with `explain`): each pipeline stage's factor or term, the pass
     ranks and the fused score.
     """
@@ -336,6 +359,8 @@ class Hit(Struct, kw_only=True):
     score: float
     scope: str
     excerpt: str | None = None
+    #: When this entry was written (record time; `valid_from` is when it holds).
+    recorded_at: str | None = None
     parts: dict[str, float] | None = None
 
 

@@ -1,4 +1,4 @@
-"""Stage 9: candidates become hits; the top few carry an excerpt.
+"""Stage 9: candidates become hits; the top `excerpts` (3 by default) carry an excerpt.
 
 An excerpt is the window of the entry's text that holds the most distinct
 query terms, matched words in **bold**. It is cut with the index's tokenizer,
@@ -19,8 +19,6 @@ from arbiter.store import entries
 if TYPE_CHECKING:
     from arbiter.recall import Ranking
 
-#: Hits (from the top) that get an excerpt.
-EXCERPTS = 3
 #: Tokens in an excerpt window.
 WINDOW = 24
 #: Texts longer than this get FTS5's own snippet() rather than a scan here.
@@ -29,7 +27,7 @@ _LEAD_CHARS = 200
 
 
 def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallParams) -> RecallResult:
-    """The top `p.limit` candidates as hits, the first `EXCERPTS` with excerpts."""
+    """The top `p.limit` candidates as hits, the first `p.excerpts` with excerpts."""
     top = ranking.candidates[: p.limit]
     full = {e.id: e for e in entries.get_any(conn, tenant_id, [c.id for c in top])}
     stems = {s for t in ranking.query.terms for s in t.stem.split(" ")}
@@ -39,7 +37,7 @@ def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallPar
         if e is None:
             continue
         text = None
-        if rank < EXCERPTS:
+        if rank < p.excerpts:
             text = excerpt(conn, e.content, stems)
             if text is None:
                 bag = expression(ranking.query.terms, phrase=False, near=False).text
@@ -56,7 +54,7 @@ def browse(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResu
         ListParams(types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, limit=p.limit),
     )
     hits = [
-        _hit(e, 0.0, p, excerpt=lead(e.content) if rank < EXCERPTS else None, parts={} if p.explain else None)
+        _hit(e, 0.0, p, excerpt=lead(e.content) if rank < p.excerpts else None, parts={} if p.explain else None)
         for rank, e in enumerate(listed)
     ]
     return RecallResult(hits=hits)
@@ -121,6 +119,7 @@ def _hit(e: Entry, value: float, p: RecallParams, *, excerpt: str | None, parts:
         conversation_id=e.conversation_id,
         valid_from=e.valid_from,
         valid_to=e.valid_to,
+        recorded_at=e.recorded_at,
         superseded=bool(e.superseded_by),
         score=value,
         scope="conversation" if pinned else "tenant",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import codecs
 import fcntl
 import os
-import re
 import signal
 import sys
 import threading
@@ -37,7 +36,7 @@ from arbiter.errors import (
     Unauthorized,
     Unavailable,
 )
-from arbiter.model import Request
+from arbiter.model import Request, validation_path
 from arbiter.recall.maintain import compact
 from arbiter.store import connect, open_database, tenants
 from arbiter.verbs import VERBS, Context, Verb
@@ -61,23 +60,6 @@ _request_decoder = msgspec.json.Decoder(Request)
 _batch_decoder = msgspec.json.Decoder(list[msgspec.Raw])
 _param_decoders = {name: msgspec.json.Decoder(verb.params) for name, verb in VERBS.items()}
 _encode = msgspec.json.Encoder().encode
-
-
-def _validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
-    # msgspec reports "message - at `$.a.b[0]`"; the wire wants "a.b[0]".
-    # Our own limit checks (model.__post_init__) name the field first: "title: ...".
-    text = str(err)
-    message, sep, where = text.rpartition(" - at `")
-    if not sep:
-        message, where = text, "$"
-    path = where.rstrip("`").removeprefix("$").lstrip(".")
-    if own := re.match(r"([\w.\[\]]+): ", message):
-        path = f"{path}.{own[1]}" if path else own[1]
-        message = message[own.end():]
-    elif field := re.match(r"Object (?:missing required|contains unknown) field `(\w+)`", message):
-        # The error is about a field of the object at `path`: name the field itself.
-        path = f"{path}.{field[1]}" if path else field[1]
-    return message, path or None
 
 
 def _check_utf8(frame: bytes) -> None:
@@ -361,7 +343,7 @@ class Daemon:
             try:
                 req = _request_decoder.decode(frame)
             except msgspec.ValidationError as e:
-                message, path = _validation_path(e)
+                message, path = validation_path(e)
                 raise InvalidRequest(f"not a JSON-RPC 2.0 request: {message}", path=path) from None
             except msgspec.DecodeError as e:
                 raise ParseError(f"malformed JSON: {e}") from None
@@ -375,7 +357,7 @@ class Daemon:
             try:
                 params = _param_decoders[req.method].decode(req.params)
             except msgspec.ValidationError as e:
-                message, path = _validation_path(e)
+                message, path = validation_path(e)
                 path = path or "params"  # the params as a whole (not an object, say)
                 raise InvalidParams(f"{path}: {message}", path=path) from None
             except msgspec.DecodeError as e:

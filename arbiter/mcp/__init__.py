@@ -1,0 +1,75 @@
+"""`arbiter mcp`: the MCP front door over the daemon, on stdio or streamable HTTP.
+
+It reaches memory only through `arbiter.client.Client`. On start it makes
+sure a daemon answers on the configured socket (starting one, detached, if
+none does, and saying so on stderr), fetches the tenant's briefing and serves
+it as the `initialize` result's `instructions`: the model gets a map of the
+memory before its first prompt.
+
+Layout:
+- `tool.py`: the tool pattern (read its docstring before adding a tool);
+- `entries.py`, `graph.py`: the core tools; a feature adds `<feature>.py`
+  and its module name to TOOL_MODULES below;
+- `resources.py`: the briefing and each entry as resources, and the prompts;
+- `server.py`: the protocol on stdio (msgspec, no SDK: see why there);
+- `http.py`: streamable HTTP through the official SDK, loopback and bearer token;
+- `_daemon.py`: starting and reviving the daemon.
+
+Only the `arbiter mcp` command imports this package, so neither the daemon
+nor the rest of the CLI loads it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from arbiter import paths
+from arbiter.client import Client
+from arbiter.errors import ArbiterError
+
+#: Modules that declare tools (with `arbiter.mcp.tool.tool`), in `tools/list` order.
+TOOL_MODULES = ["entries", "graph"]
+
+
+def load_tools() -> None:
+    """Import every tool module, so TOOLS holds every tool."""
+    for name in TOOL_MODULES:
+        importlib.import_module(f"arbiter.mcp.{name}")
+
+
+def session_note(conversation_id: int | None) -> str:
+    """What the instructions add to the briefing about this session's conversation."""
+    if conversation_id is None:
+        return ("\n\n## This session\nYour first write starts this session's conversation: your writes go to it "
+                "and `recall` searches it first. Resume an earlier one with the `conversation` tool.")
+    return (f"\n\n## This session\nThis session is conversation #{conversation_id}: your writes go to it and "
+            "`recall` searches it first (`everywhere` for the whole memory alike).")
+
+
+def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | None = None,
+        http: tuple[str, int] | None = None) -> None:
+    """Serve MCP on stdin/stdout (or on loopback HTTP) until the client hangs up."""
+    from arbiter.mcp._daemon import Calls, ensure_daemon
+    from arbiter.mcp.tool import Session
+
+    ensure_daemon(home, socket_path)
+    token = paths.read_secret(paths.token_path(home, tenant), f"tenant {tenant!r}")
+    client = Client(socket_path, token)
+    session = Session(Calls(client, revive=lambda: ensure_daemon(home, socket_path)), conversation_id=conversation_id)
+    try:
+        instructions = client.briefing().text + session_note(conversation_id)
+    except ArbiterError as e:
+        raise type(e)(f"could not read the briefing: {e.message}", path=e.path) from None
+    load_tools()
+    try:
+        if http:
+            from arbiter.mcp.http import serve_http
+
+            serve_http(session, instructions, home=home, host=http[0], port=http[1])
+        else:
+            from arbiter.mcp.server import McpServer, serve_stdio
+
+            serve_stdio(McpServer(session, instructions))
+    finally:
+        client.close()

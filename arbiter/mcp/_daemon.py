@@ -1,0 +1,102 @@
+"""Reaching the daemon from `arbiter mcp`: start one if none answers, revive it if it dies."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable, TypeVar
+
+from arbiter.client import Client
+from arbiter.errors import Unavailable
+
+START_TIMEOUT_S = 20.0
+T = TypeVar("T")
+
+#: Client methods that only read: a read cut off by a dying daemon is retried
+#: once on the revived one. Anything else (a write, or a verb not listed here)
+#: may or may not have committed, so it is reported, never retried blindly.
+READS = frozenset({
+    "ping", "status", "get", "list", "history", "expand", "density", "recall", "conversation_list", "thread",
+    "open_threads", "backlinks", "around", "tag_cooccurrence", "topic_clusters", "topic_cluster", "briefing",
+})
+
+
+def say(message: str) -> None:
+    """One line on stderr (stdout belongs to the MCP client)."""
+    print(f"arbiter mcp: {message}", file=sys.stderr, flush=True)
+
+
+def _answers(socket_path: Path) -> bool:
+    try:
+        with Client(socket_path, None, timeout=2) as c:
+            c.ping()
+        return True
+    except Unavailable:
+        return False
+
+
+def _serve_command(home: Path, socket_path: Path) -> list[str]:
+    # A frozen build is the `arbiter` executable itself; otherwise run this
+    # interpreter on the package.
+    base = [sys.executable] if getattr(sys, "frozen", False) else [sys.executable, "-m", "arbiter"]
+    return [*base, "--home", str(home), "--socket", str(socket_path), "serve"]
+
+
+def ensure_daemon(home: Path, socket_path: Path, *, timeout: float = START_TIMEOUT_S) -> int | None:
+    """Start a detached daemon unless one answers on `socket_path`; its pid, or None if one was running."""
+    if _answers(socket_path):
+        return None
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = home / "daemon.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            _serve_command(home, socket_path),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,  # outlives this server and its client's process group
+        )
+    say(f"no daemon answered on {socket_path}; started one (pid {proc.pid}, log {log_path})")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if _answers(socket_path):
+            return proc.pid
+        # Another server may have won a race to start it: then ours exits, and theirs answers.
+        if proc.poll() is not None and not _answers(socket_path):
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
+            raise Unavailable(f"the daemon exited with status {proc.returncode}: {' / '.join(tail)}")
+        time.sleep(0.05)
+    raise Unavailable(f"the daemon did not answer on {socket_path} within {timeout:.0f}s (log: {log_path})")
+
+
+class Calls:
+    """The one Client, shared by every tool call (a lock makes it safe across threads).
+
+    If the daemon has gone away, `revive` starts a new one (saying so on
+    stderr); a read (see READS) is then retried once, a write reports what
+    happened.
+    """
+
+    def __init__(self, client: Client, revive: Callable[[], object] | None = None):
+        self.client = client
+        self.revive = revive
+        self._lock = threading.Lock()
+
+    def __call__(self, method: str, *args, **kwargs):
+        with self._lock:
+            try:
+                return getattr(self.client, method)(*args, **kwargs)
+            except Unavailable:
+                if self.revive is None:
+                    raise
+                self.client.close()
+                self.revive()
+                if method not in READS:
+                    raise Unavailable(
+                        "the daemon stopped during this call and was restarted; the write may or may "
+                        "not have been saved: check with `get` or `recall` before retrying"
+                    ) from None
+                return getattr(self.client, method)(*args, **kwargs)

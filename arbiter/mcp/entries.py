@@ -1,0 +1,523 @@
+"""MCP tools for entries: write (one or many), read, search, browse, correct, retire, relate, trace."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from msgspec import Meta
+
+from arbiter.errors import InvalidParams, NotFound
+from arbiter.mcp.tool import Args, AsOf, EntryId, Session, View, day, flat, tool
+from arbiter.model import EntryType, RelationType, Tags, TextParams, Time
+
+Type = Annotated[EntryType, Meta(description=(
+    "user: about the person; feedback: how they want you to work; project: work, tickets, decisions; "
+    "reference: how-tos, runbooks, facts to look up; learning: lessons; context: session summaries."))]
+Title = Annotated[str, Meta(description="One specific line, at most 200 bytes.")]
+Content = Annotated[str, Meta(description="The memory itself (at most 64 KiB). Mention related entries as #ID.")]
+TagList = Annotated[Tags, Meta(description="Up to 32 tags without spaces. Reuse the briefing's tag vocabulary.")]
+Supersedes = Annotated[list[Annotated[int, Meta(ge=1)]], Meta(max_length=64, description=(
+    "Entries this one replaces: they retire (still readable with `history` and `as_of`)."))]
+Source = Annotated[str | None, Meta(description="Where this came from (URL, file, person).")]
+ValidFrom = Annotated[Time | None, Meta(description="When this became true (RFC 3339); defaults to now.")]
+Everywhere = Annotated[bool, Meta(description=(
+    "Write outside this session's conversation: for what holds beyond it (preferences, conventions). "
+    "Entries of a conversation are searched first in that conversation and ranked lower elsewhere."))]
+MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
+    "Budget for the whole result, in characters: hits beyond it move to the next page."))]
+Cursor = Annotated[Annotated[str, Meta(max_length=32)] | None, Meta(description="The `next_cursor` of the previous page.")]
+
+DEFAULT_MAX_CHARS = 8000
+EXCERPT_CHARS = 400
+
+
+# ---- views -------------------------------------------------------------------------
+
+
+class Ref(View):
+    """An entry without its content: both time axes and whether it still holds."""
+
+    id: int
+    type: str
+    title: str
+    tags: list[str]
+    valid_from: str | None
+    valid_to: str | None
+    recorded_at: str | None
+    superseded: bool
+
+    def text(self) -> str:
+        """`#42 [project] Title (2026-11-20; superseded; tags: a, b)`."""
+        marks = [day(self.valid_from or self.recorded_at)]
+        if self.superseded:
+            marks.append("superseded")
+        elif self.valid_to:
+            marks.append("retired")
+        if self.tags:
+            marks.append("tags: " + ", ".join(self.tags))
+        return f"#{self.id} [{self.type}] {self.title} ({'; '.join(m for m in marks if m)})"
+
+
+def ref(e) -> Ref:
+    """A Ref of any entry-shaped result (Entry, Hit, EntryRef)."""
+    superseded = getattr(e, "superseded", None)
+    if superseded is None:
+        superseded = bool(getattr(e, "superseded_by", None))
+    return Ref(
+        id=e.id, type=e.type, title=e.title, tags=list(e.tags), valid_from=getattr(e, "valid_from", None),
+        valid_to=e.valid_to, recorded_at=getattr(e, "recorded_at", None), superseded=superseded,
+    )
+
+
+class EntryView(Ref):
+    """One entry in full."""
+
+    content: str
+    source: str | None
+    conversation_id: int | None
+    parent_id: int | None
+    superseded_by: list[int]
+
+    def text(self) -> str:
+        lines = [Ref.text(self)]
+        if self.parent_id:
+            lines.append(f"reply to #{self.parent_id}")
+        if self.superseded_by:
+            lines.append("superseded by " + ", ".join(f"#{i}" for i in self.superseded_by))
+        if self.valid_to and not self.superseded_by:
+            lines.append(f"retired {self.valid_to}")
+        lines.append(f"recorded {self.recorded_at}; valid from {self.valid_from}")
+        if self.source:
+            lines.append(f"source: {self.source}")
+        if self.conversation_id:
+            lines.append(f"conversation {self.conversation_id}")
+        return "\n".join([*lines, "", self.content])
+
+
+def entry_view(e) -> EntryView:
+    return EntryView(
+        **{f: getattr(ref(e), f) for f in Ref.__struct_fields__}, content=e.content, source=e.source,
+        conversation_id=e.conversation_id, parent_id=e.parent_id, superseded_by=list(e.superseded_by),
+    )
+
+
+class Written(View):
+    """An entry as a write left it."""
+
+    verb: str
+    entry: Ref
+    retired: list[int] = []
+    conversation_id: int | None = None
+    note: str | None = None
+
+    def text(self) -> str:
+        out = f"{self.verb} {self.entry.text()}"
+        if self.retired:
+            out += "; retired " + ", ".join(f"#{i}" for i in self.retired)
+        if self.conversation_id:
+            out += f"; conversation {self.conversation_id}"
+        return out + (f"\nnote: {self.note}" if self.note else "")
+
+
+class Hit(Ref):
+    """A recall hit: its rank score, whether it came from the conversation searched first, an excerpt."""
+
+    score: float
+    scope: Literal["conversation", "tenant"]
+    conversation_id: int | None
+    excerpt: str | None
+
+
+class Page(View):
+    """A page of results: `more` is true while another page waits behind `next_cursor`."""
+
+    more: bool
+    next_cursor: str | None
+
+    def footer(self) -> str:
+        return f'\nmore: pass cursor "{self.next_cursor}" for the next page' if self.more else ""
+
+
+class Recalled(Page):
+    query: str
+    conversation_id: int | None
+    hits: list[Hit]
+    note: str | None = None
+
+    def text(self) -> str:
+        where = f" (conversation #{self.conversation_id} first)" if self.conversation_id else ""
+        lines = [f"{len(self.hits)} hits for {self.query!r}{where}:"]
+        for h in self.hits:
+            lines += _hit_lines(h)
+        if self.note:
+            lines.append(f"note: {self.note}")
+        return "\n".join(lines) + self.footer()
+
+
+def _hit_lines(h: Hit) -> list[str]:
+    lines = [f"- {Ref.text(h)} score {h.score:.3g}" if h.score else f"- {Ref.text(h)}"]
+    if h.excerpt:
+        lines.append("  " + h.excerpt)
+    return lines
+
+
+class Listed(Page):
+    entries: list[Hit]
+
+    def text(self) -> str:
+        lines = [f"{len(self.entries)} entries, newest first:"]
+        for h in self.entries:
+            lines += _hit_lines(h)
+        if not self.entries:
+            lines.append("(none)")
+        return "\n".join(lines) + self.footer()
+
+
+def _paged(hits: list[Hit], header: int, max_chars: int) -> int:
+    """How many of `hits` fit in `max_chars` (at least one)."""
+    used = header
+    for n, h in enumerate(hits):
+        used += sum(len(line) + 1 for line in _hit_lines(h))
+        if used > max_chars and n:
+            return n
+    return len(hits)
+
+
+def _offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
+    return int(cursor)
+
+
+# ---- writing -------------------------------------------------------------------------
+
+
+class RememberArgs(Args, TextParams):
+    type: Type
+    title: Title
+    content: Content
+    tags: TagList = []
+    supersedes_ids: Supersedes = []
+    source: Source = None
+    valid_from: ValidFrom = None
+    everywhere: Everywhere = False
+
+
+def _scope(s: Session, everywhere: bool) -> int | None:
+    return None if everywhere else s.conversation_for_write()
+
+
+@tool(RememberArgs, Written, writes=True)
+def remember(s: Session, a: RememberArgs) -> Written:
+    """Store a NEW memory entry.
+
+    Read before you write: `recall` the key words first (and check the
+    briefing's topic map and open threads). If the memory already holds
+    this subject, do not duplicate it: use `reply` to add to its thread.
+    To replace a fact that changed, remember the new one with
+    `supersedes_ids` (the old one retires and stays in history). Reuse
+    existing tags. Several entries at once: `remember_many`.
+    """
+    conversation = _scope(s, a.everywhere)
+    e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
+               supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, conversation_id=conversation)
+    s.changed(e.id, *a.supersedes_ids)
+    return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
+                   note=e.note)
+
+
+class Item(TextParams):
+    type: Type
+    title: Title
+    content: Content
+    tags: TagList = []
+    supersedes_ids: Supersedes = []
+    source: Source = None
+    valid_from: ValidFrom = None
+
+
+class RememberManyArgs(Args):
+    entries: Annotated[list[Item], Meta(min_length=1, max_length=10_000, description=(
+        "The entries, in order: one transaction, all or nothing."))]
+    everywhere: Everywhere = False
+
+
+class WrittenMany(View):
+    ids: list[int]
+    conversation_id: int | None
+
+    def text(self) -> str:
+        span = f"#{self.ids[0]}" if len(self.ids) == 1 else f"#{self.ids[0]} … #{self.ids[-1]}"
+        where = f" in conversation {self.conversation_id}" if self.conversation_id else ""
+        return f"Remembered {len(self.ids)} entries{where}: {span}"
+
+
+@tool(RememberManyArgs, WrittenMany, writes=True)
+def remember_many(s: Session, a: RememberManyArgs) -> WrittenMany:
+    """Store many NEW entries in one call (imports, a batch of notes, a session's findings).
+
+    All are written or none. Same fields as `remember` for each entry;
+    returns their ids in order. Far faster than one `remember` per entry.
+    """
+    conversation = _scope(s, a.everywhere)
+    items = [{**_fields(i), "conversation_id": conversation} for i in a.entries]
+    ids = s.call("remember_many", items)
+    s.changed(*ids, *(i for item in a.entries for i in item.supersedes_ids))
+    return WrittenMany(ids=ids, conversation_id=conversation)
+
+
+def _fields(item: Item) -> dict:
+    return {f: getattr(item, f) for f in item.__struct_fields__ if getattr(item, f) is not None}
+
+
+class UpdateArgs(Args, TextParams):
+    id: EntryId
+    type: Type | None = None
+    title: Title | None = None
+    content: Content | None = None
+    tags: TagList | None = None
+    source: Source = None
+
+
+@tool(UpdateArgs, Written, writes=True)
+def update(s: Session, a: UpdateArgs) -> Written:
+    """Correct a mistake in an entry in place (a typo, a wrong tag); omitted fields keep their value.
+
+    Only for your own recent slip. Never update another author's memory:
+    reply to it instead. When a fact has changed (it was true, now it is
+    not), do not update: remember the new fact with `supersedes_ids`, so
+    the old one stays readable in history.
+    """
+    fields = {f: getattr(a, f) for f in ("type", "title", "content", "tags", "source") if getattr(a, f) is not None}
+    if not fields:
+        raise InvalidParams("arguments: give at least one of type, title, content, tags, source", path="arguments")
+    e = s.call("update", a.id, **fields)
+    s.changed(e.id)
+    return Written(verb="Updated", entry=ref(e))
+
+
+class IdArgs(Args):
+    id: EntryId
+
+
+class Forgot(View):
+    id: int
+    forgotten: bool
+
+    def text(self) -> str:
+        return f"Retired #{self.id}." if self.forgotten else f"#{self.id} was already retired."
+
+
+@tool(IdArgs, Forgot, writes=True)
+def forget(s: Session, a: IdArgs) -> Forgot:
+    """Retire an entry that is wrong or no longer true: it leaves searches but stays in history.
+
+    When a newer entry replaces it, use `remember` with `supersedes_ids`
+    instead, so the replacement is recorded.
+    """
+    done = s.call("forget", a.id)
+    s.changed(a.id)
+    return Forgot(id=a.id, forgotten=done)
+
+
+# ---- relations -------------------------------------------------------------------------
+
+
+class LinkArgs(Args):
+    source_id: EntryId
+    relation: Annotated[RelationType, Meta(description=(
+        "supersedes: source replaces target (target retires); contradicts: they disagree, both stay; "
+        "refines: source details target; supports: source is evidence for target; relates_to: same subject."))]
+    target_id: EntryId
+
+
+class RelationView(View):
+    id: int
+    source_id: int
+    relation: str
+    target_id: int
+    created_at: str
+
+    def text(self) -> str:
+        return f"#{self.source_id} {self.relation} #{self.target_id} (relation {self.id}, {day(self.created_at)})"
+
+
+@tool(LinkArgs, RelationView, writes=True)
+def link(s: Session, a: LinkArgs) -> RelationView:
+    """Relate two existing entries: SOURCE relation TARGET.
+
+    Link whenever you extend or correct something already stored, after
+    `recall`/`get` has confirmed both ids. `supersedes` retires the target.
+    """
+    r = s.call("link", a.source_id, a.relation, a.target_id)
+    s.changed(a.source_id, a.target_id)
+    return RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
+                        created_at=r.created_at)
+
+
+class Unlinked(View):
+    source_id: int
+    relation: str
+    target_id: int
+    removed: bool
+
+    def text(self) -> str:
+        return f"Removed #{self.source_id} {self.relation} #{self.target_id}."
+
+
+@tool(LinkArgs, Unlinked, writes=True)
+def unlink(s: Session, a: LinkArgs) -> Unlinked:
+    """Remove a relation added by mistake. What it already did stays: a target it retired stays retired."""
+    removed = s.call("unlink", a.source_id, a.relation, a.target_id)
+    s.changed(a.source_id, a.target_id)
+    return Unlinked(source_id=a.source_id, relation=a.relation, target_id=a.target_id, removed=removed)
+
+
+# ---- reading -------------------------------------------------------------------------
+
+
+class GetArgs(Args):
+    id: EntryId
+    as_of: AsOf = None
+
+
+@tool(GetArgs, EntryView)
+def get(s: Session, a: GetArgs) -> EntryView:
+    """Read one entry in full: content, tags, both time axes, thread parent, what superseded it."""
+    return entry_view(s.call("get", a.id, as_of=a.as_of))
+
+
+class HistoryView(View):
+    entries: list[Ref]
+    relations: list[RelationView]
+
+    def text(self) -> str:
+        lines = [f"{len(self.entries)} entries in the chain, oldest first:"]
+        lines += [f"- {e.text()}" for e in self.entries]
+        lines += [f"  {r.text()}" for r in self.relations]
+        return "\n".join(lines)
+
+
+@tool(IdArgs, HistoryView)
+def history(s: Session, a: IdArgs) -> HistoryView:
+    """The supersession chain through an entry, both ways, oldest first: what it replaced and what replaced it."""
+    h = s.call("history", a.id)
+    return HistoryView(
+        entries=[ref(e) for e in h.entries],
+        relations=[RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
+                                created_at=r.created_at) for r in h.relations],
+    )
+
+
+class RecallArgs(Args):
+    query: Annotated[str, Meta(max_length=4096, description="Key words: names, identifiers, the subject.")]
+    conversation_id: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description=(
+        "Search this conversation first, then the rest. Defaults to this session's conversation."))] = None
+    everywhere: Annotated[bool, Meta(description="Rank the whole memory alike, no conversation first.")] = False
+    types: Annotated[list[EntryType], Meta(description="Prefer these entry types.")] = []
+    tag: Annotated[str | None, Meta(description="Prefer entries with this tag.")] = None
+    limit: Annotated[int, Meta(ge=1, le=50, description="Hits per page.")] = 10
+    max_chars: MaxChars = DEFAULT_MAX_CHARS
+    cursor: Cursor = None
+    as_of: AsOf = None
+
+
+#: The daemon ranks at most this many hits for one query; pages stop there.
+RECALL_DEPTH = 200
+
+
+@tool(RecallArgs, Recalled)
+def recall(s: Session, a: RecallArgs) -> Recalled:
+    """Search memory by words. Call it BEFORE writing anything that may already be stored, and
+    whenever the answer may be in memory.
+
+    Each hit has an excerpt around the matched words, its type, tags, dates
+    and whether it was superseded; read one in full with `get`. This
+    session's conversation is searched first (`everywhere` for the whole
+    memory alike). Page with `cursor` while `more` is true.
+    """
+    offset = _offset(a.cursor)
+    conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
+    want = min(RECALL_DEPTH, offset + a.limit + 1)
+    res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
+                 as_of=a.as_of, limit=want, excerpts=want)
+    page = [_hit(h) for h in res.hits[offset:offset + a.limit]]
+    header = len(a.query) + 80
+    shown = _paged(page, header, a.max_chars)
+    more = len(res.hits) > offset + shown
+    return Recalled(query=a.query, conversation_id=conversation, hits=page[:shown], note=res.note, more=more,
+                    next_cursor=str(offset + shown) if more else None)
+
+
+def _hit(h) -> Hit:
+    return Hit(**{f: getattr(ref(h), f) for f in Ref.__struct_fields__}, score=round(h.score, 6), scope=h.scope,
+               conversation_id=h.conversation_id, excerpt=flat(h.excerpt, EXCERPT_CHARS) if h.excerpt else None)
+
+
+class ListArgs(Args):
+    types: Annotated[list[EntryType], Meta(description="Only these types.")] = []
+    tag: Annotated[str | None, Meta(description="Only entries with this tag.")] = None
+    conversation_id: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description="Only this conversation's entries.")] = None
+    limit: Annotated[int, Meta(ge=1, le=100, description="Entries per page.")] = 20
+    max_chars: MaxChars = DEFAULT_MAX_CHARS
+    cursor: Cursor = None
+    as_of: AsOf = None
+
+
+@tool(ListArgs, Listed, name="list")
+def list_(s: Session, a: ListArgs) -> Listed:
+    """Browse entries newest first with hard filters (types, tag, conversation), each with its opening
+    lines. Page with `cursor` while `more` is true. For a topic, prefer `topic_cluster`; to search, `recall`."""
+    before = _offset(a.cursor) or None
+    items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
+                   limit=a.limit + 1, before_id=before)
+    page = [Hit(**{f: getattr(ref(e), f) for f in Ref.__struct_fields__}, score=0.0, scope="tenant",
+                conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
+    shown = _paged(page, 40, a.max_chars)
+    more = len(items) > shown
+    return Listed(entries=page[:shown], more=more, next_cursor=str(page[shown - 1].id) if more else None)
+
+
+# ---- the session's conversation ----------------------------------------------------------
+
+
+class ConversationArgs(Args):
+    id: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description="Resume this conversation.")] = None
+    title: Annotated[Annotated[str, Meta(min_length=1, max_length=200)] | None, Meta(
+        description="Start a new one with this title.")] = None
+
+
+class ConversationView(View):
+    id: int | None
+    title: str | None
+    created_at: str | None
+
+    def text(self) -> str:
+        if self.id is None:
+            return "This session has no conversation yet: the first write starts one."
+        return f"This session's conversation: #{self.id} {self.title!r} (since {self.created_at})."
+
+
+@tool(ConversationArgs, ConversationView, writes=True)
+def conversation(s: Session, a: ConversationArgs) -> ConversationView:
+    """This session's conversation: the scope your writes go to and that `recall` searches first.
+
+    With `title`, start a new one; with `id`, resume an earlier one (its
+    entries come first again); with neither, say which one is current.
+    """
+    if a.id is not None and a.title is not None:
+        raise InvalidParams("arguments: give id (resume) or title (start), not both", path="arguments")
+    if a.title is not None:
+        c = s.call("conversation_create", a.title)
+        s.conversation_id = c.id
+        return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
+    wanted = a.id if a.id is not None else s.conversation_id
+    if wanted is None:
+        return ConversationView(id=None, title=None, created_at=None)
+    for c in s.call("conversation_list", 1000):
+        if c.id == wanted:
+            s.conversation_id = c.id
+            return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
+    raise NotFound(f"conversation {wanted} not found", path="id")

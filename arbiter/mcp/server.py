@@ -1,0 +1,161 @@
+"""The MCP protocol over stdio, spoken directly: JSON-RPC 2.0, one JSON object per line.
+
+Why not the SDK's server here: importing any part of the `mcp` package loads
+all of it (its `__init__` pulls in the client, Starlette, uvicorn, httpx and
+both versions of the pydantic wire types): 63 MB of RSS before the first
+request, against a 40 MB budget for the whole `arbiter mcp` process, and
+pydantic validation of every message on the hot path. Stdio MCP is small
+(the `initialize` handshake, tools, resources, prompts, ping and a few
+notifications), so it is served here with msgspec; the tests hold it to the
+protocol with the official SDK client and the MCP Inspector. The HTTP
+transport, where the SDK's session management and security checks earn
+their cost, uses the SDK (`arbiter.mcp.http`).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import IO, Callable
+
+import msgspec
+
+from arbiter import __version__
+from arbiter.errors import ArbiterError, InvalidParams, NotFound
+from arbiter.mcp import resources
+from arbiter.mcp.tool import TOOLS, Session, call_tool, error_line
+
+#: Handshake revisions we speak; a client offering another gets the newest.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+CAPABILITIES = {
+    "tools": {"listChanged": False},
+    "resources": {"subscribe": True, "listChanged": True},
+    "prompts": {"listChanged": False},
+}
+
+# JSON-RPC and MCP error codes.
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL = -32700, -32600, -32601, -32602, -32603
+RESOURCE_NOT_FOUND = -32002
+
+
+class McpServer:
+    """One MCP session: answers each request, and says which notifications follow it."""
+
+    def __init__(self, session: Session, instructions: str):
+        self.session = session
+        self.instructions = instructions
+        self.subscribed: set[str] = set()
+        self._tools = [t.listing() for t in TOOLS.values()]
+        self.methods: dict[str, Callable[[dict], dict]] = {
+            "initialize": self.initialize,
+            "ping": lambda p: {},
+            "tools/list": lambda p: {"tools": self._tools},
+            "tools/call": self.call_tool,
+            "resources/list": lambda p: resources.list_resources(self.session, p.get("cursor")),
+            "resources/templates/list": lambda p: resources.list_templates(),
+            "resources/read": lambda p: resources.read_resource(self.session, _str(p, "uri")),
+            "resources/subscribe": self.subscribe,
+            "resources/unsubscribe": self.unsubscribe,
+            "prompts/list": lambda p: resources.list_prompts(),
+            "prompts/get": lambda p: resources.get_prompt(_str(p, "name"), p.get("arguments")),
+        }
+
+    def initialize(self, params: dict) -> dict:
+        offered = params.get("protocolVersion")
+        return {
+            "protocolVersion": offered if offered in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+            "capabilities": CAPABILITIES,
+            "serverInfo": {"name": "arbiter", "version": __version__},
+            "instructions": self.instructions,
+        }
+
+    def call_tool(self, params: dict) -> dict:
+        s = self.session
+        s.changed_ids.clear()
+        s.wrote = False
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise InvalidParams("arguments: must be an object", path="arguments")
+        return call_tool(s, _str(params, "name"), arguments)
+
+    def after(self, method: str) -> list[dict]:
+        """Notifications owed after `method` ran: what a write changed."""
+        if method != "tools/call" or not self.session.wrote:
+            return []
+        out = [{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+               for uri in resources.changed_uris(self.session, self.subscribed)]
+        return out + [{"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}]
+
+    def subscribe(self, params: dict) -> dict:
+        self.subscribed.add(_str(params, "uri"))
+        return {}
+
+    def unsubscribe(self, params: dict) -> dict:
+        self.subscribed.discard(_str(params, "uri"))
+        return {}
+
+    def handle(self, message) -> tuple[dict | None, list[dict]]:
+        """One decoded message -> (its response or None for a notification, notifications to send after)."""
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _error(None, INVALID_REQUEST, "invalid_request: not a JSON-RPC 2.0 message"), []
+        req_id, method = message.get("id"), message.get("method")
+        if not isinstance(method, str):
+            return None, []  # a response to a request we never send, or junk without an id
+        if "id" not in message:
+            return None, []  # notifications/initialized, cancelled: nothing to do
+        handler = self.methods.get(method)
+        if handler is None:
+            return _error(req_id, METHOD_NOT_FOUND, f"method_not_found: unknown method {method!r}"), []
+        params = message.get("params") or {}
+        if not isinstance(params, dict):
+            return _error(req_id, INVALID_PARAMS, "invalid_params: params must be an object"), []
+        try:
+            result = handler(params)
+        except NotFound as e:
+            code = RESOURCE_NOT_FOUND if method == "resources/read" else INVALID_PARAMS
+            return _error(req_id, code, error_line(e)), []
+        except InvalidParams as e:
+            return _error(req_id, INVALID_PARAMS, error_line(e)), []
+        except ArbiterError as e:
+            return _error(req_id, e.code, error_line(e)), []
+        except Exception as e:  # a bug: answer, log it, keep serving
+            traceback.print_exc(file=sys.stderr)
+            return _error(req_id, INTERNAL, f"internal_error: {type(e).__name__}: {e}"), []
+        return {"jsonrpc": "2.0", "id": req_id, "result": result}, self.after(method)
+
+
+def _str(params: dict, key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise InvalidParams(f"{key}: required, a string", path=key)
+    return value
+
+
+def _error(req_id, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
+
+
+def serve_stdio(server: McpServer, stdin: IO[bytes] | None = None, stdout: IO[bytes] | None = None) -> None:
+    """Answer requests line by line until stdin closes. One request at a time, in order."""
+    stdin = stdin or sys.stdin.buffer
+    stdout = stdout or sys.stdout.buffer
+    encode = msgspec.json.Encoder().encode
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            message = msgspec.json.decode(line)
+        except msgspec.DecodeError as e:
+            out, after = [_error(None, PARSE_ERROR, f"parse_error: {e}")], []
+        else:
+            if isinstance(message, list):  # a JSON-RPC batch (protocol 2025-03-26)
+                answered = [server.handle(m) for m in message]
+                batch = [r for r, _ in answered if r is not None]
+                out, after = ([batch] if batch else []), [n for _, ns in answered for n in ns]
+            else:
+                response, after = server.handle(message)
+                out = [response] if response is not None else []
+        for frame in (*out, *after):
+            stdout.write(encode(frame) + b"\n")
+        stdout.flush()

@@ -1,0 +1,203 @@
+"""How a verb becomes an MCP tool: strict arguments in, a typed result out, as structure and as text.
+
+A tool is one function with three declarations:
+
+    class GetArgs(Args):                                  # 1. arguments: a msgspec Struct
+        id: EntryId
+        as_of: AsOf = None
+
+    class EntryView(View):                                # 2. result: a msgspec Struct ...
+        id: int
+        title: str
+        def text(self) -> str:                            #    ... that also reads well as text
+            return f"#{self.id} {self.title}"
+
+    @tool(GetArgs, EntryView)                             # 3. the function; its docstring is the
+    def get(s: Session, a: GetArgs) -> EntryView:         #    description the model reads
+        \"\"\"Read one entry in full.\"\"\"
+        e = s.call("get", a.id, as_of=a.as_of)
+        return EntryView(id=e.id, title=e.title)
+
+From those the server derives everything else, the same way for every tool:
+- `inputSchema` and `outputSchema` are the JSON Schemas of the two Structs
+  (`Meta(description=...)` on a field reaches the model);
+- arguments decode with msgspec exactly as the socket decodes a verb's params:
+  an unknown argument, a wrong type or a limit is refused with one line,
+  `invalid_params: <path>: <what>`, and nothing runs;
+- the result goes out as `structuredContent` (the Struct) beside one text
+  block (`text()`); an `ArbiterError` from the daemon is a tool error whose
+  one line starts with its stable code (`not_found: entry 7 not found`);
+- `writes=True` marks a tool that changes memory: the server then tells
+  subscribed clients which resources changed (call `s.changed(id)` for each
+  entry the tool touched).
+
+A feature's tools live in `arbiter/mcp/<feature>.py` (never inside the
+feature's own package, which may import the store) and are listed in
+`arbiter.mcp.TOOL_MODULES`. Keep argument and result Structs small and
+flat; reuse `EntryId`, `AsOf`, `Ref` and the helpers below.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Callable
+
+import msgspec
+from msgspec import Meta
+
+from arbiter.errors import ArbiterError, InvalidParams
+from arbiter.model import Params, validation_path
+
+EntryId = Annotated[int, Meta(ge=1, description="An entry id (the number shown as #ID).")]
+AsOf = Annotated[
+    str | None,
+    Meta(description="Read the memory as it stood at this instant (RFC 3339, e.g. 2026-11-20T10:00:00Z)."),
+]
+
+
+class Args(Params):
+    """Base of every tool's arguments: unknown arguments are refused, as the socket refuses them."""
+
+
+class View(msgspec.Struct, kw_only=True):
+    """Base of every tool's result: the Struct is the structured content, `text()` what the model reads."""
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+
+class Session:
+    """What a tool runs with: the daemon, this MCP session's conversation, and what changed.
+
+    `call(method, ...)` is a `Client` method call (revived once if the daemon
+    died). The session's conversation is created on the first write that
+    needs it (`conversation_for_write`) unless the client named one.
+    """
+
+    def __init__(self, calls: Callable[..., Any], *, conversation_id: int | None = None):
+        self.call = calls
+        self.conversation_id = conversation_id
+        self.changed_ids: set[int] = set()
+        self.wrote = False
+
+    def changed(self, *ids: int) -> None:
+        """Record entries a write touched (their resources get change notifications)."""
+        self.changed_ids.update(ids)
+
+    def conversation_for_write(self) -> int:
+        """This session's conversation, started now if it has none yet."""
+        if self.conversation_id is None:
+            from arbiter._time import format_time, now_us
+
+            started = self.call("conversation_create", f"MCP session {format_time(now_us())[:16].replace('T', ' ')}")
+            self.conversation_id = started.id
+        return self.conversation_id
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A declared tool: what `tools/list` shows and how `tools/call` runs it."""
+
+    name: str
+    args: type[Args]
+    result: type[View]
+    run: Callable[[Session, Any], View]
+    description: str
+    writes: bool
+    decoder: msgspec.json.Decoder = field(repr=False)
+
+    def listing(self) -> dict:
+        """The tool as `tools/list` shows it."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": schema(self.args),
+            "outputSchema": schema(self.result),
+            "annotations": {"readOnlyHint": not self.writes, "destructiveHint": False, "openWorldHint": False},
+        }
+
+
+#: Every tool, by name, in declaration order (the order `tools/list` shows).
+TOOLS: dict[str, Tool] = {}
+
+
+def tool(args: type[Args], result: type[View], *, name: str | None = None, writes: bool = False):
+    """Declare a tool (see the module docstring). The function's docstring is its description."""
+
+    def register(fn: Callable[[Session, Any], View]):
+        tool_name = name or fn.__name__.rstrip("_")
+        if tool_name in TOOLS:
+            raise ValueError(f"two MCP tools named {tool_name!r}")
+        TOOLS[tool_name] = Tool(
+            name=tool_name, args=args, result=result, run=fn, description=inspect.cleandoc(fn.__doc__ or ""),
+            writes=writes, decoder=msgspec.json.Decoder(args),
+        )
+        return fn
+
+    return register
+
+
+def schema(struct: type[msgspec.Struct]) -> dict:
+    """A Struct's JSON Schema with the Struct itself at the top (MCP wants `"type": "object"` there)."""
+    (ref,), defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
+    top = dict(defs.pop(ref["$ref"].rsplit("/", 1)[1]))
+    top.pop("title", None)
+    top.pop("description", None)  # the tool's description says it, for the model
+    if defs:
+        top["$defs"] = defs
+    return top
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def decode_args(t: Tool, arguments: dict | None) -> Any:
+    """The call's arguments as `t.args`, or InvalidParams naming the first bad one."""
+    try:
+        return t.decoder.decode(_encode(arguments or {}))
+    except msgspec.ValidationError as e:
+        message, path = validation_path(e)
+        path = path or "arguments"
+        raise InvalidParams(f"{path}: {message}", path=path) from None
+
+
+def error_line(e: ArbiterError) -> str:
+    """`code: message`, one line, the way every tool error reads."""
+    where = f" (at {e.path})" if e.path and e.path not in e.message else ""
+    return " ".join(f"{e.name}: {e.message}{where}".split())
+
+
+def call_tool(session: Session, name: str, arguments: dict | None) -> dict:
+    """Run a tool; the `tools/call` result (a tool error is a result with `isError`, never a crash)."""
+    t = TOOLS.get(name)
+    if t is None:
+        return _error(f"method_not_found: no tool named {name!r}")
+    try:
+        result = t.run(session, decode_args(t, arguments))
+    except ArbiterError as e:
+        return _error(error_line(e))
+    if t.writes:
+        session.wrote = True
+    return {
+        "content": [{"type": "text", "text": result.text()}],
+        "structuredContent": msgspec.to_builtins(result),
+        "isError": False,
+    }
+
+
+def _error(line: str) -> dict:
+    return {"content": [{"type": "text", "text": line}], "isError": True}
+
+
+# ---- small helpers every tool module uses ---------------------------------------
+
+
+def day(text: str | None) -> str:
+    return (text or "")[:10]
+
+
+def flat(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
