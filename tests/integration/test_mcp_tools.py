@@ -1,0 +1,261 @@
+"""Every MCP tool through the official SDK client over stdio, against a real daemon.
+
+Each tool is called once with good arguments (its structured result must
+match its output schema) and once with an unknown argument (refused in one
+line, as the socket refuses it). A tool added without a case here fails
+`test_every_tool_has_a_case`: add it to CASES.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import jsonschema
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from tests import corpus
+from tests.conftest import DaemonProcess, isolated_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def server_params(home: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "arbiter", "mcp", *args], env=isolated_env(home), cwd=str(REPO),
+    )
+
+
+def run_session(home: Path, body, *args: str, errlog=None, message_handler=None):
+    """Open an MCP session on `arbiter mcp` for `home`, run `await body(session)`, return its result."""
+
+    async def main():
+        async with stdio_client(server_params(home, *args), errlog=errlog or sys.stderr) as (read, write):
+            async with ClientSession(read, write, message_handler=message_handler) as session:
+                await session.initialize()
+                return await body(session)
+
+    return anyio.run(main)
+
+
+def text(result) -> str:
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
+@pytest.fixture(scope="module")
+def memory():
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    with d.client() as c:
+        built = corpus.build(c)
+    yield d, built
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+#: name -> arguments, given the corpus ids and the id of an entry the test may change.
+CASES = {
+    "remember": lambda ids, mine: {"type": "project", "title": "Export jobs time out", "content": "At 30 s.",
+                                   "tags": ["ticket", "p1"]},
+    "remember_many": lambda ids, mine: {"entries": [{"type": "learning", "title": f"Lesson {i}",
+                                                     "content": f"Lesson number {i}."} for i in range(3)]},
+    "update": lambda ids, mine: {"id": mine, "tags": ["ticket", "p2"]},
+    "forget": lambda ids, mine: {"id": mine},
+    "link": lambda ids, mine: {"source_id": mine, "relation": "relates_to", "target_id": ids["adr-queue"]},
+    "unlink": lambda ids, mine: {"source_id": mine, "relation": "relates_to", "target_id": ids["adr-queue"]},
+    "get": lambda ids, mine: {"id": ids["deadlock"]},
+    "history": lambda ids, mine: {"id": ids["adr-queue"]},
+    "recall": lambda ids, mine: {"query": "deadlock invoices payments"},
+    "list": lambda ids, mine: {"tag": "runbook", "limit": 3},
+    "conversation": lambda ids, mine: {},
+    "reply": lambda ids, mine: {"parent_id": mine, "content": "Raised the timeout to 120 s."},
+    "thread": lambda ids, mine: {"id": ids["login-r2"]},
+    "around": lambda ids, mine: {"id": ids["login-r1"]},
+    "backlinks": lambda ids, mine: {"id": ids["adr-queue"]},
+    "density": lambda ids, mine: {"id": ids["adr-queue"]},
+    "topic_cluster": lambda ids, mine: {"tag": "runbook", "limit": 3},
+    "get_memory_briefing": lambda ids, mine: {},
+}
+#: Order matters for the ones that change `mine`: link before unlink, forget last.
+ORDER = ["update", "link", "unlink", "reply"]
+LAST = ["forget"]
+
+
+def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memory):
+    daemon, built = memory
+
+    async def body(session):
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        mine = (await session.call_tool("remember", CASES["remember"](built.ids, 0))).structured_content["entry"]["id"]
+        names = [n for n in tools if n not in ORDER + LAST] + ORDER + LAST
+        return tools, {name: await session.call_tool(name, CASES[name](built.ids, mine)) for name in names}
+
+    tools, results = run_session(daemon.home, body)
+    assert set(tools) == set(CASES), "add a case for each new tool to CASES"
+    for name, result in results.items():
+        assert not result.is_error, (name, text(result))
+        tool = tools[name]
+        assert tool.description and tool.input_schema["additionalProperties"] is False
+        jsonschema.validate(result.structured_content, tool.output_schema)
+        assert text(result).strip(), name
+    assert results["recall"].structured_content["hits"][0]["id"] == built["deadlock"]
+    assert "Lock invoices before payments" in text(results["get"])
+    assert [e["id"] for e in results["history"].structured_content["entries"]] == [built["adr-queue-old"], built["adr-queue"]]
+    assert results["update"].structured_content["entry"]["tags"] == ["ticket", "p2"]
+    assert results["unlink"].structured_content["removed"] is True
+    assert results["forget"].structured_content == {"id": results["update"].structured_content["entry"]["id"],
+                                                     "forgotten": True}
+    assert len(results["remember_many"].structured_content["ids"]) == 3
+
+
+def test_every_tool_refuses_an_unknown_argument_in_one_line(memory):
+    daemon, built = memory
+
+    async def body(session):
+        out = {}
+        for name, case in CASES.items():
+            out[name] = await session.call_tool(name, {**case(built.ids, built["login"]), "bogus": 1})
+        out["wrong type"] = await session.call_tool("get", {"id": "seven"})
+        out["nested"] = await session.call_tool(
+            "remember_many", {"entries": [{"type": "user", "title": "t", "content": "c", "colour": "red"}]})
+        out["missing"] = await session.call_tool("recall", {})
+        out["no such tool"] = await session.call_tool("teleport", {})
+        out["after"] = await session.call_tool("list", {"limit": 1})
+        return out
+
+    with daemon.client() as c:
+        before = c.status()
+    out = run_session(daemon.home, body)
+    with daemon.client() as c:  # nothing was written or retired by the refused calls
+        after = c.status()
+    assert (after.entries_active, after.entries_retired, after.relations, after.conversations) == (
+        before.entries_active, before.entries_retired, before.relations, before.conversations)
+    for name in CASES:
+        assert out[name].is_error, name
+        assert text(out[name]) == "invalid_params: bogus: Object contains unknown field `bogus`", name
+    assert text(out["wrong type"]) == "invalid_params: id: Expected `int`, got `str`"
+    assert text(out["nested"]) == "invalid_params: entries[0].colour: Object contains unknown field `colour`"
+    assert text(out["missing"]) == "invalid_params: query: Object missing required field `query`"
+    assert text(out["no such tool"]).startswith("method_not_found:")
+    assert not out["after"].is_error
+
+
+def test_daemon_errors_are_one_line_with_their_code(memory):
+    daemon, built = memory
+
+    async def body(session):
+        return (
+            await session.call_tool("get", {"id": 999_999}),
+            await session.call_tool("link", {"source_id": built["login"], "relation": "supports",
+                                             "target_id": built["login"]}),
+            await session.call_tool("update", {"id": built["login"]}),
+            await session.call_tool("remember", {"type": "user", "title": "x" * 300, "content": "c"}),
+        )
+
+    missing, self_loop, empty_update, long_title = run_session(daemon.home, body)
+    assert text(missing) == f"not_found: entry 999999 not found"
+    assert text(self_loop).startswith("invalid_params:")
+    assert text(empty_update).startswith("invalid_params: arguments: give at least one of")
+    assert text(long_title) == "invalid_params: title: 300 bytes is over the limit of 200"
+    for r in (missing, self_loop, empty_update, long_title):
+        assert r.is_error and "\n" not in text(r)
+
+
+def test_recall_pages_until_exhausted_within_the_budget(memory):
+    daemon, built = memory
+
+    async def body(session):
+        pages, cursor = [], None
+        while True:
+            args = {"query": "the", "limit": 4, "max_chars": 600, **({"cursor": cursor} if cursor else {})}
+            r = await session.call_tool("recall", args)
+            assert not r.is_error, text(r)
+            pages.append(r)
+            cursor = r.structured_content["next_cursor"]
+            if not r.structured_content["more"]:
+                return pages
+
+    pages = run_session(daemon.home, body)
+    ids = [h["id"] for p in pages for h in p.structured_content["hits"]]
+    assert len(pages) > 2 and len(ids) == len(set(ids))
+    with daemon.client() as c:
+        everything = [h.id for h in c.recall("the", limit=200).hits]
+    assert ids == everything  # the same ranking, cut into pages, nothing skipped or repeated
+    for p in pages:
+        assert len(text(p)) <= 600 or len(p.structured_content["hits"]) == 1
+        assert all(h["excerpt"] for h in p.structured_content["hits"])
+
+
+def test_list_pages_until_exhausted(memory):
+    daemon, built = memory
+
+    async def body(session):
+        seen, cursor = [], None
+        while True:
+            r = await session.call_tool("list", {"tag": "ticket", "limit": 5, **({"cursor": cursor} if cursor else {})})
+            seen += [e["id"] for e in r.structured_content["entries"]]
+            cursor = r.structured_content["next_cursor"]
+            if not r.structured_content["more"]:
+                return seen
+
+    seen = run_session(daemon.home, body)
+    with daemon.client() as c:
+        assert seen == [e.id for e in c.list(tag="ticket", limit=100)]
+
+
+def test_a_batch_of_a_thousand(home, daemon):
+    entries = [{"type": "reference", "title": f"Host {i}", "content": f"host-{i} runs service {i % 7}",
+                "tags": ["host"]} for i in range(1000)]
+
+    async def body(session):
+        return await session.call_tool("remember_many", {"entries": entries})
+
+    r = run_session(home, body)
+    assert not r.is_error, text(r)
+    ids = r.structured_content["ids"]
+    assert len(ids) == 1000 and ids == sorted(ids)
+    with daemon.client() as c:
+        assert c.get(ids[-1]).title == "Host 999"
+        assert c.get(ids[0]).conversation_id == r.structured_content["conversation_id"]
+
+
+def test_recall_searches_the_sessions_conversation_first(home, daemon):
+    with daemon.client() as c:
+        other = c.conversation_create("Another session").id
+        c.remember_many([{"type": "project", "title": f"Cache eviction note {i}", "content": "cache eviction policy LRU",
+                          "conversation_id": other} for i in range(5)])
+
+    async def body(session):
+        wrote = await session.call_tool("remember", {"type": "project", "title": "Cache eviction here",
+                                                      "content": "our cache eviction: LFU"})
+        scoped = await session.call_tool("recall", {"query": "cache eviction"})
+        wide = await session.call_tool("recall", {"query": "cache eviction", "everywhere": True})
+        there = await session.call_tool("recall", {"query": "cache eviction", "conversation_id": other})
+        current = await session.call_tool("conversation", {})
+        return wrote, scoped, wide, there, current
+
+    wrote, scoped, wide, there, current = run_session(home, body)
+    mine = wrote.structured_content["conversation_id"]
+    assert mine and mine != other and current.structured_content["id"] == mine
+    hits = scoped.structured_content["hits"]
+    assert scoped.structured_content["conversation_id"] == mine
+    assert hits[0]["id"] == wrote.structured_content["entry"]["id"] and hits[0]["scope"] == "conversation"
+    assert all(h["scope"] == "tenant" for h in hits[1:])
+    assert wide.structured_content["conversation_id"] is None
+    assert all(h["scope"] == "tenant" for h in wide.structured_content["hits"])
+    assert {h["scope"] for h in there.structured_content["hits"][:5]} == {"conversation"}
+
+
+def test_a_session_resumes_a_conversation_named_by_the_client(home, daemon):
+    with daemon.client() as c:
+        conv = c.conversation_create("Planning").id
+
+    async def body(session):
+        return await session.call_tool("remember", {"type": "project", "title": "Plan", "content": "Q1 plan"})
+
+    r = run_session(home, body, "--conversation", str(conv))
+    assert r.structured_content["conversation_id"] == conv
