@@ -7,9 +7,7 @@ request, against a 40 MB budget for the whole `arbiter mcp` process, and
 pydantic validation of every message on the hot path. Stdio MCP is small
 (the `initialize` handshake, tools, resources, prompts, ping and a few
 notifications), so it is served here with msgspec; the tests hold it to the
-protocol with the official SDK client and the MCP Inspector. The HTTP
-transport, where the SDK's session management and security checks earn
-their cost, uses the SDK (`arbiter.mcp.http`).
+protocol with the official SDK client and the MCP Inspector.
 """
 
 from __future__ import annotations
