@@ -102,25 +102,40 @@ class McpServer:
             return None, []  # a response to a request we never send, or junk without an id
         if "id" not in message:
             return None, []  # notifications/initialized, cancelled: nothing to do
+        params = message.get("params") or {}
+        try:
+            result = self.dispatch(method, params)
+        except RpcError as e:
+            return _error(req_id, e.code, e.message), []
+        return {"jsonrpc": "2.0", "id": req_id, "result": result}, self.after(method)
+
+    def dispatch(self, method: str, params) -> dict:
+        """Run one request's method; its result, or RpcError with the code and one-line message."""
         handler = self.methods.get(method)
         if handler is None:
-            return _error(req_id, METHOD_NOT_FOUND, f"method_not_found: unknown method {method!r}"), []
-        params = message.get("params") or {}
+            raise RpcError(METHOD_NOT_FOUND, f"method_not_found: unknown method {method!r}")
         if not isinstance(params, dict):
-            return _error(req_id, INVALID_PARAMS, "invalid_params: params must be an object"), []
+            raise RpcError(INVALID_PARAMS, "invalid_params: params must be an object")
         try:
-            result = handler(params)
+            return handler(params)
         except NotFound as e:
-            code = RESOURCE_NOT_FOUND if method == "resources/read" else INVALID_PARAMS
-            return _error(req_id, code, error_line(e)), []
+            raise RpcError(RESOURCE_NOT_FOUND if method == "resources/read" else INVALID_PARAMS, error_line(e)) from None
         except InvalidParams as e:
-            return _error(req_id, INVALID_PARAMS, error_line(e)), []
+            raise RpcError(INVALID_PARAMS, error_line(e)) from None
         except ArbiterError as e:
-            return _error(req_id, e.code, error_line(e)), []
+            raise RpcError(e.code, error_line(e)) from None
         except Exception as e:  # a bug: answer, log it, keep serving
             traceback.print_exc(file=sys.stderr)
-            return _error(req_id, INTERNAL, f"internal_error: {type(e).__name__}: {e}"), []
-        return {"jsonrpc": "2.0", "id": req_id, "result": result}, self.after(method)
+            raise RpcError(INTERNAL, f"internal_error: {type(e).__name__}: {e}") from None
+
+
+class RpcError(Exception):
+    """A JSON-RPC error to answer with."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 def _str(params: dict, key: str) -> str:
