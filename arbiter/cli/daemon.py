@@ -63,25 +63,45 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_mod
 
 
 
+def _loopback(ctx, param, value):
+    if value is None:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{value!r} is not HOST:PORT")
+    host = host.strip("[]")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise click.BadParameter(f"{host!r} is not a loopback address: serve on 127.0.0.1 (or ::1)")
+    return host, int(port)
+
+
 @main.command()
 @click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
 @click.option("--tenant", help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
 @click.option("--conversation", type=click.IntRange(1), envvar="ARBITER_CONVERSATION",
               help="Resume this conversation (env ARBITER_CONVERSATION); default: the first write starts one.")
+@click.option("--http", "http", metavar="HOST:PORT", callback=_loopback,
+              help="Serve streamable HTTP on this loopback address instead of stdio (bearer token required).")
 @click.pass_obj
 @handle_errors
-def mcp(settings: Settings, home, tenant, conversation):
+def mcp(settings: Settings, home, tenant, conversation, http):
     """Serve MCP on stdin/stdout for an agent (Claude Desktop, Claude Code, any MCP client).
 
     Starts the daemon (detached) if none answers on the socket, then hands
-    the client this tenant's briefing as its instructions.
+    the client this tenant's briefing as its instructions. With --http, serves
+    MCP's streamable HTTP transport at http://HOST:PORT/mcp instead; every
+    request must carry `Authorization: Bearer TOKEN` (the token is printed
+    once, when created, and kept in HOME/mcp-http.token, mode 0600).
 
     \b
     Example MCP client config:
       {"mcpServers": {"arbiter": {"command": "arbiter", "args": ["mcp"]}}}
+    Example over HTTP:
+      arbiter mcp --http 127.0.0.1:8765
     """
     from arbiter import mcp as mcp_package  # the MCP layer loads only on this path
 
     home = home or settings.home
     socket = settings.socket if settings.socket != paths.socket_path(settings.home) else paths.socket_path(home)
-    mcp_package.run(home=home, socket_path=socket, tenant=tenant or settings.tenant, conversation_id=conversation)
+    mcp_package.run(home=home, socket_path=socket, tenant=tenant or settings.tenant, conversation_id=conversation,
+                    http=http)

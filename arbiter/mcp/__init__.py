@@ -1,4 +1,4 @@
-"""`arbiter mcp`: the MCP front door over the daemon, on stdio.
+"""`arbiter mcp`: the MCP front door over the daemon, on stdio or streamable HTTP.
 
 It reaches memory only through `arbiter.client.Client`. On start it makes
 sure a daemon answers on the configured socket (starting one, detached, if
@@ -12,6 +12,7 @@ Layout:
   and its module name to TOOL_MODULES below;
 - `resources.py`: the briefing and each entry as resources, and the prompts;
 - `server.py`: the protocol on stdio (msgspec, no SDK: see why there);
+- `http.py`: streamable HTTP through the official SDK, loopback and bearer token;
 - `_daemon.py`: starting and reviving the daemon.
 
 Only the `arbiter mcp` command imports this package, so neither the daemon
@@ -46,8 +47,9 @@ def session_note(conversation_id: int | None) -> str:
             "`recall` searches it first (`everywhere` for the whole memory alike).")
 
 
-def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client hangs up."""
+def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | None = None,
+        http: tuple[str, int] | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client hangs up (or on loopback HTTP until interrupted)."""
     from arbiter.mcp._daemon import Calls, ensure_daemon
     from arbiter.mcp.tool import Session
 
@@ -60,9 +62,15 @@ def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | No
     except ArbiterError as e:
         raise type(e)(f"could not read the briefing: {e.message}", path=e.path) from None
     load_tools()
-    try:
-        from arbiter.mcp.server import McpServer, serve_stdio
+    from arbiter.mcp.server import McpServer, serve_stdio
 
-        serve_stdio(McpServer(session, instructions))
+    server = McpServer(session, instructions)
+    try:
+        if http:
+            from arbiter.mcp.http import serve_http
+
+            serve_http(server, home=home, host=http[0], port=http[1])
+        else:
+            serve_stdio(server)
     finally:
         client.close()

@@ -1,0 +1,114 @@
+"""`arbiter mcp --http 127.0.0.1:PORT`: MCP's streamable HTTP transport, for clients that cannot spawn a process.
+
+The official SDK serves the transport (sessions, SSE, its DNS-rebinding
+checks on loopback); every request it hands us runs through the same
+`McpServer` methods as stdio, so tools, resources and prompts answer alike.
+Change notifications are stdio only (an HTTP client re-reads a resource).
+
+Loopback only, and every request must carry `Authorization: Bearer TOKEN`.
+The token lives in HOME/mcp-http.token (0600, like tenant tokens); it is
+printed once, when it is created.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from arbiter import __version__, paths
+from arbiter.mcp._daemon import say
+from arbiter.mcp.server import McpServer, RpcError
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def token_path(home: Path) -> Path:
+    return home / "mcp-http.token"
+
+
+def http_token(home: Path) -> str:
+    """The bearer token, created (and printed, the one time) on first use."""
+    path = token_path(home)
+    if path.exists():
+        return paths.read_secret(path, "arbiter mcp --http")
+    token = secrets.token_urlsafe(32)
+    paths.write_secret(path, token)
+    say(f"created the HTTP bearer token (shown once; kept in {path}): {token}")
+    return token
+
+
+class BearerOnly:
+    """ASGI middleware: a request without the right bearer token gets 401 and reaches nothing."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b'{"error": "unauthorized: missing or wrong bearer token"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"www-authenticate", b'Bearer realm="arbiter"'),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(mcp: McpServer, token: str, host: str):
+    """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the bearer check."""
+
+    async def run(method: str, params) -> dict:
+        body = {} if params is None else params.model_dump(by_alias=True, exclude_none=True, mode="json")
+        body.pop("_meta", None)
+        try:
+            return await anyio.to_thread.run_sync(mcp.dispatch, method, body)
+        except RpcError as e:
+            raise MCPError(e.code, e.message) from None
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult.model_validate(await run("tools/list", params))
+
+    async def call_tool(ctx, params):
+        return types.CallToolResult.model_validate(await run("tools/call", params))
+
+    async def list_resources(ctx, params):
+        return types.ListResourcesResult.model_validate(await run("resources/list", params))
+
+    async def list_templates(ctx, params):
+        return types.ListResourceTemplatesResult.model_validate(await run("resources/templates/list", params))
+
+    async def read_resource(ctx, params):
+        return types.ReadResourceResult.model_validate(await run("resources/read", params))
+
+    async def list_prompts(ctx, params):
+        return types.ListPromptsResult.model_validate(await run("prompts/list", params))
+
+    async def get_prompt(ctx, params):
+        return types.GetPromptResult.model_validate(await run("prompts/get", params))
+
+    server = Server(
+        "arbiter", version=__version__, instructions=mcp.instructions, on_list_tools=list_tools,
+        on_call_tool=call_tool, on_list_resources=list_resources, on_list_resource_templates=list_templates,
+        on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+    )
+    return BearerOnly(server.streamable_http_app(host=host), token)
+
+
+def serve_http(mcp: McpServer, *, home: Path, host: str, port: int) -> None:
+    """Serve until interrupted."""
+    import uvicorn
+
+    if host not in LOOPBACK:
+        raise ValueError(f"{host!r} is not a loopback address")
+    app = build_app(mcp, http_token(home), host)
+    say(f"serving MCP over HTTP at http://{host}:{port}/mcp")
+    uvicorn.run(app, host=host, port=port, log_level="warning")

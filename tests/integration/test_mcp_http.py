@@ -1,0 +1,115 @@
+"""`arbiter mcp --http`: streamable HTTP on loopback, behind a bearer token, through the SDK client."""
+
+from __future__ import annotations
+
+import socket
+import stat
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import isolated_env, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+class HttpServer:
+    def __init__(self, home: Path, errlog: Path):
+        self.port = _free_port()
+        self.errlog = open(errlog, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "arbiter", "mcp", "--http", f"127.0.0.1:{self.port}"],
+            env=isolated_env(home), cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errlog,
+        )
+        wait_for(lambda: self.proc.poll() is not None or _listening(self.port), what="arbiter mcp --http to listen")
+        assert self.proc.poll() is None, Path(errlog).read_text()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.errlog.close()
+
+
+@pytest.fixture
+def served(home, daemon, tmp_path):
+    with daemon.client() as c:
+        c.remember(type="reference", title="Staging host", content="staging runs on box-7")
+    server = HttpServer(home, tmp_path / "stderr")
+    yield server
+    server.stop()
+
+
+def _post(url: str, token: str | None) -> int:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",' \
+           b'"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}'
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, body, headers), timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_http_refuses_requests_without_the_token(served, home, tmp_path):
+    token_file = home / "mcp-http.token"
+    token = token_file.read_text().strip()
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert token in (tmp_path / "stderr").read_text()  # printed the one time it was created
+    assert _post(served.url, None) == 401
+    assert _post(served.url, "wrong-" + token) == 401
+    assert _post(served.url, token) == 200
+
+
+def test_http_serves_tools_resources_and_prompts_with_the_token(served, home):
+    token = (home / "mcp-http.token").read_text().strip()
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with streamable_http_client(served.url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    tools = await session.list_tools()
+                    found = await session.call_tool("recall", {"query": "staging host"})
+                    bad = await session.call_tool("recall", {"query": "x", "bogus": 1})
+                    briefing = await session.read_resource("arbiter://briefing")
+                    prompts = await session.list_prompts()
+                    return init, tools, found, bad, briefing, prompts
+
+    init, tools, found, bad, briefing, prompts = anyio.run(main)
+    assert "Staging host" in init.instructions
+    assert {"remember", "remember_many", "recall"} <= {t.name for t in tools.tools}
+    assert found.structured_content["hits"][0]["title"] == "Staging host"
+    assert bad.is_error and bad.content[0].text == "invalid_params: bogus: Object contains unknown field `bogus`"
+    assert "Staging host" in briefing.contents[0].text
+    assert len(prompts.prompts) == 2
+
+
+def test_http_binds_loopback_only(home):
+    out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--http", "0.0.0.0:8765"], env=isolated_env(home),
+                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0 and "not a loopback address" in out.stderr
