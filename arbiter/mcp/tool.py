@@ -139,14 +139,40 @@ def tool(args: type[Args], result: type[View], *, name: str | None = None, write
 
 
 def schema(struct: type[msgspec.Struct]) -> dict:
-    """A Struct's JSON Schema with the Struct itself at the top (MCP wants `"type": "object"` there)."""
+    """A Struct's JSON Schema, self-contained, with the Struct itself at the top (MCP wants `"type": "object"`).
+
+    Clients validate every result against the output schema (the Python SDK
+    with `jsonschema`, per call), so the schema is shaped to validate fast:
+    nested Structs inlined rather than `$ref`ed, `X | None` as a type list
+    rather than `anyOf`. Measured on a 10-hit recall result: 6.5 ms -> 3.1 ms
+    of the SDK client's time.
+    """
     (ref,), defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
-    top = dict(defs.pop(ref["$ref"].rsplit("/", 1)[1]))
-    top.pop("title", None)
+    top = _inline(ref, defs)
     top.pop("description", None)  # the tool's description says it, for the model
-    if defs:
-        top["$defs"] = defs
     return top
+
+
+def _inline(node, defs: dict):
+    if isinstance(node, list):
+        return [_inline(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:  # our Structs are never recursive
+        return _inline(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+    out = {}
+    for key, value in node.items():
+        if key == "title":
+            continue  # the Struct's class name: noise to a model and a client
+        if key == "properties":
+            out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
+        else:
+            out[key] = _inline(value, defs)
+    branches = out.get("anyOf")
+    if branches and all(set(b) == {"type"} and isinstance(b["type"], str) for b in branches):
+        del out["anyOf"]
+        out["type"] = [b["type"] for b in branches]
+    return out
 
 
 _encode = msgspec.json.Encoder().encode

@@ -1,0 +1,213 @@
+"""MCP cost over the daemon: the same daemon, driven through `arbiter mcp` and through the socket.
+
+    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--json]
+
+Starts its own `arbiter serve` on a temporary home and one `arbiter mcp`
+over stdio, driven by the official MCP Python SDK client (what an agent's
+client does), and measures:
+
+- `remember`, one entry per call: items/s through MCP and through the socket
+  (`Client.remember`), the two calls alternating entry by entry;
+- `remember_many` in batches of 500: items/s through MCP, then the socket;
+- `recall` round trips, p50/p95, for the same queries one at a time (after
+  one untimed pass over them all). Each query is timed back to back four
+  ways, so a busy machine slows all four alike:
+  * `sdk`: the MCP `recall` tool with default arguments (conversation-first,
+    10 hits with excerpts, structured content), through the SDK client,
+    which also validates each result against the tool's output schema;
+  * `raw`: the same tool call with JSON lines written and read by hand on a
+    second `arbiter mcp` (the server's cost without the SDK client's);
+  * `same`: the socket, with the request the tool sends the daemon (the
+    session's conversation, 11 hits, 11 excerpts);
+  * `plain`: the socket, `Client.recall(q, limit=10)`;
+- the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon.
+
+"MCP adds" is the median of the per-query differences `sdk - same` (and
+`raw - same` for the server alone). Entries are bench.load's synthetic text
+(300-800 bytes, Zipf vocabulary); queries are 2-3 mid-frequency words.
+Numbers are printed; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from bench.load import BenchDaemon, Vocabulary, make_entry, percentile, vm_kb
+from bench.longmemeval.daemon import isolated_env
+
+TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0)}
+BATCH = 500
+WAYS = ("sdk", "raw", "same", "plain")
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out += [int(p) for p in f.read().split()]
+    return out
+
+
+def _mcp_pid(exclude: int) -> int:
+    """The `arbiter mcp` process the SDK client spawned (a child of this one)."""
+    for pid in _children(os.getpid()):
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if pid != exclude and b"mcp" in f.read().split(b"\0"):
+                return pid
+    raise RuntimeError("no arbiter mcp child process found")
+
+
+class RawMcp:
+    """`arbiter mcp` with JSON lines written and read by hand."""
+
+    def __init__(self, home: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "arbiter", "mcp"], env=isolated_env(home),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.ids = iter(range(1, 1 << 30))
+        self.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "0"}})
+
+    def rpc(self, method: str, params: dict) -> dict:
+        i = next(self.ids)
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode()
+                              + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == i:
+                return message
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def _ns(fn) -> int:
+    t = time.perf_counter_ns()
+    fn()
+    return time.perf_counter_ns() - t
+
+
+async def _measure(home: Path, client, singles: list[dict], socket_singles: list[dict], bulk: list[dict],
+                   queries: list[str]) -> dict:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp"], env=isolated_env(home))
+    out: dict = {}
+    with open(home / "mcp.stderr", "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.list_tools()  # clients list tools once; the SDK then checks results against them
+                pid = _mcp_pid(exclude=-1)
+
+                async def tool(name: str, arguments: dict):
+                    r = await session.call_tool(name, arguments)
+                    assert not r.is_error, r.content[0].text
+                    return r
+
+                mcp_ns = socket_ns = 0
+                for e, s in zip(singles, socket_singles):
+                    t = time.perf_counter_ns()
+                    r = await tool("remember", e)
+                    mcp_ns += time.perf_counter_ns() - t
+                    socket_ns += _ns(lambda: client.remember(**s))
+                conversation = r.structured_content["conversation_id"]
+                out["remember_mcp_per_s"] = round(len(singles) / (mcp_ns / 1e9), 1)
+                out["remember_socket_per_s"] = round(len(socket_singles) / (socket_ns / 1e9), 1)
+                half = len(bulk) // 2
+                t = time.perf_counter_ns()
+                for i in range(0, half, BATCH):
+                    await tool("remember_many", {"entries": bulk[i:min(i + BATCH, half)]})
+                out["remember_many_mcp_per_s"] = round(half / ((time.perf_counter_ns() - t) / 1e9), 1)
+                t = time.perf_counter_ns()
+                for i in range(half, len(bulk), BATCH):
+                    client.remember_many(bulk[i:i + BATCH])
+                out["remember_many_socket_per_s"] = round((len(bulk) - half) / ((time.perf_counter_ns() - t) / 1e9), 1)
+
+                raw = RawMcp(home)
+                raw.rpc("tools/call", {"name": "conversation", "arguments": {"id": conversation}})
+                samples: dict[str, list[int]] = {w: [] for w in WAYS}
+                for timed in (False, True):
+                    for q in queries:
+                        t = time.perf_counter_ns()
+                        await tool("recall", {"query": q})
+                        got = {"sdk": time.perf_counter_ns() - t,
+                               "raw": _ns(lambda: raw.rpc("tools/call", {"name": "recall", "arguments": {"query": q}})),
+                               "same": _ns(lambda: client.recall(q, conversation_id=conversation, limit=11, excerpts=11)),
+                               "plain": _ns(lambda: client.recall(q, limit=10))}
+                        if timed:
+                            for w in WAYS:
+                                samples[w].append(got[w])
+                raw.close()
+                out["mcp_peak_rss_mb"] = round(vm_kb(pid, "VmHWM") / 1024, 1)
+    for w in WAYS:
+        out[f"recall_{w}_p50_ms"] = round(percentile(samples[w], 50), 2)
+        out[f"recall_{w}_p95_ms"] = round(percentile(samples[w], 95), 2)
+    out["recall_mcp_adds_p50_ms"] = round(
+        statistics.median(a - b for a, b in zip(samples["sdk"], samples["same"])) / 1e6, 2)
+    out["recall_server_adds_p50_ms"] = round(
+        statistics.median(a - b for a, b in zip(samples["raw"], samples["same"])) / 1e6, 2)
+    return out
+
+
+def run(args) -> dict:
+    rng = random.Random(args.seed)
+    vocab = Vocabulary(rng)
+    entries = [make_entry(vocab, rng, n) for n in range(args.entries)]
+    singles, socket_singles = entries[: args.singles // 2], entries[args.singles // 2: args.singles]
+    bulk = entries[args.singles:]
+    queries = [" ".join(vocab.mid_frequency(rng.randint(2, 3))) for _ in range(args.queries)]
+    home = Path(tempfile.mkdtemp(prefix="arb-bench-mcp-"))
+    daemon = BenchDaemon(home, "FULL")
+    try:
+        with daemon.client() as c:
+            res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries)
+            res["entries"] = c.status().entries_active
+        res["queries"] = len(queries)
+        res["daemon_peak_rss_mb"] = round(vm_kb(daemon.proc.pid, "VmHWM") / 1024, 1)
+        return res
+    finally:
+        daemon.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.mcp", description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=2929, help="entries written in all")
+    ap.add_argument("--singles", type=int, default=300, help="of them, written one call at a time (half each way)")
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    res = run(args)
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return
+    print(f"{res['entries']} entries, {res['queries']} queries, seed {args.seed}")
+    print(f"{'':26}{'MCP':>10}{'socket':>10}")
+    print(f"{'remember (items/s)':26}{res['remember_mcp_per_s']:>10}{res['remember_socket_per_s']:>10}")
+    print(f"{'remember_many (items/s)':26}{res['remember_many_mcp_per_s']:>10}{res['remember_many_socket_per_s']:>10}")
+    print(f"{'recall (ms)':26}" + "".join(f"{w:>10}" for w in WAYS))
+    for q in ("p50", "p95"):
+        print(f"{'  ' + q:26}" + "".join(f"{res[f'recall_{w}_{q}_ms']:>10}" for w in WAYS))
+    print(f"MCP adds to recall (median per query): {res['recall_mcp_adds_p50_ms']} ms with the SDK client, "
+          f"{res['recall_server_adds_p50_ms']} ms in arbiter mcp alone")
+    print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
+    for key, (op, target) in TARGETS.items():
+        print(f"target {key} {op} {target}: {res[key]} {'met' if res[key] <= target else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
