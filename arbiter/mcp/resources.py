@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from arbiter.errors import NotFound
+from arbiter.errors import InvalidParams, NotFound
 from arbiter.mcp.entries import entry_view
 from arbiter.mcp.tool import Session
 
@@ -20,7 +20,9 @@ def entry_uri(entry_id: int) -> str:
 
 def list_resources(s: Session, cursor: str | None) -> dict:
     """The briefing, then every active entry newest first, `PAGE` per page."""
-    before = int(cursor) if cursor and cursor.isdigit() else None
+    if cursor is not None and not cursor.isdigit():
+        raise InvalidParams("cursor: not a cursor this server returned", path="cursor")
+    before = int(cursor) if cursor else None
     items = s.call("list", limit=PAGE + 1, before_id=before)
     out = [] if before else [{
         "uri": BRIEFING_URI, "name": "briefing", "title": "Memory briefing", "mimeType": "text/markdown",
@@ -96,9 +98,7 @@ def list_prompts() -> dict:
 
 
 def get_prompt(name: str, arguments: dict | None) -> dict:
-    """The prompt's one user message; NotFound or InvalidParams-shaped errors for a bad name or argument."""
-    from arbiter.errors import InvalidParams
-
+    """The prompt's one user message; NotFound or InvalidParams for a bad name or argument."""
     p = PROMPTS.get(name)
     if p is None:
         raise NotFound(f"no prompt named {name!r}", path="name")

@@ -46,6 +46,7 @@ from typing import Annotated, Any, Callable
 import msgspec
 from msgspec import Meta
 
+from arbiter._time import format_time, now_us
 from arbiter.errors import ArbiterError, InvalidParams
 from arbiter.model import Params, validation_path
 
@@ -88,8 +89,6 @@ class Session:
     def conversation_for_write(self) -> int:
         """This session's conversation, started now if it has none yet."""
         if self.conversation_id is None:
-            from arbiter._time import format_time, now_us
-
             started = self.call("conversation_create", f"MCP session {format_time(now_us())[:16].replace('T', ' ')}")
             self.conversation_id = started.id
         return self.conversation_id
