@@ -58,15 +58,20 @@ class Ref(View):
         return f"#{self.id} [{self.type}] {self.title} ({'; '.join(m for m in marks if m)})"
 
 
-def ref(e) -> Ref:
-    """A Ref of any entry-shaped result (Entry, Hit, EntryRef)."""
+def ref_fields(e) -> dict:
+    """The Ref fields of any entry-shaped result (Entry, Hit, EntryRef), for a View that extends Ref."""
     superseded = getattr(e, "superseded", None)
     if superseded is None:
         superseded = bool(getattr(e, "superseded_by", None))
-    return Ref(
+    return dict(
         id=e.id, type=e.type, title=e.title, tags=list(e.tags), valid_from=getattr(e, "valid_from", None),
         valid_to=e.valid_to, recorded_at=getattr(e, "recorded_at", None), superseded=superseded,
     )
+
+
+def ref(e) -> Ref:
+    """A Ref of any entry-shaped result (Entry, Hit, EntryRef)."""
+    return Ref(**ref_fields(e))
 
 
 class EntryView(Ref):
@@ -96,7 +101,7 @@ class EntryView(Ref):
 
 def entry_view(e) -> EntryView:
     return EntryView(
-        **{f: getattr(ref(e), f) for f in Ref.__struct_fields__}, content=e.content, source=e.source,
+        **ref_fields(e), content=e.content, source=e.source,
         conversation_id=e.conversation_id, parent_id=e.parent_id, superseded_by=list(e.superseded_by),
     )
 
@@ -452,7 +457,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
 
 
 def _hit(h) -> Hit:
-    return Hit(**{f: getattr(ref(h), f) for f in Ref.__struct_fields__}, score=round(h.score, 6), scope=h.scope,
+    return Hit(**ref_fields(h), score=round(h.score, 6), scope=h.scope,
                conversation_id=h.conversation_id, excerpt=flat(h.excerpt, EXCERPT_CHARS) if h.excerpt else None)
 
 
@@ -473,7 +478,7 @@ def list_(s: Session, a: ListArgs) -> Listed:
     before = _offset(a.cursor) or None
     items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
                    limit=a.limit + 1, before_id=before)
-    page = [Hit(**{f: getattr(ref(e), f) for f in Ref.__struct_fields__}, score=0.0, scope="tenant",
+    page = [Hit(**ref_fields(e), score=0.0, scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
     shown = _paged(page, 40, a.max_chars)
     more = len(items) > shown

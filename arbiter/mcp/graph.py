@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from arbiter.mcp.entries import Content, EntryView, Ref, TagList, Title, Type, Written, entry_view, ref
+from arbiter.mcp.entries import Content, EntryView, Ref, TagList, Title, Type, Written, entry_view, ref, ref_fields
 from arbiter.mcp.tool import Args, AsOf, EntryId, Session, View, flat, tool
 from arbiter.model import TextParams
 
@@ -60,7 +60,7 @@ class ThreadView(View):
 def thread(s: Session, a: ThreadArgs) -> ThreadView:
     """Read a whole thread (root and replies, oldest first) from any entry in it. Read it before replying."""
     t = s.call("thread", a.id, as_of=a.as_of)
-    replies = [Reply(**{f: getattr(ref(r), f) for f in Ref.__struct_fields__}, parent_id=r.parent_id,
+    replies = [Reply(**ref_fields(r), parent_id=r.parent_id,
                      depth=t.depth[r.id], excerpt=flat(r.content, 240)) for r in t.replies]
     return ThreadView(root=entry_view(t.root), replies=replies)
 
@@ -117,7 +117,7 @@ def around(s: Session, a: AroundArgs) -> AroundView:
     return AroundView(
         entry=entry_view(x.entry), parent=ref(x.parent) if x.parent else None,
         children=[ref(e) for e in x.children], siblings=[ref(e) for e in x.siblings],
-        shared_tags=[Neighbour(**{f: getattr(ref(n.entry), f) for f in Ref.__struct_fields__},
+        shared_tags=[Neighbour(**ref_fields(n.entry),
                                shared_tags=n.shared_tags) for n in x.shared_tags],
         references=[ref(e) for e in x.references], mentioned_by=[ref(e) for e in x.mentioned_by],
         relations=[Related(relation=r.relation, direction=r.direction, entry=ref(r.entry)) for r in x.relations],
@@ -207,7 +207,7 @@ def topic_cluster(s: Session, a: TopicArgs) -> TopicView:
     r = s.call("topic_cluster", a.tag, limit=a.limit)
     c = r.cluster
     return TopicView(name=c.name, description=c.description, tags=c.tags, size=c.entries, recent=[
-        Recent(**{f: getattr(ref(e), f) for f in Ref.__struct_fields__}, excerpt=flat(e.content, 240))
+        Recent(**ref_fields(e), excerpt=flat(e.content, 240))
         for e in r.entries])
 
 
