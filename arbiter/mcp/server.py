@@ -95,9 +95,11 @@ class McpServer:
 
     def handle(self, message) -> tuple[dict | None, list[dict]]:
         """One decoded message -> (its response or None for a notification, notifications to send after)."""
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        if not isinstance(message, dict):
             return _error(None, INVALID_REQUEST, "invalid_request: not a JSON-RPC 2.0 message"), []
         req_id, method = message.get("id"), message.get("method")
+        if message.get("jsonrpc") != "2.0":
+            return _error(req_id, INVALID_REQUEST, "invalid_request: not a JSON-RPC 2.0 message"), []
         if not isinstance(method, str):
             return None, []  # a response to a request we never send, or junk without an id
         if "id" not in message:
