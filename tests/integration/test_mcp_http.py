@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import isolated_env, wait_for
+from tests.conftest import DaemonProcess, isolated_env, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -53,13 +55,18 @@ class HttpServer:
         self.errlog.close()
 
 
-@pytest.fixture
-def served(home, daemon, tmp_path):
+@pytest.fixture(scope="module")
+def served():
+    """One daemon and one HTTP server for the module (starting the SDK's HTTP stack takes seconds)."""
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    daemon = DaemonProcess(home).start()
     with daemon.client() as c:
         c.remember(type="reference", title="Staging host", content="staging runs on box-7")
-    server = HttpServer(home, tmp_path / "stderr")
-    yield server
+    server = HttpServer(home, home / "mcp-http.stderr")
+    yield server, home
     server.stop()
+    daemon.stop()
+    shutil.rmtree(home, ignore_errors=True)
 
 
 def _post(url: str, token: str | None) -> int:
@@ -75,17 +82,19 @@ def _post(url: str, token: str | None) -> int:
         return e.code
 
 
-def test_http_refuses_requests_without_the_token(served, home, tmp_path):
+def test_http_refuses_requests_without_the_token(served):
+    served, home = served
     token_file = home / "mcp-http.token"
     token = token_file.read_text().strip()
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
-    assert token in (tmp_path / "stderr").read_text()  # printed the one time it was created
+    assert token in (home / "mcp-http.stderr").read_text()  # printed the one time it was created
     assert _post(served.url, None) == 401
     assert _post(served.url, "wrong-" + token) == 401
     assert _post(served.url, token) == 200
 
 
-def test_http_serves_tools_resources_and_prompts_with_the_token(served, home):
+def test_http_serves_tools_resources_and_prompts_with_the_token(served):
+    served, home = served
     token = (home / "mcp-http.token").read_text().strip()
 
     async def main():
