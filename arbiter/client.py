@@ -32,6 +32,7 @@ from arbiter.model import (
     Pong,
     PurgeResult,
     RecallResult,
+    RestoreResult,
     Relation,
     RememberManyResult,
     Remembered,
@@ -157,11 +158,12 @@ class Client:
         """Write many entries in one transaction; returns their ids in order."""
         return self.call("remember_many", {"entries": entries}, RememberManyResult).ids
 
-    def get(self, id: int, *, as_of: str | float | None = None) -> Entry:
-        return self.call("get", {"id": id, "as_of": as_of}, Entry)
+    def get(self, id: int, *, as_of: str | float | None = None, known_at: str | float | None = None) -> Entry:
+        """One entry valid now (or at `as_of`), as recorded now (or at `known_at`)."""
+        return self.call("get", {"id": id, "as_of": as_of, "known_at": known_at}, Entry)
 
     def list(self, **params) -> list[Entry]:
-        """Browse newest first; `types`, `tag`, `conversation_id`, `as_of`, `limit`, `before_id`."""
+        """Browse newest first; `types`, `tag`, `conversation_id`, `as_of`, `known_at`, `limit`, `before_id`."""
         return self.call("list", params, EntryList).entries
 
     def update(self, id: int, **fields) -> Entry:
@@ -171,11 +173,16 @@ class Client:
         """Retire an entry; False if it was already retired."""
         return self.call("forget", {"id": id}, ForgetResult).forgotten
 
+    def restore(self, id: int) -> bool:
+        """Reopen a retired entry; False if it was active."""
+        return self.call("restore", {"id": id}, RestoreResult).restored
+
     def purge(self, id: int) -> bool:
         return self.call("purge", {"id": id}, PurgeResult).purged
 
-    def history(self, id: int) -> History:
-        return self.call("history", {"id": id}, History)
+    def history(self, id: int, *, known_at: str | float | None = None) -> History:
+        """The supersession chain through an entry and every recorded state of each (as recorded at `known_at`)."""
+        return self.call("history", {"id": id, "known_at": known_at}, History)
 
     def link(self, source_id: int, relation: str, target_id: int) -> Relation:
         return self.call("link", {"source_id": source_id, "relation": relation, "target_id": target_id}, Relation)
@@ -214,9 +221,9 @@ class Client:
         """Reply under `parent_id`; `title`, `type`, `tags`, `source` default to the parent's (no source)."""
         return self.call("reply", {"parent_id": parent_id, "content": content, **params}, Entry)
 
-    def thread(self, id: int, *, as_of: str | float | None = None) -> Thread:
+    def thread(self, id: int, *, as_of: str | float | None = None, known_at: str | float | None = None) -> Thread:
         """The thread through an entry: root and visible replies, oldest first."""
-        return self.call("thread", {"id": id, "as_of": as_of}, Thread)
+        return self.call("thread", {"id": id, "as_of": as_of, "known_at": known_at}, Thread)
 
     def open_threads(self, limit: int = 20) -> OpenThreads:
         return self.call("open_threads", {"limit": limit}, OpenThreads)

@@ -121,8 +121,18 @@ class IdParams(Params):
 
 
 class GetParams(Params):
+    """One entry. `as_of` picks the valid-time instant, `known_at` the record-time one (both may combine)."""
+
     id: Id
     as_of: Time | None = None
+    known_at: Time | None = None
+
+
+class HistoryParams(Params):
+    """An entry's recorded states and its supersession chain, as the store held them at `known_at` (default now)."""
+
+    id: Id
+    known_at: Time | None = None
 
 
 class ListParams(Params):
@@ -132,6 +142,7 @@ class ListParams(Params):
     tag: Tag | None = None
     conversation_id: Id | None = None
     as_of: Time | None = None
+    known_at: Time | None = None
     limit: Limit = 50
     before_id: Id | None = None
 
@@ -158,6 +169,7 @@ class ExpandParams(Params):
     depth: Annotated[int, Meta(ge=1, le=2)] = 1
     limit: Annotated[int, Meta(ge=1, le=50)] = 50
     as_of: Time | None = None
+    known_at: Time | None = None
 
 
 #: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
@@ -176,6 +188,8 @@ class RecallParams(Params):
     stood then, and is the reference instant for age decay. `intent="off"`
     stops question cues from boosting types; `decay=false` stops age decay.
     `disable` switches named pipeline stages off, for measuring them.
+    `known_at` searches the memory as it was recorded then: past text and
+    validity, none of what was written later.
     """
 
     query: Annotated[str, Meta(max_length=4096)] = ""
@@ -183,6 +197,7 @@ class RecallParams(Params):
     types: list[EntryType] = []
     tag: Tag | None = None
     as_of: Time | None = None
+    known_at: Time | None = None
     limit: Annotated[int, Meta(ge=1, le=200)] = 10
     explain: bool = False
     intent: Literal["on", "off"] = "on"
@@ -235,7 +250,11 @@ def validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
 
 
 class Entry(Struct, kw_only=True):
-    """One memory entry as the wire shows it. Times are RFC 3339 UTC."""
+    """One memory entry as the wire shows it. Times are RFC 3339 UTC.
+
+    `recorded_at` is when the entry was first written; `revised_at`, when the
+    state shown was recorded (null: it is the state first written).
+    """
 
     id: int
     type: str
@@ -250,6 +269,7 @@ class Entry(Struct, kw_only=True):
     valid_from: str
     valid_to: str | None
     superseded_by: list[int] = []
+    revised_at: str | None = None
 
 
 class EntityRef(Struct, kw_only=True):
@@ -296,6 +316,11 @@ class ForgetResult(Struct, kw_only=True):
     forgotten: bool
 
 
+class RestoreResult(Struct, kw_only=True):
+    id: int
+    restored: bool
+
+
 class PurgeResult(Struct, kw_only=True):
     id: int
     purged: bool
@@ -313,11 +338,36 @@ class UnlinkResult(Struct, kw_only=True):
     removed: bool
 
 
+#: What a recorded change did: the first write, a correction, a retirement
+#: (`forget`), a retirement by a `supersedes` link, a reopening (`restore`).
+Change = Literal["remembered", "updated", "retired", "superseded", "restored"]
+
+
+class Revision(Struct, kw_only=True):
+    """One recorded state of an entry: the store held `entry` over [recorded_from, recorded_to).
+
+    `recorded_to` is null for the state still current (at `known_at`, if given).
+    `change` is what began this state; `fields` names the fields that differ
+    from the state before (empty for the first).
+    """
+
+    id: int
+    recorded_from: str
+    recorded_to: str | None
+    change: Change
+    fields: list[str]
+    entry: Entry
+
+
 class History(Struct, kw_only=True):
-    """The supersession chain through an entry, oldest first, and the edges joining it."""
+    """The supersession chain through an entry, oldest first, the edges joining it, and every recorded state of each.
+
+    `revisions` are grouped by entry (in chain order), oldest first.
+    """
 
     entries: list[Entry]
     relations: list[Relation]
+    revisions: list[Revision] = []
 
 
 class Graph(Struct, kw_only=True):
@@ -461,6 +511,7 @@ class ThreadParams(Params):
 
     id: Id
     as_of: Time | None = None
+    known_at: Time | None = None
 
 
 class OpenThreadsParams(Params):
@@ -499,6 +550,7 @@ class EntryRef(Struct, kw_only=True):
     tags: list[str]
     recorded_at: str
     valid_to: str | None
+    valid_from: str | None = None
 
 
 class Thread(Struct, kw_only=True):

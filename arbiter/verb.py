@@ -51,6 +51,10 @@ def _as_of(value) -> int | None:
     return None if value is None else parse_time(value, path="as_of")
 
 
+def _known_at(value) -> int | None:
+    return None if value is None else parse_time(value, path="known_at")
+
+
 def advisor_for(ctx: Context):
     """The daemon's advisor (`services["advisor"]`, set when it has an LLM key), else None."""
     return ctx.services.get("advisor")

@@ -23,6 +23,7 @@ from arbiter.model import (
     ForgetResult,
     GetParams,
     History,
+    HistoryParams,
     IdParams,
     LinkParams,
     ListParams,
@@ -33,6 +34,7 @@ from arbiter.model import (
     RememberManyResult,
     Remembered,
     RememberParams,
+    RestoreResult,
     TenantCreateParams,
     TenantCreated,
     TenantList,
@@ -40,7 +42,7 @@ from arbiter.model import (
     UpdateParams,
 )
 from arbiter.recall import llm as llm_layers
-from arbiter.verb import Context, Verb, _as_of, advisor_for
+from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
 from arbiter.store import entries, relations, schema_version, tenants
 from arbiter import briefing as briefing_mod
 from arbiter.graph import clusters, projection, tags as tag_graph, threads
@@ -119,18 +121,27 @@ def remember_many(ctx: Context, p: RememberManyParams):
 
 
 def get(ctx: Context, p: GetParams):
-    """One entry visible now (or at `as_of`); retired or missing is `not_found`."""
-    return entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of))
+    """One entry visible now (or at `as_of`), as recorded now (or at `known_at`).
+
+    Missing is `not_found`; so is retired, with a message saying since when
+    (an `as_of` before then shows it).
+    """
+    return entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
 
 
 def list_(ctx: Context, p: ListParams):
-    """Browse newest first; every filter is a hard filter. Page with `before_id`."""
+    """Browse newest first; every filter is a hard filter. Page with `before_id`; `known_at` reads past records."""
+    if p.conversation_id is not None:
+        tenants.require_conversation(ctx.conn, ctx.tenant_id, p.conversation_id)
     return EntryList(entries=entries.list_entries(ctx.conn, ctx.tenant_id, p))
 
 
 def update(ctx: Context, p: UpdateParams):
-    """Correct an active entry in place; omitted fields keep their value. New text links the entities it mentions."""
-    entry = entries.update(ctx.conn, ctx.tenant_id, p)
+    """Correct an active entry in place; omitted fields keep their value. The id stays; `history` keeps the old state.
+
+    New text links the entities it mentions.
+    """
+    entry = entries.update(ctx.conn, ctx.tenant_id, p, now=ctx.now)
     if p.title is not None or p.content is not None:
         written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
         entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now)
@@ -148,10 +159,15 @@ def purge(ctx: Context, p: IdParams):
     return PurgeResult(id=p.id, purged=True)
 
 
-def history(ctx: Context, p: IdParams):
-    """The supersession chain through an entry, both ways, oldest first."""
-    chain, edges = entries.history(ctx.conn, ctx.tenant_id, p.id)
-    return History(entries=chain, relations=edges)
+def restore(ctx: Context, p: IdParams):
+    """Reopen a retired entry; `restored` is false if it was active. Refused (`conflict`) while a `supersedes` link retires it."""
+    return RestoreResult(id=p.id, restored=entries.restore(ctx.conn, ctx.tenant_id, p.id, now=ctx.now))
+
+
+def history(ctx: Context, p: HistoryParams):
+    """The supersession chain through an entry, both ways, oldest first, with every recorded state (`revisions`) of each."""
+    chain, edges, states = entries.history(ctx.conn, ctx.tenant_id, p.id, known_at=_known_at(p.known_at))
+    return History(entries=chain, relations=edges, revisions=states)
 
 
 def link(ctx: Context, p: LinkParams):
@@ -167,7 +183,9 @@ def unlink(ctx: Context, p: LinkParams):
 
 def expand(ctx: Context, p: ExpandParams):
     """Breadth-first subgraph around an entry (depth ≤ 2, ≤ 50 nodes) with relation labels."""
-    return graph.expand(ctx.conn, ctx.tenant_id, p.id, depth=p.depth, limit=p.limit, as_of=_as_of(p.as_of))
+    return graph.expand(
+        ctx.conn, ctx.tenant_id, p.id, depth=p.depth, limit=p.limit, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at)
+    )
 
 
 def density(ctx: Context, p: IdParams):
@@ -177,6 +195,8 @@ def density(ctx: Context, p: IdParams):
 
 def recall(ctx: Context, p: RecallParams):
     """Search memory; with no query, browse with hard filters. Optional LLM layers: `expand`, `rerank`, `rerank_fine`."""
+    if p.conversation_id is not None:
+        tenants.require_conversation(ctx.conn, ctx.tenant_id, p.conversation_id)
     if not llm_layers.wants_llm(p):
         return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
     return llm_layers.recall_with_llm(ctx.conn, ctx.tenant_id, p, advisor_for(ctx))
@@ -226,7 +246,8 @@ VERBS: dict[str, Verb] = {
     "update": Verb(UpdateParams, update, writes=True),
     "forget": Verb(IdParams, forget, writes=True),
     "purge": Verb(IdParams, purge, writes=True),
-    "history": Verb(IdParams, history),
+    "restore": Verb(IdParams, restore, writes=True),
+    "history": Verb(HistoryParams, history),
     "link": Verb(LinkParams, link, writes=True),
     "unlink": Verb(LinkParams, unlink, writes=True),
     "expand": Verb(ExpandParams, expand),
@@ -260,7 +281,7 @@ def reply(ctx: Context, p: ReplyParams):
 
 def thread(ctx: Context, p: ThreadParams):
     """The thread through an entry: its root and every visible reply, oldest first."""
-    return threads.thread(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of))
+    return threads.thread(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
 
 
 def open_threads(ctx: Context, p: OpenThreadsParams):

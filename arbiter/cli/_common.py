@@ -16,7 +16,7 @@ import click
 import msgspec
 
 from arbiter import __version__, paths
-from arbiter.errors import ArbiterError
+from arbiter.errors import ArbiterError, Unauthorized, Unavailable
 from arbiter.model import ENTRY_TYPES, RELATION_TYPES
 
 EXAMPLES = """
@@ -44,11 +44,27 @@ class Settings:
     def client(self, *, admin: bool = False):
         from arbiter.client import Client
 
-        if admin:
-            token = paths.read_secret(paths.admin_token_path(self.home), "the admin")
-        else:
-            token = paths.read_secret(paths.token_path(self.home, self.tenant), f"tenant {self.tenant!r}")
+        try:
+            if admin:
+                token = paths.read_secret(paths.admin_token_path(self.home), "the admin")
+            else:
+                token = paths.read_secret(paths.token_path(self.home, self.tenant), f"tenant {self.tenant!r}")
+        except Unauthorized:
+            # A fresh home has no token until a daemon first starts on it: say what to do about that.
+            if not self._daemon_answers():
+                raise Unavailable(f"no daemon on {self.socket}: start it with `arbiter serve`") from None
+            raise
         return Client(self.socket, token)
+
+    def _daemon_answers(self) -> bool:
+        from arbiter.client import Client
+
+        try:
+            with Client(self.socket, None, timeout=5) as c:
+                c.ping()
+        except Unavailable:
+            return False
+        return True
 
 
 def _emit(obj, as_json: bool, human) -> None:

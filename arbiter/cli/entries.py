@@ -58,13 +58,25 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
                 click.echo(f"note: {m.name!r} may be the same as {other.name!r} (arbiter entity merge)", err=True)
 
 
+_KNOWN_AT_HELP = "Read the memory as it was recorded then: its text, tags and validity at that time."
+
+
 @command(main)
 @click.argument("entry_id", type=int)
 @click.option("--as-of", help="Read the entry as it stood then (RFC 3339 or epoch seconds).")
-def get(settings, as_json, entry_id, as_of):
-    """Show one entry (retired ones only with --as-of)."""
+@click.option("--known-at", help=_KNOWN_AT_HELP)
+def get(settings, as_json, entry_id, as_of, known_at):
+    """Show one entry (retired ones only with --as-of).
+
+    --as-of is valid time (what held in the world then), --known-at record
+    time (what the memory said then, before later corrections); they combine.
+
+    \b
+    Example:
+      arbiter get 4 --known-at 2026-11-20T10:00:00Z
+    """
     with settings.client() as c:
-        e = c.get(entry_id, as_of=as_of)
+        e = c.get(entry_id, as_of=as_of, known_at=known_at)
     _emit(e, as_json, _show_entry)
 
 
@@ -73,16 +85,28 @@ def get(settings, as_json, entry_id, as_of):
 @click.option("--tag", help="Only entries with this tag.")
 @click.option("--conversation", type=int, help="Only entries pinned to this conversation.")
 @click.option("--as-of", help="The set as it stood then.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-def list_(settings, as_json, types, tag, conversation, as_of, limit):
+@click.option("--known-at", help=_KNOWN_AT_HELP)
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="Entries per page.")
+@click.option("--before", "before_id", type=click.IntRange(min=1), help="Only entries older than this id (the next page).")
+@click.option("--all", "everything", is_flag=True, help="Every matching entry, fetched page by page.")
+def list_(settings, as_json, types, tag, conversation, as_of, known_at, limit, before_id, everything):
     """Browse entries newest first; filters are hard filters.
 
     \b
     Example:
       arbiter list --type project --tag release --limit 10
+      arbiter list --before 1200          # the page after one that ended at #1200
+      arbiter list --all --json > everything.json
     """
+    query = dict(types=list(types), tag=tag, conversation_id=conversation, as_of=as_of, known_at=known_at, limit=limit)
+    items = []
     with settings.client() as c:
-        items = c.list(types=list(types), tag=tag, conversation_id=conversation, as_of=as_of, limit=limit)
+        while True:
+            page = c.list(**query, before_id=before_id)
+            items.extend(page)
+            if not everything or len(page) < limit:
+                break
+            before_id = page[-1].id
     _emit(items, as_json, _show_list)
 
 
@@ -115,6 +139,23 @@ def forget(settings, as_json, entry_id):
     _emit(
         {"id": entry_id, "forgotten": done}, as_json,
         lambda _: click.echo(f"#{entry_id} forgotten" if done else f"#{entry_id} was already retired"),
+    )
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def restore(settings, as_json, entry_id):
+    """Reopen a retired entry (a forget undone). Refused while a `supersedes` link retires it: unlink that first.
+
+    \b
+    Example:
+      arbiter restore 4
+    """
+    with settings.client() as c:
+        done = c.restore(entry_id)
+    _emit(
+        {"id": entry_id, "restored": done}, as_json,
+        lambda _: click.echo(f"#{entry_id} restored" if done else f"#{entry_id} was already active"),
     )
 
 
@@ -181,6 +222,7 @@ def _show_hits(result) -> None:
 @click.option("--type", "types", type=_TYPES, multiple=True, help="Prefer these types. Repeatable.")
 @click.option("--tag", help="Prefer entries with this tag.")
 @click.option("--as-of", help="Rank the set as it stood then.")
+@click.option("--known-at", help="Search the memory as it was recorded then (past texts, none of what came later).")
 @click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
 @click.option("--intent", type=click.Choice(["on", "off"]), default="on", show_default=True,
@@ -198,7 +240,7 @@ def _show_hits(result) -> None:
               help="LLM: reorder the top 25 (default: the daemon's fast model).")
 @click.option("--rerank-fine", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
               help="LLM cascade: reorder the top 8 again with excerpts (default: the daemon's strong model).")
-def recall(settings, as_json, query, conversation, types, tag, as_of, limit, explain, intent, decay,
+def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, limit, explain, intent, decay,
            half_life_days, floor, disable, expand, rerank, rerank_fine):
     """Search memory. The top three hits show the passage that matched.
 
@@ -210,7 +252,7 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, limit, exp
     with settings.client() as c:
         llm = {k: (v or True) for k, v in (("expand", expand), ("rerank", rerank), ("rerank_fine", rerank_fine))
                if v is not None}
-        res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of,
+        res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of, known_at=known_at,
                        limit=limit, explain=explain, intent=intent, decay=decay, half_life_days=half_life_days,
                        floor=floor, disable=list(disable), **llm)
     if as_json:
@@ -219,22 +261,51 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, limit, exp
         _show_hits(res)
 
 
+def _revision_line(r) -> str:
+    what = r.change + (f": {', '.join(f for f in r.fields if f != 'valid_to')}" if r.change == "updated" else "")
+    if r.change == "superseded" and r.entry.superseded_by:
+        what += " by " + ", ".join(f"#{i}" for i in r.entry.superseded_by)
+    return f"  #{r.id}  {r.recorded_from}  {what}  \"{r.entry.title}\""
+
+
 @command(main)
 @click.argument("entry_id", type=int)
-def history(settings, as_json, entry_id):
-    """The supersession chain through an entry, oldest first."""
+@click.option("--known-at", help="The history as it was recorded then.")
+def history(settings, as_json, entry_id, known_at):
+    """The supersession chain through an entry (oldest first), then every recorded change to each.
+
+    \b
+    Example:
+      arbiter history 2
+      arbiter history 2 --json | jq '.revisions[] | [.recorded_from, .change]'
+    """
     with settings.client() as c:
-        h = c.history(entry_id)
-    _emit(h.entries, as_json, _show_list)
+        h = c.history(entry_id, known_at=known_at)
+
+    def human(h):
+        _show_list(h.entries)
+        if h.revisions:
+            click.echo("revisions (record time, what changed):")
+            for r in h.revisions:
+                click.echo(_revision_line(r))
+
+    _emit(h, as_json, human)
 
 
 @command(main)
 @click.argument("entry_id", type=int)
 @click.option("--depth", type=click.IntRange(1, 2), default=1, show_default=True)
-def expand(settings, as_json, entry_id, depth):
-    """The entries related to ENTRY_ID, up to two hops away."""
+@click.option("--as-of", help="The graph among entries valid then.")
+@click.option("--known-at", help=_KNOWN_AT_HELP)
+def expand(settings, as_json, entry_id, depth, as_of, known_at):
+    """The entries related to ENTRY_ID, up to two hops away.
+
+    \b
+    Example:
+      arbiter expand 7 --depth 2 --as-of 2026-11-20T10:00:00Z
+    """
     with settings.client() as c:
-        g = c.expand(entry_id, depth=depth)
+        g = c.expand(entry_id, depth=depth, as_of=as_of, known_at=known_at)
 
     def human(g):
         for n in g.nodes:

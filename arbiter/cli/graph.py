@@ -37,7 +37,8 @@ def reply(settings, as_json, parent_id, content, title, etype, tags, source):
 @command(main)
 @click.argument("entry_id", type=int)
 @click.option("--as-of", help="The thread as it stood then.")
-def thread(settings, as_json, entry_id, as_of):
+@click.option("--known-at", help="The thread as it was recorded then (past texts, no later replies).")
+def thread(settings, as_json, entry_id, as_of, known_at):
     """The thread through ENTRY_ID: its root and replies, oldest first.
 
     \b
@@ -45,7 +46,7 @@ def thread(settings, as_json, entry_id, as_of):
       arbiter thread 12
     """
     with settings.client() as c:
-        t = c.thread(entry_id, as_of=as_of)
+        t = c.thread(entry_id, as_of=as_of, known_at=known_at)
 
     def human(t):
         click.echo(entry_line(t.root))

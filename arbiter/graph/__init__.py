@@ -13,15 +13,23 @@ MAX_NODES = 50
 
 
 def expand(
-    conn: apsw.Connection, tenant_id: int, start: int, *, depth: int = 1, limit: int = MAX_NODES, as_of: int | None = None
+    conn: apsw.Connection,
+    tenant_id: int,
+    start: int,
+    *,
+    depth: int = 1,
+    limit: int = MAX_NODES,
+    as_of: int | None = None,
+    known_at: int | None = None,
 ) -> Graph:
     """Breadth-first subgraph around `start` over edges in both directions.
 
-    Only entries visible now (or at `as_of`) are nodes; `truncated` says the
-    node limit cut the walk short.
+    Only entries visible now (or at `as_of`) are nodes, as recorded now (or
+    at `known_at`, over the edges recorded by then); `truncated` says the node
+    limit cut the walk short.
     """
     depth, limit = min(depth, MAX_DEPTH), min(limit, MAX_NODES)
-    first = entries.get(conn, tenant_id, start, as_of=as_of)
+    first = entries.get(conn, tenant_id, start, as_of=as_of, known_at=known_at)
     seen: dict[int, int] = {start: 0}
     nodes = {start: first}
     edges: dict[int, object] = {}
@@ -29,14 +37,14 @@ def expand(
     for hop in range(1, depth + 1):
         next_frontier = []
         for node in frontier:
-            for rel in relations.edges_touching(conn, tenant_id, node):
+            for rel in relations.edges_touching(conn, tenant_id, node, known_at=known_at):
                 other = rel.target_id if rel.source_id == node else rel.source_id
                 if other not in seen:
                     if len(seen) >= limit:
                         truncated = True
                         continue
                     try:
-                        nodes[other] = entries.get(conn, tenant_id, other, as_of=as_of)
+                        nodes[other] = entries.get(conn, tenant_id, other, as_of=as_of, known_at=known_at)
                     except NotFound:  # not visible at that time
                         continue
                     seen[other] = hop

@@ -16,11 +16,11 @@ from arbiter.store import entries
 
 _MAX_DEPTH = 1000  # parent chains are acyclic (a parent exists before its child); this only bounds the walk
 _tags_decoder = msgspec.json.Decoder(list[str])
-REF_COLUMNS = "id, type, title, tags, recorded_at, valid_to"
+REF_COLUMNS = "id, type, title, tags, recorded_at, valid_to, valid_from"
 
 
 def ref_from_row(row: tuple) -> EntryRef:
-    eid, etype, title, tags, recorded_at, valid_to = row
+    eid, etype, title, tags, recorded_at, valid_to, valid_from = row
     return EntryRef(
         id=eid,
         type=etype,
@@ -28,6 +28,7 @@ def ref_from_row(row: tuple) -> EntryRef:
         tags=_tags_decoder.decode(tags),
         recorded_at=format_time(recorded_at),
         valid_to=format_time(valid_to),
+        valid_from=format_time(valid_from),
     )
 
 
@@ -69,12 +70,13 @@ def reply(conn: apsw.Connection, tenant_id: int, p: ReplyParams, *, now: int) ->
     return entries.remember(conn, tenant_id, params, now=now)
 
 
-def root_of(conn: apsw.Connection, tenant_id: int, entry_id: int) -> int:
-    """The top of the parent chain above `entry_id` (itself when it has no parent)."""
+def root_of(conn: apsw.Connection, tenant_id: int, entry_id: int, *, known_at: int | None = None) -> int:
+    """The top of the parent chain above `entry_id` (itself when it has no parent); written by `known_at`, if given."""
+    written = "" if known_at is None else f" AND recorded_at <= {int(known_at)}"
     row = conn.execute(
-        """
+        f"""
         WITH RECURSIVE up(id, parent_id, n) AS (
-            SELECT id, parent_id, 0 FROM entries WHERE id = ?1 AND tenant_id = ?2
+            SELECT id, parent_id, 0 FROM entries WHERE id = ?1 AND tenant_id = ?2{written}
             UNION ALL
             SELECT e.id, e.parent_id, up.n + 1 FROM entries e JOIN up ON e.id = up.parent_id
             WHERE e.tenant_id = ?2 AND up.n < ?3
@@ -105,18 +107,23 @@ def descendants(conn: apsw.Connection, tenant_id: int, root: int) -> dict[int, i
     return dict(rows)
 
 
-def thread(conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None) -> Thread:
-    """The thread through `entry_id`: its root (whatever its state) and the visible replies, oldest first."""
-    root_id = root_of(conn, tenant_id, entry_id)
+def thread(
+    conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None, known_at: int | None = None
+) -> Thread:
+    """The thread through `entry_id`: its root (whatever its state) and the visible replies, oldest first.
+
+    With `known_at`, as recorded then: the texts of that time, and no reply written later.
+    """
+    root_id = root_of(conn, tenant_id, entry_id, known_at=known_at)
     depth = descendants(conn, tenant_id, root_id)
-    (root,) = entries.get_any(conn, tenant_id, [root_id])
+    (root,) = entries.get_any(conn, tenant_id, [root_id], known_at=known_at)
     replies = []
     if depth:
         cond, binds = entries.visible(as_of)
         marks = ",".join("?" * len(depth))
         rows = conn.execute(
-            f"SELECT {entries.ENTRY_COLUMNS} FROM entries e WHERE e.tenant_id = ? AND e.id IN ({marks}) AND {cond} "
-            "ORDER BY e.recorded_at, e.id",
+            f"SELECT {entries.columns(known_at)} FROM {entries.states_at(known_at)} "
+            f"WHERE e.tenant_id = ? AND e.id IN ({marks}) AND {cond} ORDER BY e.recorded_at, e.id",
             (tenant_id, *depth, *binds),
         )
         replies = [entries.entry_from_row(r) for r in rows]

@@ -21,7 +21,7 @@ import msgspec
 
 from arbiter._time import now_us, parse_time
 from arbiter.model import RecallParams, RecallResult
-from arbiter.recall import _rank, _sql, score
+from arbiter.recall import _rank, _sql, past, score
 from arbiter.recall.hits import browse, render
 from arbiter.recall.query import STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
 
@@ -128,6 +128,7 @@ def search(
     if query.empty:
         return None
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
+    known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     reference = as_of if as_of is not None else (now_us() if now is None else now)
     suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
     n, df = _rank.FREQUENCIES.get(conn, [s for t in query.terms for s in t.stem.split(" ")])
@@ -144,7 +145,10 @@ def search(
             b=tuning.b,
         )
         match = f"{_sql.text_match(expr.text)} AND {scope}"
-        rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of)
+        if known_at is None:
+            rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of)
+        else:
+            rows = past.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of, known_at=known_at)
         return match, _score(conn, rows, query, p, off, suggested, reference, tuning)
 
     if p.conversation_id is None:

@@ -60,11 +60,14 @@ def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
     return total
 
 
-def ranked(conn: apsw.Connection, match: str, spec: Spec, depth: int) -> list[tuple[int, float]]:
-    """(rowid, score) of the `depth` best matches of `match`, best first.
+def ranked(
+    conn: apsw.Connection, match: str, spec: Spec, depth: int, *, table: str = "entries_fts"
+) -> list[tuple[int, float]]:
+    """(rowid, score) of the `depth` best matches of `match` in `table`, best first.
 
     The text phrases must come first in `match` (the scope filter after), in
-    the order of `spec.idf`.
+    the order of `spec.idf`. `table` is an FTS5 table with entries_fts's
+    columns (recall.past ranks past states in entry_revisions_fts).
     """
     if conn not in _registered:
         conn.register_fts5_function(FUNCTION, _rank)
@@ -72,7 +75,7 @@ def ranked(conn: apsw.Connection, match: str, spec: Spec, depth: int) -> list[tu
     _local.spec = spec
     try:
         return conn.execute(
-            f"SELECT rowid, {FUNCTION}(entries_fts) AS s FROM entries_fts "
+            f"SELECT rowid, {FUNCTION}({table}) AS s FROM {table} "
             "WHERE entries_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
             (match, depth),
         ).fetchall()

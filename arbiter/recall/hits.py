@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from arbiter._time import parse_time
 from arbiter.model import Entry, Hit, ListParams, RecallParams, RecallResult
 from arbiter.recall import _sql
 from arbiter.recall.query import TOKENIZER, expression
@@ -29,7 +30,8 @@ _LEAD_CHARS = 200
 def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallParams) -> RecallResult:
     """The top `p.limit` candidates as hits, the first `p.excerpts` with excerpts."""
     top = ranking.candidates[: p.limit]
-    full = {e.id: e for e in entries.get_any(conn, tenant_id, [c.id for c in top])}
+    known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
+    full = {e.id: e for e in entries.get_any(conn, tenant_id, [c.id for c in top], known_at=known_at)}
     stems = {s for t in ranking.query.terms for s in t.stem.split(" ")}
     hits = []
     for rank, c in enumerate(top):
@@ -39,7 +41,9 @@ def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallPar
         text = None
         if rank < p.excerpts:
             text = excerpt(conn, e.content, stems)
-            if text is None:
+            if text is None and known_at is not None:  # the index holds today's text, not that state's
+                text = lead(e.content)
+            elif text is None:
                 bag = expression(ranking.query.terms, phrase=False, near=False).text
                 text = _sql.snippet(conn, _sql.text_match(bag), e.id)
         hits.append(_hit(e, c.score, p, excerpt=text, parts=c.parts if p.explain else None))
@@ -51,7 +55,10 @@ def browse(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResu
     listed = entries.list_entries(
         conn,
         tenant_id,
-        ListParams(types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, limit=p.limit),
+        ListParams(
+            types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, known_at=p.known_at,
+            limit=p.limit,
+        ),
     )
     hits = [
         _hit(e, 0.0, p, excerpt=lead(e.content) if rank < p.excerpts else None, parts={} if p.explain else None)

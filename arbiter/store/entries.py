@@ -1,8 +1,15 @@
-"""Entries: write, read, retire and correct typed memory entries.
+"""Entries: write, read, retire, restore and correct typed memory entries, on two time axes.
 
-Validity is half-open, [valid_from, valid_to): a row with valid_to = T is
-visible to `as_of` reads strictly before T. Default reads see rows not yet
-retired (valid_to IS NULL).
+Valid time: validity is half-open, [valid_from, valid_to): a row with
+valid_to = T is visible to `as_of` reads strictly before T. Default reads see
+rows not yet retired (valid_to IS NULL). valid_from is never after the
+instant the entry is written, so a default read is the same as `as_of=now`.
+
+Record time: the `entries` row is the current state; `revised_at` is when it
+was recorded. Every change stamps `revised_at` (`_STAMP`), and a trigger
+(m006) files the state it replaces in `entry_revisions` with its record
+window. A `known_at=T` read takes each entry's state whose window holds T
+(`states_at`); both axes combine.
 """
 
 from __future__ import annotations
@@ -13,17 +20,53 @@ import apsw
 import msgspec
 
 from arbiter._time import format_time, parse_time
-from arbiter.errors import NotFound
-from arbiter.model import Entry, ListParams, RememberParams, UpdateParams
-from arbiter.store import relations
+from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
+from arbiter.store import relations, tenants
 
+_SUPERSEDED_BY = (
+    "(SELECT group_concat(r.source_id) FROM relations r WHERE r.target_id = e.id AND r.relation = 'supersedes'{})"
+)
 ENTRY_COLUMNS = (
     "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
-    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, "
-    "(SELECT group_concat(r.source_id) FROM relations r WHERE r.target_id = e.id AND r.relation = 'supersedes')"
+    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("")
 )
 
+#: SQL setting `revised_at` to a change's record instant (bind: now). Strictly
+#: after the state it replaces, so every record window is non-empty even if
+#: the clock steps back or two changes share a microsecond.
+_STAMP = "revised_at = max(?, coalesce(revised_at, recorded_at) + 1)"
+
 _tags_decoder = msgspec.json.Decoder(list[str])
+
+
+def columns(known_at: int | None) -> str:
+    """ENTRY_COLUMNS for rows from `states_at(known_at)`: only relations recorded by then count."""
+    if known_at is None:
+        return ENTRY_COLUMNS
+    return ENTRY_COLUMNS.replace(_SUPERSEDED_BY.format(""), _SUPERSEDED_BY.format(f" AND r.created_at <= {int(known_at)}"))
+
+
+def states_at(known_at: int | None) -> str:
+    """FROM-clause text naming `e`: entries as the store held them at `known_at` (None: now, the entries table).
+
+    An entry's current row counts if it was recorded at or before T; else the
+    revision whose record window holds T; an entry first written after T has
+    neither. `known_at` is an int we parsed, so it is written into the SQL.
+    """
+    if known_at is None:
+        return "entries e"
+    t = int(known_at)
+    return f"""(
+        SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash,
+               recorded_at, valid_from, valid_to, revised_at
+        FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
+        UNION ALL
+        SELECT r.entry_id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id, x.parent_id,
+               NULL, x.recorded_at, r.valid_from, r.valid_to, nullif(r.recorded_from, x.recorded_at)
+        FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
+        WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
+    ) e"""
 
 
 def visible(as_of: int | None, alias: str = "e") -> tuple[str, tuple]:
@@ -34,7 +77,7 @@ def visible(as_of: int | None, alias: str = "e") -> tuple[str, tuple]:
 
 
 def entry_from_row(row: tuple) -> Entry:
-    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, sup) = row
+    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, revised, sup) = row
     return Entry(
         id=eid,
         type=etype,
@@ -44,11 +87,13 @@ def entry_from_row(row: tuple) -> Entry:
         source=source,
         conversation_id=conv,
         parent_id=parent,
-        content_hash=chash.hex(),
+        # Past states do not keep their hash: it is the content's, computed when read.
+        content_hash=(chash or content_hash(content)).hex(),
         recorded_at=format_time(recorded),
         valid_from=format_time(vfrom),
         valid_to=format_time(vto),
         superseded_by=[int(x) for x in sup.split(",")] if sup else [],
+        revised_at=format_time(revised),
     )
 
 
@@ -58,11 +103,6 @@ def content_hash(content: str) -> bytes:
 
 def _dedupe(tags: list[str]) -> list[str]:
     return list(dict.fromkeys(tags))
-
-
-def _require_conversation(conn: apsw.Connection, tenant_id: int, conv_id: int, path: str) -> None:
-    if not conn.execute("SELECT 1 FROM conversations WHERE id = ? AND tenant_id = ?", (conv_id, tenant_id)).fetchone():
-        raise NotFound(f"conversation {conv_id} not found", path=path)
 
 
 _INSERT_COLUMNS = (
@@ -78,20 +118,37 @@ _ROWS_PER_INSERT = 500
 def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str) -> list:
     """Check an entry's references (NotFound names the field) and build its row; the id (first) is left to SQLite."""
     valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"{path}valid_from")
+    if valid_from > now:
+        # A future valid_from would make default reads (not retired) and
+        # `as_of=now` reads disagree; an entry records what holds from a past
+        # or present instant, and a plan for later says so in its content.
+        raise InvalidParams(
+            f"valid_from {format_time(valid_from)} is in the future: an entry records what holds from a past or "
+            "present instant (write a plan for later in its content)",
+            path=f"{path}valid_from",
+        )
     if p.conversation_id is not None:
-        _require_conversation(conn, tenant_id, p.conversation_id, f"{path}conversation_id")
+        tenants.require_conversation(conn, tenant_id, p.conversation_id, path=f"{path}conversation_id")
     if p.parent_id is not None:
         relations._require_entries(conn, tenant_id, [p.parent_id], f"{path}parent_id")
-    for i, old in enumerate(p.supersedes_ids):
+    for i, old in enumerate(p.supersedes_ids):  # missing says so before retired does
         relations._require_entries(conn, tenant_id, [old], f"{path}supersedes_ids[{i}]")
+    for i, old in enumerate(p.supersedes_ids):
+        relations.require_active(conn, tenant_id, old, f"{path}supersedes_ids[{i}]", "target")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
     return [None, tenant_id, p.type, p.title, p.content, tags, p.source, p.conversation_id, p.parent_id,
             content_hash(p.content), now, valid_from]
 
 
-def _supersede(conn: apsw.Connection, tenant_id: int, new_id: int, p: RememberParams, row: list, *, now: int) -> None:
-    # `_row` checked every target, and a new entry has no edges yet: insert directly.
-    for old in dict.fromkeys(p.supersedes_ids):
+def _supersede(
+    conn: apsw.Connection, tenant_id: int, new_id: int, p: RememberParams, row: list, *, now: int, path: str = ""
+) -> None:
+    # A new entry has no edges yet, so no cycle; but an earlier entry of the
+    # same batch may have retired a target since `_row` checked it.
+    for i, old in enumerate(p.supersedes_ids):
+        if old in p.supersedes_ids[:i]:
+            continue
+        relations.require_active(conn, tenant_id, old, f"{path}supersedes_ids[{i}]", "target")
         relations.insert(conn, tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
 
 
@@ -100,7 +157,7 @@ def remember(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: i
     row = _row(conn, tenant_id, p, now=now, path=path)
     conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES {_ROW}", row)
     new_id = conn.last_insert_rowid()
-    _supersede(conn, tenant_id, new_id, p, row, now=now)
+    _supersede(conn, tenant_id, new_id, p, row, now=now, path=path)
     return new_id
 
 
@@ -125,30 +182,53 @@ def remember_many(conn: apsw.Connection, tenant_id: int, items: list[RememberPar
         # means nothing interleaves: the chunk's ids end at the last one.
         last = conn.last_insert_rowid()
         ids.extend(range(last - len(chunk) + 1, last + 1))
-    for new_id, p, row in zip(ids, items, rows):
-        _supersede(conn, tenant_id, new_id, p, row, now=now)
+    for i, (new_id, p, row) in enumerate(zip(ids, items, rows)):
+        if p.supersedes_ids:
+            _supersede(conn, tenant_id, new_id, p, row, now=now, path=f"entries[{i}].")
     return ids
 
 
-def get(conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None) -> Entry:
-    """One entry visible now (or at `as_of`), else NotFound."""
+def get(
+    conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None, known_at: int | None = None
+) -> Entry:
+    """One entry visible now (or at `as_of`), as recorded now (or at `known_at`); else NotFound saying why."""
     cond, binds = visible(as_of)
     row = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.id = ? AND e.tenant_id = ? AND {cond}",
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND e.tenant_id = ? AND {cond}",
         (entry_id, tenant_id, *binds),
     ).fetchone()
     if row is None:
-        raise NotFound(f"entry {entry_id} not found" + (" at that time" if as_of is not None else ""))
+        raise _not_visible(conn, tenant_id, entry_id, as_of, known_at)
     return entry_from_row(row)
 
 
-def get_any(conn: apsw.Connection, tenant_id: int, entry_ids: list[int]) -> list[Entry]:
-    """Entries by id whatever their state, in the order given; ids not in the tenant are skipped."""
+def _not_visible(conn: apsw.Connection, tenant_id: int, entry_id: int, as_of: int | None, known_at: int | None):
+    """The NotFound for an entry a read did not see: missing (or another tenant's), or retired, saying since when."""
+    row = conn.execute(
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND e.tenant_id = ?",
+        (entry_id, tenant_id),
+    ).fetchone()
+    if row is None:
+        return NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""))
+    e = entry_from_row(row)
+    by = f" by #{', #'.join(map(str, e.superseded_by))}" if e.superseded_by else ""
+    if as_of is None:
+        return NotFound(
+            f"entry {entry_id} is retired (superseded{by} at {e.valid_to}); as_of (--as-of) an earlier instant shows it"
+            if by else f"entry {entry_id} is retired (since {e.valid_to}); as_of (--as-of) an earlier instant shows it"
+        )
+    window = f"valid from {e.valid_from}" + (f" to {e.valid_to}" if e.valid_to else "")
+    return NotFound(f"entry {entry_id} not found at {format_time(as_of)} (it is {window})")
+
+
+def get_any(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *, known_at: int | None = None) -> list[Entry]:
+    """Entries by id whatever their validity, in the order given; ids not in the tenant (or not yet written at `known_at`) are skipped."""
     if not entry_ids:
         return []
     marks = ",".join("?" * len(entry_ids))
     rows = conn.execute(
-        f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE e.tenant_id = ? AND e.id IN ({marks})", (tenant_id, *entry_ids)
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.tenant_id = ? AND e.id IN ({marks})",
+        (tenant_id, *entry_ids),
     )
     by_id = {e.id: e for e in map(entry_from_row, rows)}
     return [by_id[i] for i in entry_ids if i in by_id]
@@ -157,6 +237,7 @@ def get_any(conn: apsw.Connection, tenant_id: int, entry_ids: list[int]) -> list
 def list_entries(conn: apsw.Connection, tenant_id: int, p: ListParams) -> list[Entry]:
     """Browse newest first; every filter is a hard filter."""
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
+    known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     cond, binds = visible(as_of)
     where = ["e.tenant_id = ?", cond]
     args: list = [tenant_id, *binds]
@@ -172,27 +253,35 @@ def list_entries(conn: apsw.Connection, tenant_id: int, p: ListParams) -> list[E
     if p.before_id is not None:
         where.append("e.id < ?")
         args.append(p.before_id)
-    sql = f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {' AND '.join(where)} ORDER BY e.id DESC LIMIT ?"
+    sql = (
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE {' AND '.join(where)} "
+        "ORDER BY e.id DESC LIMIT ?"
+    )
     return [entry_from_row(r) for r in conn.execute(sql, (*args, p.limit))]
 
 
-def update(conn: apsw.Connection, tenant_id: int, p: UpdateParams) -> Entry:
-    """Correct an active entry in place (typos, tags); a change in the world is a `supersedes`."""
+def update(conn: apsw.Connection, tenant_id: int, p: UpdateParams, *, now: int) -> Entry:
+    """Correct an active entry in place (typos, tags); a change in the world is a `supersedes`.
+
+    The id stays; the state it replaces is kept on the record-time axis. An
+    update that changes nothing records nothing.
+    """
     current = get(conn, tenant_id, p.id)
     content = current.content if p.content is None else p.content
+    new = (
+        p.type or current.type,
+        current.title if p.title is None else p.title,
+        content,
+        _dedupe(current.tags if p.tags is None else p.tags),
+        current.source if p.source is None else (p.source or None),
+    )
+    if new == (current.type, current.title, current.content, current.tags, current.source):
+        return current
+    etype, title, _, tags, source = new
     conn.execute(
-        "UPDATE entries SET type = ?, title = ?, content = ?, tags = ?, source = ?, content_hash = ? "
+        f"UPDATE entries SET type = ?, title = ?, content = ?, tags = ?, source = ?, content_hash = ?, {_STAMP} "
         "WHERE id = ? AND tenant_id = ? AND valid_to IS NULL",
-        (
-            p.type or current.type,
-            current.title if p.title is None else p.title,
-            content,
-            msgspec.json.encode(_dedupe(current.tags if p.tags is None else p.tags)).decode(),
-            current.source if p.source is None else (p.source or None),
-            content_hash(content),
-            p.id,
-            tenant_id,
-        ),
+        (etype, title, content, msgspec.json.encode(tags).decode(), source, content_hash(content), now, p.id, tenant_id),
     )
     return get(conn, tenant_id, p.id)
 
@@ -200,8 +289,8 @@ def update(conn: apsw.Connection, tenant_id: int, p: UpdateParams) -> Entry:
 def forget(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> bool:
     """Retire an entry; False (and no change) if it was already retired."""
     conn.execute(
-        "UPDATE entries SET valid_to = max(valid_from, ?) WHERE id = ? AND tenant_id = ? AND valid_to IS NULL",
-        (now, entry_id, tenant_id),
+        f"UPDATE entries SET valid_to = max(valid_from, ?), {_STAMP} WHERE id = ? AND tenant_id = ? AND valid_to IS NULL",
+        (now, now, entry_id, tenant_id),
     )
     if conn.changes():
         return True
@@ -209,38 +298,139 @@ def forget(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) ->
     return False
 
 
+def restore(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> bool:
+    """Reopen a retired entry (valid again, as if never retired); False if it was active.
+
+    Refused (Conflict naming the relation) while a `supersedes` link retires
+    it: the newer entry would still claim to replace it. Unlink first.
+    """
+    row = conn.execute("SELECT valid_to FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id)).fetchone()
+    if row is None:
+        raise NotFound(f"entry {entry_id} not found", path="id")
+    if row[0] is None:
+        return False
+    link = conn.execute(
+        "SELECT id, source_id FROM relations WHERE target_id = ? AND relation = 'supersedes' ORDER BY id LIMIT 1",
+        (entry_id,),
+    ).fetchone()
+    if link:
+        rid, source = link
+        raise Conflict(
+            f"entry {entry_id} is retired by #{source}'s supersedes link (relation {rid}); "
+            f"remove it first (arbiter unlink {source} supersedes {entry_id})",
+            path="id",
+            existing_id=rid,
+        )
+    conn.execute(f"UPDATE entries SET valid_to = NULL, {_STAMP} WHERE id = ?", (now, entry_id))
+    return True
+
+
 def purge(conn: apsw.Connection, tenant_id: int, entry_id: int) -> None:
-    """Hard delete: the row, its relations (cascade) and its index rows (trigger)."""
+    """Hard delete: the row, its revisions and relations (cascade) and its index rows (triggers)."""
     conn.execute("DELETE FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id))
     if conn.changes() == 0:
         raise NotFound(f"entry {entry_id} not found")
 
 
-def history(conn: apsw.Connection, tenant_id: int, entry_id: int) -> tuple[list[Entry], list]:
-    """The supersession chain through an entry, both ways, oldest first."""
-    relations._require_entries(conn, tenant_id, [entry_id], "id")
+def history(
+    conn: apsw.Connection, tenant_id: int, entry_id: int, *, known_at: int | None = None
+) -> tuple[list[Entry], list, list[Revision]]:
+    """The supersession chain through an entry, both ways, oldest first, and every recorded state of each.
+
+    With `known_at`, all three as the store held them then.
+    """
+    if not get_any(conn, tenant_id, [entry_id], known_at=known_at):
+        raise NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""), path="id")
+    recorded = "" if known_at is None else f" AND r.created_at <= {int(known_at)}"
     rows = conn.execute(
-        """
+        f"""
         WITH RECURSIVE chain(id) AS (
             SELECT ?
             UNION
             SELECT CASE WHEN r.source_id = chain.id THEN r.target_id ELSE r.source_id END
             FROM relations r JOIN chain ON r.source_id = chain.id OR r.target_id = chain.id
-            WHERE r.relation = 'supersedes' AND r.tenant_id = ?
+            WHERE r.relation = 'supersedes' AND r.tenant_id = ?{recorded}
         )
         SELECT id FROM chain LIMIT 1000
         """,
         (entry_id, tenant_id),
     )
     ids = [r[0] for r in rows]
-    entries = sorted(get_any(conn, tenant_id, ids), key=lambda e: (e.valid_from, e.id))
+    entries = sorted(get_any(conn, tenant_id, ids, known_at=known_at), key=lambda e: (e.valid_from, e.id))
     marks = ",".join("?" * len(ids))
-    edges = conn.execute(
-        f"SELECT {relations.RELATION_COLUMNS} FROM relations WHERE relation = 'supersedes' "
-        f"AND source_id IN ({marks}) AND target_id IN ({marks}) ORDER BY id",
-        (*ids, *ids),
-    )
-    return entries, [relations.relation_from_row(r) for r in edges]
+    edges = [
+        relations.relation_from_row(r)
+        for r in conn.execute(
+            f"SELECT {relations.RELATION_COLUMNS} FROM relations r WHERE relation = 'supersedes' "
+            f"AND source_id IN ({marks}) AND target_id IN ({marks}){recorded} ORDER BY id",
+            (*ids, *ids),
+        )
+    ]
+    return entries, edges, revisions(conn, tenant_id, [e.id for e in entries], edges, known_at=known_at)
+
+
+_REVISION_FIELDS = ("type", "title", "content", "tags", "source", "valid_from", "valid_to")
+
+
+def revisions(
+    conn: apsw.Connection, tenant_id: int, ids: list[int], edges: list, *, known_at: int | None = None
+) -> list[Revision]:
+    """Every state of each entry recorded by `known_at` (default now), grouped by entry in `ids` order, oldest first.
+
+    `edges` are the supersedes relations that may have retired them: a
+    retirement recorded when one of them was made is `superseded`.
+    """
+    if not ids:
+        return []
+    t = None if known_at is None else int(known_at)
+    marks = ",".join("?" * len(ids))
+    past = f"AND r.recorded_from <= {t}" if t is not None else ""
+    now_ = f"AND coalesce(e.revised_at, e.recorded_at) <= {t}" if t is not None else ""
+    rows = conn.execute(
+        f"""
+        SELECT r.entry_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, r.tags, r.source,
+               r.conversation_id, e.parent_id, NULL, e.recorded_at, r.valid_from, r.valid_to,
+               nullif(r.recorded_from, e.recorded_at)
+        FROM entry_revisions r JOIN entries e ON e.id = r.entry_id
+        WHERE r.tenant_id = ? AND r.entry_id IN ({marks}) {past}
+        UNION ALL
+        SELECT e.id, coalesce(e.revised_at, e.recorded_at), NULL, e.type, e.title, e.content, e.tags, e.source,
+               e.conversation_id, e.parent_id, e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at
+        FROM entries e WHERE e.tenant_id = ? AND e.id IN ({marks}) {now_}
+        ORDER BY 1, 2
+        """,
+        (tenant_id, *ids, tenant_id, *ids),
+    ).fetchall()
+    states: dict[int, list[Revision]] = {}
+    for eid, start, end, *fields in rows:
+        sup = ",".join(str(r.source_id) for r in edges if r.target_id == eid and _us(r.created_at) <= start)
+        entry = entry_from_row((eid, *fields, sup))
+        before = states.setdefault(eid, [])
+        changed = [f for f in _REVISION_FIELDS if before and getattr(before[-1].entry, f) != getattr(entry, f)]
+        before.append(Revision(
+            id=eid,
+            recorded_from=format_time(start),
+            recorded_to=format_time(end if end is None or t is None or end <= t else None),
+            change=_change(before[-1].entry if before else None, entry, start, edges),
+            fields=changed,
+            entry=entry,
+        ))
+    return [r for eid in ids for r in states.get(eid, [])]
+
+
+def _us(text: str) -> int:
+    return parse_time(text)
+
+
+def _change(prev: Entry | None, entry: Entry, start: int, edges: list) -> str:
+    if prev is None:
+        return "remembered"
+    if prev.valid_to is None and entry.valid_to is not None:
+        made = {_us(r.created_at) for r in edges if r.target_id == entry.id}
+        return "superseded" if start in made else "retired"
+    if prev.valid_to is not None and entry.valid_to is None:
+        return "restored"
+    return "updated"
 
 
 def type_totals(conn: apsw.Connection, tenant_id: int) -> list[tuple[str, int, int, int | None]]:

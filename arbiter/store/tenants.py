@@ -8,7 +8,7 @@ import secrets
 import apsw
 
 from arbiter._time import format_time
-from arbiter.errors import Conflict
+from arbiter.errors import Conflict, NotFound
 from arbiter.model import Conversation, Status, Tenant
 
 
@@ -53,6 +53,17 @@ def create_conversation(conn: apsw.Connection, tenant_id: int, title: str, *, no
         "INSERT INTO conversations(tenant_id, title, created_at) VALUES (?, ?, ?)", (tenant_id, title, now)
     )
     return Conversation(id=conn.last_insert_rowid(), title=title, created_at=format_time(now))
+
+
+def require_conversation(
+    conn: apsw.Connection, tenant_id: int, conversation_id: int, *, path: str = "conversation_id"
+) -> None:
+    """NotFound unless the conversation is the tenant's (another tenant's looks missing)."""
+    row = conn.execute(
+        "SELECT 1 FROM conversations WHERE id = ? AND tenant_id = ?", (conversation_id, tenant_id)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"conversation {conversation_id} not found", path=path)
 
 
 def list_conversations(conn: apsw.Connection, tenant_id: int, limit: int) -> list[Conversation]:

@@ -100,7 +100,7 @@ def test_supersede_history_and_the_superseded_marker(daemon):
     old = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Friday")
     new = js(h, "remember", "--type", "project", "--title", "Ship v1 slips", "--content", "Monday",
              "--supersedes", str(old["id"]))
-    chain = js(h, "history", str(new["id"]))
+    chain = js(h, "history", str(new["id"]))["entries"]
     assert [x["id"] for x in chain] == [old["id"], new["id"]]
     assert chain[0]["valid_to"] is not None and chain[1]["valid_to"] is None
     lines = ok(h, "history", str(old["id"])).splitlines()
@@ -111,7 +111,9 @@ def test_get_of_a_retired_or_missing_id_fails_with_one_line(daemon):
     h = daemon.home
     e = js(h, "remember", "--type", "user", "--title", "Gone soon", "--content", "c")
     assert ok(h, "forget", str(e["id"])).strip() == f"#{e['id']} forgotten"
-    assert "not found" in one_line_error(h, "get", str(e["id"]))
+    retired = js(h, "get", str(e["id"]), "--as-of", e["valid_from"])
+    said = one_line_error(h, "get", str(e["id"]))
+    assert "is retired" in said and retired["valid_to"] in said and "--as-of" in said
     assert "not found" in one_line_error(h, "get", "424242")
     assert js(h, "get", str(e["id"]), "--as-of", e["valid_from"])["id"] == e["id"]
 

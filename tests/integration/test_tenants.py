@@ -60,6 +60,11 @@ def test_another_tenants_id_looks_missing_to_every_verb(two):
     same_error(foreign, missing, lambda i: mine.purge(i))
     same_error(foreign, missing, lambda i: mine.history(i))
     same_error(t1.id, missing, lambda i: mine.history(i))
+    same_error(t1.id, missing, lambda i: mine.history(i, known_at="2100-01-01T00:00:00Z"))
+    same_error(t1.id, missing, lambda i: mine.get(i, known_at="2100-01-01T00:00:00Z"))
+    same_error(t1.id, missing, lambda i: mine.restore(i))  # retired there: missing here, not "retired"
+    same_error(t1.id, missing, lambda i: mine.link(m.id, "supersedes", i))
+    same_error(foreign, missing, lambda i: mine.thread(i, known_at="2100-01-01T00:00:00Z"))
     same_error(foreign, missing, lambda i: mine.density(i))
     same_error(foreign, missing, lambda i: mine.update(i, title="pwned"))
     same_error(foreign, missing, lambda i: mine.remember(type="user", title="r", content="c", parent_id=i))
@@ -86,7 +91,8 @@ def test_reads_never_cross_tenants(two):
     assert mine.recall("zanzibar").hits == []
     assert [h.id for h in theirs.recall("zanzibar").hits] != []
     assert [e.id for e in mine.list(tag="travel")] == [m.id]
-    assert mine.list(conversation_id=conv.id) == []
+    same_error(conv.id, conv.id + 1000, lambda i: mine.list(conversation_id=i))
+    same_error(conv.id, conv.id + 1000, lambda i: mine.recall("zanzibar", conversation_id=i))
     assert mine.conversation_list() == []
     assert mine.status().entries_active == 1
     assert theirs.status().entries_active == 2

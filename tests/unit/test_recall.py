@@ -257,7 +257,7 @@ def test_other_tenants_are_never_searched(db, tenant):
 def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
     eid = remember(db, tenant, "Plan", "the canary plan")
     with db:
-        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin"))
+        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin"), now=T0 + US)
     assert ask(db, tenant, "canary").hits == []
     assert ids(ask(db, tenant, "zeppelin")) == [eid]
     signals = db.execute(
@@ -265,7 +265,7 @@ def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
     ).fetchone()
     assert signals == (2, 0, 0)
     with db:
-        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin at 9"))
+        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin at 9"), now=T0 + US)
     assert db.execute("SELECT numerals FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone() == (1,)
     with db:
         entries.forget(db, tenant, eid, now=T0 + DAY)

@@ -78,6 +78,21 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "entity_events"),
         ("index", "entity_events_entity"),
     },
+    "m007_entry_revisions": {
+        ("table", "entry_revisions"),
+        ("index", "entry_revisions_entry"),
+        ("index", "entry_revisions_tenant"),
+        ("trigger", "entries_revision_unstamped"),
+        ("trigger", "entries_revision"),
+        ("view", "entry_revisions_fts_rows"),
+        ("table", "entry_revisions_fts"),
+        ("table", "entry_revisions_fts_data"),
+        ("table", "entry_revisions_fts_idx"),
+        ("table", "entry_revisions_fts_docsize"),
+        ("table", "entry_revisions_fts_config"),
+        ("trigger", "entry_revisions_fts_insert"),
+        ("trigger", "entry_revisions_fts_delete"),
+    },
 }
 
 
@@ -191,14 +206,16 @@ def test_list_is_newest_first_with_hard_filters(db, tenant):
 def test_update_touches_only_active_rows(db, tenant):
     eid = remember(db, tenant, title="Tpyo", content="alpha words")
     with db:
-        e = entries.update(db, tenant, UpdateParams(id=eid, title="Typo", content="bravo words", tags=["fixed"]))
+        e = entries.update(
+            db, tenant, UpdateParams(id=eid, title="Typo", content="bravo words", tags=["fixed"]), now=T0 + 2 * US
+        )
     assert (e.title, e.content, e.tags, e.type) == ("Typo", "bravo words", ["fixed"], "project")
     assert e.content_hash == entries.content_hash("bravo words").hex()
     with db:
         entries.forget(db, tenant, eid, now=T0 + US)
     before = db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone()
     with pytest.raises(NotFound), db:
-        entries.update(db, tenant, UpdateParams(id=eid, title="Too late"))
+        entries.update(db, tenant, UpdateParams(id=eid, title="Too late"), now=T0 + 2 * US)
     assert db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone() == before
 
 
@@ -271,12 +288,12 @@ def test_history_walks_the_chain_both_ways(db, tenant):
         relations.link(db, tenant, c, "relates_to", unrelated, now=T0 + 4 * US)
     for start in (a, b, c):
         with db:
-            chain, edges = entries.history(db, tenant, start)
+            chain, edges, _ = entries.history(db, tenant, start)
         assert [e.id for e in chain] == [a, b, c]
         assert [(r.source_id, r.relation, r.target_id) for r in edges] == [(b, "supersedes", a), (c, "supersedes", b)]
     assert entries.get(db, tenant, a, as_of=T0).superseded_by == [b]
     with db:
-        chain, edges = entries.history(db, tenant, unrelated)
+        chain, edges, _ = entries.history(db, tenant, unrelated)
     assert [e.id for e in chain] == [unrelated] and edges == []
 
 
@@ -378,12 +395,19 @@ def test_supersession_boundary(db, tenant):
 
 
 def test_a_window_never_ends_before_it_starts(db, tenant):
-    future = remember(db, tenant, now=T0, valid_from=(T0 + 100 * US) / US)
-    with db:
-        entries.forget(db, tenant, future, now=T0 + US)
-    vfrom, vto = db.execute("SELECT valid_from, valid_to FROM entries WHERE id = ?", (future,)).fetchone()
+    late = remember(db, tenant, now=T0 + 200 * US, valid_from=(T0 + 100 * US) / US)
+    # The new entry says it held from before `late` began: `late` retires at its own start.
+    remember(db, tenant, now=T0 + 300 * US, valid_from=(T0 + 50 * US) / US, supersedes_ids=[late])
+    vfrom, vto = db.execute("SELECT valid_from, valid_to FROM entries WHERE id = ?", (late,)).fetchone()
     assert vto == vfrom  # an empty window: never visible
-    assert listed(db, tenant, as_of=format_time(vfrom)) == []
+    assert late not in listed(db, tenant, as_of=format_time(vfrom))
+
+
+def test_a_valid_from_in_the_future_is_refused(db, tenant):
+    with pytest.raises(InvalidParams) as err:
+        remember(db, tenant, now=T0, valid_from=(T0 + 1) / US)
+    assert err.value.path == "valid_from" and "future" in err.value.message
+    assert listed(db, tenant) == []
 
 
 # ---- relations ---------------------------------------------------------------------
@@ -467,7 +491,9 @@ def test_fts_follows_update_forget_and_purge(db, tenant):
     fts_ok(db)
     assert matches(db, "kettle") == [a]
     with db:
-        entries.update(db, tenant, UpdateParams(id=a, content="replace the teapot", tags=["kitchen"]))
+        entries.update(
+            db, tenant, UpdateParams(id=a, content="replace the teapot", tags=["kitchen"]), now=T0 + 2 * US
+        )
     fts_ok(db)
     assert matches(db, "descale") == []
     assert matches(db, "teapot") == [a]

@@ -1,0 +1,99 @@
+"""Recall over the record-time axis: the candidates of a `known_at` recall.
+
+A `known_at=T` recall searches the memory as it was recorded at T. The main
+index (`entries_fts`) holds each entry's current text and
+`entry_revisions_fts` (migration m006) its past texts, so a pass runs the same
+expression and rank function over both and keeps, per entry, the one state
+whose record window holds T:
+
+- a current row, if it was recorded at or before T (its text then is its text now);
+- a past state, if its window [recorded_from, recorded_to) holds T.
+
+Visibility (`as_of`, else not retired) is judged on that state's validity.
+Both rankings share one `Spec`, so one idf and one average length (the main
+index's, read first): scores from the two indexes compare.
+
+This is the only place recall knows about record time; `search` swaps its
+pass function for `ranked_visible` below when `known_at` is given.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from arbiter.recall import _rank, _sql
+from arbiter.store import entries
+from arbiter.store.db import _recall_row
+
+#: Past states live here; same columns and tokenizer as entries_fts.
+TABLE = "entry_revisions_fts"
+_REFILL = 4
+
+
+def ranked_visible(
+    conn: apsw.Connection,
+    tenant_id: int,
+    match: str,
+    spec: _rank.Spec,
+    depth: int,
+    as_of: int | None,
+    *,
+    known_at: int,
+) -> list[tuple[int, float, tuple]]:
+    """`_sql.ranked_visible` as the store held the memory at `known_at`: (entry id, score, ranking row), best first."""
+    want = depth
+    while True:
+        now_hits = _rank.ranked(conn, match, spec, want)
+        past_hits = _rank.ranked(conn, match, spec, want, table=TABLE)
+        current = _current(conn, tenant_id, [i for i, _ in now_hits], as_of, known_at)
+        past = _past(conn, tenant_id, [i for i, _ in past_hits], as_of, known_at)
+        kept = [(i, s, current[i]) for i, s in now_hits if i in current]
+        kept += [(past[r][0], s, past[r][1]) for r, s in past_hits if r in past]
+        kept.sort(key=lambda k: (-k[1], k[0]))
+        if len(kept) >= depth or (len(now_hits) < want and len(past_hits) < want):
+            return kept[:depth]
+        want *= _REFILL
+
+
+def _current(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None, known_at: int) -> dict:
+    """Ranking rows of the entries among `ids` whose current state was recorded by `known_at` and is visible."""
+    rows = _sql.candidates(conn, tenant_id, ids, as_of)
+    if not rows:
+        return {}
+    settled = {
+        r[0]
+        for r in conn.execute(
+            f"SELECT id FROM entries WHERE id IN ({','.join('?' * len(rows))}) "
+            "AND coalesce(revised_at, recorded_at) <= ?",
+            (*rows, known_at),
+        )
+    }
+    return {i: row for i, row in rows.items() if i in settled}
+
+
+def _past(
+    conn: apsw.Connection, tenant_id: int, revision_ids: list[int], as_of: int | None, known_at: int
+) -> dict[int, tuple[int, tuple]]:
+    """revision id -> (entry id, ranking row) for the past states among `revision_ids` that held at `known_at` and are visible.
+
+    The ranking row is computed from the past text by the same SQL that
+    fills `recall_entries` for current rows.
+    """
+    if not revision_ids:
+        return {}
+    cond, binds = entries.visible(as_of, alias="r")
+    rows = conn.execute(
+        f"""
+        SELECT s.rid, {_recall_row("s")} FROM (
+            SELECT r.id AS rid, r.entry_id AS id, r.tenant_id, r.type, r.conversation_id, r.valid_from, r.valid_to,
+                   r.content
+            FROM entry_revisions r
+            WHERE r.id IN ({','.join('?' * len(revision_ids))}) AND r.tenant_id = ?
+              AND r.recorded_from <= ? AND r.recorded_to > ? AND {cond}
+        ) s
+        """,
+        (*revision_ids, tenant_id, known_at, known_at, *binds),
+    )
+    # A recall_entries row is (entry_id, tenant_id, type, conversation_id, valid_from, valid_to, bytes, ...);
+    # `_sql.candidates` gives it without entry_id, tenant_id and valid_to.
+    return {rid: (eid, (etype, conv, vfrom, *signals)) for rid, eid, _, etype, conv, vfrom, _, *signals in rows}
