@@ -76,7 +76,7 @@ def ranked(
     try:
         return conn.execute(
             f"SELECT rowid, {FUNCTION}({table}) AS s FROM {table} "
-            "WHERE entries_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
+            f"WHERE {table} MATCH ? ORDER BY s DESC, rowid LIMIT ?",
             (match, depth),
         ).fetchall()
     finally:

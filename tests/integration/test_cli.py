@@ -229,4 +229,57 @@ def test_global_flags_and_env(daemon, tmp_path):
 def test_no_daemon_is_one_line_and_exit_1(daemon, tmp_path):
     line = one_line_error(daemon.home, "--socket", str(tmp_path / "nothing.sock"), "status")
     assert "arbiter serve" in line
-    assert "no token" in one_line_error(tmp_path, "status")
+    # A fresh home has no token file because no daemon ever ran there: say that, not "no token".
+    fresh = one_line_error(tmp_path, "status")
+    assert "no daemon" in fresh and "arbiter serve" in fresh and "token" not in fresh
+    # With the daemon up, a tenant without a token file is a token problem.
+    assert "no token" in one_line_error(daemon.home, "--tenant", "nobody", "status")
+
+
+def test_known_at_history_and_restore_from_the_command_line(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday")
+    ok(h, "update", str(e["id"]), "--content", "Target: Monday")
+    assert js(h, "get", str(e["id"]), "--known-at", e["recorded_at"])["content"] == "Target: Friday"
+    assert [x["id"] for x in js(h, "recall", "friday", "--known-at", e["recorded_at"])] == [e["id"]]
+    assert js(h, "recall", "friday") == []
+    assert ok(h, "forget", str(e["id"]))
+    assert ok(h, "restore", str(e["id"])).strip() == f"#{e['id']} restored"
+    assert ok(h, "restore", str(e["id"])).strip() == f"#{e['id']} was already active"
+    lines = ok(h, "history", str(e["id"])).splitlines()
+    assert LINE.match(lines[0]) and lines[1] == "revisions (record time, what changed):"
+    changes = [line.split("  ")[3] for line in lines[2:]]
+    assert changes == ["remembered", "updated: content", "retired", "restored"]
+    assert [r["change"] for r in js(h, "history", str(e["id"]), "--known-at", e["recorded_at"])["revisions"]] == [
+        "remembered"
+    ]
+
+
+def test_open_threads_list_without_crashing(daemon):
+    h = daemon.home
+    root = js(h, "remember", "--type", "project", "--title", "Deploy runbook", "--content", "Step one")
+    js(h, "reply", str(root["id"]), "--content", "Looks good")
+    out = ok(h, "threads").splitlines()
+    assert out[0].startswith(f"#{root['id']}  [project]  Deploy runbook  (") and "1 replies" in out[0]
+
+
+def test_list_pages_past_a_thousand_and_unknown_conversations_are_not_found(daemon):
+    h = daemon.home
+    with daemon.client() as c:
+        ids = c.remember_many([{"type": "context", "title": f"n{i}", "content": "c"} for i in range(1005)])
+    assert [x["id"] for x in js(h, "list", "--all", "--limit", "1000")] == ids[::-1]
+    assert [x["id"] for x in js(h, "list", "--before", str(ids[5]), "--limit", "1000")] == ids[4::-1]
+    for command in (("list",), ("recall", "anything")):
+        line = one_line_error(h, *command, "--conversation", "99")
+        assert "conversation 99 not found" in line
+
+
+def test_expand_takes_both_time_axes(daemon):
+    h = daemon.home
+    a = js(h, "remember", "--type", "project", "--title", "A", "--content", "a")
+    b = js(h, "remember", "--type", "project", "--title", "B", "--content", "b")
+    ok(h, "link", str(a["id"]), "relates_to", str(b["id"]))
+    ok(h, "forget", str(b["id"]))
+    assert [n["id"] for n in js(h, "expand", str(a["id"]))["nodes"]] == [a["id"]]
+    assert [n["id"] for n in js(h, "expand", str(a["id"]), "--as-of", b["valid_from"])["nodes"]] == [a["id"], b["id"]]
+    assert [n["id"] for n in js(h, "expand", str(a["id"]), "--known-at", b["recorded_at"])["nodes"]] == [a["id"]]

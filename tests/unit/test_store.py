@@ -549,3 +549,42 @@ def test_tenant_names_are_unique(db, tenant):
     with pytest.raises(Conflict) as info, db:
         tenants.create_tenant(db, "alice", now=T0)
     assert info.value.existing_id == tenant
+
+
+# ---- record time -------------------------------------------------------------------
+
+
+def test_a_change_without_its_record_time_is_refused(db, tenant):
+    eid = remember(db, tenant, content="kept")
+    with pytest.raises(apsw.ConstraintError, match="revised_at"), db:
+        db.execute("UPDATE entries SET content = 'rewritten' WHERE id = ?", (eid,))
+    assert entries.get(db, tenant, eid).content == "kept"
+    assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
+
+
+def test_purge_deletes_the_revisions_and_their_index_rows(db, tenant):
+    eid = remember(db, tenant, content="walrus")
+    with db:
+        entries.update(db, tenant, UpdateParams(id=eid, content="narwhal"), now=T0 + US)
+        entries.forget(db, tenant, eid, now=T0 + 2 * US)
+    assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 2
+    with db:
+        entries.purge(db, tenant, eid)
+    assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
+    db.execute("INSERT INTO entry_revisions_fts(entry_revisions_fts, rank) VALUES ('integrity-check', 1)")
+    found = db.execute("SELECT count(*) FROM entry_revisions_fts WHERE entry_revisions_fts MATCH 'walrus'")
+    assert found.fetchone()[0] == 0
+
+
+def test_a_supersedes_cycle_left_by_an_older_database_is_refused(db, tenant):
+    # Round 1 accepted `supersedes` from retired entries; a database it wrote may hold such a chain.
+    a, b = remember(db, tenant, title="a"), remember(db, tenant, title="b")
+    with db:
+        db.execute(
+            "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) "
+            "VALUES (?, ?, ?, 'supersedes', ?)",
+            (tenant, a, b, T0),
+        )
+    with pytest.raises(InvalidParams, match="cycle"), db:
+        relations.link(db, tenant, b, "supersedes", a, now=T0 + US)
+    assert entries.get(db, tenant, a).valid_to is None
