@@ -15,6 +15,7 @@ import msgspec
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
 from arbiter.model import RememberParams
+from arbiter.validation import describe
 
 #: Entries per `remember_many` (the daemon allows 10,000).
 DEFAULT_BATCH = 1000
@@ -48,7 +49,8 @@ def _parse(line: bytes) -> RememberParams:
     try:
         p = _decoder.decode(line)
     except msgspec.ValidationError as e:
-        raise ValueError(str(e).replace(" - at `$.", " (at ").replace("` ", ") ").rstrip("`")) from None
+        message, path = describe(e, RememberParams)
+        raise ValueError(f"{path}: {message}" if path else message) from None
     except msgspec.DecodeError as e:
         raise ValueError(f"not JSON: {e}") from None
     if p.auto_tag or p.auto_supersede:

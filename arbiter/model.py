@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import re
 
 import msgspec
 from msgspec import Meta, Struct
+
+from arbiter.validation import pattern
 
 EntryType = Literal["user", "feedback", "project", "reference", "learning", "context"]
 RelationType = Literal["relates_to", "refines", "contradicts", "supersedes", "supports"]
@@ -22,7 +23,13 @@ RELATION_TYPES: tuple[str, ...] = RelationType.__args__
 Time = int | float | str
 #: A row id: SQLite's INTEGER is 64-bit signed, so a larger number names nothing.
 Id = Annotated[int, Meta(ge=1, le=2**63 - 1)]
-Tag = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[^\s\x00-\x1f]+$")]
+Tag = Annotated[str, Meta(
+    min_length=1, max_length=64,
+    pattern=pattern(r"^[^\s\x00-\x1f]+$", "a tag cannot contain spaces or control characters"),
+)]
+#: One line: a title shows in every listing, so it may not break one.
+ONE_LINE = pattern(r"^[^\x00-\x1f\x7f]*$", "a title is one line, without newlines or control characters")
+Title = Annotated[str, Meta(pattern=ONE_LINE)]
 Tags = Annotated[list[Tag], Meta(max_length=32)]
 Limit = Annotated[int, Meta(ge=1, le=1000)]
 
@@ -69,7 +76,10 @@ EntityRelationType = Literal[
 ]
 #: An entity name: 1–128 characters, no control characters, not blank at either end.
 EntityName = Annotated[
-    str, Meta(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$")
+    str, Meta(min_length=1, max_length=128, pattern=pattern(
+        r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$",
+        "an entity name has no control characters and no space at either end",
+    ))
 ]
 
 
@@ -88,7 +98,7 @@ class RememberParams(TextParams):
     """Write one entry. `supersedes_ids` retires each listed entry in the same transaction."""
 
     type: EntryType
-    title: str
+    title: Title
     content: str
     tags: Tags = []
     source: str | None = None
@@ -152,7 +162,7 @@ class UpdateParams(TextParams):
 
     id: Id
     type: EntryType | None = None
-    title: str | None = None
+    title: Title | None = None
     content: str | None = None
     tags: Tags | None = None
     source: str | None = None
@@ -217,7 +227,7 @@ class RecallParams(Params):
 
 
 class ConversationCreateParams(Params):
-    title: Annotated[str, Meta(min_length=1, max_length=200)]
+    title: Annotated[str, Meta(min_length=1, max_length=200, pattern=ONE_LINE)]
 
 
 class ConversationListParams(Params):
@@ -225,25 +235,9 @@ class ConversationListParams(Params):
 
 
 class TenantCreateParams(Params):
-    name: Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
-
-
-def validation_path(err: msgspec.ValidationError) -> tuple[str, str | None]:
-    """A decode error as (message, field path): `("Expected `int`, got `str`", "entries[0].id")`."""
-    # msgspec reports "message - at `$.a.b[0]`"; the wire wants "a.b[0]".
-    # Our own limit checks (model.__post_init__) name the field first: "title: ...".
-    text = str(err)
-    message, sep, where = text.rpartition(" - at `")
-    if not sep:
-        message, where = text, "$"
-    path = where.rstrip("`").removeprefix("$").lstrip(".")
-    if own := re.match(r"([\w.\[\]]+): ", message):
-        path = f"{path}.{own[1]}" if path else own[1]
-        message = message[own.end():]
-    elif field := re.match(r"Object (?:missing required|contains unknown) field `(\w+)`", message):
-        # The error is about a field of the object at `path`: name the field itself.
-        path = f"{path}.{field[1]}" if path else field[1]
-    return message, path or None
+    name: Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=pattern(
+        r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "a tenant name is letters, digits, '.', '_' or '-', starting with a letter or digit"
+    ))]
 
 
 # ---- results ---------------------------------------------------------------
@@ -500,7 +494,7 @@ class ReplyParams(TextParams):
 
     parent_id: Id
     content: str
-    title: str | None = None
+    title: Title | None = None
     type: EntryType | None = None
     tags: Tags | None = None
     source: str | None = None

@@ -48,7 +48,8 @@ from msgspec import Meta
 
 from arbiter._time import format_time, now_us
 from arbiter.errors import ArbiterError, InvalidParams
-from arbiter.model import Params, validation_path
+from arbiter.model import Params
+from arbiter.validation import describe
 
 EntryId = Annotated[int, Meta(ge=1, description="An entry id (the number shown as #ID).")]
 AsOf = Annotated[
@@ -182,7 +183,7 @@ def decode_args(t: Tool, arguments: dict | None) -> Any:
     try:
         return t.decoder.decode(_encode(arguments or {}))
     except msgspec.ValidationError as e:
-        message, path = validation_path(e)
+        message, path = describe(e, t.args)
         path = path or "arguments"
         raise InvalidParams(f"{path}: {message}", path=path) from None
 

@@ -36,8 +36,9 @@ from arbiter.errors import (
     Unauthorized,
     Unavailable,
 )
-from arbiter.model import Request, validation_path
+from arbiter.model import Request
 from arbiter.recall.maintain import compact
+from arbiter.validation import describe
 from arbiter.store import connect, open_database, tenants
 from arbiter.verbs import VERBS, Context, Verb
 
@@ -343,7 +344,7 @@ class Daemon:
             try:
                 req = _request_decoder.decode(frame)
             except msgspec.ValidationError as e:
-                message, path = validation_path(e)
+                message, path = describe(e)
                 raise InvalidRequest(f"not a JSON-RPC 2.0 request: {message}", path=path) from None
             except msgspec.DecodeError as e:
                 raise ParseError(f"malformed JSON: {e}") from None
@@ -357,7 +358,7 @@ class Daemon:
             try:
                 params = _param_decoders[req.method].decode(req.params)
             except msgspec.ValidationError as e:
-                message, path = validation_path(e)
+                message, path = describe(e, verb.params)
                 path = path or "params"  # the params as a whole (not an object, say)
                 raise InvalidParams(f"{path}: {message}", path=path) from None
             except msgspec.DecodeError as e:

@@ -283,3 +283,12 @@ def test_expand_takes_both_time_axes(daemon):
     assert [n["id"] for n in js(h, "expand", str(a["id"]))["nodes"]] == [a["id"]]
     assert [n["id"] for n in js(h, "expand", str(a["id"]), "--as-of", b["valid_from"])["nodes"]] == [a["id"], b["id"]]
     assert [n["id"] for n in js(h, "expand", str(a["id"]), "--known-at", b["recorded_at"])["nodes"]] == [a["id"]]
+
+
+def test_a_title_must_be_one_line_and_errors_are_in_words(daemon):
+    h = daemon.home
+    line = one_line_error(h, "remember", "--type", "user", "--title", "Ship\nv1", "--content", "c")
+    assert "a title is one line" in line and "regex" not in line
+    line = one_line_error(h, "remember", "--type", "user", "--title", "t", "--content", "c", "--tag", "two words")
+    assert "a tag cannot contain spaces" in line and "tags[0]" in line
+    assert js(h, "list") == []

@@ -154,6 +154,11 @@ BAD_REQUESTS = [
     ("missing conversation to list", "list", {"conversation_id": 99999}, NotFound, "conversation_id"),
     ("missing conversation to recall", "recall", {"query": "x", "conversation_id": 99999}, NotFound,
      "conversation_id"),
+    ("title with a newline", "remember", remember_params(title="Ship\nv1"), InvalidParams, "title"),
+    ("conversation title with a newline", "conversation_create", {"title": "a\nb"}, InvalidParams, "title"),
+    ("tag with a space", "remember", remember_params(tags=["ok", "not ok"]), InvalidParams, "tags[1]"),
+    ("valid_from in the future", "remember", remember_params(valid_from="2999-01-01T00:00:00Z"), InvalidParams,
+     "valid_from"),
     ("missing parent", "remember", remember_params(parent_id=99999), NotFound, "parent_id"),
     ("missing conversation", "remember", remember_params(conversation_id=99999), NotFound, "conversation_id"),
     ("self loop", "link", {"source_id": 1, "relation": "supports", "target_id": 1}, InvalidParams, "target_id"),
@@ -174,6 +179,7 @@ def test_bad_params_get_a_stable_error_and_change_nothing(served, raw, method, p
     assert resp["error"]["data"]["name"] == error.name
     assert resp["error"]["data"].get("path") == path
     assert "\n" not in resp["error"]["message"]
+    assert "Expected `" not in resp["error"]["message"]  # said in words, not in msgspec's terms
     assert raw.request("ping", real_token=served.token)["result"]["version"]
     assert state(served) == before
 
