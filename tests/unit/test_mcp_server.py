@@ -75,4 +75,4 @@ def test_hostile_messages_get_one_line_errors_and_the_server_keeps_serving():
 def test_a_tool_error_is_a_result_the_model_reads_not_a_protocol_error():
     (answer,) = exchange(request(1, "tools/call", {"name": "get", "arguments": {"id": 0}}))
     assert answer["result"]["isError"] is True
-    assert answer["result"]["content"] == [{"type": "text", "text": "invalid_params: id: Expected `int` >= 1"}]
+    assert answer["result"]["content"] == [{"type": "text", "text": "invalid_params: id: must be at least 1"}]
