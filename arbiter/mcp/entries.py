@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from arbiter.errors import InvalidParams, NotFound
-from arbiter.mcp.tool import Args, AsOf, EntryId, Session, View, day, flat, tool
+from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
 from arbiter.model import EntryType, RelationType, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
@@ -35,7 +35,12 @@ EXCERPT_CHARS = 400
 
 
 class Ref(View):
-    """An entry without its content: both time axes and whether it still holds."""
+    """An entry without its content: both time axes and whether it still holds.
+
+    Valid time: `valid_from`/`valid_to` (when it held). Record time:
+    `recorded_at` (first written) and `revised_at` (when the state shown was
+    recorded; null while it is the state first written).
+    """
 
     id: int
     type: str
@@ -44,6 +49,7 @@ class Ref(View):
     valid_from: str | None
     valid_to: str | None
     recorded_at: str | None
+    revised_at: str | None
     superseded: bool
 
     def text(self) -> str:
@@ -65,7 +71,8 @@ def ref_fields(e) -> dict:
         superseded = bool(getattr(e, "superseded_by", None))
     return dict(
         id=e.id, type=e.type, title=e.title, tags=list(e.tags), valid_from=getattr(e, "valid_from", None),
-        valid_to=e.valid_to, recorded_at=getattr(e, "recorded_at", None), superseded=superseded,
+        valid_to=e.valid_to, recorded_at=getattr(e, "recorded_at", None), revised_at=getattr(e, "revised_at", None),
+        superseded=superseded,
     )
 
 
@@ -91,7 +98,8 @@ class EntryView(Ref):
             lines.append("superseded by " + ", ".join(f"#{i}" for i in self.superseded_by))
         if self.valid_to and not self.superseded_by:
             lines.append(f"retired {self.valid_to}")
-        lines.append(f"recorded {self.recorded_at}; valid from {self.valid_from}")
+        revised = f", revised {self.revised_at}" if self.revised_at else ""
+        lines.append(f"recorded {self.recorded_at}{revised}; valid from {self.valid_from}")
         if self.source:
             lines.append(f"source: {self.source}")
         if self.conversation_id:
@@ -327,6 +335,27 @@ def forget(s: Session, a: IdArgs) -> Forgot:
     return Forgot(id=a.id, forgotten=done)
 
 
+class Restored(View):
+    id: int
+    restored: bool
+
+    def text(self) -> str:
+        return f"Restored #{self.id}: it holds again." if self.restored else f"#{self.id} was not retired."
+
+
+@tool(IdArgs, Restored, writes=True)
+def restore(s: Session, a: IdArgs) -> Restored:
+    """Bring back an entry retired by mistake (with `forget`): it holds again, as if never retired.
+
+    An entry retired because a newer one supersedes it stays retired while
+    that link stands (the error names it): the newer entry is the current
+    fact. Only if the replacement itself was the mistake, `unlink` it first.
+    """
+    done = s.call("restore", a.id)
+    s.changed(a.id)
+    return Restored(id=a.id, restored=done)
+
+
 # ---- relations -------------------------------------------------------------------------
 
 
@@ -386,33 +415,64 @@ def unlink(s: Session, a: LinkArgs) -> Unlinked:
 class GetArgs(Args):
     id: EntryId
     as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 @tool(GetArgs, EntryView)
 def get(s: Session, a: GetArgs) -> EntryView:
     """Read one entry in full: content, tags, both time axes, thread parent, what superseded it."""
-    return entry_view(s.call("get", a.id, as_of=a.as_of))
+    return entry_view(s.call("get", a.id, as_of=a.as_of, known_at=a.known_at))
+
+
+class RevisionView(View):
+    """One recorded state of an entry: held over [recorded_from, recorded_to); `change` began it."""
+
+    id: int
+    recorded_from: str
+    recorded_to: str | None
+    change: str
+    fields: list[str]
+    title: str
+    excerpt: str
+
+    def text(self) -> str:
+        changed = f" ({', '.join(self.fields)})" if self.fields else ""
+        until = f" until {self.recorded_to}" if self.recorded_to else " (current)"
+        return f"#{self.id} {self.change}{changed} at {self.recorded_from}{until}: {self.title}: {self.excerpt}"
+
+
+class HistoryArgs(Args):
+    id: EntryId
+    known_at: KnownAt = None
 
 
 class HistoryView(View):
     entries: list[Ref]
     relations: list[RelationView]
+    revisions: list[RevisionView]
 
     def text(self) -> str:
         lines = [f"{len(self.entries)} entries in the chain, oldest first:"]
         lines += [f"- {e.text()}" for e in self.entries]
         lines += [f"  {r.text()}" for r in self.relations]
+        if self.revisions:
+            lines.append("Recorded states, oldest first:")
+            lines += [f"- {r.text()}" for r in self.revisions]
         return "\n".join(lines)
 
 
-@tool(IdArgs, HistoryView)
-def history(s: Session, a: IdArgs) -> HistoryView:
-    """The supersession chain through an entry, both ways, oldest first: what it replaced and what replaced it."""
-    h = s.call("history", a.id)
+@tool(HistoryArgs, HistoryView)
+def history(s: Session, a: HistoryArgs) -> HistoryView:
+    """The supersession chain through an entry, both ways, oldest first (what it replaced and what
+    replaced it), and every recorded state of each: what was written, corrected, retired, restored, when."""
+    h = s.call("history", a.id, known_at=a.known_at)
     return HistoryView(
         entries=[ref(e) for e in h.entries],
         relations=[RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
                                 created_at=r.created_at) for r in h.relations],
+        revisions=[RevisionView(id=r.entry.id, recorded_from=r.recorded_from, recorded_to=r.recorded_to,
+                                change=r.change, fields=r.fields, title=r.entry.title,
+                                excerpt=flat(r.entry.content, 160)) for r in h.revisions],
     )
 
 
@@ -427,6 +487,7 @@ class RecallArgs(Args):
     max_chars: MaxChars = DEFAULT_MAX_CHARS
     cursor: Cursor = None
     as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 #: The daemon ranks at most this many hits for one query; pages stop there.
@@ -447,7 +508,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
     want = min(RECALL_DEPTH, offset + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
-                 as_of=a.as_of, limit=want, excerpts=want)
+                 as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want)
     page = [_hit(h) for h in res.hits[offset:offset + a.limit]]
     header = len(a.query) + 80
     shown = _paged(page, header, a.max_chars)
@@ -469,6 +530,7 @@ class ListArgs(Args):
     max_chars: MaxChars = DEFAULT_MAX_CHARS
     cursor: Cursor = None
     as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 @tool(ListArgs, Listed, name="list")
@@ -477,7 +539,7 @@ def list_(s: Session, a: ListArgs) -> Listed:
     lines. Page with `cursor` while `more` is true. For a topic, prefer `topic_cluster`; to search, `recall`."""
     before = _offset(a.cursor) or None
     items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
-                   limit=a.limit + 1, before_id=before)
+                   known_at=a.known_at, limit=a.limit + 1, before_id=before)
     page = [Hit(**ref_fields(e), score=0.0, scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
     shown = _paged(page, 40, a.max_chars)

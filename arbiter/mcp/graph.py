@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from arbiter.mcp.entries import Content, EntryView, Ref, TagList, Title, Type, Written, entry_view, ref, ref_fields
-from arbiter.mcp.tool import Args, AsOf, EntryId, Session, View, flat, tool
+from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, flat, tool
 from arbiter.model import TextParams
 
 
@@ -37,6 +37,7 @@ def reply(s: Session, a: ReplyArgs) -> Written:
 class ThreadArgs(Args):
     id: EntryId
     as_of: AsOf = None
+    known_at: KnownAt = None
 
 
 class Reply(Ref):
@@ -59,7 +60,7 @@ class ThreadView(View):
 @tool(ThreadArgs, ThreadView)
 def thread(s: Session, a: ThreadArgs) -> ThreadView:
     """Read a whole thread (root and replies, oldest first) from any entry in it. Read it before replying."""
-    t = s.call("thread", a.id, as_of=a.as_of)
+    t = s.call("thread", a.id, as_of=a.as_of, known_at=a.known_at)
     replies = [Reply(**ref_fields(r), parent_id=r.parent_id,
                      depth=t.depth[r.id], excerpt=flat(r.content, 240)) for r in t.replies]
     return ThreadView(root=entry_view(t.root), replies=replies)

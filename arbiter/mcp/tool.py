@@ -56,6 +56,12 @@ AsOf = Annotated[
     str | None,
     Meta(description="Read the memory as it stood at this instant (RFC 3339, e.g. 2026-11-20T10:00:00Z)."),
 ]
+KnownAt = Annotated[
+    str | None,
+    Meta(description=(
+        "Read the memory as it was recorded at this instant (RFC 3339): what was known then, before later "
+        "corrections. `as_of` is when facts held; `known_at` is when they were written down.")),
+]
 
 
 class Args(Params):

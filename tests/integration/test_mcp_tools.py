@@ -65,6 +65,7 @@ CASES = {
                                                      "content": f"Lesson number {i}."} for i in range(3)]},
     "update": lambda ids, mine: {"id": mine, "tags": ["ticket", "p2"]},
     "forget": lambda ids, mine: {"id": mine},
+    "restore": lambda ids, mine: {"id": mine},
     "link": lambda ids, mine: {"source_id": mine, "relation": "relates_to", "target_id": ids["adr-queue"]},
     "unlink": lambda ids, mine: {"source_id": mine, "relation": "relates_to", "target_id": ids["adr-queue"]},
     "get": lambda ids, mine: {"id": ids["deadlock"]},
@@ -82,7 +83,7 @@ CASES = {
 }
 #: Order matters for the ones that change `mine`: link before unlink, forget last.
 ORDER = ["update", "link", "unlink", "reply"]
-LAST = ["forget"]
+LAST = ["forget", "restore"]
 
 
 def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memory):
@@ -110,6 +111,27 @@ def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memo
     assert results["forget"].structured_content == {"id": results["update"].structured_content["entry"]["id"],
                                                      "forgotten": True}
     assert len(results["remember_many"].structured_content["ids"]) == 3
+    assert results["restore"].structured_content == {"id": results["forget"].structured_content["id"], "restored": True}
+
+
+def test_record_time_reads_what_was_known_then(home, daemon):
+    async def body(session):
+        first = await session.call_tool("remember", {"type": "project", "title": "Launch date", "content": "March 3"})
+        entry = first.structured_content["entry"]
+        await session.call_tool("update", {"id": entry["id"], "content": "March 10"})
+        now = await session.call_tool("get", {"id": entry["id"]})
+        then = await session.call_tool("get", {"id": entry["id"], "known_at": entry["recorded_at"]})
+        found = await session.call_tool("recall", {"query": "launch date march", "known_at": entry["recorded_at"]})
+        history = await session.call_tool("history", {"id": entry["id"]})
+        return now, then, found, history
+
+    now, then, found, history = run_session(home, body)
+    assert now.structured_content["content"] == "March 10" and now.structured_content["revised_at"]
+    assert then.structured_content["content"] == "March 3" and then.structured_content["revised_at"] is None
+    assert found.structured_content["hits"][0]["excerpt"] == "**March** 3"
+    revisions = history.structured_content["revisions"]
+    assert [(r["change"], r["fields"]) for r in revisions] == [("remembered", []), ("updated", ["content"])]
+    assert revisions[0]["recorded_to"] == revisions[1]["recorded_from"]
 
 
 def test_every_tool_refuses_an_unknown_argument_in_one_line(memory):
