@@ -56,6 +56,7 @@ from arbiter.model import (
 )
 
 from arbiter.backup.model import BackupCreated
+from arbiter.ui.model import GraphView
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
 
@@ -275,3 +276,9 @@ class Client:
         """Create or strengthen `source RELATION target`."""
         params = {"source": source, "relation": relation, "target": target, "weight": weight}
         return self.call("entity_relate", params, EntityRelation)
+
+    # ---- the web view ------------------------------------------------------------
+
+    def graph_view(self, *, as_of: str | float | None = None, limit: int = 2000) -> GraphView:
+        """The newest `limit` entries visible at `as_of`, the edges among them, and the topic clusters."""
+        return self.call("graph_view", {"as_of": as_of, "limit": limit}, GraphView)

@@ -346,10 +346,14 @@ VERBS.update({
     "briefing": Verb(BriefingParams, briefing),
 })
 
-from arbiter import backup  # noqa: E402  (feature modules declare their own verbs)
+from arbiter.backup import core as backup  # noqa: E402  (feature modules declare their own verbs)
 
 VERBS.update(backup.VERBS)
 
 from arbiter.entities.verbs import VERBS as _ENTITY_VERBS  # noqa: E402
 
 VERBS.update(_ENTITY_VERBS)
+
+from arbiter.ui import view as ui_view  # noqa: E402
+
+VERBS.update(ui_view.VERBS)

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from arbiter import __version__, backup, paths
+from arbiter import __version__, paths
+from arbiter.backup import core as backup
 from arbiter.client import Client
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile
 
@@ -102,6 +103,7 @@ def run(args) -> dict:
             "pages_per_step": args.pages_per_step,
             "backup_s": done.seconds,
             "backup_steps": done.steps,
+            "backup_longest_step_ms": done.longest_step_ms,
             "backup_mb": round(done.bytes / 1e6, 1),
             "backup_verified": check.ok,
             "writes_during": len(during),

@@ -21,13 +21,14 @@ class BackupCreateParams(Params):
 
 
 class BackupCreated(Struct, kw_only=True):
-    """A finished backup: its file, size, and how many steps the copy took."""
+    """A finished backup: its file, size, its steps, and the longest a step held the writer (what a write could wait)."""
 
     path: str
     bytes: int
     pages: int
     steps: int
     seconds: float
+    longest_step_ms: float
 
 
 class BackupCheck(Struct, kw_only=True):

@@ -53,7 +53,7 @@ def backup_verify(as_json, file):
     Example:
       arbiter backup verify ~/backups/arbiter-2026-11-23.db
     """
-    from arbiter import backup as backup_mod
+    from arbiter.backup import core as backup_mod
 
     check = backup_mod.verify(file.expanduser())
 
@@ -87,7 +87,7 @@ def backup_restore(settings: Settings, file, db):
     Example:
       arbiter backup restore ~/backups/arbiter-2026-11-23.db && arbiter serve
     """
-    from arbiter import backup as backup_mod
+    from arbiter.backup import core as backup_mod
 
     db = db or paths.db_path(settings.home)
     aside = backup_mod.restore(

@@ -28,7 +28,7 @@ OUT = ROOT / "build" / "e2e"
 def _source_stamp() -> str:
     digest = hashlib.sha256()
     sources = [ROOT / "build.spec", ROOT / "pyproject.toml", *(ROOT / "packaging").glob("*.py"),
-               *(ROOT / "arbiter").rglob("*.py")]
+               *(ROOT / "arbiter").rglob("*.py"), *(ROOT / "arbiter" / "ui" / "static").iterdir()]
     for path in sorted(sources):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -173,3 +173,31 @@ def test_frozen_mcp_server_answers_a_real_mcp_client(served, home, tmp_path):
     assert {"remember", "recall", "get_memory_briefing"} <= tools
     assert not found.is_error
     assert "Staging host" in "".join(block.text for block in found.content if block.type == "text")
+
+
+def test_frozen_binary_serves_the_web_view_with_its_assets(served, home):
+    """`arbiter ui` from the one file: the page, the vendored graph library and the API, behind the token."""
+    import urllib.error
+    import urllib.request
+
+    cli, _ = served
+    cli("remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday", "--tag", "release")
+    ui = subprocess.Popen([*cli.argv0, "ui", "--port", "0"], env=cli.env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        line = ui.stdout.readline()
+        assert line.startswith("arbiter ui: http://127.0.0.1:"), line + ui.stderr.read()
+        url = line.split()[2]
+        with urllib.request.urlopen(url) as r:
+            assert b"force-graph.min.js" in r.read()
+        with urllib.request.urlopen(url + "static/force-graph.min.js") as r:
+            assert r.read().startswith(b"// Version")
+        with urllib.request.urlopen(url + "api/graph") as r:
+            assert [n["title"] for n in json.load(r)["nodes"]] == ["Ship v1"]
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(url.rsplit("/", 2)[0] + "/static/app.js")
+    finally:
+        ui.terminate()
+        ui.wait(15)
+        ui.stdout.close()
+        ui.stderr.close()

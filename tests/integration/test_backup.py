@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from arbiter import paths
-from arbiter.backup import verify
+from arbiter.backup.core import verify
 from arbiter.client import Client
 from arbiter.errors import InvalidParams, Unauthorized
 from tests.conftest import DaemonProcess

@@ -1,0 +1,237 @@
+"""Backups: a consistent copy of the live database, its checks, and putting one back.
+
+`create` runs inside the daemon on the writer connection, a step of
+`STEP_PAGES` pages at a time (SQLite's online backup API). Between steps the
+writer thread is free, so a write queued behind the backup waits for one step
+at most; and since those writes go through the same connection as the backup,
+SQLite copies the pages they change into the backup as it goes instead of
+restarting it (a backup from another connection restarts on every write).
+
+`verify` and `restore` work on files, with no daemon: `restore` refuses while
+one serves the home.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from arbiter import paths
+from arbiter.errors import InvalidParams, Unavailable
+from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
+from arbiter.store.db import MIGRATIONS
+from arbiter.store.tenants import hash_token
+from arbiter.verb import Context, Verb
+
+def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES) -> Iterator[None]:
+    """Copy `source`'s main database to `dest`, yielding between steps; returns a `BackupCreated`.
+
+    The copy is written beside `dest` and renamed into place once whole, so
+    `dest` is never a half-written file. It is left in rollback-journal mode:
+    one self-contained file, nothing to copy alongside it.
+    """
+    dest = Path(dest)
+    if not dest.is_absolute():
+        raise InvalidParams(f"{dest} is not an absolute path", path="path")
+    if dest.exists():
+        raise InvalidParams(f"{dest} already exists; choose a new file name", path="path")
+    if not dest.parent.is_dir():
+        raise InvalidParams(f"{dest.parent} is not a folder", path="path")
+    partial = dest.with_name(dest.name + ".partial")
+    partial.unlink(missing_ok=True)
+    started = time.perf_counter()
+    steps = 0
+    longest = 0.0
+    target = apsw.Connection(str(partial))
+    # The copy needs no durability until it is whole (one fsync, then the
+    # rename): without a journal and syncs, a step is a memcpy of pages, not
+    # a journal write and two fsyncs on every step.
+    target.pragma("journal_mode", "off")
+    target.pragma("synchronous", "off")
+    try:
+        with target.backup("main", source, "main") as b:
+            while not b.done:
+                t = time.perf_counter()
+                b.step(step_pages)
+                longest = max(longest, time.perf_counter() - t)
+                steps += 1
+                if not b.done:
+                    yield
+            pages = b.page_count
+        target.pragma("journal_mode", "delete")
+    except BaseException:
+        target.close()
+        partial.unlink(missing_ok=True)
+        raise
+    target.close()
+    with open(partial, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(partial, dest)
+    return BackupCreated(
+        path=str(dest), bytes=dest.stat().st_size, pages=pages, steps=steps,
+        seconds=round(time.perf_counter() - started, 3), longest_step_ms=round(longest * 1000, 1),
+    )
+
+
+def _open_readonly(path: Path) -> apsw.Connection:
+    if not path.is_file():
+        raise InvalidParams(f"{path} is not a file", path="path")
+    return apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
+
+def verify(path: Path) -> BackupCheck:
+    """Run SQLite's integrity and foreign-key checks and FTS5's index check on a backup file."""
+    path = Path(path)
+    conn = _open_readonly(path)
+    try:
+        return _checks(conn, path)
+    except apsw.NotADBError:
+        return BackupCheck(path=str(path), ok=False, problems=["not an SQLite database"])
+    except apsw.CorruptError as e:
+        return BackupCheck(path=str(path), ok=False, problems=[f"corrupt: {e}"])
+    finally:
+        conn.close()
+
+
+def _checks(conn: apsw.Connection, path: Path) -> BackupCheck:
+    problems = [r[0] for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
+        return BackupCheck(path=str(path), ok=False, problems=problems + ["not an Arbiter database"])
+    schema = conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    if schema > len(MIGRATIONS):
+        problems.append(f"schema version {schema} is newer than this Arbiter knows ({len(MIGRATIONS)})")
+    for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check"):
+        problems.append(f"{table} row {rowid} refers to a missing {parent} row")
+    if not _fts_matches(path):
+        problems.append("the full-text index does not match the entries")
+    counts = dict(conn.execute(
+        "SELECT 'tenants', count(*) FROM tenants UNION ALL SELECT 'entries', count(*) FROM entries "
+        "UNION ALL SELECT 'relations', count(*) FROM relations"
+    ).fetchall())
+    return BackupCheck(
+        path=str(path), ok=not problems, problems=problems, schema_version=schema,
+        tenants=counts["tenants"], entries=counts["entries"], relations=counts["relations"],
+    )
+
+
+def _fts_matches(path: Path) -> bool:
+    """FTS5's own check that the index matches the rows it was built from (rank 1: against the rows too).
+
+    It is spelled as an INSERT, which a read-only connection refuses, so it
+    runs on a read-write one inside a transaction that is rolled back: the
+    file is not changed.
+    """
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        conn.execute("BEGIN")
+        try:
+            conn.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)")
+            return True
+        except apsw.CorruptError:
+            return False
+        finally:
+            conn.execute("ROLLBACK")
+    finally:
+        conn.close()
+
+
+def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=print) -> Path | None:
+    """Put `backup` in place of `db_path`; refuse while a daemon serves `socket_path`.
+
+    The current database (with its -wal and -shm) is renamed aside, never
+    deleted; its new name is returned (None if there was none). Tokens: a
+    tenant whose token file in `home` still matches keeps it; any other
+    tenant, and the admin, get a fresh token written to `home` (a backup
+    restored into a new home would otherwise lock everyone out).
+    """
+    backup = Path(backup)
+    check = verify(backup)
+    if not check.ok:
+        raise InvalidParams(f"{backup} failed its checks: {'; '.join(check.problems[:3])}", path="path")
+    socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(paths.lock_path(socket_path), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Unavailable(
+                f"a daemon is serving {socket_path}; stop it before restoring (arbiter restore never "
+                "replaces a database in use)"
+            ) from None
+        staged = db_path.with_name(db_path.name + ".restoring")
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{staged}{suffix}").unlink(missing_ok=True)
+        _copy(backup, staged)
+        _keep_tokens(staged, home, log)
+        aside = None
+        if db_path.exists():
+            aside = db_path.with_name(f"{db_path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}")
+            for suffix in ("-wal", "-shm"):  # a WAL must never meet a database it was not written for
+                if Path(f"{db_path}{suffix}").exists():
+                    os.replace(f"{db_path}{suffix}", f"{aside}{suffix}")
+            os.replace(db_path, aside)
+        os.replace(staged, db_path)
+        return aside
+    finally:
+        os.close(fd)
+
+
+def _copy(src: Path, dest: Path) -> None:
+    """Copy through SQLite, so what lands is a whole database whatever the source's journal state."""
+    source = _open_readonly(src)
+    target = apsw.Connection(str(dest))
+    try:
+        with target.backup("main", source, "main") as b:
+            b.step()
+        target.pragma("journal_mode", "delete")
+    finally:
+        target.close()
+        source.close()
+    with open(dest, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _keep_tokens(db: Path, home: Path, log) -> None:
+    conn = apsw.Connection(str(db))
+    try:
+        with conn:
+            for tenant_id, name, token_hash in conn.execute("SELECT id, name, token_hash FROM tenants").fetchall():
+                path = paths.token_path(home, name)
+                if _matches(path, token_hash):
+                    continue
+                token = "arb_" + secrets.token_urlsafe(32)
+                conn.execute("UPDATE tenants SET token_hash = ? WHERE id = ?", (hash_token(token), tenant_id))
+                paths.write_secret(path, token)
+                log(f"arbiter: new token for tenant {name!r} in {path}")
+            row = conn.execute("SELECT value FROM settings WHERE key = 'admin_token_hash'").fetchone()
+            path = paths.admin_token_path(home)
+            if row is not None and not _matches(path, row[0]):
+                token = "arbadm_" + secrets.token_urlsafe(32)
+                conn.execute("UPDATE settings SET value = ? WHERE key = 'admin_token_hash'", (hash_token(token),))
+                paths.write_secret(path, token)
+                log(f"arbiter: new admin token in {path}")
+    finally:
+        conn.close()
+
+
+def _matches(path: Path, token_hash: bytes) -> bool:
+    try:
+        return hash_token(path.read_text().strip()) == token_hash
+    except FileNotFoundError:
+        return False
+
+
+def backup_create(ctx: Context, p: BackupCreateParams):
+    """Copy the whole database (every tenant) to `path` while serving; writes wait one step at most."""
+    return (yield from create(ctx.conn, Path(p.path), step_pages=p.pages_per_step))
+
+
+VERBS = {
+    "backup_create": Verb(BackupCreateParams, backup_create, writes=True, admin=True, stepped=True),
+}

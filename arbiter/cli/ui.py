@@ -1,0 +1,42 @@
+"""`arbiter ui`: the web view on 127.0.0.1."""
+
+from __future__ import annotations
+
+import click
+
+from arbiter.cli._common import Settings, handle_errors, main
+
+
+@main.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port on 127.0.0.1 (default: any free one).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
+@click.pass_obj
+@handle_errors
+def ui(settings: Settings, port, open_browser):
+    """Serve the web view of this tenant's memory until Ctrl-C.
+
+    The graph of entries and relations coloured by topic, a time slider for
+    as-of, recall search, and each entry's history and backlinks; a list
+    view on small screens. Only on 127.0.0.1, and only with the random token
+    in the printed URL. The daemon must be running.
+
+    \b
+    Example:
+      arbiter ui --open
+    """
+    from arbiter.ui.server import UIServer
+
+    with settings.client() as c:  # fail now, not in the browser, if there is no daemon or token
+        c.ping()
+    server = UIServer(settings.client, port=port)
+    click.echo(f"arbiter ui: {server.url}  (Ctrl-C to stop)")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -1,0 +1,45 @@
+"""Wire types of the web view's read verb."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta, Struct
+
+from arbiter.model import Params, Time, TopicCluster
+
+
+class GraphViewParams(Params):
+    """The newest `limit` entries visible at `as_of` (default now), with the edges among them."""
+
+    as_of: Time | None = None
+    limit: Annotated[int, Meta(ge=1, le=5000)] = 2000
+
+
+class GraphNode(Struct, kw_only=True):
+    """An entry as the graph draws it; `cluster` indexes `GraphView.clusters` (None: in no topic)."""
+
+    id: int
+    type: str
+    title: str
+    tags: list[str]
+    valid_from: str
+    cluster: int | None
+
+
+class GraphEdge(Struct, kw_only=True):
+    """A relation between two drawn entries, or `reply` for a thread's parent link."""
+
+    source: int
+    target: int
+    relation: str
+
+
+class GraphView(Struct, kw_only=True):
+    """What the web view draws. `earliest` is the oldest `valid_from` (the time slider's start)."""
+
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    clusters: list[TopicCluster]
+    earliest: str | None
+    truncated: bool

@@ -1,0 +1,280 @@
+// Arbiter's web view: the graph of a tenant's memory, read through the local
+// `arbiter ui` server (api/graph, api/entry/ID, api/recall). User text only
+// ever reaches the page as textContent, never as HTML.
+"use strict";
+
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                 "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"];
+const GREY = "#a0a7b0";
+const NARROW = window.matchMedia("(max-width: 700px)");
+const state = { data: null, asOf: null, hits: new Set(), selected: null, graph: null, positions: new Map() };
+// What tests and the bench read: counts, and when the first frame with the data was drawn.
+window.arbiter = { nodes: 0, edges: 0, loads: 0, renderedAt: null, settled: false, graph: null };
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs = {}, ...kids) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") node.addEventListener("click", v);
+    else if (k === "style") node.setAttribute("style", v);
+    else node[k] = v;
+  }
+  for (const kid of kids) if (kid != null) node.append(kid);
+  return node;
+}
+
+function colour(cluster) {
+  return cluster == null ? GREY : PALETTE[cluster % PALETTE.length];
+}
+
+async function api(path) {
+  const response = await fetch(path);
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error ? body.error.message : response.statusText);
+  return body;
+}
+
+function status(text, isError = false) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+function day(text) {
+  return text ? text.slice(0, 10) : "";
+}
+
+// ---- loading ------------------------------------------------------------------
+
+async function load() {
+  const query = state.asOf ? "?as_of=" + encodeURIComponent(state.asOf) : "";
+  status("loading…");
+  try {
+    state.data = await api("api/graph" + query);
+  } catch (e) {
+    status(e.message, true);
+    return;
+  }
+  const d = state.data;
+  status(`${d.nodes.length} entries, ${d.edges.length} links` + (d.truncated ? " (newest shown)" : ""));
+  window.arbiter.nodes = d.nodes.length;
+  window.arbiter.edges = d.edges.length;
+  window.arbiter.loads += 1;
+  renderLegend();
+  render();
+}
+
+function render() {
+  if (NARROW.matches) renderLists();
+  else renderGraph();
+}
+
+// ---- the graph ----------------------------------------------------------------
+
+// A d3-style force pulling each node toward its topic's centroid, so topics
+// read as regions even where no relation joins their entries.
+function clusterForce(strength = 0.08) {
+  let nodes = [];
+  function force(alpha) {
+    const sums = new Map();
+    for (const n of nodes) {
+      if (n.cluster == null) continue;
+      const s = sums.get(n.cluster) || { x: 0, y: 0, k: 0 };
+      s.x += n.x; s.y += n.y; s.k += 1;
+      sums.set(n.cluster, s);
+    }
+    for (const n of nodes) {
+      const s = n.cluster == null ? null : sums.get(n.cluster);
+      if (!s) continue;
+      n.vx += (s.x / s.k - n.x) * strength * alpha;
+      n.vy += (s.y / s.k - n.y) * strength * alpha;
+    }
+  }
+  force.initialize = (ns) => { nodes = ns; };
+  return force;
+}
+
+function renderGraph() {
+  const d = state.data;
+  if (!d) return;
+  // Keep where nodes were, so moving the time slider does not scatter the drawing.
+  if (state.graph) for (const n of state.graph.graphData().nodes) state.positions.set(n.id, [n.x, n.y]);
+  const nodes = d.nodes.map((n) => {
+    const at = state.positions.get(n.id);
+    return at ? { ...n, x: at[0], y: at[1] } : { ...n };
+  });
+  const links = d.edges.map((e) => ({ source: e.source, target: e.target, relation: e.relation }));
+  window.arbiter.settled = false;
+  window.arbiter.renderedAt = null;
+  if (!state.graph) {
+    const box = $("graph");
+    state.graph = ForceGraph()(box)
+      .width(box.clientWidth)
+      .height(box.clientHeight)
+      .nodeId("id")
+      .nodeLabel((n) => `#${n.id} ${n.title}`)
+      .nodeColor((n) => (state.hits.size && !state.hits.has(n.id) ? colour(n.cluster) + "40" : colour(n.cluster)))
+      .nodeRelSize(4)
+      .linkColor((l) => (l.relation === "reply" ? "#c8ccd0" : "#8c959f"))
+      .linkDirectionalArrowLength((l) => (l.relation === "reply" ? 0 : 3))
+      .linkLabel((l) => l.relation)
+      .cooldownTicks(120)
+      .nodeCanvasObjectMode(() => "after")
+      .nodeCanvasObject((n, ctx) => {
+        if (!state.hits.has(n.id) && state.selected !== n.id) return;
+        ctx.beginPath();
+        ctx.arc(n.x, n.y, state.selected === n.id ? 7 : 6, 0, 2 * Math.PI);
+        ctx.strokeStyle = state.selected === n.id ? "#000" : "#cf222e";
+        ctx.lineWidth = 1.5;
+        ctx.stroke();
+      })
+      .onNodeClick((n) => select(n.id))
+      .onRenderFramePost(() => {
+        if (window.arbiter.renderedAt === null && state.graph && state.graph.graphData().nodes.length)
+          window.arbiter.renderedAt = performance.now();
+      })
+      .onEngineStop(() => {
+        if (!state.fitted) state.graph.zoomToFit(0, 30);  // once: later loads keep the reader's zoom
+        state.fitted = true;
+        window.arbiter.settled = true;
+      })
+      .d3Force("cluster", clusterForce());
+    window.arbiter.graph = state.graph;
+    window.addEventListener("resize", () => {
+      if (!NARROW.matches) state.graph.width(box.clientWidth).height(box.clientHeight);
+    });
+  }
+  state.graph.graphData({ nodes, links });
+}
+
+// ---- the cluster-and-list view (small screens) -----------------------------------
+
+function renderLists() {
+  const d = state.data;
+  if (!d) return;
+  const groups = d.clusters.map((c, i) => ({ name: c.name, cluster: i, entries: [] }));
+  const other = { name: "Other entries", cluster: null, entries: [] };
+  for (const n of d.nodes) (n.cluster == null ? other : groups[n.cluster]).entries.push(n);
+  const box = $("lists");
+  box.replaceChildren();
+  for (const g of [...groups, other]) {
+    if (!g.entries.length) continue;
+    box.append(el("h2", { className: "cluster" },
+      el("span", { className: "swatch", style: `background:${colour(g.cluster)}` }), " ", `${g.name} (${g.entries.length})`));
+    box.append(el("ul", {}, ...g.entries.map((n) => el("li", {},
+      el("button", { className: "link" + (state.hits.has(n.id) ? " hit" : ""), onclick: () => select(n.id) },
+        `#${n.id} ${n.title}`)))));
+  }
+  window.arbiter.renderedAt = performance.now();
+  window.arbiter.settled = true;
+}
+
+// ---- legend, search, detail ---------------------------------------------------
+
+function renderLegend() {
+  const d = state.data;
+  const sizes = new Map();
+  for (const n of d.nodes) sizes.set(n.cluster, (sizes.get(n.cluster) || 0) + 1);
+  const items = d.clusters.map((c, i) => el("li", {
+    title: c.description, onclick: () => highlight(new Set(d.nodes.filter((n) => n.cluster === i).map((n) => n.id))),
+  }, el("span", { className: "swatch", style: `background:${colour(i)}` }), el("span", { className: "name" }, c.name),
+     el("span", { className: "count" }, String(sizes.get(i) || 0))));
+  if (sizes.get(null)) items.push(el("li", {}, el("span", { className: "swatch", style: `background:${GREY}` }),
+    el("span", { className: "name" }, "in no topic"), el("span", { className: "count" }, String(sizes.get(null)))));
+  $("legend").replaceChildren(el("h2", {}, "Topics"), el("ul", {}, ...items));
+}
+
+function highlight(ids) {
+  state.hits = ids;
+  if (NARROW.matches) renderLists();
+  else if (state.graph) state.graph.nodeColor(state.graph.nodeColor());  // repaint with the new dimming
+}
+
+async function search(query) {
+  if (!query.trim()) {
+    $("hits").replaceChildren();
+    highlight(new Set());
+    return;
+  }
+  const params = new URLSearchParams({ q: query });
+  if (state.asOf) params.set("as_of", state.asOf);
+  let result;
+  try {
+    result = await api("api/recall?" + params);
+  } catch (e) {
+    status(e.message, true);
+    return;
+  }
+  const drawn = new Set(state.data.nodes.map((n) => n.id));
+  $("hits").replaceChildren(el("h2", {}, `Recall: ${result.hits.length} hits`), el("ul", {}, ...result.hits.map((h) =>
+    el("li", {}, el("button", { className: "link hit", onclick: () => select(h.id) },
+      `#${h.id} ${h.title}` + (drawn.has(h.id) ? "" : " (not drawn)"))))));
+  highlight(new Set(result.hits.map((h) => h.id)));
+  window.arbiter.hits = result.hits.length;
+}
+
+function section(title, items) {
+  return items.length ? [el("h2", {}, title), el("ul", {}, ...items)] : [];
+}
+
+function entryButton(id, text) {
+  return el("li", {}, el("button", { className: "link", onclick: () => select(id) }, text));
+}
+
+async function select(id) {
+  state.selected = id;
+  if (state.graph) state.graph.nodeColor(state.graph.nodeColor());
+  const query = state.asOf ? "?as_of=" + encodeURIComponent(state.asOf) : "";
+  let d;
+  try {
+    d = await api(`api/entry/${id}` + query);
+  } catch (e) {
+    $("detail").replaceChildren(el("p", { className: "error" }, e.message));
+    return;
+  }
+  const e = d.entry;
+  const times = [
+    `valid ${day(e.valid_from)} → ${e.valid_to ? day(e.valid_to) : "now"}`,
+    `recorded ${e.recorded_at.replace("T", " ").slice(0, 19)}`,
+  ];
+  if (e.known_from) times.push(`known ${day(e.known_from)} → ${e.known_to ? day(e.known_to) : "now"}`);
+  const history = d.history.entries.filter((h) => h.id !== e.id).map((h) =>
+    entryButton(h.id, `#${h.id} ${h.title} (${day(h.valid_from)}${h.valid_to ? " → " + day(h.valid_to) : ""})`));
+  const backlinks = d.backlinks.links.map((b) => entryButton(b.entry.id, `${b.kind}: #${b.entry.id} ${b.entry.title}`));
+  $("detail").replaceChildren(
+    el("h3", { id: "entry-title" }, e.title),
+    el("p", { className: "meta" }, `#${e.id} · ${e.type}` + (e.author ? ` · by ${e.author}` : "") +
+      (e.source ? ` · ${e.source}` : "") + (d.visible ? "" : " · not visible at this time")),
+    el("p", { className: "meta" }, times.join(" · ")),
+    el("div", {}, ...e.tags.map((t) => el("span", { className: "tag" }, t))),
+    el("p", { className: "content" }, e.content),
+    ...section("History", history),
+    ...section("Backlinks", backlinks),
+  );
+  window.arbiter.selected = id;
+}
+
+// ---- time ---------------------------------------------------------------------
+
+function sliderTime(value) {
+  const start = Date.parse(state.data && state.data.earliest ? state.data.earliest : new Date().toISOString());
+  const end = Date.now();
+  return new Date(start + ((end - start) * value) / 1000);
+}
+
+$("time").addEventListener("input", (ev) => {
+  const v = Number(ev.target.value);
+  $("time-label").textContent = v >= 1000 ? "now" : sliderTime(v).toISOString().slice(0, 16).replace("T", " ");
+});
+$("time").addEventListener("change", (ev) => {
+  const v = Number(ev.target.value);
+  state.asOf = v >= 1000 ? null : sliderTime(v).toISOString();
+  load();
+});
+$("search").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  search($("q").value);
+});
+NARROW.addEventListener("change", render);
+
+load();

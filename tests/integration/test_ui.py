@@ -1,0 +1,186 @@
+"""The web view: its token gate and API over a real daemon, and the page in a real headless Chromium.
+
+The browser tests drive Debian's chromium through chromedriver (selenium);
+`.ci/run` installs both. Screenshots at desktop and phone widths are saved
+in the test's tmp dir (pytest keeps the last runs' under its basetemp).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from arbiter.ui.server import UIServer
+from tests.conftest import wait_for
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+TOPICS = [
+    ["deploy", "release", "ci", "docker"],
+    ["python", "parser", "tests", "lint"],
+    ["budget", "invoice", "payment", "contract"],
+]
+
+
+@pytest.fixture
+def memory(daemon):
+    """30 entries in three tag topics across 2026, a chain of relations in each, one superseded entry."""
+    ids = []
+    with daemon.client() as c:
+        for i in range(30):
+            topic = TOPICS[i % 3]
+            ids.append(c.remember(
+                type="project", title=f"Note {i} on {topic[0]}", content=f"About {' and '.join(topic)}, item {i}.",
+                tags=[topic[j] for j in range(4) if j != i % 4], valid_from=f"2026-{1 + i // 3:02d}-15T09:00:00Z",
+            ).id)
+        for i in range(3, 30):
+            c.link(ids[i], "relates_to", ids[i - 3])
+        newer = c.remember(type="project", title="Note 0 revised", content="Deploy on Mondays now.",
+                           tags=["deploy", "release", "ci"], supersedes_ids=[ids[0]]).id
+    return {"ids": ids, "newer": newer}
+
+
+@pytest.fixture
+def ui(daemon, memory):
+    server = UIServer(daemon.client)
+    server.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_nothing_is_served_without_the_token(ui):
+    base = ui.url.rsplit("/", 2)[0]
+    assert ui.url.startswith("http://127.0.0.1:")
+    for path in ("/", "/index.html", "/static/app.js", "/api/graph", "/x" + ui.token[1:] + "/", "/" + ui.token[:-1] + "/"):
+        status, body = _get(base + path)
+        assert status == 404 and ui.token.encode() not in body and b"Arbiter" not in body
+    status, body = _get(ui.url)
+    assert status == 200 and b"force-graph.min.js" in body
+
+
+def test_api_reads_the_memory_through_the_client(ui, memory, client):
+    status, body = _get(ui.url + "api/graph")
+    graph = json.loads(body)
+    assert status == 200
+    assert len(graph["nodes"]) == 30  # 31 written, the superseded one retired
+    assert [c["name"] for c in graph["clusters"]] == [c.name for c in client.topic_clusters().clusters]
+    assert all(n["cluster"] is not None for n in graph["nodes"])
+    assert sum(e["relation"] == "relates_to" for e in graph["edges"]) == 26  # the one touching the retired entry is not drawn
+    status, body = _get(ui.url + "api/graph?as_of=2026-02-01T00:00:00Z")
+    assert [n["id"] for n in json.loads(body)["nodes"]] == sorted(memory["ids"][:3], reverse=True)
+    status, body = _get(ui.url + f"api/entry/{memory['ids'][0]}")
+    detail = json.loads(body)
+    assert status == 200 and not detail["visible"]  # retired now, still shown
+    assert [e["id"] for e in detail["history"]["entries"]] == [memory["ids"][0], memory["newer"]]
+    assert {b["entry"]["id"] for b in detail["backlinks"]["links"]} >= {memory["ids"][3]}
+    status, body = _get(ui.url + "api/recall?q=invoice")
+    assert status == 200 and json.loads(body)["hits"]
+    status, body = _get(ui.url + "api/entry/999999")
+    assert status == 404 and json.loads(body)["error"]["name"] == "not_found"
+    status, body = _get(ui.url + "api/recall?q=")
+    assert status == 400
+
+
+@pytest.fixture
+def browser():
+    if not shutil.which("chromium") and not shutil.os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (.ci/run installs Debian's chromium and chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="arb-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                f"--user-data-dir={profile}", "--window-size=1280,800"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _js(driver, expr: str):
+    return driver.execute_script(f"return {expr};")
+
+
+def _settled(driver, loads: int = 1) -> None:
+    wait_for(lambda: _js(driver, f"window.arbiter && window.arbiter.loads >= {loads} && window.arbiter.settled"),
+             timeout=30, what="the page to draw and settle")
+
+
+def test_the_page_in_chromium(ui, memory, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(ui.url)
+    _settled(browser)
+    assert _js(browser, "window.arbiter.nodes") == 30
+    legend = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#legend li")]
+    assert len(legend) == 3 and all(legend)
+    with urllib.request.urlopen(ui.url + "api/graph") as r:
+        names = [c["name"] for c in json.load(r)["clusters"]]
+    assert [line.rsplit("\n", 1)[0] for line in legend] == names  # the briefing's names, in its order
+    browser.save_screenshot(str(tmp_path / "desktop.png"))
+
+    # Click a node where the canvas drew it.
+    target = memory["ids"][29]
+    x, y = _js(browser, f"""(() => {{
+        const g = window.arbiter.graph, n = g.graphData().nodes.find(n => n.id === {target});
+        const p = g.graph2ScreenCoords(n.x, n.y); return [p.x, p.y]; }})()""")
+    canvas = browser.find_element(By.CSS_SELECTOR, "#graph canvas")
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(canvas, x - size["width"] / 2, y - size["height"] / 2).perform()
+    # The graph finds what the pointer is over on its next frame: click once it shows the pointer cursor.
+    wait_for(lambda: "clickable" in canvas.get_attribute("class"), what="the pointer to be over the node")
+    ActionChains(browser).click().perform()
+    wait_for(lambda: _js(browser, "window.arbiter.selected") == target, what="the node click to select the entry")
+    assert browser.find_element(By.ID, "entry-title").text == "Note 29 on budget"
+    detail = browser.find_element(By.ID, "detail").text
+    assert "valid 2026-10-15" in detail and "recorded " in detail
+
+    # Search: hits listed and highlighted.
+    box = browser.find_element(By.ID, "q")
+    box.send_keys("invoice", Keys.ENTER)
+    wait_for(lambda: _js(browser, "window.arbiter.hits"), what="recall hits")
+    assert browser.find_elements(By.CSS_SELECTOR, "#hits li")
+
+    # Move the time slider to its start: the memory as it stood in January.
+    slider = browser.find_element(By.ID, "time")
+    slider.send_keys(Keys.HOME)
+    _settled(browser, loads=2)
+    assert _js(browser, "window.arbiter.nodes") == 3  # the three entries of its first instant
+    assert browser.find_element(By.ID, "time-label").text.startswith("2026-01-15")
+    browser.save_screenshot(str(tmp_path / "desktop-as-of.png"))
+
+    # A phone: the cluster-and-list view, no canvas drawing.
+    browser.set_window_size(390, 844)
+    browser.get(ui.url)
+    _settled(browser)
+    assert not browser.find_element(By.ID, "graph").is_displayed()
+    sections = browser.find_elements(By.CSS_SELECTOR, "#lists h2.cluster")
+    assert len(sections) == 3
+    browser.find_elements(By.CSS_SELECTOR, "#lists button")[0].click()
+    wait_for(lambda: _js(browser, "window.arbiter.selected"), what="a list entry to open")
+    browser.save_screenshot(str(tmp_path / "phone.png"))
+    assert (tmp_path / "phone.png").stat().st_size > 1000
