@@ -57,6 +57,7 @@ from arbiter.model import (
 
 from arbiter.backup.model import BackupCreated
 from arbiter.ui.model import GraphView
+from arbiter.transfer.model import ExportPage, ImportProgress
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
 
@@ -282,3 +283,17 @@ class Client:
     def graph_view(self, *, as_of: str | float | None = None, limit: int = 2000) -> GraphView:
         """The newest `limit` entries visible at `as_of`, the edges among them, and the topic clusters."""
         return self.call("graph_view", {"as_of": as_of, "limit": limit}, GraphView)
+
+    # ---- export and import -------------------------------------------------------
+
+    def export_page(self, kind: str, *, after: int = 0, limit: int = 5000, tenant: str | None = None) -> ExportPage:
+        """One page of records (`conversation`, `entry`, `relation`); `tenant` needs the admin token."""
+        params = {"kind": kind, "after": after, "limit": limit}
+        if tenant is not None:
+            return self.call("export_page_admin", {**params, "tenant": tenant}, ExportPage)
+        return self.call("export_page", params, ExportPage)
+
+    def import_batch(self, *, digest: str, lines: int, first_line: int, records: list, source: str = "arbiter") -> ImportProgress:
+        """Write one batch of an export file's records (structs, dicts or `msgspec.Raw` lines)."""
+        params = {"digest": digest, "lines": lines, "first_line": first_line, "records": records, "source": source}
+        return self.call("import_batch", params, ImportProgress)

@@ -357,3 +357,8 @@ VERBS.update(_ENTITY_VERBS)
 from arbiter.ui import view as ui_view  # noqa: E402
 
 VERBS.update(ui_view.VERBS)
+
+from arbiter.transfer import dump as transfer_dump, load as transfer_load  # noqa: E402
+
+VERBS.update(transfer_dump.VERBS)
+VERBS.update(transfer_load.VERBS)

@@ -93,6 +93,11 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "entry_revisions_fts_insert"),
         ("trigger", "entry_revisions_fts_delete"),
     },
+    "m008_imports": {
+        ("table", "imports"),
+        ("index", "sqlite_autoindex_imports_1"),
+        ("table", "import_ids"),
+    },
 }
 
 

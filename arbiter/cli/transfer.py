@@ -1,0 +1,133 @@
+"""`arbiter export` and `arbiter import`: a tenant's memory out to JSON Lines and back in."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from arbiter import paths
+from arbiter.cli._common import Settings, _emit, command, main
+
+
+@command(main, "export")
+@click.argument("file", default="-", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.option("--all", "everything", is_flag=True, help="Every tenant (needs the admin token).")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
+def export_cmd(settings: Settings, as_json, file, everything, progress):
+    """Write this tenant's memory to FILE (default `-`, stdout) as JSON Lines.
+
+    Line 1 is a header (format version, Arbiter version, time); then every
+    conversation, entry (its current state with both time axes) and relation,
+    with this database's ids. Derived data (the search index, tag graph,
+    topic names) is rebuilt on import, not exported.
+
+    \b
+    Examples:
+      arbiter export memory.jsonl
+      arbiter export - | gzip > memory.jsonl.gz
+      arbiter export --all everything.jsonl     # every tenant, admin token
+    """
+    from arbiter.cli._progress import Progress
+    from arbiter.transfer import files
+
+    to_stdout = str(file) == "-"
+    if to_stdout and as_json:
+        raise click.UsageError("--json prints a summary on stdout: give a FILE to export to")
+    out = sys.stdout.buffer if to_stdout else open(file.with_name(file.name + ".partial"), "wb")
+    bar = Progress(None, "export", unit="records", file=sys.stderr) if progress else None
+    try:
+        with settings.client(admin=everything) as c:
+            tenants = [t.name for t in c.tenant_list().tenants] if everything else None
+            summary = files.export(c, out, tenants=tenants, progress=bar.update if bar else (lambda n: None))
+    except BaseException:
+        if not to_stdout:
+            out.close()
+            file.with_name(file.name + ".partial").unlink(missing_ok=True)
+        raise
+    finally:
+        if bar:
+            bar.finish()
+    if not to_stdout:
+        out.close()
+        file.with_name(file.name + ".partial").replace(file)
+    if not to_stdout or as_json:
+        _emit(summary, as_json, lambda s: click.echo(
+            f"exported {s.entries} entries, {s.relations} relations, {s.conversations} conversations"
+            + (f" of {s.tenants} tenants" if everything else "") + f" to {file}"
+        ))
+
+
+@command(main, "import")
+@click.argument("file", type=click.Path(path_type=Path, exists=True))
+@click.option("--from", "source", type=click.Choice(["arbiter", "mcp-memory", "markdown"]), default="arbiter",
+              show_default=True,
+              help="What FILE is: an Arbiter export, the MCP memory server's memory.jsonl, or a folder of "
+                   "Markdown notes (Obsidian, basic-memory).")
+@click.option("--all", "everything", is_flag=True,
+              help="FILE is an `export --all`: each tenant's part goes to the tenant of that name (created if "
+                   "missing; needs the admin token).")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
+def import_cmd(settings: Settings, as_json, file, source, everything, progress):
+    """Add the memory in FILE to this tenant, with new ids and every reference kept.
+
+    The whole file is checked first: a malformed line is named and nothing
+    is written. Then it goes in batches of 2000 lines, each all or nothing;
+    if an import is interrupted, running it again goes on after the last
+    written batch. Importing the same file again is a no-op that says so.
+
+    \b
+    Examples:
+      arbiter import memory.jsonl
+      arbiter import --from mcp-memory ~/.mcp/memory.jsonl
+      arbiter import --from markdown ~/notes/vault
+    """
+    from arbiter.cli._progress import Progress
+    from arbiter.client import Client
+    from arbiter.errors import InvalidParams
+    from arbiter.transfer import files, sources
+
+    lines = None
+    if source != "arbiter":
+        converted = sources.lines(source, file)
+        lines = lambda: iter(converted)  # noqa: E731
+    elif file.is_dir():
+        raise click.UsageError(f"{file} is a folder: use --from markdown for a folder of notes")
+    checked = files.check(file, lines=lines() if lines else None)
+    if checked.header.tenant is None and not everything:
+        raise InvalidParams("this is an `export --all` file (every tenant): import it with --all", path="file")
+    if everything and checked.header.tenant is not None:
+        raise InvalidParams("--all needs an `export --all` file; this one holds one tenant", path="file")
+
+    def clients(tenant: str | None) -> Client:
+        if tenant is None:
+            return settings.client()
+        token = paths.token_path(settings.home, tenant)
+        if not token.exists():
+            with settings.client(admin=True) as admin:
+                created = admin.tenant_create(tenant)
+            paths.write_secret(token, created.token)
+            click.echo(f"arbiter: created tenant {tenant!r} (token in {token})", err=True)
+        return Client(settings.socket, paths.read_secret(token, f"tenant {tenant!r}"))
+
+    total = sum(s.records for s in checked.sections)
+    bar = Progress(total, "import", unit="records", file=sys.stderr) if progress else None
+    try:
+        done = files.run_import(clients, file, checked=checked, source=source, lines=lines,
+                                progress=bar.update if bar else (lambda n: None))
+    finally:
+        if bar:
+            bar.finish()
+
+    def human(done):
+        for tenant, s in done.items():
+            who = f"tenant {tenant!r}: " if everything else ""
+            if s.already:
+                click.echo(f"{who}already imported ({s.finished_at}): nothing changed")
+            else:
+                resumed = f" (went on from line {s.resumed_at})" if s.resumed_at else ""
+                click.echo(f"{who}imported {s.entries} entries, {s.relations} relations, "
+                           f"{s.conversations} conversations{resumed}")
+
+    _emit({tenant or settings.tenant: s for tenant, s in done.items()}, as_json, lambda _: human(done))

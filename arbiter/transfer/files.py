@@ -1,0 +1,285 @@
+"""Export and import on the client side: write an export file, check one whole, send it in batches.
+
+An import checks every line before it writes anything (so a malformed line
+names its number and changes nothing), then sends the records in batches of
+at most `BATCH` lines, each one transaction in the daemon. The daemon keeps
+the import's progress under the file's sha256: an interrupted import run
+again goes on from its last committed batch, and a finished one is a no-op
+that says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import msgspec
+
+from arbiter import __version__
+from arbiter._time import format_time, now_us, parse_time
+from arbiter.client import Client
+from arbiter.errors import ArbiterError, InvalidParams
+from arbiter.transfer.model import (
+    FORMAT,
+    KINDS,
+    ConversationRecord,
+    EntryRecord,
+    Header,
+    Record,
+    RelationRecord,
+    TenantRecord,
+)
+
+#: Lines per import batch, and the bytes a batch may reach (under the 4 MiB frame).
+BATCH = 2000
+MAX_BATCH_BYTES = 3 * 1024 * 1024
+PAGE = 5000
+
+_encode = msgspec.json.Encoder().encode
+_record = msgspec.json.Decoder(Record)
+_header = msgspec.json.Decoder(Header)
+
+
+class FormatTooNew(InvalidParams):
+    """The file was written by a newer Arbiter, in a format this one cannot read."""
+
+
+@dataclass
+class ExportSummary:
+    tenants: int = 0
+    conversations: int = 0
+    entries: int = 0
+    relations: int = 0
+    lines: int = 0
+
+
+def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
+           progress: Callable[[int], None] = lambda n: None) -> ExportSummary:
+    """Write the caller's tenant (or, with an admin client, each of `tenants`) to `out` as JSON Lines."""
+    header = Header(format=FORMAT, arbiter=__version__, exported_at=format_time(now_us()),
+                    tenant=None if tenants is not None else _tenant_name(client))
+    out.write(_encode(header) + b"\n")
+    summary = ExportSummary(lines=1)
+    for name in tenants if tenants is not None else [None]:
+        if name is not None:
+            out.write(_encode(TenantRecord(name=name)) + b"\n")
+            summary.lines += 1
+        summary.tenants += 1
+        for kind in KINDS:
+            after = 0
+            while after is not None:
+                page = client.export_page(kind, after=after, limit=PAGE, tenant=name)
+                if page.records:
+                    out.write(b"\n".join(page.records) + b"\n")
+                    n = len(page.records)
+                    plural = {"conversation": "conversations", "entry": "entries", "relation": "relations"}[kind]
+                    setattr(summary, plural, getattr(summary, plural) + n)
+                    summary.lines += n
+                    progress(n)
+                after = page.next
+    return summary
+
+
+def _tenant_name(client: Client) -> str:
+    return client.status().tenant
+
+
+# ---- import ---------------------------------------------------------------------
+
+
+@dataclass
+class Section:
+    """The lines of one tenant's records: all of a plain export, or one `tenant` record's part of an `--all` one."""
+
+    tenant: str | None
+    first_line: int
+    last_line: int
+    records: int = 0
+
+
+@dataclass
+class Checked:
+    """A whole file, checked: its sha256, line count, header and tenant sections."""
+
+    digest: str
+    lines: int
+    header: Header
+    sections: list[Section] = field(default_factory=list)
+
+
+def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
+    """Read the whole file and check every line; raise InvalidParams naming the first bad one.
+
+    Checked: the header's format, each record's shape and limits, its times,
+    and that every id it refers to belongs to a record earlier in the file
+    (and in the same tenant section).
+    """
+    digest = hashlib.sha256()
+    source = lines if lines is not None else open(path, "rb")
+    header = None
+    sections: list[Section] = []
+    seen: dict[str, set[int]] = {}
+    number = 0
+    try:
+        for number, line in enumerate(source, start=1):
+            digest.update(line)
+            if number == 1:
+                header = _check_header(line)
+                sections.append(Section(tenant=None, first_line=2, last_line=1))  # None: the caller's tenant
+                seen = {"conversation": set(), "entry": set()}
+                continue
+            try:
+                rec = _record.decode(line)
+                _check_record(rec, seen)
+            except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
+                raise InvalidParams(f"line {number}: {_words(e)}; nothing was imported", path=f"line {number}") \
+                    from None
+            except InvalidParams as e:
+                raise InvalidParams(f"line {number}: {e.message}; nothing was imported", path=f"line {number}") \
+                    from None
+            if isinstance(rec, TenantRecord):
+                if header.tenant is not None:
+                    raise InvalidParams(f"line {number}: a tenant record in a one-tenant export", path=f"line {number}")
+                if sections and sections[-1].last_line < sections[-1].first_line and sections[-1].tenant is None:
+                    sections.pop()
+                sections.append(Section(tenant=rec.name, first_line=number + 1, last_line=number))
+                seen = {"conversation": set(), "entry": set()}
+                continue
+            sections[-1].last_line = number
+            sections[-1].records += 1
+    finally:
+        if lines is None:
+            source.close()
+    if header is None:
+        raise InvalidParams("the file is empty: no export header", path="line 1")
+    return Checked(digest=digest.hexdigest(), lines=number, header=header,
+                   sections=[s for s in sections if s.records or s.tenant is not None])
+
+
+def _words(e: Exception) -> str:
+    text = str(e)
+    message, sep, where = text.rpartition(" - at `$.")
+    return f"{message} (at {where.rstrip('`')})" if sep else text
+
+
+def _check_header(line: bytes) -> Header:
+    try:
+        raw = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        raise InvalidParams("line 1: not JSON; an Arbiter export starts with its header line", path="line 1") \
+            from None
+    if not isinstance(raw, dict) or raw.get("kind") != "arbiter-export":
+        raise InvalidParams("line 1: not an Arbiter export header (kind \"arbiter-export\")", path="line 1")
+    if isinstance(raw.get("format"), int) and raw["format"] > FORMAT:
+        raise FormatTooNew(
+            f"this file is export format {raw['format']}, written by Arbiter {raw.get('arbiter', '?')}; this "
+            f"Arbiter reads formats up to {FORMAT}: upgrade Arbiter to import it", path="format",
+        )
+    try:
+        return _header.decode(line)
+    except msgspec.ValidationError as e:
+        raise InvalidParams(f"line 1: {_words(e)}", path="line 1") from None
+
+
+def _check_record(rec, seen: dict[str, set[int]]) -> None:
+    def known(kind: str, old: int | None, name: str) -> None:
+        if old is not None and old not in seen[kind]:
+            raise InvalidParams(f"{name} {old} names no {kind} earlier in the file", path=name)
+
+    if isinstance(rec, EntryRecord):
+        known("conversation", rec.conversation_id, "conversation_id")
+        known("entry", rec.parent_id, "parent_id")
+        for name in ("recorded_at", "valid_from", "valid_to"):
+            if (value := getattr(rec, name)) is not None:
+                parse_time(value, path=name)
+        seen["entry"].add(rec.id)
+    elif isinstance(rec, RelationRecord):
+        known("entry", rec.source_id, "source_id")
+        known("entry", rec.target_id, "target_id")
+        parse_time(rec.created_at, path="created_at")
+    elif isinstance(rec, ConversationRecord):
+        parse_time(rec.created_at, path="created_at")
+        seen["conversation"].add(rec.id)
+
+
+@dataclass
+class ImportSummary:
+    """What an import did, per tenant section."""
+
+    already: bool = False
+    finished_at: str | None = None
+    resumed_at: int | None = None
+    conversations: int = 0
+    entries: int = 0
+    relations: int = 0
+
+
+def _batches(source: Iterator[bytes], first: int, last: int) -> Iterator[tuple[int, list[bytes]]]:
+    """(first line number, lines) for lines `first`..`last`, at most BATCH lines or MAX_BATCH_BYTES each."""
+    batch: list[bytes] = []
+    size = 0
+    start = first
+    for number, line in enumerate(source, start=1):
+        if number < first:
+            continue
+        if number > last:
+            break
+        line = line.strip()
+        if batch and (len(batch) >= BATCH or size + len(line) > MAX_BATCH_BYTES):
+            yield start, batch
+            batch, size, start = [], 0, number
+        batch.append(line)
+        size += len(line) + 1
+    if batch:
+        yield start, batch
+
+
+def send(client: Client, path, checked: Checked, section: Section, *, source: str = "arbiter",
+         lines: Callable[[], Iterator[bytes]] | None = None,
+         progress: Callable[[int], None] = lambda n: None) -> ImportSummary:
+    """Send one checked section in batches; if the daemon already holds part of it, go on from there."""
+    summary = ImportSummary()
+    first = section.first_line
+    for _ in range(2):  # a second pass only after learning where an interrupted import stands
+        resume = None
+        stream = lines() if lines is not None else open(path, "rb")
+        try:
+            for first_line, batch in _batches(stream, first, section.last_line):
+                reply = client.import_batch(digest=checked.digest, lines=section.last_line, first_line=first_line,
+                                            records=[msgspec.Raw(b) for b in batch], source=source)
+                if reply.already:
+                    summary.already, summary.finished_at = True, reply.finished_at
+                    return summary
+                if reply.lines_done != first_line + len(batch) - 1:
+                    resume = reply.lines_done + 1
+                    break
+                summary.conversations += reply.conversations
+                summary.entries += reply.entries
+                summary.relations += reply.relations
+                progress(len(batch))
+        finally:
+            if lines is None:
+                stream.close()
+        if resume is None:
+            return summary
+        summary.resumed_at = resume
+        first = resume
+    raise ArbiterError(f"the daemon's record of this import disagrees with the file (at line {first})")
+
+
+def run_import(clients: Callable[[str | None], Client], path, *, checked: Checked | None = None,
+               source: str = "arbiter", lines: Callable[[], Iterator[bytes]] | None = None,
+               progress: Callable[[int], None] = lambda n: None) -> dict[str | None, ImportSummary]:
+    """Check the whole file, then send each tenant section through `clients(tenant)`."""
+    checked = checked or check(path, lines=lines() if lines else None)
+    out: dict[str | None, ImportSummary] = {}
+    for section in checked.sections:
+        with clients(section.tenant) as c:
+            try:
+                out[section.tenant] = send(c, path, checked, section, source=source, lines=lines, progress=progress)
+            except ArbiterError as e:
+                raise type(e)(f"{e.message}; batches before it are written: run the same import again to go on",
+                              path=e.path) from None
+    return out

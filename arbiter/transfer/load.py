@@ -1,0 +1,143 @@
+"""The import verb: a batch of an export file's records into the caller's tenant, ids remapped.
+
+Each batch is one transaction: written whole or not at all. The import's
+row (`imports`, keyed by tenant and the file's sha256) records how many
+lines are done, and `import_ids` the id map, so an interrupted import goes
+on from its last committed batch and a finished one is never written twice.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from arbiter._time import format_time, parse_time
+from arbiter.errors import InvalidParams
+from arbiter.store.entries import content_hash
+from arbiter.transfer.model import (
+    ConversationRecord,
+    EntryRecord,
+    ImportBatchParams,
+    ImportProgress,
+    RelationRecord,
+    TenantRecord,
+)
+from arbiter.verb import Context, Verb
+
+_encode = msgspec.json.Encoder().encode
+
+
+class _Map:
+    """Old id -> new id for one kind: this batch's in memory, earlier batches' from `import_ids`."""
+
+    def __init__(self, conn, import_id: int, kind: str):
+        self.conn, self.import_id, self.kind = conn, import_id, kind
+        self.fresh: dict[int, int] = {}
+
+    def __getitem__(self, old: int) -> int | None:
+        if (new := self.fresh.get(old)) is not None:
+            return new
+        row = self.conn.execute(
+            "SELECT new_id FROM import_ids WHERE import_id = ? AND kind = ? AND old_id = ?",
+            (self.import_id, self.kind, old),
+        ).fetchone()
+        return row[0] if row else None
+
+    def save(self) -> None:
+        self.conn.executemany(
+            "INSERT INTO import_ids(import_id, kind, old_id, new_id) VALUES (?, ?, ?, ?)",
+            ((self.import_id, self.kind, old, new) for old, new in self.fresh.items()),
+        )
+
+
+def _progress(row, **counts) -> ImportProgress:
+    _, lines_done, lines, finished_at = row
+    return ImportProgress(
+        lines_done=lines_done, lines=lines, finished=finished_at is not None, finished_at=format_time(finished_at),
+        **counts,
+    )
+
+
+def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
+    """Write one batch of an export file (lines `first_line`..) into this tenant, ids remapped; resumable, never twice."""
+    conn, tenant = ctx.conn, ctx.tenant_id
+    digest = bytes.fromhex(p.digest)
+    row = conn.execute(
+        "SELECT id, lines_done, lines, finished_at FROM imports WHERE tenant_id = ? AND digest = ?", (tenant, digest)
+    ).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO imports(tenant_id, digest, source, lines, lines_done, started_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (tenant, digest, p.source, p.lines, p.first_line - 1, ctx.now),
+        )
+        row = (conn.last_insert_rowid(), p.first_line - 1, p.lines, None)
+    if row[3] is not None:
+        return msgspec.structs.replace(_progress(row), already=True)
+    import_id, lines_done = row[0], row[1]
+    if p.first_line != lines_done + 1:
+        return _progress(row)  # not where this import stands: the caller goes on from lines_done
+    conversations, entries = _Map(conn, import_id, "c"), _Map(conn, import_id, "e")
+    counts = {"conversations": 0, "entries": 0, "relations": 0}
+
+    def ref(mapping: _Map, old: int | None, line: int, field: str, what: str) -> int | None:
+        if old is None:
+            return None
+        new = mapping[old]
+        if new is None:
+            raise InvalidParams(f"line {line}: {field} {old} names no {what} earlier in the file", path=field)
+        return new
+
+    for line, rec in enumerate(p.records, start=p.first_line):
+        try:
+            if isinstance(rec, EntryRecord):
+                conn.execute(
+                    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, "
+                    "content_hash, recorded_at, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        tenant, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
+                        rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
+                        ref(entries, rec.parent_id, line, "parent_id", "entry"), content_hash(rec.content),
+                        parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
+                        None if rec.valid_to is None else parse_time(rec.valid_to, path="valid_to"),
+                    ),
+                )
+                entries.fresh[rec.id] = conn.last_insert_rowid()
+                counts["entries"] += 1
+            elif isinstance(rec, RelationRecord):
+                conn.execute(
+                    "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) VALUES (?,?,?,?,?)",
+                    (
+                        tenant, ref(entries, rec.source_id, line, "source_id", "entry"),
+                        ref(entries, rec.target_id, line, "target_id", "entry"), rec.relation,
+                        parse_time(rec.created_at, path="created_at"),
+                    ),
+                )
+                counts["relations"] += 1
+            elif isinstance(rec, ConversationRecord):
+                conn.execute(
+                    "INSERT INTO conversations(tenant_id, title, created_at) VALUES (?, ?, ?)",
+                    (tenant, rec.title, parse_time(rec.created_at, path="created_at")),
+                )
+                conversations.fresh[rec.id] = conn.last_insert_rowid()
+                counts["conversations"] += 1
+            elif isinstance(rec, TenantRecord):
+                raise InvalidParams(
+                    f"line {line}: a tenant record: this is an --all export; import it with `arbiter import --all`",
+                    path="kind",
+                )
+        except InvalidParams as e:
+            if e.message.startswith("line "):
+                raise
+            raise InvalidParams(f"line {line}: {e.message}", path=e.path) from None
+    conversations.save()
+    entries.save()
+    lines_done = p.first_line + len(p.records) - 1
+    finished = ctx.now if lines_done >= row[2] else None
+    conn.execute("UPDATE imports SET lines_done = ?, finished_at = ? WHERE id = ?", (lines_done, finished, import_id))
+    if finished is not None:
+        conn.execute("DELETE FROM import_ids WHERE import_id = ?", (import_id,))
+    return _progress((import_id, lines_done, row[2], finished), **counts)
+
+
+VERBS = {
+    "import_batch": Verb(ImportBatchParams, import_batch, writes=True),
+}

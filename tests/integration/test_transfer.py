@@ -1,0 +1,280 @@
+"""Export and import: round trips between real daemons, re-import, bad files, resuming, other tools' files."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from arbiter.client import Client
+from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.transfer import files
+from tests.conftest import DaemonProcess
+from tests.integration.test_cli import arbiter, fails, js, ok
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture
+def target(tmp_path):
+    """A second daemon on a fresh home: where exports are imported."""
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    yield d
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def build_history(c: Client, rng: random.Random, steps: int) -> None:
+    """A random memory: entries across past valid times, replies, supersessions, retirements, links, conversations."""
+    ids: list[int] = []
+    conversations: list[int] = []
+    for step in range(steps):
+        op = rng.choice(["remember", "remember", "reply", "supersede", "forget", "link", "conversation"])
+        if op == "conversation":
+            conversations.append(c.conversation_create(f"chat {step}").id)
+            continue
+        if not ids:
+            op = "remember"
+        tags = rng.sample(["alpha", "beta", "gamma", "delta", "omega"], rng.randint(0, 3))
+        when = f"2026-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z"
+        if op == "remember":
+            conv = rng.choice(conversations) if conversations and rng.random() < 0.3 else None
+            ids.append(c.remember(type=rng.choice(["project", "learning", "user"]), title=f"entry {step}",
+                                  content=f"content {step} about {' '.join(tags) or 'nothing'}", tags=tags,
+                                  valid_from=when, conversation_id=conv).id)
+        elif op == "reply":
+            try:
+                ids.append(c.reply(rng.choice(ids), f"reply {step} on {' '.join(tags)}").id)
+            except NotFound:  # the parent is retired
+                pass
+        elif op == "supersede":
+            old = rng.choice(ids)
+            try:
+                ids.append(c.remember(type="project", title=f"revised {step}", content=f"newer view {step}",
+                                      tags=tags, supersedes_ids=[old]).id)
+            except NotFound:  # the old one is already retired
+                pass
+        elif op == "forget":
+            c.forget(rng.choice(ids))
+        elif op == "link" and len(ids) > 1:
+            a, b = rng.sample(ids, 2)
+            try:
+                c.link(a, rng.choice(["relates_to", "supports", "refines"]), b)
+            except (Conflict, NotFound, InvalidParams):  # a duplicate or a retired end: go on without it
+                pass
+
+
+def normalised(lines: list[str]) -> list[dict]:
+    """The records with every id replaced by its ordinal in the file (per kind), so two exports compare ids aside."""
+    ordinal: dict[tuple[str, int], int] = {}
+    out = []
+    for line in lines[1:]:
+        rec = json.loads(line)
+        kind = rec["kind"]
+        ordinal[(kind, rec["id"])] = len([k for k in ordinal if k[0] == kind])
+        rec["id"] = ordinal[(kind, rec["id"])]
+        for key, kind_ref in (("parent_id", "entry"), ("source_id", "entry"), ("target_id", "entry"),
+                              ("conversation_id", "conversation")):
+            if rec.get(key) is not None:
+                rec[key] = ordinal[(kind_ref, rec[key])]
+        out.append(rec)
+    return out
+
+
+def export_lines(c: Client) -> list[str]:
+    import io
+
+    buf = io.BytesIO()
+    files.export(c, buf)
+    return buf.getvalue().decode().splitlines()
+
+
+def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path):
+    with daemon.client() as c:
+        build_history(c, random.Random(16), 80)
+        originals = c.list(limit=1000)
+    out = tmp_path / "memory.jsonl"
+    summary = js(daemon.home, "export", str(out))
+    first = out.read_text().splitlines()
+    header = json.loads(first[0])
+    assert header["kind"] == "arbiter-export" and header["format"] == files.FORMAT and header["tenant"] == "default"
+    assert summary["entries"] == len([line for line in first if '"kind":"entry"' in line])
+
+    imported = js(target.home, "import", str(out))["default"]
+    assert imported["entries"] == summary["entries"] and imported["relations"] == summary["relations"]
+    with target.client() as t:
+        again = export_lines(t)
+    assert normalised(again) == normalised(first)
+
+    # The same answers, ids aside, now and at past times on both axes of validity.
+    with daemon.client() as c, target.client() as t:
+        new_id = {old: new for old, new in zip(sorted(e["id"] for e in map(json.loads, first[1:]) if e["kind"] == "entry"),
+                                               sorted(e["id"] for e in map(json.loads, again[1:]) if e["kind"] == "entry"))}
+        assert len(c.list(limit=1000)) == len(originals)
+        for when in ["2026-02-01T00:00:00Z", "2026-06-15T12:00:00Z", "2026-10-30T00:00:00Z", None]:
+            mine = [(new_id[e.id], e.title, e.valid_to) for e in c.list(as_of=when, limit=1000)]
+            theirs = [(e.id, e.title, e.valid_to) for e in t.list(as_of=when, limit=1000)]
+            assert mine == theirs
+            for q in ("alpha", "content beta", "reply omega"):
+                assert [new_id[h.id] for h in c.recall(q, as_of=when, limit=20).hits] == \
+                    [h.id for h in t.recall(q, as_of=when, limit=20).hits]
+        for e in originals[:10]:
+            mine, theirs = c.get(e.id), t.get(new_id[e.id])
+            assert (mine.title, mine.content, mine.tags, mine.recorded_at, mine.valid_from) == \
+                (theirs.title, theirs.content, theirs.tags, theirs.recorded_at, theirs.valid_from)
+
+
+def test_reimport_is_a_noop_that_says_so(daemon, target, tmp_path):
+    with daemon.client() as c:
+        build_history(c, random.Random(3), 20)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    assert ok(target.home, "import", str(out)).startswith("imported ")
+    with target.client() as t:
+        before = t.status()
+    again = ok(target.home, "import", str(out))
+    assert again.startswith("already imported (") and "nothing changed" in again
+    with target.client() as t:
+        assert t.status().entries_active == before.entries_active
+
+
+def test_a_malformed_line_is_named_and_nothing_changes(daemon, target, tmp_path):
+    with daemon.client() as c:
+        build_history(c, random.Random(5), 30)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    entry = [i for i, line in enumerate(lines) if '"kind":"entry"' in line]
+    e1, e2 = entry[0], entry[1]
+    for number, broken in [(len(lines) - 1, lines[-2][:-5]),  # cut short: not JSON
+                           (e2 + 1, lines[e2].replace('"type":"', '"type":"nonsense-')),  # not in the vocabulary
+                           (e1 + 1, lines[e1].replace('"valid_from":"2026', '"valid_from":"yesterday'))]:
+        bad = list(lines)
+        bad[number - 1] = broken
+        f = tmp_path / "bad.jsonl"
+        f.write_text("\n".join(bad) + "\n")
+        err = fails(target.home, "import", str(f))
+        assert f"line {number}:" in err and "nothing was imported" in err
+    with target.client() as t:
+        assert t.status().entries_active + t.status().entries_retired == 0
+
+
+def test_a_newer_format_is_a_clear_error(target, tmp_path):
+    f = tmp_path / "future.jsonl"
+    f.write_text(json.dumps({"kind": "arbiter-export", "format": files.FORMAT + 1, "arbiter": "9.0",
+                             "exported_at": "2030-01-01T00:00:00Z", "tenant": "default"}) + "\n")
+    err = fails(target.home, "import", str(f))
+    assert f"format {files.FORMAT + 1}" in err and "upgrade Arbiter" in err
+    f.write_text('{"hello": "world"}\n')
+    assert "not an Arbiter export header" in fails(target.home, "import", str(f))
+
+
+def test_an_interrupted_import_goes_on_from_its_last_batch(daemon, target, tmp_path):
+    with daemon.client() as c:
+        build_history(c, random.Random(9), 40)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    checked = files.check(out)
+    raw = out.read_bytes().splitlines()
+    import msgspec
+
+    with target.client() as t:  # the first batch of four lines lands, then the importer "dies"
+        t.import_batch(digest=checked.digest, lines=checked.lines, first_line=2,
+                       records=[msgspec.Raw(line) for line in raw[1:5]])
+    text = ok(target.home, "import", str(out))
+    assert "went on from line 6" in text
+    with target.client() as t:
+        assert normalised(export_lines(t)) == normalised(out.read_text().splitlines())
+
+
+def test_export_all_and_import_all_keep_tenants_apart(daemon, target, tmp_path):
+    ok(daemon.home, "remember", "--type", "user", "--title", "default's", "--content", "one")
+    with daemon.client(daemon.admin_token) as admin:
+        token = admin.tenant_create("team").token
+    with Client(daemon.socket, token) as c:
+        c.remember(type="user", title="team's", content="two")
+    out = tmp_path / "all.jsonl"
+    summary = js(daemon.home, "export", "--all", str(out))
+    assert summary["tenants"] == 2 and summary["entries"] == 2
+    assert "import it with --all" in fails(target.home, "import", str(out))
+    proc = arbiter(target.home, "import", "--all", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "created tenant 'team'" in proc.stderr
+    with target.client() as t:
+        assert [e.title for e in t.list()] == ["default's"]
+    team = (target.home / "tenants" / "team.token").read_text().strip()
+    with Client(target.socket, team) as c:
+        assert [e.title for e in c.list()] == ["team's"]
+
+
+def test_import_from_the_mcp_memory_server(target):
+    text = ok(target.home, "import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl"))
+    assert text.startswith("imported 3 entries, 3 relations")
+    with target.client() as t:
+        by_title = {e.title: e for e in t.list(limit=10)}
+        john = by_title["John_Smith"]
+        assert john.tags == ["person"] and john.type == "reference"
+        assert john.content.splitlines() == ["Speaks fluent Spanish", "Graduated in 2019", "Prefers morning meetings",
+                                             "Allergic to peanuts", "works_at: Anthropic", "leads: Project_Atlas"]
+        linked = {n.title for n in t.expand(john.id).nodes}
+        assert linked == {"John_Smith", "Anthropic", "Project_Atlas"}
+        assert t.recall("peanuts").hits[0].id == john.id
+    assert "already imported" in ok(target.home, "import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl"))
+
+
+def test_import_markdown_notes(target):
+    text = ok(target.home, "import", "--from", "markdown", str(DATA / "notes"))
+    assert text.startswith("imported 3 entries, 4 relations")
+    with target.client() as t:
+        by_title = {e.title: e for e in t.list(limit=10)}
+        assert set(by_title) == {"Ledger migration", "John Smith", "Postgres upgrade"}
+        ledger = by_title["Ledger migration"]
+        assert ledger.tags == ["billing", "migration", "runbook"]
+        assert ledger.valid_from.startswith("2026-03-02") and ledger.source == "Ledger migration.md"
+        assert set(by_title["Postgres upgrade"].tags) == {"infrastructure", "database"}
+        assert {n.title for n in t.expand(ledger.id).nodes} == {"Ledger migration", "John Smith", "Postgres upgrade"}
+    assert "is a folder" in fails(target.home, "import", str(DATA / "notes"), code=2)
+
+
+# ---- the round-trip property ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """One daemon for every example: each example writes to a new tenant and imports into another."""
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    yield d
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 40))
+def test_round_trip_property_over_random_histories(shared, seed, steps):
+    print(f"history seed {seed}, {steps} steps")
+    with shared.client(shared.admin_token) as admin:
+        src = admin.tenant_create(f"src{seed}-{steps}").token
+        dst = admin.tenant_create(f"dst{seed}-{steps}").token
+    with Client(shared.socket, src) as a, Client(shared.socket, dst) as b:
+        build_history(a, random.Random(seed), steps)
+        first = export_lines(a)
+        path = Path(tempfile.mkdtemp(prefix="arb-x-")) / "m.jsonl"
+        path.write_text("\n".join(first) + "\n")
+        files.run_import(lambda tenant: Client(shared.socket, dst), path)
+        again = export_lines(b)
+        assert normalised(again) == normalised(first)
+        times = sorted({json.loads(line)[k] for line in first[1:] for k in ("valid_from", "valid_to")
+                        if json.loads(line).get(k)})
+        order = {old["id"]: new["id"] for old, new in zip(
+            [r for r in map(json.loads, first[1:]) if r["kind"] == "entry"],
+            [r for r in map(json.loads, again[1:]) if r["kind"] == "entry"])}
+        for when in times[:: max(1, len(times) // 5)]:
+            assert [order[e.id] for e in a.list(as_of=when, limit=1000)] == [e.id for e in b.list(as_of=when, limit=1000)]
+        shutil.rmtree(path.parent, ignore_errors=True)
