@@ -19,8 +19,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
     """Write this tenant's memory to FILE (default `-`, stdout) as JSON Lines.
 
     Line 1 is a header (format version, Arbiter version, time); then every
-    conversation, entry (its current state with both time axes) and relation,
-    with this database's ids. Derived data (the search index, tag graph,
+    conversation, entry (its current state with both time axes), earlier
+    recorded state of an entry, and relation, with this database's ids. Derived data (the search index, tag graph,
     topic names) is rebuilt on import, not exported.
 
     \b
@@ -54,7 +54,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
         file.with_name(file.name + ".partial").replace(file)
     if not to_stdout or as_json:
         _emit(summary, as_json, lambda s: click.echo(
-            f"exported {s.entries} entries, {s.relations} relations, {s.conversations} conversations"
+            f"exported {s.entries} entries ({s.revisions} earlier states), {s.relations} relations, "
+            f"{s.conversations} conversations"
             + (f" of {s.tenants} tenants" if everything else "") + f" to {file}"
         ))
 
@@ -127,7 +128,7 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
                 click.echo(f"{who}already imported ({s.finished_at}): nothing changed")
             else:
                 resumed = f" (went on from line {s.resumed_at})" if s.resumed_at else ""
-                click.echo(f"{who}imported {s.entries} entries, {s.relations} relations, "
-                           f"{s.conversations} conversations{resumed}")
+                click.echo(f"{who}imported {s.entries} entries ({s.revisions} earlier states), {s.relations} "
+                           f"relations, {s.conversations} conversations{resumed}")
 
     _emit({tenant or settings.tenant: s for tenant, s in done.items()}, as_json, lambda _: human(done))

@@ -13,6 +13,7 @@ from arbiter.transfer.model import (
     ExportPageAdminParams,
     ExportPageParams,
     RelationRecord,
+    RevisionRecord,
 )
 from arbiter.verb import Context, Verb
 
@@ -26,16 +27,31 @@ def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
     if p.kind == "entry":
         rows = conn.execute(
             "SELECT id, type, title, content, tags, source, conversation_id, parent_id, recorded_at, valid_from, "
-            "valid_to FROM entries WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args,
+            "valid_to, revised_at FROM entries WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args,
         )
         records = [
             EntryRecord(
                 id=r[0], type=r[1], title=r[2], content=r[3], tags=_tags.decode(r[4]), source=r[5],
                 conversation_id=r[6], parent_id=r[7], recorded_at=format_time(r[8]), valid_from=format_time(r[9]),
-                valid_to=format_time(r[10]),
+                valid_to=format_time(r[10]), revised_at=format_time(r[11]),
             )
             for r in rows
         ]
+    elif p.kind == "revision":
+        rows = conn.execute(
+            "SELECT id, entry_id, conversation_id, recorded_from, recorded_to, type, title, content, tags, source, "
+            "valid_from, valid_to FROM entry_revisions WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args,
+        ).fetchall()
+        records = [
+            RevisionRecord(
+                entry_id=r[1], conversation_id=r[2], recorded_from=format_time(r[3]), recorded_to=format_time(r[4]),
+                type=r[5], title=r[6], content=r[7], tags=_tags.decode(r[8]), source=r[9],
+                valid_from=format_time(r[10]), valid_to=format_time(r[11]),
+            )
+            for r in rows
+        ]
+        raw = [msgspec.Raw(_encode(r)) for r in records]
+        return ExportPage(records=raw, next=rows[-1][0] if len(rows) == p.limit else None)
     elif p.kind == "conversation":
         rows = conn.execute(
             "SELECT id, title, created_at FROM conversations WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args
@@ -55,7 +71,7 @@ def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
 
 
 def export_page(ctx: Context, p: ExportPageParams) -> ExportPage:
-    """One page of this tenant's records of one kind (conversation, entry, relation) for `arbiter export`."""
+    """One page of this tenant's records of one kind (conversation, entry, revision, relation) for `arbiter export`."""
     return page(ctx.conn, ctx.tenant_id, p)
 
 

@@ -29,6 +29,7 @@ from arbiter.transfer.model import (
     Header,
     Record,
     RelationRecord,
+    RevisionRecord,
     TenantRecord,
 )
 
@@ -51,6 +52,7 @@ class ExportSummary:
     tenants: int = 0
     conversations: int = 0
     entries: int = 0
+    revisions: int = 0
     relations: int = 0
     lines: int = 0
 
@@ -74,7 +76,8 @@ def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
                 if page.records:
                     out.write(b"\n".join(page.records) + b"\n")
                     n = len(page.records)
-                    plural = {"conversation": "conversations", "entry": "entries", "relation": "relations"}[kind]
+                    plural = {"conversation": "conversations", "entry": "entries", "revision": "revisions",
+                              "relation": "relations"}[kind]
                     setattr(summary, plural, getattr(summary, plural) + n)
                     summary.lines += n
                     progress(n)
@@ -191,10 +194,16 @@ def _check_record(rec, seen: dict[str, set[int]]) -> None:
     if isinstance(rec, EntryRecord):
         known("conversation", rec.conversation_id, "conversation_id")
         known("entry", rec.parent_id, "parent_id")
-        for name in ("recorded_at", "valid_from", "valid_to"):
+        for name in ("recorded_at", "valid_from", "valid_to", "revised_at"):
             if (value := getattr(rec, name)) is not None:
                 parse_time(value, path=name)
         seen["entry"].add(rec.id)
+    elif isinstance(rec, RevisionRecord):
+        known("entry", rec.entry_id, "entry_id")
+        known("conversation", rec.conversation_id, "conversation_id")
+        for name in ("recorded_from", "recorded_to", "valid_from", "valid_to"):
+            if (value := getattr(rec, name)) is not None:
+                parse_time(value, path=name)
     elif isinstance(rec, RelationRecord):
         known("entry", rec.source_id, "source_id")
         known("entry", rec.target_id, "target_id")
@@ -213,6 +222,7 @@ class ImportSummary:
     resumed_at: int | None = None
     conversations: int = 0
     entries: int = 0
+    revisions: int = 0
     relations: int = 0
 
 
@@ -257,6 +267,7 @@ def send(client: Client, path, checked: Checked, section: Section, *, source: st
                     break
                 summary.conversations += reply.conversations
                 summary.entries += reply.entries
+                summary.revisions += reply.revisions
                 summary.relations += reply.relations
                 progress(len(batch))
         finally:

@@ -19,6 +19,7 @@ from arbiter.transfer.model import (
     ImportBatchParams,
     ImportProgress,
     RelationRecord,
+    RevisionRecord,
     TenantRecord,
 )
 from arbiter.verb import Context, Verb
@@ -26,10 +27,14 @@ from arbiter.verb import Context, Verb
 _encode = msgspec.json.Encoder().encode
 _INSERT = (
     "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, "
-    "recorded_at, valid_from, valid_to) VALUES "
+    "recorded_at, valid_from, valid_to, revised_at) VALUES "
 )
-_ROW = "(" + ",".join("?" * 12) + ")"
+_ROW = "(" + ",".join("?" * 13) + ")"
 _ROWS_PER_INSERT = 500
+
+
+def _time(value: str | None, path: str) -> int | None:
+    return None if value is None else parse_time(value, path=path)
 
 
 class _Map:
@@ -82,7 +87,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     if p.first_line != lines_done + 1:
         return _progress(row)  # not where this import stands: the caller goes on from lines_done
     conversations, entries = _Map(conn, import_id, "c"), _Map(conn, import_id, "e")
-    counts = {"conversations": 0, "entries": 0, "relations": 0}
+    counts = {"conversations": 0, "entries": 0, "revisions": 0, "relations": 0}
 
     def ref(mapping: _Map, old: int | None, line: int, field: str, what: str) -> int | None:
         if old is None:
@@ -95,6 +100,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     pending: list[tuple[int, tuple]] = []  # (old id, row) of entries not yet inserted
     waiting: set[int] = set()
     links: list[tuple] = []
+    revisions: list[tuple] = []
 
     def insert_pending() -> None:
         # Multi-row INSERTs, as remember_many does: one statement per entry
@@ -118,10 +124,21 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
                     ref(entries, rec.parent_id, line, "parent_id", "entry"), content_hash(rec.content),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
-                    None if rec.valid_to is None else parse_time(rec.valid_to, path="valid_to"),
+                    _time(rec.valid_to, "valid_to"), _time(rec.revised_at, "revised_at"),
                 )))
                 waiting.add(rec.id)
                 counts["entries"] += 1
+            elif isinstance(rec, RevisionRecord):
+                if pending:
+                    insert_pending()
+                revisions.append((
+                    ref(entries, rec.entry_id, line, "entry_id", "entry"), tenant,
+                    ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
+                    parse_time(rec.recorded_from, path="recorded_from"), parse_time(rec.recorded_to, path="recorded_to"),
+                    rec.type, rec.title, rec.content, _encode(rec.tags).decode(), rec.source,
+                    parse_time(rec.valid_from, path="valid_from"), _time(rec.valid_to, "valid_to"),
+                ))
+                counts["revisions"] += 1
             elif isinstance(rec, RelationRecord):
                 if pending:
                     insert_pending()
@@ -148,6 +165,11 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 raise
             raise InvalidParams(f"line {line}: {e.message}", path=e.path) from None
     insert_pending()
+    # Past states go in as rows: the record-time triggers fire only on updates, so nothing is re-derived.
+    conn.executemany(
+        "INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to, type, title, "
+        "content, tags, source, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", revisions,
+    )
     conn.executemany(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) VALUES (?, ?, ?, ?, ?)", links
     )

@@ -2,7 +2,8 @@
 
 Line 1 is a `Header`; every other line is one record, tagged by `kind`.
 Records come in dependency order: conversations, entries (by id, so a
-reply's parent precedes it), then relations. Ids are the exporting
+reply's parent precedes it), their earlier recorded states (revisions),
+then relations. Ids are the exporting
 database's; import maps them to new ones and keeps the references. Times are
 RFC 3339 with microseconds, exact both ways. `--all` exports put a `tenant`
 record before each tenant's records.
@@ -60,11 +61,29 @@ class EntryRecord(Struct, kw_only=True, tag="entry", tag_field="kind"):
     recorded_at: str
     valid_from: str
     valid_to: str | None
+    #: When this state was recorded, if the entry changed after `recorded_at` (earlier states: `revision` records).
+    revised_at: str | None = None
 
     def __post_init__(self) -> None:
         _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
         _check_bytes("content", self.content, CONTENT_MAX_BYTES, required=True)
         _check_bytes("source", self.source, SOURCE_MAX_BYTES)
+
+
+class RevisionRecord(Struct, kw_only=True, tag="revision", tag_field="kind"):
+    """A state an entry held on the record-time axis, over [recorded_from, recorded_to)."""
+
+    entry_id: int
+    conversation_id: int | None
+    recorded_from: str
+    recorded_to: str
+    type: EntryType
+    title: str
+    content: str
+    tags: list[str]
+    source: str | None
+    valid_from: str
+    valid_to: str | None
 
 
 class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind"):
@@ -75,14 +94,15 @@ class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind"):
     created_at: str
 
 
-Record = Union[TenantRecord, ConversationRecord, EntryRecord, RelationRecord]
-KINDS = ("conversation", "entry", "relation")
+Record = Union[TenantRecord, ConversationRecord, EntryRecord, RevisionRecord, RelationRecord]
+#: The export order: each kind refers only to kinds before it.
+KINDS = ("conversation", "entry", "revision", "relation")
 
 
 class ExportPageParams(Params):
     """One page of a tenant's records of one `kind`, ids after `after`."""
 
-    kind: Annotated[str, Meta(pattern="^(conversation|entry|relation)$")]
+    kind: Annotated[str, Meta(pattern="^(conversation|entry|revision|relation)$")]
     after: int = 0
     limit: Annotated[int, Meta(ge=1, le=10_000)] = 5000
 
@@ -125,4 +145,5 @@ class ImportProgress(Struct, kw_only=True):
     finished_at: str | None = None
     conversations: int = 0
     entries: int = 0
+    revisions: int = 0
     relations: int = 0

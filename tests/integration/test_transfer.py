@@ -35,7 +35,8 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
     ids: list[int] = []
     conversations: list[int] = []
     for step in range(steps):
-        op = rng.choice(["remember", "remember", "reply", "supersede", "forget", "link", "conversation"])
+        op = rng.choice(["remember", "remember", "reply", "supersede", "forget", "link", "conversation", "update",
+                         "restore"])
         if op == "conversation":
             conversations.append(c.conversation_create(f"chat {step}").id)
             continue
@@ -51,17 +52,27 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
         elif op == "reply":
             try:
                 ids.append(c.reply(rng.choice(ids), f"reply {step} on {' '.join(tags)}").id)
-            except NotFound:  # the parent is retired
+            except (NotFound, InvalidParams):  # the parent is retired
                 pass
         elif op == "supersede":
             old = rng.choice(ids)
             try:
                 ids.append(c.remember(type="project", title=f"revised {step}", content=f"newer view {step}",
                                       tags=tags, supersedes_ids=[old]).id)
-            except NotFound:  # the old one is already retired
+            except (NotFound, InvalidParams):  # the old one is already retired
                 pass
         elif op == "forget":
             c.forget(rng.choice(ids))
+        elif op == "update":  # a correction: the old text becomes an earlier recorded state
+            try:
+                c.update(rng.choice(ids), content=f"corrected at step {step}", tags=tags)
+            except (NotFound, InvalidParams):  # retired entries are not corrected
+                pass
+        elif op == "restore":
+            try:
+                c.restore(rng.choice(ids))
+            except (NotFound, InvalidParams, Conflict):  # superseded entries stay retired
+                pass
         elif op == "link" and len(ids) > 1:
             a, b = rng.sample(ids, 2)
             try:
@@ -77,10 +88,11 @@ def normalised(lines: list[str]) -> list[dict]:
     for line in lines[1:]:
         rec = json.loads(line)
         kind = rec["kind"]
-        ordinal[(kind, rec["id"])] = len([k for k in ordinal if k[0] == kind])
-        rec["id"] = ordinal[(kind, rec["id"])]
+        if "id" in rec:
+            ordinal[(kind, rec["id"])] = len([k for k in ordinal if k[0] == kind])
+            rec["id"] = ordinal[(kind, rec["id"])]
         for key, kind_ref in (("parent_id", "entry"), ("source_id", "entry"), ("target_id", "entry"),
-                              ("conversation_id", "conversation")):
+                              ("entry_id", "entry"), ("conversation_id", "conversation")):
             if rec.get(key) is not None:
                 rec[key] = ordinal[(kind_ref, rec[key])]
         out.append(rec)
@@ -128,6 +140,19 @@ def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path)
             mine, theirs = c.get(e.id), t.get(new_id[e.id])
             assert (mine.title, mine.content, mine.tags, mine.recorded_at, mine.valid_from) == \
                 (theirs.title, theirs.content, theirs.tags, theirs.recorded_at, theirs.valid_from)
+        # The record-time axis: what the memory said at each instant something was recorded.
+        records = [json.loads(line) for line in first[1:]]
+        instants = sorted({r[k] for r in records for k in ("recorded_at", "revised_at", "recorded_from") if r.get(k)})
+        assert any(r["kind"] == "revision" for r in records)  # the history holds corrections
+        for known in instants[:: max(1, len(instants) // 8)]:
+            mine = [(new_id[e.id], e.content, e.valid_to) for e in c.list(known_at=known, limit=1000)]
+            theirs = [(e.id, e.content, e.valid_to) for e in t.list(known_at=known, limit=1000)]
+            assert mine == theirs
+            assert [new_id[h.id] for h in c.recall("corrected", known_at=known, limit=20).hits] == \
+                [h.id for h in t.recall("corrected", known_at=known, limit=20).hits]
+        for e in originals[:10]:
+            mine, theirs = c.history(e.id), t.history(new_id[e.id])
+            assert [(x.content, x.recorded_at) for x in mine.entries] == [(x.content, x.recorded_at) for x in theirs.entries]
 
 
 def test_reimport_is_a_noop_that_says_so(daemon, target, tmp_path):
@@ -215,7 +240,7 @@ def test_export_all_and_import_all_keep_tenants_apart(daemon, target, tmp_path):
 
 def test_import_from_the_mcp_memory_server(target):
     text = ok(target.home, "import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl"))
-    assert text.startswith("imported 3 entries, 3 relations")
+    assert text.startswith("imported 3 entries (0 earlier states), 3 relations")
     with target.client() as t:
         by_title = {e.title: e for e in t.list(limit=10)}
         john = by_title["John_Smith"]
@@ -230,7 +255,7 @@ def test_import_from_the_mcp_memory_server(target):
 
 def test_import_markdown_notes(target):
     text = ok(target.home, "import", "--from", "markdown", str(DATA / "notes"))
-    assert text.startswith("imported 3 entries, 4 relations")
+    assert text.startswith("imported 3 entries (0 earlier states), 4 relations")
     with target.client() as t:
         by_title = {e.title: e for e in t.list(limit=10)}
         assert set(by_title) == {"Ledger migration", "John Smith", "Postgres upgrade"}
@@ -277,4 +302,9 @@ def test_round_trip_property_over_random_histories(shared, seed, steps):
             [r for r in map(json.loads, again[1:]) if r["kind"] == "entry"])}
         for when in times[:: max(1, len(times) // 5)]:
             assert [order[e.id] for e in a.list(as_of=when, limit=1000)] == [e.id for e in b.list(as_of=when, limit=1000)]
+        known = sorted({json.loads(line)[k] for line in first[1:] for k in ("recorded_at", "revised_at", "recorded_from")
+                        if json.loads(line).get(k)})
+        for when in known[:: max(1, len(known) // 5)]:
+            assert [(order[e.id], e.content) for e in a.list(known_at=when, limit=1000)] == \
+                [(e.id, e.content) for e in b.list(known_at=when, limit=1000)]
         shutil.rmtree(path.parent, ignore_errors=True)
