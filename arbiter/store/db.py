@@ -495,7 +495,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         # re-importing a file is a no-op that says so, and an interrupted
         # import resumes after its last committed batch. `import_ids` maps the
         # file's ids to the new ones while the import runs (dropped when it
-        # finishes): conversations 'c', entries 'e'.
+        # finishes): conversations 'c', entries 'e', entities 'n'.
         "m008_imports",
         """
         CREATE TABLE imports(
@@ -511,7 +511,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         CREATE TABLE import_ids(
             import_id INTEGER NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
-            kind TEXT NOT NULL CHECK (kind IN ('c', 'e')),
+            kind TEXT NOT NULL CHECK (kind IN ('c', 'e', 'n')),
             old_id INTEGER NOT NULL,
             new_id INTEGER NOT NULL,
             PRIMARY KEY (import_id, kind, old_id)

@@ -8,6 +8,12 @@ from arbiter._time import format_time
 from arbiter.errors import NotFound
 from arbiter.transfer.model import (
     ConversationRecord,
+    EntityEventRecord,
+    EntityMergeRecord,
+    EntityNameRecord,
+    EntityRecord,
+    EntityRelationRecord,
+    MentionRecord,
     EntryRecord,
     ExportPage,
     ExportPageAdminParams,
@@ -57,6 +63,8 @@ def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
             "SELECT id, title, created_at FROM conversations WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args
         )
         records = [ConversationRecord(id=i, title=t, created_at=format_time(c)) for i, t, c in rows]
+    elif p.kind in _ENTITY_PAGES:
+        return _ENTITY_PAGES[p.kind](conn, tenant_id, p)
     else:
         rows = conn.execute(
             "SELECT id, source_id, relation, target_id, created_at FROM relations "
@@ -70,8 +78,79 @@ def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
     return ExportPage(records=raw, next=records[-1].id if len(records) == p.limit else None)
 
 
+def _rows_page(rows: list, build, limit: int) -> ExportPage:
+    """A page whose cursor is the first column of its rows (not a field of its records)."""
+    raw = [msgspec.Raw(_encode(build(r))) for r in rows]
+    return ExportPage(records=raw, next=rows[-1][0] if len(rows) == limit else None)
+
+
+def _entities(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT id, name, type, description, created_at, updated_at, retired_at FROM entities "
+        "WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", (tenant_id, p.after, p.limit),
+    ).fetchall()
+    names: dict[int, list[EntityNameRecord]] = {}
+    if rows:
+        for entity_id, name, alias, created in conn.execute(
+            "SELECT entity_id, name, is_alias, created_at FROM entity_names WHERE tenant_id = ? AND entity_id "
+            "BETWEEN ? AND ? ORDER BY id", (tenant_id, rows[0][0], rows[-1][0]),
+        ):
+            names.setdefault(entity_id, []).append(
+                EntityNameRecord(name=name, alias=bool(alias), created_at=format_time(created)))
+    return _rows_page(rows, lambda r: EntityRecord(
+        id=r[0], name=r[1], type=r[2], description=r[3], created_at=format_time(r[4]),
+        updated_at=format_time(r[5]), retired_at=format_time(r[6]), names=names.get(r[0], []),
+    ), p.limit)
+
+
+def _merges(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT id, merged_into FROM entities WHERE tenant_id = ? AND id > ? AND merged_into IS NOT NULL "
+        "ORDER BY id LIMIT ?", (tenant_id, p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: EntityMergeRecord(id=r[0], into=r[1]), p.limit)
+
+
+def _mentions(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    # entry_entities is keyed (entry, entity), not by a rowid: page by entry id, whole entries at a time.
+    rows = conn.execute(
+        "SELECT entry_id, entity_id, how FROM entry_entities WHERE tenant_id = ? AND entry_id IN ("
+        "SELECT DISTINCT entry_id FROM entry_entities WHERE tenant_id = ? AND entry_id > ? ORDER BY entry_id LIMIT ?"
+        ") ORDER BY entry_id, entity_id", (tenant_id, tenant_id, p.after, p.limit),
+    ).fetchall()
+    raw = [msgspec.Raw(_encode(MentionRecord(entry_id=e, entity_id=n, how=h))) for e, n, h in rows]
+    entries = len({r[0] for r in rows})
+    return ExportPage(records=raw, next=rows[-1][0] if entries == p.limit else None)
+
+
+def _entity_relations(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT id, source_id, relation, target_id, weight, created_at, updated_at FROM entity_relations "
+        "WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", (tenant_id, p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: EntityRelationRecord(
+        source_id=r[1], relation=r[2], target_id=r[3], weight=r[4], created_at=format_time(r[5]),
+        updated_at=format_time(r[6]),
+    ), p.limit)
+
+
+def _entity_events(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT id, entity_id, kind, detail, at FROM entity_events WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (tenant_id, p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: EntityEventRecord(entity_id=r[1], event=r[2], detail=r[3], at=format_time(r[4])),
+                      p.limit)
+
+
+_ENTITY_PAGES = {
+    "entity": _entities, "entity_merge": _merges, "mention": _mentions, "entity_relation": _entity_relations,
+    "entity_event": _entity_events,
+}
+
+
 def export_page(ctx: Context, p: ExportPageParams) -> ExportPage:
-    """One page of this tenant's records of one kind (conversation, entry, revision, relation) for `arbiter export`."""
+    """One page of this tenant's records of one kind (conversation, entry, revision, relation, entity, ...) for `arbiter export`."""
     return page(ctx.conn, ctx.tenant_id, p)
 
 

@@ -28,6 +28,11 @@ from arbiter.transfer.model import (
     EntryRecord,
     Header,
     Record,
+    EntityEventRecord,
+    EntityMergeRecord,
+    EntityRecord,
+    EntityRelationRecord,
+    MentionRecord,
     RelationRecord,
     RevisionRecord,
     TenantRecord,
@@ -47,6 +52,10 @@ class FormatTooNew(InvalidParams):
     """The file was written by a newer Arbiter, in a format this one cannot read."""
 
 
+_COUNTED = {"conversation": "conversations", "entry": "entries", "revision": "revisions", "relation": "relations",
+            "entity": "entities", "mention": "mentions"}
+
+
 @dataclass
 class ExportSummary:
     tenants: int = 0
@@ -54,6 +63,8 @@ class ExportSummary:
     entries: int = 0
     revisions: int = 0
     relations: int = 0
+    entities: int = 0
+    mentions: int = 0
     lines: int = 0
 
 
@@ -76,9 +87,9 @@ def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
                 if page.records:
                     out.write(b"\n".join(page.records) + b"\n")
                     n = len(page.records)
-                    plural = {"conversation": "conversations", "entry": "entries", "revision": "revisions",
-                              "relation": "relations"}[kind]
-                    setattr(summary, plural, getattr(summary, plural) + n)
+                    plural = _COUNTED.get(kind)
+                    if plural:
+                        setattr(summary, plural, getattr(summary, plural) + n)
                     summary.lines += n
                     progress(n)
                 after = page.next
@@ -131,7 +142,7 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
             if number == 1:
                 header = _check_header(line)
                 sections.append(Section(tenant=None, first_line=2, last_line=1))  # None: the caller's tenant
-                seen = {"conversation": set(), "entry": set()}
+                seen = {"conversation": set(), "entry": set(), "entity": set()}
                 continue
             try:
                 rec = _record.decode(line)
@@ -148,7 +159,7 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
                 if sections and sections[-1].last_line < sections[-1].first_line and sections[-1].tenant is None:
                     sections.pop()
                 sections.append(Section(tenant=rec.name, first_line=number + 1, last_line=number))
-                seen = {"conversation": set(), "entry": set()}
+                seen = {"conversation": set(), "entry": set(), "entity": set()}
                 continue
             sections[-1].last_line = number
             sections[-1].records += 1
@@ -211,6 +222,25 @@ def _check_record(rec, seen: dict[str, set[int]]) -> None:
     elif isinstance(rec, ConversationRecord):
         parse_time(rec.created_at, path="created_at")
         seen["conversation"].add(rec.id)
+    elif isinstance(rec, EntityRecord):
+        for value in (rec.created_at, rec.updated_at, rec.retired_at, *(n.created_at for n in rec.names)):
+            if value is not None:
+                parse_time(value, path="created_at")
+        seen["entity"].add(rec.id)
+    elif isinstance(rec, EntityMergeRecord):
+        known("entity", rec.id, "id")
+        known("entity", rec.into, "into")
+    elif isinstance(rec, MentionRecord):
+        known("entry", rec.entry_id, "entry_id")
+        known("entity", rec.entity_id, "entity_id")
+    elif isinstance(rec, EntityRelationRecord):
+        known("entity", rec.source_id, "source_id")
+        known("entity", rec.target_id, "target_id")
+        parse_time(rec.created_at, path="created_at")
+        parse_time(rec.updated_at, path="updated_at")
+    elif isinstance(rec, EntityEventRecord):
+        known("entity", rec.entity_id, "entity_id")
+        parse_time(rec.at, path="at")
 
 
 @dataclass
@@ -224,6 +254,8 @@ class ImportSummary:
     entries: int = 0
     revisions: int = 0
     relations: int = 0
+    entities: int = 0
+    mentions: int = 0
 
 
 def _batches(source: Iterator[bytes], first: int, last: int) -> Iterator[tuple[int, list[bytes]]]:
@@ -269,6 +301,8 @@ def send(client: Client, path, checked: Checked, section: Section, *, source: st
                 summary.entries += reply.entries
                 summary.revisions += reply.revisions
                 summary.relations += reply.relations
+                summary.entities += reply.entities
+                summary.mentions += reply.mentions
                 progress(len(batch))
         finally:
             if lines is None:

@@ -12,12 +12,19 @@ import msgspec
 
 from arbiter._time import format_time, parse_time
 from arbiter.errors import InvalidParams
+from arbiter.entities import names as entity_names
+from arbiter.entities.core import _add_name
 from arbiter.store.entries import content_hash
 from arbiter.transfer.model import (
     ConversationRecord,
     EntryRecord,
     ImportBatchParams,
     ImportProgress,
+    EntityEventRecord,
+    EntityMergeRecord,
+    EntityRecord,
+    EntityRelationRecord,
+    MentionRecord,
     RelationRecord,
     RevisionRecord,
     TenantRecord,
@@ -43,6 +50,8 @@ class _Map:
     def __init__(self, conn, import_id: int, kind: str):
         self.conn, self.import_id, self.kind = conn, import_id, kind
         self.fresh: dict[int, int] = {}
+        #: Old ids mapped onto an entity the tenant already had (same name): never altered by the import.
+        self.existing: set[int] = set()
 
     def __getitem__(self, old: int) -> int | None:
         if (new := self.fresh.get(old)) is not None:
@@ -68,6 +77,38 @@ def _progress(row, **counts) -> ImportProgress:
     )
 
 
+def _entity(conn, tenant: int, rec: EntityRecord, ents: _Map) -> None:
+    """Create the entity, or, if the tenant already has one by its name, map onto that one and add the new aliases.
+
+    Names are unique per tenant (case-folded), so importing into a tenant
+    that already knows "Postgres" links the imported mentions to its
+    Postgres instead of failing.
+    """
+    owner = {}
+    for n in rec.names:
+        row = conn.execute("SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?",
+                           (tenant, entity_names.key(n.name))).fetchone()
+        if row is not None:
+            owner[n.name] = row[0]
+    primary = next((owner.get(n.name) for n in rec.names if not n.alias), None)
+    if primary is not None:
+        entity_id = primary
+        ents.existing.add(rec.id)
+    else:
+        conn.execute(
+            "INSERT INTO entities(tenant_id, name, type, description, created_at, updated_at, retired_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (tenant, rec.name, rec.type, rec.description, parse_time(rec.created_at, path="created_at"),
+             parse_time(rec.updated_at, path="updated_at"), _time(rec.retired_at, "retired_at")),
+        )
+        entity_id = conn.last_insert_rowid()
+    ents.fresh[rec.id] = entity_id
+    for n in rec.names:
+        if n.name not in owner:
+            _add_name(conn, tenant, entity_id, n.name, alias=n.alias or primary is not None,
+                      now=parse_time(n.created_at, path="names.created_at"))
+
+
 def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     """Write one batch of an export file (lines `first_line`..) into this tenant, ids remapped; resumable, never twice."""
     conn, tenant = ctx.conn, ctx.tenant_id
@@ -86,8 +127,8 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     import_id, lines_done = row[0], row[1]
     if p.first_line != lines_done + 1:
         return _progress(row)  # not where this import stands: the caller goes on from lines_done
-    conversations, entries = _Map(conn, import_id, "c"), _Map(conn, import_id, "e")
-    counts = {"conversations": 0, "entries": 0, "revisions": 0, "relations": 0}
+    conversations, entries, ents = _Map(conn, import_id, "c"), _Map(conn, import_id, "e"), _Map(conn, import_id, "n")
+    counts = {"conversations": 0, "entries": 0, "revisions": 0, "relations": 0, "entities": 0, "mentions": 0}
 
     def ref(mapping: _Map, old: int | None, line: int, field: str, what: str) -> int | None:
         if old is None:
@@ -148,6 +189,38 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     parse_time(rec.created_at, path="created_at"),
                 ))
                 counts["relations"] += 1
+            elif isinstance(rec, EntityRecord):
+                if pending:
+                    insert_pending()
+                _entity(conn, tenant, rec, ents)
+                counts["entities"] += 1
+            elif isinstance(rec, EntityMergeRecord):
+                if rec.id in ents.fresh and rec.id not in ents.existing:  # never re-point an entity that was here
+                    conn.execute("UPDATE entities SET merged_into = ? WHERE id = ?",
+                                 (ref(ents, rec.into, line, "into", "entity"), ents.fresh[rec.id]))
+            elif isinstance(rec, MentionRecord):
+                if pending:
+                    insert_pending()
+                conn.execute(
+                    "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how) VALUES (?, ?, ?, ?)",
+                    (ref(entries, rec.entry_id, line, "entry_id", "entry"),
+                     ref(ents, rec.entity_id, line, "entity_id", "entity"), tenant, rec.how),
+                )
+                counts["mentions"] += 1
+            elif isinstance(rec, EntityRelationRecord):
+                conn.execute(
+                    "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO NOTHING",
+                    (tenant, ref(ents, rec.source_id, line, "source_id", "entity"), rec.relation,
+                     ref(ents, rec.target_id, line, "target_id", "entity"), rec.weight,
+                     parse_time(rec.created_at, path="created_at"), parse_time(rec.updated_at, path="updated_at")),
+                )
+            elif isinstance(rec, EntityEventRecord):
+                conn.execute(
+                    "INSERT INTO entity_events(tenant_id, entity_id, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
+                    (tenant, ref(ents, rec.entity_id, line, "entity_id", "entity"), rec.event, rec.detail,
+                     parse_time(rec.at, path="at")),
+                )
             elif isinstance(rec, ConversationRecord):
                 conn.execute(
                     "INSERT INTO conversations(tenant_id, title, created_at) VALUES (?, ?, ?)",
@@ -175,6 +248,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     )
     conversations.save()
     entries.save()
+    ents.save()
     lines_done = p.first_line + len(p.records) - 1
     finished = ctx.now if lines_done >= row[2] else None
     conn.execute("UPDATE imports SET lines_done = ?, finished_at = ? WHERE id = ?", (lines_done, finished, import_id))

@@ -3,7 +3,8 @@
 Line 1 is a `Header`; every other line is one record, tagged by `kind`.
 Records come in dependency order: conversations, entries (by id, so a
 reply's parent precedes it), their earlier recorded states (revisions),
-then relations. Ids are the exporting
+then relations; then entities (with their names), merges, which entries
+mention which entity, entity relations and entity events. Ids are the exporting
 database's; import maps them to new ones and keeps the references. Times are
 RFC 3339 with microseconds, exact both ways. `--all` exports put a `tenant`
 record before each tenant's records.
@@ -15,12 +16,12 @@ names are recomputed (and re-named) on first use.
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 import msgspec
 from msgspec import Meta, Struct
 
-from arbiter.model import EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
 FORMAT = 1
@@ -94,15 +95,74 @@ class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind"):
     created_at: str
 
 
-Record = Union[TenantRecord, ConversationRecord, EntryRecord, RevisionRecord, RelationRecord]
+class EntityNameRecord(Struct, kw_only=True):
+    """One name an entity answers to: its name or an alias."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=128)]
+    alias: bool
+    created_at: str
+
+
+class EntityRecord(Struct, kw_only=True, tag="entity", tag_field="kind"):
+    """A named thing, with every name it answers to (merged-away entities keep their row and no names)."""
+
+    id: int
+    name: Annotated[str, Meta(min_length=1, max_length=128)]
+    type: EntityType
+    description: str | None
+    created_at: str
+    updated_at: str
+    retired_at: str | None
+    names: list[EntityNameRecord]
+
+
+class EntityMergeRecord(Struct, kw_only=True, tag="entity_merge", tag_field="kind"):
+    """Entity `id` was merged into `into` (after every entity record: `into` may be a later one)."""
+
+    id: int
+    into: int
+
+
+class MentionRecord(Struct, kw_only=True, tag="mention", tag_field="kind"):
+    """Entry `entry_id` mentions entity `entity_id`; `how` it was linked."""
+
+    entry_id: int
+    entity_id: int
+    how: Literal["given", "extracted", "speaker", "advisor"]
+
+
+class EntityRelationRecord(Struct, kw_only=True, tag="entity_relation", tag_field="kind"):
+    source_id: int
+    relation: EntityRelationType
+    target_id: int
+    weight: float
+    created_at: str
+    updated_at: str
+
+
+class EntityEventRecord(Struct, kw_only=True, tag="entity_event", tag_field="kind"):
+    """A merge, rename or retype, as recorded (`detail` verbatim: the ids in it are the exporting database's)."""
+
+    entity_id: int
+    event: Literal["merge", "rename", "retype"]
+    detail: str
+    at: str
+
+
+Record = Union[
+    TenantRecord, ConversationRecord, EntryRecord, RevisionRecord, RelationRecord, EntityRecord, EntityMergeRecord,
+    MentionRecord, EntityRelationRecord, EntityEventRecord,
+]
 #: The export order: each kind refers only to kinds before it.
-KINDS = ("conversation", "entry", "revision", "relation")
+KINDS = ("conversation", "entry", "revision", "relation", "entity", "entity_merge", "mention", "entity_relation",
+         "entity_event")
 
 
 class ExportPageParams(Params):
     """One page of a tenant's records of one `kind`, ids after `after`."""
 
-    kind: Annotated[str, Meta(pattern="^(conversation|entry|revision|relation)$")]
+    kind: Literal["conversation", "entry", "revision", "relation", "entity", "entity_merge", "mention",
+                  "entity_relation", "entity_event"]
     after: int = 0
     limit: Annotated[int, Meta(ge=1, le=10_000)] = 5000
 
@@ -147,3 +207,5 @@ class ImportProgress(Struct, kw_only=True):
     entries: int = 0
     revisions: int = 0
     relations: int = 0
+    entities: int = 0
+    mentions: int = 0

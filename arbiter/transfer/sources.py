@@ -3,11 +3,13 @@
 - `mcp-memory`: the MCP reference memory server's `memory.jsonl`
   (`{"type":"entity","name","entityType","observations"}` and
   `{"type":"relation","from","to","relationType"}` lines). Each entity becomes
-  a `reference` entry titled by its name, its observations the content (one
-  per line), tagged with its entity type; each relation becomes a
-  `relates_to` link, and since Arbiter's relations are a closed vocabulary,
-  the original relation type is kept as a line of the source entry's
-  content ("works_at: Anthropic").
+  an Arbiter entity (its type if Arbiter has it, "organization" spelled
+  "organisation", else `other`) and a `reference` entry titled by its name
+  that mentions it, its observations the content (one per line), tagged
+  with its entity type; each relation becomes a `relates_to` link between
+  the entries and an entity relation (its type if Arbiter has it, else
+  `related_to`); since both vocabularies are closed, the original relation
+  type is also kept as a line of the source entry ("works_at: Anthropic").
 - `markdown`: a folder of Markdown notes, Obsidian or basic-memory style.
   Each `.md` file becomes a `learning` entry: title from the front matter's
   `title` (else the file name), tags from its `tags` and inline `#tags`,
@@ -31,7 +33,10 @@ from arbiter import __version__
 from arbiter._time import US, format_time, parse_time
 from arbiter.errors import InvalidParams
 from arbiter.model import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
-from arbiter.transfer.model import FORMAT, EntryRecord, Header, RelationRecord
+from arbiter.model import EntityRelationType, EntityType
+from arbiter.transfer.model import (
+    FORMAT, EntityNameRecord, EntityRecord, EntityRelationRecord, EntryRecord, Header, MentionRecord, RelationRecord,
+)
 
 SOURCES = ("arbiter", "mcp-memory", "markdown")
 _encode = msgspec.json.Encoder().encode
@@ -124,6 +129,23 @@ def _mcp_memory(path: Path) -> Iterator[bytes]:
             seen.add(pair)
             yield _encode(RelationRecord(id=n, source_id=pair[0], relation="relates_to", target_id=pair[1],
                                          created_at=when))
+    types = {"organization": "organisation", **{t: t for t in EntityType.__args__}}
+    for name, (kind, _) in entities.items():
+        yield _encode(EntityRecord(
+            id=ids[name], name=name[:128], type=types.get((kind or "").lower(), "other"), description=None,
+            created_at=when, updated_at=when, retired_at=None,
+            names=[EntityNameRecord(name=name[:128], alias=False, created_at=when)],
+        ))
+    for name in entities:
+        yield _encode(MentionRecord(entry_id=ids[name], entity_id=ids[name], how="given"))
+    done: set[tuple[int, str, int]] = set()
+    for source, relation, target in relations:
+        kind = relation if relation in EntityRelationType.__args__ else "related_to"
+        key = (ids[source], kind, ids[target])
+        if key[0] != key[2] and key not in done:
+            done.add(key)
+            yield _encode(EntityRelationRecord(source_id=key[0], relation=kind, target_id=key[2], weight=1.0,
+                                               created_at=when, updated_at=when))
 
 
 # ---- Markdown notes (Obsidian, basic-memory) -------------------------------------------
