@@ -21,6 +21,7 @@ from typing import Annotated, Literal, Union
 import msgspec
 from msgspec import Meta, Struct
 
+from arbiter.validation import pattern
 from arbiter.model import EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
@@ -188,7 +189,7 @@ class ImportBatchParams(Params):
     ended is not written, and the answer says where to go on from.
     """
 
-    digest: Annotated[str, Meta(pattern="^[0-9a-f]{64}$")]
+    digest: Annotated[str, Meta(pattern=pattern(r"^[0-9a-f]{64}$", "the file's sha256: 64 lowercase hex digits"))]
     lines: Annotated[int, Meta(ge=1)]
     first_line: Annotated[int, Meta(ge=1)]
     records: Annotated[list[Record], Meta(max_length=10_000)]
