@@ -14,6 +14,7 @@ import time
 import apsw
 import msgspec
 
+from arbiter._time import parse_time
 from arbiter.model import RecallParams, RecallResult
 from arbiter.recall import Candidate, Ranking, fuse, recall, render, search
 from arbiter.recall.hits import browse
@@ -41,8 +42,11 @@ def cut(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore") + "…"
 
 
-def shown(conn: apsw.Connection, tenant_id: int, ids: list[int], excerpt: int):
-    """The advisor's view of entries: `(type · date · superseded)` and title + content cut to `excerpt` bytes."""
+def shown(conn: apsw.Connection, tenant_id: int, ids: list[int], excerpt: int, *, known_at: int | None = None):
+    """The advisor's view of entries: `(type · date · superseded)` and title + content cut to `excerpt` bytes.
+
+    With `known_at`, the texts as recorded then (what a `known_at` recall ranked).
+    """
     from arbiter.advisor import Candidate as Shown
 
     return [
@@ -50,7 +54,7 @@ def shown(conn: apsw.Connection, tenant_id: int, ids: list[int], excerpt: int):
             id=e.id, type=e.type, date=e.valid_from[:10], superseded=bool(e.superseded_by),
             text=cut(f"{e.title}\n{e.content}", excerpt),
         )
-        for e in entries.get_any(conn, tenant_id, ids)
+        for e in entries.get_any(conn, tenant_id, ids, known_at=known_at)
     ]
 
 
@@ -68,6 +72,7 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
     from arbiter.advisor import AdvisorError
 
     deadline = time.monotonic() + p.deadline_ms / 1000
+    known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     if advisor is None:
         return msgspec.structs.replace(recall(conn, tenant_id, p), note=NO_KEY)
     depth = max(p.limit, RERANK_DEPTH)
@@ -101,7 +106,7 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
             continue
         try:
             order = advisor.rerank(
-                p.query, shown(conn, tenant_id, [c.id for c in candidates[:head]], excerpt),
+                p.query, shown(conn, tenant_id, [c.id for c in candidates[:head]], excerpt, known_at=known_at),
                 model=_model(choice, default), deadline=deadline,
             )
         except AdvisorError as e:

@@ -148,3 +148,14 @@ def test_the_fine_pass_sees_1500_bytes_of_each_candidate(llm, fake_messages):
     prompt = fake_messages.requests[0]["messages"][0]["content"]
     assert "MARKER" in prompt  # past the advisor's old 1200-character clip
     assert "y" * 300 not in prompt  # cut at 1500 bytes of title + content
+
+
+def test_rerank_with_known_at_shows_the_model_the_texts_as_they_stood(llm, fake_messages):
+    ids = _deploy_notes(llm, 3)
+    before = llm.get(ids[-1]).recorded_at  # all three written, none corrected yet
+    llm.update(ids[0], content="deploy step 0: check the canary, then the pelican")
+    fake_messages.set_script([json.dumps({"ids": ids})])
+    res = llm.recall("deploy canary", rerank=True, known_at=before)
+    assert res.note is None and sorted(_ids(res)) == sorted(ids)
+    shown = json.dumps(fake_messages.requests[-1])
+    assert "check the canary 0" in shown and "pelican" not in shown
