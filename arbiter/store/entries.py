@@ -47,6 +47,24 @@ def columns(known_at: int | None) -> str:
     return ENTRY_COLUMNS.replace(_SUPERSEDED_BY.format(""), _SUPERSEDED_BY.format(f" AND r.created_at <= {int(known_at)}"))
 
 
+def _state_arms(t: int) -> tuple[str, str]:
+    """The two halves of `states_at(t)`, each a FROM-clause text naming `e`: current rows, past states."""
+    return (
+        f"""(
+        SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash,
+               recorded_at, valid_from, valid_to, revised_at
+        FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
+    ) e""",
+        f"""(
+        SELECT r.entry_id AS id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id,
+               x.parent_id, NULL AS content_hash, x.recorded_at, r.valid_from, r.valid_to,
+               nullif(r.recorded_from, x.recorded_at) AS revised_at
+        FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
+        WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
+    ) e""",
+    )
+
+
 def states_at(known_at: int | None) -> str:
     """FROM-clause text naming `e`: entries as the store held them at `known_at` (None: now, the entries table).
 
@@ -56,17 +74,8 @@ def states_at(known_at: int | None) -> str:
     """
     if known_at is None:
         return "entries e"
-    t = int(known_at)
-    return f"""(
-        SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash,
-               recorded_at, valid_from, valid_to, revised_at
-        FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
-        UNION ALL
-        SELECT r.entry_id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id, x.parent_id,
-               NULL, x.recorded_at, r.valid_from, r.valid_to, nullif(r.recorded_from, x.recorded_at)
-        FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
-        WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
-    ) e"""
+    current, past = _state_arms(int(known_at))
+    return f"(SELECT * FROM {current} UNION ALL SELECT * FROM {past}) e"
 
 
 def visible(as_of: int | None, alias: str = "e") -> tuple[str, tuple]:
@@ -253,11 +262,20 @@ def list_entries(conn: apsw.Connection, tenant_id: int, p: ListParams) -> list[E
     if p.before_id is not None:
         where.append("e.id < ?")
         args.append(p.before_id)
-    sql = (
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE {' AND '.join(where)} "
-        "ORDER BY e.id DESC LIMIT ?"
-    )
-    return [entry_from_row(r) for r in conn.execute(sql, (*args, p.limit))]
+    cond = " AND ".join(where)
+    if known_at is None:
+        sql = f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {cond} ORDER BY e.id DESC LIMIT ?"
+        return [entry_from_row(r) for r in conn.execute(sql, (*args, p.limit))]
+    # Newest first with a limit, per half: the current half walks the tenant's
+    # id index and stops at `limit` (over the union, SQLite would build every
+    # state of the tenant, with its relations, before sorting: 6x slower at 20K).
+    ids = sorted(
+        {r[0] for half in _state_arms(known_at) for r in conn.execute(
+            f"SELECT e.id FROM {half} WHERE {cond} ORDER BY e.id DESC LIMIT ?", (*args, p.limit)
+        )},
+        reverse=True,
+    )[:p.limit]
+    return get_any(conn, tenant_id, ids, known_at=known_at)
 
 
 def update(conn: apsw.Connection, tenant_id: int, p: UpdateParams, *, now: int) -> Entry:
