@@ -58,6 +58,7 @@ from arbiter.model import (
 from arbiter.backup.model import BackupCreated
 from arbiter.ui.model import GraphView
 from arbiter.transfer.model import ExportPage, ImportProgress
+from arbiter.facts.model import AspectList, Batch, BatchList, FactHistory, FactList, Predicate, PredicateList
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
 
@@ -297,3 +298,39 @@ class Client:
         """Write one batch of an export file's records (structs, dicts or `msgspec.Raw` lines)."""
         params = {"digest": digest, "lines": lines, "first_line": first_line, "records": records, "source": source}
         return self.call("import_batch", params, ImportProgress)
+    # ---- facts behind the evaluation gate ---------------------------------------------
+
+    def facts_propose(self, facts: list[dict], **params) -> Batch:
+        """Propose a batch of candidate facts (`subject`, `predicate`, `object`, `confidence`, `sources`...); `apply=True` applies it through the gate."""
+        return self.call("facts_propose", {"facts": facts, **params}, Batch)
+
+    def facts(self, subject: str | None = None, **params) -> FactList:
+        """Active facts true now; `predicate`, `status`, `as_of`, `known_at`, `limit`."""
+        return self.call("facts", {"subject": subject, **params}, FactList)
+
+    def fact_history(self, id: int) -> FactHistory:
+        return self.call("fact_history", {"id": id}, FactHistory)
+
+    def batch_list(self, status: str | None = None, limit: int = 50) -> BatchList:
+        return self.call("batch_list", {"status": status, "limit": limit}, BatchList)
+
+    def batch_show(self, id: int) -> Batch:
+        return self.call("batch_show", {"id": id}, Batch)
+
+    def batch_evaluate(self, id: int) -> Batch:
+        return self.call("batch_evaluate", {"id": id}, Batch)
+
+    def batch_apply(self, id: int) -> Batch:
+        return self.call("batch_apply", {"id": id}, Batch)
+
+    def batch_reject(self, id: int) -> Batch:
+        return self.call("batch_reject", {"id": id}, Batch)
+
+    def predicates(self) -> PredicateList:
+        return self.call("predicates", {}, PredicateList)
+
+    def predicate_declare(self, name: str, functional: bool = False) -> Predicate:
+        return self.call("predicate_declare", {"name": name, "functional": functional}, Predicate)
+
+    def aspects(self, subject: str | None = None, predicate: str | None = None) -> AspectList:
+        return self.call("aspects", {"subject": subject, "predicate": predicate}, AspectList)

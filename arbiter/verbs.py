@@ -362,3 +362,6 @@ from arbiter.transfer import dump as transfer_dump, load as transfer_load  # noq
 
 VERBS.update(transfer_dump.VERBS)
 VERBS.update(transfer_load.VERBS)
+from arbiter.facts.verbs import VERBS as _FACT_VERBS  # noqa: E402  (facts behind the evaluation gate)
+
+VERBS.update(_FACT_VERBS)

@@ -15,6 +15,7 @@ import apsw
 
 from arbiter._time import now_us
 from arbiter.errors import SchemaTooNew
+from arbiter.facts.schema import FACTS_SQL
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -518,6 +519,10 @@ MIGRATIONS: list[tuple[str, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    # Facts behind the evaluation gate (arbiter/facts): predicates, patch
+    # batches, facts with their revisions (record time), sources, aspects and
+    # the facts' FTS index for recall. The gate's triggers live here too.
+    ("m009_facts", FACTS_SQL),
 ]
 
 

@@ -98,6 +98,18 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("index", "sqlite_autoindex_imports_1"),
         ("table", "import_ids"),
     },
+    "m009_facts": {
+        ("table", "predicates"), ("table", "patch_batches"), ("index", "patch_batches_tenant"),
+        ("table", "facts"), ("index", "facts_subject"), ("index", "facts_tenant_status"), ("index", "facts_batch"),
+        ("index", "facts_supersedes"), ("table", "fact_sources"), ("index", "fact_sources_entry"),
+        ("table", "fact_aspects"), ("index", "fact_aspects_aspect"), ("table", "aspect_scores"),
+        ("table", "fact_revisions"), ("index", "fact_revisions_fact"),
+        ("trigger", "facts_insert_candidate"), ("trigger", "facts_gate"), ("trigger", "facts_rejected_final"),
+        ("trigger", "facts_immutable"), ("trigger", "facts_revision_insert"), ("trigger", "facts_revision_update"),
+        ("table", "facts_fts"), ("table", "facts_fts_data"), ("table", "facts_fts_idx"),
+        ("table", "facts_fts_content"), ("table", "facts_fts_docsize"), ("table", "facts_fts_config"),
+        ("trigger", "facts_fts_activate"),
+    },
 }
 
 

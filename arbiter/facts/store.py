@@ -1,0 +1,314 @@
+"""Facts' SQL: batches, candidates, reads (now, `as_of`, `known_at`), lineage and the predicate registry.
+
+Nothing here makes a fact active: that is `arbiter.facts.gate.apply`, the one
+path (and the database's triggers refuse any other).
+"""
+
+from __future__ import annotations
+
+import apsw
+import msgspec
+
+from arbiter._time import format_time, parse_time
+from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.facts.model import (
+    Batch,
+    BatchSummary,
+    Fact,
+    FactProposal,
+    FactRevision,
+    Predicate,
+    normalize_predicate,
+)
+from arbiter.store import relations
+
+_slugs = msgspec.json.Decoder(list[str])
+
+#: Predicates that ship with Arbiter. Functional: one active object per subject.
+FUNCTIONAL = frozenset({
+    "works_at", "lives_in", "born_in", "born_on", "has_name", "has_age", "has_job_title", "has_role",
+    "married_to", "located_in", "nationality", "has_birthday", "reports_to", "current_project",
+})
+MULTI_VALUED = frozenset({
+    "enjoys", "knows", "likes", "dislikes", "has_skill", "studied_at", "speaks", "owns", "member_of",
+    "friend_of", "parent_of", "child_of", "sibling_of", "believes", "values", "practices", "has_read",
+    "has_watched", "listens_to", "plays", "created", "attended", "visited", "uses", "has_pet", "allergic_to",
+})
+#: Any predicate starting so is functional (one current preference per subject and topic).
+FUNCTIONAL_PREFIXES = ("prefers_",)
+
+
+def key(text: str) -> str:
+    """How parts are matched: whitespace folded, case-folded."""
+    return " ".join(text.split()).casefold()
+
+
+# ---- predicates -----------------------------------------------------------------
+
+
+def is_functional(conn: apsw.Connection, tenant_id: int, name: str) -> bool:
+    row = conn.execute("SELECT functional FROM predicates WHERE tenant_id = ? AND name = ?", (tenant_id, name)).fetchone()
+    if row is not None:
+        return bool(row[0])
+    return name in FUNCTIONAL or name.startswith(FUNCTIONAL_PREFIXES)
+
+
+def _builtin(name: str) -> bool:
+    return name in FUNCTIONAL or name in MULTI_VALUED or name.startswith(FUNCTIONAL_PREFIXES)
+
+
+def declare(conn: apsw.Connection, tenant_id: int, name: str, functional: bool, *, now: int) -> Predicate:
+    """Declare a predicate once; declaring it again the same way is a no-op, differently a `conflict`."""
+    norm = normalize_predicate(name)
+    if not norm or not norm[0].isalpha():
+        raise InvalidParams(f"name: {name!r} has no letters to make a snake_case name of", path="name")
+    current = conn.execute(
+        "SELECT functional FROM predicates WHERE tenant_id = ? AND name = ?", (tenant_id, norm)
+    ).fetchone()
+    builtin = _builtin(norm)
+    known = bool(current[0]) if current else (is_functional(conn, tenant_id, norm) if builtin else None)
+    if known is not None and known != functional:
+        kind = "functional" if known else "multi-valued"
+        raise Conflict(f"predicate {norm} is already declared {kind}; a predicate is declared once", path="name")
+    if current is None and not builtin:
+        conn.execute(
+            "INSERT INTO predicates(tenant_id, name, functional, declared_at) VALUES (?, ?, ?, ?)",
+            (tenant_id, norm, int(functional), now),
+        )
+    return _predicate(conn, tenant_id, norm)
+
+
+def register_used(conn: apsw.Connection, tenant_id: int, names: set[str], *, now: int) -> None:
+    """A new predicate first applied is declared multi-valued (built-ins need no row)."""
+    for name in names:
+        if not _builtin(name):
+            conn.execute(
+                "INSERT OR IGNORE INTO predicates(tenant_id, name, functional, declared_at) VALUES (?, ?, 0, ?)",
+                (tenant_id, name, now),
+            )
+
+
+def _active_count(conn: apsw.Connection, tenant_id: int, name: str) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM facts WHERE tenant_id = ? AND status = 'active' AND valid_to IS NULL AND predicate = ?",
+        (tenant_id, name),
+    ).fetchone()[0]
+
+
+def _predicate(conn: apsw.Connection, tenant_id: int, name: str) -> Predicate:
+    return Predicate(
+        name=name, functional=is_functional(conn, tenant_id, name), builtin=_builtin(name),
+        active_facts=_active_count(conn, tenant_id, name),
+    )
+
+
+def predicates(conn: apsw.Connection, tenant_id: int) -> list[Predicate]:
+    """Built-in and declared predicates, with how many current facts use each; by name."""
+    declared = [r[0] for r in conn.execute("SELECT name FROM predicates WHERE tenant_id = ?", (tenant_id,))]
+    names = sorted(set(declared) | FUNCTIONAL | MULTI_VALUED)
+    return [_predicate(conn, tenant_id, n) for n in names]
+
+
+# ---- batches and candidates --------------------------------------------------------
+
+
+def create_batch(
+    conn: apsw.Connection, tenant_id: int, *, origin: str, threshold: float, note: str | None, now: int
+) -> int:
+    conn.execute(
+        "INSERT INTO patch_batches(tenant_id, origin, status, threshold, note, created_at) "
+        "VALUES (?, ?, 'proposed', ?, ?, ?)",
+        (tenant_id, origin, threshold, note, now),
+    )
+    return conn.last_insert_rowid()
+
+
+def add_candidates(
+    conn: apsw.Connection, tenant_id: int, batch_id: int, items: list[tuple[FactProposal, list[str]]], *, now: int
+) -> list[int]:
+    """Insert candidates (each with its staged aspect slugs) and their source links; ids in order.
+
+    Every source and time is checked before anything is written.
+    """
+    rows = []
+    for i, (p, slugs) in enumerate(items):
+        relations._require_entries(conn, tenant_id, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
+        valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"facts[{i}].valid_from")
+        rows.append((p, slugs, valid_from))
+    ids = []
+    for p, slugs, valid_from in rows:
+        conn.execute(
+            "INSERT INTO facts(tenant_id, batch_id, subject, subject_key, predicate, object, object_key, confidence, "
+            "status, valid_from, aspect_slugs, recorded_at, changed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
+            (tenant_id, batch_id, p.subject, key(p.subject), p.predicate, p.object, key(p.object), p.confidence,
+             valid_from, msgspec.json.encode(slugs).decode(), now, now),
+        )
+        fid = conn.last_insert_rowid()
+        ids.append(fid)
+        for eid in dict.fromkeys(p.sources):
+            conn.execute("INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?)", (fid, eid))
+    return ids
+
+
+def batch_row(conn: apsw.Connection, tenant_id: int, batch_id: int) -> tuple:
+    """(id, origin, status, threshold, created_at, evaluated_at, decided_at, note); another tenant's is not_found."""
+    row = conn.execute(
+        "SELECT id, origin, status, threshold, created_at, evaluated_at, decided_at, note FROM patch_batches "
+        "WHERE id = ? AND tenant_id = ?",
+        (batch_id, tenant_id),
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"batch {batch_id} not found", path="id")
+    return row
+
+
+def _counts(conn: apsw.Connection, where: str, binds: tuple) -> dict[str, int]:
+    return {
+        s: n for s, n in conn.execute(f"SELECT status, count(*) FROM facts WHERE {where} GROUP BY status", binds)
+    }
+
+
+def batch(conn: apsw.Connection, tenant_id: int, batch_id: int, *, note: str | None = None, changed: bool = True) -> Batch:
+    bid, origin, status, threshold, created, evaluated, decided, _ = batch_row(conn, tenant_id, batch_id)
+    facts = _facts(conn, "f.batch_id = ?", (bid,), order="f.id")
+    return Batch(
+        id=bid, origin=origin, status=status, threshold=threshold, created_at=format_time(created),
+        evaluated_at=format_time(evaluated), decided_at=format_time(decided), facts=facts,
+        counts=_counts(conn, "batch_id = ?", (bid,)), note=note, changed=changed,
+    )
+
+
+def batches(conn: apsw.Connection, tenant_id: int, *, status: str | None, limit: int) -> list[BatchSummary]:
+    """Batches newest first, with their facts' counts by status."""
+    sql = "SELECT id, origin, status, created_at FROM patch_batches WHERE tenant_id = ?"
+    binds: tuple = (tenant_id,)
+    if status is not None:
+        sql += " AND status = ?"
+        binds += (status,)
+    out = []
+    for bid, origin, st, created in conn.execute(sql + " ORDER BY id DESC LIMIT ?", binds + (limit,)).fetchall():
+        counts = _counts(conn, "batch_id = ?", (bid,))
+        out.append(BatchSummary(
+            id=bid, origin=origin, status=st, created_at=format_time(created), facts=sum(counts.values()),
+            counts=counts,
+        ))
+    return out
+
+
+# ---- reads ------------------------------------------------------------------------
+
+_COLUMNS = (
+    "f.id, f.subject, f.predicate, f.object, f.subject_entity_id, f.object_entity_id, {confidence}, {status}, "
+    "f.valid_from, {valid_to}, f.supersedes_fact_id, f.batch_id, "
+    "(SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = f.id), "
+    "f.aspect_slugs, f.finding, f.reason, f.recorded_at"
+)
+_NOW = _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to")
+# The state recorded at a record-time instant: the latest revision at or before it.
+_KNOWN = _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to")
+_KNOWN_JOIN = (
+    " JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
+    "AND x.recorded_at <= :known)"
+)
+
+
+def _fact(row: tuple) -> Fact:
+    (fid, subject, predicate, obj, sent, oent, conf, status, vfrom, vto, sup, bid, sources, slugs, finding, reason,
+     recorded) = row
+    return Fact(
+        id=fid, subject=subject, predicate=predicate, object=obj, subject_entity_id=sent, object_entity_id=oent,
+        confidence=conf, status=status, valid_from=format_time(vfrom), valid_to=format_time(vto),
+        supersedes_fact_id=sup, batch_id=bid,
+        sources=sorted(int(x) for x in sources.split(",")) if sources else [],
+        aspects=_slugs.decode(slugs), finding=finding, reason=reason, recorded_at=format_time(recorded),
+    )
+
+
+def _facts(conn: apsw.Connection, where: str, binds, *, order: str = "f.id", limit: int | None = None) -> list[Fact]:
+    sql = f"SELECT {_NOW} FROM facts f WHERE {where} ORDER BY {order}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [_fact(r) for r in conn.execute(sql, binds)]
+
+
+def read(
+    conn: apsw.Connection,
+    tenant_id: int,
+    *,
+    subject: str | None = None,
+    predicate: str | None = None,
+    status: str = "active",
+    as_of: int | None = None,
+    known_at: int | None = None,
+    limit: int = 100,
+) -> list[Fact]:
+    """Facts of a status (default active), true now or at `as_of` (valid time), as recorded at `known_at`.
+
+    Only active facts have a validity window; `as_of` on candidate or rejected
+    facts is refused. With `known_at`, a fact counts only if it was recorded by
+    then, in the state it had then.
+    """
+    if as_of is not None and status != "active":
+        raise InvalidParams("as_of: only active facts have a validity window", path="as_of")
+    binds: dict = {"t": tenant_id, "status": status}
+    if known_at is None:
+        cols, join, st, vto = _NOW, "", "f.status", "f.valid_to"
+    else:
+        cols, join, st, vto = _KNOWN, _KNOWN_JOIN, "r.status", "r.valid_to"
+        binds["known"] = known_at
+    where = [f"f.tenant_id = :t AND {st} = :status"]
+    if status == "active" and known_at is None:
+        where.append("f.status = 'active'")  # lets the partial index serve the read
+    if subject is not None:
+        where.append("f.subject_key = :s")
+        binds["s"] = key(subject)
+    if predicate is not None:
+        where.append("f.predicate = :p")
+        binds["p"] = normalize_predicate(predicate)
+    if status == "active":
+        if as_of is None:
+            where.append(f"{vto} IS NULL")
+        else:
+            where.append(f"f.valid_from <= :as_of AND ({vto} IS NULL OR {vto} > :as_of)")
+            binds["as_of"] = as_of
+    sql = (
+        f"SELECT {cols} FROM facts f{join} WHERE {' AND '.join(where)} "
+        f"ORDER BY f.subject_key, f.predicate, f.valid_from, f.id LIMIT {int(limit)}"
+    )
+    return [_fact(r) for r in conn.execute(sql, binds)]
+
+
+def get(conn: apsw.Connection, tenant_id: int, fact_id: int) -> Fact:
+    found = _facts(conn, "f.id = ? AND f.tenant_id = ?", (fact_id, tenant_id))
+    if not found:
+        raise NotFound(f"fact {fact_id} not found", path="id")
+    return found[0]
+
+
+def lineage(conn: apsw.Connection, tenant_id: int, fact_id: int) -> tuple[list[Fact], list[FactRevision]]:
+    """The supersession chain through a fact, both ways, oldest first, and every revision of its facts."""
+    get(conn, tenant_id, fact_id)
+    ids = [r[0] for r in conn.execute(
+        """
+        WITH RECURSIVE up(id) AS (
+            SELECT ? UNION SELECT f.supersedes_fact_id FROM facts f JOIN up ON f.id = up.id
+                WHERE f.supersedes_fact_id IS NOT NULL
+        ), down(id) AS (
+            SELECT ? UNION SELECT f.id FROM facts f JOIN down ON f.supersedes_fact_id = down.id
+        )
+        SELECT id FROM up UNION SELECT id FROM down
+        """,
+        (fact_id, fact_id),
+    )]
+    marks = ",".join("?" * len(ids))
+    facts = _facts(conn, f"f.tenant_id = ? AND f.id IN ({marks})", (tenant_id, *ids), order="f.valid_from, f.id")
+    revisions = [
+        FactRevision(fact_id=fid, status=st, valid_to=format_time(vto), confidence=conf, recorded_at=format_time(at))
+        for fid, st, vto, conf, at in conn.execute(
+            f"SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions WHERE fact_id IN ({marks}) "
+            "ORDER BY id",
+            ids,
+        )
+    ]
+    return facts, revisions

@@ -1,0 +1,159 @@
+"""The facts verbs: propose, read, audit and decide patch batches, predicates, aspects.
+
+Every verb that can change what is true goes through `gate.apply`; the
+boundary test (tests/integration/test_facts_boundary.py) sweeps every verb
+the daemon serves to prove no other path makes a fact active.
+"""
+
+from __future__ import annotations
+
+from arbiter._time import parse_time
+from arbiter.facts import aspects as aspects_mod, gate, store
+from arbiter.facts.model import (
+    AspectList,
+    AspectScore,
+    AspectsParams,
+    BatchIdParams,
+    BatchList,
+    BatchListParams,
+    FactHistory,
+    FactList,
+    FactProposal,
+    FactsParams,
+    PredicateDeclareParams,
+    PredicateList,
+    ProposeParams,
+    normalize_predicate,
+)
+from arbiter.model import Empty, IdParams
+from arbiter.verb import Context, Verb, _as_of
+
+
+def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactProposal, list[str]]]:
+    """Each proposal with its aspect slugs: keyword patterns united with the proposer's (unknown ones dropped, noted)."""
+    out, dropped = [], []
+    for p in proposals:
+        slugs, unknown = aspects_mod.merge(aspects_mod.classify(p.predicate, p.subject, p.object), p.aspects)
+        dropped += unknown
+        out.append((p, slugs))
+    if dropped:
+        ctx.notes.append("unknown aspect slugs dropped: " + ", ".join(dict.fromkeys(dropped)))
+    return out
+
+
+def _propose(ctx: Context, proposals: list[FactProposal], *, origin: str, threshold: float, note: str | None,
+             apply: bool):
+    batch_id = store.create_batch(ctx.conn, ctx.tenant_id, origin=origin, threshold=threshold, note=note, now=ctx.now)
+    store.add_candidates(ctx.conn, ctx.tenant_id, batch_id, _stage(ctx, proposals), now=ctx.now)
+    if apply:
+        gate.apply(ctx.conn, ctx.tenant_id, batch_id, now=ctx.now)
+    return store.batch(ctx.conn, ctx.tenant_id, batch_id, note="; ".join(ctx.notes) or None)
+
+
+def facts_propose(ctx: Context, p: ProposeParams):
+    """Propose a batch of candidate facts (invisible to reads until applied); with `apply`, evaluate and apply it now through the same gate."""
+    return _propose(ctx, p.facts, origin=p.origin, threshold=p.threshold, note=p.note, apply=p.apply)
+
+
+def facts(ctx: Context, p: FactsParams):
+    """Facts: active and true now by default; `as_of` for valid time, `known_at` for what was recorded then; `status` candidate/rejected for audits."""
+    known = None if p.known_at is None else parse_time(p.known_at, path="known_at")
+    return FactList(facts=store.read(
+        ctx.conn, ctx.tenant_id, subject=p.subject, predicate=p.predicate, status=p.status,
+        as_of=_as_of(p.as_of), known_at=known, limit=p.limit,
+    ))
+
+
+def fact_history(ctx: Context, p: IdParams):
+    """A fact's supersession lineage, both ways, oldest first, with every recorded state of those facts."""
+    chain, revisions = store.lineage(ctx.conn, ctx.tenant_id, p.id)
+    return FactHistory(facts=chain, revisions=revisions)
+
+
+def batch_list(ctx: Context, p: BatchListParams):
+    """Patch batches, newest first, with their facts counted by status."""
+    return BatchList(batches=store.batches(ctx.conn, ctx.tenant_id, status=p.status, limit=p.limit))
+
+
+def batch_show(ctx: Context, p: BatchIdParams):
+    """A batch and its facts with the gate's findings and reasons."""
+    return store.batch(ctx.conn, ctx.tenant_id, p.id)
+
+
+def batch_evaluate(ctx: Context, p: BatchIdParams):
+    """Record the gate's findings on a batch's candidates; changes nothing that is true."""
+    before = gate.evaluate(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    decided = before in ("applied", "rejected")
+    note = f"batch {p.id} was already {before}: nothing to evaluate" if decided else None
+    return store.batch(ctx.conn, ctx.tenant_id, p.id, note=note, changed=not decided)
+
+
+def batch_apply(ctx: Context, p: BatchIdParams):
+    """Evaluate a batch against active truth as it stands and apply it in one transaction; a second apply changes nothing and says so."""
+    changed = gate.apply(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    note = None if changed else f"batch {p.id} was already applied: nothing changed"
+    return store.batch(ctx.conn, ctx.tenant_id, p.id, note=note, changed=changed)
+
+
+def batch_reject(ctx: Context, p: BatchIdParams):
+    """Reject a proposed or evaluated batch: its candidates are rejected for good."""
+    changed = gate.reject(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    note = None if changed else f"batch {p.id} was already rejected: nothing changed"
+    return store.batch(ctx.conn, ctx.tenant_id, p.id, note=note, changed=changed)
+
+
+def predicates(ctx: Context, p: Empty):
+    """The predicate registry: built-in and declared predicates, functional or multi-valued, with their current facts."""
+    return PredicateList(predicates=store.predicates(ctx.conn, ctx.tenant_id))
+
+
+def predicate_declare(ctx: Context, p: PredicateDeclareParams):
+    """Declare a predicate (normalised to snake_case) once: functional (one active object per subject) or multi-valued."""
+    return store.declare(ctx.conn, ctx.tenant_id, p.name, p.functional, now=ctx.now)
+
+
+def aspects(ctx: Context, p: AspectsParams):
+    """The 14 aspects' 0-100 scores: precomputed at apply, or computed now over a `subject`/`predicate` scope."""
+    scoped = p.subject is not None or p.predicate is not None
+    if scoped:
+        subject_key = None if p.subject is None else store.key(p.subject)
+        predicate = None if p.predicate is None else normalize_predicate(p.predicate)
+        rows = {}
+        for slug in aspects_mod.SLUGS:
+            n, ents, preds, conf = aspects_mod.dimensions(
+                ctx.conn, ctx.tenant_id, slug, subject_key=subject_key, predicate=predicate
+            )
+            rows[slug] = (aspects_mod.score(n, ents, preds, conf), n, ents, preds, conf)
+        scope = " ".join(x for x in (p.subject and f"subject={p.subject}", p.predicate and f"predicate={p.predicate}") if x)
+    else:
+        rows = {
+            slug: rest
+            for slug, *rest in ctx.conn.execute(
+                "SELECT aspect, score, facts, entities, predicates, confidence FROM aspect_scores WHERE tenant_id = ?",
+                (ctx.tenant_id,),
+            )
+        }
+        scope = "all"
+    out = []
+    for a in aspects_mod.ASPECTS:
+        sc, n, ents, preds, conf = rows.get(a.slug, (0, 0, 0, 0, 0.0))
+        out.append(AspectScore(
+            slug=a.slug, name=a.name, category=a.category, score=sc, facts=n, entities=ents, predicates=preds,
+            confidence=round(conf, 3),
+        ))
+    return AspectList(aspects=out, scope=scope)
+
+
+VERBS: dict[str, Verb] = {
+    "facts_propose": Verb(ProposeParams, facts_propose, writes=True),
+    "facts": Verb(FactsParams, facts),
+    "fact_history": Verb(IdParams, fact_history),
+    "batch_list": Verb(BatchListParams, batch_list),
+    "batch_show": Verb(BatchIdParams, batch_show),
+    "batch_evaluate": Verb(BatchIdParams, batch_evaluate, writes=True),
+    "batch_apply": Verb(BatchIdParams, batch_apply, writes=True),
+    "batch_reject": Verb(BatchIdParams, batch_reject, writes=True),
+    "predicates": Verb(Empty, predicates),
+    "predicate_declare": Verb(PredicateDeclareParams, predicate_declare, writes=True),
+    "aspects": Verb(AspectsParams, aspects),
+}

@@ -1,0 +1,285 @@
+"""arbiter.facts on a real SQLite file: the gate's findings, apply, record time, predicates, aspects, bad input."""
+
+from __future__ import annotations
+
+import apsw
+import msgspec
+import pytest
+
+from arbiter._time import US, format_time
+from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.facts import aspects, gate, store
+from arbiter.facts import verbs as fv
+from arbiter.facts.model import AspectsParams, BatchIdParams, FactsParams, ProposeParams
+from arbiter.model import IdParams, RememberParams
+from arbiter.store import entries, tenants
+from arbiter.verb import Context
+
+T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
+HOUR = 3600 * US
+
+
+class Caller:
+    """Runs the facts verbs for one tenant, each in its own transaction (as the daemon does)."""
+
+    def __init__(self, db, tenant_id):
+        self.db, self.tenant_id, self.now = db, tenant_id, T0
+
+    def __call__(self, verb, params, *, at: int | None = None):
+        self.now = at if at is not None else self.now + US
+        with self.db:
+            return verb(Context(self.db, self.tenant_id, "t", self.now), params)
+
+    def propose(self, *facts, apply=False, **kw):
+        return self(fv.facts_propose, msgspec.convert({"facts": list(facts), "apply": apply, **kw}, ProposeParams))
+
+    def facts(self, **kw):
+        return self(fv.facts, FactsParams(**kw)).facts
+
+
+def F(subject="user", predicate="works_at", obj="Acme", **kw) -> dict:
+    return {"subject": subject, "predicate": predicate, "object": obj, **kw}
+
+
+@pytest.fixture
+def alice(db, tenant):
+    return Caller(db, tenant)
+
+
+@pytest.fixture
+def mallory(db):
+    with db:
+        return Caller(db, tenants.create_tenant(db, "mallory", now=T0)[0])
+
+
+def test_candidates_are_invisible_until_their_batch_is_applied(alice):
+    b = alice.propose(F(), F(predicate="enjoys", obj="jazz"))
+    assert {f.status for f in b.facts} == {"candidate"} and b.status == "proposed"
+    assert alice.facts() == []
+    assert len(alice.facts(status="candidate")) == 2  # the audit read sees them
+    evaluated = alice(fv.batch_evaluate, BatchIdParams(id=b.id))
+    assert [f.finding for f in evaluated.facts] == ["accept", "accept"] and alice.facts() == []
+    applied = alice(fv.batch_apply, BatchIdParams(id=b.id))
+    assert applied.status == "applied" and applied.changed
+    assert sorted(f.object for f in alice.facts(subject="USER")) == ["Acme", "jazz"]
+
+
+def test_a_newer_confident_functional_fact_supersedes_the_active_one(alice):
+    old = alice.propose(F(valid_from="2024-01-15T00:00:00Z"), apply=True).facts[0]
+    new = alice.propose(F(obj="Globex", confidence=0.9, valid_from="2025-06-01T00:00:00Z"), apply=True).facts[0]
+    assert (new.status, new.finding, new.supersedes_fact_id) == ("active", "supersede", old.id)
+    assert [f.object for f in alice.facts(subject="user")] == ["Globex"]
+    assert [f.object for f in alice.facts(subject="user", as_of="2025-05-31T23:59:59Z")] == ["Acme"]
+    assert [f.object for f in alice.facts(subject="user", as_of="2025-06-01T00:00:00Z")] == ["Globex"]
+    history = alice(fv.fact_history, IdParams(id=old.id))
+    assert [f.id for f in history.facts] == [old.id, new.id]
+    assert history.facts[0].valid_to == "2025-06-01T00:00:00.000000Z"
+
+
+def test_a_contradiction_that_is_older_or_unsure_is_rejected_with_its_reason(alice):
+    active = alice.propose(F(valid_from="2025-06-01T00:00:00Z"), apply=True).facts[0]
+    older = alice.propose(F(obj="Initech", valid_from="2024-01-01T00:00:00Z"), apply=True).facts[0]
+    unsure = alice.propose(F(obj="Hooli", confidence=0.6), apply=True).facts[0]
+    for f in (older, unsure):
+        assert (f.status, f.finding) == ("rejected", "contradiction")
+        assert f"#{active.id}" in f.reason
+    assert "not newer" in older.reason and "0.6" in unsure.reason
+    assert [f.object for f in alice.facts()] == ["Acme"]
+
+
+def test_multi_valued_predicates_keep_every_object_and_duplicates_reinforce(db, alice):
+    with db:
+        e1 = entries.remember(db, alice.tenant_id, RememberParams(type="user", title="a", content="I like jazz"), now=T0)
+        e2 = entries.remember(db, alice.tenant_id, RememberParams(type="user", title="b", content="jazz!"), now=T0)
+    first = alice.propose(F(predicate="enjoys", obj="jazz", confidence=0.6, sources=[e1]),
+                          F(predicate="enjoys", obj="chess"), apply=True).facts[0]
+    again = alice.propose(F(predicate="Enjoys", obj="  JAZZ ", confidence=0.8, sources=[e2]), apply=True).facts[0]
+    assert (again.status, again.finding) == ("rejected", "reinforce")
+    now = {f.object: f for f in alice.facts()}
+    assert sorted(now) == ["chess", "jazz"]
+    assert now["jazz"].id == first.id and now["jazz"].confidence == 0.8 and now["jazz"].sources == [e1, e2]
+
+
+def test_within_a_batch_the_later_functional_fact_supersedes_the_earlier(alice):
+    b = alice.propose(F(obj="Globex", valid_from="2025-06-01T00:00:00Z"),
+                      F(obj="Acme", valid_from="2024-01-01T00:00:00Z"), apply=True)
+    acme, globex = sorted(b.facts, key=lambda f: f.valid_from)
+    assert (acme.status, acme.valid_to) == ("active", "2025-06-01T00:00:00.000000Z")
+    assert globex.supersedes_fact_id == acme.id
+    assert [f.object for f in alice.facts()] == ["Globex"]
+
+
+def test_low_confidence_and_malformed_candidates_are_rejected_not_half_applied(alice):
+    b = alice.propose(F(confidence=0.2), F(obj=" user "), F(predicate="enjoys", obj="tea"), apply=True)
+    assert [f.finding for f in b.facts] == ["low_confidence", "malformed", "accept"]
+    assert b.counts == {"active": 1, "rejected": 2}
+
+
+def test_known_at_reads_what_was_recorded_then(alice):
+    acme = alice.propose(F(valid_from="2024-01-01T00:00:00Z"), apply=True, ).facts[0]
+    before = alice.now
+    alice.propose(F(obj="Globex", valid_from="2025-01-01T00:00:00Z"), apply=True)
+    then = alice.facts(subject="user", known_at=format_time(before))
+    assert [(f.id, f.valid_to) for f in then] == [(acme.id, None)]
+    assert alice.facts(subject="user", known_at=format_time(T0 - HOUR)) == []
+    revisions = alice(fv.fact_history, IdParams(id=acme.id)).revisions
+    assert [(r.fact_id, r.status, r.valid_to is None) for r in revisions if r.fact_id == acme.id] == [
+        (acme.id, "candidate", True), (acme.id, "active", True), (acme.id, "active", False)]
+
+
+def test_applying_twice_changes_nothing_and_says_so(db, alice):
+    b = alice.propose(F(), apply=True)
+    rows = db.execute("SELECT count(*) FROM fact_revisions").fetchone()[0]
+    again = alice(fv.batch_apply, BatchIdParams(id=b.id))
+    assert not again.changed and "already applied" in again.note
+    assert db.execute("SELECT count(*) FROM fact_revisions").fetchone()[0] == rows
+
+
+def test_a_rejected_batch_stays_rejected(alice):
+    b = alice.propose(F())
+    assert alice(fv.batch_reject, BatchIdParams(id=b.id)).counts == {"rejected": 1}
+    assert not alice(fv.batch_reject, BatchIdParams(id=b.id)).changed
+    with pytest.raises(Conflict):
+        alice(fv.batch_apply, BatchIdParams(id=b.id))
+    with pytest.raises(Conflict):
+        alice(fv.batch_reject, BatchIdParams(id=alice.propose(F(obj="X"), apply=True).id))
+    assert [f.object for f in alice.facts()] == ["X"]
+
+
+def test_another_tenants_batch_and_fact_are_indistinguishable_from_missing(alice, mallory):
+    b = alice.propose(F(), apply=True)
+    for verb in (fv.batch_show, fv.batch_apply, fv.batch_evaluate, fv.batch_reject):
+        with pytest.raises(NotFound) as theirs:
+            mallory(verb, BatchIdParams(id=b.id))
+        with pytest.raises(NotFound) as missing:
+            mallory(verb, BatchIdParams(id=9999))
+        assert str(theirs.value).replace(str(b.id), "N") == str(missing.value).replace("9999", "N")
+    with pytest.raises(NotFound):
+        mallory(fv.fact_history, IdParams(id=b.facts[0].id))
+    assert mallory.facts() == [] and mallory(fv.aspects, AspectsParams()).aspects[4].facts == 0
+
+
+@pytest.mark.parametrize("bad, path", [
+    (F(subject="  "), "subject"),
+    (F(obj=""), "object"),
+    (F(predicate="!!"), "predicate"),
+    (F(subject="x" * 257), "subject"),
+    (F(obj="é" * 129), "object"),
+    (F(predicate="p" * 65), "predicate"),
+    (F(confidence=1.5), "confidence"),
+    (F(confidence=-0.1), "confidence"),
+])
+def test_bad_parts_are_refused_whole(alice, bad, path):
+    with pytest.raises(msgspec.ValidationError, match=path):
+        msgspec.convert({"facts": [F(), bad]}, ProposeParams)
+
+
+def test_an_unknown_source_refuses_the_whole_batch(db, alice):
+    with pytest.raises(NotFound) as err:
+        alice.propose(F(), F(obj="Globex", sources=[424242]), apply=True)
+    assert err.value.path == "facts[1].sources"
+    assert db.execute("SELECT count(*) FROM facts").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM patch_batches").fetchone()[0] == 0
+
+
+def test_the_database_refuses_any_other_path_to_active(db, alice):
+    b = alice.propose(F())
+    fid = b.facts[0].id
+    with pytest.raises(apsw.ConstraintError, match="only when its evaluated batch is applied"):
+        with db:
+            db.execute("UPDATE facts SET status = 'active' WHERE id = ?", (fid,))
+    with pytest.raises(apsw.ConstraintError, match="inserted as candidates"):
+        with db:
+            db.execute(
+                "INSERT INTO facts(tenant_id, batch_id, subject, subject_key, predicate, object, object_key, "
+                "confidence, status, valid_from, recorded_at, changed_at) "
+                "VALUES (?, ?, 's', 's', 'p', 'o', 'o', 1, 'active', 0, 0, 0)",
+                (alice.tenant_id, b.id),
+            )
+    alice(fv.batch_apply, BatchIdParams(id=b.id))
+    with pytest.raises(apsw.ConstraintError, match="never changes"):
+        with db:
+            db.execute("UPDATE facts SET object = 'Globex' WHERE id = ?", (fid,))
+
+
+def test_predicates_are_declared_once(alice):
+    declared = alice(fv.predicate_declare, msgspec.convert({"name": "Favourite Editor", "functional": True},
+                                                          fv.PredicateDeclareParams))
+    assert (declared.name, declared.functional, declared.builtin) == ("favourite_editor", True, False)
+    with pytest.raises(Conflict):
+        alice(fv.predicate_declare, fv.PredicateDeclareParams(name="favourite_editor", functional=False))
+    with pytest.raises(Conflict):
+        alice(fv.predicate_declare, fv.PredicateDeclareParams(name="works_at", functional=False))
+    alice.propose(F(predicate="favourite_editor", obj="vim"), apply=True)
+    assert alice.propose(F(predicate="favourite_editor", obj="emacs"), apply=True).facts[0].finding == "supersede"
+    alice.propose(F(predicate="collects", obj="stamps"), F(predicate="collects", obj="coins"), apply=True)
+    listed = {p.name: p for p in alice(fv.predicates, fv.Empty()).predicates}
+    assert not listed["collects"].functional and listed["collects"].active_facts == 2
+    alice.propose(F(predicate="prefers_drink", obj="tea"), apply=True)
+    assert alice.propose(F(predicate="prefers_drink", obj="coffee"), apply=True).facts[0].finding == "supersede"
+
+
+def test_aspect_slugs_are_the_seeds_fourteen():
+    assert [(a.category, a.name) for a in aspects.ASPECTS] == [
+        ("Cultural", "Film & TV"), ("Cultural", "Music"), ("Cultural", "Books"), ("Cultural", "Creativity"),
+        ("Identity", "Career"), ("Identity", "Education"), ("Identity", "Identity"), ("Identity", "Childhood"),
+        ("Relationships", "Family"), ("Relationships", "Relationships"),
+        ("Worldview", "Philosophy"), ("Worldview", "Values"), ("Worldview", "Spirituality"),
+        ("Lifestyle", "Health"),
+    ]
+
+
+@pytest.mark.parametrize("predicate, obj, expected", [
+    ("works_at", "Acme", {"career"}),
+    ("listens_to", "Miles Davis", {"music"}),
+    ("has_read", "Dune", {"books"}),
+    ("sister_of", "Ann", {"family"}),
+    ("believes", "in free will", {"philosophy"}),
+    ("practices", "yoga", {"health"}),
+    ("zzz", "qqq", set()),
+])
+def test_keyword_classification(predicate, obj, expected):
+    assert set(aspects.classify(predicate, "user", obj)) >= expected
+    if not expected:
+        assert aspects.classify(predicate, "user", obj) == []
+
+
+def test_merge_is_a_union_that_drops_unknown_slugs():
+    assert aspects.merge(["career"], ["music", "career", "cooking"]) == (["music", "career"], ["cooking"])
+
+
+@pytest.mark.parametrize("dims, expected", [
+    ((0, 0, 0, 0.0), 0),
+    ((25, 12, 8, 1.0), 100),
+    ((100, 50, 20, 1.0), 100),
+    ((1, 2, 1, 1.0), round(40 / 25 + 25 * 2 / 12 + 20 / 8 + 15)),
+])
+def test_score_weights_and_saturation(dims, expected):
+    assert aspects.score(*dims) == expected
+
+
+def test_aspects_are_materialised_at_apply_and_scored(alice):
+    b = alice.propose(F(predicate="listens_to", obj="jazz", aspects=["music", "nonsense"]))
+    assert "nonsense" in b.note and b.facts[0].aspects == ["music"]
+    assert _music(alice).facts == 0  # staged only
+    alice(fv.batch_apply, BatchIdParams(id=b.id))
+    music = _music(alice)
+    assert (music.facts, music.entities, music.predicates, music.score) == (1, 2, 1, aspects.score(1, 2, 1, 1.0))
+    scoped = alice(fv.aspects, AspectsParams(subject="nobody"))
+    assert scoped.scope == "subject=nobody" and all(a.score == 0 for a in scoped.aspects)
+
+
+def _music(alice):
+    return next(a for a in alice(fv.aspects, AspectsParams()).aspects if a.slug == "music")
+
+
+def test_as_of_on_candidates_is_refused(alice):
+    with pytest.raises(InvalidParams):
+        alice.facts(status="candidate", as_of="2026-01-01T00:00:00Z")
+
+
+def test_facts_by_subject_uses_the_active_index(db, alice):
+    plan = " ".join(r[3] for r in db.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM facts f WHERE f.tenant_id = 1 AND f.status = 'active' "
+        "AND f.subject_key = 'user' AND f.valid_to IS NULL"))
+    assert "facts_subject" in plan

@@ -1,0 +1,132 @@
+"""The boundary invariant (Reflections' eval gate): no verb makes a fact active except through the gate.
+
+Every verb the daemon serves is called, with params built from its own type
+(plus a few hand-made ones that reach deep), on a store holding active
+facts, an applied batch, a proposed and an evaluated batch of candidates.
+After each call, every active fact must have come through `gate.apply`: its
+batch applied, its finding passing, its revisions candidate -> active. Only
+the gate's entry points may change the set of active facts. A verb added
+later is swept automatically.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from arbiter.errors import ArbiterError
+from arbiter.facts import gate
+from arbiter.facts import verbs as fv
+from arbiter.facts.model import PASSING, ProposeParams
+from arbiter.model import RememberParams
+from arbiter.store import entries
+from arbiter.verb import Context
+from arbiter.verbs import VERBS
+from tests.unit.test_facts import T0, US
+
+#: Verbs that may make facts active, and only by applying a batch through the gate.
+GATE_VERBS = {"facts_propose", "batch_apply", "fact_extract"}
+
+EXTRA_PARAMS = {
+    "facts_propose": [
+        {"facts": [{"subject": "user", "predicate": "works_at", "object": "Initech"}]},
+        {"facts": [{"subject": "user", "predicate": "works_at", "object": "Initech"}], "apply": True},
+    ],
+    "remember": [{"type": "user", "title": "I work at Hooli now", "content": "user works_at Hooli"}],
+    "remember_many": [{"entries": [{"type": "user", "title": "t", "content": "user lives_in Paris"}]}],
+    "predicate_declare": [{"name": "works_at", "functional": False}, {"name": "zz_new", "functional": True}],
+    "recall": [{"query": "works Acme"}],
+}
+
+
+def _value(field, ids: dict[str, int]):
+    t = field.type
+    mi = msgspec.inspect
+    if isinstance(t, mi.UnionType):
+        t = next(x for x in t.types if not isinstance(x, mi.NoneType))
+    if isinstance(t, mi.IntType):
+        return ids.get(field.name, ids["id"])
+    if isinstance(t, mi.StrType):
+        return "user" if field.name in ("subject", "name") else "x"
+    if isinstance(t, mi.LiteralType):
+        return t.values[0]
+    if isinstance(t, mi.ListType):
+        return [ids["id"]] if isinstance(t.item_type, mi.IntType) else []
+    if isinstance(t, mi.BoolType):
+        return False
+    if isinstance(t, mi.FloatType):
+        return 0.5
+    return None
+
+
+def _param_sets(name: str, params: type, ids: dict[str, int]) -> list[dict]:
+    info = msgspec.inspect.type_info(params)
+    generated = {f.name: _value(f, ids) for f in info.fields if f.required}
+    sets = [generated] + EXTRA_PARAMS.get(name, [])
+    for verb_id in (ids["batch"], ids["evaluated"], ids["candidate"], ids["entry"]):
+        if "id" in generated:
+            sets.append({**generated, "id": verb_id})
+    return sets
+
+
+def _active(db) -> set[int]:
+    return {r[0] for r in db.execute("SELECT id FROM facts WHERE status = 'active'")}
+
+
+def _assert_all_active_came_through_the_gate(db) -> None:
+    bad = db.execute(
+        "SELECT f.id, b.status, f.finding FROM facts f JOIN patch_batches b ON b.id = f.batch_id "
+        "WHERE f.status = 'active' AND (b.status != 'applied' OR f.finding NOT IN ({}))".format(
+            ",".join(f"'{p}'" for p in PASSING)
+        )
+    ).fetchall()
+    assert not bad, bad
+    for (fid,) in db.execute("SELECT id FROM facts WHERE status = 'active'").fetchall():
+        states = [r[0] for r in db.execute("SELECT status FROM fact_revisions WHERE fact_id = ? ORDER BY id", (fid,))]
+        assert states[:2] == ["candidate", "active"], (fid, states)
+
+
+@pytest.fixture
+def seeded(db, tenant):
+    def run(verb, params, now):
+        with db:
+            return verb(Context(db, tenant, "alice", now), msgspec.convert(params, ProposeParams))
+
+    with db:
+        entry = entries.remember(db, tenant, RememberParams(type="user", title="job", content="I work at Acme"), now=T0)
+    applied = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
+                                                "sources": [entry]}], "apply": True}, T0)
+    proposed = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "works_at", "object": "Globex"},
+                                                {"subject": "user", "predicate": "enjoys", "object": "jazz"}]}, T0 + US)
+    evaluated = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "lives_in", "object": "Oslo"}]},
+                    T0 + 2 * US)
+    with db:
+        gate.evaluate(db, tenant, evaluated.id, now=T0 + 3 * US)
+    return {"id": proposed.facts[0].id, "batch": proposed.id, "evaluated": evaluated.id,
+            "candidate": proposed.facts[1].id, "entry": entry, "applied": applied.id}
+
+
+def test_every_verb_is_swept_and_none_but_the_gate_activates_a_fact(db, tenant, seeded):
+    now = T0 + 10 * US
+    swept = []
+    for name, verb in VERBS.items():
+        for params in _param_sets(name, verb.params, seeded):
+            now += US
+            before = _active(db)
+            try:
+                p = msgspec.convert(params, verb.params)
+                ctx = Context(db, tenant, "alice", now)
+                with db:
+                    if verb.prepare is not None and verb.needs_prepare(p):
+                        p = verb.prepare(ctx, p)
+                    verb.run(ctx, p)
+            except (ArbiterError, msgspec.ValidationError):
+                pass  # refused: it must then have changed nothing either
+            after = _active(db)
+            if name not in GATE_VERBS:
+                assert after == before, (name, params)
+            _assert_all_active_came_through_the_gate(db)
+            swept.append(name)
+    assert set(swept) == set(VERBS)
+    # The sweep did reach the gate's own paths: a batch was applied by a verb.
+    assert db.execute("SELECT count(*) FROM patch_batches WHERE status = 'applied'").fetchone()[0] > 1
