@@ -1,6 +1,7 @@
 """The session briefing: a markdown map of a tenant's memory, handed to an agent on connect.
 
-Sections, in order: identity and totals, conventions detected from the data,
+Sections, in order: identity and totals (with a line per aspect that holds
+facts), conventions detected from the data,
 guidance, topic map, open threads, recent activity. The text stays under a
 byte budget (8 KB by default): when it would not, the least useful lists are
 shortened first (recent activity, then the tag vocabulary, tag pairs and
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Callable
 import apsw
 
 from arbiter._time import format_time
+from arbiter.facts import aspects
 from arbiter.graph import clusters, tags, threads
 from arbiter.model import ENTRY_TYPES, Briefing, ThreadSummary, TopicCluster
 from arbiter.store import entries, tenants
@@ -133,9 +135,9 @@ def build(
         f"- Tenant `{tenant_name}`: {active} active entries, {retired} retired, "
         f"{tenants.conversation_count(conn, tenant_id)} conversations; last write {_date(last)}.",
         f"- By type (active): {by_type or 'none yet'}.",
-        "",
-        "## 2. Conventions",
     ])
+    doc.blocks.append(aspects.briefing_lines(conn, tenant_id))  # at most 15 lines: never cut
+    doc.blocks.append(["", "## 2. Conventions"])
 
     # 2. conventions
     used = [t[0] for t in totals if t[1]]

@@ -185,7 +185,7 @@ class ExpandParams(Params):
 #: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
 RecallStage = Literal[
     "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
-    "select",
+    "select", "facts",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 
@@ -406,15 +406,41 @@ class Hit(Struct, kw_only=True):
     #: When this entry was written (record time; `valid_from` is when it holds).
     recorded_at: str | None = None
     parts: dict[str, float] | None = None
+    kind: Literal["entry"] = "entry"
+
+
+class FactHit(Struct, kw_only=True):
+    """An active fact recall found, beside the entry hits (`kind` "fact"); `sources` are the entries it was drawn from.
+
+    `score` is BM25 over its subject, predicate and object times its
+    confidence; `parts` (with `explain`) shows both.
+    """
+
+    kind: Literal["fact"] = "fact"
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    valid_from: str
+    valid_to: str | None
+    sources: list[int]
+    score: float
+    parts: dict[str, float] | None = None
 
 
 class RecallResult(Struct, kw_only=True):
-    """Ranked hits; with `explain`, `expression` is the FTS5 query the conversation (or only) pass ran."""
+    """Ranked hits; with `explain`, `expression` is the FTS5 query the conversation (or only) pass ran.
+
+    `facts`: active facts matching the query (facts behind the evaluation
+    gate), ranked by the same query analysis; off with `disable=["facts"]`.
+    """
 
     hits: list[Hit]
     note: str | None = None
     searched: list[str] = []
     expression: str | None = None
+    facts: list[FactHit] = []
 
 
 class Conversation(Struct, kw_only=True):

@@ -41,6 +41,7 @@ from arbiter.model import (
     UnlinkResult,
     UpdateParams,
 )
+from arbiter.facts import recall as fact_recall
 from arbiter.recall import llm as llm_layers
 from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
 from arbiter.store import entries, relations, schema_version, tenants
@@ -194,12 +195,15 @@ def density(ctx: Context, p: IdParams):
 
 
 def recall(ctx: Context, p: RecallParams):
-    """Search memory; with no query, browse with hard filters. Optional LLM layers: `expand`, `rerank`, `rerank_fine`."""
+    """Search memory; with no query, browse with hard filters. Optional LLM layers: `expand`, `rerank`, `rerank_fine`. Active facts that match come back in `facts`."""
     if p.conversation_id is not None:
         tenants.require_conversation(ctx.conn, ctx.tenant_id, p.conversation_id)
     if not llm_layers.wants_llm(p):
-        return recall_mod.recall(ctx.conn, ctx.tenant_id, p)
-    return llm_layers.recall_with_llm(ctx.conn, ctx.tenant_id, p, advisor_for(ctx))
+        result = recall_mod.recall(ctx.conn, ctx.tenant_id, p)
+    else:
+        result = llm_layers.recall_with_llm(ctx.conn, ctx.tenant_id, p, advisor_for(ctx))
+    result.facts = fact_recall.search(ctx.conn, ctx.tenant_id, p)
+    return result
 
 
 def conversation_create(ctx: Context, p: ConversationCreateParams):

@@ -210,7 +210,12 @@ def _show_hits(result) -> None:
             click.echo("    " + h.excerpt.replace("\n", " "))
         if h.parts:
             click.echo("    " + "  ".join(f"{k}={v:.3g}" for k, v in h.parts.items()))
-    if not result.hits:
+    for f in result.facts:
+        sources = f"  from {', '.join(f'#{i}' for i in f.sources)}" if f.sources else ""
+        click.echo(f"fact #{f.id}  {f.subject} {f.predicate} {f.object}  ({f.confidence:g} · {f.valid_from[:10]}){sources}")
+        if f.parts:
+            click.echo("    " + "  ".join(f"{k}={v:.3g}" for k, v in f.parts.items()))
+    if not result.hits and not result.facts:
         click.echo("(no matches)", err=True)
     if result.note:
         click.echo(f"note: {result.note}", err=True)

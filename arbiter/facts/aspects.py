@@ -157,14 +157,57 @@ def dimensions(
     return n, ents, preds, conf or 0.0
 
 
+def _members(conn: apsw.Connection, tenant_id: int, slug: str, kind: str, cap: int) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM aspect_members WHERE tenant_id = ? AND aspect = ? AND kind = ? LIMIT ?)",
+        (tenant_id, slug, kind, cap),
+    ).fetchone()[0]
+
+
 def refresh(conn: apsw.Connection, tenant_id: int, slugs: set[str], *, now: int) -> None:
-    """Recompute and store the precomputed scores of `slugs` (called at apply, in its transaction)."""
+    """Recompute the stored scores of `slugs` from the trigger-kept counts (at apply, in its transaction)."""
     for slug in slugs:
-        n, ents, preds, conf = dimensions(conn, tenant_id, slug)
+        row = conn.execute(
+            "SELECT facts, confidence_sum FROM aspect_scores WHERE tenant_id = ? AND aspect = ?", (tenant_id, slug)
+        ).fetchone()
+        n, total = row if row else (0, 0.0)
+        ents = _members(conn, tenant_id, slug, "entity", BREADTH_SATURATION)
+        preds = _members(conn, tenant_id, slug, "predicate", DIVERSITY_SATURATION)
+        conf = total / n if n else 0.0
         conn.execute(
-            "INSERT INTO aspect_scores(tenant_id, aspect, score, facts, entities, predicates, confidence, computed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET score = excluded.score, facts = excluded.facts, "
-            "entities = excluded.entities, predicates = excluded.predicates, confidence = excluded.confidence, "
-            "computed_at = excluded.computed_at",
-            (tenant_id, slug, score(n, ents, preds, conf), n, ents, preds, conf, now),
+            "INSERT INTO aspect_scores(tenant_id, aspect, score, facts, confidence_sum, entities, predicates, "
+            "computed_at) VALUES (?, ?, ?, 0, 0, ?, ?, ?) ON CONFLICT DO UPDATE SET score = excluded.score, "
+            "entities = excluded.entities, predicates = excluded.predicates, computed_at = excluded.computed_at",
+            (tenant_id, slug, score(n, ents, preds, conf), ents, preds, now),
         )
+
+
+def stored(conn: apsw.Connection, tenant_id: int) -> dict[str, tuple[int, int, int, int, float]]:
+    """The precomputed (score, facts, entities, predicates, average confidence) of each scored aspect."""
+    return {
+        slug: (sc, n, ents, preds, total / n if n else 0.0)
+        for slug, sc, n, ents, preds, total in conn.execute(
+            "SELECT aspect, score, facts, entities, predicates, confidence_sum FROM aspect_scores WHERE tenant_id = ?",
+            (tenant_id,),
+        )
+    }
+
+
+def briefing_lines(conn: apsw.Connection, tenant_id: int) -> list[str]:
+    """The briefing's facts summary: totals, then one line per aspect that holds facts (best first)."""
+    active = conn.execute(
+        "SELECT count(*) FROM facts WHERE tenant_id = ? AND status = 'active' AND valid_to IS NULL", (tenant_id,)
+    ).fetchone()[0]
+    waiting = conn.execute(
+        "SELECT count(*) FROM patch_batches WHERE tenant_id = ? AND status IN ('proposed', 'evaluated')", (tenant_id,)
+    ).fetchone()[0]
+    if not active and not waiting:
+        return ["- Facts: none yet (propose them with `facts_propose` when the user states something lasting)."]
+    head = f"- Facts: {active} active" + (f", {waiting} batch{'es' if waiting > 1 else ''} awaiting review" if waiting else "")
+    scored = sorted(
+        ((s, n, ents, BY_SLUG[slug]) for slug, (s, n, ents, _, _) in stored(conn, tenant_id).items() if n and slug in BY_SLUG),
+        key=lambda x: (-x[0], x[3].slug),
+    )
+    lines = [head + (". By aspect (score 0-100):" if scored else ".")]
+    lines += [f"  - {a.name} ({a.category}): {s} · {n} facts, {ents} entities" for s, n, ents, a in scored]
+    return lines

@@ -231,19 +231,3 @@ class AspectList(Struct, kw_only=True):
 
     aspects: list[AspectScore]
     scope: str
-
-
-class FactHit(Struct, kw_only=True):
-    """An active fact found by recall, beside the entry hits: `kind` is always "fact"; `sources` are its entries."""
-
-    kind: Literal["fact"] = "fact"
-    id: int
-    subject: str
-    predicate: str
-    object: str
-    confidence: float
-    valid_from: str
-    valid_to: str | None
-    sources: list[int]
-    score: float
-    parts: dict[str, float] | None = None

@@ -126,13 +126,7 @@ def aspects(ctx: Context, p: AspectsParams):
             rows[slug] = (aspects_mod.score(n, ents, preds, conf), n, ents, preds, conf)
         scope = " ".join(x for x in (p.subject and f"subject={p.subject}", p.predicate and f"predicate={p.predicate}") if x)
     else:
-        rows = {
-            slug: rest
-            for slug, *rest in ctx.conn.execute(
-                "SELECT aspect, score, facts, entities, predicates, confidence FROM aspect_scores WHERE tenant_id = ?",
-                (ctx.tenant_id,),
-            )
-        }
+        rows = aspects_mod.stored(ctx.conn, ctx.tenant_id)
         scope = "all"
     out = []
     for a in aspects_mod.ASPECTS:

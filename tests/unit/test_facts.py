@@ -283,3 +283,57 @@ def test_facts_by_subject_uses_the_active_index(db, alice):
         "EXPLAIN QUERY PLAN SELECT id FROM facts f WHERE f.tenant_id = 1 AND f.status = 'active' "
         "AND f.subject_key = 'user' AND f.valid_to IS NULL"))
     assert "facts_subject" in plan
+
+
+def test_the_trigger_kept_scores_match_a_count_from_scratch(alice):
+    rng = __import__("random").Random(14)
+    print("seed 14")
+    words = ["jazz", "chess", "yoga", "dune", "acme", "globex", "piano", "tea"]
+    for step in range(12):
+        batch = [F(subject=f"p{rng.randrange(4)}", predicate=rng.choice(["works_at", "listens_to", "practices",
+                                                                          "has_read", "prefers_music"]),
+                   obj=rng.choice(words), confidence=rng.choice([0.75, 0.9, 1.0]),
+                   valid_from=f"2026-01-{step + 1:02d}T00:00:00Z")
+                 for _ in range(6)]
+        alice.propose(*batch, apply=True)
+    stored = aspects.stored(alice.db, alice.tenant_id)
+    assert stored
+    for slug in aspects.SLUGS:
+        n, ents, preds, conf = aspects.dimensions(alice.db, alice.tenant_id, slug)
+        sc, sn, sents, spreds, sconf = stored.get(slug, (0, 0, 0, 0, 0.0))
+        assert (sn, sents, spreds, sc) == (n, ents, preds, aspects.score(n, ents, preds, conf)), slug
+        assert sconf == pytest.approx(conf)
+
+
+def test_recall_returns_current_facts_beside_entries(db, alice):
+    from arbiter.model import RecallParams
+    from arbiter.verbs import recall
+
+    with db:
+        e = entries.remember(db, alice.tenant_id, RememberParams(type="user", title="job", content="I moved to Globex"),
+                             now=T0)
+    alice.propose(F(valid_from="2024-01-01T00:00:00Z"), apply=True)
+    alice.propose(F(obj="Globex", valid_from="2025-06-01T00:00:00Z", sources=[e]), F(predicate="enjoys", obj="jazz"),
+                  F(predicate="enjoys", obj="chess", confidence=0.3), apply=True)
+    found = alice(recall, RecallParams(query="where does the user work", explain=True))
+    assert [(f.kind, f.object) for f in found.facts] == [("fact", "Globex"), ("fact", "jazz")]  # Acme is retired
+    assert found.facts[0].sources == [e] and set(found.facts[0].parts) == {"bm25", "confidence"}
+    assert [h.kind for h in found.hits] == ["entry"] * len(found.hits)
+    then = alice(recall, RecallParams(query="user works", as_of="2025-01-01T00:00:00Z"))
+    assert [f.object for f in then.facts] == ["Acme"]
+    assert alice(recall, RecallParams(query="user works", disable=["facts"])).facts == []
+    assert alice(recall, RecallParams(query="")).facts == []
+
+
+def test_the_briefing_has_a_line_per_aspect_that_holds_facts(db, alice):
+    from arbiter import briefing
+
+    empty = briefing.build(db, alice.tenant_id, "alice", now=T0, advisor=None)[0].text
+    assert "- Facts: none yet" in empty
+    alice.propose(F(), F(predicate="listens_to", obj="jazz"), F(predicate="listens_to", obj="Bach"), apply=True)
+    alice.propose(F(predicate="enjoys", obj="chess"))
+    text = briefing.build(db, alice.tenant_id, "alice", now=T0, advisor=None)[0].text
+    assert "- Facts: 3 active, 1 batch awaiting review. By aspect (score 0-100):" in text
+    music, career = (next(line for line in text.splitlines() if line.startswith(f"  - {name} ("))
+                     for name in ("Music", "Career"))
+    assert text.index(music) < text.index(career) and "2 facts" in music

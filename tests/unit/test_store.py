@@ -103,6 +103,8 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "facts"), ("index", "facts_subject"), ("index", "facts_tenant_status"), ("index", "facts_batch"),
         ("index", "facts_supersedes"), ("table", "fact_sources"), ("index", "fact_sources_entry"),
         ("table", "fact_aspects"), ("index", "fact_aspects_aspect"), ("table", "aspect_scores"),
+        ("table", "aspect_members"), ("trigger", "fact_aspects_count"), ("trigger", "facts_aspects_retire"),
+        ("trigger", "facts_aspects_confidence"),
         ("table", "fact_revisions"), ("index", "fact_revisions_fact"),
         ("trigger", "facts_insert_candidate"), ("trigger", "facts_gate"), ("trigger", "facts_rejected_final"),
         ("trigger", "facts_immutable"), ("trigger", "facts_revision_insert"), ("trigger", "facts_revision_update"),

@@ -1,0 +1,62 @@
+"""Facts in recall: active facts that match the query, ranked beside the entry hits.
+
+The query goes through recall's own stages 1-3 (the same tokenizer,
+stopwords and FTS5 expression as entries), against `facts_fts` (subject,
+predicate with its underscores as spaces, object), BM25 with the subject and
+object weighted over the predicate, times the fact's confidence; visibility
+is the same as entries' (current, or valid at `as_of`). Facts come back in
+their own list (`RecallResult.facts`), so entry hits, their ranks and every
+consumer of `hits` are unchanged; `disable=["facts"]` switches it off and
+`explain` shows each fact hit's parts.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from arbiter._time import format_time, parse_time
+from arbiter.model import FactHit, RecallParams
+from arbiter.recall.query import STOPWORDS, analyze, expression, quote, tokenizer
+
+#: Fact hits returned at most (fewer when `limit` is smaller).
+FACT_HITS = 5
+#: Best FTS matches read before visibility and confidence are applied: a
+#: retired fact stays in the index (for `as_of`), so a bound keeps a read cheap
+#: on a tenant with a long fact history.
+DEPTH = 200
+#: BM25 column weights: subject, predicate, object, scope (never matched).
+WEIGHTS = (1.0, 0.5, 1.0, 0.0)
+
+
+def search(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> list[FactHit]:
+    """The best active facts for `p.query`, visible now or at `p.as_of`; [] with no terms or with `facts` disabled."""
+    off = frozenset(p.disable)
+    if "facts" in off or not p.query.strip():
+        return []
+    query = analyze(p.query, tokenizer(conn), stopwords=frozenset() if "stopwords" in off else STOPWORDS)
+    if query.empty:
+        return []
+    expr = expression(query.terms, phrase=False, near=False)
+    match = f"{{subject predicate object}} : ({expr.text}) AND {{scope}} : {quote(f't{tenant_id}')}"
+    as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
+    visible = "f.valid_to IS NULL" if as_of is None else "f.valid_from <= :as_of AND (f.valid_to IS NULL OR f.valid_to > :as_of)"
+    rows = conn.execute(
+        f"""
+        SELECT f.id, f.subject, f.predicate, f.object, f.confidence, f.valid_from, f.valid_to, m.relevance,
+            (SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = f.id)
+        FROM (SELECT rowid AS id, -bm25(facts_fts, {', '.join(map(str, WEIGHTS))}) AS relevance
+              FROM facts_fts WHERE facts_fts MATCH :match ORDER BY relevance DESC LIMIT :depth) m
+        JOIN facts f ON f.id = m.id
+        WHERE f.tenant_id = :t AND f.status = 'active' AND {visible}
+        ORDER BY m.relevance * f.confidence DESC, f.id LIMIT :limit
+        """,
+        {"match": match, "t": tenant_id, "as_of": as_of, "limit": min(FACT_HITS, p.limit), "depth": DEPTH},
+    ).fetchall()
+    return [
+        FactHit(
+            id=fid, subject=s, predicate=pred, object=o, confidence=conf, valid_from=format_time(vfrom),
+            valid_to=format_time(vto), sources=sorted(int(x) for x in src.split(",")) if src else [],
+            score=relevance * conf, parts={"bm25": relevance, "confidence": conf} if p.explain else None,
+        )
+        for fid, s, pred, o, conf, vfrom, vto, relevance, src in rows
+    ]
