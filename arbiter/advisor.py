@@ -23,7 +23,7 @@ import msgspec
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["Advisor", "AdvisorError", "Candidate"]
+__all__ = ["Advisor", "AdvisorError", "Candidate", "ExtractedFact"]
 
 
 class AdvisorError(Exception):
@@ -49,6 +49,17 @@ class Candidate(msgspec.Struct, frozen=True):
     text: str
 
 
+class ExtractedFact(msgspec.Struct, frozen=True):
+    """One triple the model found, with the entry it came from and its (unvalidated) aspect slugs."""
+
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    source: int
+    aspects: list[str] = []
+
+
 # Prompt-size caps: the advisor runs on interactive paths (recall, remember),
 # so prompts stay small enough for a fast model to answer within seconds.
 _CONTENT_CHARS = 4000
@@ -65,7 +76,7 @@ _JSON_ONLY = "Answer with JSON only: no prose, no code fences."
 
 
 class Advisor:
-    """Calls the LLM for query paraphrases, reranking, tags, contradictions and names.
+    """Calls the LLM for query paraphrases, reranking, tags, contradictions, names and fact extraction.
 
     `fast_model` serves cheap, latency-bound calls (paraphrase, tags, names);
     `strong_model` serves judgement calls (rerank, contradictions); its default
@@ -274,6 +285,47 @@ class Advisor:
             raise AdvisorError("malformed output")
         # Upper-case only first letters, so acronyms ("API") survive.
         return " ".join(w[:1].upper() + w[1:] for w in words), description
+
+    def extract_facts(
+        self,
+        entries: list[Candidate],
+        predicates: list[str],
+        aspects: list[str],
+        *,
+        model: str | None = None,
+        deadline: float | None = None,
+    ) -> list[ExtractedFact]:
+        """Candidate subject-predicate-object facts stated in `entries` (often none).
+
+        Items that are not well-typed, or cite an entry that was not shown,
+        are dropped; a fully unusable answer is "malformed output". Aspect
+        slugs come back as the model wrote them: the caller validates them.
+        """
+        self._check_ready(deadline)
+        ids = {c.id for c in entries}
+        prompt = (
+            "Extract the lasting facts these memory entries state about the user or the world, as "
+            "subject-predicate-object triples. Use \"user\" as the subject for the user. Prefer these "
+            f"predicates when one fits: {', '.join(predicates[:_VOCABULARY_MAX])}; otherwise invent a short "
+            "snake_case one. Give each a confidence from 0 to 1 (how clearly the entry states it), the id of "
+            f"the entry it comes from, and the aspects it belongs to among: {', '.join(aspects)}. Skip "
+            "small talk, plans and anything uncertain; the usual answer is a few facts or none.\n\n"
+            f"Entries:\n{_format_candidates(entries)}\n\n"
+            'Reply as {"facts": [{"subject": "...", "predicate": "...", "object": "...", "confidence": 0.9, '
+            '"source": <entry id>, "aspects": ["..."]}]}. ' + _JSON_ONLY
+        )
+        value = _parse_json(self._ask(prompt, model or self.strong_model, 1500, deadline))
+        out: list[ExtractedFact] = []
+        for item in _list_field(value, "facts"):
+            try:
+                fact = msgspec.convert(item, ExtractedFact)
+            except msgspec.ValidationError:
+                continue
+            if fact.source in ids:
+                out.append(fact)
+        if not out and _list_field(value, "facts"):
+            raise AdvisorError("malformed output")
+        return out
 
     # -- transport -----------------------------------------------------------
 

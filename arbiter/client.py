@@ -59,6 +59,7 @@ from arbiter.backup.model import BackupCreated
 from arbiter.ui.model import GraphView
 from arbiter.transfer.model import ExportPage, ImportProgress
 from arbiter.facts.model import AspectList, Batch, BatchList, FactHistory, FactList, Predicate, PredicateList
+from arbiter.facts.model import AspectList, Batch, ExtractResult, BatchList, FactHistory, FactList, Predicate, PredicateList
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
 
@@ -331,6 +332,10 @@ class Client:
 
     def predicate_declare(self, name: str, functional: bool = False) -> Predicate:
         return self.call("predicate_declare", {"name": name, "functional": functional}, Predicate)
+
+    def fact_extract(self, entry_ids: list[int], *, apply: bool = False, threshold: float = 0.5) -> ExtractResult:
+        """Advisor extraction (needs ANTHROPIC_API_KEY on the daemon): the facts these entries state, proposed as a batch."""
+        return self.call("fact_extract", {"entry_ids": entry_ids, "apply": apply, "threshold": threshold}, ExtractResult)
 
     def aspects(self, subject: str | None = None, predicate: str | None = None) -> AspectList:
         return self.call("aspects", {"subject": subject, "predicate": predicate}, AspectList)

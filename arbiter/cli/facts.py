@@ -108,6 +108,32 @@ def history(settings, as_json, fact_id):
     _emit(h, as_json, human)
 
 
+@command(fact, "extract")
+@click.argument("entry_ids", type=int, nargs=-1, required=True)
+@click.option("--apply", "apply_", is_flag=True, help="Apply the batch now (through the same gate).")
+@click.option("--threshold", type=float, default=0.5, show_default=True, help="Minimum confidence to pass.")
+def extract(settings, as_json, entry_ids, apply_, threshold):
+    """Ask the advisor for the facts ENTRY_IDS state; they are proposed as one batch.
+
+    Needs ANTHROPIC_API_KEY on the daemon; without it nothing is proposed and
+    the note says so.
+
+    \b
+    Example:
+      arbiter fact extract 12 13 --apply
+    """
+    with settings.client() as c:
+        r = c.fact_extract(list(entry_ids), apply=apply_, threshold=threshold)
+
+    def human(r):
+        if r.batch is not None:
+            _show_batch(r.batch)
+        elif r.note:
+            click.echo(f"note: {r.note}", err=True)
+
+    _emit(r, as_json, human)
+
+
 @command(main, "facts")
 @click.argument("subject", required=False)
 @click.option("--predicate")

@@ -231,3 +231,10 @@ class AspectList(Struct, kw_only=True):
 
     aspects: list[AspectScore]
     scope: str
+
+
+class ExtractResult(Struct, kw_only=True):
+    """The batch the advisor's triples were proposed in (None when nothing was proposed; `note` says why)."""
+
+    batch: Batch | None
+    note: str | None = None

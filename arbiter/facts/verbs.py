@@ -8,7 +8,7 @@ the daemon serves to prove no other path makes a fact active.
 from __future__ import annotations
 
 from arbiter._time import parse_time
-from arbiter.facts import aspects as aspects_mod, gate, store
+from arbiter.facts import aspects as aspects_mod, extract, gate, store
 from arbiter.facts.model import (
     AspectList,
     AspectScore,
@@ -16,6 +16,7 @@ from arbiter.facts.model import (
     BatchIdParams,
     BatchList,
     BatchListParams,
+    ExtractParams,
     FactHistory,
     FactList,
     FactProposal,
@@ -151,3 +152,11 @@ VERBS: dict[str, Verb] = {
     "predicate_declare": Verb(PredicateDeclareParams, predicate_declare, writes=True),
     "aspects": Verb(AspectsParams, aspects),
 }
+
+
+def fact_extract(ctx: Context, p):
+    """Ask the advisor (ANTHROPIC_API_KEY) for the facts these entries state; they are proposed as a batch (origin extractor) and, with `apply`, applied through the gate."""
+    return extract.run(ctx, p)
+
+
+VERBS["fact_extract"] = Verb(ExtractParams, fact_extract, writes=True, prepare=extract.prepare)
