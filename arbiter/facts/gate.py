@@ -159,6 +159,7 @@ def apply(conn: apsw.Connection, tenant_id: int, batch_id: int, *, now: int) -> 
                     (c.valid_from, now, c.target),
                 )
                 touched.update(_aspects_of(conn, c.target))
+            store.resolve_object(conn, tenant_id, c.id, now=now)
             conn.execute(
                 "UPDATE facts SET status = 'active', supersedes_fact_id = ?, changed_at = ? WHERE id = ?",
                 (c.target if c.finding == "supersede" else None, now, c.id),

@@ -20,6 +20,7 @@ from arbiter.facts.model import (
     Predicate,
     normalize_predicate,
 )
+from arbiter.entities import core as entities_core
 from arbiter.store import relations
 
 _slugs = msgspec.json.Decoder(list[str])
@@ -34,6 +35,15 @@ MULTI_VALUED = frozenset({
     "friend_of", "parent_of", "child_of", "sibling_of", "believes", "values", "practices", "has_read",
     "has_watched", "listens_to", "plays", "created", "attended", "visited", "uses", "has_pet", "allergic_to",
 })
+#: Predicates whose object names a thing of a known type: at apply, such an
+#: object is resolved to an entity (created if none), as the seed's "Acme Corp"
+#: (organisation) is. Other parts only link to entities that already exist.
+OBJECT_TYPES = {
+    "works_at": "organisation", "studied_at": "organisation", "member_of": "organisation",
+    "lives_in": "location", "born_in": "location", "located_in": "location", "visited": "location",
+    "knows": "person", "friend_of": "person", "married_to": "person", "parent_of": "person",
+    "child_of": "person", "sibling_of": "person", "reports_to": "person",
+}
 #: Any predicate starting so is functional (one current preference per subject and topic).
 FUNCTIONAL_PREFIXES = ("prefers_",)
 
@@ -41,6 +51,24 @@ FUNCTIONAL_PREFIXES = ("prefers_",)
 def key(text: str) -> str:
     """How parts are matched: whitespace folded, case-folded."""
     return " ".join(text.split()).casefold()
+
+
+def entity_of(conn: apsw.Connection, tenant_id: int, text: str) -> tuple[int, str] | None:
+    """(id, type) of the existing entity a part names (by name, alias or normalised form), else None."""
+    found = entities_core.lookup(conn, tenant_id, text)
+    if found is None:
+        return None
+    return found[0], conn.execute("SELECT type FROM entities WHERE id = ?", (found[0],)).fetchone()[0]
+
+
+def resolve_object(conn: apsw.Connection, tenant_id: int, fact_id: int, *, now: int) -> None:
+    """At apply: an unlinked object of a typed predicate (works_at → organisation...) becomes an entity."""
+    predicate, obj, linked = conn.execute(
+        "SELECT predicate, object, object_entity_id FROM facts WHERE id = ?", (fact_id,)
+    ).fetchone()
+    if linked is None and predicate in OBJECT_TYPES:
+        entity = entities_core.resolve(conn, tenant_id, obj, type=OBJECT_TYPES[predicate], now=now).entity_id
+        conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
 
 
 # ---- predicates -----------------------------------------------------------------
@@ -124,25 +152,30 @@ def create_batch(
 
 
 def add_candidates(
-    conn: apsw.Connection, tenant_id: int, batch_id: int, items: list[tuple[FactProposal, list[str]]], *, now: int
+    conn: apsw.Connection,
+    tenant_id: int,
+    batch_id: int,
+    items: list[tuple[FactProposal, list[str], int | None, int | None]],
+    *,
+    now: int,
 ) -> list[int]:
-    """Insert candidates (each with its staged aspect slugs) and their source links; ids in order.
+    """Insert candidates (each with its staged aspect slugs and entity ids) and their source links; ids in order.
 
     Every source and time is checked before anything is written.
     """
     rows = []
-    for i, (p, slugs) in enumerate(items):
+    for i, (p, slugs, subject_entity, object_entity) in enumerate(items):
         relations._require_entries(conn, tenant_id, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
         valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"facts[{i}].valid_from")
-        rows.append((p, slugs, valid_from))
+        rows.append((p, slugs, subject_entity, object_entity, valid_from))
     ids = []
-    for p, slugs, valid_from in rows:
+    for p, slugs, subject_entity, object_entity, valid_from in rows:
         conn.execute(
-            "INSERT INTO facts(tenant_id, batch_id, subject, subject_key, predicate, object, object_key, confidence, "
-            "status, valid_from, aspect_slugs, recorded_at, changed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
-            (tenant_id, batch_id, p.subject, key(p.subject), p.predicate, p.object, key(p.object), p.confidence,
-             valid_from, msgspec.json.encode(slugs).decode(), now, now),
+            "INSERT INTO facts(tenant_id, batch_id, subject, subject_key, subject_entity_id, predicate, object, "
+            "object_key, object_entity_id, confidence, status, valid_from, aspect_slugs, recorded_at, changed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
+            (tenant_id, batch_id, p.subject, key(p.subject), subject_entity, p.predicate, p.object, key(p.object),
+             object_entity, p.confidence, valid_from, msgspec.json.encode(slugs).decode(), now, now),
         )
         fid = conn.last_insert_rowid()
         ids.append(fid)

@@ -30,13 +30,20 @@ from arbiter.model import Empty, IdParams
 from arbiter.verb import Context, Verb, _as_of
 
 
-def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactProposal, list[str]]]:
-    """Each proposal with its aspect slugs: keyword patterns united with the proposer's (unknown ones dropped, noted)."""
+def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactProposal, list[str], int | None, int | None]]:
+    """Each proposal with its aspect slugs and the existing entities its parts name.
+
+    Slugs: keyword patterns over the parts and their entities' types, united
+    with the proposer's (unknown ones dropped, noted).
+    """
     out, dropped = [], []
     for p in proposals:
-        slugs, unknown = aspects_mod.merge(aspects_mod.classify(p.predicate, p.subject, p.object), p.aspects)
+        subject = store.entity_of(ctx.conn, ctx.tenant_id, p.subject)
+        obj = store.entity_of(ctx.conn, ctx.tenant_id, p.object)
+        types = tuple(e[1] for e in (subject, obj) if e is not None)
+        slugs, unknown = aspects_mod.merge(aspects_mod.classify(p.predicate, p.subject, p.object, types), p.aspects)
         dropped += unknown
-        out.append((p, slugs))
+        out.append((p, slugs, subject and subject[0], obj and obj[0]))
     if dropped:
         ctx.notes.append("unknown aspect slugs dropped: " + ", ".join(dict.fromkeys(dropped)))
     return out

@@ -337,3 +337,17 @@ def test_the_briefing_has_a_line_per_aspect_that_holds_facts(db, alice):
     music, career = (next(line for line in text.splitlines() if line.startswith(f"  - {name} ("))
                      for name in ("Music", "Career"))
     assert text.index(music) < text.index(career) and "2 facts" in music
+
+
+def test_parts_link_to_entities_and_typed_objects_become_entities_at_apply(db, alice):
+    from arbiter.entities import core as entities_core
+
+    with db:
+        pg = entities_core.create(db, alice.tenant_id, "PostgreSQL", type="tool", now=T0)
+    uses = alice.propose(F(predicate="uses", obj="postgresql")).facts[0]
+    assert (uses.object_entity_id, uses.subject_entity_id) == (pg, None)  # linked while still a candidate
+    rejected = alice.propose(F(obj="Nowhere Inc", confidence=0.1), apply=True).facts[0]
+    assert rejected.object_entity_id is None and entities_core.lookup(db, alice.tenant_id, "Nowhere Inc") is None
+    acme = alice.propose(F(obj="Acme Corp"), apply=True).facts[0]
+    entity = entities_core.get(db, alice.tenant_id, acme.object_entity_id)
+    assert (entity.name, entity.type) == ("Acme Corp", "organisation")
