@@ -21,6 +21,7 @@ T = TypeVar("T")
 READS = frozenset({
     "ping", "status", "get", "list", "history", "expand", "density", "recall", "conversation_list", "thread",
     "open_threads", "backlinks", "around", "tag_cooccurrence", "topic_clusters", "topic_cluster", "briefing",
+    "facts", "fact_history", "batch_list", "batch_show", "predicates", "aspects",
 })
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from msgspec import Meta
+from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams, NotFound
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
@@ -151,15 +151,34 @@ class Page(View):
         return f'\nmore: pass cursor "{self.next_cursor}" for the next page' if self.more else ""
 
 
+class RecalledFact(Struct, kw_only=True):
+    """An active fact matching the query (facts behind the evaluation gate); `sources` are its entries."""
+
+    id: int
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    valid_from: str
+    sources: list[int]
+
+
 class Recalled(Page):
     query: str
     conversation_id: int | None
     hits: list[Hit]
     note: str | None = None
+    facts: list[RecalledFact] = []
 
     def text(self) -> str:
         where = f" (conversation #{self.conversation_id} first)" if self.conversation_id else ""
-        lines = [f"{len(self.hits)} hits for {self.query!r}{where}:"]
+        lines = []
+        if self.facts:
+            lines.append("Facts (true now):")
+            lines += [f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since "
+                      f"{f.valid_from[:10]}{', from ' + ', '.join(f'#{i}' for i in f.sources) if f.sources else ''})"
+                      for f in self.facts]
+        lines.append(f"{len(self.hits)} hits for {self.query!r}{where}:")
         for h in self.hits:
             lines += _hit_lines(h)
         if self.note:
@@ -500,7 +519,8 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     whenever the answer may be in memory.
 
     Each hit has an excerpt around the matched words, its type, tags, dates
-    and whether it was superseded; read one in full with `get`. This
+    and whether it was superseded; read one in full with `get`. Active facts
+    that match come first, under `facts`: they are what is true now. This
     session's conversation is searched first (`everywhere` for the whole
     memory alike). Page with `cursor` while `more` is true.
     """
@@ -513,8 +533,10 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     header = len(a.query) + 80
     shown = _paged(page, header, a.max_chars)
     more = len(res.hits) > offset + shown
+    facts = [RecalledFact(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,
+                          valid_from=f.valid_from, sources=f.sources) for f in res.facts] if not offset else []
     return Recalled(query=a.query, conversation_id=conversation, hits=page[:shown], note=res.note, more=more,
-                    next_cursor=str(offset + shown) if more else None)
+                    next_cursor=str(offset + shown) if more else None, facts=facts)
 
 
 def _hit(h) -> Hit:

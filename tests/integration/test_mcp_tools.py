@@ -80,6 +80,10 @@ CASES = {
     "density": lambda ids, mine: {"id": ids["adr-queue"]},
     "topic_cluster": lambda ids, mine: {"tag": "runbook", "limit": 3},
     "get_memory_briefing": lambda ids, mine: {},
+    "propose_facts": lambda ids, mine: {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
+                                                   "sources": [ids["deadlock"]]}]},
+    "facts": lambda ids, mine: {"subject": "user"},
+    "aspects": lambda ids, mine: {},
 }
 #: Order matters for the ones that change `mine`: link before unlink, forget last.
 ORDER = ["update", "link", "unlink", "reply"]
