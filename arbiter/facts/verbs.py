@@ -7,7 +7,6 @@ the daemon serves to prove no other path makes a fact active.
 
 from __future__ import annotations
 
-from arbiter._time import parse_time
 from arbiter.facts import aspects as aspects_mod, extract, gate, store
 from arbiter.facts.model import (
     AspectList,
@@ -27,7 +26,7 @@ from arbiter.facts.model import (
     normalize_predicate,
 )
 from arbiter.model import Empty, IdParams
-from arbiter.verb import Context, Verb, _as_of
+from arbiter.verb import Context, Verb, _as_of, _known_at
 
 
 def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactProposal, list[str], int | None, int | None]]:
@@ -65,10 +64,9 @@ def facts_propose(ctx: Context, p: ProposeParams):
 
 def facts(ctx: Context, p: FactsParams):
     """Facts: active and true now by default; `as_of` for valid time, `known_at` for what was recorded then; `status` candidate/rejected for audits."""
-    known = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     return FactList(facts=store.read(
         ctx.conn, ctx.tenant_id, subject=p.subject, predicate=p.predicate, status=p.status,
-        as_of=_as_of(p.as_of), known_at=known, limit=p.limit,
+        as_of=_as_of(p.as_of), known_at=_known_at(p.known_at), limit=p.limit,
     ))
 
 
