@@ -21,6 +21,7 @@ from arbiter.facts.model import (
     normalize_predicate,
 )
 from arbiter.entities import core as entities_core
+from arbiter.entities.extract import canonical
 from arbiter.store import relations
 
 _slugs = msgspec.json.Decoder(list[str])
@@ -67,7 +68,12 @@ def resolve_object(conn: apsw.Connection, tenant_id: int, fact_id: int, *, now: 
         "SELECT predicate, object, object_entity_id FROM facts WHERE id = ?", (fact_id,)
     ).fetchone()
     if linked is None and predicate in OBJECT_TYPES:
-        entity = entities_core.resolve(conn, tenant_id, obj, type=OBJECT_TYPES[predicate], now=now).entity_id
+        # Exact, alias or normalised name, else a new entity: not `resolve`'s
+        # trigram step, which costs ~10 ms an object once a tenant has a few
+        # thousand entities (bench/facts.py) and would dominate an apply.
+        # Spelling variants are joined later with `entity merge`.
+        found = entities_core.lookup(conn, tenant_id, obj)
+        entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
         conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
 
 

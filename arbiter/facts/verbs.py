@@ -36,9 +36,15 @@ def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactPropos
     with the proposer's (unknown ones dropped, noted).
     """
     out, dropped = [], []
+    named: dict[str, tuple[int, str] | None] = {}  # a batch names the same subject ("user") over and over
+
+    def entity(text: str) -> tuple[int, str] | None:
+        if text not in named:
+            named[text] = store.entity_of(ctx.conn, ctx.tenant_id, text)
+        return named[text]
+
     for p in proposals:
-        subject = store.entity_of(ctx.conn, ctx.tenant_id, p.subject)
-        obj = store.entity_of(ctx.conn, ctx.tenant_id, p.object)
+        subject, obj = entity(p.subject), entity(p.object)
         types = tuple(e[1] for e in (subject, obj) if e is not None)
         slugs, unknown = aspects_mod.merge(aspects_mod.classify(p.predicate, p.subject, p.object, types), p.aspects)
         dropped += unknown
