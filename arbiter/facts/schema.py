@@ -148,13 +148,22 @@ CREATE TRIGGER facts_aspects_retire AFTER UPDATE OF valid_to ON facts
 WHEN old.valid_to IS NULL AND new.valid_to IS NOT NULL AND new.status = 'active' BEGIN
     UPDATE aspect_scores SET facts = facts - 1, confidence_sum = confidence_sum - old.confidence
         WHERE tenant_id = new.tenant_id AND aspect IN (SELECT aspect FROM fact_aspects WHERE fact_id = new.id);
+    -- One statement per kind, each an equality on the primary key: an OR
+    -- across kinds made SQLite scan every member of the aspect.
     UPDATE aspect_members SET n = n - 1
         WHERE tenant_id = new.tenant_id AND aspect IN (SELECT aspect FROM fact_aspects WHERE fact_id = new.id)
-        AND ((kind = 'predicate' AND value = new.predicate) OR (kind = 'entity' AND value IN (
-            coalesce('e' || new.subject_entity_id, 't' || new.subject_key),
-            coalesce('e' || new.object_entity_id, 't' || new.object_key))));
+        AND kind = 'predicate' AND value = new.predicate;
+    UPDATE aspect_members SET n = n - 1
+        WHERE tenant_id = new.tenant_id AND aspect IN (SELECT aspect FROM fact_aspects WHERE fact_id = new.id)
+        AND kind = 'entity' AND value IN (coalesce('e' || new.subject_entity_id, 't' || new.subject_key),
+                                          coalesce('e' || new.object_entity_id, 't' || new.object_key));
     DELETE FROM aspect_members
         WHERE tenant_id = new.tenant_id AND aspect IN (SELECT aspect FROM fact_aspects WHERE fact_id = new.id)
+        AND kind = 'predicate' AND value = new.predicate AND n <= 0;
+    DELETE FROM aspect_members
+        WHERE tenant_id = new.tenant_id AND aspect IN (SELECT aspect FROM fact_aspects WHERE fact_id = new.id)
+        AND kind = 'entity' AND value IN (coalesce('e' || new.subject_entity_id, 't' || new.subject_key),
+                                          coalesce('e' || new.object_entity_id, 't' || new.object_key))
         AND n <= 0;
 END;
 CREATE TRIGGER facts_aspects_confidence AFTER UPDATE OF confidence ON facts
