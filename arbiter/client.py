@@ -58,8 +58,7 @@ from arbiter.model import (
 from arbiter.backup.model import BackupCreated
 from arbiter.ui.model import GraphView
 from arbiter.transfer.model import ExportPage, ImportProgress
-from arbiter.facts.model import AspectList, Batch, BatchList, FactHistory, FactList, Predicate, PredicateList
-from arbiter.facts.model import AspectList, Batch, ExtractResult, BatchList, FactHistory, FactList, Predicate, PredicateList
+from arbiter.facts.model import AspectList, Batch, BatchList, ExtractResult, FactHistory, FactList, Predicate, PredicateList
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
 
