@@ -23,7 +23,7 @@ from arbiter.model import RECALL_STAGES
 @click.option("--conversation", type=int, help="Pin to a conversation id.")
 @click.option("--parent", type=int, help="Reply to this entry (threads).")
 @click.option("--supersedes", type=int, multiple=True, help="Retire this entry in favour of the new one. Repeatable.")
-@click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now).")
+@click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now; never in the future).")
 @click.option("--auto-tag", is_flag=True, help="LLM: add 2–4 tags, reusing the tenant's vocabulary.")
 @click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
 @click.option("--entity", "entity_names", multiple=True, metavar="NAME",
