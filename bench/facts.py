@@ -13,7 +13,12 @@ list, confidence 0.6-1.0. Then it times, one request at a time:
 - `propose, evaluate, apply`: the same kind of batch as three requests
   (`facts_propose`, `batch_evaluate`, `batch_apply`), their sum;
 - `facts by subject`: `facts(subject)` round trips, and the store's read
-  alone (in this process, on a second connection to the same file).
+  alone (in this process, on a second connection to the same file);
+- then, with the daemon stopped, the same 100-fact propose+apply run in
+  this process as the daemon's writer runs it (one transaction, the verb
+  function, synchronous=FULL), timed by wall clock and by CPU time: on a
+  shared machine the CPU time says what the work costs without the wait
+  for a core.
 
     python -m bench.facts
     python -m bench.facts --facts 20000 --runs 20 --home /tmp/facts-bench
@@ -33,8 +38,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import msgspec
+
+from arbiter._time import now_us
 from arbiter.facts import store as facts_store
-from arbiter.store import connect
+from arbiter.facts import verbs as facts_verbs
+from arbiter.facts.model import ProposeParams
+from arbiter.store import connect, open_database
+from arbiter.verb import Context
 from bench.longmemeval.daemon import Daemon
 from bench.longmemeval.metrics import percentile
 
@@ -82,6 +93,22 @@ def _batch(rng: random.Random) -> list[dict]:
 
 def _ms(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.1f} ms, p95 {percentile(values, 95):.1f} ms, max {max(values):.1f} ms"
+
+
+def in_process(home: Path, rng: random.Random, runs: int) -> tuple[list[float], list[float]]:
+    """The 100-fact propose+apply as the daemon's writer runs it, with the daemon stopped; (wall, CPU) ms."""
+    conn = open_database(home / "arbiter.db")
+    tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+    wall, cpu = [], []
+    for _ in range(runs):
+        params = msgspec.convert({"facts": _batch(rng), "apply": True}, ProposeParams)
+        w, c = time.perf_counter(), time.process_time()
+        with conn:
+            facts_verbs.facts_propose(Context(conn, tenant, "default", now_us()), params)
+        wall.append((time.perf_counter() - w) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+    conn.close()
+    return wall, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"facts by subject ({statistics.mean(sizes):.0f} facts each), round trip: {_ms(trips)}")
                 print(f"facts by subject, store read alone:               {_ms(local)}")
                 conn.close()
+        wall, cpu = in_process(home, rng, args.runs)
+        print(f"propose+apply, 100 facts, in process, wall:        {_ms(wall)}")
+        print(f"propose+apply, 100 facts, in process, CPU time:    {_ms(cpu)}")
     finally:
         if args.home is None:
             shutil.rmtree(home, ignore_errors=True)

@@ -4,7 +4,8 @@ The query goes through recall's own stages 1-3 (the same tokenizer,
 stopwords and FTS5 expression as entries), against `facts_fts` (subject,
 predicate with its underscores as spaces, object), BM25 with the subject and
 object weighted over the predicate, times the fact's confidence; visibility
-is the same as entries' (current, or valid at `as_of`). Facts come back in
+is the same as entries' (current, or valid at `as_of`; with `known_at`, as
+recorded then). Facts come back in
 their own list (`RecallResult.facts`), so entry hits, their ranks and every
 consumer of `hits` are unchanged; `disable=["facts"]` switches it off and
 `explain` shows each fact hit's parts.
@@ -39,18 +40,29 @@ def search(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> list[FactH
     expr = expression(query.terms, phrase=False, near=False)
     match = f"{{subject predicate object}} : ({expr.text}) AND {{scope}} : {quote(f't{tenant_id}')}"
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
-    visible = "f.valid_to IS NULL" if as_of is None else "f.valid_from <= :as_of AND (f.valid_to IS NULL OR f.valid_to > :as_of)"
+    known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
+    # With `known_at`, each fact in the state recorded then (the same revisions `facts` reads).
+    state, join = "f", ""
+    if known_at is not None:
+        state = "r"
+        join = (" JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
+                "AND x.recorded_at <= :known)")
+    if as_of is None:
+        visible = f"{state}.valid_to IS NULL"
+    else:
+        visible = f"f.valid_from <= :as_of AND ({state}.valid_to IS NULL OR {state}.valid_to > :as_of)"
     rows = conn.execute(
         f"""
-        SELECT f.id, f.subject, f.predicate, f.object, f.confidence, f.valid_from, f.valid_to, m.relevance,
+        SELECT f.id, f.subject, f.predicate, f.object, {state}.confidence, f.valid_from, {state}.valid_to, m.relevance,
             (SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = f.id)
         FROM (SELECT rowid AS id, -bm25(facts_fts, {', '.join(map(str, WEIGHTS))}) AS relevance
               FROM facts_fts WHERE facts_fts MATCH :match ORDER BY relevance DESC LIMIT :depth) m
-        JOIN facts f ON f.id = m.id
-        WHERE f.tenant_id = :t AND f.status = 'active' AND {visible}
-        ORDER BY m.relevance * f.confidence DESC, f.id LIMIT :limit
+        JOIN facts f ON f.id = m.id{join}
+        WHERE f.tenant_id = :t AND {state}.status = 'active' AND {visible}
+        ORDER BY m.relevance * {state}.confidence DESC, f.id LIMIT :limit
         """,
-        {"match": match, "t": tenant_id, "as_of": as_of, "limit": min(FACT_HITS, p.limit), "depth": DEPTH},
+        {"match": match, "t": tenant_id, "as_of": as_of, "known": known_at, "limit": min(FACT_HITS, p.limit),
+         "depth": DEPTH},
     ).fetchall()
     return [
         FactHit(

@@ -351,3 +351,14 @@ def test_parts_link_to_entities_and_typed_objects_become_entities_at_apply(db, a
     acme = alice.propose(F(obj="Acme Corp"), apply=True).facts[0]
     entity = entities_core.get(db, alice.tenant_id, acme.object_entity_id)
     assert (entity.name, entity.type) == ("Acme Corp", "organisation")
+
+
+def test_recall_with_known_at_finds_facts_as_recorded_then(alice):
+    from arbiter.model import RecallParams
+    from arbiter.verbs import recall
+
+    alice.propose(F(valid_from="2024-01-01T00:00:00Z"), apply=True)
+    before = format_time(alice.now)
+    alice.propose(F(obj="Globex"), apply=True)
+    assert [f.object for f in alice(recall, RecallParams(query="user works")).facts] == ["Globex"]
+    assert [f.object for f in alice(recall, RecallParams(query="user works", known_at=before)).facts] == ["Acme"]
