@@ -14,7 +14,7 @@ import apsw
 from arbiter.errors import NotFound
 from arbiter.graph import tags, threads
 from arbiter.model import Around, Backlink, Backlinks, Entry, RelatedEntry, TagNeighbor
-from arbiter.store import entries, relations
+from arbiter.store import entries, fts, relations
 
 MAX_LINKS = 200  # per kind, for backlinks
 MAX_RELATIONS = 50
@@ -33,9 +33,10 @@ def mentioning(conn: apsw.Connection, tenant_id: int, entry_id: int, *, limit: i
     # The id is an int we format ourselves, never user text, so it can sit in
     # the FTS5 expression directly; the pattern check drops "42 ms" and the like.
     match = f'{{title content}} : "{int(entry_id)}"'
+    t = fts.table(tenant_id)
     rows = conn.execute(
-        f"SELECT {entries.ENTRY_COLUMNS} FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
-        "WHERE entries_fts MATCH ? AND e.tenant_id = ? AND e.valid_to IS NULL AND e.id != ? ORDER BY e.id DESC",
+        f"SELECT {entries.ENTRY_COLUMNS} FROM {t} JOIN entries e ON e.id = {t}.rowid "
+        f"WHERE {t} MATCH ? AND e.tenant_id = ? AND e.valid_to IS NULL AND e.id != ? ORDER BY e.id DESC",
         (match, tenant_id, entry_id),
     )
     out = []

@@ -24,6 +24,7 @@ from arbiter.model import RecallParams, RecallResult
 from arbiter.recall import _rank, _sql, past, score
 from arbiter.recall.hits import browse, render
 from arbiter.recall.query import STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
+from arbiter.store import fts
 
 __all__ = ["Candidate", "Ranking", "Tuning", "fuse", "quote", "recall", "render", "search"]
 
@@ -131,20 +132,23 @@ def search(
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     reference = as_of if as_of is not None else (now_us() if now is None else now)
     suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
-    n, df = _rank.FREQUENCIES.get(conn, [s for t in query.terms for s in t.stem.split(" ")])
+    n, df = _rank.FREQUENCIES.get(conn, tenant_id, [s for t in query.terms for s in t.stem.split(" ")])
     idf = {stem: _rank.idf(d, n) for stem, d in df.items()}
+    rows, tokens = fts.totals(conn, tenant_id)  # the tenant's own average length, whatever index a pass reads
+    avgdl = tokens / max(rows, 1) or 1.0
     factor = {"phrase": tuning.phrase_factor, "near": tuning.near_factor, "bag": 1.0}
     weights = (1.0, 1.0, 1.0, 1.0) if "weights" in off else tuning.weights
 
-    def run(terms, scope: str, pass_depth: int) -> tuple[str, list[Candidate]]:
+    def run(terms, pass_depth: int, **scope: int) -> tuple[str, list[Candidate]]:
         expr = expression(terms, phrase=tuning.phrase, near=tuning.near)
         spec = _rank.Spec(
             idf=[factor[branch] * sum(idf[s] for s in stems) for branch, stems in expr.slots],
             weights=weights,
             k1=tuning.k1,
             b=tuning.b,
+            avgdl=avgdl,
         )
-        match = f"{_sql.text_match(expr.text)} AND {scope}"
+        match = _sql.scoped(_sql.text_match(expr.text), tenant_id, **scope)
         if known_at is None:
             rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of)
         else:
@@ -157,21 +161,20 @@ def search(
         )
         if not terms:
             return Ranking(query=query, candidates=[])
-        match, ranked = run(terms, _sql.tenant_scope(tenant_id), tuning.tenant_depth)
+        match, ranked = run(terms, tuning.tenant_depth)
         return Ranking(query=query, candidates=ranked, expression=match)
 
-    scope = _sql.conversation_scope(tenant_id, p.conversation_id)
     terms = query.terms
     if tuning.common_share < 1.0 and "common" not in off:
         terms = select_terms(terms, df, n, tuning.common_share, n * len(terms), floor=tuning.common_floor)
-    main, local = run(terms, scope, tuning.conversation_depth)
+    main, local = run(terms, tuning.conversation_depth, conversation_id=p.conversation_id)
     passes = [("conversation", tuning.conversation_weight, local)]
     if "tenant_fill" not in off and not _settled(len(local), need, tuning):
         terms = query.terms if "select" in off else select_terms(
             query.terms, df, n, tuning.df_max_share, tuning.fill_budget, floor=tuning.common_floor
         )
         if terms:
-            _, ranked = run(terms, _sql.tenant_scope(tenant_id, besides=p.conversation_id), tuning.tenant_depth)
+            _, ranked = run(terms, tuning.tenant_depth, besides=p.conversation_id)
             passes.append(("tenant", tuning.tenant_weight, ranked))
     return Ranking(query=query, candidates=fuse(passes, k=tuning.rrf_k), expression=main)
 

@@ -4,8 +4,12 @@ FTS5's built-in `bm25()` computes each phrase's idf by running the phrase over
 the whole index on every query: a cost that grows with the tenant (every
 posting of every common word) even when the MATCH is scoped to one
 conversation of a few hundred rows. Here idf comes from document frequencies
-cached per database, so a scoped pass costs only its own matches. Owning the
+cached per tenant, so a scoped pass costs only its own matches. Owning the
 formula also lets the length normalization (`b`) be tuned.
+
+Every statistic is the tenant's own: each tenant has its own index
+(store/fts.py), whose row count and token totals FTS5 keeps, and whose
+vocabulary gives document frequencies. Nothing another tenant writes moves them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import apsw
+
+from arbiter.store import fts
 
 FUNCTION = "arbiter_rank"
 K1 = 1.2
@@ -43,7 +49,7 @@ class Spec:
 
 def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
     spec: Spec = _local.spec
-    if spec.avgdl is None:  # once per query: FTS5 keeps these totals, no scan
+    if spec.avgdl is None:  # once per query unless given: FTS5 keeps these totals, no scan
         spec.avgdl = api.column_total_size(-1) / max(api.row_count, 1) or 1.0
     w0, w1, w2, w3 = spec.weights[:4]
     norm = spec.k1 * (1.0 - spec.b + spec.b * api.column_size(-1) / spec.avgdl)
@@ -61,13 +67,14 @@ def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
 
 
 def ranked(
-    conn: apsw.Connection, match: str, spec: Spec, depth: int, *, table: str = "entries_fts"
+    conn: apsw.Connection, table: str, match: str, spec: Spec, depth: int, *, min_rowid: int = 0
 ) -> list[tuple[int, float]]:
-    """(rowid, score) of the `depth` best matches of `match` in `table`, best first.
+    """(rowid, score) of the `depth` best matches of `match` in FTS5 `table` from `min_rowid` up, best first.
 
     The text phrases must come first in `match` (the scope filter after), in
-    the order of `spec.idf`. `table` is an FTS5 table with entries_fts's
-    columns (recall.past ranks past states in entry_revisions_fts).
+    the order of `spec.idf`. `table` is a tenant's index (store/fts.py) or
+    an FTS5 table with the same columns (recall.past ranks past states in
+    entry_revisions_fts).
     """
     if conn not in _registered:
         conn.register_fts5_function(FUNCTION, _rank)
@@ -76,8 +83,8 @@ def ranked(
     try:
         return conn.execute(
             f"SELECT rowid, {FUNCTION}({table}) AS s FROM {table} "
-            f"WHERE {table} MATCH ? ORDER BY s DESC, rowid LIMIT ?",
-            (match, depth),
+            f"WHERE {table} MATCH ? AND rowid >= ? ORDER BY s DESC, rowid LIMIT ?",
+            (match, min_rowid, depth),
         ).fetchall()
     finally:
         _local.spec = None
@@ -89,31 +96,34 @@ def idf(df: int, n: int) -> float:
 
 
 class Frequencies:
-    """Document frequencies per stem, read from `entries_fts_vocab` and cached per database.
+    """Document frequencies per stem in one tenant's index, cached per (database, tenant).
 
     A stem's frequency is read once (fts5vocab walks its whole doclist) and
-    kept until the index grows by a tenth; a ranking needs idf to be about
-    right, not exact. Shared by the daemon's reader threads.
+    kept until the tenant's index grows by a tenth or shrinks; a ranking needs
+    idf to be about right, not exact. The row count is read exactly on every
+    call (FTS5 keeps it). Both depend on the tenant's own writes only.
+    Shared by the daemon's reader threads.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_db: dict[str, tuple[int, dict[str, int]]] = {}
+        self._by_tenant: dict[tuple[str, int], tuple[int, dict[str, int]]] = {}
 
-    def get(self, conn: apsw.Connection, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(documents in the index, {stem: documents holding it})."""
-        n = conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
-        key = conn.filename or f"memory:{id(conn)}"
+    def get(self, conn: apsw.Connection, tenant_id: int, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents in the tenant's index, {stem: documents holding it})."""
+        n, _ = fts.totals(conn, tenant_id)
+        key = (conn.filename or f"memory:{id(conn)}", tenant_id)
         with self._lock:
-            base, cache = self._by_db.get(key, (0, {}))
+            base, cache = self._by_tenant.get(key, (0, {}))
             if n > base * _STALE_GROWTH or n < base:
                 base, cache = n, {}
-                self._by_db[key] = (base, cache)
+                self._by_tenant[key] = (base, cache)
             missing = [s for s in dict.fromkeys(stems) if s not in cache]
         if missing:
             found = dict(
                 conn.execute(
-                    f"SELECT term, doc FROM entries_fts_vocab WHERE term IN ({','.join('?' * len(missing))})",
+                    f"SELECT term, doc FROM {fts.table(tenant_id)}_vocab "
+                    f"WHERE term IN ({','.join('?' * len(missing))})",
                     missing,
                 )
             )

@@ -1,7 +1,8 @@
 """Recall's SQL: scope filters, ranked passes, candidate rows, snippets.
 
-Reads `entries_fts` (its `scope` column) and `recall_entries`, both from
-migration m004_recall_index, and the tags of candidates from `entries`.
+Reads the tenant's own FTS index (store/fts.py, its `scope` column) and
+`recall_entries` (migration m004_recall_index), and the tags of candidates
+from `entries`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import apsw
 
 from arbiter.recall import _rank
 from arbiter.recall.query import quote
-from arbiter.store import entries
+from arbiter.store import entries, fts
 
 #: The FTS columns user terms may match; `scope` is only ever filtered on.
 TEXT_COLUMNS = "{title content tags source}"
@@ -29,12 +30,22 @@ def conversation_scope(tenant_id: int, conversation_id: int) -> str:
     return f"{SCOPE_COLUMN} : ({quote(f'c{conversation_id}')} OR {quote(f'u{tenant_id}')})"
 
 
-def tenant_scope(tenant_id: int, *, besides: int | None = None) -> str:
-    """The scope filter of a tenant pass; `besides` leaves out what that conversation's pass covers."""
-    scope = f"{SCOPE_COLUMN} : {quote(f't{tenant_id}')}"
-    if besides is None:
-        return scope
-    return f"({scope} NOT {conversation_scope(tenant_id, besides)})"
+def tenant_scope(tenant_id: int) -> str:
+    """The scope filter of an index that holds every tenant (the past-text index)."""
+    return f"{SCOPE_COLUMN} : {quote(f't{tenant_id}')}"
+
+
+def scoped(text: str, tenant_id: int, *, conversation_id: int | None = None, besides: int | None = None) -> str:
+    """A text match limited to a conversation pass's rows, or to a tenant pass's.
+
+    The index is the tenant's own, so a tenant pass needs no filter; `besides`
+    leaves out what that conversation's pass covers.
+    """
+    if conversation_id is not None:
+        return f"{text} AND {conversation_scope(tenant_id, conversation_id)}"
+    if besides is not None:
+        return f"({text} NOT {conversation_scope(tenant_id, besides)})"
+    return text
 
 
 def candidates(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None) -> dict[int, tuple]:
@@ -68,7 +79,7 @@ def ranked_visible(
     """
     want = depth
     while True:
-        hits = _rank.ranked(conn, match, spec, want)
+        hits = _rank.ranked(conn, fts.table(tenant_id), match, spec, want)
         rows = candidates(conn, tenant_id, [i for i, _ in hits], as_of)
         kept = [(i, s, rows[i]) for i, s in hits if i in rows]
         if len(kept) >= depth or len(hits) < want:
@@ -76,11 +87,11 @@ def ranked_visible(
         want *= _REFILL
 
 
-def snippet(conn: apsw.Connection, match: str, rowid: int, *, tokens: int = 24) -> str | None:
+def snippet(conn: apsw.Connection, tenant_id: int, match: str, rowid: int, *, tokens: int = 24) -> str | None:
     """FTS5's snippet (matched words in **bold**) of one row."""
+    t = fts.table(tenant_id)
     row = conn.execute(
-        "SELECT snippet(entries_fts, -1, '**', '**', '…', ?) FROM entries_fts "
-        "WHERE entries_fts MATCH ? AND rowid = ?",
+        f"SELECT snippet({t}, -1, '**', '**', '…', ?) FROM {t} WHERE {t} MATCH ? AND rowid = ?",
         (tokens, match, rowid),
     ).fetchone()
     return row[0] if row and row[0] else None

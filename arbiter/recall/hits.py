@@ -45,7 +45,7 @@ def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallPar
                 text = lead(e.content)
             elif text is None:
                 bag = expression(ranking.query.terms, phrase=False, near=False).text
-                text = _sql.snippet(conn, _sql.text_match(bag), e.id)
+                text = _sql.snippet(conn, tenant_id, _sql.text_match(bag), e.id)
         hits.append(_hit(e, c.score, p, excerpt=text, parts=c.parts if p.explain else None))
     return RecallResult(hits=hits, expression=ranking.expression if p.explain else None)
 

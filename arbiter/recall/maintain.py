@@ -12,20 +12,31 @@ from __future__ import annotations
 
 import apsw
 
+from arbiter.store import fts
+
 
 def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
-    """Merge up to `pages` pages of index segments; True if more merging remains.
+    """Merge up to `pages` pages of one tenant index's segments; True if more merging may remain.
 
-    Runs in the caller's transaction (or its own, outside one). Needs a
-    writable connection.
+    Tenants' indexes are merged one after another, each until it has one
+    segment. Runs in the caller's transaction (or its own, outside one).
+    Needs a writable connection.
     """
-    before = conn.total_changes()
-    conn.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('merge', ?)", (-abs(pages),))
-    # The command itself counts as one change; more means pages were written.
-    return conn.total_changes() - before > 1
+    for tenant_id in fts.tenants(conn):
+        t = fts.table(tenant_id)
+        before = conn.total_changes()
+        conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('merge', ?)", (-abs(pages),))
+        # The command itself counts as one change; more means pages were written.
+        if conn.total_changes() - before > 1:
+            return True
+    return False
 
 
-def segments(conn: apsw.Connection) -> int:
-    """How many segments the FTS index holds (1 when fully merged, 0 when empty)."""
+def segments(conn: apsw.Connection, tenant_id: int | None = None) -> int:
+    """How many segments a tenant's index holds (all tenants' if None; 1 when merged, 0 when empty)."""
     # FTS5 data rowids carry the segment id above bit 37; segment 0 is the structure record.
-    return conn.execute("SELECT count(DISTINCT id >> 37) FROM entries_fts_data WHERE id >> 37 > 0").fetchone()[0]
+    ids = fts.tenants(conn) if tenant_id is None else [tenant_id]
+    return sum(
+        conn.execute(f"SELECT count(DISTINCT id >> 37) FROM {fts.table(t)}_data WHERE id >> 37 > 0").fetchone()[0]
+        for t in ids
+    )

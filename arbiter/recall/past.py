@@ -1,8 +1,8 @@
 """Recall over the record-time axis: the candidates of a `known_at` recall.
 
-A `known_at=T` recall searches the memory as it was recorded at T. The main
-index (`entries_fts`) holds each entry's current text and
-`entry_revisions_fts` (migration m006) its past texts, so a pass runs the same
+A `known_at=T` recall searches the memory as it was recorded at T. The
+tenant's index (store/fts.py) holds each entry's current text and
+`entry_revisions_fts` (migration m007) its past texts, so a pass runs the same
 expression and rank function over both and keeps, per entry, the one state
 whose record window holds T:
 
@@ -10,8 +10,9 @@ whose record window holds T:
 - a past state, if its window [recorded_from, recorded_to) holds T.
 
 Visibility (`as_of`, else not retired) is judged on that state's validity.
-Both rankings share one `Spec`, so one idf and one average length (the main
-index's, read first): scores from the two indexes compare.
+Both rankings share one `Spec`, so one idf and one average length (the
+tenant's index's, read first): scores from the two indexes compare, and no
+statistic of the past-text index (which holds every tenant) reaches a score.
 
 This is the only place recall knows about record time; `search` swaps its
 pass function for `ranked_visible` below when `known_at` is given.
@@ -22,7 +23,7 @@ from __future__ import annotations
 import apsw
 
 from arbiter.recall import _rank, _sql
-from arbiter.store import entries
+from arbiter.store import entries, fts
 from arbiter.store.db import _recall_row
 
 #: Past states live here; same columns and tokenizer as entries_fts.
@@ -43,8 +44,9 @@ def ranked_visible(
     """`_sql.ranked_visible` as the store held the memory at `known_at`: (entry id, score, ranking row), best first."""
     want = depth
     while True:
-        now_hits = _rank.ranked(conn, match, spec, want)
-        past_hits = _rank.ranked(conn, match, spec, want, table=TABLE)
+        now_hits = _rank.ranked(conn, fts.table(tenant_id), match, spec, want)
+        # The past-text index holds every tenant: its rows are the tenant's by its tenant token.
+        past_hits = _rank.ranked(conn, TABLE, f"({match}) AND {_sql.tenant_scope(tenant_id)}", spec, want)
         current = _current(conn, tenant_id, [i for i, _ in now_hits], as_of, known_at)
         past = _past(conn, tenant_id, [i for i, _ in past_hits], as_of, known_at)
         kept = [(i, s, current[i]) for i, s in now_hits if i in current]

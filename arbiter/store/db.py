@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 import apsw
 
 from arbiter._time import now_us
 from arbiter.errors import SchemaTooNew
 from arbiter.facts.schema import FACTS_SQL
+from arbiter.store import fts
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -135,9 +136,33 @@ def _recall_row(row: str) -> str:
     )
 
 
+def _m010_tenant_fts(conn: apsw.Connection) -> None:
+    """One FTS index per tenant (store/fts.py): ranking statistics become the tenant's own."""
+    conn.execute(
+        f"""
+        DROP TRIGGER entries_fts_insert;
+        DROP TRIGGER entries_fts_delete;
+        DROP TRIGGER entries_fts_update;
+        DROP TABLE entries_fts_vocab;
+        DROP TABLE entries_fts;
+        DROP VIEW entries_fts_rows;
+        CREATE TRIGGER recall_entries_insert AFTER INSERT ON entries BEGIN
+            INSERT INTO recall_entries VALUES ({_recall_row("new")});
+        END;
+        CREATE TRIGGER recall_entries_delete AFTER DELETE ON entries BEGIN
+            DELETE FROM recall_entries WHERE entry_id = old.id;
+        END;
+        """
+    )
+    for tenant_id in fts.tenants(conn):
+        fts.create(conn, tenant_id)
+
+
 # Ordered, named, append-only. Each runs in its own transaction and is recorded
-# in schema_version; never edit a step that has shipped, add a new one.
-MIGRATIONS: list[tuple[str, str]] = [
+# in schema_version; never edit a step that has shipped, add a new one. A step
+# is SQL, or a function of the connection when it depends on the rows (m010
+# makes a table per tenant).
+MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     (
         "m001_initial",
         f"""
@@ -523,6 +548,9 @@ MIGRATIONS: list[tuple[str, str]] = [
     # batches, facts with their revisions (record time), sources, aspects and
     # the facts' FTS index for recall. The gate's triggers live here too.
     ("m009_facts", FACTS_SQL),
+    # Tenant-private ranking statistics: the one index over every tenant
+    # becomes one per tenant (store/fts.py, created with the tenant).
+    ("m010_tenant_fts", _m010_tenant_fts),
 ]
 
 
@@ -581,7 +609,10 @@ def migrate(conn: apsw.Connection) -> int:
         )
     for version, (name, sql) in enumerate(MIGRATIONS[current:], start=current + 1):
         with conn:
-            conn.execute(sql)
+            if callable(sql):
+                sql(conn)
+            else:
+                conn.execute(sql)
             conn.execute(
                 "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                 (version, name, now_us()),

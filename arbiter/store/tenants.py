@@ -10,6 +10,7 @@ import apsw
 from arbiter._time import format_time
 from arbiter.errors import Conflict, NotFound
 from arbiter.model import Conversation, Status, Tenant
+from arbiter.store import fts
 
 
 def hash_token(token: str) -> bytes:
@@ -26,7 +27,9 @@ def create_tenant(conn: apsw.Connection, name: str, *, now: int) -> tuple[int, s
     conn.execute(
         "INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, ?)", (name, hash_token(token), now)
     )
-    return conn.last_insert_rowid(), token
+    tenant_id = conn.last_insert_rowid()
+    fts.create(conn, tenant_id)
+    return tenant_id, token
 
 
 def tenant_by_token(conn: apsw.Connection, token: str) -> tuple[int, str] | None:

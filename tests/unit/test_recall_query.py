@@ -8,12 +8,17 @@ from hypothesis import strategies as st
 
 from arbiter.recall import _sql
 from arbiter.recall.query import MAX_TERMS, analyze, expression, quote, tokenizer
-from arbiter.store import open_database
+from arbiter.store import open_database, tenants
+
+#: The one tenant's index in the module's database.
+FTS = "entries_fts_1"
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     conn = open_database(tmp_path_factory.mktemp("q") / "arbiter.db")
+    with conn:
+        assert tenants.create_tenant(conn, "q", now=0)[0] == 1
     yield conn
     conn.close()
 
@@ -42,14 +47,13 @@ def test_no_user_text_produces_an_fts5_error(db, tok, text):
     # Every path from user text to MATCH: the scoped and unscoped expressions,
     # with and without the phrase/NEAR branches, and the bare quoted text.
     query = analyze(text, tok)
-    scopes = [_sql.conversation_scope(1, 7), _sql.tenant_scope(1), _sql.tenant_scope(1, besides=7)]
     candidates = [quote(text)]
     if query.terms:
         for phrase in (False, True):
             body = _sql.text_match(expression(query.terms, phrase=phrase, near=phrase).text)
-            candidates += [body] + [f"{body} AND {scope}" for scope in scopes]
+            candidates += [body, _sql.scoped(body, 1, conversation_id=7), _sql.scoped(body, 1, besides=7)]
     for match in candidates:
-        db.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (match,)).fetchall()
+        db.execute(f"SELECT count(*) FROM {FTS} WHERE {FTS} MATCH ?", (match,)).fetchall()
 
 
 @settings(max_examples=100, deadline=None)
@@ -59,7 +63,7 @@ def test_terms_never_carry_lone_surrogates_to_fts5(db, tok, text):
     query = analyze(text, tok)
     if query.terms:
         match = _sql.text_match(expression(query.terms).text)
-        db.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (match,)).fetchall()
+        db.execute(f"SELECT count(*) FROM {FTS} WHERE {FTS} MATCH ?", (match,)).fetchall()
 
 
 @pytest.mark.parametrize(
@@ -70,7 +74,7 @@ def test_fts5_syntax_in_a_query_is_just_words(db, tok, text):
     query = analyze(text, tok)
     if query.terms:
         match = _sql.text_match(expression(query.terms).text)
-        db.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH ?", (match,)).fetchall()
+        db.execute(f"SELECT count(*) FROM {FTS} WHERE {FTS} MATCH ?", (match,)).fetchall()
 
 
 # ---- analysis -----------------------------------------------------------------
@@ -189,7 +193,6 @@ def test_slots_number_the_phrases_as_fts5_does(db, tok):
 
     db.register_fts5_function("count_phrases", count)
     with db:
-        db.execute("INSERT INTO tenants(name, token_hash, created_at) VALUES ('q', x'00', 0)")
         db.execute(
             "INSERT INTO entries(tenant_id, type, title, content, content_hash, recorded_at, valid_from) "
             "VALUES (1, 'project', 'deploy canary', 'the deploy canary \"quoted thing\" rollback', x'00', 0, 0)"
@@ -198,12 +201,12 @@ def test_slots_number_the_phrases_as_fts5_does(db, tok):
         e = expression(analyze(text, tok).terms)
         seen.clear()
         db.execute(
-            "SELECT count_phrases(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?",
-            (f"{_sql.text_match(e.text)} AND {_sql.tenant_scope(1)}",),
+            f"SELECT count_phrases({FTS}) FROM {FTS} WHERE {FTS} MATCH ?",
+            (_sql.scoped(_sql.text_match(e.text), 1, conversation_id=5),),
         ).fetchall()
-        assert seen and seen[0] == len(e.slots) + 1  # + the scope token
+        assert seen and seen[0] == len(e.slots) + 2  # + the scope tokens c5 and u1
 
 
 def test_tokenizer_matches_the_index(db):
-    row = db.execute("SELECT sql FROM sqlite_master WHERE name = 'entries_fts'").fetchone()[0]
+    row = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (FTS,)).fetchone()[0]
     assert "tokenize='porter unicode61 remove_diacritics 2'" in row

@@ -8,7 +8,7 @@ import pytest
 from arbiter._time import US, format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound, SchemaTooNew
 from arbiter.model import ListParams, RememberParams, UpdateParams
-from arbiter.store import MIGRATIONS, connect, entries, open_database, relations, schema_version, tenants
+from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 
@@ -112,7 +112,31 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "facts_fts_content"), ("table", "facts_fts_docsize"), ("table", "facts_fts_config"),
         ("trigger", "facts_fts_activate"),
     },
+    "m010_tenant_fts": {
+        ("trigger", "recall_entries_insert"),
+        ("trigger", "recall_entries_delete"),
+    },
 }
+# What a migration removed: the one index over every tenant went in m010.
+DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
+    "m010_tenant_fts": EXPECTED_OBJECTS["m002_fts_entries"]
+    | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
+}
+# What creating a tenant adds (store/fts.py), by name pattern.
+TENANT_OBJECTS = {
+    ("view", "entries_fts_{n}_rows"),
+    ("table", "entries_fts_{n}"),
+    ("table", "entries_fts_{n}_data"),
+    ("table", "entries_fts_{n}_idx"),
+    ("table", "entries_fts_{n}_docsize"),
+    ("table", "entries_fts_{n}_config"),
+    ("table", "entries_fts_{n}_vocab"),
+    ("trigger", "entries_fts_{n}_insert"),
+    ("trigger", "entries_fts_{n}_delete"),
+    ("trigger", "entries_fts_{n}_update"),
+}
+#: The `tenant` fixture's index (it is the database's first tenant).
+FTS = fts.table(1)
 
 
 @pytest.fixture
@@ -137,18 +161,18 @@ def listed(db, tenant_id, **kw) -> list[int]:
 def counts(db) -> dict[str, int]:
     return {
         table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in ("entries", "relations", "entries_fts_docsize")
+        for table in ("entries", "relations", f"{FTS}_docsize")
     }
 
 
 def fts_ok(db) -> None:
     """FTS5's own check of the index against the entries it indexes (raises on drift)."""
-    db.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)")
-    db.execute("INSERT INTO entries_fts(entries_fts) VALUES ('integrity-check')")
+    db.execute(f"INSERT INTO {FTS}({FTS}, rank) VALUES ('integrity-check', 1)")
+    db.execute(f"INSERT INTO {FTS}({FTS}) VALUES ('integrity-check')")
 
 
 def matches(db, word: str) -> list[int]:
-    return [r[0] for r in db.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ?", (f'"{word}"',))]
+    return [r[0] for r in db.execute(f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ?", (f'"{word}"',))]
 
 
 # ---- migrations ----------------------------------------------------------------
@@ -159,11 +183,47 @@ def test_migrating_an_empty_database_gives_the_exact_schema(db):
     missing = [n for n in names if n not in EXPECTED_OBJECTS]
     assert not missing, f"add the objects of {missing} to EXPECTED_OBJECTS"
     expected = {("table", "schema_version")}.union(*(EXPECTED_OBJECTS[n] for n in names))
+    expected -= set().union(*(DROPPED_OBJECTS.get(n, set()) for n in names))
     actual = set(db.execute("SELECT type, name FROM sqlite_master"))
     assert actual == expected
     rows = db.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()
     assert rows == [(i, n) for i, n in enumerate(names, start=1)]
     assert schema_version(db) == len(MIGRATIONS)
+
+
+def test_each_tenant_gets_an_index_of_its_own(db, tenant, other):
+    objects = set(db.execute("SELECT type, name FROM sqlite_master WHERE name LIKE 'entries_fts%'"))
+    assert objects == {(kind, name.format(n=n)) for n in (tenant, other) for kind, name in TENANT_OBJECTS}
+    a = remember(db, tenant, content="zebra crossing")
+    remember(db, other, content="zebra stripes")
+    assert matches(db, "zebra") == [a]
+    assert fts.totals(db, tenant) == (1, fts.totals(db, tenant)[1]) and fts.totals(db, tenant)[1] > 0
+    fts_ok(db)
+
+
+def test_migrating_a_round_one_database_splits_its_index_by_tenant(tmp_path):
+    path = tmp_path / "old.db"
+    conn = connect(path)
+    conn.execute("CREATE TABLE schema_version(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)")
+    for version, (name, sql) in enumerate(MIGRATIONS[:5], start=1):
+        with conn:
+            conn.execute(sql)
+            conn.execute("INSERT INTO schema_version VALUES (?, ?, 0)", (version, name))
+    with conn:
+        for name in ("alice", "bob"):
+            conn.execute("INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, 0)", (name, name.encode()))
+        for tenant_id, text in ((1, "zebra crossing"), (2, "zebra stripes"), (2, "yak shaving")):
+            conn.execute(
+                "INSERT INTO entries(tenant_id, type, title, content, content_hash, recorded_at, valid_from) "
+                "VALUES (?, 'project', 't', ?, x'00', 0, 0)",
+                (tenant_id, text),
+            )
+    conn.close()
+    conn = open_database(path)
+    assert fts.totals(conn, 1)[0] == 1 and fts.totals(conn, 2)[0] == 2
+    assert [r[0] for r in conn.execute("SELECT rowid FROM entries_fts_2 WHERE entries_fts_2 MATCH 'zebra'")] == [2]
+    assert conn.execute("SELECT count(*) FROM recall_entries").fetchone()[0] == 3
+    conn.close()
 
 
 def test_connection_settings(db):
@@ -268,7 +328,7 @@ def test_purge_removes_entry_relations_and_index_rows(db, tenant):
         entries.purge(db, tenant, a)
     assert db.execute("SELECT count(*) FROM entries WHERE id = ?", (a,)).fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM relations").fetchone()[0] == 0
-    assert db.execute("SELECT count(*) FROM entries_fts_docsize WHERE id = ?", (a,)).fetchone()[0] == 0
+    assert db.execute(f"SELECT count(*) FROM {FTS}_docsize WHERE id = ?", (a,)).fetchone()[0] == 0
     assert matches(db, "zebra") == []
     assert matches(db, "yak") == [b]
     fts_ok(db)
@@ -527,7 +587,7 @@ def test_fts_follows_update_forget_and_purge(db, tenant):
         entries.purge(db, tenant, b)
     fts_ok(db)
     assert matches(db, "ferns") == [] and matches(db, "notebook") == []
-    assert db.execute("SELECT count(*) FROM entries_fts_docsize").fetchone()[0] == 1
+    assert db.execute(f"SELECT count(*) FROM {FTS}_docsize").fetchone()[0] == 1
 
 
 def test_a_failed_transaction_leaves_no_index_rows(db, tenant):
