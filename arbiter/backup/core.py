@@ -131,7 +131,12 @@ def _fts_matches(path: Path) -> bool:
     try:
         conn.execute("BEGIN")
         try:
-            conn.execute("INSERT INTO entries_fts(entries_fts, rank) VALUES ('integrity-check', 1)")
+            # One index per tenant since m010 (store/fts.py); one in all before.
+            indexes = [r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE % fts5(%'"
+            )]
+            for t in indexes:
+                conn.execute(f'INSERT INTO "{t}"("{t}", rank) VALUES (\'integrity-check\', 1)')
             return True
         except apsw.CorruptError:
             return False

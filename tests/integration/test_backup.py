@@ -127,7 +127,7 @@ def test_verify_checks_the_full_text_index(daemon, tmp_path):
         _fill(c, 20)
     ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
     conn = apsw.Connection(str(tmp_path / "b.db"))
-    conn.execute("DROP TRIGGER entries_fts_delete; DELETE FROM entries WHERE id = 1")  # the index keeps the row
+    conn.execute("DROP TRIGGER entries_fts_1_delete; DELETE FROM entries WHERE id = 1")  # its index keeps the row
     conn.close()
     check = verify(tmp_path / "b.db")
     assert check.problems == ["the full-text index does not match the entries"]

@@ -50,7 +50,7 @@ def test_two_entries_differing_in_one_word_score_alike_whatever_another_tenant_u
 def test_scores_do_not_move_when_another_tenant_writes(tenants):
     a, b, conv = tenants
     before = snapshot(b, conv)
-    status = msgspec.structs.replace(b.status(), db_bytes=0)
+    status = b.status()
     # A writes B's query words, new words, in and out of conversations, updates and retires some.
     words = " ".join(QUERIES) + " zeppelin quasar ".join(t for t, _ in B_ENTRIES)
     theirs = a.conversation_create("noise").id
@@ -63,7 +63,7 @@ def test_scores_do_not_move_when_another_tenant_writes(tenants):
     a.forget(written[1])
     a.purge(written[2])
     assert snapshot(b, conv) == before
-    assert msgspec.structs.replace(b.status(), db_bytes=0) == status
+    assert b.status() == status
     # And B's own writes do move them: the test can see a change.
     b.remember(type="project", title="xylophone", content="another xylophone")
     assert snapshot(b, conv) != before
