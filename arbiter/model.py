@@ -191,9 +191,11 @@ RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 
 
 class RecallParams(Params):
-    """Search. With no query it browses (filters become hard filters).
+    """Search. With an empty query it browses (filters become hard filters).
 
-    In search mode `types` and `tag` are soft boosts; `conversation_id` runs a
+    A query with text but no searchable word ("🚀", "*") finds nothing and
+    says so in the result's `note`; it never browses. A trailing `*` on a
+    word searches a prefix (`depl*`: deploy, deployment). In search mode `types` and `tag` are soft boosts; `conversation_id` runs a
     conversation pass fused with a tenant-wide pass. `as_of` ranks the set as it
     stood then, and is the reference instant for age decay. `intent="off"`
     stops question cues from boosting types; `decay=false` stops age decay.
@@ -434,6 +436,7 @@ class RecallResult(Struct, kw_only=True):
 
     `facts`: active facts matching the query (facts behind the evaluation
     gate), ranked by the same query analysis; off with `disable=["facts"]`.
+    `note` says what the hits are not: a query with no searchable word, an LLM layer that failed.
     """
 
     hits: list[Hit]

@@ -262,6 +262,8 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, 
                        floor=floor, disable=list(disable), **llm)
     if as_json:
         click.echo(msgspec.json.encode(res.hits).decode())
+        if res.note:  # stdout stays the list of hits
+            click.echo(f"note: {res.note}", err=True)
     else:
         _show_hits(res)
 

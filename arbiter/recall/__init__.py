@@ -22,7 +22,7 @@ import msgspec
 from arbiter._time import now_us, parse_time
 from arbiter.model import RecallParams, RecallResult
 from arbiter.recall import _rank, _sql, past, score
-from arbiter.recall.hits import browse, render
+from arbiter.recall.hits import render, unranked
 from arbiter.recall.query import STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
 from arbiter.store import fts
 
@@ -100,10 +100,10 @@ class Ranking:
 def recall(
     conn: apsw.Connection, tenant_id: int, p: RecallParams, *, now: int | None = None, tuning: Tuning = DEFAULT
 ) -> RecallResult:
-    """Rank the visible entries for `p.query`; with no query terms, browse newest first."""
+    """Rank the visible entries for `p.query`; with no query terms, see `hits.unranked`."""
     ranking = search(conn, tenant_id, p, now=now, tuning=tuning)
     if ranking is None:
-        return browse(conn, tenant_id, p)
+        return unranked(conn, tenant_id, p)
     return render(conn, tenant_id, ranking, p)
 
 

@@ -120,13 +120,19 @@ class Frequencies:
                 self._by_tenant[key] = (base, cache)
             missing = [s for s in dict.fromkeys(stems) if s not in cache]
         if missing:
+            vocab = f"{fts.table(tenant_id)}_vocab"
+            words = [s for s in missing if not s.endswith("*")]
             found = dict(
-                conn.execute(
-                    f"SELECT term, doc FROM {fts.table(tenant_id)}_vocab "
-                    f"WHERE term IN ({','.join('?' * len(missing))})",
-                    missing,
-                )
+                conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({','.join('?' * len(words))})", words)
             )
+            for s in missing:
+                if s.endswith("*"):  # a prefix: its words' documents, summed (an upper bound), at most n
+                    low = s[:-1]
+                    high = low[:-1] + chr(ord(low[-1]) + 1)
+                    found[s] = conn.execute(
+                        f"SELECT min(coalesce(sum(doc), 0), ?) FROM {vocab} WHERE term >= ? AND term < ?",
+                        (n, low, high),
+                    ).fetchone()[0]
             with self._lock:
                 for s in missing:
                     cache[s] = found.get(s, 0)

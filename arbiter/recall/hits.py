@@ -50,6 +50,21 @@ def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallPar
     return RecallResult(hits=hits, expression=ranking.expression if p.explain else None)
 
 
+#: The note of a recall whose query holds no word to search for.
+NO_WORDS = "no searchable word in the query, so nothing was searched (an empty query lists the newest entries)"
+
+
+def unranked(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResult:
+    """A query with no terms: an empty one browses; one with text but no searchable word ("🚀", "*") finds nothing.
+
+    Browse results are never passed off as matches: a query that was meant to
+    search gets no hits and a note saying why.
+    """
+    if p.query.strip():
+        return RecallResult(hits=[], note=NO_WORDS)
+    return browse(conn, tenant_id, p)
+
+
 def browse(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResult:
     """No query terms: newest first, and `types`, `tag` and `conversation_id` are hard filters."""
     listed = entries.list_entries(
@@ -76,7 +91,10 @@ def excerpt(conn: apsw.Connection, text: str, stems: set[str], *, window: int = 
     tokens = conn.fts5_tokenizer(name, list(args))(data, apsw.FTS5_TOKENIZE_DOCUMENT, None)
     if not tokens:
         return lead(text)
-    hits = [i for i, (_, _, stem, *_) in enumerate(tokens) if stem in stems]
+    prefixes = tuple(s[:-1] for s in stems if s.endswith("*"))
+    hits = [
+        i for i, (_, _, stem, *_) in enumerate(tokens) if stem in stems or (prefixes and stem.startswith(prefixes))
+    ]
     best, best_count = 0, -1
     counts: dict[str, int] = {}
     lo = hi = 0  # hits[lo:hi] lie in the window being scored

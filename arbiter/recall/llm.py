@@ -17,7 +17,7 @@ import msgspec
 from arbiter._time import parse_time
 from arbiter.model import RecallParams, RecallResult
 from arbiter.recall import Candidate, Ranking, fuse, recall, render, search
-from arbiter.recall.hits import browse
+from arbiter.recall.hits import unranked
 from arbiter.store import entries
 
 RERANK_DEPTH = 25  # coarse pass: candidates shown to the fast model
@@ -78,7 +78,7 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
     depth = max(p.limit, RERANK_DEPTH)
     ranking = search(conn, tenant_id, p, depth=depth)
     if ranking is None:
-        return browse(conn, tenant_id, p)
+        return unranked(conn, tenant_id, p)
     notes: list[str] = []
     searched: list[str] = []
     candidates = ranking.candidates

@@ -1,7 +1,8 @@
 """Stages 1, 2 and the query's cues: what a recall query says, as FTS5 terms.
 
 User text reaches FTS5 only through `quote`: every term is one double-quoted
-FTS5 string, so no input can produce FTS5 syntax. Terms are cut with the
+FTS5 string (a prefix term, `depl*`, that string followed by FTS5's `*`), so
+no input can produce FTS5 syntax. Terms are cut with the
 index's own tokenizer (apsw exposes it), so the analyser and the index agree
 on what a token is and which surface forms share a stem.
 """
@@ -77,24 +78,32 @@ _REPORTING = frozenset(
     "say tell mention recommend suggest give provide list share explain write describe call name note advise".split()
 )
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|(?<!\w)\'([^\']+)\'(?!\w)')
+# `depl*`: a word with a trailing star searches every word it begins.
+_PREFIX = re.compile(r"(\w+)\*(?![\w*])")
 
 
-def quote(text: str) -> str:
+def quote(text: str, *, prefix: bool = False) -> str:
     """The only way user text reaches FTS5: one double-quoted string, inner quotes doubled.
 
     NUL ends a C string inside SQLite's parser, so it becomes a space.
+    `prefix` appends FTS5's prefix operator: `"depl"*` matches deploy, deployment...
     """
-    return '"' + text.replace("\x00", " ").replace('"', '""') + '"'
+    return '"' + text.replace("\x00", " ").replace('"', '""') + '"' + ("*" if prefix else "")
 
 
 @dataclass(frozen=True, slots=True)
 class Term:
-    """One query term: `text` goes to FTS5 (quoted), `stem` is its index form."""
+    """One query term: `text` goes to FTS5 (quoted), `stem` is its index form.
+
+    A prefix term's stem ends in `*` (`depl*`): it stands for every indexed
+    stem that begins so.
+    """
 
     text: str
     stem: str
     phrase: bool = False
     number: bool = False
+    prefix: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,9 +157,13 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
             add(Term(" ".join(s for s, _ in inner), " ".join(st for _, st in inner), phrase=True))
         elif inner:
             add(_term(*inner[0]))
-    content = [(s, st) for s, st in tokens if s not in stopwords]
+    prefixes = {s for m in _PREFIX.finditer(text) for s, _ in tokenize(m.group(1))[-1:]}
+    content = [(s, st) for s, st in tokens if s not in stopwords or s in prefixes]
     for surface, stem in content or tokens:
-        add(_term(surface, stem))
+        if surface in prefixes:
+            add(Term(surface, stem + "*", prefix=True))
+        else:
+            add(_term(surface, stem))
     return Query(text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens))
 
 
@@ -212,7 +225,7 @@ def expression(terms: tuple[Term, ...] | list[Term], *, phrase: bool = True, nea
     so an entry holding the words together scores them again; a bag of words
     otherwise. Quoted phrases join the bag as phrases.
     """
-    words = [t for t in terms if not t.phrase]
+    words = [t for t in terms if not t.phrase and not t.prefix]
     parts: list[str] = []
     slots: list[tuple[str, tuple[str, ...]]] = []
     if NEAR_MIN <= len(words) <= NEAR_MAX:
@@ -222,7 +235,7 @@ def expression(terms: tuple[Term, ...] | list[Term], *, phrase: bool = True, nea
         if near:
             parts.append(f"NEAR({' '.join(quote(t.text) for t in words)}, {NEAR_WINDOW})")
             slots.extend(("near", (t.stem,)) for t in words)
-    bag = " OR ".join(quote(t.text) for t in terms)
+    bag = " OR ".join(quote(t.text, prefix=t.prefix) for t in terms)
     slots.extend(("bag", tuple(t.stem.split(" "))) for t in terms)
     text = " OR ".join([*parts, f"({bag})"]) if parts else bag
     return Expression(text, tuple(slots))

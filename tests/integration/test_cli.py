@@ -190,6 +190,19 @@ def test_link_unlink_expand_density_update_purge(daemon):
     assert "not found" in one_line_error(h, "purge", str(c))
 
 
+def test_recall_says_when_a_query_has_no_searchable_word_and_stars_search_prefixes(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "project", "--title", "Deployment checklist", "--content", "run the migrations")
+    for query in ("🚀", "*", "%"):
+        proc = arbiter(h, "recall", query)
+        assert proc.returncode == 0 and proc.stdout == ""
+        assert "note: no searchable word in the query" in proc.stderr
+        proc = arbiter(h, "recall", query, "--json")
+        assert json.loads(proc.stdout) == [] and "no searchable word" in proc.stderr
+    assert [x["id"] for x in js(h, "recall", "depl*")] == [e["id"]]
+    assert js(h, "recall", "depl") == []
+
+
 def test_recall_conversation_status_and_tenants(daemon):
     h = daemon.home
     conv = js(h, "conversation", "add", "planning")

@@ -7,6 +7,7 @@ import pytest
 from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
 from arbiter.recall import maintain, recall, search
+from arbiter.recall.hits import NO_WORDS
 from arbiter.store import entries, tenants
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
@@ -56,6 +57,26 @@ def test_the_matching_entry_comes_first_with_its_parts(db, tenant):
 def test_no_match_is_an_empty_list_not_a_browse(db, tenant):
     remember(db, tenant, "Deploy checklist")
     assert ask(db, tenant, "zeppelin").hits == []
+
+
+@pytest.mark.parametrize("query", ["🚀", "*", "%", " ?! "])
+def test_a_query_with_no_searchable_word_finds_nothing_and_says_so(db, tenant, query):
+    remember(db, tenant, "Deploy checklist")
+    res = ask(db, tenant, query)
+    assert res.hits == [] and res.note == NO_WORDS
+    assert ids(ask(db, tenant, "")) and ask(db, tenant, "").note is None  # an empty query still browses
+
+
+def test_a_trailing_star_is_a_prefix_search(db, tenant):
+    deployment = remember(db, tenant, "Plan", "the deployment ships Friday")
+    deploy = remember(db, tenant, "Checklist", "deploy the canary first")
+    remember(db, tenant, "Depot", "boxes")
+    res = ask(db, tenant, "depl*", explain=True)
+    assert set(ids(res)) == {deployment, deploy}
+    assert res.expression == '{title content tags source} : ("depl"*)'
+    assert {h.excerpt for h in res.hits} == {"the **deployment** ships Friday", "**deploy** the canary first"}
+    assert ids(ask(db, tenant, "depl")) == []  # without the star, a whole word
+    assert ask(db, tenant, 'depl*" OR x*').hits is not None  # FTS5 syntax around a prefix is only words
 
 
 def test_queries_made_of_syntax_or_stopwords_still_search(db, tenant):

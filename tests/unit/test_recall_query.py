@@ -37,6 +37,7 @@ def texts(q) -> list[str]:
 
 def test_quote_wraps_and_doubles_inner_quotes():
     assert quote("plain") == '"plain"'
+    assert quote('de"pl', prefix=True) == '"de""pl"*'
     assert quote('say "hi"') == '"say ""hi"""'
     assert quote("a\x00b") == '"a b"'
 
@@ -78,6 +79,13 @@ def test_fts5_syntax_in_a_query_is_just_words(db, tok, text):
 
 
 # ---- analysis -----------------------------------------------------------------
+
+
+def test_a_trailing_star_makes_a_prefix_term(tok):
+    q = analyze("depl* the canary *", tok)
+    assert [(t.text, t.stem, t.prefix) for t in q.terms] == [("depl", "depl*", True), ("canary", "canari", False)]
+    assert expression(q.terms).text == '"depl"* OR "canary"'
+    assert not analyze("*", tok).terms and not analyze("🚀 %", tok).terms
 
 
 def test_stopwords_go_and_content_words_stay(tok):
