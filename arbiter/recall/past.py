@@ -26,7 +26,7 @@ from arbiter.recall import _rank, _sql
 from arbiter.store import entries, fts
 from arbiter.store.db import _recall_row
 
-#: Past states live here; same columns and tokenizer as entries_fts.
+#: Past states live here, every tenant's; the same columns and tokenizer as a tenant's index.
 TABLE = "entry_revisions_fts"
 _REFILL = 4
 
