@@ -7,7 +7,7 @@ instant the entry is written, so a default read is the same as `as_of=now`.
 
 Record time: the `entries` row is the current state; `revised_at` is when it
 was recorded. Every change stamps `revised_at` (`_STAMP`), and a trigger
-(m006) files the state it replaces in `entry_revisions` with its record
+(m007) files the state it replaces in `entry_revisions` with its record
 window. A `known_at=T` read takes each entry's state whose window holds T
 (`states_at`); both axes combine.
 """
@@ -421,7 +421,7 @@ def revisions(
     ).fetchall()
     states: dict[int, list[Revision]] = {}
     for eid, start, end, *fields in rows:
-        sup = ",".join(str(r.source_id) for r in edges if r.target_id == eid and _us(r.created_at) <= start)
+        sup = ",".join(str(r.source_id) for r in edges if r.target_id == eid and parse_time(r.created_at) <= start)
         entry = entry_from_row((eid, *fields, sup))
         before = states.setdefault(eid, [])
         changed = [f for f in _REVISION_FIELDS if before and getattr(before[-1].entry, f) != getattr(entry, f)]
@@ -436,15 +436,11 @@ def revisions(
     return [r for eid in ids for r in states.get(eid, [])]
 
 
-def _us(text: str) -> int:
-    return parse_time(text)
-
-
 def _change(prev: Entry | None, entry: Entry, start: int, edges: list) -> str:
     if prev is None:
         return "remembered"
     if prev.valid_to is None and entry.valid_to is not None:
-        made = {_us(r.created_at) for r in edges if r.target_id == entry.id}
+        made = {parse_time(r.created_at) for r in edges if r.target_id == entry.id}
         return "superseded" if start in made else "retired"
     if prev.valid_to is not None and entry.valid_to is None:
         return "restored"
