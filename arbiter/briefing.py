@@ -2,10 +2,10 @@
 
 Sections, in order: identity and totals (with a line per aspect that holds
 facts), conventions detected from the data,
-guidance, topic map, open threads, recent activity. The text stays under a
+guidance, topic map (with the most-mentioned entities), open threads, recent activity. The text stays under a
 byte budget (8 KB by default): when it would not, the least useful lists are
 shortened first (recent activity, then the tag vocabulary, tag pairs and
-families, open threads, topic clusters), and a closing line says what was cut.
+families, entities, open threads, topic clusters), and a closing line says what was cut.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 MAX_CLUSTERS = 12
 MAX_THREADS = 15
 MAX_RECENT = 10
+MAX_ENTITIES = 15
+ENTITY_WINDOW = 2000
 MAX_VOCABULARY = 60
 MAX_PAIRS = 8
 MAX_FAMILY_PAIRS = 5
@@ -203,6 +205,17 @@ def build(
         ))
     else:
         doc.blocks.append(["- No topic clusters yet (they need at least three tags that share entries)."])
+    top = most_mentioned(conn, tenant_id)
+    if top:
+        doc.blocks.append(_Part(
+            "entities",
+            [f"**{_md(name, 60)}** ({etype}) ×{n}" for name, etype, n in top],
+            lambda items, hidden: [
+                "- Most-mentioned entities (`entity show NAME` for their memories): " + ", ".join(items)
+                + (f", … {hidden} more" if hidden else "") + "."
+            ] if items else [],
+            floor=min(5, len(top)),
+        ))
 
     # 5. open threads
     doc.blocks.append(["", "## 5. Open threads (newest activity first; continue with `reply`)"])
@@ -233,6 +246,21 @@ def build(
     )
 
 
+def most_mentioned(conn: apsw.Connection, tenant_id: int, *, limit: int = MAX_ENTITIES) -> list[tuple[str, str, int]]:
+    """(name, type, mentions) of the entities most mentioned by the latest `ENTITY_WINDOW` active entries.
+
+    A window, not the whole tenant: counting every link of a 250K-entry
+    tenant costs ~100 ms, and what the latest entries talk about is what a
+    new session needs.
+    """
+    return conn.execute(
+        "SELECT x.name, x.type, count(*) AS n FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
+        "WHERE l.entry_id IN (SELECT id FROM entries WHERE tenant_id = ? AND valid_to IS NULL ORDER BY id DESC LIMIT ?) "
+        "GROUP BY x.id ORDER BY n DESC, x.name LIMIT ?",
+        (tenant_id, ENTITY_WINDOW, limit),
+    ).fetchall()
+
+
 def _cluster_line(c: TopicCluster) -> str:
     shown = ", ".join(f"`{t}`" for t in c.tags[:CLUSTER_TAGS_SHOWN])
     more = f" +{len(c.tags) - CLUSTER_TAGS_SHOWN}" if len(c.tags) > CLUSTER_TAGS_SHOWN else ""
@@ -248,7 +276,9 @@ def _thread_line(t: ThreadSummary) -> str:
 
 
 # Least useful first: what goes when the briefing is over budget.
-_CUT_ORDER = ["recent entries", "tags of the vocabulary", "tag pairs", "tag families", "open threads", "topic clusters"]
+_CUT_ORDER = [
+    "recent entries", "tags of the vocabulary", "tag pairs", "tag families", "entities", "open threads", "topic clusters",
+]
 _NOTE_RESERVE = 400
 
 

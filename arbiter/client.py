@@ -61,6 +61,7 @@ from arbiter.transfer.model import ExportPage, ImportProgress
 from arbiter.facts.model import AspectList, Batch, BatchList, ExtractResult, FactHistory, FactList, Predicate, PredicateList
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
+from arbiter.model import MaintenanceReport, SalienceInfo
 
 T = TypeVar("T")
 _response_decoder = msgspec.json.Decoder(Response)
@@ -338,3 +339,13 @@ class Client:
 
     def aspects(self, subject: str | None = None, predicate: str | None = None) -> AspectList:
         return self.call("aspects", {"subject": subject, "predicate": predicate}, AspectList)
+
+    # ---- salience and maintenance --------------------------------------------------
+
+    def reinforce(self, id: int) -> SalienceInfo:
+        """+0.15 salience for an active entry (up to +0.6 in all)."""
+        return self.call("reinforce", {"id": id}, SalienceInfo)
+
+    def maintain(self, *, min_salience: float = 0.01) -> MaintenanceReport:
+        """Run maintenance for this tenant now; returns what it did."""
+        return self.call("maintain", {"min_salience": min_salience}, MaintenanceReport)

@@ -110,6 +110,11 @@ class RememberParams(TextParams):
     auto_supersede: bool = False
     #: Entities the entry is about, beside those extraction finds in its text.
     entities: Annotated[list[EntityArg], Meta(max_length=64)] = []
+    #: Initial salience (default 0.5); a permanent entry never falls below 0.8 nor retires by salience.
+    salience: Annotated[float, Meta(ge=0, le=1)] | None = None
+    permanent: bool = False
+    #: Write even if an active entry of the same type has this content (up to case and whitespace).
+    allow_duplicate: bool = False
 
 
 class RememberManyParams(Params):
@@ -185,7 +190,7 @@ class ExpandParams(Params):
 #: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
 RecallStage = Literal[
     "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
-    "select", "facts",
+    "select", "facts", "entities", "clusters", "salience",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 
@@ -293,10 +298,15 @@ class Remembered(Entry, kw_only=True):
     """What `remember` returns: the entry as stored, plus a `note` when an LLM layer failed or acted.
 
     `entities`: what the entry mentions (given and extracted), resolved.
+    `duplicate_of`: nothing was written, this is the existing entry.
     """
 
     note: str | None = None
     entities: list[Mention] = []
+    #: Set when nothing was written: the active entry that already says this (the result is that entry).
+    duplicate_of: int | None = None
+    #: Active entries whose text is nearly the same (word-set Jaccard ≥ 0.7): link or supersede them.
+    similar: list[int] = []
 
 
 class EntryList(Struct, kw_only=True):
@@ -485,6 +495,51 @@ class Status(Struct, kw_only=True):
     relations: int
     conversations: int
     last_write: str | None
+    entities: int = 0
+    entity_clusters: int = 0
+    #: Mean salience of active entries at the last maintenance (None before the first).
+    average_salience: float | None = None
+    last_maintenance: "MaintenanceReport | None" = None
+
+
+class SalienceInfo(Struct, kw_only=True):
+    """An entry's salience now and its inputs (`reinforce` returns it)."""
+
+    id: int
+    salience: float
+    initial: float
+    permanent: bool
+    access_count: int
+    last_access: str | None
+    reinforcements: int
+
+
+class MaintainParams(Params):
+    """Run maintenance now. `min_salience`: retire non-permanent entries below it (0 retires nothing)."""
+
+    min_salience: Annotated[float, Meta(ge=0, le=1)] = 0.01
+
+
+class MaintenanceReport(Struct, kw_only=True):
+    """What a maintenance run did for one tenant.
+
+    `retired`: entries retired for low salience (each with its reason
+    recorded; `restore` brings one back). `fts_merged`: index pages merged
+    (the daemon's idle compaction usually leaves none). `wal_checkpointed`:
+    the WAL was copied back into the database file.
+    """
+
+    at: str
+    trigger: Literal["verb", "idle"]
+    salience_computed: int
+    average_salience: float | None
+    min_salience: float
+    retired: list[int]
+    entity_clusters: int
+    access_log_pruned: int
+    fts_merged: bool
+    wal_checkpointed: bool
+    duration_ms: float
 
 
 # ---- framing -----------------------------------------------------------------

@@ -29,6 +29,13 @@ class Context:
     #: Writes a read verb asks for (caches): the daemon runs each on the writer
     #: connection, in one transaction, after the read and before answering.
     after: list[Callable[[apsw.Connection], None]] = field(default_factory=list)
+    #: Work a write verb asks for once its transaction has committed (a WAL
+    #: checkpoint cannot run inside one): the daemon runs each on the writer
+    #: before answering.
+    committed: list[Callable[[apsw.Connection], None]] = field(default_factory=list)
+    #: Entries a read returned, as (entry id, verb): the daemon hands them to
+    #: the writer's access log in batches, after answering (reads never wait).
+    accessed: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ import time
 
 import msgspec
 
-from arbiter import __version__, entities as entities_mod, graph, recall as recall_mod
+from arbiter import __version__, duplicates, entities as entities_mod, graph, recall as recall_mod
+from arbiter import maintenance, salience as salience_mod
+from arbiter.entities import backlog as entity_backlog, clusters as entity_clusters
 from arbiter.model import (
     ConversationCreateParams,
     ConversationList,
@@ -22,6 +24,7 @@ from arbiter.model import (
     ExpandParams,
     ForgetResult,
     GetParams,
+    Mention,
     History,
     HistoryParams,
     IdParams,
@@ -62,11 +65,30 @@ from arbiter.model import (
 
 
 def remember(ctx: Context, p: RememberParams):
-    """Write one entry; returns it as stored, with the entities it mentions and a `note` from `auto_tag`/`auto_supersede`."""
+    """Write one entry; returns it as stored, with the entities it mentions and entries nearly the same.
+
+    Content identical (up to case and whitespace) to an active entry of the
+    same type writes nothing: the result is that entry, with `duplicate_of`
+    (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede` did.
+    """
+    note = "; ".join(ctx.notes) or None
+    # A write that retires something is never a no-op. Its references are checked first either way:
+    # a bad parent or conversation is an error, duplicate or not.
+    if not p.allow_duplicate and not p.supersedes_ids:
+        entries._row(ctx.conn, ctx.tenant_id, p, now=ctx.now, path="")
+        existing = duplicates.duplicate_of(ctx.conn, ctx.tenant_id, p.type, p.content)
+        if existing is not None:
+            stored = entries.get(ctx.conn, ctx.tenant_id, existing)
+            known = [Mention(id=e.id, name=e.name, type=e.type, created=False)
+                     for e in entities_mod.mentions(ctx.conn, ctx.tenant_id, existing)]
+            return Remembered(**msgspec.structs.asdict(stored), note=note, entities=known, duplicate_of=existing)
     entry_id = entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now)
+    similar = duplicates.similar(ctx.conn, ctx.tenant_id, p.content, exclude=entry_id)
+    duplicates.add(ctx.conn, ctx.tenant_id, entry_id, p.content)
+    salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
     stored = entries.get(ctx.conn, ctx.tenant_id, entry_id)
-    return Remembered(**msgspec.structs.asdict(stored), note="; ".join(ctx.notes) or None, entities=mentioned)
+    return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar)
 
 
 AUTO_DEADLINE_S = 15.0
@@ -113,11 +135,22 @@ def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
 
 
 def remember_many(ctx: Context, p: RememberManyParams):
-    """Write many entries in one transaction; returns their ids in order. `auto_tag`/`auto_supersede` are refused here (use `remember`)."""
+    """Write many entries in one transaction; returns their ids in order.
+
+    `auto_tag`/`auto_supersede` are refused here (use `remember`); duplicates
+    are not checked. Given entities are linked now; extraction runs after the
+    answer, on the idle writer (seconds later).
+    """
     ids = entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now)
     for entry_id, item in zip(ids, p.entries):
-        linker.link(entry_id, entities_mod.named_in(item))
+        if item.entities:
+            linker.link(entry_id, entities_mod.given_in(item))
+        salience_mod.set_initial(
+            ctx.conn, ctx.tenant_id, entry_id, initial=item.salience, permanent=item.permanent, now=ctx.now
+        )
+    # Extraction and duplicate keys after acknowledging (arbiter/entities/backlog.py).
+    entity_backlog.queue(ctx.conn, ctx.tenant_id, ids)
     return RememberManyResult(ids=ids)
 
 
@@ -127,7 +160,9 @@ def get(ctx: Context, p: GetParams):
     Missing is `not_found`; so is retired, with a message saying since when
     (an `as_of` before then shows it).
     """
-    return entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
+    entry = entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
+    ctx.accessed.append((entry.id, "get"))
+    return entry
 
 
 def list_(ctx: Context, p: ListParams):
@@ -142,7 +177,11 @@ def update(ctx: Context, p: UpdateParams):
 
     New text links the entities it mentions.
     """
+    before = entries.get(ctx.conn, ctx.tenant_id, p.id)
     entry = entries.update(ctx.conn, ctx.tenant_id, p, now=ctx.now)
+    if entry.content != before.content:
+        duplicates.remove(ctx.conn, ctx.tenant_id, entry.id, before.content)
+        duplicates.add(ctx.conn, ctx.tenant_id, entry.id, entry.content)
     if p.title is not None or p.content is not None:
         written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
         entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now)
@@ -203,6 +242,7 @@ def recall(ctx: Context, p: RecallParams):
     else:
         result = llm_layers.recall_with_llm(ctx.conn, ctx.tenant_id, p, advisor_for(ctx))
     result.facts = fact_recall.search(ctx.conn, ctx.tenant_id, p)
+    ctx.accessed.extend((h.id, "recall") for h in result.hits)
     return result
 
 
@@ -218,8 +258,18 @@ def conversation_list(ctx: Context, p: ConversationListParams):
 
 def status(ctx: Context, p: Empty):
     """Counts for the caller's tenant (the database size is the admin's: `tenant_list`)."""
-    return tenants.status(
+    status = tenants.status(
         ctx.conn, ctx.tenant_id, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
+    )
+    last = maintenance.last(ctx.conn, ctx.tenant_id)
+    return msgspec.structs.replace(
+        status,
+        entities=ctx.conn.execute(
+            "SELECT count(*) FROM entities WHERE tenant_id = ? AND merged_into IS NULL", (ctx.tenant_id,)
+        ).fetchone()[0],
+        entity_clusters=entity_clusters.count(ctx.conn, ctx.tenant_id),
+        average_salience=last.average_salience if last else None,
+        last_maintenance=last,
     )
 
 
@@ -280,6 +330,7 @@ def reply(ctx: Context, p: ReplyParams):
     entry = entries.get(ctx.conn, ctx.tenant_id, entry_id)
     written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
     entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now)
+    duplicates.add(ctx.conn, ctx.tenant_id, entry_id, entry.content)
     return entry
 
 
@@ -369,3 +420,6 @@ VERBS.update(transfer_load.VERBS)
 from arbiter.facts.verbs import VERBS as _FACT_VERBS  # noqa: E402  (facts behind the evaluation gate)
 
 VERBS.update(_FACT_VERBS)
+
+VERBS.update(salience_mod.VERBS)
+VERBS.update(maintenance.VERBS)

@@ -51,6 +51,11 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("weights 4/1/2/0.5 (title x4)", {}, {"weights": (4.0, 1.0, 2.0, 0.5, 0.0)}),
     ("weights 0/1/2/0.5 (no title)", {}, {"weights": (0.0, 1.0, 2.0, 0.5, 0.0)}),
     ("weights 1/1/2/0.5 (title x1)", {}, {"weights": (1.0, 1.0, 2.0, 0.5, 0.0)}),
+    ("+ entities 0.1 (query names an entity the entry mentions)", {}, {"entity_boost": 0.1}),
+    ("+ entities 0.3", {}, {"entity_boost": 0.3}),
+    ("+ entity clusters 0.1 (associative)", {}, {"cluster_boost": 0.1}),
+    ("+ entities 0.1 and clusters 0.05", {}, {"entity_boost": 0.1, "cluster_boost": 0.05}),
+    ("+ salience 0.4 (MemoryGraph's share)", {}, {"salience_weight": 0.4}),
 ]
 
 
@@ -60,7 +65,19 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--home", type=Path, required=True, help="a home `bench.longmemeval ingest` filled")
     ap.add_argument("--only", help="comma-separated variant numbers (0 = as shipped)")
+    ap.add_argument("--refresh-clusters", action="store_true",
+                    help="first extract queued entities and compute the entity clusters (what maintenance does)")
     args = ap.parse_args(argv)
+    if args.refresh_clusters:
+        from arbiter._time import now_us
+        from arbiter.entities import backlog, clusters
+
+        writer = connect(args.home / "arbiter.db")
+        with writer:
+            tenant_id = writer.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+            print(f"entity backlog drained: {backlog.drain(writer, now=now_us())}", flush=True)
+            print(f"entity clusters: {clusters.refresh(writer, tenant_id)}", flush=True)
+        writer.close()
 
     state = msgspec.json.decode((args.home / STATE_NAME).read_bytes(), type=State)
     conn = connect(args.home / "arbiter.db", readonly=True)

@@ -28,9 +28,18 @@ from arbiter.cli._common import (
               help="LLM for expand, rerank, auto-tag and topic names (needs ANTHROPIC_API_KEY).")
 @click.option("--strong-model", default="claude-sonnet-4-6", show_default=True, envvar="ARBITER_STRONG_MODEL",
               help="LLM for rerank_fine and auto-supersede.")
+@click.option("--maintenance-interval", type=click.FloatRange(min=1), default=3600, show_default=True,
+              envvar="ARBITER_MAINTENANCE_INTERVAL",
+              help="Seconds between maintenance runs (salience, retiring, entity clusters, WAL), each at a quiet spell.")
+@click.option("--min-salience", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+              envvar="ARBITER_MIN_SALIENCE",
+              help="Maintenance retires (never deletes) non-permanent entries below this salience; 0 retires none.")
+@click.option("--access-retention-days", type=click.FloatRange(min=0), default=30, show_default=True,
+              envvar="ARBITER_ACCESS_RETENTION_DAYS", help="Days the access log keeps its rows (counts are kept).")
 @click.pass_obj
 @handle_errors
-def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_model, strong_model):
+def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_model, strong_model,
+          maintenance_interval, min_salience, access_retention_days):
     """Run the daemon in the foreground until SIGTERM or Ctrl-C.
 
     A first start creates the database, a `default` tenant (token in
@@ -44,7 +53,7 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_mod
 
     home = home or settings.home
     socket = socket or (settings.socket if settings.socket != paths.socket_path(settings.home) else None)
-    services = {}
+    services: dict = {"access_retention_days": access_retention_days}
     if key := os.environ.get("ANTHROPIC_API_KEY"):
         from arbiter.advisor import Advisor  # cheap: the anthropic SDK itself loads on first use
 
@@ -59,6 +68,8 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_mod
         synchronous=synchronous,
         max_frame=max_frame,
         services=services,
+        maintenance_interval_s=maintenance_interval,
+        min_salience=min_salience,
     )
 
 

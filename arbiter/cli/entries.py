@@ -28,8 +28,11 @@ from arbiter.model import RECALL_STAGES
 @click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
 @click.option("--entity", "entity_names", multiple=True, metavar="NAME",
               help="An entity this entry is about (beside those found in its text). Repeatable.")
+@click.option("--salience", type=click.FloatRange(0, 1), help="Initial salience (default 0.5).")
+@click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
+@click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
-             auto_tag, auto_supersede, entity_names):
+             auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate):
     """Write one entry.
 
     \b
@@ -46,8 +49,12 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
         e = c.remember(
             type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from,
-            auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names),
+            auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
+            permanent=permanent, allow_duplicate=allow_duplicate,
         )
+    if e.duplicate_of is not None and not as_json:
+        click.echo(f"already remembered as #{e.duplicate_of}")
+        return
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
     if e.note and not as_json:
         click.echo(f"note: {e.note}", err=True)
@@ -56,6 +63,8 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
         for m in e.entities:
             for other in m.possibly_same_as:
                 click.echo(f"note: {m.name!r} may be the same as {other.name!r} (arbiter entity merge)", err=True)
+    if e.similar and not as_json:
+        click.echo("similar: " + " ".join(f"#{i}" for i in e.similar) + " (link or supersede them)", err=True)
 
 
 _KNOWN_AT_HELP = "Read the memory as it was recorded then: its text, tags and validity at that time."
@@ -341,7 +350,15 @@ def status(settings, as_json):
     """What the daemon holds for this tenant."""
     with settings.client() as c:
         s = c.status()
-    _emit(s, as_json, lambda s: [click.echo(f"{k}: {v}") for k, v in msgspec.structs.asdict(s).items()])
+    def human(s):
+        from arbiter.cli.salience import maintenance_line
+
+        for k, v in msgspec.structs.asdict(s).items():
+            if k == "last_maintenance":
+                v = maintenance_line(v) if v is not None else None
+            click.echo(f"{k}: {v}")
+
+    _emit(s, as_json, human)
 
 
 @main.group()

@@ -12,6 +12,11 @@ transaction, scoped to one tenant):
     entities.entries_mentioning(conn, tenant_id, entity_id, limit=50)  # active entry ids, newest first
     entities.link_entry(conn, tenant_id, entry_id, params, now=now)    # what `remember` does
 
+Entries written by `remember_many` are linked to their extracted entities
+after the answer (`backlog.py`: the idle writer drains a queue), so a
+layer reading mentions of bulk-loaded entries may call
+`entities.backlog.drain(conn, now=now)` first, or accept seconds of lag.
+
 Resolution, in order: exact name (case-insensitive) → alias → normalised
 form (`names.norm`) → trigram similarity ≥ 0.85 (the name becomes an alias)
 → a new entity, returned with `possibly_same_as` for names 0.6–0.85
@@ -27,8 +32,8 @@ from arbiter.entities.core import (
     mentions,
     resolve,
 )
-from arbiter.entities.link import link_entry, named_in
+from arbiter.entities.link import given_in, link_entry, named_in
 
 __all__ = [
-    "Linker", "Resolution", "entries_mentioning", "link_entry", "lookup", "mentions", "named_in", "resolve",
+    "Linker", "Resolution", "entries_mentioning", "given_in", "link_entry", "lookup", "mentions", "named_in", "resolve",
 ]

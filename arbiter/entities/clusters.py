@@ -1,14 +1,85 @@
-"""Entity clusters: Louvain communities of the entity graph, persisted by maintenance.
+"""Entity clusters: Louvain communities of the entity graph, persisted and refreshed by maintenance.
 
-Filled in by maintenance (a later step); until then no entity has a cluster.
+The graph: an edge between two entities for each active entry mentioning
+both (weight: how many) plus each relation between them (its weight).
+networkx's Louvain (seeded, so a refresh of an unchanged graph gives the
+same clusters) finds communities; singletons are dropped, as in
+MemoryGraph. A cluster's id is its smallest entity id, so ids stay put
+while membership is stable.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import apsw
 
-from arbiter.entities.model import EntityCluster
+from arbiter.entities.model import EntityCluster, EntityRef
+
+#: Entities listed per cluster in `entity show` (most mentioned first).
+SHOWN = 30
+_SEED = 42
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def graph(conn: apsw.Connection, tenant_id: int) -> "nx.Graph":
+    """The tenant's entity graph: co-mentions in active entries and relations, weighted."""
+    import networkx as nx  # only maintenance needs it: the daemon starts without it (3 MB, 0.2 s)
+
+    g = nx.Graph()
+    rows = conn.execute(
+        "SELECT a.entity_id, b.entity_id, count(*) FROM entry_entities a "
+        "JOIN entry_entities b ON b.entry_id = a.entry_id AND b.entity_id > a.entity_id "
+        "JOIN entries e ON e.id = a.entry_id "
+        "WHERE a.tenant_id = ? AND e.valid_to IS NULL GROUP BY 1, 2",
+        (tenant_id,),
+    )
+    g.add_weighted_edges_from(rows)
+    for a, b, w in conn.execute(
+        "SELECT source_id, target_id, sum(weight) FROM entity_relations WHERE tenant_id = ? GROUP BY 1, 2",
+        (tenant_id,),
+    ):
+        g.add_edge(a, b, weight=g.get_edge_data(a, b, {"weight": 0})["weight"] + w)
+    return g
+
+
+def refresh(conn: apsw.Connection, tenant_id: int) -> int:
+    """Recompute and store the tenant's clusters; how many there are."""
+    import networkx as nx
+
+    communities = [c for c in nx.community.louvain_communities(graph(conn, tenant_id), seed=_SEED) if len(c) > 1]
+    conn.execute("DELETE FROM entity_clusters WHERE tenant_id = ?", (tenant_id,))
+    conn.executemany(
+        "INSERT INTO entity_clusters(entity_id, tenant_id, cluster) VALUES (?, ?, ?)",
+        [(e, tenant_id, min(c)) for c in communities for e in c],
+    )
+    return len(communities)
+
+
+def count(conn: apsw.Connection, tenant_id: int) -> int:
+    return conn.execute(
+        "SELECT count(DISTINCT cluster) FROM entity_clusters WHERE tenant_id = ?", (tenant_id,)
+    ).fetchone()[0]
+
+
+def members(conn: apsw.Connection, tenant_id: int, cluster: int, limit: int = SHOWN) -> list[EntityRef]:
+    """A cluster's entities, most mentioned first."""
+    rows = conn.execute(
+        "SELECT x.id, x.name, x.type FROM entity_clusters c JOIN entities x ON x.id = c.entity_id "
+        "WHERE c.tenant_id = ? AND c.cluster = ? AND x.merged_into IS NULL "
+        "ORDER BY (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) DESC, x.id LIMIT ?",
+        (tenant_id, cluster, limit),
+    )
+    return [EntityRef(id=r[0], name=r[1], type=r[2]) for r in rows]
 
 
 def cluster_of(conn: apsw.Connection, tenant_id: int, entity_id: int) -> EntityCluster | None:
-    return None
+    """The cluster an entity was in at the last refresh, or None."""
+    row = conn.execute(
+        "SELECT cluster FROM entity_clusters WHERE entity_id = ? AND tenant_id = ?", (entity_id, tenant_id)
+    ).fetchone()
+    if row is None:
+        return None
+    return EntityCluster(id=row[0], entities=members(conn, tenant_id, row[0]))

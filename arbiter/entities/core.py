@@ -23,6 +23,10 @@ SAME = 0.85
 #: Similarity from which a new entity comes back with a "possibly the same as" candidate.
 MAYBE = 0.6
 _CANDIDATES = 20
+#: Postings read per trigram by the similarity step; a trigram with more is skipped as too common.
+GRAM_POSTINGS = 200
+#: Names with fewer trigrams (two or three letters) are never matched by similarity.
+MIN_GRAMS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,20 +67,36 @@ def require(conn: apsw.Connection, tenant_id: int, name: str, path: str) -> int:
 
 
 def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, floor: float = MAYBE) -> list[tuple[int, float]]:
-    """(entity id, similarity ≥ floor) of names sharing trigrams with `grams`, most similar first."""
-    if not grams:
+    """(entity id, similarity ≥ floor) of names sharing trigrams with `grams`, most similar first.
+
+    Bounded work whatever the tenant's size: each trigram's postings are read
+    up to `GRAM_POSTINGS`, and a trigram held by more names than that is
+    skipped as too common to tell names apart ("ing", "  s"); the 20 names
+    sharing the most of the rest are scored by their exact Jaccard.
+    """
+    if len(grams) < MIN_GRAMS:
         return []
-    size = len(grams)
-    # A Jaccard of `floor` needs the other name to have between floor·n and n/floor trigrams.
-    rows = conn.execute(
-        f"SELECT n.entity_id, n.grams, count(*) AS shared FROM entity_trigrams t JOIN entity_names n ON n.id = t.name_id "
-        f"WHERE t.tenant_id = ? AND t.gram IN ({','.join('?' * size)}) AND n.grams BETWEEN ? AND ? "
-        f"GROUP BY t.name_id ORDER BY shared DESC LIMIT {_CANDIDATES}",
-        (tenant_id, *grams, int(size * floor), int(size / floor) + 1),
-    )
+    rare = [
+        g for g in grams
+        if conn.execute(
+            "SELECT 1 FROM entity_trigrams WHERE tenant_id = ? AND gram = ? LIMIT 1 OFFSET ?",
+            (tenant_id, g, GRAM_POSTINGS),
+        ).fetchone() is None
+    ]
+    if not rare:
+        return []
+    postings = " UNION ALL ".join(["SELECT name_id FROM entity_trigrams WHERE tenant_id = ? AND gram = ?"] * len(rare))
+    top = [r[0] for r in conn.execute(
+        f"SELECT name_id FROM ({postings}) GROUP BY name_id ORDER BY count(*) DESC LIMIT {_CANDIDATES}",
+        [v for g in rare for v in (tenant_id, g)],
+    )]
+    if not top:
+        return []
     best: dict[int, float] = {}
-    for entity_id, other, shared in rows:
-        score = shared / (size + other - shared)
+    for entity_id, form in conn.execute(
+        f"SELECT entity_id, norm FROM entity_names WHERE id IN ({','.join('?' * len(top))})", top
+    ):
+        score = nm.similarity(grams, nm.trigrams(form))
         if score >= floor and score > best.get(entity_id, 0.0):
             best[entity_id] = score
     return sorted(best.items(), key=lambda kv: -kv[1])

@@ -10,9 +10,10 @@ What counts as a name (each a `Found(name, type)`, first occurrence first):
   and units (`NOT_ACRONYMS`);
 - file paths ("src/app/main.py", "~/notes.md") and URLs;
 - @-mentions ("@alice", a person);
-- capitalised multi-word names not at a sentence start ("met Alice Smith"):
-  at a sentence start the first word is dropped, since "Yesterday Alice"
-  is capitalised by grammar, and what is left is kept if still two words;
+- capitalised multi-word names ("met Alice Smith"); at a sentence start a
+  common opening word is dropped ("Yesterday Alice Smith" is Alice Smith:
+  "Yesterday" is capitalised by grammar) and what is left is kept if still
+  two words;
 - quoted titles: a double-quoted phrase of at most eight words that starts
   with a capital ("read “Designing Data-Intensive Applications”").
 
@@ -87,6 +88,9 @@ _ALIASES = {
     "vs code": "vscode", "gcloud": "gcp", "amazon web services": "aws", "google cloud": "gcp",
 }
 TERMS.update({alias: TERMS[canonical] for alias, canonical in _ALIASES.items()})
+# Multi-word aliases ("vs code") are never matched by the one-word scan: canonical() still maps them.
+# One-letter languages (C, R) are left to callers: in free text they are mostly "vitamin C" and "plan B".
+_TERM_KEYS = frozenset(k for k in TERMS if " " not in k and len(k) > 1)
 
 
 def canonical(name: str) -> str:
@@ -107,7 +111,7 @@ NOT_ACRONYMS = frozenset(
     "BY IF NO YES II III IV VI VII VIII IX XI XII KB MB GB TB MS US UK EU USD EUR GBP".split()
 )
 
-_WORD = re.compile(r"[A-Za-z][\w+#.\-]*[\w+#]|[A-Za-z]")
+_WORD = re.compile(r"[a-z][\w+#.\-]*[\w+#]|[a-z]")
 _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,9}\b")
 _URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+")
@@ -115,7 +119,9 @@ _PATH = re.compile(r"(?<![\w/:.])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.
                    r"yaml|yml|rs|go|c|h|cpp|hpp|java|rb|sh|sql|txt|cfg|ini|html|css|lock)\b")
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_](?:[\w.-]*\w)?)")
 _CAPWORD = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?"
-_MULTI = re.compile(rf"\b{_CAPWORD}(?:\s+(?:(?:of|de|da|van|von|der|del|la|le)\s+)?{_CAPWORD})+\b")
+_CONNECTORS = ("of", "de", "da", "van", "von", "der", "del", "la", "le")
+# Words of a name are separated by spaces, never a line break (a title line is not part of the next line's name).
+_MULTI = re.compile(rf"\b{_CAPWORD}(?:[ \t]+(?:(?:{'|'.join(_CONNECTORS)})[ \t]+)?{_CAPWORD})+\b")
 _QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”\n]{0,126})[\"”]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
 
@@ -124,6 +130,18 @@ def _sentence_start(text: str, at: int) -> bool:
     return bool(_SENTENCE_START.search(text[max(0, at - 4):at])) or at == 0
 
 
+#: Words capitalised only because a sentence starts with them ("Yesterday Alice Smith called"):
+#: dropped from the front of a multi-word name there. Any other first word is kept ("Alice Smith called").
+SENTENCE_OPENERS = frozenset("""
+a about after again all also although an and another any as at because before both but by can could did do
+does during each either even every few for from had has have he her here his how i if in instead into is it
+its just last later let like many may maybe meanwhile more most my next no not now of often on once only or
+our perhaps please since so some still such than thank thanks that the their then there these they this
+those though thus to today tomorrow tonight too under unless until was we well were what when where whether
+which while who why will with without would yes yesterday yet you your hi hello hey dear sure ok okay great
+good first second third finally also however overall sometimes usually recently currently actually
+use using click add create make get set see try note check open save go run new keep find consider choose
+""".split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z][\w-]*\b")
 
 
@@ -173,31 +191,37 @@ def extract(text: str) -> list[Found]:
     def free(span: tuple[int, int]) -> bool:
         return not any(s <= span[0] < e for s, e in taken)
 
-    for m in _WORD.finditer(text):
-        word = m.group()
-        term = TERMS.get(word.casefold())
-        if term is None and word.endswith("."):
-            term = TERMS.get(word[:-1].casefold())
-        if term is None or not free(m.span()):
-            continue
-        if word.casefold() in _CASE_SENSITIVE and not (word[0].isupper() or word.isupper()):
-            continue
-        if len(word) == 1 and not word.isupper():
-            continue
-        add(m.start(), term[0], term[1])
+    # The dictionary: which of its terms occur at all is one C-level pass and a
+    # set intersection; only those few are then located in the original text.
+    for term in sorted(_TERM_KEYS.intersection(_WORD.findall(text.lower()))):
+        canonical_name, kind = TERMS[term]
+        for m in re.finditer(rf"(?<![\w+#.]){re.escape(term)}(?![\w+#])", text, re.IGNORECASE):
+            word = m.group()
+            # An ordinary word that is also a term ("Make", "Go") counts only as spelled, and not where a
+            # sentence's capital could explain it ("Make sure ...").
+            if term in _CASE_SENSITIVE and (word != canonical_name or _sentence_start(text, m.start())):
+                continue
+            if len(word) == 1 and not word.isupper():
+                continue
+            if free(m.span()):
+                add(m.start(), canonical_name, kind)
+                break
     for m in _MENTION.finditer(text):
         if free(m.span()):
             add(m.start(), "@" + m.group(1), "person")
     for m in _QUOTED.finditer(text):
         inner = m.group(1).strip()
-        if len(inner.split()) <= 8 and len(inner) >= 2:
+        # One quoted word is a title only if it is no ordinary opener ("Use" on a button is not a name).
+        if len(inner.split()) <= 8 and len(inner) >= 2 and inner.casefold() not in SENTENCE_OPENERS:
             add(m.start(1), inner, "other")
     for m in _MULTI.finditer(text):
         if not free(m.span()):
             continue
         words, start = m.group().split(), m.start()
-        if _sentence_start(text, start):
+        if _sentence_start(text, start) and words[0].casefold() in SENTENCE_OPENERS:
             words = words[1:]
+            while words and words[0] in _CONNECTORS:
+                words = words[1:]
             start = m.start() + m.group().index(words[0]) if words else start
         if len(words) >= 2:
             add(start, " ".join(words), "other")
@@ -206,8 +230,8 @@ def extract(text: str) -> list[Found]:
             word = m.group()
             if not free(m.span()) or word in NOT_ACRONYMS or word.casefold() in TERMS:
                 continue
-            if pattern is _ACRONYM and sum(c.isalpha() for c in word) < 2:
-                continue
+            if pattern is _ACRONYM and (sum(c.isalpha() for c in word) < 2 or word.casefold() in SENTENCE_OPENERS):
+                continue  # "YOU", "WHAT": shouting, not an acronym
             add(m.start(), word, "other")
     ordered = sorted(found.values(), key=lambda item: item[0])
     return [f for _, f in ordered[:PER_ENTRY_MAX]]

@@ -15,16 +15,22 @@ def named_in(p: RememberParams) -> list[tuple[str, str | None, str]]:
     `how` is given, extracted, or known: a capitalised word linked only if it
     already names an entity (it never creates one).
     """
-    named: list[tuple[str, str | None, str]] = []
-    for e in p.entities:
-        if isinstance(e, NamedEntity):
-            named.append((e.name, e.type, "given"))
-        else:
-            named.append((e, None, "given"))
-    text = f"{p.title}\n{p.content}"
+    named = given_in(p)
+    return named + extracted_in(p.title, p.content)
+
+
+def given_in(p: RememberParams) -> list[tuple[str, str | None, str]]:
+    """Only the names the caller gave (what `remember_many` links before acknowledging)."""
+    return [
+        (e.name, e.type, "given") if isinstance(e, NamedEntity) else (e, None, "given") for e in p.entities
+    ]
+
+
+def extracted_in(title: str, content: str) -> list[tuple[str, str | None, str]]:
+    """What extraction finds in an entry's text, as (name, type or None, how)."""
+    text = f"{title}\n{content}"
     found = extract(text)
-    for f in found:
-        named.append((f.name, None if f.type == "other" else f.type, "extracted"))
+    named = [(f.name, None if f.type == "other" else f.type, "extracted") for f in found]
     named.extend((word, None, "known") for word in capitalised(text, found))
     return named
 

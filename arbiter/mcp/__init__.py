@@ -29,7 +29,7 @@ from arbiter.client import Client
 from arbiter.errors import ArbiterError
 
 #: Modules that declare tools (with `arbiter.mcp.tool.tool`), in `tools/list` order.
-TOOL_MODULES = ["entries", "graph", "facts"]
+TOOL_MODULES = ["entries", "graph", "facts", "entities"]
 
 
 def load_tools() -> None:

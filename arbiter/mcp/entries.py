@@ -8,7 +8,7 @@ from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams, NotFound
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
-from arbiter.model import EntryType, RelationType, Tags, TextParams, Time
+from arbiter.model import EntityName, EntryType, RelationType, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
     "user: about the person; feedback: how they want you to work; project: work, tickets, decisions; "
@@ -122,6 +122,10 @@ class Written(View):
     retired: list[int] = []
     conversation_id: int | None = None
     note: str | None = None
+    #: `remember`: the entities it mentions; the existing entry it duplicates (nothing written); near-duplicates.
+    entities: list[str] = []
+    duplicate_of: int | None = None
+    similar: list[int] = []
 
     def text(self) -> str:
         out = f"{self.verb} {self.entry.text()}"
@@ -129,6 +133,11 @@ class Written(View):
             out += "; retired " + ", ".join(f"#{i}" for i in self.retired)
         if self.conversation_id:
             out += f"; conversation {self.conversation_id}"
+        if self.entities:
+            out += "\nentities: " + ", ".join(self.entities)
+        if self.similar:
+            out += ("\nnearly the same as " + ", ".join(f"#{i}" for i in self.similar)
+                    + ": reply to, link or supersede it rather than keep both")
         return out + (f"\nnote: {self.note}" if self.note else "")
 
 
@@ -235,6 +244,13 @@ class RememberArgs(Args, TextParams):
     source: Source = None
     valid_from: ValidFrom = None
     everywhere: Everywhere = False
+    entities: Annotated[list[EntityName], Meta(max_length=64, description=(
+        "People, projects, tools... this entry is about, beyond those named in its text (found automatically)."
+    ))] = []
+    permanent: Annotated[bool, Meta(description="Never let this entry fade or be retired for low salience.")] = False
+    allow_duplicate: Annotated[bool, Meta(description=(
+        "Write even if an active entry of this type already has exactly this content."
+    ))] = False
 
 
 def _scope(s: Session, everywhere: bool) -> int | None:
@@ -254,10 +270,14 @@ def remember(s: Session, a: RememberArgs) -> Written:
     """
     conversation = _scope(s, a.everywhere)
     e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
-               supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, conversation_id=conversation)
+               supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, conversation_id=conversation,
+               entities=a.entities, permanent=a.permanent, allow_duplicate=a.allow_duplicate)
+    if e.duplicate_of is not None:
+        return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
+                       entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)
     s.changed(e.id, *a.supersedes_ids)
     return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
-                   note=e.note)
+                   note=e.note, entities=[m.name for m in e.entities], similar=e.similar)
 
 
 class Item(TextParams):

@@ -21,6 +21,7 @@ import msgspec
 
 from arbiter._time import now_us, parse_time
 from arbiter.model import RecallParams, RecallResult
+from arbiter.entities import recall as entity_signals
 from arbiter.recall import _rank, _sql, past, score
 from arbiter.recall.hits import render, unranked
 from arbiter.recall.query import STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
@@ -71,6 +72,14 @@ class Tuning:
     df_max_share: float = 0.05
     fill_budget: int = 1_000
     tenant_budget: int = 20_000
+    #: Entities (arbiter/entities/recall.py): a candidate mentioning an entity
+    #: the query names is multiplied by 1 + entity_boost, one mentioning an
+    #: entity of the same cluster by 1 + cluster_boost; salience multiplies by
+    #: 1 + salience_weight x (2 x salience - 1) (x1 at the default 0.5). Each is
+    #: 0 (off) unless measured to help (docs/retrieval.md).
+    entity_boost: float = score.ENTITY_BOOST
+    cluster_boost: float = score.CLUSTER_BOOST
+    salience_weight: float = score.SALIENCE_WEIGHT
 
 
 DEFAULT = Tuning()
@@ -153,7 +162,14 @@ def search(
             rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of)
         else:
             rows = past.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of, known_at=known_at)
-        return match, _score(conn, rows, query, p, off, suggested, reference, tuning)
+        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning)
+        return match, _entity_signals(conn, tenant_id, ranked, named, off, reference, tuning)
+
+    named = entity_signals.NONE
+    if (tuning.entity_boost and "entities" not in off) or (tuning.cluster_boost and "clusters" not in off):
+        named = entity_signals.query_entities(
+            conn, tenant_id, p.query if text is None else text, stopwords=STOPWORDS
+        )
 
     if p.conversation_id is None:
         terms = query.terms if "select" in off else select_terms(
@@ -274,6 +290,41 @@ def _score(
             c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
     return out
+
+
+def _entity_signals(
+    conn: apsw.Connection,
+    tenant_id: int,
+    ranked: list[Candidate],
+    named: entity_signals.QueryEntities,
+    off: frozenset[str],
+    reference: int,
+    tuning: Tuning,
+) -> list[Candidate]:
+    """The entity, cluster and salience factors on a pass's candidates, re-sorted if any applied."""
+    ids = [c.id for c in ranked]
+    changed = False
+    if tuning.entity_boost and "entities" not in off and named.ids:
+        hit = entity_signals.linked(conn, named.ids, ids)
+        for c in ranked:
+            c.parts["entities"] = f = score.entity(c.id in hit, tuning.entity_boost)
+            c.score *= f
+        changed = True
+    if tuning.cluster_boost and "clusters" not in off and named.clusters:
+        near = entity_signals.in_clusters(conn, tenant_id, named.clusters, ids)
+        for c in ranked:
+            c.parts["clusters"] = f = score.entity(c.id in near, tuning.cluster_boost)
+            c.score *= f
+        changed = True
+    if tuning.salience_weight and "salience" not in off:
+        values = entity_signals.saliences(conn, ids, now=reference)
+        for c in ranked:
+            c.parts["salience"] = f = score.salience(values.get(c.id, 0.5), tuning.salience_weight)
+            c.score *= f
+        changed = True
+    if changed:
+        ranked.sort(key=lambda c: (-c.score, c.id))
+    return ranked
 
 
 def fuse(passes: list[tuple[str, float, list[Candidate]]], *, k: int = score.RRF_K) -> list[Candidate]:

@@ -56,7 +56,25 @@ SIZE_PIVOT = 1000
 SIZE_EXPONENT = 0.0
 SIZE_MIN, SIZE_MAX = 0.5, 1.5
 
+#: Entities: x(1 + ENTITY_BOOST) for a candidate mentioning an entity the
+#: query names, x(1 + CLUSTER_BOOST) for one mentioning an entity of the same
+#: cluster; salience: x(1 + SALIENCE_WEIGHT x (2 x salience - 1)). Measured on
+#: the dev sets (docs/retrieval.md); 0 is off.
+ENTITY_BOOST = 0.0
+CLUSTER_BOOST = 0.0
+SALIENCE_WEIGHT = 0.0
+
 _DAY_US = 86_400 * 1_000_000
+
+
+def entity(linked: bool, boost: float) -> float:
+    """The entity (or cluster) factor: 1 + boost for a candidate linked to what the query names."""
+    return 1.0 + boost if linked else 1.0
+
+
+def salience(value: float, weight: float) -> float:
+    """The salience factor: 1 at the default salience 0.5, 1 ± weight at 1 and 0."""
+    return 1.0 + weight * (2.0 * value - 1.0)
 
 
 def boost(entry_type: str, tags: Iterable[str], *, types: Sequence[str], tag: str | None) -> float:

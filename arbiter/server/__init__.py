@@ -4,14 +4,18 @@ Threads: the asyncio loop only frames and routes. Every verb runs in a thread:
 writes on one writer thread with one connection (SQLite serializes writers
 anyway; one thread makes the order explicit and avoids BusyError), reads on a
 small pool whose connections read WAL snapshots without waiting on the writer.
-When no request has arrived for `IDLE_S` after a write, the writer thread merges
-the FTS index a bounded step at a time (`recall.maintain.compact`), checking for
-new requests between steps, so a write waits for at most one step.
+When no request has arrived for `IDLE_S` after a write, the writer thread
+extracts the entities of bulk-written entries (`entities.backlog`) and merges
+the FTS index (`recall.maintain.compact`), a bounded step at a time, checking
+for new requests between steps, so a write waits for at most one step. Reads
+hand the entries they returned to the writer's access log in batches, after
+answering; once an interval (hourly) the writer runs maintenance at a quiet spell.
 """
 
 from __future__ import annotations
 
 import codecs
+import collections
 import fcntl
 import os
 import signal
@@ -37,8 +41,11 @@ from arbiter.errors import (
     Unavailable,
 )
 from arbiter.model import Request
+from arbiter import maintenance
 from arbiter.recall.maintain import compact
 from arbiter.validation import describe
+from arbiter.entities import backlog as entity_backlog
+from arbiter.salience import record_accesses
 from arbiter.store import connect, open_database, tenants
 from arbiter.verbs import VERBS, Context, Verb
 
@@ -52,6 +59,11 @@ IDLE_S = 0.25
 # Page cache per reader connection (KiB): SQLite's default is 2 MiB each; the
 # readers' working set (entry rows, FTS doclists) is small and the OS caches the file.
 _READER_CACHE_KIB = 1024
+# Accesses waiting for the writer; beyond this the oldest are dropped.
+ACCESS_QUEUE_MAX = 100_000
+# The writer logs queued accesses once this many wait, or this long after the first.
+ACCESS_BATCH = 512
+ACCESS_FLUSH_S = 1.0
 
 # A batch is answered request by request: this bounds the answer a frame can
 # ask for (a 4 MiB frame of `{}` would otherwise be a 100 MB reply).
@@ -109,6 +121,8 @@ class Daemon:
         synchronous: str = "FULL",
         services: dict | None = None,
         log=None,
+        maintenance_interval_s: float = 3600.0,
+        min_salience: float = 0.01,
     ):
         self.home = home
         self.db_path = db_path
@@ -131,6 +145,10 @@ class Daemon:
         self._wrote = asyncio.Event()  # a write since the index was last fully merged
         self._wrote.set()  # a database opened after a bulk load may need merging
         self._lock_fd: int | None = None
+        self.maintenance_interval_s = maintenance_interval_s
+        self.min_salience = min_salience
+        self._accesses: collections.deque = collections.deque(maxlen=ACCESS_QUEUE_MAX)
+        self._access_timer: asyncio.TimerHandle | None = None
 
     # ---- start-up -----------------------------------------------------------
 
@@ -205,10 +223,12 @@ class Daemon:
                 ready.set()
             self._handlers: set[asyncio.Task] = set()
             compactor = asyncio.create_task(self._compact_when_idle())
+            maintainer = asyncio.create_task(self._maintain_when_idle())
             await stop.wait()
             server.close()
             compactor.cancel()
-            await asyncio.gather(compactor, return_exceptions=True)
+            maintainer.cancel()
+            await asyncio.gather(compactor, maintainer, return_exceptions=True)
             await self._idle.wait()  # finish what was accepted before the signal
             for task in list(self._handlers):
                 task.cancel()
@@ -248,12 +268,17 @@ class Daemon:
                     break
 
     def _compact_step(self) -> bool:
+        # Bulk writes' entity extraction first (what it links, recall reads), then the index.
         with self._writer:
-            return compact(self._writer)
+            return entity_backlog.step(self._writer, now=now_us()) or compact(self._writer)
 
     async def _close(self, loop) -> None:
         if hasattr(self, "_writer"):
+            if self._access_timer is not None:
+                self._access_timer.cancel()
+
             def close_writer():
+                self._flush_accesses()  # what reads queued since the last flush
                 try:
                     self._writer.pragma("optimize")
                 finally:
@@ -417,6 +442,9 @@ class Daemon:
                     for later in ctx.after:
                         later(conn)
                     ctx.after.clear()
+            for later in ctx.committed:  # after the commit, still on this (writer) thread
+                later(conn)
+            self._accesses.extend((tenant[0], entry_id, verb_name, ctx.now) for entry_id, verb_name in ctx.accessed)
             return result, ctx.after
 
         def write_after(after):
@@ -430,9 +458,76 @@ class Daemon:
         if verb.writes:
             self._wrote.set()
         result, after = await loop.run_in_executor(pool, work)
+        if self._accesses:
+            self._schedule_access_flush(loop)
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)
         return result
+
+    # ---- access log -------------------------------------------------------------
+
+    def _schedule_access_flush(self, loop) -> None:
+        """Have the writer log the queued accesses: at once past ACCESS_BATCH, else within ACCESS_FLUSH_S.
+
+        On the loop thread, after the read has its result: the read never
+        waits, and coalescing a second of reads into one transaction keeps the
+        writer's work (and its fsync) off the readers' heels. The deque is
+        bounded: if the writer falls that far behind, the oldest accesses are
+        dropped (they only feed salience's frequency and recency).
+        """
+        if len(self._accesses) >= ACCESS_BATCH:
+            if self._access_timer is not None:
+                self._access_timer.cancel()
+                self._access_timer = None
+            self._writer_pool.submit(self._flush_accesses)
+        elif self._access_timer is None:
+            def due():
+                self._access_timer = None
+                self._writer_pool.submit(self._flush_accesses)
+
+            self._access_timer = loop.call_later(ACCESS_FLUSH_S, due)
+
+    def _flush_accesses(self) -> None:
+        batch = []
+        while self._accesses:
+            batch.append(self._accesses.popleft())
+        if batch:
+            try:
+                with self._writer:
+                    record_accesses(self._writer, batch)
+            except apsw.Error:
+                self.log("arbiter: access log write failed; those accesses are dropped\n" + traceback.format_exc())
+
+    # ---- maintenance ------------------------------------------------------------
+
+    async def _maintain_when_idle(self) -> None:
+        """Every `maintenance_interval_s`, at the first quiet spell, run maintenance for each tenant on the writer."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.maintenance_interval_s)
+            while True:  # a quiet spell, as for compaction
+                await self._idle.wait()
+                seen = self._requests
+                await asyncio.sleep(IDLE_S)
+                if self._busy == 0 and self._requests == seen:
+                    break
+            try:
+                await loop.run_in_executor(self._writer_pool, self._maintain_all)
+            except apsw.Error:
+                self.log("arbiter: maintenance failed; retrying at the next interval\n" + traceback.format_exc())
+
+    def _maintain_all(self) -> None:
+        tenant_ids = [r[0] for r in self._writer.execute("SELECT id FROM tenants ORDER BY id")]
+        for tenant_id in tenant_ids:
+            with self._writer:
+                report = maintenance.run(
+                    self._writer, tenant_id, now=now_us(), min_salience=self.min_salience,
+                    retention_days=self.services.get("access_retention_days", maintenance.DEFAULT_RETENTION_DAYS),
+                    trigger="idle",
+                )
+            if report.retired:
+                self.log(f"arbiter: maintenance retired {len(report.retired)} low-salience entries of tenant {tenant_id}")
+        maintenance.checkpoint(self._writer)
 
     async def _run_steps(self, verb: Verb, params, tenant: tuple[int, str]):
         """A long verb (a backup) as a generator on the writer connection, one step per writer task.

@@ -551,6 +551,71 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     # Tenant-private ranking statistics: the one index over every tenant
     # becomes one per tenant (store/fts.py, created with the tenant).
     ("m010_tenant_fts", _m010_tenant_fts),
+    (
+        # Salience, the access log, duplicates, maintenance, entity clusters
+        # (arbiter/salience.py, duplicates.py, maintenance.py, entities/clusters.py).
+        # `entry_salience` holds a row only for an entry that departs from the
+        # defaults (given a salience, permanent, reinforced or read).
+        # `entry_sketches` holds each entry's content fingerprint and MinHash
+        # band keys. `entry_retirements` records why maintenance retired an
+        # entry, so it can be restored. `maintenance_runs` keeps each run's report.
+        # `entity_backlog` queues bulk-written entries for extraction after the answer.
+        "m011_salience_maintenance",
+        """
+        CREATE TABLE entry_salience(
+            entry_id INTEGER PRIMARY KEY REFERENCES entries(id) ON DELETE CASCADE,
+            tenant_id INTEGER NOT NULL,
+            initial REAL NOT NULL DEFAULT 0.5 CHECK (initial BETWEEN 0 AND 1),
+            decay_rate REAL NOT NULL DEFAULT 0.01 CHECK (decay_rate >= 0),
+            permanent INTEGER NOT NULL DEFAULT 0,
+            accesses INTEGER NOT NULL DEFAULT 0,
+            last_access INTEGER,
+            reinforcements INTEGER NOT NULL DEFAULT 0,
+            salience REAL,
+            computed_at INTEGER
+        );
+        CREATE TABLE access_log(
+            id INTEGER PRIMARY KEY,
+            tenant_id INTEGER NOT NULL,
+            entry_id INTEGER NOT NULL,
+            verb TEXT NOT NULL,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX access_log_at ON access_log(at);
+        CREATE TABLE entry_sketches(
+            tenant_id INTEGER NOT NULL,
+            key INTEGER NOT NULL,
+            entry_id INTEGER NOT NULL,
+            PRIMARY KEY (tenant_id, key, entry_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE entry_retirements(
+            id INTEGER PRIMARY KEY,
+            tenant_id INTEGER NOT NULL,
+            entry_id INTEGER NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
+            reason TEXT NOT NULL,
+            salience REAL NOT NULL,
+            at INTEGER NOT NULL
+        );
+        CREATE INDEX entry_retirements_entry ON entry_retirements(entry_id);
+        CREATE TABLE maintenance_runs(
+            id INTEGER PRIMARY KEY,
+            tenant_id INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            report TEXT NOT NULL
+        );
+        CREATE INDEX maintenance_runs_tenant ON maintenance_runs(tenant_id, at);
+        CREATE TABLE entity_clusters(
+            entity_id INTEGER PRIMARY KEY REFERENCES entities(id),
+            tenant_id INTEGER NOT NULL,
+            cluster INTEGER NOT NULL
+        );
+        CREATE INDEX entity_clusters_cluster ON entity_clusters(tenant_id, cluster);
+        CREATE TABLE entity_backlog(
+            entry_id INTEGER PRIMARY KEY,
+            tenant_id INTEGER NOT NULL
+        );
+        """,
+    ),
 ]
 
 
@@ -583,6 +648,9 @@ def connect(
     conn.pragma("synchronous", synchronous)
     # Used by the recall_entries triggers (m004), so every connection that may write needs it.
     conn.create_scalar_function("arbiter_numerals", numerals, 1, deterministic=True)
+    from arbiter.salience import sql_salience  # salience imports the model, which needs no store
+
+    conn.create_scalar_function("arbiter_salience", sql_salience, 8, deterministic=True)
     return conn
 
 

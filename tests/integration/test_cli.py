@@ -149,12 +149,12 @@ def test_usage_errors_exit_2(home, args):
 def test_times_as_rfc3339_and_epoch_seconds(daemon):
     h = daemon.home
     t0 = 1795168800  # 2026-11-20T10:00:00Z
-    e = js(h, "remember", "--type", "project", "--title", "Backdated", "--content", "c", "--valid-from", str(t0))
+    e = js(h, "remember", "--type", "project", "--title", "Backdated", "--content", "c1", "--valid-from", str(t0))
     assert e["valid_from"] == "2026-11-20T10:00:00.000000Z"
-    f = js(h, "remember", "--type", "project", "--title", "Fractional", "--content", "c",
+    f = js(h, "remember", "--type", "project", "--title", "Fractional", "--content", "c2",
            "--valid-from", "1795168800.25")
     assert f["valid_from"] == "2026-11-20T10:00:00.250000Z"
-    g = js(h, "remember", "--type", "project", "--title", "Offset", "--content", "c",
+    g = js(h, "remember", "--type", "project", "--title", "Offset", "--content", "c3",
            "--valid-from", "2026-11-20T11:00:00+01:00")
     assert g["valid_from"] == e["valid_from"]
     for as_of in ("2026-11-20T10:00:00Z", str(t0), f"{t0}.0", "2026-11-20T10:00:00.000000Z"):

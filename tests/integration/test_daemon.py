@@ -117,7 +117,8 @@ def test_acknowledged_writes_survive_kill_9(home):
                         acked.update(zip(c.remember_many(items), (it["title"] for it in items)))
                     else:
                         title = f"single{n}"
-                        acked[c.remember(type="learning", title=title, content="y" * 300).id] = title
+                        # distinct content: identical content would be answered as a duplicate
+                        acked[c.remember(type="learning", title=title, content=f"{n} " + "y" * 300).id] = title
         except Unavailable:
             pass  # the daemon died under us: expected
         except BaseException as e:

@@ -43,8 +43,8 @@ def test_resources_list_and_read(home, daemon):
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 def test_a_write_notifies_subscribers_of_what_changed(home, daemon):
     with daemon.client() as c:
-        watched = c.remember(type="project", title="Watched", content="v1").id
-        other = c.remember(type="project", title="Other", content="v1").id
+        watched = c.remember(type="project", title="Watched", content="watched v1").id
+        other = c.remember(type="project", title="Other", content="other v1").id  # not a duplicate of the first
     seen = []
 
     async def on_message(message):

@@ -84,6 +84,11 @@ CASES = {
                                                    "sources": [ids["deadlock"]]}]},
     "facts": lambda ids, mine: {"subject": "user"},
     "aspects": lambda ids, mine: {},
+
+    "entities": lambda ids, mine: {"query": "post"},
+    "entity_context": lambda ids, mine: {"name": "postgres"},
+    "relate": lambda ids, mine: {"source": "Redis", "relation": "related_to", "target": "PostgreSQL"},
+    "reinforce": lambda ids, mine: {"id": mine},
 }
 #: Order matters for the ones that change `mine`: link before unlink, forget last.
 ORDER = ["update", "link", "unlink", "reply"]

@@ -7,9 +7,9 @@ import re
 import msgspec
 import pytest
 
-from arbiter import entities, verbs
+from arbiter import duplicates, entities, verbs
 from arbiter._time import US
-from arbiter.entities import core, names
+from arbiter.entities import backlog, core, names
 from arbiter.entities.extract import TERMS, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
@@ -146,11 +146,27 @@ def test_remember_links_given_and_extracted_entities(db, tenant):
     assert [e.name for e in entities.mentions(db, tenant, again.id)] == ["Apollo", "PostgreSQL"]
 
 
-def test_remember_many_links_like_remember(db, tenant):
-    items = [{"type": "project", "title": f"n{i}", "content": f"Deploy to Kubernetes, step {i}"} for i in range(3)]
+def test_remember_many_links_given_names_now_and_extracts_after(db, tenant):
+    items = [{"type": "project", "title": f"n{i}", "content": f"Deploy to Kubernetes, step {i}", "entities": ["Apollo"]}
+             for i in range(3)]
     ids = run(db, tenant, "remember_many", entries=items).ids
+    apollo = entities.lookup(db, tenant, "Apollo")[0]
+    assert entities.entries_mentioning(db, tenant, apollo) == ids[::-1]
+    assert entities.lookup(db, tenant, "k8s") is None and backlog.pending(db, tenant) == 3
+    with db:
+        assert backlog.step(db, limit=2, now=NOW)  # more remains
+        assert not backlog.step(db, limit=2, now=NOW)
     k8s = entities.lookup(db, tenant, "k8s")[0]
     assert entities.entries_mentioning(db, tenant, k8s) == ids[::-1]
+    assert duplicates.duplicate_of(db, tenant, "project", "deploy to kubernetes, step 0") == ids[0]
+
+
+def test_the_backlog_skips_an_entry_purged_while_queued(db, tenant):
+    (entry_id,) = run(db, tenant, "remember_many", entries=[{"type": "project", "title": "t", "content": "Redis"}]).ids
+    run(db, tenant, "purge", id=entry_id)
+    with db:
+        assert backlog.drain(db, now=NOW) == 1
+    assert backlog.pending(db, tenant) == 0 and entities.lookup(db, tenant, "Redis") is None
 
 
 def test_update_links_what_the_new_text_mentions(db, tenant):

@@ -116,6 +116,19 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "recall_entries_insert"),
         ("trigger", "recall_entries_delete"),
     },
+    "m011_salience_maintenance": {
+        ("table", "entry_salience"),
+        ("table", "access_log"),
+        ("index", "access_log_at"),
+        ("table", "entry_sketches"),
+        ("table", "entry_retirements"),
+        ("index", "entry_retirements_entry"),
+        ("table", "maintenance_runs"),
+        ("index", "maintenance_runs_tenant"),
+        ("table", "entity_clusters"),
+        ("index", "entity_clusters_cluster"),
+        ("table", "entity_backlog"),
+    },
 }
 # What a migration removed: the one index over every tenant went in m010.
 DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {

@@ -1,0 +1,58 @@
+"""Client commands for salience and maintenance: `reinforce`, `maintain`."""
+
+from __future__ import annotations
+
+import click
+
+from arbiter.cli._common import _emit, command, main
+
+
+def maintenance_line(r) -> str:
+    """`2026-11-23T06:00:00Z (idle): 1200 entries, average salience 0.48, retired 3, 14 entity clusters`."""
+    avg = "n/a" if r.average_salience is None else f"{r.average_salience:.3f}"
+    parts = [
+        f"{r.salience_computed} entries", f"average salience {avg}", f"retired {len(r.retired)}",
+        f"{r.entity_clusters} entity clusters", f"access log -{r.access_log_pruned}",
+        "index merged" if r.fts_merged else "index already merged",
+        "WAL checkpointed" if r.wal_checkpointed else "WAL not fully checkpointed",
+        f"{r.duration_ms:.0f} ms",
+    ]
+    return f"{r.at} ({r.trigger}): " + ", ".join(parts)
+
+
+@command(main)
+@click.argument("entry_id", type=int)
+def reinforce(settings, as_json, entry_id):
+    """Reinforce an entry: +0.15 salience (up to +0.6), so it ranks higher and is never retired soon.
+
+    \b
+    Example:
+      arbiter reinforce 12
+    """
+    with settings.client() as c:
+        s = c.reinforce(entry_id)
+    _emit(s, as_json, lambda s: click.echo(f"#{s.id}  salience {s.salience:.3f}  ({s.reinforcements} reinforcements)"))
+
+
+@command(main)
+@click.option("--min-salience", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+              help="Retire (never delete) non-permanent entries below this; 0 retires none.")
+def maintain(settings, as_json, min_salience):
+    """Run maintenance now: recompute salience, retire low-salience entries, refresh entity clusters, tidy.
+
+    The daemon also runs it hourly at a quiet spell (`serve --maintenance-interval`).
+    A retired entry's reason is recorded; it stays readable with --as-of.
+
+    \b
+    Example:
+      arbiter maintain --min-salience 0
+    """
+    with settings.client() as c:
+        report = c.maintain(min_salience=min_salience)
+
+    def human(r):
+        click.echo(maintenance_line(r))
+        if r.retired:
+            click.echo("retired: " + " ".join(f"#{i}" for i in r.retired))
+
+    _emit(report, as_json, human)

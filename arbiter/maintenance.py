@@ -1,0 +1,111 @@
+"""Maintenance: recompute salience, retire what fell below `min_salience`, refresh entity clusters, tidy.
+
+`arbiter maintain` runs it for the caller's tenant; the daemon runs it for
+every tenant once an interval (hourly by default) at the first quiet spell.
+Retiring is `forget` with the reason recorded in `entry_retirements`: the
+entry stays readable `--as-of`, and `restore` brings it back. Nothing is
+deleted but access-log rows past their retention.
+"""
+
+from __future__ import annotations
+
+import time
+
+import apsw
+import msgspec
+
+from arbiter._time import US, format_time
+from arbiter.entities import backlog, clusters
+from arbiter.model import MaintenanceReport
+from arbiter.recall.maintain import compact
+from arbiter.salience import SALIENCE_SQL
+from arbiter.store import entries
+
+DEFAULT_MIN_SALIENCE = 0.01
+DEFAULT_RETENTION_DAYS = 30
+#: FTS merge steps per run; the daemon's idle compaction does the rest.
+FTS_STEPS = 8
+
+
+def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float = DEFAULT_MIN_SALIENCE,
+        retention_days: float = DEFAULT_RETENTION_DAYS, trigger: str = "verb") -> MaintenanceReport:
+    """One maintenance run for a tenant, in the caller's (writer) transaction; its report is stored too."""
+    started = time.perf_counter()
+    backlog.drain(conn, now=now)
+    rows = conn.execute(
+        f"SELECT e.id, {SALIENCE_SQL.format(now='?')}, coalesce(s.permanent, 0), s.entry_id IS NOT NULL "
+        "FROM entries e LEFT JOIN entry_salience s ON s.entry_id = e.id "
+        "WHERE e.tenant_id = ? AND e.valid_to IS NULL",
+        (now, tenant_id),
+    ).fetchall()
+    conn.executemany(
+        "UPDATE entry_salience SET salience = ?, computed_at = ? WHERE entry_id = ?",
+        [(value, now, eid) for eid, value, _, has_row in rows if has_row],
+    )
+    retired = [eid for eid, value, permanent, _ in rows if value < min_salience and not permanent]
+    by_id = {eid: value for eid, value, _, _ in rows}
+    for eid in retired:
+        entries.forget(conn, tenant_id, eid, now=now)
+        conn.execute(
+            "INSERT INTO entry_retirements(tenant_id, entry_id, reason, salience, at) VALUES (?, ?, ?, ?, ?)",
+            (tenant_id, eid, f"salience {by_id[eid]:.4f} fell below min_salience {min_salience:g}", by_id[eid], now),
+        )
+    gone = set(retired)
+    kept = [value for eid, value, _, _ in rows if eid not in gone]
+    conn.execute(
+        "DELETE FROM access_log WHERE tenant_id = ? AND at < ?", (tenant_id, now - int(retention_days * 86_400 * US))
+    )
+    pruned = conn.changes()
+    n_clusters = clusters.refresh(conn, tenant_id)
+    merged = False
+    for _ in range(FTS_STEPS):
+        if not compact(conn):
+            break
+        merged = True
+    report = MaintenanceReport(
+        at=format_time(now), trigger=trigger, salience_computed=len(rows),
+        average_salience=round(sum(kept) / len(kept), 6) if kept else None, min_salience=min_salience,
+        retired=retired, entity_clusters=n_clusters, access_log_pruned=pruned, fts_merged=merged,
+        wal_checkpointed=False, duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+    conn.execute(
+        "INSERT INTO maintenance_runs(tenant_id, at, report) VALUES (?, ?, ?)",
+        (tenant_id, now, msgspec.json.encode(report).decode()),
+    )
+    return report
+
+
+def checkpoint(conn: apsw.Connection) -> bool:
+    """Copy the WAL back into the database (PASSIVE: never waits on readers); True if all of it went."""
+    log, done = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
+    return log == done
+
+
+def last(conn: apsw.Connection, tenant_id: int) -> MaintenanceReport | None:
+    row = conn.execute(
+        "SELECT report FROM maintenance_runs WHERE tenant_id = ? ORDER BY id DESC LIMIT 1", (tenant_id,)
+    ).fetchone()
+    return msgspec.json.decode(row[0], type=MaintenanceReport) if row else None
+
+
+# ---- the verb ----------------------------------------------------------------
+
+from arbiter.model import MaintainParams  # noqa: E402
+from arbiter.verb import Context, Verb  # noqa: E402
+
+
+def maintain(ctx: Context, p: MaintainParams):
+    """Recompute salience, retire entries below `min_salience` (recorded, restorable), refresh entity clusters, merge the index, checkpoint the WAL."""
+    report = run(
+        ctx.conn, ctx.tenant_id, now=ctx.now, min_salience=p.min_salience,
+        retention_days=ctx.services.get("access_retention_days", DEFAULT_RETENTION_DAYS),
+    )
+
+    def after_commit(conn: apsw.Connection) -> None:
+        report.wal_checkpointed = checkpoint(conn)
+
+    ctx.committed.append(after_commit)
+    return report
+
+
+VERBS: dict[str, Verb] = {"maintain": Verb(MaintainParams, maintain, writes=True)}

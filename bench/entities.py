@@ -1,0 +1,124 @@
+"""Entity-layer benchmark: a real daemon, the real socket, a tenant of N entries naming M entities.
+
+    python -m bench.entities [--entries 250000] [--entities 50000] [--out entities.json]
+
+Every entry is bench.load's realistic text (300-800 bytes of Zipf-distributed
+words) plus 1-3 CamelCase names drawn uniformly from a pool of M, so
+extraction and resolution run on every write and the tenant ends with about
+M entities. Measures, through `arbiter.client.Client`:
+
+- `remember_many` throughput (entries/s) up to --entries, in batches of --batch,
+  then how long the idle writer takes to extract what the bulk load mentions;
+- then `remember` latency p50/p99 over --singles calls, each naming 1-3
+  entities, 70% known and 30% new (extraction + resolution + duplicate check);
+- `get` latency p50/p99 over --gets calls (each logs an access);
+- the entity count at the end (from `status`).
+
+Run it with PYTHONPATH pointing at another tree to compare (an Arbiter
+without entities ignores the names: same text, same socket): that is how the
+"bulk ingest loses at most 25%" and "the access log adds nothing to get"
+figures in docs/benchmarks.md were taken. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from arbiter import paths
+from arbiter.store import connect
+from bench.load import SYLLABLES, BenchDaemon, Vocabulary, make_entry, percentile
+
+
+def names(rng: random.Random, m: int) -> list[str]:
+    """M distinct CamelCase names ("DoramarTekzi"), which extraction picks up as entities."""
+    out: set[str] = set()
+    while len(out) < m:
+        parts = ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))).capitalize() for _ in range(2)]
+        out.add("".join(parts))
+    return sorted(out)
+
+
+def entry(vocab: Vocabulary, rng: random.Random, n: int, pool: list[str]) -> dict:
+    e = make_entry(vocab, rng, n)
+    mentioned = rng.sample(pool, rng.randint(1, 3))
+    e["content"] = (e["content"][:600] + " with " + " and ".join(mentioned))[:64_000]
+    return e
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--entries", type=int, default=250_000)
+    ap.add_argument("--entities", type=int, default=50_000)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--singles", type=int, default=2000)
+    ap.add_argument("--gets", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    rng = random.Random(args.seed)
+    print(f"seed {args.seed}", file=sys.stderr)
+    vocab = Vocabulary(rng)
+    pool = names(rng, args.entities)
+    home = Path(tempfile.mkdtemp(prefix="arb-ent-"))
+    result: dict = {"entries": args.entries, "entity_pool": args.entities, "batch": args.batch}
+    daemon = BenchDaemon(home, "FULL")
+    try:
+        with daemon.client() as c:
+            c.ping()
+            ids: list[int] = []
+            bulk_ns, n = 0, 0
+            while n < args.entries:
+                batch = [entry(vocab, rng, n + i, pool) for i in range(min(args.batch, args.entries - n))]
+                t = time.perf_counter_ns()
+                ids.extend(c.remember_many(batch))
+                bulk_ns += time.perf_counter_ns() - t
+                n += len(batch)
+                if (n // args.batch) % 50 == 0:
+                    print(f"  ... {n} entries, {n / (bulk_ns / 1e9):,.0f}/s", file=sys.stderr)
+            result["bulk_entries_per_s"] = round(n / (bulk_ns / 1e9))
+            # The idle writer extracts the bulk load's entities after the answers: wait for it (polled from the
+            # file, so the wait itself leaves the daemon idle), so `remember` then meets a tenant that knows them.
+            started = time.monotonic()
+            db = connect(paths.db_path(home), readonly=True)
+            try:
+                while db.execute("SELECT name FROM sqlite_master WHERE name = 'entity_backlog'").fetchone() and \
+                        db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0]:
+                    time.sleep(0.5)
+            finally:
+                db.close()
+            result["extraction_after_bulk_s"] = round(time.monotonic() - started, 1)
+            fresh = names(random.Random(args.seed + 1), args.singles)
+            samples = []
+            for i in range(args.singles):
+                e = entry(vocab, rng, i, pool)
+                if rng.random() < 0.3:
+                    e["content"] += f" and {fresh[i]}"
+                t = time.perf_counter_ns()
+                ids.append(c.remember(**e).id)
+                samples.append(time.perf_counter_ns() - t)
+            result["remember_p50_ms"], result["remember_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+            samples = []
+            for eid in rng.choices(ids, k=args.gets):
+                t = time.perf_counter_ns()
+                c.get(eid)
+                samples.append(time.perf_counter_ns() - t)
+            result["get_p50_ms"], result["get_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+            result["entities"] = getattr(c.status(), "entities", None)
+    finally:
+        daemon.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    print(json.dumps(result, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

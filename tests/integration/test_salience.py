@@ -1,0 +1,61 @@
+"""Salience, the access log, duplicates and maintenance through the daemon, the client and the CLI."""
+
+from __future__ import annotations
+
+from arbiter.store import connect
+from tests.conftest import DaemonProcess, wait_for
+from tests.integration.test_cli import arbiter, js, ok
+
+
+def test_reads_are_logged_by_the_writer_after_answering(daemon, client):
+    e = client.remember(type="project", title="Roadmap", content="The quarterly roadmap for Apollo")
+    client.get(e.id)
+    hits = client.recall("roadmap").hits
+    assert [h.id for h in hits] == [e.id]
+    db = connect(daemon.db, readonly=True)  # watch the file: the log is written within a second, off the reads' path
+    try:
+        wait_for(lambda: db.execute("SELECT count(*) FROM access_log").fetchone()[0] == 2, what="two accesses logged")
+        assert db.execute("SELECT verb FROM access_log ORDER BY id").fetchall() == [("get",), ("recall",)]
+    finally:
+        db.close()
+    info = client.reinforce(e.id)
+    assert (info.access_count, info.reinforcements) == (2, 1) and info.last_access is not None
+
+
+def test_maintain_and_status(client):
+    client.remember(type="project", title="A", content="Redis in Apollo", entities=["Apollo"])
+    report = client.maintain(min_salience=0)
+    assert report.trigger == "verb" and report.retired == [] and report.entity_clusters == 1
+    assert report.wal_checkpointed
+    status = client.status()
+    assert status.entities == 2 and status.entity_clusters == 1
+    assert status.last_maintenance.at == report.at
+
+
+def test_the_daemon_maintains_on_its_own(home):
+    d = DaemonProcess(home, args=("--maintenance-interval", "1")).start()
+    try:
+        with d.client() as c:
+            c.remember(type="project", title="A", content="Kafka feeds Redis")
+            # Watch the file, not the daemon: polling it would keep it from ever being idle.
+            db = connect(d.db, readonly=True)
+            try:
+                wait_for(lambda: db.execute("SELECT count(*) FROM maintenance_runs").fetchone()[0],
+                         what="idle maintenance")
+            finally:
+                db.close()
+            assert c.status().last_maintenance.trigger == "idle"
+    finally:
+        d.stop()
+
+
+def test_cli_duplicate_reinforce_maintain(daemon, home):
+    ok(home, "remember", "--type", "project", "--title", "Ship", "--content", "Ship on Friday", "--permanent")
+    proc = arbiter(home, "remember", "--type", "project", "--title", "Ship", "--content", "ship on  friday")
+    assert proc.returncode == 0 and proc.stdout == "already remembered as #1\n"
+    forced = js(home, "remember", "--type", "project", "--title", "Ship", "--content", "ship on friday",
+                "--allow-duplicate", "--salience", "0.2")
+    assert forced["similar"] == [1] and forced["duplicate_of"] is None
+    assert "salience 0.800  (1 reinforcements)" in ok(home, "reinforce", "1")  # permanent: max(initial, 0.8)
+    assert "retired 0" in ok(home, "maintain")
+    assert "last_maintenance: " in ok(home, "status")

@@ -1,0 +1,211 @@
+"""Salience, reinforcement, the access log, duplicates and maintenance, on a real SQLite file."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+import pytest
+
+from arbiter import duplicates, maintenance, salience, verbs
+from arbiter._time import US
+from arbiter.entities import clusters
+from arbiter.errors import NotFound
+from arbiter.model import RememberParams
+from arbiter.verb import Context
+
+NOW = 1795168800 * US
+DAY = 86_400 * US
+
+
+def run(db, tenant, verb: str, *, now=NOW, **params):
+    spec = verbs.VERBS[verb]
+    with db:
+        return spec.run(Context(db, tenant, "alice", now), msgspec.convert(params, spec.params))
+
+
+def remember(db, tenant, content: str, *, now=NOW, **kw):
+    return run(db, tenant, "remember", now=now, type="project", title="Note", content=content, **kw)
+
+
+# ---- the formula -------------------------------------------------------------------
+
+
+def test_salience_is_the_seeds_formula():
+    got = salience.salience(initial=0.5, decay_rate=0.01, age_days=10, days_since_access=1, accesses=3,
+                            reinforcements=2, permanent=False)
+    assert got == pytest.approx(0.5 - 0.5 * 0.01 * 10 + 0.1 / 2 + 0.05 * math.log2(4) + 0.3)
+    assert salience.salience(initial=0.5, decay_rate=0.01, age_days=0, days_since_access=0, accesses=0,
+                             reinforcements=10, permanent=False) == 1.0  # clamped; reinforcement capped at 0.6
+    assert salience.salience(initial=0.5, decay_rate=0.01, age_days=900, days_since_access=900, accesses=0,
+                             reinforcements=0, permanent=False) == 0.0
+    assert salience.salience(initial=0.3, decay_rate=0.01, age_days=900, days_since_access=900, accesses=0,
+                             reinforcements=0, permanent=True) == 0.8
+
+
+def test_remember_sets_salience_and_reinforce_adds(db, tenant):
+    plain = remember(db, tenant, "plain")
+    assert salience.info(db, tenant, plain.id, now=NOW).salience == pytest.approx(0.6)  # 0.5 + recency 0.1
+    high = remember(db, tenant, "high", salience=0.9, permanent=True)
+    info = run(db, tenant, "reinforce", id=high.id)
+    assert (info.initial, info.permanent, info.reinforcements, info.salience) == (0.9, True, 1, 0.9)
+    assert run(db, tenant, "reinforce", id=plain.id).salience == pytest.approx(0.75)
+
+
+def test_reinforce_refuses_missing_retired_and_foreign(db, tenant):
+    gone = remember(db, tenant, "gone")
+    run(db, tenant, "forget", id=gone.id)
+    for entry_id in (gone.id, 999):
+        with pytest.raises(NotFound):
+            run(db, tenant, "reinforce", id=entry_id)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"type": "project", "title": "t", "content": "c", "salience": 1.5}, RememberParams)
+
+
+def test_accesses_count_and_log(db, tenant):
+    e = remember(db, tenant, "read me")
+    with db:
+        salience.record_accesses(db, [(tenant, e.id, "get", NOW + DAY), (tenant, e.id, "recall", NOW + 2 * DAY)])
+    info = salience.info(db, tenant, e.id, now=NOW + 2 * DAY)
+    assert (info.access_count, info.last_access) == (2, "2026-11-22T10:00:00.000000Z")
+    assert db.execute("SELECT verb FROM access_log ORDER BY id").fetchall() == [("get",), ("recall",)]
+
+
+def test_reads_collect_their_accesses(db, tenant):
+    e = remember(db, tenant, "the quarterly roadmap")
+    ctx = Context(db, tenant, "alice", NOW)
+    with db:
+        verbs.get(ctx, msgspec.convert({"id": e.id}, verbs.VERBS["get"].params))
+        verbs.recall(ctx, msgspec.convert({"query": "roadmap"}, verbs.VERBS["recall"].params))
+    assert ctx.accessed == [(e.id, "get"), (e.id, "recall")]
+
+
+# ---- duplicates --------------------------------------------------------------------
+
+
+def test_identical_content_is_not_written_twice(db, tenant):
+    first = remember(db, tenant, "Deploys  happen on  Fridays.", entities=["Apollo"])
+    again = remember(db, tenant, "deploys happen on fridays.")
+    assert again.duplicate_of == first.id and again.id == first.id
+    assert [m.name for m in again.entities] == ["Apollo"]
+    assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
+    other_type = run(db, tenant, "remember", type="user", title="Note", content="Deploys happen on Fridays.")
+    assert other_type.duplicate_of is None
+    forced = remember(db, tenant, "Deploys happen on Fridays.", allow_duplicate=True)
+    assert forced.duplicate_of is None and forced.id != first.id and first.id in forced.similar
+
+
+def test_a_retired_entry_is_no_duplicate(db, tenant):
+    first = remember(db, tenant, "Deploys happen on Fridays.")
+    run(db, tenant, "forget", id=first.id)
+    assert remember(db, tenant, "Deploys happen on Fridays.").duplicate_of is None
+
+
+def test_near_duplicates_come_back_as_similar(db, tenant):
+    text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
+    a = remember(db, tenant, text)
+    near = remember(db, tenant, text.replace("two", "three"))
+    assert near.similar == [a.id]
+    assert remember(db, tenant, "Lunch is at noon on Tuesdays in the big room").similar == []
+
+
+def test_update_moves_the_fingerprint(db, tenant):
+    e = remember(db, tenant, "old words")
+    run(db, tenant, "update", id=e.id, content="new words")
+    assert duplicates.duplicate_of(db, tenant, "project", "old words") is None
+    assert duplicates.duplicate_of(db, tenant, "project", "NEW words") == e.id
+
+
+def test_lsh_finds_high_jaccard_pairs():
+    base = [f"w{i}" for i in range(40)]
+    a, b = frozenset(base), frozenset(base[:-3] + ["x1", "x2", "x3"])
+    assert duplicates.jaccard(a, b) >= 0.8
+    assert set(duplicates.bands(a)) & set(duplicates.bands(b))
+
+
+# ---- maintenance -------------------------------------------------------------------
+
+
+def test_maintenance_retires_low_salience_with_a_reason_and_keeps_the_rest(db, tenant):
+    old = remember(db, tenant, "old and never read", now=NOW - 200 * DAY)
+    kept = remember(db, tenant, "old but permanent", now=NOW - 200 * DAY, permanent=True)
+    fresh = remember(db, tenant, "fresh")
+    with db:
+        report = maintenance.run(db, tenant, now=NOW)
+    assert report.retired == [old.id] and report.salience_computed == 3
+    assert report.average_salience == pytest.approx((0.8 + 0.6) / 2)
+    reason, value = db.execute("SELECT reason, salience FROM entry_retirements WHERE entry_id = ?", (old.id,)).fetchone()
+    assert "below min_salience 0.01" in reason and value == 0.0
+    assert run(db, tenant, "get", id=old.id, as_of=(NOW - DAY) / US).id == old.id  # retired, not deleted
+    assert {e.id for e in run(db, tenant, "list").entries} == {kept.id, fresh.id}
+    assert maintenance.last(db, tenant) == report
+    run(db, tenant, "restore", id=old.id)  # nothing true is lost: restore brings it back
+    assert old.id in {e.id for e in run(db, tenant, "list").entries}
+
+
+def test_min_salience_zero_retires_nothing(db, tenant):
+    remember(db, tenant, "old", now=NOW - 900 * DAY)
+    with db:
+        assert maintenance.run(db, tenant, now=NOW, min_salience=0).retired == []
+
+
+def test_maintenance_refreshes_entity_clusters_and_status_reports_it(db, tenant):
+    remember(db, tenant, "Redis and Kafka in Apollo", entities=["Apollo"])
+    remember(db, tenant, "Redis caches Apollo sessions", entities=["Apollo"])
+    remember(db, tenant, "Zeus uses Go", entities=["Zeus"])
+    with db:
+        report = maintenance.run(db, tenant, now=NOW)
+    assert report.entity_clusters == 2
+    shown = run(db, tenant, "entity_show", name="Apollo")
+    assert {e.name for e in shown.cluster.entities} == {"Apollo", "Redis", "Kafka"}
+    status = run(db, tenant, "status")
+    assert (status.entities, status.entity_clusters, status.last_maintenance) == (5, 2, report)
+    assert clusters.cluster_of(db, tenant, shown.entity.id).id == shown.cluster.id
+
+
+def test_access_log_is_pruned_past_its_retention(db, tenant):
+    e = remember(db, tenant, "x")
+    with db:
+        salience.record_accesses(db, [(tenant, e.id, "get", NOW - 40 * DAY), (tenant, e.id, "get", NOW - DAY)])
+        report = maintenance.run(db, tenant, now=NOW, retention_days=30)
+    assert report.access_log_pruned == 1
+    assert salience.info(db, tenant, e.id, now=NOW).access_count == 2  # the counts stay
+
+
+def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
+    from arbiter import briefing
+
+    for i in range(3):
+        remember(db, tenant, f"Redis note {i}", entities=["Apollo"])
+    remember(db, tenant, "Kafka once")
+    with db:
+        result, _ = briefing.build(db, tenant, "alice", now=NOW, advisor=None)
+    assert "Most-mentioned entities" in result.text
+    assert result.text.index("**Apollo** (other) ×3") < result.text.index("**Kafka** (tool) ×1")
+    assert result.bytes <= 8192
+
+
+def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
+    import dataclasses
+
+    from arbiter.model import RecallParams
+    from arbiter.recall import DEFAULT, recall
+
+    plain = remember(db, tenant, "the deploy checklist for the team")
+    named = remember(db, tenant, "the deploy checklist for Apollo", entities=["Apollo"])
+    mate = remember(db, tenant, "the deploy checklist mentions Redis", entities=["Redis"])
+    remember(db, tenant, "Apollo caches in Redis", entities=["Apollo", "Redis"])
+    with db:
+        maintenance.run(db, tenant, now=NOW, min_salience=0)
+        run(db, tenant, "reinforce", id=plain.id)
+    tuning = dataclasses.replace(DEFAULT, entity_boost=0.5, cluster_boost=0.2, salience_weight=0.4)
+    with db:
+        hits = recall(db, tenant, RecallParams(query="apollo deploy checklist", explain=True), now=NOW, tuning=tuning).hits
+    parts = {h.id: h.parts for h in hits}
+    assert parts[named.id]["entities"] == 1.5 and parts[plain.id]["entities"] == 1.0
+    assert parts[mate.id]["clusters"] == 1.2 and parts[plain.id]["clusters"] == 1.0
+    assert parts[plain.id]["salience"] > parts[named.id]["salience"]  # reinforced
+    with db:
+        off = recall(db, tenant, RecallParams(query="apollo deploy checklist", explain=True,
+                                             disable=["entities", "clusters", "salience"]), now=NOW, tuning=tuning)
+    assert not {"entities", "clusters", "salience"} & set(off.hits[0].parts)
