@@ -282,9 +282,9 @@ class Client:
 
     # ---- the web view ------------------------------------------------------------
 
-    def graph_view(self, *, as_of: str | float | None = None, limit: int = 2000) -> GraphView:
-        """The newest `limit` entries visible at `as_of`, the edges among them, and the topic clusters."""
-        return self.call("graph_view", {"as_of": as_of, "limit": limit}, GraphView)
+    def graph_view(self, *, as_of: str | float | None = None, limit: int = 2000, view: str = "entries") -> GraphView:
+        """The newest `limit` entries visible at `as_of` (or `view="entities"`), the edges among them, the topics."""
+        return self.call("graph_view", {"as_of": as_of, "limit": limit, "view": view}, GraphView)
 
     # ---- export and import -------------------------------------------------------
 

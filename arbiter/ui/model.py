@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
@@ -10,14 +10,20 @@ from arbiter.model import Params, Time, TopicCluster
 
 
 class GraphViewParams(Params):
-    """The newest `limit` entries visible at `as_of` (default now), with the edges among them."""
+    """The newest `limit` entries visible at `as_of` (default now) with the edges among them, or (`view`
+    "entities") the most mentioned entities known then with their relations."""
 
     as_of: Time | None = None
     limit: Annotated[int, Meta(ge=1, le=5000)] = 2000
+    view: Literal["entries", "entities"] = "entries"
 
 
 class GraphNode(Struct, kw_only=True):
-    """An entry as the graph draws it; `cluster` indexes `GraphView.clusters` (None: in no topic)."""
+    """An entry (or entity: `title` its name, `type` its type) as the graph draws it.
+
+    `cluster` indexes `GraphView.clusters` (None: in no topic); an entity's is
+    the topic most of the entries mentioning it belong to.
+    """
 
     id: int
     type: str
@@ -28,7 +34,7 @@ class GraphNode(Struct, kw_only=True):
 
 
 class GraphEdge(Struct, kw_only=True):
-    """A relation between two drawn entries, or `reply` for a thread's parent link."""
+    """A relation between two drawn entries (`reply` for a thread's parent link), or between two entities."""
 
     source: int
     target: int
@@ -43,3 +49,4 @@ class GraphView(Struct, kw_only=True):
     clusters: list[TopicCluster]
     earliest: str | None
     truncated: bool
+    view: str = "entries"

@@ -5,7 +5,7 @@ It listens on 127.0.0.1 only, and every URL starts with a random token
 page, so another local user or a web page probing localhost learns nothing.
 The page reads the memory through the same `Client` as every other front end
 (one client per request: the `Client` is not thread-safe), as JSON under
-`TOKEN/api/`. Static files ship inside the package (`static/`), so the page
+`TOKEN/api/` (graph, entry/ID, entity?name=, recall). Static files ship inside the package (`static/`), so the page
 works with no network.
 """
 
@@ -125,7 +125,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             with self.server.client_factory() as c:
                 if route == "graph":
-                    body = c.graph_view(as_of=q.get("as_of") or None, limit=_int(q.get("limit", "2000"), "limit"))
+                    body = c.graph_view(as_of=q.get("as_of") or None, limit=_int(q.get("limit", "2000"), "limit"),
+                                        view=q.get("view", "entries"))
+                elif route == "entity":
+                    body = c.entity_show(q.get("name", ""))
                 elif route.startswith("entry/"):
                     body = _entry(c, q, _int(route.removeprefix("entry/"), "id"))
                 elif route == "recall":

@@ -21,10 +21,10 @@ _tags = msgspec.json.Decoder(list[str])
 
 
 def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
-    """The newest entries visible at `as_of`, their relations and reply links, and their topic clusters (named as in the briefing)."""
-    from arbiter.verbs import topic_clusters  # the verb table imports this module
-
+    """The newest entries visible at `as_of`, their relations and reply links, and their topic clusters (named as in the briefing); or the entities."""
     as_of = _as_of(p.as_of)
+    if p.view == "entities":
+        return _entities(ctx, p, as_of)
     cond, args = visible(as_of)
     rows = ctx.conn.execute(
         f"SELECT e.id, e.type, e.title, e.tags, e.valid_from, e.parent_id FROM entries e "
@@ -33,8 +33,7 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
     ).fetchall()
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
-    named = topic_clusters(ctx, Empty()).clusters
-    where = {t: i for i, c in enumerate(named) for t in c.tags}
+    named, where = _clusters(ctx)
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     ids = {r[0] for r in rows}
@@ -57,6 +56,59 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
                 edges.append(GraphEdge(source=source, target=target, relation=relation))
     earliest = ctx.conn.execute("SELECT min(valid_from) FROM entries WHERE tenant_id = ?", (ctx.tenant_id,)).fetchone()[0]
     return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=format_time(earliest), truncated=truncated)
+
+
+def _clusters(ctx: Context):
+    from arbiter.verbs import topic_clusters  # the verb table imports this module
+
+    named = topic_clusters(ctx, Empty()).clusters
+    return named, {t: i for i, c in enumerate(named) for t in c.tags}
+
+
+def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
+    """The most mentioned live entities created by `as_of`, their relations, each coloured by its entries' topic."""
+    at = ctx.now if as_of is None else as_of
+    rows = ctx.conn.execute(
+        "SELECT n.id, n.name, n.type, n.created_at, count(m.entry_id) AS uses FROM entities n "
+        "LEFT JOIN entry_entities m ON m.entity_id = n.id "
+        "WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? "
+        "GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
+        (ctx.tenant_id, at, p.limit + 1),
+    ).fetchall()
+    truncated = len(rows) > p.limit
+    rows = rows[: p.limit]
+    ids = [r[0] for r in rows]
+    named, where = _clusters(ctx)
+    votes: dict[int, Counter] = {}
+    if ids:
+        marks = ",".join("?" * len(ids))
+        for entity_id, tags_json in ctx.conn.execute(
+            f"SELECT m.entity_id, e.tags FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
+            f"WHERE m.entity_id IN ({marks}) AND e.valid_to IS NULL", ids,
+        ):
+            tags = _tags.decode(tags_json)
+            entry_votes = Counter(where[t] for t in tags if t in where)
+            if entry_votes:
+                votes.setdefault(entity_id, Counter())[clusters.assign(entry_votes)] += 1
+    nodes = [
+        GraphNode(id=i, type=t, title=name, tags=[], valid_from=format_time(created),
+                  cluster=clusters.assign(votes[i]) if i in votes else None)
+        for i, name, t, created, _ in rows
+    ]
+    shown = set(ids)
+    edges = []
+    if ids:
+        edges = [
+            GraphEdge(source=s, target=t, relation=r)
+            for s, t, r in ctx.conn.execute(
+                f"SELECT source_id, target_id, relation FROM entity_relations WHERE source_id IN ({marks}) "
+                "AND created_at <= ?", (*ids, at),
+            )
+            if t in shown
+        ]
+    earliest = ctx.conn.execute("SELECT min(valid_from) FROM entries WHERE tenant_id = ?", (ctx.tenant_id,)).fetchone()[0]
+    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=format_time(earliest), truncated=truncated,
+                     view="entities")
 
 
 VERBS = {

@@ -39,9 +39,11 @@ def memory(daemon):
             ids.append(c.remember(
                 type="project", title=f"Note {i} on {topic[0]}", content=f"About {' and '.join(topic)}, item {i}.",
                 tags=[topic[j] for j in range(4) if j != i % 4], valid_from=f"2026-{1 + i // 3:02d}-15T09:00:00Z",
+                entities=[["Alice Martin", "Bob Stone", "Acme Ltd"][i % 3]],
             ).id)
         for i in range(3, 30):
             c.link(ids[i], "relates_to", ids[i - 3])
+        c.entity_relate("Alice Martin", "knows", "Bob Stone")
         newer = c.remember(type="project", title="Note 0 revised", content="Deploy on Mondays now.",
                            tags=["deploy", "release", "ci"], supersedes_ids=[ids[0]]).id
     return {"ids": ids, "newer": newer}
@@ -89,6 +91,16 @@ def test_api_reads_the_memory_through_the_client(ui, memory, client):
     assert status == 200 and not detail["visible"]  # retired now, still shown
     assert [e["id"] for e in detail["history"]["entries"]] == [memory["ids"][0], memory["newer"]]
     assert {b["entry"]["id"] for b in detail["backlinks"]["links"]} >= {memory["ids"][3]}
+    status, body = _get(ui.url + "api/graph?view=entities")
+    entities = json.loads(body)
+    assert status == 200 and entities["view"] == "entities"
+    assert {n["title"] for n in entities["nodes"]} >= {"Alice Martin", "Bob Stone", "Acme Ltd"}
+    assert [e["relation"] for e in entities["edges"]] == ["knows"]
+    # An entity takes the topic of the entries that mention it: Acme Ltd is named in the budget notes.
+    budget = {n["cluster"] for n in graph["nodes"] if n["title"].endswith("on budget")}
+    assert [n["cluster"] for n in entities["nodes"] if n["title"] == "Acme Ltd"] == list(budget)
+    status, body = _get(ui.url + "api/entity?name=Bob%20Stone")
+    assert status == 200 and json.loads(body)["entity"]["name"] == "Bob Stone"
     status, body = _get(ui.url + "api/recall?q=invoice")
     assert status == 200 and json.loads(body)["hits"]
     status, body = _get(ui.url + "api/entry/999999")
@@ -172,6 +184,16 @@ def test_the_page_in_chromium(ui, memory, browser, tmp_path):
     assert _js(browser, "window.arbiter.nodes") == 3  # the three entries of its first instant
     assert browser.find_element(By.ID, "time-label").text.startswith("2026-01-15")
     browser.save_screenshot(str(tmp_path / "desktop-as-of.png"))
+
+    # The entities view: switch, draw, click through to an entity.
+    from selenium.webdriver.support.ui import Select
+
+    slider.send_keys(Keys.END)  # back to now: the entities were all named today
+    _settled(browser, loads=3)
+    Select(browser.find_element(By.ID, "view")).select_by_value("entities")
+    _settled(browser, loads=4)
+    assert _js(browser, "window.arbiter.nodes") >= 3
+    browser.save_screenshot(str(tmp_path / "desktop-entities.png"))
 
     # A phone: the cluster-and-list view, no canvas drawing.
     browser.set_window_size(390, 844)

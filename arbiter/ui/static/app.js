@@ -7,7 +7,8 @@ const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
                  "#e377c2", "#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"];
 const GREY = "#a0a7b0";
 const NARROW = window.matchMedia("(max-width: 700px)");
-const state = { data: null, asOf: null, hits: new Set(), selected: null, graph: null, positions: new Map() };
+const state = { data: null, asOf: null, view: "entries", hits: new Set(), selected: null, graph: null,
+                positions: new Map() };
 // What tests and the bench read: counts, and when the first frame with the data was drawn.
 window.arbiter = { nodes: 0, edges: 0, loads: 0, renderedAt: null, settled: false, graph: null };
 
@@ -47,16 +48,18 @@ function day(text) {
 // ---- loading ------------------------------------------------------------------
 
 async function load() {
-  const query = state.asOf ? "?as_of=" + encodeURIComponent(state.asOf) : "";
+  const params = new URLSearchParams({ view: state.view });
+  if (state.asOf) params.set("as_of", state.asOf);
   status("loading…");
   try {
-    state.data = await api("api/graph" + query);
+    state.data = await api("api/graph?" + params);
   } catch (e) {
     status(e.message, true);
     return;
   }
   const d = state.data;
-  status(`${d.nodes.length} entries, ${d.edges.length} links` + (d.truncated ? " (newest shown)" : ""));
+  const what = d.view === "entities" ? "entities" : "entries";
+  status(`${d.nodes.length} ${what}, ${d.edges.length} links` + (d.truncated ? " (the first shown)" : ""));
   window.arbiter.nodes = d.nodes.length;
   window.arbiter.edges = d.edges.length;
   window.arbiter.loads += 1;
@@ -98,7 +101,10 @@ function renderGraph() {
   const d = state.data;
   if (!d) return;
   // Keep where nodes were, so moving the time slider does not scatter the drawing.
-  if (state.graph) for (const n of state.graph.graphData().nodes) state.positions.set(n.id, [n.x, n.y]);
+  if (state.graph && state.drawnView === d.view) {
+    for (const n of state.graph.graphData().nodes) state.positions.set(n.id, [n.x, n.y]);
+  }
+  state.drawnView = d.view;
   const nodes = d.nodes.map((n) => {
     const at = state.positions.get(n.id);
     return at ? { ...n, x: at[0], y: at[1] } : { ...n };
@@ -128,7 +134,7 @@ function renderGraph() {
         ctx.lineWidth = 1.5;
         ctx.stroke();
       })
-      .onNodeClick((n) => select(n.id))
+      .onNodeClick((n) => (state.data.view === "entities" ? selectEntity(n.title) : select(n.id)))
       .onRenderFramePost(() => {
         if (window.arbiter.renderedAt === null && state.graph && state.graph.graphData().nodes.length)
           window.arbiter.renderedAt = performance.now();
@@ -162,8 +168,9 @@ function renderLists() {
     box.append(el("h2", { className: "cluster" },
       el("span", { className: "swatch", style: `background:${colour(g.cluster)}` }), " ", `${g.name} (${g.entries.length})`));
     box.append(el("ul", {}, ...g.entries.map((n) => el("li", {},
-      el("button", { className: "link" + (state.hits.has(n.id) ? " hit" : ""), onclick: () => select(n.id) },
-        `#${n.id} ${n.title}`)))));
+      el("button", { className: "link" + (state.hits.has(n.id) ? " hit" : ""),
+        onclick: () => (d.view === "entities" ? selectEntity(n.title) : select(n.id)) },
+        d.view === "entities" ? `${n.title} (${n.type})` : `#${n.id} ${n.title}`)))));
   }
   window.arbiter.renderedAt = performance.now();
   window.arbiter.settled = true;
@@ -209,7 +216,8 @@ async function search(query) {
   $("hits").replaceChildren(el("h2", {}, `Recall: ${result.hits.length} hits`), el("ul", {}, ...result.hits.map((h) =>
     el("li", {}, el("button", { className: "link hit", onclick: () => select(h.id) },
       `#${h.id} ${h.title}` + (drawn.has(h.id) ? "" : " (not drawn)"))))));
-  highlight(new Set(result.hits.map((h) => h.id)));
+  // Hits are entries: in the entities view they are listed, not drawn.
+  highlight(state.view === "entries" ? new Set(result.hits.map((h) => h.id)) : new Set());
   window.arbiter.hits = result.hits.length;
 }
 
@@ -222,7 +230,7 @@ function entryButton(id, text) {
 }
 
 async function select(id) {
-  state.selected = id;
+  state.selected = state.view === "entries" ? id : null;
   if (state.graph) state.graph.nodeColor(state.graph.nodeColor());
   const query = state.asOf ? "?as_of=" + encodeURIComponent(state.asOf) : "";
   let d;
@@ -254,6 +262,28 @@ async function select(id) {
   window.arbiter.selected = id;
 }
 
+async function selectEntity(name) {
+  let d;
+  try {
+    d = await api("api/entity?" + new URLSearchParams({ name }));
+  } catch (e) {
+    $("detail").replaceChildren(el("p", { className: "error" }, e.message));
+    return;
+  }
+  const n = d.entity;
+  const relations = d.relations.map((r) => el("li", {}, `${r.source.name} ${r.relation} ${r.target.name}`));
+  $("detail").replaceChildren(
+    el("h3", { id: "entry-title" }, n.name),
+    el("p", { className: "meta" }, `${n.type} · mentioned in ${n.mentions} entries` +
+      (n.aliases.length ? ` · also ${n.aliases.join(", ")}` : "")),
+    ...section("Mentioned in", d.entries.map((e) => entryButton(e.id, `#${e.id} ${e.title}`))),
+    ...section("Relations", relations),
+  );
+  state.selected = n.id;
+  if (state.graph) state.graph.nodeColor(state.graph.nodeColor());
+  window.arbiter.selected = n.id;
+}
+
 // ---- time ---------------------------------------------------------------------
 
 function sliderTime(value) {
@@ -269,6 +299,13 @@ $("time").addEventListener("input", (ev) => {
 $("time").addEventListener("change", (ev) => {
   const v = Number(ev.target.value);
   state.asOf = v >= 1000 ? null : sliderTime(v).toISOString();
+  load();
+});
+$("view").addEventListener("change", (ev) => {
+  state.view = ev.target.value;
+  state.positions.clear();  // entries and entities share id numbers: never carry a position across views
+  state.hits = new Set();
+  state.fitted = false;
   load();
 });
 $("search").addEventListener("submit", (ev) => {
