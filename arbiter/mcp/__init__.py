@@ -26,7 +26,7 @@ from pathlib import Path
 
 from arbiter import paths
 from arbiter.client import Client
-from arbiter.errors import ArbiterError
+from arbiter.errors import ArbiterError, NotFound
 
 #: Modules that declare tools (with `arbiter.mcp.tool.tool`), in `tools/list` order.
 TOOL_MODULES = ["entries", "graph", "facts", "entities"]
@@ -61,6 +61,8 @@ def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | No
         instructions = client.briefing().text + session_note(conversation_id)
     except ArbiterError as e:
         raise type(e)(f"could not read the briefing: {e.message}", path=e.path) from None
+    if conversation_id is not None and all(c.id != conversation_id for c in client.conversation_list(1000)):
+        raise NotFound(f"conversation {conversation_id} not found in tenant {tenant!r}", path="conversation")
     load_tools()
     from arbiter.mcp.server import McpServer, serve_stdio
 

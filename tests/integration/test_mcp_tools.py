@@ -9,6 +9,7 @@ line, as the socket refuses it). A tool added without a case here fails
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -290,3 +291,10 @@ def test_a_session_resumes_a_conversation_named_by_the_client(home, daemon):
 
     r = run_session(home, body, "--conversation", str(conv))
     assert r.structured_content["conversation_id"] == conv
+
+
+def test_a_conversation_that_does_not_exist_is_refused_at_start(home, daemon):
+    out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--conversation", "999"], env=isolated_env(home),
+                         cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 1
+    assert out.stderr.strip().endswith("conversation 999 not found in tenant 'default'")
