@@ -284,7 +284,7 @@ def run(args) -> Result:
 
 
 def settle(res: Result, db: Path, *, wait: bool) -> None:
-    """Wait (up to 10 minutes) for the daemon's idle compaction to merge the FTS index into one segment."""
+    """Wait (up to 10 minutes) for the daemon's idle upkeep: the FTS index in one segment, no free pages."""
     from arbiter.recall.maintain import segments
     from arbiter.store import connect
 
@@ -292,7 +292,11 @@ def settle(res: Result, db: Path, *, wait: bool) -> None:
     try:
         res.segments_after_load = res.segments_settled = segments(conn)
         t = time.monotonic()
-        while wait and res.segments_settled > 1 and time.monotonic() - t < 600:
+
+        def busy() -> bool:  # idle upkeep merges the index, then gives freed pages back
+            return res.segments_settled > 1 or bool(conn.pragma("auto_vacuum") == 2 and conn.pragma("freelist_count"))
+
+        while wait and busy() and time.monotonic() - t < 600:
             time.sleep(0.5)
             res.segments_settled = segments(conn)
         res.seconds["settle"] = time.monotonic() - t

@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="passes over the questions per variant")
     ap.add_argument("--disable", action="append", default=[],
                     help="extra graduated run with these stages off (comma-separated); repeatable")
+    ap.add_argument("--wide-disable", action="append", default=[],
+                    help="extra bm25 (tenant-wide) run with these stages off (comma-separated); repeatable")
     ap.add_argument("--compact", action="store_true",
                     help="then merge the index (as an idle daemon would) and measure again")
     args = ap.parse_args(argv)
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     state_path = args.home / STATE
     runs = [("graduated", True, []), ("bm25", False, [])]
     runs += [(f"graduated -{d}", True, d.split(",")) for d in args.disable]
+    runs += [(f"bm25 -{d}", False, d.split(",")) for d in args.wide_disable]
     report: dict = {"variants": {}}
 
     def measure(label: str) -> None:

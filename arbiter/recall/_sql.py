@@ -68,10 +68,30 @@ def tags(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
     return dict(conn.execute(f"SELECT id, tags FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids))
 
 
+def newest(conn: apsw.Connection, tenant_id: int, match: str, count: int) -> int:
+    """The rowid from which `match` has its newest `count` matches (0 if it has fewer).
+
+    FTS5 walks the doclists in rowid order without calling the ranking
+    function, so this costs a small share of ranking the same matches.
+    """
+    t = fts.table(tenant_id)
+    row = conn.execute(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, count - 1)
+    ).fetchone()
+    return row[0] if row else 0
+
+
 def ranked_visible(
-    conn: apsw.Connection, tenant_id: int, match: str, spec: _rank.Spec, depth: int, as_of: int | None
+    conn: apsw.Connection,
+    tenant_id: int,
+    match: str,
+    spec: _rank.Spec,
+    depth: int,
+    as_of: int | None,
+    *,
+    min_rowid: int = 0,
 ) -> list[tuple[int, float, tuple]]:
-    """The `depth` best visible matches: FTS ranks first, rows are read for the top only.
+    """The `depth` best visible matches from `min_rowid` up: FTS ranks first, rows are read for the top only.
 
     Ranking inside FTS5 and reading entries for the top few avoids a row
     lookup per match; retired rows are dropped afterwards, and if that leaves
@@ -79,7 +99,7 @@ def ranked_visible(
     """
     want = depth
     while True:
-        hits = _rank.ranked(conn, fts.table(tenant_id), match, spec, want)
+        hits = _rank.ranked(conn, fts.table(tenant_id), match, spec, want, min_rowid=min_rowid)
         rows = candidates(conn, tenant_id, [i for i, _ in hits], as_of)
         kept = [(i, s, rows[i]) for i, s in hits if i in rows]
         if len(kept) >= depth or len(hits) < want:

@@ -16,11 +16,14 @@ from arbiter.store import fts
 
 
 def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
-    """Merge up to `pages` pages of one tenant index's segments; True if more merging may remain.
+    """One bounded step of idle upkeep; True if more may remain.
 
-    Tenants' indexes are merged one after another, each until it has one
-    segment. Runs in the caller's transaction (or its own, outside one).
-    Needs a writable connection.
+    Merges up to `pages` pages of one tenant index's segments (tenants one
+    after another, each down to one segment); once all are merged, gives up
+    to `pages` free pages back to the file system: merging frees the old
+    segments' pages, a tenth of the file or more after a bulk load. Runs in
+    the caller's transaction (or its own, outside one). Needs a writable
+    connection.
     """
     for tenant_id in fts.tenants(conn):
         t = fts.table(tenant_id)
@@ -29,7 +32,11 @@ def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
         # The command itself counts as one change; more means pages were written.
         if conn.total_changes() - before > 1:
             return True
-    return False
+    # Only a file created with auto_vacuum=INCREMENTAL (store.db.connect) can shrink this way.
+    if conn.pragma("auto_vacuum") != 2 or not conn.pragma("freelist_count"):
+        return False
+    conn.execute(f"PRAGMA incremental_vacuum({abs(int(pages))})").fetchall()
+    return conn.pragma("freelist_count") > 0
 
 
 def segments(conn: apsw.Connection, tenant_id: int | None = None) -> int:

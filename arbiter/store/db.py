@@ -619,6 +619,10 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
 ]
 
 
+#: Page size of a new database file (bytes).
+PAGE_SIZE = 8192
+
+
 def connect(
     path: str | os.PathLike,
     *,
@@ -637,6 +641,13 @@ def connect(
         flags = apsw.SQLITE_OPEN_READONLY
     conn = apsw.Connection(str(path), flags=flags)
     conn.set_busy_timeout(busy_timeout_ms)
+    if not readonly and conn.pragma("page_count") == 0:
+        # A new file: both settings are fixed once the first table exists.
+        # 8 KiB pages leave less unused space in each page; incremental
+        # auto-vacuum lets idle upkeep give back the pages that index merging
+        # frees (recall.maintain.compact). docs/benchmarks.md has the sizes.
+        conn.pragma("page_size", PAGE_SIZE)
+        conn.pragma("auto_vacuum", "INCREMENTAL")
     # apsw.bestpractice's connection settings, spelled out: importing that
     # module pulls in apsw.ext, 4.4 MB of daemon RSS for four pragmas.
     if not readonly:

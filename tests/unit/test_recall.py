@@ -6,7 +6,7 @@ import pytest
 
 from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
-from arbiter.recall import maintain, recall, search
+from arbiter.recall import Tuning, maintain, recall, search
 from arbiter.recall.hits import NO_WORDS
 from arbiter.store import entries, tenants
 
@@ -77,6 +77,18 @@ def test_a_trailing_star_is_a_prefix_search(db, tenant):
     assert {h.excerpt for h in res.hits} == {"the **deployment** ships Friday", "**deploy** the canary first"}
     assert ids(ask(db, tenant, "depl")) == []  # without the star, a whole word
     assert ask(db, tenant, 'depl*" OR x*').hits is not None  # FTS5 syntax around a prefix is only words
+
+
+def test_a_pass_over_budget_ranks_only_its_newest_matches(db, tenant):
+    written = [remember(db, tenant, f"Canary {i}", "canary " * (10 - i)) for i in range(10)]
+    tight = Tuning(rank_budget=3)
+    with db:
+        capped = recall(db, tenant, RecallParams(query="canary", limit=10), now=T0 + DAY, tuning=tight)
+        full = recall(db, tenant, RecallParams(query="canary", limit=10, disable=["budget"]), now=T0 + DAY, tuning=tight)
+        scoped = recall(db, tenant, RecallParams(query="canary", limit=10), now=T0 + DAY)
+    assert sorted(ids(capped)) == written[-3:]
+    assert sorted(ids(full)) == sorted(ids(scoped)) == written
+    assert ids(full)[0] == written[0]  # with every match ranked, the densest wins
 
 
 def test_queries_made_of_syntax_or_stopwords_still_search(db, tenant):
@@ -310,6 +322,22 @@ def test_compaction_merges_segments_and_keeps_results(db, tenant):
         pass
     assert maintain.segments(db) == 1
     assert ids(ask(db, tenant, "canary flight", limit=200)) == before
+
+
+def test_idle_upkeep_gives_freed_pages_back(db, tenant):
+    assert (db.pragma("page_size"), db.pragma("auto_vacuum")) == (8192, 2)  # a new file: 8 KiB, incremental
+    for batch in range(6):
+        with db:
+            for i in range(50):
+                remember(db, tenant, f"canary {batch} {i}", "canary flight log " * 20)
+    with db:
+        db.execute("DELETE FROM entries WHERE id % 2 = 0")
+    assert db.pragma("freelist_count") > 0
+    pages = db.pragma("page_count")
+    while maintain.compact(db, pages=50):
+        pass
+    assert db.pragma("freelist_count") == 0 and db.pragma("page_count") < pages
+    assert maintain.segments(db) == 1
 
 
 def test_search_returns_the_fused_candidates_for_a_reranker(db, tenant):
