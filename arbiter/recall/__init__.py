@@ -165,7 +165,9 @@ def search(
         match = _sql.scoped(_sql.text_match(expr.text), tenant_id, **scope)
         if known_at is None:
             floor = 0
-            if "budget" not in off and sum(df[s] for t in terms for s in t.stem.split(" ")) > tuning.rank_budget:
+            # Only a pass over the whole tenant: a fill pass is cut by `fill_budget` already.
+            wide = not scope and "budget" not in off
+            if wide and sum(df[s] for t in terms for s in t.stem.split(" ")) > tuning.rank_budget:
                 floor = _sql.newest(conn, tenant_id, match, tuning.rank_budget)
             rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of, min_rowid=floor)
         else:
