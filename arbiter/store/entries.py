@@ -336,7 +336,6 @@ def restore(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -
         raise Conflict(
             f"entry {entry_id} is retired by #{source}'s supersedes link (relation {rid}); "
             f"remove it first (arbiter unlink {source} supersedes {entry_id})",
-            path="id",
             existing_id=rid,
         )
     conn.execute(f"UPDATE entries SET valid_to = NULL, {_STAMP} WHERE id = ?", (now, entry_id))
