@@ -20,6 +20,7 @@ import msgspec
 
 from arbiter import paths
 from arbiter.errors import BY_CODE, ArbiterError, Unavailable
+from arbiter.associations.model import Associations, AssociationsRebuilt
 from arbiter.model import (
     Conversation,
     ConversationList,
@@ -349,3 +350,13 @@ class Client:
     def maintain(self, *, min_salience: float = 0.01) -> MaintenanceReport:
         """Run maintenance for this tenant now; returns what it did."""
         return self.call("maintain", {"min_salience": min_salience}, MaintenanceReport)
+
+    # ---- associations --------------------------------------------------------------
+
+    def associations(self, id: int, *, kind: str | None = None, limit: int = 50) -> Associations:
+        """What Arbiter derived around an entry: temporal, entity and similarity edges with their evidence."""
+        return self.call("associations", {"id": id, "kind": kind, "limit": limit}, Associations)
+
+    def associations_rebuild(self) -> AssociationsRebuilt:
+        """Derive the tenant's stored associations again from its entries."""
+        return self.call("associations_rebuild", {}, AssociationsRebuilt)

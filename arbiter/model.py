@@ -15,7 +15,7 @@ from msgspec import Meta, Struct
 from arbiter.validation import pattern
 
 EntryType = Literal["user", "feedback", "project", "reference", "learning", "context"]
-RelationType = Literal["relates_to", "refines", "contradicts", "supersedes", "supports"]
+RelationType = Literal["relates_to", "refines", "contradicts", "supersedes", "supports", "causes"]
 ENTRY_TYPES: tuple[str, ...] = EntryType.__args__
 RELATION_TYPES: tuple[str, ...] = RelationType.__args__
 
@@ -231,6 +231,9 @@ class RecallParams(Params):
     rerank: bool | Annotated[str, Meta(min_length=1, max_length=100)] = False
     rerank_fine: bool | Annotated[str, Meta(min_length=1, max_length=100)] = False
     deadline_ms: Annotated[int, Meta(ge=100, le=120_000)] = 15_000
+    #: Intent-weighted graph recall: walk associations and relations from the
+    #: top hits and fuse what they reach (docs/retrieval.md has its numbers).
+    graph: bool = False
 
 
 class ConversationCreateParams(Params):
@@ -294,6 +297,23 @@ class Mention(Struct, kw_only=True):
     possibly_same_as: list[EntityRef] = []
 
 
+class LinkCandidate(Struct, kw_only=True):
+    """A link `remember` suggests and leaves to the caller: confirm it with `link`, or ignore it.
+
+    `source_id -> target_id` is the suggested direction (for causal: cause ->
+    effect); `relation` is the relation `link` would take.
+    """
+
+    id: int
+    kind: Literal["causal", "similar"]
+    source_id: int
+    target_id: int
+    relation: str
+    score: float
+    reason: str
+
+
+
 class Remembered(Entry, kw_only=True):
     """What `remember` returns: the entry as stored, plus a `note` when an LLM layer failed or acted.
 
@@ -307,6 +327,8 @@ class Remembered(Entry, kw_only=True):
     duplicate_of: int | None = None
     #: Active entries whose text is nearly the same (word-set Jaccard ≥ 0.7): link or supersede them.
     similar: list[int] = []
+    #: Links worth making that Arbiter leaves to the caller (causal, similar): confirm with `link`.
+    candidates: list[LinkCandidate] = []
 
 
 class EntryList(Struct, kw_only=True):
@@ -376,6 +398,37 @@ class History(Struct, kw_only=True):
     revisions: list[Revision] = []
 
 
+#: Derived edge kinds (Mnemon's four graphs, arbiter/associations). `causal` is
+#: never automatic: only a candidate, which a caller confirms with `link ... causes`.
+AssociationKind = Literal["temporal", "entity", "similarity"]
+
+
+class Association(Struct, kw_only=True):
+    """One derived edge from the entry asked about to `other`.
+
+    `sub_type`: backbone or proximity (temporal), the entity's name (entity),
+    auto (similarity). `evidence` says in words what made it: the hours apart,
+    the shared entity, the overlap.
+    """
+
+    other_id: int
+    kind: AssociationKind
+    sub_type: str
+    weight: float
+    evidence: str
+
+
+
+class AssociationEdge(Struct, kw_only=True):
+    """A derived edge in a subgraph (undirected; `source_id` is the end the walk came from)."""
+
+    source_id: int
+    target_id: int
+    kind: AssociationKind
+    sub_type: str
+    weight: float
+
+
 class Graph(Struct, kw_only=True):
     """A BFS subgraph: `depth` is each node's hop distance from the start."""
 
@@ -383,6 +436,8 @@ class Graph(Struct, kw_only=True):
     depth: dict[int, int]
     edges: list[Relation]
     truncated: bool
+    #: Derived edges (arbiter/associations), next to the asserted ones in `edges`.
+    associations: list[AssociationEdge] = []
 
 
 class Density(Struct, kw_only=True):
@@ -391,6 +446,8 @@ class Density(Struct, kw_only=True):
     out_degree: int
     relations: list[str]
     reach_2hop: int
+    #: Derived edges by kind (temporal, entity, similarity).
+    associations: dict[str, int] = {}
 
 
 class Hit(Struct, kw_only=True):
@@ -692,6 +749,8 @@ class Around(Struct, kw_only=True):
     references: list[Entry]
     mentioned_by: list[Entry]
     relations: list[RelatedEntry]
+    #: Derived edges, labelled by kind with their evidence (at most `k` a kind).
+    associations: list[Association] = []
 
 
 class TagCount(Struct, kw_only=True):

@@ -12,7 +12,7 @@ import time
 
 import msgspec
 
-from arbiter import __version__, duplicates, entities as entities_mod, graph, recall as recall_mod
+from arbiter import __version__, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
 from arbiter.entities import backlog as entity_backlog, clusters as entity_clusters
 from arbiter.model import (
@@ -87,8 +87,12 @@ def remember(ctx: Context, p: RememberParams):
     similar = duplicates.similar(ctx.conn, ctx.tenant_id, p.content, exclude=entry_id)
     duplicates.add(ctx.conn, ctx.tenant_id, entry_id, p.content)
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
+    # Associations after entities: the entity edges and causal candidates read the new links.
+    candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now)
+    associations.mark_derived(ctx.conn, entry_id)
     stored = entries.get(ctx.conn, ctx.tenant_id, entry_id)
-    return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar)
+    return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
+                      candidates=candidates)
 
 
 AUTO_DEADLINE_S = 15.0
@@ -423,3 +427,6 @@ VERBS.update(_FACT_VERBS)
 
 VERBS.update(salience_mod.VERBS)
 VERBS.update(maintenance.VERBS)
+from arbiter.associations.verbs import VERBS as _ASSOCIATION_VERBS  # noqa: E402
+
+VERBS.update(_ASSOCIATION_VERBS)

@@ -30,14 +30,14 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "ARBITER_HOME": str(home), **extra}
 
 
-def wait_for(predicate, timeout: float = 10.0, what: str = "condition"):
-    """Poll `predicate` until it is truthy or `timeout` passes (then fail)."""
+def wait_for(predicate, timeout: float = 10.0, what: str = "condition", interval: float = 0.01):
+    """Poll `predicate` every `interval` s until it is truthy or `timeout` passes (then fail)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        time.sleep(0.01)
+        time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 

@@ -65,6 +65,10 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
                 click.echo(f"note: {m.name!r} may be the same as {other.name!r} (arbiter entity merge)", err=True)
     if e.similar and not as_json:
         click.echo("similar: " + " ".join(f"#{i}" for i in e.similar) + " (link or supersede them)", err=True)
+    if e.candidates and not as_json:
+        for cand in e.candidates:
+            click.echo(f"candidate: arbiter link {cand.source_id} {cand.relation} {cand.target_id}  ({cand.reason})",
+                       err=True)
 
 
 _KNOWN_AT_HELP = "Read the memory as it was recorded then: its text, tags and validity at that time."
@@ -254,8 +258,10 @@ def _show_hits(result) -> None:
               help="LLM: reorder the top 25 (default: the daemon's fast model).")
 @click.option("--rerank-fine", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
               help="LLM cascade: reorder the top 8 again with excerpts (default: the daemon's strong model).")
+@click.option("--graph", is_flag=True,
+              help="Also walk associations and relations from the top hits, weighted by the question's intent.")
 def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, limit, explain, intent, decay,
-           half_life_days, floor, disable, expand, rerank, rerank_fine):
+           half_life_days, floor, disable, expand, rerank, rerank_fine, graph):
     """Search memory. The top three hits show the passage that matched.
 
     \b
@@ -268,7 +274,7 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, 
                if v is not None}
         res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of, known_at=known_at,
                        limit=limit, explain=explain, intent=intent, decay=decay, half_life_days=half_life_days,
-                       floor=floor, disable=list(disable), **llm)
+                       floor=floor, disable=list(disable), graph=graph, **llm)
     if as_json:
         click.echo(msgspec.json.encode(res.hits).decode())
         if res.note:  # stdout stays the list of hits

@@ -8,7 +8,7 @@ the same values, and a test holds them equal.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from msgspec import Meta, Struct
 

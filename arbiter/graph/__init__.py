@@ -5,7 +5,8 @@ from __future__ import annotations
 import apsw
 
 from arbiter.errors import NotFound
-from arbiter.model import Density, Graph
+from arbiter import associations
+from arbiter.model import AssociationEdge, Density, Graph
 from arbiter.store import entries, relations
 
 MAX_DEPTH = 2
@@ -52,7 +53,34 @@ def expand(
                 edges[rel.id] = rel
         frontier = next_frontier
     kept = [e for e in edges.values() if e.source_id in seen and e.target_id in seen]
-    return Graph(nodes=list(nodes.values()), depth=seen, edges=sorted(kept, key=lambda r: r.id), truncated=truncated)
+    derived, truncated = _associations(conn, tenant_id, start, nodes, seen, limit, as_of, truncated)
+    return Graph(nodes=list(nodes.values()), depth=seen, edges=sorted(kept, key=lambda r: r.id), truncated=truncated,
+                 associations=derived)
+
+
+def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, truncated):
+    """Derived edges next to the asserted ones: the start's (its neighbours join at hop 1) and those among the nodes."""
+    out: list[AssociationEdge] = []
+    pairs: set[tuple[int, int, str]] = set()
+    for node in list(nodes):
+        for a in associations.of(conn, tenant_id, node):
+            if a.other_id not in nodes:
+                if node != start:
+                    continue
+                if len(seen) >= limit:
+                    truncated = True
+                    continue
+                try:
+                    nodes[a.other_id] = entries.get(conn, tenant_id, a.other_id, as_of=as_of)
+                except NotFound:
+                    continue
+                seen[a.other_id] = 1
+            key = (min(node, a.other_id), max(node, a.other_id), a.kind)
+            if key not in pairs:
+                pairs.add(key)
+                out.append(AssociationEdge(source_id=node, target_id=a.other_id, kind=a.kind, sub_type=a.sub_type,
+                                           weight=a.weight))
+    return out, truncated
 
 
 def density(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Density:
@@ -82,4 +110,8 @@ def density(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Density:
         """,
         (entry_id, tenant_id),
     ).fetchone()[0]
-    return Density(id=entry_id, in_degree=in_degree, out_degree=out_degree, relations=labels, reach_2hop=reach)
+    kinds: dict[str, int] = {}
+    for a in associations.of(conn, tenant_id, entry_id):
+        kinds[a.kind] = kinds.get(a.kind, 0) + 1
+    return Density(id=entry_id, in_degree=in_degree, out_degree=out_degree, relations=labels, reach_2hop=reach,
+                   associations=kinds)

@@ -12,6 +12,7 @@ import re
 import apsw
 
 from arbiter.errors import NotFound
+from arbiter import associations
 from arbiter.graph import tags, threads
 from arbiter.model import Around, Backlink, Backlinks, Entry, RelatedEntry, TagNeighbor
 from arbiter.store import entries, fts, relations
@@ -112,4 +113,16 @@ def around(conn: apsw.Connection, tenant_id: int, entry_id: int, *, k: int) -> A
         references=references,
         mentioned_by=mentioning(conn, tenant_id, entry_id, limit=k),
         relations=[RelatedEntry(relation=r, direction=d, entry=others[o]) for r, d, o in related if o in others],
+        associations=_associations(conn, tenant_id, entry_id, k),
     )
+
+
+def _associations(conn: apsw.Connection, tenant_id: int, entry_id: int, k: int):
+    """The entry's derived edges, the `k` strongest of each kind."""
+    per_kind: dict[str, int] = {}
+    out = []
+    for a in sorted(associations.of(conn, tenant_id, entry_id), key=lambda a: -a.weight):
+        if per_kind.get(a.kind, 0) < k:
+            per_kind[a.kind] = per_kind.get(a.kind, 0) + 1
+            out.append(a)
+    return out

@@ -118,6 +118,10 @@ def recall(
     ranking = search(conn, tenant_id, p, now=now, tuning=tuning)
     if ranking is None:
         return unranked(conn, tenant_id, p)
+    if p.graph:  # intent-weighted graph recall over the association graph (arbiter/associations/walk.py)
+        from arbiter.associations.walk import walk
+
+        ranking = walk(conn, tenant_id, ranking, p)
     return render(conn, tenant_id, ranking, p)
 
 

@@ -42,6 +42,7 @@ from arbiter.errors import (
 )
 from arbiter.model import Request
 from arbiter import maintenance
+from arbiter import associations
 from arbiter.recall.maintain import compact
 from arbiter.validation import describe
 from arbiter.entities import backlog as entity_backlog
@@ -56,6 +57,8 @@ _UTF8_SLICE = 64 * 1024
 # client's back-to-back requests, short enough that a bulk load is merged
 # (and recall fast again) within seconds of its last batch.
 IDLE_S = 0.25
+# Entries whose associations one idle step derives (~2 ms each): a write waits one step at most.
+_ASSOCIATION_STEP = 50
 # Page cache per reader connection (KiB): SQLite's default is 2 MiB each; the
 # readers' working set (entry rows, FTS doclists) is small and the OS caches the file.
 _READER_CACHE_KIB = 1024
@@ -268,9 +271,14 @@ class Daemon:
                     break
 
     def _compact_step(self) -> bool:
-        # Bulk writes' entity extraction first (what it links, recall reads), then the index.
+        """One step of idle upkeep: bulk writes' entity extraction first (what it links, recall reads), then
+        the index, then the associations bulk writes left pending."""
         with self._writer:
-            return entity_backlog.step(self._writer, now=now_us()) or compact(self._writer)
+            if entity_backlog.step(self._writer, now=now_us()):
+                return True
+            more = compact(self._writer)
+        with self._writer:
+            return associations.catch_up(self._writer, now=now_us(), limit=_ASSOCIATION_STEP) > 0 or more
 
     async def _close(self, loop) -> None:
         if hasattr(self, "_writer"):

@@ -52,6 +52,9 @@ REGISTRY: dict[str, RelationKind] = {
         RelationKind("contradicts", "the source disagrees with the target; both stay active"),
         RelationKind("supersedes", "the source replaces the target, which retires", _retire_target, active_ends=True),
         RelationKind("supports", "the source is evidence for the target"),
+        # Mnemon's causal edge, confirmed: `remember` suggests causal candidates
+        # (arbiter/associations) and the caller says yes with this relation.
+        RelationKind("causes", "the source is a cause of the target (it happened, or was decided, because of it)"),
     )
 }
 

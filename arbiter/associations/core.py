@@ -1,0 +1,327 @@
+"""The association graph: edges Arbiter derives from entries, never asserted, never retiring anything.
+
+Four kinds, after Mnemon, with lexical signals where Mnemon uses vectors:
+
+- temporal: backbone (an entry and the one before and after it in its
+  conversation) and proximity (entries whose `valid_from` lies within 24 hours,
+  weight 1 / (1 + hours apart), at most 10);
+- entity: entries that mention the same entity (at most 5 per entity), weight 1.0;
+- similarity: entries whose stemmed word sets overlap (Jaccard) at or above
+  `AUTO` (at most 3, stored); between `CANDIDATE` and `AUTO` they are only
+  candidates handed back by `remember`;
+- causal: only ever a candidate (`remember` hands it back; `link` confirms).
+
+Temporal and entity edges are functions of indexed columns (`conversation_id`,
+`valid_from`, the entity links), so they are computed when read: storing them
+would take ~15 rows an entry, about doubling the database, to save a few index
+seeks. Similarity edges cost a search and a comparison to find, so they are
+stored in `associations` — for `remember` at once, for `remember_many` by
+`catch_up` on the idle writer — and `rebuild` derives them again from the
+entries alone. Derivation for entry N only ever looks at entries with a lower
+id, so rebuilding gives exactly the edges incremental derivation gave.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+import apsw
+
+from arbiter.model import Association, LinkCandidate
+from arbiter.recall.query import STOPWORDS, quote, tokenizer
+from arbiter.store import fts
+
+HOUR_US = 3_600_000_000
+PROXIMITY_HOURS = 24
+PROXIMITY_MAX = 10
+ENTITY_MAX = 5
+#: Similarity thresholds on the Jaccard overlap of stemmed word sets, chosen by
+#: measurement (bench/associations.py, docs/architecture.md): at AUTO and above
+#: most pairs are the same topic; from CANDIDATE they are worth a model's look.
+AUTO = 0.6
+CANDIDATE = 0.35
+#: Short texts ("Thanks, see you!") overlap by chance: similarity needs this many distinct words on both sides.
+MIN_WORDS = 6
+AUTO_MAX = 3
+CANDIDATES_MAX = 5
+#: Causal candidates: Mnemon's rule, token overlap of at least 15%.
+CAUSAL_OVERLAP = 0.15
+#: The most distinctive words of an entry searched for its similar entries.
+_PROBE_WORDS = 5
+_PROBE_DEPTH = 30
+
+CAUSAL_MARKERS = re.compile(
+    r"\b(because|therefore|thus|hence|due to|caused by|as a result|so that|led to|leads to|resulted in|"
+    r"results in|owing to|consequently|since then|which is why|that's why|in order to)\b",
+    re.IGNORECASE,
+)
+
+
+def has_causal_marker(text: str) -> bool:
+    return CAUSAL_MARKERS.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    id: int
+    conversation_id: int | None
+    valid_from: int
+    text: str
+
+
+def _row(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Row | None:
+    r = conn.execute(
+        "SELECT id, conversation_id, valid_from, title || char(10) || content FROM entries WHERE id = ? AND tenant_id = ?",
+        (entry_id, tenant_id),
+    ).fetchone()
+    return Row(*r) if r else None
+
+
+class Words:
+    """Stemmed, stopword-free word sets of texts, through the index's own tokenizer."""
+
+    def __init__(self, conn: apsw.Connection):
+        self._tokenize = tokenizer(conn)
+
+    def __call__(self, text: str) -> frozenset[str]:
+        return frozenset(
+            stem for surface, stem in self._tokenize(text) if surface not in STOPWORDS and not stem.isdigit()
+        )
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Shared words over the smaller set: a short entry fully restated in a long one overlaps 1.0."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+# ---- derived on read: temporal and entity ----------------------------------------------
+
+
+def temporal(conn: apsw.Connection, tenant_id: int, row: Row) -> list[Association]:
+    """Backbone (previous and next entry in the conversation) and proximity (within 24 h) neighbours."""
+    out: list[Association] = []
+    if row.conversation_id is not None:
+        for sql in (
+            "SELECT max(id) FROM entries WHERE conversation_id = ? AND id < ? AND tenant_id = ?",
+            "SELECT min(id) FROM entries WHERE conversation_id = ? AND id > ? AND tenant_id = ?",
+        ):
+            (other,) = conn.execute(sql, (row.conversation_id, row.id, tenant_id)).fetchone()
+            if other is not None:
+                out.append(Association(other_id=other, kind="temporal", sub_type="backbone", weight=1.0,
+                                       evidence="next to it in the conversation"))
+    window = PROXIMITY_HOURS * HOUR_US
+    near = conn.execute(
+        "SELECT id, abs(valid_from - ?1) AS gap FROM entries WHERE tenant_id = ?2 AND valid_from BETWEEN ?1 - ?3 AND ?1 + ?3 "
+        "AND id != ?4 ORDER BY gap, id LIMIT ?5",
+        (row.valid_from, tenant_id, window, row.id, PROXIMITY_MAX),
+    ).fetchall()
+    for other, gap in near:
+        hours = gap / HOUR_US
+        out.append(Association(other_id=other, kind="temporal", sub_type="proximity", weight=round(1 / (1 + hours), 4),
+                               evidence=f"{hours:.2f} hours apart"))
+    return out
+
+
+def entity(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[Association]:
+    """Entries mentioning an entity this one mentions: the nearest `ENTITY_MAX` per entity."""
+    out: list[Association] = []
+    seen = {entry_id}
+    names = conn.execute(
+        "SELECT l.entity_id, x.name FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
+        "WHERE l.entry_id = ? AND l.tenant_id = ?",
+        (entry_id, tenant_id),
+    ).fetchall()
+    for entity_id, name in names:
+        others = conn.execute(
+            "SELECT entry_id FROM entry_entities WHERE entity_id = ?1 AND entry_id != ?2 "
+            "ORDER BY abs(entry_id - ?2), entry_id LIMIT ?3",
+            (entity_id, entry_id, ENTITY_MAX),
+        )
+        for (other,) in others:
+            if other not in seen:
+                seen.add(other)
+                out.append(Association(other_id=other, kind="entity", sub_type=name, weight=1.0,
+                                       evidence=f"both mention {name}"))
+    return out
+
+
+def similarity(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[Association]:
+    """Stored similarity edges of an entry, both directions."""
+    rows = conn.execute(
+        "SELECT CASE WHEN a = ?1 THEN b ELSE a END, weight FROM associations "
+        "WHERE tenant_id = ?2 AND (a = ?1 OR b = ?1) ORDER BY weight DESC",
+        (entry_id, tenant_id),
+    )
+    return [
+        Association(other_id=o, kind="similarity", sub_type="auto", weight=w, evidence=f"{w:.0%} of their words shared")
+        for o, w in rows
+    ]
+
+
+def of(conn: apsw.Connection, tenant_id: int, entry_id: int, kind: str | None = None) -> list[Association]:
+    """Every association of an entry (or those of one kind), strongest first within a kind."""
+    row = _row(conn, tenant_id, entry_id)
+    if row is None:
+        return []
+    out: list[Association] = []
+    if kind in (None, "temporal"):
+        out += temporal(conn, tenant_id, row)
+    if kind in (None, "entity"):
+        out += entity(conn, tenant_id, entry_id)
+    if kind in (None, "similarity"):
+        out += similarity(conn, tenant_id, entry_id)
+    return out
+
+
+# ---- derived on write: similarity edges and link candidates ---------------------------
+
+
+def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str]) -> list[tuple[int, str]]:
+    """Earlier entries sharing at least two of this one's most distinctive words: (id, text).
+
+    The words are the longest ones (long words are the rare ones, Zipf), so no
+    statistic of the index (nor of another tenant) decides what is compared;
+    the most recent matches are taken, and no score orders them.
+    """
+    probe = sorted(words, key=lambda w: (-len(w), w))[:_PROBE_WORDS]
+    if len(probe) < 2 or len(words) < MIN_WORDS:
+        return []
+    pairs = " OR ".join(f"({quote(a)} AND {quote(b)})" for a, b in itertools.combinations(probe, 2))
+    index = fts.table(tenant_id)  # the tenant's own index: another tenant's entries are not in it
+    ids = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT rowid FROM {index} WHERE {index} MATCH ? AND rowid < ? ORDER BY rowid DESC LIMIT ?",
+            (f"{{title content}} : ({pairs})", row.id, _PROBE_DEPTH),
+        )
+    ]
+    if not ids:
+        return []
+    return conn.execute(
+        f"SELECT id, title || char(10) || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
+        "AND tenant_id = ? ORDER BY id DESC",
+        (*ids, tenant_id),
+    ).fetchall()
+
+
+def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words | None = None,
+           now: int) -> list[LinkCandidate]:
+    """Store entry `entry_id`'s similarity edges and return its link candidates (causal, similar).
+
+    Idempotent: deriving an entry twice stores the same edges once.
+    """
+    row = _row(conn, tenant_id, entry_id)
+    if row is None:
+        return []
+    words = words or Words(conn)
+    mine = words(row.text)
+    scored = sorted(
+        ((jaccard(mine, w) if len(w) >= MIN_WORDS else 0.0, overlap(mine, w), other, text)
+         for other, text in _probe(conn, tenant_id, row, mine) for w in (words(text),)),
+        key=lambda s: (-s[0], -s[2]),
+    )
+    auto = [(j, other) for j, _, other, _ in scored if j >= AUTO][:AUTO_MAX]
+    conn.executemany(
+        "INSERT OR IGNORE INTO associations(tenant_id, a, b, weight, created_at) VALUES (?, ?, ?, ?, ?)",
+        [(tenant_id, other, entry_id, round(j, 4), now) for j, other in auto],
+    )
+    candidates: list[LinkCandidate] = []
+    for j, _, other, _ in scored:
+        if CANDIDATE <= j < AUTO and len(candidates) < CANDIDATES_MAX:
+            candidates.append(LinkCandidate(
+                id=other, kind="similar", source_id=entry_id, target_id=other, relation="relates_to",
+                score=round(j, 4), reason=f"shares {j:.0%} of its words with #{other}",
+            ))
+    candidates += _causal(conn, tenant_id, row, mine, scored, words)
+    return candidates
+
+
+def _causal(conn, tenant_id: int, row: Row, mine: frozenset[str], scored, words: Words) -> list[LinkCandidate]:
+    """Mnemon's causal candidates: a causal marker on either side and ≥ 15% shared words.
+
+    Looked for among the lexical matches and the entries two hops away over
+    temporal and entity associations. The side that carries the marker is the
+    effect ("we chose SQLite because the team lacks Redis experience"): the
+    other side is suggested as its cause.
+    """
+    pool = {other: text for _, _, other, text in scored}
+    hop1 = [a.other_id for a in temporal(conn, tenant_id, row) + entity(conn, tenant_id, row.id) if a.other_id < row.id]
+    hop2: list[int] = []
+    for other in hop1[:5]:
+        far = _row(conn, tenant_id, other)
+        if far is not None:
+            hop2 += [a.other_id for a in temporal(conn, tenant_id, far)[:3] if a.other_id < row.id]
+    for other in dict.fromkeys(hop1 + hop2):
+        if other not in pool and other != row.id:
+            r = _row(conn, tenant_id, other)
+            if r is not None:
+                pool[other] = r.text
+    marked_new = has_causal_marker(row.text)
+    out: list[LinkCandidate] = []
+    for other, text in pool.items():
+        marked_old = has_causal_marker(text)
+        if not (marked_new or marked_old):
+            continue
+        share = overlap(mine, words(text))
+        if share < CAUSAL_OVERLAP:
+            continue
+        cause, effect = (other, row.id) if marked_new else (row.id, other)
+        out.append(LinkCandidate(
+            id=other, kind="causal", source_id=cause, target_id=effect, relation="causes", score=round(share, 4),
+            reason=f"#{effect} gives a reason ({'this entry' if effect == row.id else f'#{other}'} has a causal word) "
+                   f"and shares {share:.0%} of its words with #{cause if effect == row.id else effect}",
+        ))
+    out.sort(key=lambda c: (-c.score, c.id))
+    return out[:CANDIDATES_MAX]
+
+
+# ---- keeping the stored edges up to date ----------------------------------------------
+
+_MARK = "associations_through"
+
+
+def _through(conn: apsw.Connection) -> int:
+    row = conn.execute("SELECT value FROM settings WHERE key = ?", (_MARK,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def mark_derived(conn: apsw.Connection, entry_id: int) -> None:
+    """Record that every entry up to `entry_id` has its edges (when nothing before it is pending)."""
+    if _through(conn) == entry_id - 1:
+        conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (_MARK, entry_id))
+
+
+def catch_up(conn: apsw.Connection, *, now: int, limit: int = 200) -> int:
+    """Derive the stored edges of up to `limit` entries written without them (bulk writes); how many were done.
+
+    Runs on the idle writer; an entry's similarity edges lag it until then.
+    """
+    start = _through(conn)
+    rows = conn.execute("SELECT id, tenant_id FROM entries WHERE id > ? ORDER BY id LIMIT ?", (start, limit)).fetchall()
+    if not rows:
+        return 0
+    words = Words(conn)
+    for entry_id, tenant_id in rows:
+        derive(conn, tenant_id, entry_id, words=words, now=now)
+    conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (_MARK, rows[-1][0]))
+    return len(rows)
+
+
+def pending(conn: apsw.Connection) -> int:
+    """Entries whose stored edges are not derived yet."""
+    return conn.execute("SELECT count(*) FROM entries WHERE id > ?", (_through(conn),)).fetchone()[0]
+
+
+def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int) -> int:
+    """Drop a tenant's stored edges and derive them again from its entries, oldest first; the edge count."""
+    conn.execute("DELETE FROM associations WHERE tenant_id = ?", (tenant_id,))
+    words = Words(conn)
+    for (entry_id,) in conn.execute("SELECT id FROM entries WHERE tenant_id = ? ORDER BY id", (tenant_id,)).fetchall():
+        derive(conn, tenant_id, entry_id, words=words, now=now)
+    return conn.execute("SELECT count(*) FROM associations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]

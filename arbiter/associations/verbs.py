@@ -1,0 +1,27 @@
+"""The association graph's verbs: read an entry's associations, rebuild the stored ones."""
+
+from __future__ import annotations
+
+from arbiter.associations import core
+from arbiter.associations.model import Associations, AssociationsParams, AssociationsRebuilt
+from arbiter.model import Empty
+from arbiter.store import entries
+from arbiter.verb import Context, Verb
+
+
+def associations(ctx: Context, p: AssociationsParams) -> Associations:
+    """What Arbiter derived around an entry (temporal, entity, similarity), with the evidence for each."""
+    entries.get(ctx.conn, ctx.tenant_id, p.id)  # not_found for a missing, retired or foreign id
+    found = core.of(ctx.conn, ctx.tenant_id, p.id, p.kind)
+    return Associations(id=p.id, associations=found[: p.limit])
+
+
+def associations_rebuild(ctx: Context, p: Empty) -> AssociationsRebuilt:
+    """Derive the tenant's stored associations again from its entries alone (what `maintain --rebuild-associations` runs)."""
+    return AssociationsRebuilt(edges=core.rebuild(ctx.conn, ctx.tenant_id, now=ctx.now))
+
+
+VERBS: dict[str, Verb] = {
+    "associations": Verb(AssociationsParams, associations),
+    "associations_rebuild": Verb(Empty, associations_rebuild, writes=True),
+}

@@ -1,0 +1,139 @@
+"""The association graph through the daemon: derived edges, link candidates, graph recall, reads, isolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter.associations import core
+from arbiter.errors import InvalidParams, NotFound
+from arbiter.server import IDLE_S
+from tests.conftest import wait_for
+from tests.integration.test_cli import arbiter, js, ok
+
+DAY = "2026-11-0{}T{:02d}:00:00Z"
+
+
+def kinds(client, entry_id, kind=None):
+    return {(a.other_id, a.kind, a.sub_type) for a in client.associations(entry_id, kind=kind).associations}
+
+
+def test_temporal_backbone_and_proximity(client):
+    conv = client.conversation_create("standup").id
+    a = client.remember(type="context", title="a", content="alpha", conversation_id=conv, valid_from=DAY.format(1, 9)).id
+    b = client.remember(type="context", title="b", content="beta", conversation_id=conv, valid_from=DAY.format(1, 11)).id
+    c = client.remember(type="context", title="c", content="gamma", conversation_id=conv, valid_from=DAY.format(1, 12)).id
+    far = client.remember(type="context", title="d", content="delta", valid_from=DAY.format(5, 9)).id
+    found = client.associations(b, kind="temporal").associations
+    backbone = {x.other_id for x in found if x.sub_type == "backbone"}
+    assert backbone == {a, c}
+    proximity = {x.other_id: x for x in found if x.sub_type == "proximity"}
+    assert far not in proximity  # four days away
+    assert proximity[a].weight == pytest.approx(1 / 3, abs=1e-3) and proximity[a].evidence == "2.00 hours apart"
+    assert proximity[c].weight == pytest.approx(0.5)
+
+
+def test_entity_associations_carry_the_shared_name(client):
+    first = client.remember(type="project", title="db", content="We run PostgreSQL for billing.").id
+    second = client.remember(type="project", title="ops", content="Upgrade PostgreSQL next week.").id
+    client.remember(type="project", title="ui", content="The dashboard uses plain HTML.")
+    found = client.associations(second, kind="entity").associations
+    assert [(x.other_id, x.sub_type, x.evidence) for x in found] == [(first, "PostgreSQL", "both mention PostgreSQL")]
+
+
+LONG = ("The billing service retries failed card payments three times with exponential backoff "
+        "and then marks the invoice overdue for the finance team")
+
+
+def test_similar_entries_are_linked_automatically_or_offered_as_candidates(client):
+    first = client.remember(type="reference", title="Billing retries", content=LONG).id
+    twin = client.remember(type="reference", title="Billing retries", content=LONG + " to review").id
+    assert (first, "similarity", "auto") in kinds(client, twin)
+    assert (twin, "similarity", "auto") in kinds(client, first)  # undirected
+    cousin = client.remember(type="reference", title="Card payments",
+                             content="Failed card payments get retried by the billing service; finance reviews overdue invoices weekly")
+    similar = [c for c in cousin.candidates if c.kind == "similar"]
+    assert similar and {c.target_id for c in similar} <= {first, twin}
+    assert all(c.relation == "relates_to" and core.CANDIDATE <= c.score < core.AUTO for c in similar)
+    assert not any(a.kind == "similarity" for a in client.associations(cousin.id).associations)
+
+
+def test_causal_candidates_point_from_cause_to_effect_and_link_confirms(client):
+    cause = client.remember(type="context", title="Team skills", content="The team lacks Redis experience in production").id
+    effect = client.remember(type="project", title="Storage choice",
+                             content="We chose SQLite for the cache because the team lacks Redis experience")
+    causal = [c for c in effect.candidates if c.kind == "causal"]
+    assert [(c.source_id, c.target_id, c.relation) for c in causal] == [(cause, effect.id, "causes")]
+    assert "causal word" in causal[0].reason
+    rel = client.link(cause, "causes", effect.id)
+    assert rel.relation == "causes"
+    assert client.get(cause).valid_to is None  # a causal link retires nothing
+
+
+def test_bulk_writes_get_their_edges_on_the_idle_writer(client):
+    ids = client.remember_many([
+        {"type": "reference", "title": "Billing retries", "content": LONG},
+        {"type": "reference", "title": "Billing retries", "content": LONG + " again"},
+    ])
+    # Polled slower than the daemon's quiet spell (IDLE_S): every request restarts it.
+    wait_for(lambda: any(a.kind == "similarity" for a in client.associations(ids[1]).associations),
+             what="the idle writer to derive the batch's similarity edges", interval=2 * IDLE_S)
+
+
+def test_graph_recall_reaches_the_cause_of_a_why_question(client):
+    cause = client.remember(type="context", title="Team skills", content="Nobody here has operated a Redis cluster").id
+    effect = client.remember(type="project", title="Storage choice", content="We picked SQLite for the session cache").id
+    client.link(cause, "causes", effect)
+    plain = client.recall("why did we pick SQLite for the session cache", explain=True)
+    assert cause not in [h.id for h in plain.hits]  # no shared word: lexical recall cannot find it
+    walked = client.recall("why did we pick SQLite for the session cache", explain=True, graph=True)
+    hit = {h.id: h for h in walked.hits}[cause]
+    assert hit.parts["graph_seed"] == effect and hit.parts["graph_causal"] == 1.0
+    assert [h.id for h in walked.hits][0] == effect  # the lexical best stays first
+
+
+def test_expand_around_and_density_show_associations(client):
+    first = client.remember(type="project", title="db", content="We run PostgreSQL for billing.").id
+    second = client.remember(type="project", title="ops", content="Upgrade PostgreSQL next week.").id
+    graph = client.expand(second)
+    assert {(e.source_id, e.target_id, e.kind) for e in graph.associations} >= {(second, first, "entity")}
+    assert first in {n.id for n in graph.nodes}
+    around = client.around(second)
+    assert (first, "entity") in {(a.other_id, a.kind) for a in around.associations}
+    assert client.density(second).associations.get("entity") == 1
+
+
+def test_associations_never_cross_tenants_and_purge_removes_them(daemon, client):
+    with daemon.client(daemon.admin_token) as admin:
+        token = admin.tenant_create("other").token
+    mine = client.remember(type="reference", title="Billing retries", content=LONG).id
+    with daemon.client(token) as other:
+        theirs = other.remember(type="reference", title="Billing retries", content=LONG).id
+        assert other.associations(theirs).associations == [] or all(
+            a.other_id != mine for a in other.associations(theirs).associations)
+        with pytest.raises(NotFound):
+            other.associations(mine)
+    twin = client.remember(type="reference", title="Billing retries", content=LONG + " twice").id
+    assert (mine, "similarity", "auto") in kinds(client, twin)
+    assert theirs not in {a.other_id for a in client.associations(twin).associations}
+    client.purge(mine)
+    assert not any(a.other_id == mine for a in client.associations(twin).associations)
+
+
+def test_bad_input(client):
+    with pytest.raises(NotFound):
+        client.associations(999_999)
+    e = client.remember(type="project", title="x", content="y").id
+    with pytest.raises(InvalidParams):
+        client.call("associations", {"id": e, "kind": "telepathic"}, None)
+
+
+def test_cli(daemon, home):
+    ok(home, "remember", "--type", "project", "--title", "db", "--content", "We run PostgreSQL for billing.")
+    proc = arbiter(home, "remember", "--type", "project", "--title", "ops", "--content",
+                   "We moved to PostgreSQL because the old MySQL PostgreSQL billing box failed")
+    assert proc.returncode == 0
+    assert "candidate: arbiter link" in proc.stderr or "entities:" in proc.stderr
+    assert "both mention PostgreSQL" in ok(home, "associations", "2")
+    assert js(home, "associations", "2", "--kind", "entity")["associations"][0]["other_id"] == 1
+    assert "stored similarity edges" in ok(home, "associations", "--rebuild")
+    assert "Example" in ok(home, "associations", "--help")
