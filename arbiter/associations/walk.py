@@ -2,9 +2,10 @@
 
 Mnemon's read path without vectors: the query's intent (WHY, WHEN, ENTITY,
 GENERAL) weights each edge kind; entries reached from a seed score
-`seed weight x kind weight x edge weight`, and the reached list is fused with
-the lexical ranking by reciprocal rank, so a reached entry the lexical passes
-also found rises and one they missed can enter. `explain` shows how each
+`seed score x kind weight x edge weight` (spreading activation). A reached
+entry the lexical passes also ranked rises by at most `LIFT`; one they did
+not rank enters at its reached score, which is below the hit it came from.
+`explain` shows how each
 reached hit arrived: `graph_seed` (the seed's id), `graph_<kind>` (the edge's
 weight) and `graph_hop`.
 """
@@ -31,8 +32,9 @@ KIND_WEIGHTS: dict[Intent, dict[str, float]] = {
 RELATION_KINDS = {"causes": "causal", "supports": "causal", "supersedes": "temporal", "refines": "similarity",
                   "relates_to": "similarity", "contradicts": "similarity"}
 SEEDS = 5
-#: The reached list's weight in the fusion (the lexical ranking's is 1).
-GRAPH_WEIGHT = 0.5
+#: How far a reached lexical candidate rises: x(1 + LIFT x reached/own score), at most x(1 + LIFT).
+#: Measured on LoCoMo dev (docs/retrieval.md): 0.05 keeps R@1, 0.15 and 0.3 trade it for R@10.
+LIFT = 0.05
 
 _WHY = re.compile(r"\b(why|reason|reasons|because|cause|caused|causes|led to|result of|motivat\w*)\b", re.I)
 _WHEN = re.compile(r"\b(when|what time|what date|which day|which year|how long ago|before|after|since|until|"
@@ -66,43 +68,49 @@ def neighbours(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[tup
     return out
 
 
-def reach(conn: apsw.Connection, tenant_id: int, seeds: list[int], weights: dict[str, float]) -> list[tuple[int, float, dict]]:
-    """Entries one hop from the seeds, best first: (id, score, explain parts). Seeds themselves are left out."""
+def reach(conn: apsw.Connection, tenant_id: int, seeds: list[tuple[int, float]], weights: dict[str, float]
+          ) -> dict[int, tuple[float, dict]]:
+    """What one hop from the seeds reaches: id -> (score, explain parts), seeds left out.
+
+    A reached entry scores `seed score x kind weight x edge weight`, its best
+    path kept: activation spreads from a hit and never exceeds it.
+    """
+    ids = {i for i, _ in seeds}
     best: dict[int, tuple[float, dict]] = {}
-    for rank, seed in enumerate(seeds, 1):
-        seed_weight = 1.0 / rank
+    for seed, seed_score in seeds:
         for other, kind, w in neighbours(conn, tenant_id, seed):
-            if other in seeds:
+            if other in ids:
                 continue
-            value = seed_weight * weights.get(kind, 0.0) * w
+            value = seed_score * weights.get(kind, 0.0) * w
             if value > best.get(other, (0.0, {}))[0]:
                 best[other] = (value, {"graph_seed": float(seed), f"graph_{kind}": w, "graph_hop": 1.0})
-    return sorted(((i, v, parts) for i, (v, parts) in best.items()), key=lambda t: (-t[1], t[0]))
+    return best
 
 
 def walk(conn: apsw.Connection, tenant_id: int, ranking, p):
-    """The ranking with what the walk reaches from its top `SEEDS` fused in (a new `Ranking`)."""
-    from arbiter.recall import Candidate, Ranking, _sql, fuse
+    """The ranking with what the walk reaches from its top `SEEDS` merged in (a new `Ranking`).
+
+    Reached scores are on the lexical scores' scale, so a reached entry never
+    overtakes its seed.
+    """
+    from arbiter.recall import Candidate, Ranking, _sql
 
     lexical = ranking.candidates
     if not lexical:
         return ranking
     weights = KIND_WEIGHTS[intent(conn, tenant_id, p.query)]
-    reached = reach(conn, tenant_id, [c.id for c in lexical[:SEEDS]], weights)
+    reached = reach(conn, tenant_id, [(c.id, c.score) for c in lexical[:SEEDS]], weights)
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
-    rows = _sql.candidates(conn, tenant_id, [i for i, _, _ in reached], as_of)
-    found = []
-    for i, value, parts in reached:
-        if i in rows:
-            etype, conv, valid_from, *_ = rows[i]
-            found.append(Candidate(i, etype, conv, valid_from, value, dict(parts)))
-    if not found:
-        return ranking
     own = {c.id: c for c in lexical}
-    for c in found:  # an entry both lists hold keeps its lexical parts and gains the path
-        if c.id in own:
-            own[c.id].parts.update(c.parts)
-    graph = [own.get(c.id, c) for c in found]
-    return Ranking(query=ranking.query, candidates=fuse([("lexical", 1.0, lexical), ("graph", GRAPH_WEIGHT, graph)]),
-                   expression=ranking.expression)
-
+    rows = _sql.candidates(conn, tenant_id, [i for i in reached if i not in own], as_of)
+    merged = list(lexical)
+    for i, (value, parts) in reached.items():
+        if i in own:
+            lift = 1.0 + LIFT * value / own[i].score if own[i].score > 0 else 1.0
+            own[i].score *= min(lift, 1.0 + LIFT)
+            own[i].parts.update(parts, graph_lift=lift)
+        elif i in rows:
+            etype, conv, valid_from, *_ = rows[i]
+            merged.append(Candidate(i, etype, conv, valid_from, value, dict(parts)))
+    merged.sort(key=lambda c: (-c.score, c.id))
+    return Ranking(query=ranking.query, candidates=merged, expression=ranking.expression)

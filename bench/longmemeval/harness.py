@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from arbiter.client import Client
 
 STATE_NAME = "longmemeval-state.json"
-VARIANTS = ("bm25", "graduated", "rerank", "cascade")
+#: `graph`: graduated plus intent-weighted graph recall over the association graph.
+VARIANTS = ("bm25", "graduated", "graph", "rerank", "cascade")
 LLM_VARIANTS = frozenset({"rerank", "cascade"})
 DEFAULT_BATCH = 2000
 #: Bytes of encoded entries per `remember_many`: under the daemon's default
@@ -252,6 +253,8 @@ def recall_kwargs(
         kwargs["rerank"] = rerank_model
     if variant == "cascade":
         kwargs["rerank_fine"] = fine_model
+    if variant == "graph":
+        kwargs["graph"] = True
     return kwargs
 
 
