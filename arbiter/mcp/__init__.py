@@ -29,7 +29,7 @@ from arbiter.client import Client
 from arbiter.errors import ArbiterError, NotFound
 
 #: Modules that declare tools (with `arbiter.mcp.tool.tool`), in `tools/list` order.
-TOOL_MODULES = ["entries", "graph", "facts", "entities"]
+TOOL_MODULES = ["entries", "graph", "associations", "facts", "entities"]
 
 
 def load_tools() -> None:

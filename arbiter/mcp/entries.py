@@ -114,6 +114,16 @@ def entry_view(e) -> EntryView:
     )
 
 
+class Suggestion(View):
+    """A link Arbiter found worth making and leaves to you: `link source_id relation target_id`, or ignore it."""
+
+    kind: Literal["causal", "similar"]
+    source_id: int
+    relation: str
+    target_id: int
+    reason: str
+
+
 class Written(View):
     """An entry as a write left it."""
 
@@ -126,6 +136,7 @@ class Written(View):
     entities: list[str] = []
     duplicate_of: int | None = None
     similar: list[int] = []
+    suggested_links: list[Suggestion] = []
 
     def text(self) -> str:
         out = f"{self.verb} {self.entry.text()}"
@@ -138,7 +149,12 @@ class Written(View):
         if self.similar:
             out += ("\nnearly the same as " + ", ".join(f"#{i}" for i in self.similar)
                     + ": reply to, link or supersede it rather than keep both")
-        return out + (f"\nnote: {self.note}" if self.note else "")
+        out += f"\nnote: {self.note}" if self.note else ""
+        if self.suggested_links:
+            out += ("\nPossible links (judge each: if it is true, call `link` with it; otherwise ignore it):"
+                    + "".join(f"\n- link {c.source_id} {c.relation} {c.target_id}: {c.reason}"
+                              for c in self.suggested_links))
+        return out
 
 
 class Hit(Ref):
@@ -276,8 +292,11 @@ def remember(s: Session, a: RememberArgs) -> Written:
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)
     s.changed(e.id, *a.supersedes_ids)
+    suggested = [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
+                            reason=c.reason) for c in e.candidates]
     return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
-                   note=e.note, entities=[m.name for m in e.entities], similar=e.similar)
+                   note=e.note, entities=[m.name for m in e.entities], similar=e.similar,
+                   suggested_links=suggested)
 
 
 class Item(TextParams):
@@ -402,7 +421,8 @@ class LinkArgs(Args):
     source_id: EntryId
     relation: Annotated[RelationType, Meta(description=(
         "supersedes: source replaces target (target retires); contradicts: they disagree, both stay; "
-        "refines: source details target; supports: source is evidence for target; relates_to: same subject."))]
+        "refines: source details target; supports: source is evidence for target; relates_to: same subject; "
+        "causes: source is a cause of target (confirm a causal link `remember` suggested)."))]
     target_id: EntryId
 
 
@@ -527,6 +547,9 @@ class RecallArgs(Args):
     cursor: Cursor = None
     as_of: AsOf = None
     known_at: KnownAt = None
+    graph: Annotated[bool, Meta(description=(
+        "Also follow the memory's associations from the top hits (causes for why-questions, neighbours in time "
+        "for when-questions, shared names for who/what). Slower; use when plain recall missed the context."))] = False
 
 
 #: The daemon ranks at most this many hits for one query; pages stop there.
@@ -548,7 +571,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
     want = min(RECALL_DEPTH, offset + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
-                 as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want)
+                 as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
     page = [_hit(h) for h in res.hits[offset:offset + a.limit]]
     header = len(a.query) + 80
     shown = _paged(page, header, a.max_chars)

@@ -90,6 +90,7 @@ CASES = {
     "entity_context": lambda ids, mine: {"name": "postgres"},
     "relate": lambda ids, mine: {"source": "Redis", "relation": "related_to", "target": "PostgreSQL"},
     "reinforce": lambda ids, mine: {"id": mine},
+    "associations": lambda ids, mine: {"id": ids["adr-queue"]},
 }
 #: Order matters for the ones that change `mine`: link before unlink, forget last.
 ORDER = ["update", "link", "unlink", "reply"]
@@ -298,3 +299,24 @@ def test_a_conversation_that_does_not_exist_is_refused_at_start(home, daemon):
                          cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 1
     assert out.stderr.strip().endswith("conversation 999 not found in tenant 'default'")
+
+
+def test_remember_hands_the_model_its_suggested_links(home, daemon):
+    async def body(session):
+        cause = await session.call_tool("remember", {
+            "type": "context", "title": "Team skills", "content": "The team lacks Redis experience in production"})
+        effect = await session.call_tool("remember", {
+            "type": "project", "title": "Storage choice",
+            "content": "We chose SQLite for the cache because the team lacks Redis experience"})
+        walked = await session.call_tool("recall", {"query": "why SQLite", "graph": True})
+        return cause, effect, walked
+
+    cause, effect, walked = run_session(home, body)
+    cause_id = cause.structured_content["entry"]["id"]
+    effect_id = effect.structured_content["entry"]["id"]
+    assert effect.structured_content["suggested_links"] == [{
+        "kind": "causal", "source_id": cause_id, "relation": "causes", "target_id": effect_id,
+        "reason": effect.structured_content["suggested_links"][0]["reason"],
+    }]
+    assert f"link {cause_id} causes {effect_id}" in text(effect) and "Possible links" in text(effect)
+    assert not walked.is_error and walked.structured_content["hits"][0]["id"] == effect_id

@@ -1,0 +1,54 @@
+"""MCP tools for the association graph: what Arbiter derived around an entry."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta
+
+from arbiter.mcp.tool import Args, EntryId, Session, View, tool
+from arbiter.model import AssociationKind
+
+
+class AssociationsArgs(Args):
+    id: EntryId
+    kind: Annotated[AssociationKind | None, Meta(description=(
+        "temporal: next to it in time or in its conversation; entity: mentions the same name; "
+        "similarity: says much the same. Omit for all."))] = None
+    limit: Annotated[int, Meta(ge=1, le=100, description="At most this many.")] = 30
+
+
+class AssociationView(View):
+    other_id: int
+    kind: AssociationKind
+    sub_type: str
+    weight: float
+    evidence: str
+
+    def text(self) -> str:
+        return f"#{self.other_id} {self.kind}/{self.sub_type} ({self.weight:.2f}): {self.evidence}"
+
+
+class AssociationsView(View):
+    id: int
+    associations: list[AssociationView]
+
+    def text(self) -> str:
+        if not self.associations:
+            return f"#{self.id} has no associations."
+        return "\n".join([f"Associations of #{self.id}:", *(a.text() for a in self.associations)])
+
+
+@tool(AssociationsArgs, AssociationsView)
+def associations(s: Session, a: AssociationsArgs) -> AssociationsView:
+    """What Arbiter itself connected to an entry: entries close in time, entries naming the same
+    things, entries saying much the same, each with the evidence.
+
+    These are derived, not asserted: nothing is retired by them. When one is a
+    real relation (a cause, a refinement, a replacement), say so with `link`.
+    """
+    found = s.call("associations", a.id, kind=a.kind, limit=a.limit)
+    return AssociationsView(id=found.id, associations=[
+        AssociationView(other_id=x.other_id, kind=x.kind, sub_type=x.sub_type, weight=x.weight, evidence=x.evidence)
+        for x in found.associations
+    ])
