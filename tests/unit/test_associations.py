@@ -9,6 +9,8 @@ from arbiter.associations import core
 from arbiter.model import RememberParams
 from arbiter.store import entries, open_database, tenants
 
+NOW = 1_800_000_000 * 1_000_000  # 2027: every valid_from below is in its past
+
 VOCABULARY = ("billing invoice payment retries backoff finance overdue ledger refund customer card "
               "gateway webhook timeout deploy rollback").split()
 texts = st.lists(st.sampled_from(VOCABULARY), min_size=4, max_size=12).map(" ".join)
@@ -32,15 +34,15 @@ def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
             # The same text in a second tenant: derivation must never pair across tenants.
             for t in (tenant, other):
                 eid = entries.remember(db, t, RememberParams(type="context", title=text[:20], content=text,
-                                                             valid_from=hour * 3600), now=10 + i)
-                associations.derive(db, t, eid, now=10 + i)
+                                                             valid_from=hour * 3600), now=NOW + i)
+                associations.derive(db, t, eid, now=NOW + i)
     incremental = stored(db)
     assert all(t in (tenant, other) for t, *_ in incremental)
     owner = dict(db.execute("SELECT id, tenant_id FROM entries"))
     assert all(owner[a] == owner[b] == t for t, a, b, _ in incremental)
     with db:
-        associations.rebuild(db, tenant, now=99)
-        associations.rebuild(db, other, now=99)
+        associations.rebuild(db, tenant, now=NOW + 99)
+        associations.rebuild(db, other, now=NOW + 99)
     assert stored(db) == incremental
 
 
