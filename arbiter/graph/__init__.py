@@ -53,12 +53,12 @@ def expand(
                 edges[rel.id] = rel
         frontier = next_frontier
     kept = [e for e in edges.values() if e.source_id in seen and e.target_id in seen]
-    derived, truncated = _associations(conn, tenant_id, start, nodes, seen, limit, as_of, truncated)
+    derived, truncated = _associations(conn, tenant_id, start, nodes, seen, limit, as_of, known_at, truncated)
     return Graph(nodes=list(nodes.values()), depth=seen, edges=sorted(kept, key=lambda r: r.id), truncated=truncated,
                  associations=derived)
 
 
-def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, truncated):
+def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, known_at, truncated):
     """Derived edges next to the asserted ones: the start's (its neighbours join at hop 1) and those among the nodes."""
     out: list[AssociationEdge] = []
     pairs: set[tuple[int, int, str]] = set()
@@ -71,7 +71,7 @@ def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, truncated):
                     truncated = True
                     continue
                 try:
-                    nodes[a.other_id] = entries.get(conn, tenant_id, a.other_id, as_of=as_of)
+                    nodes[a.other_id] = entries.get(conn, tenant_id, a.other_id, as_of=as_of, known_at=known_at)
                 except NotFound:
                     continue
                 seen[a.other_id] = 1
