@@ -111,6 +111,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "facts_fts"), ("table", "facts_fts_data"), ("table", "facts_fts_idx"),
         ("table", "facts_fts_content"), ("table", "facts_fts_docsize"), ("table", "facts_fts_config"),
         ("trigger", "facts_fts_activate"),
+    },
     "m010_associations": {
         ("table", "associations"),
         ("index", "associations_b"),
