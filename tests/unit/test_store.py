@@ -112,7 +112,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "facts_fts_content"), ("table", "facts_fts_docsize"), ("table", "facts_fts_config"),
         ("trigger", "facts_fts_activate"),
     },
-    "m011_associations": {
+    "m012_associations": {
         ("table", "associations"),
         ("index", "associations_b"),
         ("index", "entries_time"),
