@@ -26,7 +26,7 @@ def said(root, doc: bytes) -> tuple[str, str | None]:
     (ListParams, b'{"types":["user","bad"]}',
      "'bad' is not one of 'context', 'feedback', 'learning', 'project', 'reference', 'user'", "types[1]"),
     (LinkParams, b'{"source_id":1,"relation":"owns","target_id":2}',
-     "'owns' is not one of 'contradicts', 'refines', 'relates_to', 'supersedes', 'supports'", "relation"),
+     "'owns' is not one of 'causes', 'contradicts', 'refines', 'relates_to', 'supersedes', 'supports'", "relation"),
     (RememberParams, b'{"title":"t","content":"c"}', "required", "type"),
     (RememberParams, b'{"type":"user","title":"t","content":"c","titel":"x"}', "unknown field", "titel"),
     (ListParams, b'{"limit":5000}', "must be at most 1000", "limit"),
