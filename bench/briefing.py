@@ -13,7 +13,7 @@ LLM naming would have (so no LLM is needed), restarts it and times:
   Louvain again, names still cached).
 
     python -m bench.briefing
-    python -m bench.briefing --entries 20000 --runs 100 --home /tmp/briefing-bench
+    python -m bench.briefing --entries 20000 --runs 100 --home briefing-bench
 
 Numbers are milliseconds per `briefing` round trip through the socket, one
 request at a time.

@@ -21,7 +21,7 @@ list, confidence 0.6-1.0. Then it times, one request at a time:
   for a core.
 
     python -m bench.facts
-    python -m bench.facts --facts 20000 --runs 20 --home /tmp/facts-bench
+    python -m bench.facts --facts 20000 --runs 20 --home facts-bench
 
 The home keeps the seeded tenant (a marker file records the count), so a
 later run with the same `--home` only measures. Milliseconds.

@@ -1,6 +1,6 @@
 """Recall ablation on a LongMemEval home: each pipeline stage off (or an optional one on), one table.
 
-    python -m bench.longmemeval ingest --dataset ../shared/data/longmemeval_s_dev.json.gz --home lme-home
+    python -m bench.longmemeval ingest --dataset longmemeval_s_dev.json.gz --home lme-home
     python -m bench.recall_ablation --home lme-home
 
 Reads the harness's state file (questions, conversations, ground truth) and

@@ -6,8 +6,8 @@ full benchmark's ~500 questions would), then times recall round trips for
 every question: `graduated` (the question's conversation plus tenant fill),
 `bm25` (tenant-wide) and any extra configurations given with `--disable`.
 
-    python -m bench.recall_speed --dataset ../shared/data/longmemeval_s_dev.json.gz --copies 5 --home /tmp/speed-home
-    python -m bench.recall_speed --home /tmp/speed-home --compact --disable tenant_fill
+    python -m bench.recall_speed --dataset longmemeval_s_dev.json.gz --copies 5 --home speed-home
+    python -m bench.recall_speed --home speed-home --compact --disable tenant_fill
 
 The home keeps the ingested tenant (a state file records the conversations),
 so later runs only query. Numbers are milliseconds per round trip, measured

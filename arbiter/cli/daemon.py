@@ -47,7 +47,7 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_mod
 
     \b
     Example:
-      arbiter --home /tmp/mem serve
+      arbiter --home ~/scratch-memory serve
     """
     from arbiter import server
 
