@@ -12,14 +12,16 @@ the same `ArbiterError` subclass the daemon raised.
 from __future__ import annotations
 
 import itertools
+import select
 import socket
+import time
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
-from arbiter import paths
-from arbiter.errors import BY_CODE, ArbiterError, Unavailable
+from arbiter import _code, paths
+from arbiter.errors import BY_CODE, ArbiterError, DaemonOutdated, Unavailable
 from arbiter.associations.model import Associations, AssociationsRebuilt
 from arbiter.model import (
     Conversation,
@@ -69,6 +71,15 @@ _response_decoder = msgspec.json.Decoder(Response)
 _encoder = msgspec.json.Encoder()
 
 
+def _dropped(sock: socket.socket) -> bool:
+    """True if the daemon closed this idle connection (idle timeout, restart): readable with no data."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except OSError:
+        return True
+
+
 def _drop_none(params: dict) -> dict:
     return {k: v for k, v in params.items() if v is not None}
 
@@ -76,10 +87,15 @@ def _drop_none(params: dict) -> dict:
 class Client:
     """A synchronous connection to the daemon. Not thread-safe: one per thread."""
 
-    def __init__(self, socket_path: str | Path, token: str | None = None, *, timeout: float | None = 60.0):
+    def __init__(
+        self, socket_path: str | Path, token: str | None = None, *, timeout: float | None = 60.0,
+        check_code: bool = True,
+    ):
         self.socket_path = Path(socket_path)
         self.token = token
         self.timeout = timeout
+        #: Compare the daemon's version and code fingerprint with ours on connect.
+        self.check_code = check_code
         self._sock: socket.socket | None = None
         self._file = None
         self._ids = itertools.count(1)
@@ -96,19 +112,51 @@ class Client:
     # ---- plumbing -------------------------------------------------------------
 
     def connect(self) -> "Client":
+        """Connect (again, if the daemon closed an idle connection) and check that it runs our code."""
+        if self._sock is not None and _dropped(self._sock):
+            self.close()
         if self._sock is None:
+            self._sock = self._open()
+            self._file = self._sock.makefile("rb")
+            if self.check_code:
+                self._check_code()
+        return self
+
+    def _open(self) -> socket.socket:
+        # A full listen queue makes a non-blocking connect fail with EAGAIN at
+        # once: the daemon is alive but behind on accepting. Retry until the timeout.
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        pause = 0.002
+        while True:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(self.timeout)
             try:
                 sock.connect(str(self.socket_path))
+                return sock
             except (FileNotFoundError, ConnectionRefusedError):
                 sock.close()
                 raise Unavailable(
                     f"no arbiter daemon on {self.socket_path} (start one with `arbiter serve`)"
                 ) from None
-            self._sock = sock
-            self._file = sock.makefile("rb")
-        return self
+            except BlockingIOError:
+                sock.close()
+                if deadline is not None and time.monotonic() + pause > deadline:
+                    raise Unavailable(
+                        f"the daemon on {self.socket_path} accepted no connection within {self.timeout:g}s "
+                        "(its listen queue is full)"
+                    ) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+
+    def _check_code(self) -> None:
+        pong = self.call("ping", {}, Pong)
+        ours = _code.current()
+        if (pong.version, pong.code) != ours:
+            self.close()
+            raise DaemonOutdated(
+                f"the daemon on {self.socket_path} runs arbiter {_code.describe(pong.version, pong.code)}, "
+                f"this client {_code.describe(*ours)}: restart the daemon (arbiter stop; arbiter serve)"
+            )
 
     def close(self) -> None:
         if self._sock is not None:

@@ -92,6 +92,20 @@ class Unavailable(ArbiterError):
     name = "unavailable"
 
 
+class StorageFull(ArbiterError):
+    """The disk holding the database is full: the write changed nothing; reads still work."""
+
+    code = -32006
+    name = "storage_full"
+
+
+class DaemonOutdated(ArbiterError):
+    """The daemon runs other code than the client (an upgrade since it started): restart it."""
+
+    code = -32007
+    name = "daemon_outdated"
+
+
 BY_CODE: dict[int, type[ArbiterError]] = {
     cls.code: cls
     for cls in (
@@ -105,5 +119,7 @@ BY_CODE: dict[int, type[ArbiterError]] = {
         Unauthorized,
         SchemaTooNew,
         Unavailable,
+        StorageFull,
+        DaemonOutdated,
     )
 }

@@ -541,6 +541,8 @@ class TenantList(Struct, kw_only=True):
 
 class Pong(Struct, kw_only=True):
     version: str
+    #: Fingerprint of the code the daemon runs (`arbiter._code`); "" from daemons older than the field.
+    code: str = ""
 
 
 class Status(Struct, kw_only=True):

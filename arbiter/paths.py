@@ -26,9 +26,9 @@ def socket_path(home: Path) -> Path:
     return home / "arbiter.sock"
 
 
-def lock_path(socket: Path) -> Path:
-    """The file a serving daemon holds an exclusive flock on (beside its socket)."""
-    return socket.with_name(socket.name + ".lock")
+def lock_path(path: Path) -> Path:
+    """The file a serving daemon holds an exclusive flock on, beside its socket and its database."""
+    return path.with_name(path.name + ".lock")
 
 
 def token_path(home: Path, tenant: str) -> Path:

@@ -12,7 +12,7 @@ import time
 
 import msgspec
 
-from arbiter import __version__, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
+from arbiter import __version__, _code, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
 from arbiter.entities import backlog as entity_backlog, clusters as entity_clusters
 from arbiter.model import (
@@ -278,8 +278,8 @@ def status(ctx: Context, p: Empty):
 
 
 def ping(ctx: Context, p: Empty):
-    """Liveness check; needs no token."""
-    return Pong(version=__version__)
+    """Liveness check and the code the daemon runs; needs no token."""
+    return Pong(version=__version__, code=_code.fingerprint())
 
 
 def tenant_create(ctx: Context, p: TenantCreateParams):

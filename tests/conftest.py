@@ -44,8 +44,9 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition", interval
 class DaemonProcess:
     """`arbiter serve` as a subprocess on a temporary home."""
 
-    def __init__(self, home: Path, extra_env: dict | None = None, args: tuple = ()):
+    def __init__(self, home: Path, extra_env: dict | None = None, args: tuple = (), cwd: Path | None = None):
         self.home = home
+        self.cwd = cwd  # `python -m` imports from the working directory first
         self.socket = paths.socket_path(home)
         self.db = paths.db_path(home)
         self.extra_env = extra_env or {}
@@ -57,6 +58,7 @@ class DaemonProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "arbiter", "serve", *self.args],
             env=env,
+            cwd=self.cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -67,7 +69,7 @@ class DaemonProcess:
         if self.proc.poll() is not None:
             raise AssertionError(f"daemon exited early: {self.proc.stderr.read().decode()}")
         try:
-            with Client(self.socket, None, timeout=1) as c:
+            with Client(self.socket, None, timeout=1, check_code=False) as c:  # liveness only
                 c.ping()
             return True
         except Unavailable:

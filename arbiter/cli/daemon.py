@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import click
 
 from arbiter import paths
+from arbiter._lock import lock_owner
 from arbiter.cli._common import (
     Settings, handle_errors, main,
 )
+from arbiter.errors import Unavailable
 
 
 @main.command()
@@ -84,6 +88,43 @@ def _loopback(ctx, param, value):
     if host not in ("127.0.0.1", "localhost", "::1"):
         raise click.BadParameter(f"{host!r} is not a loopback address: serve on 127.0.0.1 (or ::1)")
     return host, int(port)
+
+
+@main.command()
+@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--timeout", type=click.FloatRange(0), default=30, show_default=True,
+              help="Seconds to wait for the daemon to finish its requests and exit.")
+@click.pass_obj
+@handle_errors
+def stop(settings: Settings, home, timeout):
+    """Stop the daemon serving this home's socket; return once it has let go of the database.
+
+    Sends SIGTERM to the pid in SOCKET.lock: the daemon answers what it has
+    accepted, closes the database and removes its socket. Run it after an
+    upgrade, since a running daemon keeps running the old code.
+
+    \b
+    Example:
+      arbiter stop && arbiter serve
+    """
+    home = home or settings.home
+    socket = settings.socket if settings.socket != paths.socket_path(settings.home) else paths.socket_path(home)
+    lock = paths.lock_path(socket)
+    owner = lock_owner(lock)
+    if owner is None:
+        click.echo(f"no arbiter daemon on {socket}")
+        return
+    pid = owner.split()[0] if owner.split() else ""
+    if not pid.isdigit():
+        raise Unavailable(f"the daemon on {socket} is older than `arbiter stop` (no pid in {lock}): "
+                          "stop it with the tool that started it, or kill its process")
+    os.kill(int(pid), signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while lock_owner(lock) is not None:
+        if time.monotonic() > deadline:
+            raise Unavailable(f"the daemon (pid {pid}) on {socket} did not exit within {timeout:g}s")
+        time.sleep(0.02)
+    click.echo(f"stopped the arbiter daemon (pid {pid}) on {socket}")
 
 
 @main.command()

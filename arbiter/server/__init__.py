@@ -14,9 +14,9 @@ answering; once an interval (hourly) the writer runs maintenance at a quiet spel
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import collections
-import fcntl
 import os
 import signal
 import sys
@@ -28,8 +28,8 @@ from pathlib import Path
 import apsw
 import msgspec
 
-from arbiter import paths
-import asyncio
+from arbiter import _code, paths
+from arbiter._lock import take_lock
 from arbiter._time import now_us
 from arbiter.errors import (
     ArbiterError,
@@ -147,7 +147,7 @@ class Daemon:
         self._requests = 0  # requests started, to tell a quiet spell from a busy one
         self._wrote = asyncio.Event()  # a write since the index was last fully merged
         self._wrote.set()  # a database opened after a bulk load may need merging
-        self._lock_fd: int | None = None
+        self._lock_fds: list[int] = []
         self.maintenance_interval_s = maintenance_interval_s
         self.min_salience = min_salience
         self._accesses: collections.deque = collections.deque(maxlen=ACCESS_QUEUE_MAX)
@@ -155,20 +155,32 @@ class Daemon:
 
     # ---- start-up -----------------------------------------------------------
 
-    def _claim_socket(self) -> None:
-        """Refuse if a live daemon holds the socket; replace a stale socket file."""
-        folder = self.socket_path.parent
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(paths.lock_path(self.socket_path), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise Unavailable(f"another arbiter daemon is already serving on {self.socket_path}") from None
-        self._lock_fd = fd
+    def _claim(self) -> None:
+        """Lock the database, then the socket: one daemon per database file and one per socket.
+
+        The database lock is what keeps two writers off one file (`serve
+        --socket other.sock` on a served home is refused); the socket lock keeps
+        a daemon of another database from replacing a live socket. Each lock file
+        holds the owner's pid, for `arbiter stop` and for the refusal message.
+        """
+        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        held = take_lock(paths.lock_path(self.db_path), f"{os.getpid()}\n{self.socket_path}\n", self._lock_fds)
+        if held is not None:
+            pid, _, where = held.partition("\n")
+            raise Unavailable(f"another arbiter daemon (pid {pid or '?'}) is already serving {self.db_path}"
+                              + (f" on {where.strip()}" if where.strip() else ""))
+        if take_lock(paths.lock_path(self.socket_path), f"{os.getpid()}\n", self._lock_fds) is not None:
+            self._release_locks()
+            raise Unavailable(f"another arbiter daemon is already serving on {self.socket_path}")
         # We hold the lock, so any socket file left here belongs to a dead daemon.
         if self.socket_path.exists() or self.socket_path.is_symlink():
             self.socket_path.unlink()
+
+    def _release_locks(self) -> None:
+        for fd in self._lock_fds:
+            os.close(fd)
+        self._lock_fds = []
 
     def _first_run(self, conn: apsw.Connection) -> None:
         """A new database gets a `default` tenant and an admin token, written to 0600 files."""
@@ -204,7 +216,8 @@ class Daemon:
 
     async def serve(self, ready: asyncio.Event | None = None) -> None:
         """Run until SIGTERM/SIGINT, then drain in-flight requests and clean up."""
-        self._claim_socket()
+        self._claim()
+        _code.fingerprint()  # hash the sources now: later they may be another version's
         self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="arbiter-writer")
         self._reader_pool = ThreadPoolExecutor(self._readers, thread_name_prefix="arbiter-reader")
         loop = asyncio.get_running_loop()
@@ -300,8 +313,7 @@ class Daemon:
             self.socket_path.unlink()
         except FileNotFoundError:
             pass
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
+        self._release_locks()
         self.log("arbiter: stopped")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

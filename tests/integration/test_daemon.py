@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import signal
 import stat
 import subprocess
@@ -173,3 +174,63 @@ def test_an_idle_daemon_merges_the_index_and_keeps_serving_writes(daemon, client
     later = client.remember(type="user", title="after compaction", content="word0 shared")
     assert client.get(later.id).title == "after compaction"
     assert {h.id for h in client.recall("word3", limit=50).hits} >= set(ids[60:80])
+
+
+def arbiter(home, *args, env_extra=None, cwd=None, timeout=30) -> subprocess.CompletedProcess:
+    env = isolated_env(home, **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "arbiter", *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_a_second_daemon_on_the_same_database_refuses_whatever_its_socket(daemon, client):
+    e = client.remember(type="user", title="only one writer", content="c")
+    second = arbiter(daemon.home, "serve", "--socket", str(daemon.home / "other.sock"))
+    assert second.returncode == 1
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and "already serving" in lines[0] and str(daemon.db) in lines[0]
+    assert str(daemon.proc.pid) in lines[0] and str(daemon.socket) in lines[0]  # who holds it, and where
+    assert not (daemon.home / "other.sock").exists()
+    assert client.get(e.id).title == "only one writer"
+
+
+def test_stop_ends_the_daemon_and_waits_for_it(daemon, client):
+    client.remember(type="user", title="kept", content="c")
+    stopped = arbiter(daemon.home, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert str(daemon.proc.pid) in stopped.stdout
+    assert not daemon.socket.exists()  # stop returned once the daemon had let go of socket and database
+    assert daemon.proc.wait(10) == 0
+    again = arbiter(daemon.home, "stop")
+    assert again.returncode == 0 and "no arbiter daemon" in again.stdout
+    assert integrity(daemon.db) == "ok"
+
+
+def test_a_daemon_running_old_code_is_named_and_restarted(home, tmp_path):
+    """`pip install -e .` over a running daemon: the client says to restart it, and stop + serve does."""
+    import shutil
+    from pathlib import Path
+
+    import arbiter as package
+
+    install = tmp_path / "site"
+    shutil.copytree(Path(package.__file__).parent, install / "arbiter", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PYTHONPATH": str(install)}
+    old = functools.partial(arbiter, env_extra=env, cwd=tmp_path)  # the installed copy's code, not ours
+    d = DaemonProcess(home, extra_env=env, cwd=tmp_path).start()
+    try:
+        assert old(home, "status").returncode == 0
+        with open(install / "arbiter" / "_time.py", "a") as f:  # the upgrade lands on disk
+            f.write("\n# a newer release\n")
+        stale = old(home, "status")
+        assert stale.returncode == 1
+        assert "restart the daemon (arbiter stop; arbiter serve)" in stale.stderr
+        assert "Traceback" not in stale.stderr and len(stale.stderr.strip().splitlines()) == 1
+        assert old(home, "stop").returncode == 0
+        assert d.proc.wait(10) == 0
+    finally:
+        d.stop()
+    restarted = DaemonProcess(home, extra_env=env, cwd=tmp_path).start()
+    try:
+        assert old(home, "status").returncode == 0
+    finally:
+        restarted.stop()
