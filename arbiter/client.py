@@ -119,7 +119,11 @@ class Client:
             self._sock = self._open()
             self._file = self._sock.makefile("rb")
             if self.check_code:
-                self._check_code()
+                try:
+                    self._check_code()
+                except BaseException:  # refused, outdated, lost: `with` never reaches __exit__
+                    self.close()
+                    raise
         return self
 
     def _open(self) -> socket.socket:
@@ -152,7 +156,6 @@ class Client:
         pong = self.call("ping", {}, Pong)
         ours = _code.current()
         if (pong.version, pong.code) != ours:
-            self.close()
             raise DaemonOutdated(
                 f"the daemon on {self.socket_path} runs arbiter {_code.describe(pong.version, pong.code)}, "
                 f"this client {_code.describe(*ours)}: restart the daemon (arbiter stop; arbiter serve)"
@@ -178,15 +181,19 @@ class Client:
         request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or {}}
         if self.token is not None:
             request["token"] = self.token
+        lost: OSError | None = None
         try:
             self._sock.sendall(_encoder.encode(request) + b"\n")
+        except OSError as e:
+            lost = e  # the daemon may have closed after saying why (too many connections): read it
+        try:
             line = self._file.readline()
         except OSError as e:
-            self.close()
-            raise Unavailable(f"lost the daemon on {self.socket_path}: {e}") from None
+            line, lost = b"", lost or e
         if not line:
             self.close()
-            raise Unavailable(f"the daemon on {self.socket_path} closed the connection")
+            raise Unavailable(f"lost the daemon on {self.socket_path}: {lost}" if lost else
+                              f"the daemon on {self.socket_path} closed the connection")
         response = _response_decoder.decode(line)
         if response.error is not None:
             err = response.error

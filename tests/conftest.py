@@ -52,6 +52,7 @@ class DaemonProcess:
         self.extra_env = extra_env or {}
         self.args = args
         self.proc: subprocess.Popen | None = None
+        self.log = ""  # the daemon's stderr, once stopped
 
     def start(self) -> "DaemonProcess":
         env = isolated_env(self.home, **self.extra_env)
@@ -91,7 +92,9 @@ class DaemonProcess:
             self.proc.send_signal(sig)
             self.proc.wait(timeout)
         code = self.proc.returncode if self.proc else 0
-        if self.proc:
+        if self.proc and not self.proc.stderr.closed:
+            if self.proc.returncode is not None:
+                self.log = self.proc.stderr.read().decode(errors="replace")
             self.proc.stdout.close()
             self.proc.stderr.close()
         return code

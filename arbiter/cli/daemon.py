@@ -28,6 +28,12 @@ from arbiter.errors import Unavailable
                    "transactions before an OS crash or power cut may roll back (never corrupt).")
 @click.option("--max-frame", type=click.IntRange(1024), default=4 * 1024 * 1024, show_default=True,
               help="Largest request line in bytes.")
+@click.option("--max-connections", type=click.IntRange(1), default=256, show_default=True,
+              help="Connections served at once; one more is told so and closed (also kept under the fd limit).")
+@click.option("--max-buffered", type=click.IntRange(1024), default=16 * 1024 * 1024, show_default=True,
+              help="Bytes of unfinished requests held across all connections; a frame past it is refused.")
+@click.option("--idle-timeout", type=click.FloatRange(0.1), default=600.0, show_default=True,
+              help="Seconds after which a connection with nothing in flight and nothing sent is closed.")
 @click.option("--fast-model", default="claude-haiku-4-5", show_default=True, envvar="ARBITER_FAST_MODEL",
               help="LLM for expand, rerank, auto-tag and topic names (needs ANTHROPIC_API_KEY).")
 @click.option("--strong-model", default="claude-sonnet-4-6", show_default=True, envvar="ARBITER_STRONG_MODEL",
@@ -42,8 +48,8 @@ from arbiter.errors import Unavailable
               envvar="ARBITER_ACCESS_RETENTION_DAYS", help="Days the access log keeps its rows (counts are kept).")
 @click.pass_obj
 @handle_errors
-def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_model, strong_model,
-          maintenance_interval, min_salience, access_retention_days):
+def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_connections, max_buffered, idle_timeout,
+          fast_model, strong_model, maintenance_interval, min_salience, access_retention_days):
     """Run the daemon in the foreground until SIGTERM or Ctrl-C.
 
     A first start creates the database, a `default` tenant (token in
@@ -71,6 +77,9 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, fast_mod
         socket_path=socket or paths.socket_path(home),
         synchronous=synchronous,
         max_frame=max_frame,
+        max_connections=max_connections,
+        max_buffered=max_buffered,
+        idle_timeout=idle_timeout,
         services=services,
         maintenance_interval_s=maintenance_interval,
         min_salience=min_salience,

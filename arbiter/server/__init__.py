@@ -18,8 +18,8 @@ import asyncio
 import codecs
 import collections
 import os
+import resource
 import signal
-import sys
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +30,7 @@ import msgspec
 
 from arbiter import _code, paths
 from arbiter._lock import take_lock
+from arbiter.server._log import RateLimitedLog
 from arbiter._time import now_us
 from arbiter.errors import (
     ArbiterError,
@@ -37,6 +38,7 @@ from arbiter.errors import (
     InvalidRequest,
     MethodNotFound,
     ParseError,
+    StorageFull,
     Unauthorized,
     Unavailable,
 )
@@ -48,10 +50,13 @@ from arbiter.validation import describe
 from arbiter.entities import backlog as entity_backlog
 from arbiter.salience import record_accesses
 from arbiter.store import connect, open_database, tenants
+from arbiter.store.db import BUSY_TIMEOUT_MS
 from arbiter.verbs import VERBS, Context, Verb
 
 MAX_FRAME = 4 * 1024 * 1024
-_CHUNK = 256 * 1024
+# Read size, and the StreamReader limit (it stops reading a connection at twice
+# this): what a connection can hold beyond the budgeted frame buffer.
+_CHUNK = 64 * 1024
 _UTF8_SLICE = 64 * 1024
 # Quiet time before idle compaction starts: longer than the gap between a
 # client's back-to-back requests, short enough that a bulk load is merged
@@ -59,6 +64,9 @@ _UTF8_SLICE = 64 * 1024
 IDLE_S = 0.25
 # Entries whose associations one idle step derives (~2 ms each): a write waits one step at most.
 _ASSOCIATION_STEP = 50
+# After a checkpoint failed for a full disk, wait this long before the next try.
+CHECKPOINT_RETRY_S = 1.0
+STORAGE_FULL_LOG = "arbiter: the disk holding the database is full: writes fail until space is freed"
 # Page cache per reader connection (KiB): SQLite's default is 2 MiB each; the
 # readers' working set (entry rows, FTS doclists) is small and the OS caches the file.
 _READER_CACHE_KIB = 1024
@@ -67,6 +75,16 @@ ACCESS_QUEUE_MAX = 100_000
 # The writer logs queued accesses once this many wait, or this long after the first.
 ACCESS_BATCH = 512
 ACCESS_FLUSH_S = 1.0
+
+# Connections served at once (also capped below the file descriptor limit,
+# less FD_RESERVE for the database files, reader connections and pipes).
+MAX_CONNECTIONS = 256
+FD_RESERVE = 64
+# Bytes of unfinished frames held across all connections: 16 clients each
+# holding most of a 4 MiB frame must not cost 64 MB.
+MAX_BUFFERED = 16 * 1024 * 1024
+# A connection with nothing in flight and nothing received for this long is closed.
+IDLE_TIMEOUT_S = 600.0
 
 # A batch is answered request by request: this bounds the answer a frame can
 # ask for (a 4 MiB frame of `{}` would otherwise be a 100 MB reply).
@@ -98,6 +116,30 @@ def _check_utf8(frame: bytes) -> None:
         raise ParseError(f"frame is not valid UTF-8 (near byte {start + e.start})") from None
 
 
+class _Connection:
+    """What the daemon tracks of one client connection: for the buffer budget and the idle sweep."""
+
+    __slots__ = ("writer", "last_active", "busy", "buffered")
+
+    def __init__(self, writer: asyncio.StreamWriter, now: float):
+        self.writer = writer
+        self.last_active = now
+        self.busy = False
+        self.buffered = 0
+
+
+def _raise_fd_limit() -> int:
+    """Raise the soft limit on open files to the hard one; return the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # an unlimited hard limit is above what the kernel allows
+            pass
+    return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
 def _error_frame(req_id, err: ArbiterError) -> bytes:
     body = {"code": err.code, "message": err.message}
     data = err.data()
@@ -120,6 +162,9 @@ class Daemon:
         db_path: Path,
         socket_path: Path,
         max_frame: int = MAX_FRAME,
+        max_connections: int = MAX_CONNECTIONS,
+        max_buffered: int = MAX_BUFFERED,
+        idle_timeout: float = IDLE_TIMEOUT_S,
         readers: int | None = None,
         synchronous: str = "FULL",
         services: dict | None = None,
@@ -131,9 +176,13 @@ class Daemon:
         self.db_path = db_path
         self.socket_path = socket_path
         self.max_frame = max_frame
+        self.max_connections = max_connections
+        # Room for at least one frame of the largest size, whatever was asked.
+        self.max_buffered = max(max_buffered, max_frame)
+        self.idle_timeout = idle_timeout
         self.synchronous = synchronous
         self.services = services or {}
-        self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self.log = RateLimitedLog(log)
         # Each reader holds a connection (schema, page cache) and a thread: more
         # readers than cores add memory without adding throughput.
         self._readers = readers or min(4, os.cpu_count() or 1)
@@ -152,6 +201,8 @@ class Daemon:
         self.min_salience = min_salience
         self._accesses: collections.deque = collections.deque(maxlen=ACCESS_QUEUE_MAX)
         self._access_timer: asyncio.TimerHandle | None = None
+        self._connections: dict[asyncio.Task, _Connection] = {}
+        self._buffered = 0  # bytes of unfinished frames held across all connections
 
     # ---- start-up -----------------------------------------------------------
 
@@ -218,9 +269,17 @@ class Daemon:
         """Run until SIGTERM/SIGINT, then drain in-flight requests and clean up."""
         self._claim()
         _code.fingerprint()  # hash the sources now: later they may be another version's
+        fd_limit = _raise_fd_limit()
+        if fd_limit - FD_RESERVE < self.max_connections:
+            self.max_connections = max(1, fd_limit - FD_RESERVE)
+            self.log(f"arbiter: serving at most {self.max_connections} connections "
+                     f"(file descriptor limit {fd_limit})")
         self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="arbiter-writer")
         self._reader_pool = ThreadPoolExecutor(self._readers, thread_name_prefix="arbiter-reader")
         loop = asyncio.get_running_loop()
+        # asyncio reports accept() failures (no file descriptors left) here: one line, rate-limited.
+        loop.set_exception_handler(lambda _, ctx: self.log(
+            f"arbiter: {ctx.get('message')}: {ctx.get('exception')!r}", key=str(ctx.get("message"))))
         try:
             self._writer = await loop.run_in_executor(
                 self._writer_pool, lambda: open_database(self.db_path, synchronous=self.synchronous)
@@ -237,18 +296,17 @@ class Daemon:
             self.log(f"arbiter: serving {self.db_path} on {self.socket_path}")
             if ready is not None:
                 ready.set()
-            self._handlers: set[asyncio.Task] = set()
-            compactor = asyncio.create_task(self._compact_when_idle())
-            maintainer = asyncio.create_task(self._maintain_when_idle())
+            chores = [asyncio.create_task(self._compact_when_idle()), asyncio.create_task(self._maintain_when_idle()),
+                      asyncio.create_task(self._close_idle())]
             await stop.wait()
             server.close()
-            compactor.cancel()
-            maintainer.cancel()
-            await asyncio.gather(compactor, maintainer, return_exceptions=True)
+            for chore in chores:
+                chore.cancel()
+            await asyncio.gather(*chores, return_exceptions=True)
             await self._idle.wait()  # finish what was accepted before the signal
-            for task in list(self._handlers):
+            for task in list(self._connections):
                 task.cancel()
-            await asyncio.gather(*self._handlers, return_exceptions=True)
+            await asyncio.gather(*self._connections, return_exceptions=True)
         finally:
             await self._close(loop)
 
@@ -276,12 +334,35 @@ class Daemon:
                     break
                 try:
                     more = await loop.run_in_executor(self._writer_pool, self._compact_step)
+                except apsw.FullError:
+                    more = False  # the checkpoint below retries until there is room
                 except apsw.Error:
                     self.log("arbiter: index compaction failed; retrying after the next write\n"
-                             + traceback.format_exc())
+                             + traceback.format_exc(), key="compaction failed")
                     break
                 if not more:
+                    if not self._busy and not await loop.run_in_executor(self._writer_pool, self._checkpoint):
+                        await asyncio.sleep(CHECKPOINT_RETRY_S)
+                        self._wrote.set()
                     break
+
+    def _checkpoint(self) -> bool:
+        """Copy the WAL into the database and truncate it to zero bytes; False if it has to wait.
+
+        Run when idle, so the WAL's disk space is given back between bursts of
+        writes: after a full disk, writes resume as soon as the space freed holds
+        the pages still in the WAL. A reader in the middle of a request makes it
+        wait, briefly (the next quiet spell tries again).
+        """
+        self._writer.set_busy_timeout(50)
+        try:
+            busy, _, _ = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return not busy
+        except apsw.FullError:
+            self.log(STORAGE_FULL_LOG, key="storage_full")
+            return False
+        finally:
+            self._writer.set_busy_timeout(BUSY_TIMEOUT_MS)
 
     def _compact_step(self) -> bool:
         """One step of idle upkeep: bulk writes' entity extraction first (what it links, recall reads), then
@@ -294,65 +375,107 @@ class Daemon:
             return associations.catch_up(self._writer, now=now_us(), limit=_ASSOCIATION_STEP) > 0 or more
 
     async def _close(self, loop) -> None:
-        if hasattr(self, "_writer"):
-            if self._access_timer is not None:
-                self._access_timer.cancel()
-
-            def close_writer():
-                self._flush_accesses()  # what reads queued since the last flush
-                try:
-                    self._writer.pragma("optimize")
-                finally:
-                    self._writer.close()
-            await loop.run_in_executor(self._writer_pool, close_writer)
-        self._writer_pool.shutdown(wait=True)
-        self._reader_pool.shutdown(wait=True)
-        for conn in self._reader_conns:
-            conn.close()
+        if hasattr(self, "_writer") and self._access_timer is not None:
+            self._access_timer.cancel()
         try:
-            self.socket_path.unlink()
-        except FileNotFoundError:
-            pass
-        self._release_locks()
+            if hasattr(self, "_writer"):
+                await loop.run_in_executor(self._writer_pool, self._close_writer)
+            self._writer_pool.shutdown(wait=True)
+            self._reader_pool.shutdown(wait=True)
+            for conn in self._reader_conns:
+                conn.close()
+        finally:
+            try:
+                self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+            self._release_locks()
         self.log("arbiter: stopped")
 
+    def _close_writer(self) -> None:
+        self._flush_accesses()  # what reads queued since the last flush
+        try:
+            self._writer.pragma("optimize")  # writes statistics: it fails on a full disk, which is no reason to stay up
+        except apsw.Error as e:
+            self.log(f"arbiter: skipped PRAGMA optimize at close: {e}")
+        self._writer.close()
+
+    async def _close_idle(self) -> None:
+        """Close connections with nothing in flight and nothing received for `idle_timeout` seconds."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(self.idle_timeout / 4, 60.0))
+            now = loop.time()
+            for conn in list(self._connections.values()):
+                if not conn.busy and now - conn.last_active > self.idle_timeout:
+                    conn.writer.close()  # the handler reads EOF and cleans up
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._handlers.add(asyncio.current_task())
+        loop = asyncio.get_running_loop()
+        if len(self._connections) >= self.max_connections:
+            self.log(f"arbiter: refused a connection: {self.max_connections} are open", key="connection cap")
+            writer.write(_error_frame(None, Unavailable(
+                f"too many connections: the daemon serves {self.max_connections} at once "
+                "(serve --max-connections); retry later")))
+            try:
+                await writer.drain()
+            except ConnectionError:
+                pass
+            writer.close()
+            return
+        conn = self._connections[asyncio.current_task()] = _Connection(writer, loop.time())
         buf = bytearray()
-        discarding = False  # inside a frame that went over the limit: drop bytes until its newline
+        discarding = False  # inside a refused frame (too large, or over the budget): drop bytes until its newline
         try:
             while True:
                 chunk = await reader.read(_CHUNK)
                 if not chunk:
                     break
+                conn.last_active = loop.time()
+                if discarding:  # the tail of a frame already answered: drop it, never hold it
+                    nl = chunk.find(b"\n")
+                    if nl < 0:
+                        continue
+                    chunk = chunk[nl + 1:]
+                    discarding = False
                 buf += chunk
                 start = 0
                 while (nl := buf.find(b"\n", start)) >= 0:
                     with memoryview(buf) as view:  # one copy of the frame, not two
                         frame = view[start:nl].tobytes()
                     start = nl + 1
-                    if discarding:  # the tail of a frame already answered as too large
-                        discarding = False
-                        continue
                     if len(frame) > self.max_frame:  # it arrived whole, within one read
                         reply = _error_frame(None, self._too_large())
                     elif frame.strip():
+                        conn.busy = True
                         reply = await self._dispatch_frame(frame)
+                        conn.busy = False
+                        conn.last_active = loop.time()
                     else:
                         continue
                     writer.write(reply)
                     await writer.drain()
                 del buf[:start]
+                refusal = None
                 if len(buf) > self.max_frame:
-                    if not discarding:
-                        writer.write(_error_frame(None, self._too_large()))
-                        await writer.drain()
+                    refusal = self._too_large()
+                elif self._buffered - conn.buffered + len(buf) > self.max_buffered:
+                    refusal = Unavailable(
+                        f"the daemon holds {self.max_buffered >> 20} MiB of unfinished requests, its limit "
+                        "(serve --max-buffered): this one was dropped; retry")
+                    self.log("arbiter: dropped a frame: the buffer budget is spent", key="buffer budget")
+                if refusal is not None:
+                    writer.write(_error_frame(None, refusal))
+                    await writer.drain()
                     discarding = True
                     buf.clear()
+                self._buffered += len(buf) - conn.buffered
+                conn.buffered = len(buf)
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
-            self._handlers.discard(asyncio.current_task())
+            self._buffered -= conn.buffered
+            del self._connections[asyncio.current_task()]
             writer.close()
 
     def _too_large(self) -> InvalidRequest:
@@ -413,8 +536,16 @@ class Daemon:
             return _result_frame(req_id, result)
         except ArbiterError as err:
             return _error_frame(req_id, err)
-        except Exception as exc:  # a bug: answer, log it, keep serving
-            self.log("arbiter: internal error\n" + traceback.format_exc())
+        except apsw.FullError:
+            self.log(STORAGE_FULL_LOG, key="storage_full")
+            self._wrote.set()  # the idle checkpoint gives the WAL's space back once the disk has room
+            return _error_frame(req_id, StorageFull(
+                "the disk holding the database is full: nothing was written; free some space and retry "
+                "(reads still work)"))
+        except Exception as exc:  # a bug: answer, log it (a few times a second at most), keep serving
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            self.log("arbiter: internal error\n" + traceback.format_exc(),
+                     key=f"{type(exc).__name__} at {where.filename}:{where.lineno}")
             return _error_frame(req_id, ArbiterError(f"internal error: {type(exc).__name__}"))
         finally:
             self._busy -= 1
@@ -468,9 +599,12 @@ class Daemon:
             return result, ctx.after
 
         def write_after(after):
-            with self._writer:
-                for later in after:
-                    later(self._writer)
+            try:
+                with self._writer:
+                    for later in after:
+                        later(self._writer)
+            except apsw.FullError:  # only caches: the answer stands without them
+                self.log(STORAGE_FULL_LOG, key="storage_full")
 
         if verb.stepped:
             return await self._run_steps(verb, params, tenant)
@@ -515,8 +649,11 @@ class Daemon:
             try:
                 with self._writer:
                     record_accesses(self._writer, batch)
+            except apsw.FullError:
+                self.log(STORAGE_FULL_LOG, key="storage_full")
             except apsw.Error:
-                self.log("arbiter: access log write failed; those accesses are dropped\n" + traceback.format_exc())
+                self.log("arbiter: access log write failed; those accesses are dropped\n" + traceback.format_exc(),
+                         key="access log")
 
     # ---- maintenance ------------------------------------------------------------
 

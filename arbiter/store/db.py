@@ -20,6 +20,12 @@ from arbiter.store import fts
 
 Synchronous = Literal["FULL", "NORMAL"]
 
+BUSY_TIMEOUT_MS = 5000
+# The WAL is cut back to this size whenever it restarts. Without a limit it
+# keeps its largest size for good (a bulk load leaves tens of MB), which is
+# space a full disk never gets back.
+JOURNAL_SIZE_LIMIT = 8 * 1024 * 1024
+
 ENTRY_TYPES_SQL = "('user','feedback','project','reference','learning','context')"
 RELATION_TYPES_SQL = "('relates_to','refines','contradicts','supersedes','supports')"
 # m012 adds `causes` (a confirmed causal association).
@@ -663,7 +669,7 @@ PAGE_SIZE = 8192
 def connect(
     path: str | os.PathLike,
     *,
-    busy_timeout_ms: int = 5000,
+    busy_timeout_ms: int = BUSY_TIMEOUT_MS,
     synchronous: Synchronous = "FULL",
     readonly: bool = False,
 ) -> apsw.Connection:
@@ -689,6 +695,7 @@ def connect(
     # module pulls in apsw.ext, 4.4 MB of daemon RSS for four pragmas.
     if not readonly:
         conn.pragma("journal_mode", "wal")
+        conn.pragma("journal_size_limit", JOURNAL_SIZE_LIMIT)
     conn.pragma("foreign_keys", "ON")
     conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)  # double quotes are identifiers, never strings
     conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)

@@ -1,0 +1,288 @@
+"""Faults a real daemon meets: a full disk, no file descriptors left, greedy or idle connections, a full listen queue."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from arbiter import paths
+from arbiter.client import Client
+from arbiter.errors import StorageFull, Unavailable
+from arbiter.store import connect
+from tests.conftest import DaemonProcess, isolated_env, wait_for
+
+
+def integrity(db_path) -> str:
+    conn = connect(db_path)
+    try:
+        return conn.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        conn.close()
+
+
+# ---- a full disk ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk():
+    """A 16 MiB tmpfs (root only): a disk that really fills up."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    mount = Path(tempfile.mkdtemp(prefix="arb-disk-"))
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(mount, ignore_errors=True)
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+    shutil.rmtree(mount, ignore_errors=True)
+
+
+def fill_until_full(client, start: int) -> StorageFull:
+    """remember_many until the disk is full; the error it ends with."""
+    for n in range(start, start + 400):
+        batch = [{"type": "reference", "title": f"batch {n} #{i}", "content": f"filler {n} {i} " + "lorem ipsum " * 60}
+                 for i in range(50)]
+        try:
+            client.remember_many(batch)
+        except StorageFull as e:
+            return e
+    raise AssertionError("the disk never filled")
+
+
+def test_a_full_disk_refuses_writes_serves_reads_and_recovers(small_disk):
+    filler = small_disk / "filler"
+    filler.write_bytes(b"\0" * (9 << 20))  # what the user frees later
+    d = DaemonProcess(small_disk / "home").start()
+    try:
+        with d.client() as c:
+            first = c.remember(type="project", title="Before the disk filled", content="kept and readable")
+            full = fill_until_full(c, 0)
+            assert full.code == StorageFull.code and "\n" not in full.message
+            with pytest.raises(StorageFull):
+                c.remember(type="user", title="one more", content="refused, and nothing half-written")
+            assert c.get(first.id).title == "Before the disk filled"
+            assert [h.id for h in c.recall("before the disk filled").hits][:1] == [first.id]
+            assert c.list(limit=3) and c.status().entries_active > 50
+
+            filler.unlink()
+            wal = Path(f"{d.db}-wal")
+            # Idle, the daemon checkpoints with TRUNCATE: the WAL gives its space back.
+            wait_for(lambda: not wal.exists() or wal.stat().st_size == 0, timeout=20, what="the WAL to be truncated")
+            ids = c.remember_many([{"type": "user", "title": f"after {i}", "content": "room again " * 30}
+                                   for i in range(50)])
+            assert len(ids) == 50 and c.get(ids[-1]).title == "after 49"
+
+            fill_until_full(c, 1000)  # full again, then stopped
+        assert d.stop(signal.SIGTERM) == 0
+        assert not d.socket.exists()
+    finally:
+        d.stop()
+    assert "Traceback" not in d.log
+    assert d.log.count("disk holding the database is full") <= 10  # rate-limited, not one line per request
+    assert integrity(d.db) == "ok"
+
+
+# ---- file descriptors and the connection cap ----------------------------------------------
+
+
+def open_raw(path, n: int) -> list[socket.socket]:
+    out = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(str(path))
+        out.append(s)
+    return out
+
+
+def answer(s: socket.socket) -> dict | None:
+    """The line the daemon sends on `s` after a ping, or None if it closed without one."""
+    try:
+        s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    except BrokenPipeError:
+        pass  # refused: the daemon said why and closed; the line is still there to read
+    with s.makefile("rb") as f:
+        data = f.readline()
+    return json.loads(data) if data else None
+
+
+def test_the_extra_connection_is_told_so_and_the_rest_are_served(home):
+    d = DaemonProcess(home, args=("--max-connections", "4")).start()
+    try:
+        held = open_raw(d.socket, 4)
+        assert all(answer(s)["result"] for s in held)  # all four registered and served
+        with pytest.raises(Unavailable) as refused:
+            with d.client() as c:
+                c.status()
+        assert "too many connections" in refused.value.message and "--max-connections" in refused.value.message
+        held.pop().close()
+        wait_for(lambda: _served(d), what="a freed slot to be served")
+        for s in held:
+            s.close()
+    finally:
+        d.stop()
+    assert d.log.count("refused a connection") <= 6
+
+
+def _served(d) -> bool:
+    try:
+        with d.client() as c:
+            return bool(c.status())
+    except Unavailable:
+        return False
+
+
+def test_the_fd_limit_is_raised_and_never_exhausted(home):
+    def low_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (80, 128))
+
+    env = isolated_env(home)
+    proc = subprocess.Popen([sys.executable, "-m", "arbiter", "serve", "--max-connections", "1000"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=low_limit)
+    sock = paths.socket_path(home)
+    try:
+        wait_for(lambda: _pings(sock, proc), what="the daemon to serve")
+        limits = Path(f"/proc/{proc.pid}/limits").read_text()
+        soft, hard = re.search(r"Max open files\s+(\d+)\s+(\d+)", limits).groups()
+        assert soft == hard == "128"  # soft raised to hard at start
+        held = open_raw(sock, 100)  # more than the limit less the daemon's own files
+        answers = [answer(s) for s in held]
+        served = [a for a in answers if a and "result" in a]
+        refused = [a for a in answers if a and "error" in a]
+        assert len(served) == 128 - 64 and len(served) + len(refused) == 100
+        assert all("too many connections" in a["error"]["message"] for a in refused)
+        for s in held:
+            s.close()
+        wait_for(lambda: _pings(sock, proc), what="the daemon to serve again")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        log = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert "Traceback" not in log and len(log.splitlines()) < 20
+
+
+def _pings(sock, proc) -> bool:
+    assert proc.poll() is None, proc.stderr.read().decode()
+    try:
+        with Client(sock, None, timeout=2) as c:
+            return bool(c.ping())
+    except Unavailable:
+        return False
+
+
+# ---- memory per connection -----------------------------------------------------------------
+
+
+def rss_kb(pid: int) -> int:
+    return int(re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())[1])
+
+
+def test_unfinished_frames_share_one_bounded_budget(home):
+    d = DaemonProcess(home, args=("--max-buffered", str(8 << 20))).start()
+    try:
+        before = rss_kb(d.proc.pid)
+        held = open_raw(d.socket, 16)
+        almost = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{},"pad":"' + b"x" * ((4 << 20) - 100)
+        for s in held:
+            s.sendall(almost)  # each just under the 4 MiB frame limit, and no newline
+        # Two fit in 8 MiB; each of the others is refused (its bytes dropped) once it would go over.
+        wait_for(lambda: len(told(held)) == 14, what="14 connections to be refused")
+        refused = told(held)
+        assert all(answer_pending(s) for s in refused)
+        assert rss_kb(d.proc.pid) - before < 24 * 1024  # 16 x 4 MiB held would be 64 MB and more
+        kept = [s for s in held if s not in refused]
+        for s in kept:
+            s.sendall(b'"}\n')
+            with s.makefile("rb") as f:
+                assert json.loads(f.readline())["result"]["version"]
+        for s in held:
+            s.close()
+        assert _served(d)
+    finally:
+        d.stop()
+
+
+def told(sockets: list[socket.socket]) -> list[socket.socket]:
+    """The sockets with something to read."""
+    return select.select(sockets, [], [], 0)[0]
+
+
+def answer_pending(s: socket.socket) -> dict | None:
+    """The error line the daemon sent on `s` unasked (its frame was refused)."""
+    with s.makefile("rb") as f:
+        reply = json.loads(f.readline())
+    assert reply["error"]["code"] == Unavailable.code and "--max-buffered" in reply["error"]["message"]
+    return reply
+
+
+def test_idle_connections_are_closed_and_the_client_reconnects(home):
+    d = DaemonProcess(home, args=("--idle-timeout", "0.5")).start()
+    try:
+        with d.client() as c:
+            c.ping()
+            raw = open_raw(d.socket, 1)[0]
+            raw.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping"')  # unfinished, then silence
+            assert raw.recv(100) == b""  # closed by the daemon (recv waits up to the 10 s socket timeout)
+            raw.close()
+            wait_for(lambda: client_dropped(c), what="the client's idle connection to be closed")
+            assert c.ping().version  # the client notices and reconnects
+            assert c.status().entries_active == 0
+    finally:
+        d.stop()
+
+
+def client_dropped(c: Client) -> bool:
+    from arbiter.client import _dropped
+
+    return _dropped(c._sock)
+
+
+# ---- a full listen queue -------------------------------------------------------------------
+
+
+def test_a_full_listen_queue_is_waited_out_then_reported_as_unavailable(daemon):
+    daemon.proc.send_signal(signal.SIGSTOP)  # alive, but accepting nothing
+    queued = []
+    try:
+        while True:  # fill the listen queue
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(str(daemon.socket))
+            except BlockingIOError:
+                s.close()
+                break
+            queued.append(s)
+            assert len(queued) < 10_000
+        with pytest.raises(Unavailable) as info:
+            Client(daemon.socket, daemon.token, timeout=0.3).connect()
+        assert "listen queue is full" in info.value.message
+        result = {}
+        def ping():
+            with daemon.client() as c:
+                result["pong"] = c.ping()
+
+        waiting = threading.Thread(target=ping)
+        waiting.start()  # retries while the queue is full ...
+    finally:
+        daemon.proc.send_signal(signal.SIGCONT)
+    for s in queued:  # ... and gets in once the daemon drains it
+        s.close()
+    waiting.join(30)
+    assert result["pong"].version
