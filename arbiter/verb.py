@@ -45,6 +45,9 @@ class Verb:
     writes: bool = False
     admin: bool = False
     public: bool = False  # needs no token (health checks)
+    #: A bounded read (a row by id, a page by index): served on the daemon's
+    #: quick lane, so it never queues behind a recall or a briefing.
+    quick: bool = False
     #: Slow read-only work (LLM calls) done on a reader before a write verb
     #: runs, so the writer is never held while waiting on the network.
     prepare: Callable[[Context, Any], Any] | None = None

@@ -1,8 +1,9 @@
 """Topic clusters: Louvain communities of the tag co-occurrence graph, with LLM names.
 
 Nodes are tags, edge weights the number of active entries two tags share.
-networkx's Louvain runs with a fixed seed over edges added in sorted order, so
-the same data always gives the same clusters. Clusters of fewer than three
+Louvain (networkx's, step for step, in graph/_louvain.py: importing networkx
+would keep 15-20 MB resident in the daemon) runs with a fixed seed over edges
+added in sorted order, so the same data always gives the same clusters. Clusters of fewer than three
 tags are dropped; the rest are ordered by size, then internal weight.
 
 The graph keeps the strongest pairs, whole weight classes at a time, up to
@@ -30,6 +31,7 @@ import apsw
 from arbiter._time import US
 from arbiter.errors import NotFound
 from arbiter.graph import tags as tag_graph
+from arbiter.graph._louvain import louvain_communities
 from arbiter.model import Entry, TopicCluster
 from arbiter.store import entries
 
@@ -77,15 +79,13 @@ def shapes(conn: apsw.Connection, tenant_id: int) -> tuple[Shape, ...]:
 
 
 def _compute(conn: apsw.Connection, tenant_id: int) -> tuple[Shape, ...]:
-    import networkx as nx  # only the daemon's cluster path pays for the import
-
     edges = tag_graph.strongest_pairs(conn, tenant_id, max_pairs=MAX_EDGES)
     if not edges:
         return ()
-    graph = nx.Graph()
-    graph.add_weighted_edges_from((p.a, p.b, p.count) for p in edges)
     use = {t.tag: t.count for t in tag_graph.counts(conn, tenant_id)}
-    communities = [c for c in nx.community.louvain_communities(graph, weight="weight", seed=SEED) if len(c) >= MIN_TAGS]
+    communities = [
+        c for c in louvain_communities(((p.a, p.b, p.count) for p in edges), seed=SEED) if len(c) >= MIN_TAGS
+    ]
     home = {tag: i for i, community in enumerate(communities) for tag in community}
     weight: Counter[int] = Counter()
     for p in edges:

@@ -30,6 +30,7 @@ import msgspec
 
 from arbiter import _code, paths
 from arbiter._lock import take_lock
+from arbiter.server import _memory
 from arbiter.server._log import RateLimitedLog
 from arbiter._time import now_us
 from arbiter.errors import (
@@ -67,6 +68,9 @@ _ASSOCIATION_STEP = 50
 # After a checkpoint failed for a full disk, wait this long before the next try.
 CHECKPOINT_RETRY_S = 1.0
 STORAGE_FULL_LOG = "arbiter: the disk holding the database is full: writes fail until space is freed"
+# Threads (each with its own read connection) for quick verbs (`Verb.quick`):
+# a lane of their own, so a `get` never queues behind recalls.
+QUICK_READERS = 2
 # Page cache per reader connection (KiB): SQLite's default is 2 MiB each; the
 # readers' working set (entry rows, FTS doclists) is small and the OS caches the file.
 _READER_CACHE_KIB = 1024
@@ -196,6 +200,8 @@ class Daemon:
         self._requests = 0  # requests started, to tell a quiet spell from a busy one
         self._wrote = asyncio.Event()  # a write since the index was last fully merged
         self._wrote.set()  # a database opened after a bulk load may need merging
+        self._active = asyncio.Event()  # requests since the last idle work
+        self._active.set()
         self._lock_fds: list[int] = []
         self.maintenance_interval_s = maintenance_interval_s
         self.min_salience = min_salience
@@ -276,6 +282,7 @@ class Daemon:
                      f"(file descriptor limit {fd_limit})")
         self._writer_pool = ThreadPoolExecutor(1, thread_name_prefix="arbiter-writer")
         self._reader_pool = ThreadPoolExecutor(self._readers, thread_name_prefix="arbiter-reader")
+        self._quick_pool = ThreadPoolExecutor(QUICK_READERS, thread_name_prefix="arbiter-quick")
         loop = asyncio.get_running_loop()
         # asyncio reports accept() failures (no file descriptors left) here: one line, rate-limited.
         loop.set_exception_handler(lambda _, ctx: self.log(
@@ -296,7 +303,7 @@ class Daemon:
             self.log(f"arbiter: serving {self.db_path} on {self.socket_path}")
             if ready is not None:
                 ready.set()
-            chores = [asyncio.create_task(self._compact_when_idle()), asyncio.create_task(self._maintain_when_idle()),
+            chores = [asyncio.create_task(self._work_when_idle()), asyncio.create_task(self._maintain_when_idle()),
                       asyncio.create_task(self._close_idle())]
             await stop.wait()
             server.close()
@@ -310,41 +317,51 @@ class Daemon:
         finally:
             await self._close(loop)
 
-    async def _compact_when_idle(self) -> None:
-        """After writes, once no request has arrived for IDLE_S, merge the FTS index step by step.
+    async def _work_when_idle(self) -> None:
+        """After requests, once none has arrived for IDLE_S: merge the index (after writes), then trim memory.
 
-        One step (`compact`, ~2000 pages) runs on the writer thread at a time and a
-        new step starts only while no request is in flight, so a write queued
-        behind compaction waits for one step at most. Interrupted merging resumes
-        at the next quiet spell.
+        Merging runs one step (`compact`, ~2000 pages) on the writer thread at a
+        time, and a new step starts only while no request is in flight, so a
+        write queued behind it waits for one step at most; interrupted merging
+        resumes at the next quiet spell. Then the WAL is checkpointed and freed
+        heap memory goes back to the system (a briefing or a bulk batch must not
+        leave the daemon larger than it was).
         """
-        loop = asyncio.get_running_loop()
         while True:
-            await self._wrote.wait()
+            await self._active.wait()
             while True:  # a quiet spell: nothing in flight and nothing new for IDLE_S
                 await self._idle.wait()
                 seen = self._requests
                 await asyncio.sleep(IDLE_S)
                 if self._busy == 0 and self._requests == seen:
                     break
-            self._wrote.clear()
-            while True:
-                if self._busy:
-                    self._wrote.set()  # interrupted: finish at the next quiet spell
-                    break
-                try:
-                    more = await loop.run_in_executor(self._writer_pool, self._compact_step)
-                except apsw.FullError:
-                    more = False  # the checkpoint below retries until there is room
-                except apsw.Error:
-                    self.log("arbiter: index compaction failed; retrying after the next write\n"
-                             + traceback.format_exc(), key="compaction failed")
-                    break
-                if not more:
-                    if not self._busy and not await loop.run_in_executor(self._writer_pool, self._checkpoint):
-                        await asyncio.sleep(CHECKPOINT_RETRY_S)
-                        self._wrote.set()
-                    break
+            self._active.clear()
+            if self._wrote.is_set():
+                self._wrote.clear()
+                await self._merge_and_checkpoint()
+            _memory.trim()
+
+    async def _merge_and_checkpoint(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if self._busy:
+                self._wrote.set()  # interrupted: finish at the next quiet spell
+                self._active.set()
+                return
+            try:
+                more = await loop.run_in_executor(self._writer_pool, self._compact_step)
+            except apsw.FullError:
+                more = False  # the checkpoint below retries until there is room
+            except apsw.Error:
+                self.log("arbiter: index compaction failed; retrying after the next write\n"
+                         + traceback.format_exc(), key="compaction failed")
+                return
+            if not more:
+                break
+        if not self._busy and not await loop.run_in_executor(self._writer_pool, self._checkpoint):
+            await asyncio.sleep(CHECKPOINT_RETRY_S)
+            self._wrote.set()
+            self._active.set()
 
     def _checkpoint(self) -> bool:
         """Copy the WAL into the database and truncate it to zero bytes; False if it has to wait.
@@ -382,6 +399,7 @@ class Daemon:
                 await loop.run_in_executor(self._writer_pool, self._close_writer)
             self._writer_pool.shutdown(wait=True)
             self._reader_pool.shutdown(wait=True)
+            self._quick_pool.shutdown(wait=True)
             for conn in self._reader_conns:
                 conn.close()
         finally:
@@ -444,6 +462,10 @@ class Daemon:
                     with memoryview(buf) as view:  # one copy of the frame, not two
                         frame = view[start:nl].tobytes()
                     start = nl + 1
+                    if len(frame) >= _CHUNK:
+                        # A large frame: its bytes leave the buffer before it runs, not after
+                        # (a new buffer: deleting from a bytearray's front keeps its allocation).
+                        buf, start = buf[start:], 0
                     if len(frame) > self.max_frame:  # it arrived whole, within one read
                         reply = _error_frame(None, self._too_large())
                     elif frame.strip():
@@ -455,7 +477,8 @@ class Daemon:
                         continue
                     writer.write(reply)
                     await writer.drain()
-                del buf[:start]
+                if start:
+                    buf = buf[start:]
                 refusal = None
                 if len(buf) > self.max_frame:
                     refusal = self._too_large()
@@ -506,6 +529,7 @@ class Daemon:
         self._busy += 1
         self._requests += 1
         self._idle.clear()
+        self._active.set()
         req_id = None
         try:
             _check_utf8(frame)
@@ -565,7 +589,7 @@ class Daemon:
         if tenant is None:
             loop = asyncio.get_running_loop()
             tenant = await loop.run_in_executor(
-                self._reader_pool, lambda: tenants.tenant_by_token(self._reader_conn(), token)
+                self._quick_pool, lambda: tenants.tenant_by_token(self._reader_conn(), token)
             )
             if tenant is None:
                 raise Unauthorized("token matches no tenant", path="token")
@@ -608,7 +632,7 @@ class Daemon:
 
         if verb.stepped:
             return await self._run_steps(verb, params, tenant)
-        pool = self._writer_pool if verb.writes else self._reader_pool
+        pool = self._writer_pool if verb.writes else self._quick_pool if verb.quick else self._reader_pool
         if verb.writes:
             self._wrote.set()
         result, after = await loop.run_in_executor(pool, work)
@@ -716,4 +740,5 @@ class Daemon:
 def run(**kwargs) -> None:
     """Serve in the foreground until a signal."""
     os.umask(0o077)  # the database, its WAL and the token files are the user's alone
+    _memory.tune()  # before the first thread
     asyncio.run(Daemon(**kwargs).serve())
