@@ -7,7 +7,7 @@ merges them into the one table the daemon serves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import apsw
 import msgspec
@@ -45,9 +45,12 @@ class Verb:
     writes: bool = False
     admin: bool = False
     public: bool = False  # needs no token (health checks)
-    #: A bounded read (a row by id, a page by index): served on the daemon's
-    #: quick lane, so it never queues behind a recall or a briefing.
-    quick: bool = False
+    #: Where a read runs in the daemon. "reader": the reader pool (searches,
+    #: briefings, anything that may take milliseconds). "quick": a small pool of
+    #: its own for bounded reads (a page by index), so they never queue behind a
+    #: recall. "loop": on the event loop itself, for reads of a row or two by key
+    #: (`get`): no thread handoff at all, so nothing to wait for.
+    lane: Literal["reader", "quick", "loop"] = "reader"
     #: Slow read-only work (LLM calls) done on a reader before a write verb
     #: runs, so the writer is never held while waiting on the network.
     prepare: Callable[[Context, Any], Any] | None = None

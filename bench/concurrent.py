@@ -1,0 +1,199 @@
+"""Many clients at once: do cheap reads wait behind expensive ones? (target: `get` p99 <= 10 ms, no error)
+
+    python -m bench.concurrent [--clients 32] [--seconds 60] [--entries 10000] [--out concurrent.json]
+
+Starts its own `arbiter serve` on a temporary home, loads `--entries` entries
+(the realistic text of bench.load) in batches, waits for the index to settle,
+then runs `--clients` client processes at once, each with its own connection,
+for `--seconds`. Each client loops without pause over a mix of verbs drawn at
+random (weights in MIX): `get` and `list` of the loaded entries, `recall` of
+varied queries, `remember` of new entries, `link` between loaded entries, and
+`forget` of entries the client itself wrote. Every call is timed by the client
+around the full round trip.
+
+Errors are any exception a call raises; `conflict` on a `link` that already
+exists is an answer, not an error, and is counted apart. Reported per verb:
+calls, p50, p99 and max latency, errors; plus the daemon's peak RSS.
+Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from arbiter import __version__
+from arbiter.client import Client
+from arbiter.errors import ArbiterError, Conflict
+from bench.load import BenchDaemon, Vocabulary, make_entry, percentile, settle, vm_kb
+from bench.load import Result as LoadResult
+
+MIX = {"get": 35, "recall": 20, "list": 15, "remember": 15, "link": 10, "forget": 5}
+TARGETS = {"get_p99_ms": 10.0}
+
+
+@dataclass
+class VerbStats:
+    calls: int = 0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    max_ms: float = 0.0
+    errors: int = 0
+
+
+@dataclass
+class Result:
+    version: str
+    clients: int
+    seconds: float
+    entries: int
+    verbs: dict[str, VerbStats] = field(default_factory=dict)
+    calls_per_s: float = 0.0
+    conflicts: int = 0
+    errors: list[str] = field(default_factory=list)
+    peak_rss_mb: float = 0.0
+    rss_after_load_mb: float = 0.0
+
+
+def _query(vocab: Vocabulary, rng: random.Random) -> str:
+    kind = rng.randrange(3)
+    if kind == 0:
+        return " ".join(vocab.mid_frequency(rng.randint(1, 3)))
+    if kind == 1:
+        return " ".join(vocab.sample(rng.randint(3, 8)))
+    return f"what did we decide about {' '.join(vocab.mid_frequency(2))}?"
+
+
+def client_loop(n: int, home: str, ids: list[int], seconds: float, seed: int, start_at: float, out) -> None:
+    """One client process: mixed verbs until the deadline; puts (latencies by verb, errors, conflicts) on `out`."""
+    rng = random.Random(seed * 1000 + n)
+    vocab = Vocabulary(random.Random(seed))
+    verbs, weights = zip(*MIX.items())
+    samples: dict[str, list[int]] = {v: [] for v in verbs}
+    errors: list[str] = []
+    conflicts = 0
+    mine: list[int] = []
+    with Client.from_home(Path(home), timeout=60) as c:
+        while time.time() < start_at:  # every client starts together
+            time.sleep(0.001)
+        deadline = time.monotonic() + seconds
+        i = 0
+        while time.monotonic() < deadline:
+            verb = rng.choices(verbs, weights)[0]
+            if verb == "forget" and not mine:
+                verb = "remember"
+            t = time.perf_counter_ns()
+            try:
+                if verb == "get":
+                    c.get(rng.choice(ids))
+                elif verb == "recall":
+                    c.recall(_query(vocab, rng), limit=10)
+                elif verb == "list":
+                    c.list(limit=20, before_id=rng.choice(ids))
+                elif verb == "remember":
+                    mine.append(c.remember(**make_entry(vocab, rng, i)).id)
+                elif verb == "link":
+                    a, b = rng.sample(ids, 2)
+                    c.link(a, rng.choice(["relates_to", "supports", "refines"]), b)
+                else:
+                    c.forget(mine.pop(rng.randrange(len(mine))))
+            except Conflict:
+                conflicts += 1
+            except (ArbiterError, OSError) as e:
+                errors.append(f"{verb}: {type(e).__name__}: {e}")
+            samples[verb].append(time.perf_counter_ns() - t)
+            i += 1
+    out.put((samples, errors, conflicts))
+
+
+def run(args) -> Result:
+    res = Result(version=__version__, clients=args.clients, seconds=args.seconds, entries=args.entries)
+    home = Path(tempfile.mkdtemp(prefix="arb-conc-"))
+    daemon = None
+    try:
+        daemon = BenchDaemon(home, "FULL")
+        rng = random.Random(args.seed)
+        vocab = Vocabulary(rng)
+        ids: list[int] = []
+        with daemon.client() as c:
+            for start in range(0, args.entries, 2000):
+                ids += c.remember_many([make_entry(vocab, rng, start + i)
+                                        for i in range(min(2000, args.entries - start))])
+        settle(LoadResult(version=__version__, entries=args.entries, synchronous="FULL"),
+               home / "arbiter.db", wait=True)
+        res.rss_after_load_mb = vm_kb(daemon.proc.pid, "VmRSS") / 1024
+        ctx = multiprocessing.get_context("fork")
+        out = ctx.Queue()
+        start_at = time.time() + 2.0
+        procs = [ctx.Process(target=client_loop, args=(n, str(home), ids, args.seconds, args.seed, start_at, out))
+                 for n in range(args.clients)]
+        for p in procs:
+            p.start()
+        print(f"{args.clients} clients for {args.seconds:g} s on {args.entries:,} entries ...", file=sys.stderr)
+        merged: dict[str, list[int]] = {v: [] for v in MIX}
+        errors: list[str] = []
+        for _ in procs:
+            samples, errs, conflicts = out.get(timeout=args.seconds + 600)
+            for verb, ns in samples.items():
+                merged[verb] += ns
+            errors += errs
+            res.conflicts += conflicts
+        for p in procs:
+            p.join()
+        res.peak_rss_mb = vm_kb(daemon.proc.pid, "VmHWM") / 1024
+        by_verb = Counter(e.split(":", 1)[0] for e in errors)
+        for verb, ns in merged.items():
+            if ns:
+                res.verbs[verb] = VerbStats(calls=len(ns), p50_ms=percentile(ns, 50), p99_ms=percentile(ns, 99),
+                                            max_ms=max(ns) / 1e6, errors=by_verb[verb])
+        res.calls_per_s = sum(len(ns) for ns in merged.values()) / args.seconds
+        res.errors = sorted(Counter(errors).keys())[:20]
+        daemon.stop()
+    finally:
+        if daemon is not None and daemon.proc.poll() is None:
+            daemon.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    return res
+
+
+def table(res: Result) -> str:
+    lines = [f"arbiter {res.version}: {res.clients} clients x {res.seconds:g} s, {res.entries:,} entries, "
+             f"{res.calls_per_s:,.0f} calls/s",
+             f"  {'verb':<9} {'calls':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>6}"]
+    for verb, s in res.verbs.items():
+        mark = ""
+        if f"{verb}_p99_ms" in TARGETS:
+            bound = TARGETS[f"{verb}_p99_ms"]
+            mark = f"  p99 <= {bound:g}: {'ok' if s.p99_ms <= bound else 'MISSED'}"
+        lines.append(f"  {verb:<9} {s.calls:>7} {s.p50_ms:>8.2f} {s.p99_ms:>8.2f} {s.max_ms:>8.1f} {s.errors:>6}{mark}")
+    lines.append(f"  link conflicts (answers, not errors): {res.conflicts}")
+    lines.append(f"  daemon RSS after load / peak: {res.rss_after_load_mb:.1f} / {res.peak_rss_mb:.1f} MB")
+    lines += [f"  error: {e}" for e in res.errors]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.concurrent", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", type=int, default=32)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--entries", type=int, default=10_000, help="entries loaded before the run (default 10000)")
+    ap.add_argument("--seed", type=int, default=20261123)
+    ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
+    args = ap.parse_args(argv)
+    res = run(args)
+    print(table(res))
+    if args.out:
+        args.out.write_text(json.dumps(asdict(res), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
