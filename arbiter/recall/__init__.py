@@ -55,6 +55,12 @@ class Tuning:
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
+    #: Replies: the turn after a top candidate that asks a question gets this
+    #: share of the question's score (when that is more than its own); the
+    #: top `reply_depth` candidates of a pass are looked at.
+    reply: float = score.REPLY_SHARE
+    reply_depth: int = 10
+    reply_bytes: int = 300
     conversation_weight: float = score.CONVERSATION_WEIGHT
     tenant_weight: float = score.TENANT_WEIGHT
     rrf_k: int = score.RRF_K
@@ -177,7 +183,14 @@ def search(
         else:
             rows = past.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of, known_at=known_at)
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning)
-        return match, _entity_signals(conn, tenant_id, ranked, named, off, reference, tuning)
+        ranked = _entity_signals(conn, tenant_id, ranked, named, off, reference, tuning)
+        # Replies and thread roots read the entries as they are now: a
+        # `known_at` read must not see a turn recorded after it.
+        if known_at is None and tuning.reply and "replies" not in off:
+            ranked = _replies(conn, tenant_id, ranked, as_of, tuning)
+        if known_at is None and "threads" not in off:
+            ranked = _threads(conn, ranked, query)
+        return match, ranked
 
     named = entity_signals.NONE
     if (tuning.entity_boost and "entities" not in off) or (tuning.cluster_boost and "clusters" not in off):
@@ -339,6 +352,68 @@ def _entity_signals(
     if changed:
         ranked.sort(key=lambda c: (-c.score, c.id))
     return ranked
+
+
+def _replies(
+    conn: apsw.Connection, tenant_id: int, ranked: list[Candidate], as_of: int | None, tuning: Tuning
+) -> list[Candidate]:
+    """Replies: the turn after a question that matches answers it, in words the question may not share.
+
+    "Anything you're excited about in the adoption process?" matches the
+    query; the reply "I'm thrilled to make a family for kids who need one"
+    holds the answer and shares no word with it. Each of the top candidates
+    that ends in a question lends its reply `tuning.reply` of its score
+    (the reply keeps its own score when that is higher).
+    """
+    top = ranked[: tuning.reply_depth]
+    follows = _sql.replies(conn, tenant_id, [c.id for c in top], as_of, max_bytes=tuning.reply_bytes)
+    if not follows:
+        return ranked
+    by_id = {c.id: c for c in ranked}
+    lent = {c.id: c.score for c in top if c.id in follows}
+    missing = [follows[q] for q in lent if follows[q] not in by_id]
+    rows = _sql.candidates(conn, tenant_id, missing, as_of)
+    for q, value in lent.items():
+        reply, share = follows[q], tuning.reply * value
+        c = by_id.get(reply)
+        if c is None:
+            if reply not in rows:
+                continue
+            etype, conv, valid_from = rows[reply][:3]
+            c = by_id[reply] = Candidate(reply, etype, conv, valid_from, 0.0, {"bm25": 0.0})
+        if share > c.score:
+            c.parts["reply_to"] = float(q)
+            c.score = share
+    out = sorted(by_id.values(), key=lambda c: (-c.score, c.id))
+    return out
+
+
+def _threads(conn: apsw.Connection, ranked: list[Candidate], query: Query) -> list[Candidate]:
+    """A thread's root is not outranked by its replies on the words of its own title.
+
+    A reply titled "Re: <root title>" repeats the root's title; when the
+    reply's own text holds none of the query's words, its match is the
+    title's, which belongs to the root: it is placed just below the root
+    (short replies would otherwise win on length normalization).
+    """
+    by_id = {c.id: c for c in ranked}
+    echoes = _sql.echoes(conn, [c.id for c in ranked])
+    moved = False
+    stems = {s for t in query.terms for s in t.stem.split(" ")}
+    tokenize = None
+    for reply, (parent, content) in echoes.items():
+        root, c = by_id.get(parent), by_id[reply]
+        if root is None or c.score < root.score:
+            continue
+        tokenize = tokenize or tokenizer(conn)
+        if stems & {stem for _, stem in tokenize(content)}:
+            continue  # the reply says something of its own about the query
+        c.parts["thread_root"] = float(parent)
+        c.score = root.score * (1 - 1e-6)
+        moved = True
+    if not moved:
+        return ranked
+    return sorted(ranked, key=lambda c: (-c.score, c.id))
 
 
 def fuse(passes: list[tuple[str, float, list[Candidate]]], *, k: int = score.RRF_K) -> list[Candidate]:

@@ -61,6 +61,40 @@ def candidates(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int
     return {r[0]: r[1:] for r in rows}
 
 
+def replies(
+    conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None, *, max_bytes: int
+) -> dict[int, int]:
+    """question id -> the id of the turn that follows it, for the entries among `ids` that end in a question.
+
+    The turn that follows is the next visible entry of the same conversation
+    by valid time (then id).
+    """
+    if not ids:
+        return {}
+    cond, binds = entries.visible(as_of, alias="n")
+    rows = conn.execute(
+        "SELECT q.id, (SELECT n.id FROM entries n WHERE n.tenant_id = q.tenant_id "
+        "AND n.conversation_id = q.conversation_id AND (n.valid_from, n.id) > (q.valid_from, q.id) "
+        f"AND {cond} ORDER BY n.valid_from, n.id LIMIT 1) "
+        f"FROM entries q WHERE q.id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
+        "AND q.conversation_id IS NOT NULL AND length(CAST(q.content AS BLOB)) <= ? AND rtrim(q.content) LIKE '%?'",
+        (*binds, *ids, tenant_id, max_bytes),
+    )
+    return {q: n for q, n in rows if n is not None}
+
+
+def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
+    """reply id -> (parent id, content) for the entries among `ids` whose title is "Re: <their parent's title>"."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.id = r.parent_id "
+        f"WHERE r.id IN ({','.join('?' * len(ids))}) AND r.title = 'Re: ' || p.title",
+        ids,
+    )
+    return {r: (parent, content) for r, parent, content in rows}
+
+
 def tags(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
     """id -> tags (JSON text), for the tag boost."""
     if not ids:

@@ -172,8 +172,12 @@ def _term(surface: str, stem: str) -> Term:
 
 
 def _voice(tokens: list[tuple[str, str]]) -> Voice:
-    """Whose words hold the answer: the asker's own ("self") or the other party's ("other")."""
-    surfaces = [s for s, _ in tokens]
+    """Whose words hold the answer: the asker's own ("self") or the other party's ("other").
+
+    An agent asks about "the user" and "the assistant" where the user asks
+    about "I" and "you": the two phrasings name the same parties.
+    """
+    surfaces = _parties([s for s, _ in tokens])
     for i, s in enumerate(surfaces):
         if s not in _SECOND_PERSON:
             continue
@@ -184,6 +188,20 @@ def _voice(tokens: list[tuple[str, str]]) -> Voice:
     if any(s in _FIRST_PERSON for s in surfaces):
         return "self"
     return None
+
+
+def _parties(surfaces: list[str]) -> list[str]:
+    """ "the user" as "i" and "the assistant" as "you", so both phrasings give the same cue."""
+    out: list[str] = []
+    for s in surfaces:
+        if out and out[-1] == "the" and s in _PARTY:
+            out[-1] = _PARTY[s]
+        else:
+            out.append(s)
+    return out
+
+
+_PARTY = {"user": "i", "assistant": "you"}
 
 
 def _cues(tokens: list[tuple[str, str]]) -> frozenset[str]:

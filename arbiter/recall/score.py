@@ -39,6 +39,8 @@ VOICE_STRENGTH = 1.0
 #: Quantity: a question asking for an amount multiplies entries holding a
 #: numeral by 1 + QUANTITY_BOOST (measured +3 points R@1 on dev, both halves).
 QUANTITY_BOOST = 0.2
+#: Replies: the turn after a matching question gets this share of its score.
+REPLY_SHARE = 1.0
 #: Context: entries of one conversation recorded this close together form an
 #: episode, and a candidate gains this share of its best episode neighbour
 #: (measured: no gain on the dev split, so off).

@@ -156,6 +156,55 @@ def test_voice_prefers_the_askers_own_words(db, tenant):
     assert "voice" not in res.hits[0].parts
 
 
+def test_voice_reads_the_user_and_the_assistant_as_i_and_you(db, tenant):
+    told = remember(db, tenant, "Gift", "You could buy your sister a scarf, you know")
+    mine = remember(db, tenant, "Gift", "I want to buy my sister a scarf for her birthday")
+    assert ids(ask(db, tenant, "what did the user buy the user's sister?"))[0] == mine
+    assert ids(ask(db, tenant, "what did the assistant say the user should buy for a sister?"))[0] == told
+
+
+def test_the_reply_to_a_matching_question_is_found(db, tenant):
+    chat = conversation(db, tenant)
+    other = conversation(db, tenant)
+    asked = remember(db, tenant, "q", "Anything you're excited about in the adoption process?", conversation_id=chat,
+                     valid_from=format_time(T0))
+    answer = remember(db, tenant, "a", "I'm thrilled to make a family for kids who need one.", conversation_id=chat,
+                      valid_from=format_time(T0 + 60 * US))
+    remember(db, tenant, "later", "Then we talked about the weather.", conversation_id=chat,
+             valid_from=format_time(T0 + 120 * US))
+    # The same question in another conversation lends nothing across conversations.
+    remember(db, tenant, "q2", "What about the adoption process?", conversation_id=other, valid_from=format_time(T0))
+    res = ask(db, tenant, "What is Caroline excited about in the adoption process?", conversation_id=chat,
+              explain=True)
+    order = ids(res)
+    assert order[:2] == [asked, answer]
+    assert res.hits[1].parts["reply_to"] == asked and res.hits[1].score == pytest.approx(res.hits[0].score, rel=0.2)
+    assert answer not in ids(ask(db, tenant, "excited about the adoption process", conversation_id=chat,
+                                  disable=["replies"]))
+
+
+def test_a_long_turn_ending_in_a_courtesy_question_lends_nothing(db, tenant):
+    chat = conversation(db, tenant)
+    remember(db, tenant, "q", "Adoption agencies differ a lot. " * 12 + "Anything else about adoption?",
+             conversation_id=chat, valid_from=format_time(T0))
+    after = remember(db, tenant, "a", "Thanks, that is all.", conversation_id=chat, valid_from=format_time(T0 + 60 * US))
+    assert after not in ids(ask(db, tenant, "adoption", conversation_id=chat))
+
+
+def test_a_thread_root_is_not_outranked_by_replies_on_its_own_title(db, tenant):
+    # Issue 9: `recall deploy` put two short "Re: Deploy runbook" replies above the runbook.
+    root = remember(db, tenant, "Deploy runbook", "Step 1: freeze merges. Step 2: tag the release and run the canary "
+                    "for an hour. Step 3: watch the error budget; roll back to the previous tag if it burns.")
+    migrations = remember(db, tenant, "Re: Deploy runbook", "Add a step for the database migrations.", parent_id=root)
+    page = remember(db, tenant, "Re: Deploy runbook", "Agreed, and page on-call first.", parent_id=root)
+    assert ids(ask(db, tenant, "deploy"))[0] == root
+    assert ids(ask(db, tenant, "runbook"))[0] == root
+    # Without the rule the short replies win on length normalization.
+    assert ids(ask(db, tenant, "deploy", disable=["threads"]))[0] in (migrations, page)
+    # A reply that says something of its own about the query still wins on it.
+    assert ids(ask(db, tenant, "deploy database migrations"))[0] == migrations
+
+
 def test_a_question_for_an_amount_prefers_the_entry_with_a_figure(db, tenant):
     vague = remember(db, tenant, "Commute", "my commute: the train to the office")
     figure = remember(db, tenant, "Commute", "my commute: the 8:15 train to the office")

@@ -141,6 +141,12 @@ def test_long_queries_keep_their_first_terms(tok):
         ("You mentioned three companies; which were they?", "other"),
         ("Can you recommend a show for me to watch?", "self"),
         ("What is the capital of Peru?", None),
+        # As an agent asks its memory: the same parties, named.
+        ("What did the user buy for the user's sister?", "self"),
+        ("Which bottle did the assistant recommend?", "other"),
+        ("What did the assistant say about the powwow?", "other"),
+        ("Can the assistant recommend a show for the user to watch?", "self"),
+        ("Which user manual covers the assistant mode?", None),
     ],
 )
 def test_voice_says_whose_words_hold_the_answer(tok, text, voice):

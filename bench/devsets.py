@@ -1,0 +1,178 @@
+"""The three development sets, every recall stage on and off, one table.
+
+    python -m bench.devsets                      # ingest once into bench/results/devsets, then measure
+    python -m bench.devsets --only "as shipped,- voice"
+
+The sets (issue 11's discipline: a change is kept only if it raises the mean
+of the three without costing any one more than 2 points of R@5):
+
+- **LME**: LongMemEval-S dev as written (98 questions; 93 scored by the
+  official rule), graduated protocol.
+- **LME 3rd**: the same questions in the third person, as an agent asks
+  its memory ("the user", "the assistant"; `bench/longmemeval/phrasing.py`).
+- **LoCoMo**: LoCoMo dev in its own format (4 conversations, 582 questions
+  of categories 1-4), each question recalled in its conversation.
+
+Each home is ingested once through the daemon by the LongMemEval harness
+(entries exactly as `python -m bench.longmemeval run` writes them), then
+every variant runs `recall` in this process on the home's database with the
+real pipeline. p50 is in-process (no socket): for comparing rows only.
+`mean` is the mean over the three sets of their R@1, R@5 and R@10; `ΔR@5`
+is each set's R@5 change against "as shipped".
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from arbiter.model import RecallParams
+from arbiter.recall import DEFAULT, recall
+from arbiter.store import connect
+from bench.longmemeval import dataset as ds
+from bench.longmemeval import harness
+from bench.longmemeval.daemon import Daemon
+from bench.longmemeval.metrics import hit_at, reciprocal_rank, scored
+from bench.longmemeval.phrasing import phrase
+
+#: (label, RecallParams overrides, Tuning overrides). Each stage that
+#: `disable` can switch off has its row; measured-off ideas can be added here.
+VARIANTS: list[tuple[str, dict, dict]] = [
+    ("as shipped", {}, {}),
+    ("- stopwords", {"disable": ["stopwords"]}, {}),
+    ("- weights", {"disable": ["weights"]}, {}),
+    ("- intent", {"disable": ["intent"]}, {}),
+    ("- decay", {"disable": ["decay"]}, {}),
+    ("- voice", {"disable": ["voice"]}, {}),
+    ("- quantity", {"disable": ["quantity"]}, {}),
+    ("- number_words", {"disable": ["number_words"]}, {}),
+    ("- common", {"disable": ["common"]}, {}),
+    ("- tenant_fill", {"disable": ["tenant_fill"]}, {}),
+    ("- replies", {"disable": ["replies"]}, {}),
+    ("- threads", {"disable": ["threads"]}, {}),
+]
+
+SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
+
+
+@dataclasses.dataclass
+class Row:
+    """One variant on one set."""
+
+    r1: float
+    r5: float
+    r10: float
+    mrr: float
+    p50: float
+
+
+def ensure_home(home: Path, dataset: Path) -> harness.State:
+    """Ingest `dataset` into `home` through a daemon of its own unless the home already holds it."""
+    state_path = home / harness.STATE_NAME
+    corpus = ds.load_corpus(dataset)
+    if state_path.exists():
+        state = harness.open_state(state_path, corpus)
+        if len(state.units) == len(corpus.units):
+            return state
+    with Daemon(home, timeout=60) as daemon, daemon.client() as client:
+        state = harness.open_state(state_path, corpus)
+        harness.ingest(client, corpus.units, state, state_path)
+    return state
+
+
+def measure(
+    conn, tenant: int, questions: Sequence[harness.QuestionState], phrasing: str, params: dict, tuning_changes: dict
+) -> Row:
+    """R@1/5/10, MRR over the questions the official rule scores; p50 over all of them."""
+    tuning = dataclasses.replace(DEFAULT, **tuning_changes)
+    r1 = r5 = r10 = mrr = 0.0
+    n = 0
+    latencies = []
+    for q in questions:
+        p = RecallParams(
+            query=phrase(q.question, phrasing), conversation_id=q.conversation_id, limit=10, **params
+        )
+        started = time.perf_counter()
+        with conn:
+            ranked = [h.id for h in recall(conn, tenant, p, tuning=tuning).hits]
+        latencies.append((time.perf_counter() - started) * 1000)
+        if not scored(_outcome(q), "official"):
+            continue
+        truth = set(q.truth_ids)
+        n += 1
+        r1 += hit_at(ranked, truth, 1)
+        r5 += hit_at(ranked, truth, 5)
+        r10 += hit_at(ranked, truth, 10)
+        mrr += reciprocal_rank(ranked, truth)
+    return Row(100 * r1 / n, 100 * r5 / n, 100 * r10 / n, mrr / n, statistics.median(latencies))
+
+
+def _outcome(q: harness.QuestionState):
+    from bench.longmemeval.metrics import Outcome
+
+    return Outcome(
+        question_id=q.question_id, question_type=q.question_type, ranked=[], truth=q.truth_ids,
+        answer_sessions=[], latency_ms=0.0, abstention=q.abstention, truth_from=q.truth_from,
+    )
+
+
+def mean(rows: Sequence[Row]) -> float:
+    """The mean over sets of (R@1 + R@5 + R@10) / 3: the number the discipline asks to raise."""
+    return sum((r.r1 + r.r5 + r.r10) / 3 for r in rows) / len(rows)
+
+
+def table(results: dict[str, list[Row]]) -> str:
+    """The markdown table: per set R@1 / R@5 / R@10 and MRR, the mean, ΔR@5 against the first row, p50."""
+    base = next(iter(results.values()))
+    head = " | ".join(f"{name} R@1 / R@5 / R@10 | MRR" for name, _, _ in SETS)
+    lines = [
+        f"| variant | {head} | mean | ΔR@5 ({', '.join(n for n, _, _ in SETS)}) | p50 ms |",
+        "|---|" + "--:|--:|" * len(SETS) + "--:|--:|--:|",
+    ]
+    for label, rows in results.items():
+        cells = [f"{r.r1:.1f} / {r.r5:.1f} / {r.r10:.1f} | {r.mrr:.3f}" for r in rows]
+        delta = " / ".join(f"{r.r5 - b.r5:+.1f}" for r, b in zip(rows, base))
+        p50 = statistics.median(r.p50 for r in rows)
+        lines.append(f"| {label} | {' | '.join(cells)} | {mean(rows):.1f} | {delta} | {p50:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Ingest the homes if needed, run every variant (or `--only` some) on the three sets, print the table."""
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--lme", type=Path, default=Path("../shared/data/longmemeval_s_dev.json.gz"))
+    ap.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo_dev.json.gz"))
+    ap.add_argument("--work", type=Path, default=Path("bench/results/devsets"), help="where the homes live")
+    ap.add_argument("--only", help="comma-separated variant labels")
+    args = ap.parse_args(argv)
+
+    homes = {"lme": args.work / "lme", "locomo": args.work / "locomo"}
+    states = {"lme": ensure_home(homes["lme"], args.lme), "locomo": ensure_home(homes["locomo"], args.locomo)}
+    conns = {k: connect(h / "arbiter.db", readonly=True) for k, h in homes.items()}
+    tenants = {k: c.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0] for k, c in conns.items()}
+    wanted = None if not args.only else {x.strip() for x in args.only.split(",")}
+    chosen = [v for v in VARIANTS if wanted is None or v[0] in wanted or v[0] == "as shipped"]
+    for key, conn in conns.items():  # warm the page cache and the term statistics before timing
+        measure(conn, tenants[key], states[key].questions, "as-written", {}, {})
+    results: dict[str, list[Row]] = {}
+    for label, params, tuning_changes in chosen:
+        results[label] = [
+            measure(conns[key], tenants[key], states[key].questions, phrasing, params, tuning_changes)
+            for _, key, phrasing in SETS
+        ]
+    print(table(results), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

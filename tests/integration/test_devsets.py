@@ -1,0 +1,50 @@
+"""bench.devsets end to end on the tiny fixtures: its own daemons ingest, the stages run in-process, one table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.devsets import SETS, VARIANTS, Row, mean, table
+
+ROOT = Path(__file__).parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+def test_the_three_sets_every_stage_one_table(tmp_path: Path) -> None:
+    args = ["--lme", DATA / "longmemeval_tiny.json", "--locomo", DATA / "locomo_tiny.json", "--work", tmp_path]
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.devsets", *map(str, args), "--only", "- replies"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.strip().splitlines()
+    assert lines[0].startswith("| variant | LME R@1 / R@5 / R@10 | MRR | LME 3rd")
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:]}
+    assert set(rows) == {"as shipped", "- replies"}
+    # Tiny LongMemEval: the three officially scored questions all rank first, in both phrasings.
+    assert "| 100.0 / 100.0 / 100.0 | 1.000 | 100.0 / 100.0 / 100.0 | 1.000 |" in rows["as shipped"]
+    # Tiny LoCoMo: the reply to "Anything you're excited about...?" holds the
+    # answer and shares only the speaker's name with the question; the
+    # question lifts it from rank 2 to rank 1 (MRR 0.875 against 0.8125).
+    assert "| 75.0 / 100.0 / 100.0 | 0.875 |" in rows["as shipped"]
+    assert "| 75.0 / 100.0 / 100.0 | 0.812 |" in rows["- replies"]
+    # A second run reuses the homes and measures the same.
+    again = subprocess.run(
+        [sys.executable, "-m", "bench.devsets", *map(str, args), "--only", "as shipped"],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[2].rsplit(" | ", 1)[0] == rows["as shipped"].rsplit(" | ", 1)[0]
+
+
+def test_mean_and_deltas_by_hand() -> None:
+    a, b = Row(60, 90, 95, 0.7, 1.0), Row(30, 60, 66, 0.4, 3.0)
+    assert mean([a, b]) == pytest.approx((60 + 90 + 95 + 30 + 60 + 66) / 6)
+    text = table({"as shipped": [a, b, a], "- x": [b, a, a]})
+    assert "| as shipped | 60.0 / 90.0 / 95.0 | 0.700 |" in text
+    assert "+0.0 / +0.0 / +0.0" in text and "-30.0 / +30.0 / +0.0" in text
+    assert len(SETS) == 3 and VARIANTS[0][0] == "as shipped"
