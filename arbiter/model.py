@@ -31,6 +31,8 @@ Tag = Annotated[str, Meta(
 ONE_LINE = pattern(r"^[^\x00-\x1f\x7f]*$", "a title is one line, without newlines or control characters")
 Title = Annotated[str, Meta(pattern=ONE_LINE)]
 Tags = Annotated[list[Tag], Meta(max_length=32)]
+#: Who said or wrote an entry: a name ("Caroline") or a role ("user", "assistant").
+Speaker = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")]
 Limit = Annotated[int, Meta(ge=1, le=1000)]
 
 TITLE_MAX_BYTES = 200
@@ -106,6 +108,7 @@ class RememberParams(TextParams):
     parent_id: Id | None = None
     supersedes_ids: Annotated[list[Id], Meta(max_length=64)] = []
     valid_from: Time | None = None
+    speaker: Speaker | None = None
     auto_tag: bool = False
     auto_supersede: bool = False
     #: Entities the entry is about, beside those extraction finds in its text.
@@ -190,7 +193,7 @@ class ExpandParams(Params):
 #: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
 RecallStage = Literal[
     "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
-    "select", "facts", "entities", "clusters", "salience", "budget", "replies", "threads",
+    "select", "facts", "entities", "clusters", "salience", "budget", "replies", "threads", "speaker",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 
@@ -274,6 +277,7 @@ class Entry(Struct, kw_only=True):
     valid_to: str | None
     superseded_by: list[int] = []
     revised_at: str | None = None
+    speaker: str | None = None
 
 
 class EntityRef(Struct, kw_only=True):

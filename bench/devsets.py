@@ -13,10 +13,9 @@ of the three without costing any one more than 2 points of R@5):
 - **LoCoMo**: LoCoMo dev in its own format (4 conversations, 582 questions
   of categories 1-4), each question recalled in its conversation.
 
-Each home is ingested once through the daemon by the LongMemEval harness
-(entries exactly as `python -m bench.longmemeval run` writes them), then
-every variant runs `recall` in this process on the home's database with the
-real pipeline. p50 is in-process (no socket): for comparing rows only.
+Each home is written once with the entries the LongMemEval harness writes
+(`python -m bench.longmemeval run`), then every variant runs `recall` in
+this process on the home's database with the real pipeline. p50 is in-process (no socket): for comparing rows only.
 `mean` is the mean over the three sets of their R@1, R@5 and R@10; `ΔR@5`
 is each set's R@5 change against "as shipped".
 """
@@ -34,10 +33,10 @@ import msgspec
 
 from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
-from arbiter.store import connect
+from arbiter._time import now_us
+from arbiter.store import connect, entries, open_database, tenants
 from bench.longmemeval import dataset as ds
 from bench.longmemeval import harness
-from bench.longmemeval.daemon import Daemon
 from bench.longmemeval.metrics import hit_at, reciprocal_rank, scored
 from bench.longmemeval.phrasing import phrase
 
@@ -56,6 +55,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- tenant_fill", {"disable": ["tenant_fill"]}, {}),
     ("- replies", {"disable": ["replies"]}, {}),
     ("- threads", {"disable": ["threads"]}, {}),
+    ("- speaker", {"disable": ["speaker"]}, {}),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
@@ -73,16 +73,33 @@ class Row:
 
 
 def ensure_home(home: Path, dataset: Path) -> harness.State:
-    """Ingest `dataset` into `home` through a daemon of its own unless the home already holds it."""
+    """Write `dataset` into a fresh `home` unless it already holds it; the harness's state file says which entries are which.
+
+    The entries are the ones `python -m bench.longmemeval run` writes
+    (`harness.remember_params`), written by the store in this process: the
+    daemon's `remember_many` also links entities per entry, which recall does
+    not read and which takes minutes on 48K turns.
+    """
     state_path = home / harness.STATE_NAME
     corpus = ds.load_corpus(dataset)
     if state_path.exists():
         state = harness.open_state(state_path, corpus)
         if len(state.units) == len(corpus.units):
             return state
-    with Daemon(home, timeout=60) as daemon, daemon.client() as client:
-        state = harness.open_state(state_path, corpus)
-        harness.ingest(client, corpus.units, state, state_path)
+        raise harness.HarnessError(f"{home}: a partial home; remove it and run again")
+    state = harness.open_state(state_path, corpus)
+    conn = open_database(home / "arbiter.db", synchronous="NORMAL")
+    now = now_us()
+    with conn:
+        tenant, _ = tenants.create_tenant(conn, "default", now=now)
+        for u in corpus.units:
+            conversation = tenants.create_conversation(conn, tenant, u.key, now=now).id
+            harness.record(state, u, conversation, entries.remember_many(
+                conn, tenant, harness.remember_params(u, conversation), now=now
+            ))
+    state.tenant_entries = sum(len(u.entry_ids) for u in state.units)
+    conn.close()
+    state.save(state_path)
     return state
 
 

@@ -100,6 +100,7 @@ def _show_entry(e) -> None:
         f"{k}: {v}"
         for k, v in (
             ("source", e.source),
+            ("speaker", e.speaker),
             ("conversation", e.conversation_id),
             ("parent", e.parent_id),
             ("valid_to", e.valid_to),

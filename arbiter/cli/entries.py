@@ -24,6 +24,8 @@ from arbiter.model import RECALL_STAGES
 @click.option("--parent", type=int, help="Reply to this entry (threads).")
 @click.option("--supersedes", type=int, multiple=True, help="Retire this entry in favour of the new one. Repeatable.")
 @click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now; never in the future).")
+@click.option("--speaker", help="Who said it: a name (Caroline) or a role (user, assistant). Recall matches names "
+              "in a query to it.")
 @click.option("--auto-tag", is_flag=True, help="LLM: add 2–4 tags, reusing the tenant's vocabulary.")
 @click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
 @click.option("--entity", "entity_names", multiple=True, metavar="NAME",
@@ -32,7 +34,7 @@ from arbiter.model import RECALL_STAGES
 @click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
 @click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
-             auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate):
+             speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate):
     """Write one entry.
 
     \b
@@ -40,6 +42,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
       arbiter remember --type feedback --title "Prefers tabs" --content "Use tabs in Go files" --tag style
       git log -1 | arbiter remember --type project --title "Last commit" --content -
       arbiter remember --type project --title "DB choice" --content "We picked Postgres" --entity Apollo
+      arbiter remember --type context --title "Support group" --content "I went yesterday" --speaker Caroline
     """
     if content == "-":
         content = sys.stdin.read()
@@ -48,7 +51,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
     with settings.client() as c:
         e = c.remember(
             type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
-            parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from,
+            parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from, speaker=speaker,
             auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
             permanent=permanent, allow_duplicate=allow_duplicate,
         )

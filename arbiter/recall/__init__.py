@@ -52,6 +52,8 @@ class Tuning:
     #: A question asking for a quantity ("how many", "how long", "total")
     #: favours entries that hold a numeral: x(1 + quantity).
     quantity: float = score.QUANTITY_BOOST
+    #: An entry whose speaker the query names: x(1 + speaker).
+    speaker: float = score.SPEAKER_BOOST
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
@@ -278,6 +280,8 @@ def _score(
     sizing = bool(tuning.size_exponent)
     quantifying = "quantity" not in off and tuning.quantity and "quantity" in query.cues
     wording = "number_words" not in off
+    named = query.words if "speaker" not in off and tuning.speaker else frozenset()
+    speakers = _sql.speakers(conn, [r[0] for r in rows]) if named else {}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -299,6 +303,9 @@ def _score(
             parts["quantity"] = f = score.quantity(numerals, strength=tuning.quantity, words=wording)
             if wording and numerals == score.NUMBER_WORD:
                 parts["number_words"] = 1.0  # the figure is written in words only
+            value *= f
+        if eid in speakers:
+            parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)
             value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)

@@ -83,6 +83,17 @@ def replies(
     return {q: n for q, n in rows if n is not None}
 
 
+def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
+    """id -> speaker, for the entries among `ids` that have one."""
+    if not ids:
+        return {}
+    return dict(
+        conn.execute(
+            f"SELECT id, speaker FROM entries WHERE id IN ({','.join('?' * len(ids))}) AND speaker IS NOT NULL", ids
+        )
+    )
+
+
 def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
     """reply id -> (parent id, content) for the entries among `ids` whose title is "Re: <their parent's title>"."""
     if not ids:

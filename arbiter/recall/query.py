@@ -114,6 +114,8 @@ class Query:
     terms: tuple[Term, ...]
     voice: Voice = None
     cues: frozenset[str] = field(default_factory=frozenset)
+    #: Every word of the query, lowercased, stopwords too (speaker names are matched against them).
+    words: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def empty(self) -> bool:
@@ -164,7 +166,8 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
             add(Term(surface, stem + "*", prefix=True))
         else:
             add(_term(surface, stem))
-    return Query(text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens))
+    words = frozenset(s for s, _ in tokens)
+    return Query(text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens), words=words)
 
 
 def _term(surface: str, stem: str) -> Term:

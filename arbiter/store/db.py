@@ -659,6 +659,16 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
         CREATE INDEX relations_target ON relations(target_id, relation);
         """,
     ),
+    (
+        # Who said an entry, as a field rather than a guess from its pronouns:
+        # a name ("Caroline") or a role ("user", "assistant"). Recall matches
+        # names in a query to it; it is never searched as text. It is not
+        # revised (no verb changes it), so past states read the current one.
+        "m013_entries_speaker",
+        """
+        ALTER TABLE entries ADD COLUMN speaker TEXT;
+        """,
+    ),
 ]
 
 

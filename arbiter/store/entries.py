@@ -29,7 +29,7 @@ _SUPERSEDED_BY = (
 )
 ENTRY_COLUMNS = (
     "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
-    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("")
+    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("") + ", e.speaker"
 )
 
 #: SQL setting `revised_at` to a change's record instant (bind: now). Strictly
@@ -52,13 +52,13 @@ def _state_arms(t: int) -> tuple[str, str]:
     return (
         f"""(
         SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash,
-               recorded_at, valid_from, valid_to, revised_at
+               recorded_at, valid_from, valid_to, revised_at, speaker
         FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
     ) e""",
         f"""(
         SELECT r.entry_id AS id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id,
                x.parent_id, NULL AS content_hash, x.recorded_at, r.valid_from, r.valid_to,
-               nullif(r.recorded_from, x.recorded_at) AS revised_at
+               nullif(r.recorded_from, x.recorded_at) AS revised_at, x.speaker
         FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
         WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
     ) e""",
@@ -86,7 +86,7 @@ def visible(as_of: int | None, alias: str = "e") -> tuple[str, tuple]:
 
 
 def entry_from_row(row: tuple) -> Entry:
-    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, revised, sup) = row
+    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, revised, sup, speaker) = row
     return Entry(
         id=eid,
         type=etype,
@@ -103,6 +103,7 @@ def entry_from_row(row: tuple) -> Entry:
         valid_to=format_time(vto),
         superseded_by=[int(x) for x in sup.split(",")] if sup else [],
         revised_at=format_time(revised),
+        speaker=speaker,
     )
 
 
@@ -115,9 +116,10 @@ def _dedupe(tags: list[str]) -> list[str]:
 
 
 _INSERT_COLUMNS = (
-    "id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, recorded_at, valid_from"
+    "id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, speaker, content_hash, recorded_at, "
+    "valid_from"
 )
-_ROW = "(" + ",".join("?" * 12) + ")"
+_ROW = "(" + ",".join("?" * 13) + ")"
 # Rows per multi-row INSERT in remember_many. Measured on 30K entries of ~550
 # bytes: 1 row per statement 6K entries/s; 500 rows 11-13K/s for +6 MB peak
 # RSS; 2000 rows no faster for +12 MB (the statement and FTS5's pending terms).
@@ -145,7 +147,7 @@ def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, 
     for i, old in enumerate(p.supersedes_ids):
         relations.require_active(conn, tenant_id, old, f"{path}supersedes_ids[{i}]", "target")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
-    return [None, tenant_id, p.type, p.title, p.content, tags, p.source, p.conversation_id, p.parent_id,
+    return [None, tenant_id, p.type, p.title, p.content, tags, p.source, p.conversation_id, p.parent_id, p.speaker,
             content_hash(p.content), now, valid_from]
 
 
@@ -407,21 +409,22 @@ def revisions(
         f"""
         SELECT r.entry_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, r.tags, r.source,
                r.conversation_id, e.parent_id, NULL, e.recorded_at, r.valid_from, r.valid_to,
-               nullif(r.recorded_from, e.recorded_at)
+               nullif(r.recorded_from, e.recorded_at), e.speaker
         FROM entry_revisions r JOIN entries e ON e.id = r.entry_id
         WHERE r.tenant_id = ? AND r.entry_id IN ({marks}) {past}
         UNION ALL
         SELECT e.id, coalesce(e.revised_at, e.recorded_at), NULL, e.type, e.title, e.content, e.tags, e.source,
-               e.conversation_id, e.parent_id, e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at
+               e.conversation_id, e.parent_id, e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at,
+               e.speaker
         FROM entries e WHERE e.tenant_id = ? AND e.id IN ({marks}) {now_}
         ORDER BY 1, 2
         """,
         (tenant_id, *ids, tenant_id, *ids),
     ).fetchall()
     states: dict[int, list[Revision]] = {}
-    for eid, start, end, *fields in rows:
+    for eid, start, end, *fields, speaker in rows:
         sup = ",".join(str(r.source_id) for r in edges if r.target_id == eid and parse_time(r.created_at) <= start)
-        entry = entry_from_row((eid, *fields, sup))
+        entry = entry_from_row((eid, *fields, sup, speaker))
         before = states.setdefault(eid, [])
         changed = [f for f in _REVISION_FIELDS if before and getattr(before[-1].entry, f) != getattr(entry, f)]
         before.append(Revision(

@@ -164,28 +164,8 @@ def ingest(
             raise HarnessError(f"remember_many returned {len(ids)} ids for {len(buffer)} entries")
         at = 0
         for u, conversation_id in pending:
-            mine = ids[at : at + len(u.entries)]
+            record(state, u, conversation_id, ids[at : at + len(u.entries)])
             at += len(u.entries)
-            state.units.append(UnitState(key=u.key, conversation_id=conversation_id, entry_ids=mine, turns=u.turns))
-            state.questions.extend(
-                QuestionState(
-                    question_id=a.question_id,
-                    question_type=a.question_type,
-                    question=a.question,
-                    abstention=a.abstention,
-                    conversation_id=conversation_id,
-                    turns=u.turns,
-                    entries=len(mine),
-                    truth_from=a.truth_from,
-                    truth_ids=[mine[k] for k in a.truth],
-                    answer_session_ids=[mine[k] for k in a.answer_sessions],
-                    skipped_empty=u.skipped_empty,
-                    truncated=u.truncated,
-                    unit=u.key,
-                    question_date=a.question_date,
-                )
-                for a in u.asks
-            )
         written += len(buffer)
         state.tenant_entries = client.status().entries_active
         state.save(state_path)
@@ -197,16 +177,7 @@ def ingest(
         truncated += u.truncated
         conversation = client.conversation_create(title=u.key)
         pending.append((u, conversation.id))
-        buffer.extend(
-            RememberParams(
-                type="context",
-                title=e.title,
-                content=e.content,
-                conversation_id=conversation.id,
-                valid_from=e.valid_from,
-            )
-            for e in u.entries
-        )
+        buffer.extend(remember_params(u, conversation.id))
         if len(buffer) >= batch_size:
             flush()
     flush()
@@ -222,6 +193,45 @@ def ingest(
     )
     state.save(state_path)
     return state.ingest
+
+
+def remember_params(u: Unit, conversation_id: int) -> list[RememberParams]:
+    """What the harness writes for a unit: one `context` entry per turn, with its speaker and no source."""
+    return [
+        RememberParams(
+            type="context",
+            title=e.title,
+            content=e.content,
+            conversation_id=conversation_id,
+            valid_from=e.valid_from,
+            speaker=e.role,
+        )
+        for e in u.entries
+    ]
+
+
+def record(state: State, u: Unit, conversation_id: int, ids: list[int]) -> None:
+    """Note in the state that unit `u` landed in `conversation_id` as `ids` (its entries, in order)."""
+    state.units.append(UnitState(key=u.key, conversation_id=conversation_id, entry_ids=ids, turns=u.turns))
+    state.questions.extend(
+        QuestionState(
+            question_id=a.question_id,
+            question_type=a.question_type,
+            question=a.question,
+            abstention=a.abstention,
+            conversation_id=conversation_id,
+            turns=u.turns,
+            entries=len(ids),
+            truth_from=a.truth_from,
+            truth_ids=[ids[k] for k in a.truth],
+            answer_session_ids=[ids[k] for k in a.answer_sessions],
+            skipped_empty=u.skipped_empty,
+            truncated=u.truncated,
+            unit=u.key,
+            question_date=a.question_date,
+        )
+        for a in u.asks
+    )
 
 
 def _chunks(params: list[RememberParams], count: int, size: int) -> Iterator[list[RememberParams]]:

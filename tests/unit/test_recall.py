@@ -205,6 +205,21 @@ def test_a_thread_root_is_not_outranked_by_replies_on_its_own_title(db, tenant):
     assert ids(ask(db, tenant, "deploy database migrations"))[0] == migrations
 
 
+def test_a_speaker_named_in_the_query_is_favoured(db, tenant):
+    mentions = remember(db, tenant, "t", "Melanie: Caroline, how was the support group yesterday?", speaker="Melanie")
+    said = remember(db, tenant, "t", "Caroline: The support group was powerful, I went with friends.",
+                    speaker="Caroline")
+    res = ask(db, tenant, "How was the support group for Caroline?", explain=True)
+    by_id = {h.id: h for h in res.hits}
+    assert ids(res)[0] == said and by_id[said].parts["speaker"] == pytest.approx(1.5)
+    assert by_id[mentions].parts["speaker"] == 1.0
+    assert ids(ask(db, tenant, "How was the support group for Caroline?", disable=["speaker"]))[0] == mentions
+    # "user" and "assistant" are roles voice reads; naming them is not naming a speaker.
+    user = remember(db, tenant, "t", "the support group met on Friday", speaker="user")
+    hits = {h.id: h for h in ask(db, tenant, "when did the user's support group meet?", explain=True).hits}
+    assert hits[user].parts["speaker"] == 1.0
+
+
 def test_a_question_for_an_amount_prefers_the_entry_with_a_figure(db, tenant):
     vague = remember(db, tenant, "Commute", "my commute: the train to the office")
     figure = remember(db, tenant, "Commute", "my commute: the 8:15 train to the office")

@@ -62,6 +62,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "recall_entries_update"),
     },
     "m005_fts_automerge": set(),
+    "m013_entries_speaker": set(),
     "m006_entities": {
         ("table", "entities"),
         ("index", "entities_tenant"),
@@ -414,6 +415,20 @@ def test_supersedes_with_one_missing_id_writes_nothing(db, tenant, other):
         assert info.value.path == "supersedes_ids[1]"
         assert counts(db) == before
         assert entries.get(db, tenant, old).valid_to is None
+
+
+def test_speaker_is_kept_and_shown(db, tenant):
+    with db:
+        said = entries.remember(db, tenant, RememberParams(type="context", title="t", content="c", speaker="Caroline"),
+                                now=T0)
+        plain = entries.remember(db, tenant, RememberParams(type="context", title="t", content="c"), now=T0)
+        many = entries.remember_many(db, tenant, [RememberParams(type="context", title="t", content="c",
+                                                                 speaker="user")], now=T0)
+    assert entries.get(db, tenant, said).speaker == "Caroline"
+    assert entries.get(db, tenant, plain).speaker is None
+    assert entries.get(db, tenant, many[0]).speaker == "user"
+    # Never searched as text: the name is not in the index.
+    assert db.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'caroline'").fetchone()[0] == 0
 
 
 def test_remember_refuses_foreign_parent_and_conversation(db, tenant, other):
