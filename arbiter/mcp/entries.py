@@ -8,7 +8,7 @@ from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams, NotFound
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
-from arbiter.model import EntityName, EntryType, RelationType, Tags, TextParams, Time
+from arbiter.model import EntityName, EntryType, RelationType, Speaker, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
     "user: about the person; feedback: how they want you to work; project: work, tickets, decisions; "
@@ -20,6 +20,9 @@ Supersedes = Annotated[list[Annotated[int, Meta(ge=1)]], Meta(max_length=64, des
     "Entries this one replaces: they retire (still readable with `history` and `as_of`)."))]
 Source = Annotated[str | None, Meta(description="Where this came from (URL, file, person).")]
 ValidFrom = Annotated[Time | None, Meta(description="When this became true (RFC 3339); defaults to now.")]
+Said = Annotated[Speaker | None, Meta(description=(
+    "Who said or wrote it: a person's name ('Caroline') or 'user' / 'assistant'. Recall favours the entries of "
+    "a speaker the query names."))]
 Everywhere = Annotated[bool, Meta(description=(
     "Write outside this session's conversation: for what holds beyond it (preferences, conventions). "
     "Entries of a conversation are searched first in that conversation and ranked lower elsewhere."))]
@@ -259,6 +262,7 @@ class RememberArgs(Args, TextParams):
     supersedes_ids: Supersedes = []
     source: Source = None
     valid_from: ValidFrom = None
+    speaker: Said = None
     everywhere: Everywhere = False
     entities: Annotated[list[EntityName], Meta(max_length=64, description=(
         "People, projects, tools... this entry is about, beyond those named in its text (found automatically)."
@@ -286,8 +290,9 @@ def remember(s: Session, a: RememberArgs) -> Written:
     """
     conversation = _scope(s, a.everywhere)
     e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
-               supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, conversation_id=conversation,
-               entities=a.entities, permanent=a.permanent, allow_duplicate=a.allow_duplicate)
+               supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
+               conversation_id=conversation, entities=a.entities, permanent=a.permanent,
+               allow_duplicate=a.allow_duplicate)
     if e.duplicate_of is not None:
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)
@@ -307,6 +312,7 @@ class Item(TextParams):
     supersedes_ids: Supersedes = []
     source: Source = None
     valid_from: ValidFrom = None
+    speaker: Said = None
 
 
 class RememberManyArgs(Args):
