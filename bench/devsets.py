@@ -45,6 +45,7 @@ from bench.longmemeval.phrasing import phrase
 VARIANTS: list[tuple[str, dict, dict]] = [
     ("as shipped", {}, {}),
     ("- stopwords", {"disable": ["stopwords"]}, {}),
+    ("- framing (memory-framing stopwords)", {"disable": ["framing"]}, {}),
     ("- weights", {"disable": ["weights"]}, {}),
     ("- intent", {"disable": ["intent"]}, {}),
     ("- decay", {"disable": ["decay"]}, {}),

@@ -24,7 +24,7 @@ from arbiter.model import RecallParams, RecallResult
 from arbiter.entities import recall as entity_signals
 from arbiter.recall import _rank, _sql, past, score
 from arbiter.recall.hits import render, unranked
-from arbiter.recall.query import STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
+from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
 from arbiter.store import fts
 
 __all__ = ["Candidate", "Ranking", "Tuning", "fuse", "quote", "recall", "render", "search"]
@@ -150,7 +150,7 @@ def search(
     """
     off = frozenset(p.disable)
     need = max(p.limit, depth or 0)
-    stopwords = frozenset() if "stopwords" in off else STOPWORDS
+    stopwords = frozenset() if "stopwords" in off else ENGLISH if "framing" in off else STOPWORDS
     query = analyze(p.query if text is None else text, tokenizer(conn), stopwords=stopwords)
     if query.empty:
         return None

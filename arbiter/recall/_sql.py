@@ -64,23 +64,25 @@ def candidates(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int
 def replies(
     conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None, *, max_bytes: int
 ) -> dict[int, int]:
-    """question id -> the id of the turn that follows it, for the entries among `ids` that end in a question.
+    """question id -> the id of the turn that answers it, for the entries among `ids` that end in a question.
 
-    The turn that follows is the next visible entry of the same conversation
-    by valid time (then id).
+    The answer is the next visible entry of the same conversation by valid
+    time (then id), unless both have a speaker and it is the same one: a
+    turn does not answer its own speaker's question.
     """
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="n")
     rows = conn.execute(
-        "SELECT q.id, (SELECT n.id FROM entries n WHERE n.tenant_id = q.tenant_id "
+        "SELECT q.id, q.speaker, a.id, a.speaker FROM entries q JOIN entries a ON a.id = ("
+        "SELECT n.id FROM entries n WHERE n.tenant_id = q.tenant_id "
         "AND n.conversation_id = q.conversation_id AND (n.valid_from, n.id) > (q.valid_from, q.id) "
         f"AND {cond} ORDER BY n.valid_from, n.id LIMIT 1) "
-        f"FROM entries q WHERE q.id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
+        f"WHERE q.id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
         "AND q.conversation_id IS NOT NULL AND length(CAST(q.content AS BLOB)) <= ? AND rtrim(q.content) LIKE '%?'",
         (*binds, *ids, tenant_id, max_bytes),
     )
-    return {q: n for q, n in rows if n is not None}
+    return {q: a for q, asker, a, answerer in rows if asker is None or answerer is None or asker != answerer}
 
 
 def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:

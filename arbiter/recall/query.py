@@ -31,7 +31,7 @@ Voice = Literal["self", "other"] | None
 # A general English list (function words, auxiliaries, contraction pieces the
 # tokenizer splits off) plus the words that frame a question to a memory
 # rather than name its subject ("remind me what you mentioned about...").
-STOPWORDS = frozenset(
+ENGLISH = frozenset(
     """
     a about above after again against all also am an and any are as at be because been before being below
     between both but by can could did do does doing down during each few for from further had has have having
@@ -41,10 +41,17 @@ STOPWORDS = frozenset(
     was we were what when where which while who whom why will with would you your yours yourself yourselves
     s t d ll m o re ve y don doesn didn isn aren wasn weren hasn haven hadn won wouldn shouldn couldn
     ain mightn mustn needn shan
+    """.split()
+)
+#: Words that frame a question to a memory rather than name its subject
+#: (`disable=["framing"]` keeps them as terms).
+FRAMING = frozenset(
+    """
     many much ago currently previous previously conversation remind mentioned mention told tell say said
     recall remember wondering wonder know
     """.split()
 )
+STOPWORDS = ENGLISH | FRAMING
 
 # Stage 5 cue words -> the entry types they suggest (issue 3's routing table).
 INTENT_CUES: dict[str, tuple[str, ...]] = {

@@ -163,6 +163,7 @@ def rank(q: Question, units: list[Unit], *, phrasing: str, disable: Sequence[str
                         content=cut_utf8(units[i].text, CONTENT_MAX_BYTES),
                         conversation_id=conversation,
                         valid_from=units[i].timestamp,
+                        speaker="user",  # the official corpus holds the user's words only
                     )
                     for i in stored
                 ],

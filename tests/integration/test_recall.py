@@ -66,8 +66,14 @@ def test_bad_switches_are_clear_errors(client):
 
 @pytest.mark.parametrize("query", ['NEAR("a" OR', "*", "{scope}: c1", '"', "ünïcödé ✓ 漢字", "\t"])
 def test_odd_queries_never_fail(client, chat, query):
-    client.recall(query)
-    client.recall(query, conversation_id=chat[0])
+    trip, _, made = chat
+    for res in (client.recall(query), client.recall(query, conversation_id=trip)):
+        found = [h.id for h in res.hits]
+        assert len(found) == len(set(found)) and set(found) <= set(made.values())
+        if query == 'NEAR("a" OR':
+            assert made["hotel"] in found  # "near" is a word ("stay near the river"), not an operator
+        if query in ("{scope}: c1", "ünïcödé ✓ 漢字"):
+            assert found == []  # words no entry holds; user text never reaches the scope column
 
 
 def test_forget_and_as_of_through_the_socket(client, chat):

@@ -130,11 +130,19 @@ def test_filters_are_hard_in_browse_mode(db, tenant):
 
 
 def test_intent_cues_favour_types_unless_the_caller_names_some(db, tenant):
-    how = remember(db, tenant, "Rollback", "rollback steps for the api", type="learning")
     fact = remember(db, tenant, "Rollback", "rollback steps for the api", type="project")
-    assert ids(ask(db, tenant, "how to rollback the api"))[0] == how
-    assert ids(ask(db, tenant, "how to rollback the api", intent="off")) == [how, fact]  # tie: by id
+    how = remember(db, tenant, "Rollback", "rollback steps for the api", type="learning")
+    assert ids(ask(db, tenant, "how to rollback the api")) == [how, fact]  # same text: the cue decides
+    assert ids(ask(db, tenant, "how to rollback the api", intent="off")) == [fact, how]  # tie: by id
+    assert ids(ask(db, tenant, "how to rollback the api", disable=["intent"])) == [fact, how]
     assert ids(ask(db, tenant, "how to rollback the api", types=["project"]))[0] == fact
+
+
+def test_intent_is_a_soft_boost(db, tenant):
+    how = remember(db, tenant, "Notes", "rollback steps, among other things", type="learning")
+    strong = remember(db, tenant, "API rollback", "rollback the api: the api rollback script", type="project")
+    # A much better match of a type the cue does not suggest still comes first: intent never filters.
+    assert ids(ask(db, tenant, "how to rollback the api")) == [strong, how]
 
 
 def test_decay_prefers_recent_entries_and_can_be_switched_off(db, tenant):
@@ -183,6 +191,15 @@ def test_the_reply_to_a_matching_question_is_found(db, tenant):
                                   disable=["replies"]))
 
 
+def test_a_turn_does_not_answer_its_own_speakers_question(db, tenant):
+    chat = conversation(db, tenant)
+    remember(db, tenant, "q", "Anything new about the adoption process?", conversation_id=chat, speaker="Mel",
+             valid_from=format_time(T0))
+    same = remember(db, tenant, "s", "Also, the kids loved camping.", conversation_id=chat, speaker="Mel",
+                    valid_from=format_time(T0 + 60 * US))
+    assert same not in ids(ask(db, tenant, "adoption process", conversation_id=chat))
+
+
 def test_a_long_turn_ending_in_a_courtesy_question_lends_nothing(db, tenant):
     chat = conversation(db, tenant)
     remember(db, tenant, "q", "Adoption agencies differ a lot. " * 12 + "Anything else about adoption?",
@@ -218,6 +235,15 @@ def test_a_speaker_named_in_the_query_is_favoured(db, tenant):
     user = remember(db, tenant, "t", "the support group met on Friday", speaker="user")
     hits = {h.id: h for h in ask(db, tenant, "when did the user's support group meet?", explain=True).hits}
     assert hits[user].parts["speaker"] == 1.0
+
+
+def test_memory_framing_words_can_be_kept_as_terms(db, tenant):
+    remember(db, tenant, "Lisbon", "the conversation about Lisbon trams")
+    shipped = ask(db, tenant, "remind me of our conversation about Lisbon", explain=True)
+    kept = ask(db, tenant, "remind me of our conversation about Lisbon", disable=["framing"], explain=True)
+    assert '"conversation"' not in shipped.expression and '"remind"' not in shipped.expression
+    assert '"conversation"' in kept.expression and '"remind"' in kept.expression
+    assert '"our"' not in kept.expression  # English stopwords still go
 
 
 def test_a_question_for_an_amount_prefers_the_entry_with_a_figure(db, tenant):

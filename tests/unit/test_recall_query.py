@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -73,9 +75,28 @@ def test_terms_never_carry_lone_surrogates_to_fts5(db, tok, text):
 )
 def test_fts5_syntax_in_a_query_is_just_words(db, tok, text):
     query = analyze(text, tok)
-    if query.terms:
-        match = _sql.text_match(expression(query.terms).text)
-        db.execute(f"SELECT count(*) FROM {FTS} WHERE {FTS} MATCH ?", (match,)).fetchall()
+    words = [s for s, _ in tok(text)]
+    assert set(texts(query)) <= set(words)  # words of the text, never an operator or a column name
+    assert bool(query.terms) == bool(words)
+    if not query.terms:
+        return
+    # Nothing but quoted strings joined by OR reaches FTS5, and the words
+    # find a row that holds them as plain text (and only that row).
+    expr = expression(query.terms, phrase=False, near=False).text
+    assert _QUOTED_OR.fullmatch(expr), expr
+    rowid = 900_000 + len(text)
+    db.execute(f"INSERT INTO {FTS}(rowid, title, content, tags, source, scope) VALUES (?, '', ?, '', '', '')",
+               (rowid, " ".join(words)))
+    try:
+        found = db.execute(f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ?",
+                           (_sql.text_match(expr),)).fetchall()
+    finally:
+        db.execute(f"INSERT INTO {FTS}({FTS}, rowid, title, content, tags, source, scope) "
+                   "VALUES ('delete', ?, '', ?, '', '', '')", (rowid, " ".join(words)))
+    assert found == [(rowid,)]
+
+
+_QUOTED_OR = re.compile(r'"(?:[^"]|"")*"(?: OR "(?:[^"]|"")*")*')
 
 
 # ---- analysis -----------------------------------------------------------------
