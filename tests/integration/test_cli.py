@@ -307,3 +307,20 @@ def test_a_title_must_be_one_line_and_errors_are_in_words(daemon):
     line = one_line_error(h, "remember", "--type", "user", "--title", "t", "--content", "c", "--tag", "two words")
     assert "a tag cannot contain spaces" in line and "tags[0]" in line
     assert js(h, "list") == []
+
+
+    assert "no token" in one_line_error(tmp_path, "status")
+
+
+def test_speaker_is_written_shown_and_named_in_recall(daemon):
+    h = daemon.home
+    said = js(h, "remember", "--type", "context", "--title", "Support group", "--content",
+              "Caroline: the support group was powerful.", "--speaker", "Caroline")
+    js(h, "remember", "--type", "context", "--title", "Support group", "--content",
+       "Melanie: Caroline, how was the support group?", "--speaker", "Melanie")
+    assert said["speaker"] == "Caroline"
+    assert "speaker: Caroline" in ok(h, "get", str(said["id"]))
+    hits = js(h, "recall", "How was the support group for Caroline?")
+    assert hits[0]["id"] == said["id"]
+    assert "speaker" in one_line_error(h, "remember", "--type", "context", "--title", "t", "--content", "c",
+                                       "--speaker", "a\nb")

@@ -171,3 +171,22 @@ def test_grade_with_a_key(home: Path, tmp_path: Path, fake_messages: FakeMessage
     assert len(fake_messages.requests) == 12  # one answer and one verdict per question
     first = fake_messages.requests[0]["messages"][0]["content"]
     assert "Kamaka ukulele" in first and "Which ukulele brand did I buy in Lisbon?" in first
+
+
+DECOYS = ROOT / "tests" / "data" / "longmemeval_decoys.json"
+
+
+def test_decoys_separate_a_good_ranking_from_a_bad_one(tmp_path: Path) -> None:
+    # decoy_voice: the assistant's "You could buy your sister a book." outscores
+    # the user's own "I had to buy my sister a silk scarf..." on BM25 alone;
+    # voice must put the user's words first, asked as written or as an agent
+    # asks ("the user"). decoy_scope: another question's conversation holds a
+    # denser "kayak color" turn; only the graduated scope keeps the answer first.
+    out = tmp_path / "out"
+    result = bench("run", "--dataset", DECOYS, "--variants", "bm25,graduated", "--phrasing",
+                   "as-written,third-person", "--out", out)
+    assert result.returncode == 0, result.stderr
+    v = json.loads((out / "results.json").read_text(encoding="utf-8"))["variants"]
+    assert v["graduated"]["r@1"] == v["graduated (third-person)"]["r@1"] == 1.0
+    assert v["bm25"]["r@1"] == v["bm25 (third-person)"]["r@1"] == 0.5
+    assert v["bm25"]["r@5"] == 1.0
