@@ -175,13 +175,14 @@ def test_the_reply_to_a_matching_question_is_found(db, tenant):
     chat = conversation(db, tenant)
     other = conversation(db, tenant)
     asked = remember(db, tenant, "q", "Anything you're excited about in the adoption process?", conversation_id=chat,
-                     valid_from=format_time(T0))
+                     valid_from=format_time(T0 - 180 * US))
     answer = remember(db, tenant, "a", "I'm thrilled to make a family for kids who need one.", conversation_id=chat,
-                      valid_from=format_time(T0 + 60 * US))
+                      valid_from=format_time(T0 - 120 * US))
     remember(db, tenant, "later", "Then we talked about the weather.", conversation_id=chat,
-             valid_from=format_time(T0 + 120 * US))
+             valid_from=format_time(T0 - 60 * US))
     # The same question in another conversation lends nothing across conversations.
-    remember(db, tenant, "q2", "What about the adoption process?", conversation_id=other, valid_from=format_time(T0))
+    remember(db, tenant, "q2", "What about the adoption process?", conversation_id=other,
+             valid_from=format_time(T0 - 180 * US))
     res = ask(db, tenant, "What is Caroline excited about in the adoption process?", conversation_id=chat,
               explain=True)
     order = ids(res)
@@ -194,17 +195,17 @@ def test_the_reply_to_a_matching_question_is_found(db, tenant):
 def test_a_turn_does_not_answer_its_own_speakers_question(db, tenant):
     chat = conversation(db, tenant)
     remember(db, tenant, "q", "Anything new about the adoption process?", conversation_id=chat, speaker="Mel",
-             valid_from=format_time(T0))
+             valid_from=format_time(T0 - 180 * US))
     same = remember(db, tenant, "s", "Also, the kids loved camping.", conversation_id=chat, speaker="Mel",
-                    valid_from=format_time(T0 + 60 * US))
+                    valid_from=format_time(T0 - 120 * US))
     assert same not in ids(ask(db, tenant, "adoption process", conversation_id=chat))
 
 
 def test_a_long_turn_ending_in_a_courtesy_question_lends_nothing(db, tenant):
     chat = conversation(db, tenant)
     remember(db, tenant, "q", "Adoption agencies differ a lot. " * 12 + "Anything else about adoption?",
-             conversation_id=chat, valid_from=format_time(T0))
-    after = remember(db, tenant, "a", "Thanks, that is all.", conversation_id=chat, valid_from=format_time(T0 + 60 * US))
+             conversation_id=chat, valid_from=format_time(T0 - 180 * US))
+    after = remember(db, tenant, "a", "Thanks, that is all.", conversation_id=chat, valid_from=format_time(T0 - 120 * US))
     assert after not in ids(ask(db, tenant, "adoption", conversation_id=chat))
 
 
