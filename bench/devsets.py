@@ -86,6 +86,7 @@ def ensure_home(home: Path, dataset: Path) -> harness.State:
     if state_path.exists():
         state = harness.open_state(state_path, corpus)
         if len(state.units) == len(corpus.units):
+            open_database(home / "arbiter.db").close()  # a home from an older schema is migrated first
             return state
         raise harness.HarnessError(f"{home}: a partial home; remove it and run again")
     state = harness.open_state(state_path, corpus)
