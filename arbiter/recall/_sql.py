@@ -68,21 +68,41 @@ def replies(
 
     The answer is the next visible entry of the same conversation by valid
     time (then id), unless both have a speaker and it is the same one: a
-    turn does not answer its own speaker's question.
+    turn does not answer its own speaker's question. Sizes, times and the
+    next turn come from `recall_entries` (narrow rows, indexed by
+    conversation and time); only the few short candidates' texts are read.
     """
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="n")
     rows = conn.execute(
-        "SELECT q.id, q.speaker, a.id, a.speaker FROM entries q JOIN entries a ON a.id = ("
-        "SELECT n.id FROM entries n WHERE n.tenant_id = q.tenant_id "
-        "AND n.conversation_id = q.conversation_id AND (n.valid_from, n.id) > (q.valid_from, q.id) "
-        f"AND {cond} ORDER BY n.valid_from, n.id LIMIT 1) "
-        f"WHERE q.id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
-        "AND q.conversation_id IS NOT NULL AND length(CAST(q.content AS BLOB)) <= ? AND rtrim(q.content) LIKE '%?'",
+        "SELECT q.entry_id, (SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
+        f"AND (n.valid_from, n.entry_id) > (q.valid_from, q.entry_id) AND {cond} "
+        "ORDER BY n.valid_from, n.entry_id LIMIT 1) "
+        f"FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
+        "AND q.conversation_id IS NOT NULL AND q.bytes <= ?",
         (*binds, *ids, tenant_id, max_bytes),
+    ).fetchall()
+    follows = {q: a for q, a in rows if a is not None}
+    if not follows:
+        return {}
+    said = dict(
+        conn.execute(
+            f"SELECT id, speaker FROM entries WHERE id IN ({','.join('?' * (2 * len(follows)))})",
+            [*follows, *follows.values()],
+        )
     )
-    return {q: a for q, asker, a, answerer in rows if asker is None or answerer is None or asker != answerer}
+    asked = {
+        q
+        for q, content in conn.execute(
+            f"SELECT id, content FROM entries WHERE id IN ({','.join('?' * len(follows))})", list(follows)
+        )
+        if content.rstrip().endswith("?")
+    }
+    return {
+        q: a for q, a in follows.items()
+        if q in asked and (said.get(q) is None or said.get(a) is None or said[q] != said[a])
+    }
 
 
 def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
@@ -97,13 +117,24 @@ def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
 
 
 def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
-    """reply id -> (parent id, content) for the entries among `ids` whose title is "Re: <their parent's title>"."""
+    """reply id -> (parent id, content) for the entries among `ids` whose title is "Re: <their parent's title>".
+
+    Titles come before the content in a row, so the first test reads no
+    long text; only the few "Re: " rows are joined to their parents.
+    """
     if not ids:
+        return {}
+    marked = [
+        i for (i,) in conn.execute(
+            f"SELECT id FROM entries WHERE id IN ({','.join('?' * len(ids))}) AND substr(title, 1, 4) = 'Re: '", ids
+        )
+    ]
+    if not marked:
         return {}
     rows = conn.execute(
         "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.id = r.parent_id "
-        f"WHERE r.id IN ({','.join('?' * len(ids))}) AND r.title = 'Re: ' || p.title",
-        ids,
+        f"WHERE r.id IN ({','.join('?' * len(marked))}) AND r.title = 'Re: ' || p.title",
+        marked,
     )
     return {r: (parent, content) for r, parent, content in rows}
 

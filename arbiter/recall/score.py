@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar
 
+import functools
 import re
 
 from arbiter.recall.query import INTENT_CUES, Voice
@@ -169,8 +170,13 @@ def speaker(name: str | None, words: frozenset[str], *, strength: float = SPEAKE
     """
     if not name or not words:
         return 1.0
-    parts = {w for w in _WORD.findall(name.lower()) if w not in PARTIES}
-    return 1.0 + strength if parts & words else 1.0
+    return 1.0 + strength if _name_words(name) & words else 1.0
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_words(name: str) -> frozenset[str]:
+    """The words of a speaker's name that can name them in a query (a tenant has few speakers)."""
+    return frozenset(w for w in _WORD.findall(name.lower()) if w not in PARTIES)
 
 
 def size(nbytes: int, *, exponent: float = SIZE_EXPONENT) -> float:
