@@ -32,7 +32,8 @@ ONE_LINE = pattern(r"^[^\x00-\x1f\x7f]*$", "a title is one line, without newline
 Title = Annotated[str, Meta(pattern=ONE_LINE)]
 Tags = Annotated[list[Tag], Meta(max_length=32)]
 #: Who said or wrote an entry: a name ("Caroline") or a role ("user", "assistant").
-Speaker = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")]
+Speaker = Annotated[str, Meta(min_length=1, max_length=100, pattern=pattern(
+    r"^[^\x00-\x1f\x7f]+$", "a speaker is a name on one line, without control characters"))]
 Limit = Annotated[int, Meta(ge=1, le=1000)]
 
 TITLE_MAX_BYTES = 200

@@ -309,9 +309,6 @@ def test_a_title_must_be_one_line_and_errors_are_in_words(daemon):
     assert js(h, "list") == []
 
 
-    assert "no token" in one_line_error(tmp_path, "status")
-
-
 def test_speaker_is_written_shown_and_named_in_recall(daemon):
     h = daemon.home
     said = js(h, "remember", "--type", "context", "--title", "Support group", "--content",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections import Counter
 
 import msgspec
@@ -97,8 +98,12 @@ def test_the_migration_backfills_existing_entries(tmp_path, monkeypatch):
     conn = open_database(path)
     with conn:
         tid, _ = tenants.create_tenant(conn, "t", now=1)
-        for tags in (["a", "b"], ["a", "b", "c"], ["c"]):
-            entries.remember(conn, tid, RememberParams(type="user", title="t", content="c", tags=tags), now=1)
+        for tags in (["a", "b"], ["a", "b", "c"], ["c"]):  # rows as the m002 schema held them
+            conn.execute(
+                "INSERT INTO entries(tenant_id, type, title, content, tags, content_hash, recorded_at, valid_from) "
+                "VALUES (?, 'user', 't', 'c', ?, x'00', 1, 1)",
+                (tid, json.dumps(tags)),
+            )
         conn.execute("UPDATE entries SET valid_to = 2 WHERE id = 3")  # forget, as the m002 schema did it
     monkeypatch.undo()
     assert db.migrate(conn) == len(db.MIGRATIONS)
