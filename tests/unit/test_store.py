@@ -428,7 +428,8 @@ def test_speaker_is_kept_and_shown(db, tenant):
     assert entries.get(db, tenant, plain).speaker is None
     assert entries.get(db, tenant, many[0]).speaker == "user"
     # Never searched as text: the name is not in the index.
-    assert db.execute("SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'caroline'").fetchone()[0] == 0
+    index = fts.table(tenant)
+    assert db.execute(f"SELECT count(*) FROM {index} WHERE {index} MATCH 'caroline'").fetchone()[0] == 0
 
 
 def test_remember_refuses_foreign_parent_and_conversation(db, tenant, other):
