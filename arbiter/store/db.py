@@ -667,9 +667,6 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
         "m013_entries_speaker",
         """
         ALTER TABLE entries ADD COLUMN speaker TEXT;
-        -- Recall's replies stage reads "the next turn of this conversation".
-        CREATE INDEX recall_entries_conversation ON recall_entries(conversation_id, valid_from, entry_id)
-            WHERE conversation_id IS NOT NULL;
         """,
     ),
 ]

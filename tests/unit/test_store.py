@@ -62,7 +62,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "recall_entries_update"),
     },
     "m005_fts_automerge": set(),
-    "m013_entries_speaker": {("index", "recall_entries_conversation")},
+    "m013_entries_speaker": set(),
     "m006_entities": {
         ("table", "entities"),
         ("index", "entities_tenant"),
