@@ -116,12 +116,16 @@ def temporal(conn: apsw.Connection, tenant_id: int, row: Row) -> list[Associatio
                 out.append(Association(other_id=other, kind="temporal", sub_type="backbone", weight=1.0,
                                        evidence="next to it in the conversation"))
     window = PROXIMITY_HOURS * HOUR_US
+    # The nearest on each side by two index seeks, not a scan of the window:
+    # a bulk load puts thousands of entries at one instant.
     near = conn.execute(
-        "SELECT id, abs(valid_from - ?1) AS gap FROM entries WHERE tenant_id = ?2 AND valid_from BETWEEN ?1 - ?3 AND ?1 + ?3 "
-        "AND id != ?4 ORDER BY gap, id LIMIT ?5",
+        "SELECT * FROM (SELECT id, ?1 - valid_from FROM entries WHERE tenant_id = ?2 AND valid_from BETWEEN ?1 - ?3 AND ?1 "
+        "AND id != ?4 ORDER BY valid_from DESC, id DESC LIMIT ?5) UNION ALL "
+        "SELECT * FROM (SELECT id, valid_from - ?1 FROM entries WHERE tenant_id = ?2 AND valid_from > ?1 "
+        "AND valid_from <= ?1 + ?3 ORDER BY valid_from, id LIMIT ?5)",
         (row.valid_from, tenant_id, window, row.id, PROXIMITY_MAX),
     ).fetchall()
-    for other, gap in near:
+    for other, gap in sorted(near, key=lambda r: (r[1], r[0]))[:PROXIMITY_MAX]:
         hours = gap / HOUR_US
         out.append(Association(other_id=other, kind="temporal", sub_type="proximity", weight=round(1 / (1 + hours), 4),
                                evidence=f"{hours:.2f} hours apart"))
@@ -211,10 +215,12 @@ def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str
 
 
 def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words | None = None,
-           now: int) -> list[LinkCandidate]:
+           now: int, candidates: bool = True) -> list[LinkCandidate]:
     """Store entry `entry_id`'s similarity edges and return its link candidates (causal, similar).
 
-    Idempotent: deriving an entry twice stores the same edges once.
+    Idempotent: deriving an entry twice stores the same edges once. With
+    `candidates=False` (catching up on bulk writes, where no caller waits for
+    them) only the stored edges are derived.
     """
     row = _row(conn, tenant_id, entry_id)
     if row is None:
@@ -231,15 +237,16 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
         "INSERT OR IGNORE INTO associations(tenant_id, a, b, weight, created_at) VALUES (?, ?, ?, ?, ?)",
         [(tenant_id, other, entry_id, round(j, 4), now) for j, other in auto],
     )
-    candidates: list[LinkCandidate] = []
+    if not candidates:
+        return []
+    found: list[LinkCandidate] = []
     for j, _, other, _ in scored:
-        if CANDIDATE <= j < AUTO and len(candidates) < CANDIDATES_MAX:
-            candidates.append(LinkCandidate(
+        if CANDIDATE <= j < AUTO and len(found) < CANDIDATES_MAX:
+            found.append(LinkCandidate(
                 id=other, kind="similar", source_id=entry_id, target_id=other, relation="relates_to",
                 score=round(j, 4), reason=f"shares {j:.0%} of its words with #{other}",
             ))
-    candidates += _causal(conn, tenant_id, row, mine, scored, words)
-    return candidates
+    return found + _causal(conn, tenant_id, row, mine, scored, words)
 
 
 def _causal(conn, tenant_id: int, row: Row, mine: frozenset[str], scored, words: Words) -> list[LinkCandidate]:
@@ -308,7 +315,7 @@ def catch_up(conn: apsw.Connection, *, now: int, limit: int = 200) -> int:
         return 0
     words = Words(conn)
     for entry_id, tenant_id in rows:
-        derive(conn, tenant_id, entry_id, words=words, now=now)
+        derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
     conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (_MARK, rows[-1][0]))
     return len(rows)
 
@@ -323,5 +330,5 @@ def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int) -> int:
     conn.execute("DELETE FROM associations WHERE tenant_id = ?", (tenant_id,))
     words = Words(conn)
     for (entry_id,) in conn.execute("SELECT id FROM entries WHERE tenant_id = ? ORDER BY id", (tenant_id,)).fetchall():
-        derive(conn, tenant_id, entry_id, words=words, now=now)
+        derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
     return conn.execute("SELECT count(*) FROM associations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]

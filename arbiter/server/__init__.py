@@ -67,8 +67,9 @@ _UTF8_SLICE = 64 * 1024
 # client's back-to-back requests, short enough that a bulk load is merged
 # (and recall fast again) within seconds of its last batch.
 IDLE_S = 0.25
-# Entries whose associations one idle step derives (~2 ms each): a write waits one step at most.
-_ASSOCIATION_STEP = 50
+# Entries whose stored associations one idle step derives (~1 ms each, bench/associations.py): a write
+# waits one step at most.
+_ASSOCIATION_STEP = 20
 # After a checkpoint failed for a full disk, wait this long before the next try.
 CHECKPOINT_RETRY_S = 1.0
 STORAGE_FULL_LOG = "arbiter: the disk holding the database is full: writes fail until space is freed"
