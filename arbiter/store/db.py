@@ -669,6 +669,16 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
         ALTER TABLE entries ADD COLUMN speaker TEXT;
         """,
     ),
+    (
+        # Recall's reply lookup (`recall._sql.replies`: the turn after a short
+        # question, by valid time within its conversation) seeks instead of
+        # scanning every row of `recall_entries`.
+        "m014_recall_replies_index",
+        """
+        CREATE INDEX recall_entries_conversation ON recall_entries(conversation_id, valid_from, entry_id)
+            WHERE conversation_id IS NOT NULL;
+        """,
+    ),
 ]
 
 

@@ -113,6 +113,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "facts_fts_content"), ("table", "facts_fts_docsize"), ("table", "facts_fts_config"),
         ("trigger", "facts_fts_activate"),
     },
+    "m014_recall_replies_index": {("index", "recall_entries_conversation")},
     "m012_associations": {
         ("table", "associations"),
         ("index", "associations_b"),
