@@ -37,18 +37,24 @@ def reinforce(settings, as_json, entry_id):
 @command(main)
 @click.option("--min-salience", type=click.FloatRange(0, 1), default=0.01, show_default=True,
               help="Retire (never delete) non-permanent entries below this; 0 retires none.")
-def maintain(settings, as_json, min_salience):
+@click.option("--rebuild-associations", is_flag=True,
+              help="Also derive the stored associations again from the entries (as `arbiter associations --rebuild`).")
+def maintain(settings, as_json, min_salience, rebuild_associations):
     """Run maintenance now: recompute salience, retire low-salience entries, refresh entity clusters, tidy.
 
     The daemon also runs it hourly at a quiet spell (`serve --maintenance-interval`).
     A retired entry's reason is recorded; it stays readable with --as-of.
 
     \b
-    Example:
+    Examples:
       arbiter maintain --min-salience 0
+      arbiter maintain --rebuild-associations
     """
     with settings.client() as c:
         report = c.maintain(min_salience=min_salience)
+        rebuilt = c.associations_rebuild() if rebuild_associations else None
+    if rebuilt is not None and not as_json:
+        click.echo(f"associations: rebuilt, {rebuilt.edges} stored similarity edges", err=True)
 
     def human(r):
         click.echo(maintenance_line(r))

@@ -136,4 +136,6 @@ def test_cli(daemon, home):
     assert "both mention PostgreSQL" in ok(home, "associations", "2")
     assert js(home, "associations", "2", "--kind", "entity")["associations"][0]["other_id"] == 1
     assert "stored similarity edges" in ok(home, "associations", "--rebuild")
+    proc = arbiter(home, "maintain", "--rebuild-associations")
+    assert proc.returncode == 0 and "associations: rebuilt" in proc.stderr
     assert "Example" in ok(home, "associations", "--help")
