@@ -41,6 +41,11 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition", interval
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def tool_text(result) -> str:
+    """The text blocks of an MCP tool result, joined."""
+    return "\n".join(block.text for block in result.content if block.type == "text")
+
+
 class DaemonProcess:
     """`arbiter serve` as a subprocess on a temporary home."""
 

@@ -12,13 +12,11 @@ import tempfile
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from arbiter.client import Client
 from arbiter.errors import Unavailable
-from tests import corpus
-from tests.conftest import DaemonProcess, wait_for
+from tests.conftest import tool_text as _text, DaemonProcess, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SECTIONS = [
@@ -51,20 +49,8 @@ async def _session(params: StdioServerParameters, errlog, body):
             return await body(session, init)
 
 
-def _text(result) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
 
 
-@pytest.fixture(scope="module")
-def memory():
-    """A daemon holding the fixture corpus (module-scoped: built once)."""
-    home = Path(tempfile.mkdtemp(prefix="arb-"))
-    d = DaemonProcess(home).start()
-    with d.client() as c:
-        built = corpus.build(c)
-    yield d, built
-    d.stop()
-    shutil.rmtree(home, ignore_errors=True)
 
 
 def test_initialize_instructions_are_the_briefing(memory, tmp_path):

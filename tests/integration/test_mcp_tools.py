@@ -8,19 +8,15 @@ line, as the socket refuses it). A tool added without a case here fails
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import anyio
 import jsonschema
-import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests import corpus
-from tests.conftest import DaemonProcess, isolated_env
+from tests.conftest import tool_text as text, isolated_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -43,19 +39,8 @@ def run_session(home: Path, body, *args: str, errlog=None, message_handler=None)
     return anyio.run(main)
 
 
-def text(result) -> str:
-    return "\n".join(block.text for block in result.content if block.type == "text")
 
 
-@pytest.fixture(scope="module")
-def memory():
-    home = Path(tempfile.mkdtemp(prefix="arb-"))
-    d = DaemonProcess(home).start()
-    with d.client() as c:
-        built = corpus.build(c)
-    yield d, built
-    d.stop()
-    shutil.rmtree(home, ignore_errors=True)
 
 
 #: name -> arguments, given the corpus ids and the id of an entry the test may change.
@@ -190,7 +175,7 @@ def test_daemon_errors_are_one_line_with_their_code(memory):
         )
 
     missing, self_loop, empty_update, long_title = run_session(daemon.home, body)
-    assert text(missing) == f"not_found: entry 999999 not found"
+    assert text(missing) == "not_found: entry 999999 not found"
     assert text(self_loop).startswith("invalid_params:")
     assert text(empty_update).startswith("invalid_params: arguments: give at least one of")
     assert text(long_title) == "invalid_params: title: 300 bytes is over the limit of 200"
