@@ -120,7 +120,24 @@ def similar(conn: apsw.Connection, tenant_id: int, content: str, *, exclude: int
             threshold: float = SIMILAR, limit: int = 5) -> list[int]:
     """Active entries whose word bigrams are at least `threshold` Jaccard-similar to `content`, most similar first."""
     mine = words(content)
-    band_keys = [fingerprint(content), *bands(mine)]  # the fingerprint: identical text too short for bands
+    # The fingerprint too: identical text too short for bands.
+    return _similar(conn, tenant_id, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit)
+
+
+def add_new(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> list[int]:
+    """Index a new entry's keys and return `similar` to it (what `remember` does), hashing its text once."""
+    mine = words(content)
+    own = [fingerprint(content), *bands(mine)]
+    found = _similar(conn, tenant_id, mine, own, entry_id, SIMILAR, 5)
+    conn.executemany(
+        "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
+        [(tenant_id, k, entry_id) for k in own],
+    )
+    return found
+
+
+def _similar(conn: apsw.Connection, tenant_id: int, mine: frozenset[str], band_keys: list[int],
+             exclude: int | None, threshold: float, limit: int) -> list[int]:
     rows = conn.execute(
         f"SELECT e.id, e.content FROM (SELECT entry_id, count(*) AS n FROM entry_sketches "
         f"WHERE tenant_id = ? AND key IN ({','.join('?' * len(band_keys))}) GROUP BY entry_id "

@@ -84,8 +84,7 @@ def remember(ctx: Context, p: RememberParams):
             return Remembered(**msgspec.structs.asdict(stored), note=note, entities=known, duplicate_of=existing)
     entry_id = entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now)
-    similar = duplicates.similar(ctx.conn, ctx.tenant_id, p.content, exclude=entry_id)
-    duplicates.add(ctx.conn, ctx.tenant_id, entry_id, p.content)
+    similar = duplicates.add_new(ctx.conn, ctx.tenant_id, entry_id, p.content)
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
     # Associations after entities: the entity edges and causal candidates read the new links.
     candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now)

@@ -23,7 +23,6 @@ id, so rebuilding gives exactly the edges incremental derivation gave.
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 
@@ -59,8 +58,15 @@ CAUSAL_MARKERS = re.compile(
 )
 
 
+# Plain substrings of the markers: `in` on the case-folded text rules most texts out in a few
+# microseconds, where the case-insensitive alternation costs ~30 µs a text (and `remember`
+# checks up to ~40 texts for causal candidates).
+_MARKER_WORDS = tuple(CAUSAL_MARKERS.pattern[len(r"\b("):-len(r")\b")].split("|"))
+
+
 def has_causal_marker(text: str) -> bool:
-    return CAUSAL_MARKERS.search(text) is not None
+    folded = text.casefold()
+    return any(w in folded for w in _MARKER_WORDS) and CAUSAL_MARKERS.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,18 @@ def _row(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Row | None:
         (entry_id, tenant_id),
     ).fetchone()
     return Row(*r) if r else None
+
+
+def _rows(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> dict[int, Row]:
+    """Rows by id, in one statement."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, conversation_id, valid_from, title || char(10) || content FROM entries "
+        f"WHERE id IN ({','.join('?' * len(ids))}) AND tenant_id = ?",
+        (*ids, tenant_id),
+    )
+    return {r[0]: Row(*r) for r in rows}
 
 
 class Words:
@@ -196,7 +214,10 @@ def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str
     probe = sorted(words, key=lambda w: (-len(w), w))[:_PROBE_WORDS]
     if len(probe) < 2 or len(words) < MIN_WORDS:
         return []
-    pairs = " OR ".join(f"({quote(a)} AND {quote(b)})" for a, b in itertools.combinations(probe, 2))
+    # "At least two of the words" as (a AND (b OR c ...)) OR (b AND (c OR ...)) ...: the same matches as
+    # the OR of all ten pairs, with each word's postings walked fewer times (0.34 vs 0.54 ms at 20K entries).
+    quoted = [quote(w) for w in probe]
+    pairs = " OR ".join(f"({a} AND ({' OR '.join(quoted[i + 1:])}))" for i, a in enumerate(quoted[:-1]))
     index = fts.table(tenant_id)  # the tenant's own index: another tenant's entries are not in it
     ids = [
         r[0]
@@ -228,11 +249,11 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
     words = words or Words(conn)
     mine = words(row.text)
     scored = sorted(
-        ((jaccard(mine, w) if len(w) >= MIN_WORDS else 0.0, overlap(mine, w), other, text)
+        ((jaccard(mine, w) if len(w) >= MIN_WORDS else 0.0, overlap(mine, w), other, text, w)
          for other, text in _probe(conn, tenant_id, row, mine) for w in (words(text),)),
         key=lambda s: (-s[0], -s[2]),
     )
-    auto = [(j, other) for j, _, other, _ in scored if j >= AUTO][:AUTO_MAX]
+    auto = [(j, other) for j, _, other, _, _ in scored if j >= AUTO][:AUTO_MAX]
     conn.executemany(
         "INSERT OR IGNORE INTO associations(tenant_id, a, b, weight, created_at) VALUES (?, ?, ?, ?, ?)",
         [(tenant_id, other, entry_id, round(j, 4), now) for j, other in auto],
@@ -240,7 +261,7 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
     if not candidates:
         return []
     found: list[LinkCandidate] = []
-    for j, _, other, _ in scored:
+    for j, _, other, _, _ in scored:
         if CANDIDATE <= j < AUTO and len(found) < CANDIDATES_MAX:
             found.append(LinkCandidate(
                 id=other, kind="similar", source_id=entry_id, target_id=other, relation="relates_to",
@@ -257,25 +278,26 @@ def _causal(conn, tenant_id: int, row: Row, mine: frozenset[str], scored, words:
     effect ("we chose SQLite because the team lacks Redis experience"): the
     other side is suggested as its cause.
     """
-    pool = {other: text for _, _, other, text in scored}
+    # (text, its words if the lexical step already has them): texts are tokenized once.
+    pool: dict[int, tuple[str, frozenset[str] | None]] = {other: (text, w) for _, _, other, text, w in scored}
     hop1 = [a.other_id for a in temporal(conn, tenant_id, row) + entity(conn, tenant_id, row.id) if a.other_id < row.id]
+    near = _rows(conn, tenant_id, hop1[:5])
     hop2: list[int] = []
     for other in hop1[:5]:
-        far = _row(conn, tenant_id, other)
-        if far is not None:
-            hop2 += [a.other_id for a in temporal(conn, tenant_id, far)[:3] if a.other_id < row.id]
-    for other in dict.fromkeys(hop1 + hop2):
-        if other not in pool and other != row.id:
-            r = _row(conn, tenant_id, other)
-            if r is not None:
-                pool[other] = r.text
+        if other in near:
+            hop2 += [a.other_id for a in temporal(conn, tenant_id, near[other])[:3] if a.other_id < row.id]
+    rest = [o for o in dict.fromkeys(hop1 + hop2) if o not in pool and o != row.id]
+    far = _rows(conn, tenant_id, [o for o in rest if o not in near])
+    for other in rest:
+        r = near.get(other) or far.get(other)
+        if r is not None:
+            pool[other] = (r.text, None)
     marked_new = has_causal_marker(row.text)
     out: list[LinkCandidate] = []
-    for other, text in pool.items():
-        marked_old = has_causal_marker(text)
-        if not (marked_new or marked_old):
+    for other, (text, theirs) in pool.items():
+        if not marked_new and not has_causal_marker(text):
             continue
-        share = overlap(mine, words(text))
+        share = overlap(mine, theirs if theirs is not None else words(text))
         if share < CAUSAL_OVERLAP:
             continue
         cause, effect = (other, row.id) if marked_new else (row.id, other)
