@@ -67,6 +67,9 @@ _VOCABULARY_MAX = 200
 _TAGS_MAX = 4
 _TAG_RE = re.compile(r"^[^\s\x00-\x1f]{1,64}$")  # the same rule as a stored tag
 _NAME_WORDS_MAX = 3
+_ENTITIES_MAX = 12
+_ENTITY_NAME_MAX = 128  # the same rule as an entity's name
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _DESCRIPTION_CHARS = 200
 # Backoff before retry n (0-based) is _BACKOFF_S * 2**n, at most one call's
 # timeout; a server asking for a longer wait (retry-after) is not worth waiting for.
@@ -76,9 +79,9 @@ _JSON_ONLY = "Answer with JSON only: no prose, no code fences."
 
 
 class Advisor:
-    """Calls the LLM for query paraphrases, reranking, tags, contradictions, names and fact extraction.
+    """Calls the LLM for query paraphrases, reranking, tags, contradictions, names, facts and entities.
 
-    `fast_model` serves cheap, latency-bound calls (paraphrase, tags, names);
+    `fast_model` serves cheap, latency-bound calls (paraphrase, tags, names, entities);
     `strong_model` serves judgement calls (rerank, contradictions); its default
     is not "claude-sonnet-4-5", which the SDK flags as deprecated. Every
     method takes a `model` override and a `deadline` (absolute
@@ -326,6 +329,52 @@ class Advisor:
         if not out and _list_field(value, "facts"):
             raise AdvisorError("malformed output")
         return out
+
+    def entities(
+        self,
+        title: str,
+        content: str,
+        found: list[str],
+        types: tuple[str, ...],
+        *,
+        model: str | None = None,
+        deadline: float | None = None,
+    ) -> list[tuple[str, str]]:
+        """Named things an entry mentions that the lexical `found` names miss, as (name, type); often none.
+
+        Names are 1-128 characters on one line; a type outside `types` becomes
+        "other"; a name already in `found` (any case) or given twice is dropped.
+        """
+        self._check_ready(deadline)
+        prompt = (
+            "List the named things this memory entry mentions that the list of names already found "
+            "misses: people, organisations, projects, places, tools, events and named concepts. "
+            "Use each name as the entry writes it. Skip generic words, pronouns and anything already "
+            "found; the usual answer is a few names or none.\n"
+            f"Types: {', '.join(types)}\n"
+            f"Already found: {', '.join(found) or '(none)'}\n"
+            f"Title: {title.strip()}\n"
+            f"Content:\n{_clip(content, _CONTENT_CHARS)}\n\n"
+            'Reply as {"entities": [{"name": "...", "type": "..."}]}. ' + _JSON_ONLY
+        )
+        value = _parse_json(self._ask(prompt, model or self.fast_model, 400, deadline))
+        items = _list_field(value, "entities")
+        seen = {" ".join(n.split()).casefold() for n in found}
+        out: list[tuple[str, str]] = []
+        named = 0  # items that carry a name at all: none of several is malformed, a known one is not
+        for item in items:
+            name, etype = (item.get("name"), item.get("type")) if isinstance(item, dict) else (item, None)
+            if not isinstance(name, str):
+                continue
+            named += 1
+            name = " ".join(name.split())
+            if not 1 <= len(name) <= _ENTITY_NAME_MAX or _CONTROL.search(name) or name.casefold() in seen:
+                continue
+            seen.add(name.casefold())
+            out.append((name, etype if etype in types else "other"))
+        if items and not named:
+            raise AdvisorError("malformed output")
+        return out[:_ENTITIES_MAX]
 
     # -- transport -----------------------------------------------------------
 

@@ -119,6 +119,8 @@ class RememberParams(TextParams):
     permanent: bool = False
     #: Write even if an active entry of the same type has this content (up to case and whitespace).
     allow_duplicate: bool = False
+    #: With an LLM key on the daemon, the advisor may add entities the lexical extraction missed.
+    extract_entities: bool = False
 
 
 class RememberManyParams(Params):
@@ -130,7 +132,7 @@ class RememberManyParams(Params):
         # The LLM layers call a model per entry: that belongs to `remember`,
         # not to a bulk transaction. Refused rather than silently ignored.
         for i, e in enumerate(self.entries):
-            for flag in ("auto_tag", "auto_supersede"):
+            for flag in ("auto_tag", "auto_supersede", "extract_entities"):
                 if getattr(e, flag):
                     raise ValueError(f"entries[{i}].{flag}: not supported in remember_many; use remember")
 

@@ -14,7 +14,7 @@ import msgspec
 
 from arbiter import __version__, _code, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
-from arbiter.entities import backlog as entity_backlog, clusters as entity_clusters
+from arbiter.entities import advice as entity_advice, backlog as entity_backlog, clusters as entity_clusters
 from arbiter.model import (
     ConversationCreateParams,
     ConversationList,
@@ -69,7 +69,7 @@ def remember(ctx: Context, p: RememberParams):
 
     Content identical (up to case and whitespace) to an active entry of the
     same type writes nothing: the result is that entry, with `duplicate_of`
-    (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede` did.
+    (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede`/`extract_entities` did.
     """
     note = "; ".join(ctx.notes) or None
     # A write that retires something is never a no-op. Its references are checked first either way:
@@ -99,7 +99,15 @@ AUTO_SUPERSEDE_CANDIDATES = 5
 
 
 def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
-    """`auto_tag` and `auto_supersede`: ask the advisor, then amend the params the write will use."""
+    """`auto_tag`, `auto_supersede`, `extract_entities`: ask the advisor, then amend the params the write will use."""
+    if p.auto_tag or p.auto_supersede:
+        p = _auto_tag_supersede(ctx, p)
+    if p.extract_entities:
+        p = entity_advice.prepare(ctx, p)
+    return p
+
+
+def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
     advisor = advisor_for(ctx)
     if advisor is None:
         ctx.notes.append("auto_tag/auto_supersede skipped: no ANTHROPIC_API_KEY on the daemon")
@@ -140,14 +148,14 @@ def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
 def remember_many(ctx: Context, p: RememberManyParams):
     """Write many entries in one transaction; returns their ids in order.
 
-    `auto_tag`/`auto_supersede` are refused here (use `remember`); duplicates
+    `auto_tag`/`auto_supersede`/`extract_entities` are refused here (use `remember`); duplicates
     are not checked. Given entities are linked now; extraction runs after the
     answer, on the idle writer (seconds later).
     """
     ids = entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now)
     for entry_id, item in zip(ids, p.entries):
-        if item.entities:
+        if item.entities or item.speaker:
             linker.link(entry_id, entities_mod.given_in(item))
         salience_mod.set_initial(
             ctx.conn, ctx.tenant_id, entry_id, initial=item.salience, permanent=item.permanent, now=ctx.now
@@ -295,7 +303,7 @@ def tenant_list(ctx: Context, p: Empty):
 VERBS: dict[str, Verb] = {
     "remember": Verb(
         RememberParams, remember, writes=True, prepare=prepare_remember,
-        needs_prepare=lambda p: p.auto_tag or p.auto_supersede,
+        needs_prepare=lambda p: p.auto_tag or p.auto_supersede or p.extract_entities,
     ),
     "remember_many": Verb(RememberManyParams, remember_many, writes=True),
     "get": Verb(GetParams, get, lane="loop"),
@@ -331,7 +339,7 @@ def reply(ctx: Context, p: ReplyParams):
     """Reply in a thread: a new entry under `parent_id`; type, title and tags default to the parent's."""
     entry_id = threads.reply(ctx.conn, ctx.tenant_id, p, now=ctx.now)
     entry = entries.get(ctx.conn, ctx.tenant_id, entry_id)
-    written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
+    written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
     entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now)
     duplicates.add(ctx.conn, ctx.tenant_id, entry_id, entry.content)
     return entry

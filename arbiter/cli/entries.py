@@ -33,8 +33,9 @@ from arbiter.model import RECALL_STAGES
 @click.option("--salience", type=click.FloatRange(0, 1), help="Initial salience (default 0.5).")
 @click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
 @click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
+@click.option("--extract-entities", is_flag=True, help="LLM: add entities the lexical extraction missed.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
-             speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate):
+             speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate, extract_entities):
     """Write one entry.
 
     \b
@@ -53,7 +54,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
             type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from, speaker=speaker,
             auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
-            permanent=permanent, allow_duplicate=allow_duplicate,
+            permanent=permanent, allow_duplicate=allow_duplicate, extract_entities=extract_entities,
         )
     if e.duplicate_of is not None and not as_json:
         click.echo(f"already remembered as #{e.duplicate_of}")

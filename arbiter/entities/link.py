@@ -10,20 +10,32 @@ from arbiter.model import Mention, NamedEntity, RememberParams
 
 
 def named_in(p: RememberParams) -> list[tuple[str, str | None, str]]:
-    """(name, type or None, how) for an entry: the caller's names first, then what its text mentions.
+    """(name, type or None, how) for an entry: the caller's names and speaker first, then what its text mentions.
 
-    `how` is given, extracted, or known: a capitalised word linked only if it
-    already names an entity (it never creates one).
+    `how` is given, speaker, extracted, known (a capitalised word linked
+    only if it already names an entity: it never creates one) or advisor
+    (names the advisor added in `remember`'s prepare step: `advice.py`).
     """
     named = given_in(p)
-    return named + extracted_in(p.title, p.content)
+    return named + extracted_in(p.title, p.content) + [
+        (e.name, None if e.type == "other" else e.type, "advisor") for e in getattr(p, "advised", ())
+    ]
+
+
+#: Speakers that are roles in a conversation, not people: never made person entities.
+ROLES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "agent", "model", "tool"})
 
 
 def given_in(p: RememberParams) -> list[tuple[str, str | None, str]]:
-    """Only the names the caller gave (what `remember_many` links before acknowledging)."""
-    return [
-        (e.name, e.type, "given") if isinstance(e, NamedEntity) else (e, None, "given") for e in p.entities
-    ]
+    """Only the names the caller gave, then the speaker (what `remember_many` links before acknowledging).
+
+    A speaker who is a name ("Caroline") is a person the entry is linked to
+    with how='speaker'; a role ("user", "assistant") is not.
+    """
+    named = [(e.name, e.type, "given") if isinstance(e, NamedEntity) else (e, None, "given") for e in p.entities]
+    if p.speaker and p.speaker.strip() and p.speaker.strip().casefold() not in ROLES:
+        named.append((p.speaker.strip(), "person", "speaker"))
+    return named
 
 
 def extracted_in(title: str, content: str) -> list[tuple[str, str | None, str]]:

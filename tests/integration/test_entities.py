@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from arbiter import paths
 from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.store import connect
+from tests.conftest import DaemonProcess
 from tests.integration.test_cli import arbiter, js, ok, one_line_error
 
 
@@ -51,3 +56,58 @@ def test_cli_entities(daemon, home):
     assert [e["name"] for e in js(home, "entities")] == ["Apollo", "Alice"]
     assert "cannot merge an entity into itself" in one_line_error(home, "entity", "merge", "Apollo", "memorygraph")
     assert "Example" in ok(home, "entity", "relate", "--help")
+
+
+# ---- extract_entities: the advisor adds names, the lexical result stands without it ----------------
+
+
+@pytest.fixture
+def llm(home, fake_messages):
+    d = DaemonProcess(home, extra_env={"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url})
+    d.start()
+    with d.client() as c:
+        yield c
+    d.stop()
+
+
+TEXT = "Dinner with my sister's coach at the old boathouse; we use Redis at work"
+
+
+def test_the_advisor_adds_entities_linked_as_advisor(llm, fake_messages, home):
+    fake_messages.set_script([json.dumps({"entities": [
+        {"name": "old boathouse", "type": "location"}, {"name": "redis", "type": "tool"}, {"name": "Coach", "type": "?"},
+    ]})])
+    r = llm.remember(type="user", title="Dinner", content=TEXT, extract_entities=True)
+    # Redis was already found lexically: the model's copy is dropped, not linked twice.
+    assert [(m.name, m.type, m.created) for m in r.entities] == [
+        ("Redis", "tool", True), ("old boathouse", "location", True), ("Coach", "other", True),
+    ]
+    assert r.note == "extract_entities: the advisor named old boathouse, Coach"
+    (request,) = fake_messages.requests
+    assert "Already found: Redis" in request["messages"][0]["content"]
+    db = connect(paths.db_path(home), readonly=True)
+    try:
+        how = dict(db.execute("SELECT e.name, l.how FROM entry_entities l JOIN entities e ON e.id = l.entity_id "
+                              "WHERE l.entry_id = ?", (r.id,)).fetchall())
+    finally:
+        db.close()
+    assert how == {"Redis": "extracted", "old boathouse": "advisor", "Coach": "advisor"}
+
+
+@pytest.mark.parametrize("step, reason", [("no json here", "malformed output"), (500, "server error (500)")])
+def test_a_failed_advisor_leaves_the_lexical_entities(llm, fake_messages, step, reason):
+    fake_messages.set_script(lambda body: step)
+    r = llm.remember(type="user", title="Dinner", content=TEXT, extract_entities=True)
+    assert [m.name for m in r.entities] == ["Redis"] and r.note == f"extract_entities failed ({reason})"
+
+
+def test_without_a_key_extract_entities_is_skipped_with_a_note(client):
+    r = client.remember(type="user", title="Dinner", content=TEXT, extract_entities=True)
+    assert [m.name for m in r.entities] == ["Redis"]
+    assert r.note == "extract_entities skipped: no ANTHROPIC_API_KEY on the daemon"
+
+
+def test_remember_many_refuses_extract_entities(client):
+    with pytest.raises(InvalidParams) as e:
+        client.remember_many([{"type": "user", "title": "t", "content": "c", "extract_entities": True}])
+    assert e.value.path == "entries[0].extract_entities"

@@ -227,6 +227,39 @@ def test_name_cluster_invalid_output_fails(advisor, fake_messages, reply):
     assert reason_of(excinfo) == "malformed output"
 
 
+# -- entities ------------------------------------------------------------------
+
+TYPES = ("person", "tool", "other")
+
+
+def test_entities_are_cleaned_typed_and_skip_what_was_found(advisor, fake_messages):
+    fake_messages.set_script([json.dumps({"entities": [
+        {"name": "  Old   Boathouse ", "type": "location"}, {"name": "redis", "type": "tool"},
+        {"name": "Ann", "type": "person"}, {"name": "ann", "type": "person"}, {"name": "bad\u0007name"},
+        {"name": "x" * 129}, {"name": 7}, "Zed",
+    ]})])
+    assert advisor.entities("Dinner", "with Ann at the Old Boathouse", ["Redis"], TYPES) == [
+        ("Old Boathouse", "other"), ("Ann", "person"), ("Zed", "other"),
+    ]
+    (request,) = fake_messages.requests
+    assert request["model"] == "claude-haiku-4-5"
+    assert "Already found: Redis" in prompt_of(request) and "person, tool, other" in prompt_of(request)
+
+
+@pytest.mark.parametrize("reply", ['{"entities": []}', '{"entities": [{"name": "Redis"}]}'])
+def test_entities_none_new_is_an_empty_answer(advisor, fake_messages, reply):
+    fake_messages.set_script([reply])
+    assert advisor.entities("t", "Redis", ["Redis"], TYPES) == []
+
+
+@pytest.mark.parametrize("reply", ['{"entities": [1, {"type": "tool"}]}', '{"names": []}', "none"])
+def test_entities_malformed_output_fails(advisor, fake_messages, reply):
+    fake_messages.set_script([reply])
+    with pytest.raises(AdvisorError) as excinfo:
+        advisor.entities("t", "c", [], TYPES)
+    assert reason_of(excinfo) == "malformed output"
+
+
 # -- HTTP failures and retries -------------------------------------------------
 
 

@@ -161,6 +161,39 @@ def test_remember_many_links_given_names_now_and_extracts_after(db, tenant):
     assert duplicates.duplicate_of(db, tenant, "project", "deploy to kubernetes, step 0") == ids[0]
 
 
+def _how(db, entry_id: int) -> list[tuple[str, str, str]]:
+    return db.execute(
+        "SELECT e.name, e.type, l.how FROM entry_entities l JOIN entities e ON e.id = l.entity_id "
+        "WHERE l.entry_id = ? ORDER BY e.name", (entry_id,),
+    ).fetchall()
+
+
+def test_a_named_speaker_is_a_person_linked_as_speaker(db, tenant):
+    r = remember(db, tenant, "I adopted a cat and use Redis at work", speaker="Caroline")
+    assert [(m.name, m.type, m.created) for m in r.entities] == [("Caroline", "person", True), ("Redis", "tool", True)]
+    assert _how(db, r.id) == [("Caroline", "person", "speaker"), ("Redis", "tool", "extracted")]
+    # The same person again, her name also in the text: one link, as speaker; an entity typed only
+    # 'other' by extraction becomes a person.
+    remember(db, tenant, "Yesterday Bob Stone called")
+    again = remember(db, tenant, "Talked with Caroline about Bob Stone", speaker="bob stone")
+    assert _how(db, again.id) == [("Bob Stone", "person", "speaker"), ("Caroline", "person", "extracted")]
+
+
+@pytest.mark.parametrize("role", ["user", "Assistant", "  system "])
+def test_a_role_is_no_entity(db, tenant, role):
+    r = remember(db, tenant, "hello there", speaker=role)
+    assert r.entities == [] and _how(db, r.id) == []
+
+
+def test_remember_many_links_a_speaker_before_acknowledging(db, tenant):
+    items = [{"type": "project", "title": f"t{i}", "content": "we talked", "speaker": who}
+             for i, who in enumerate(["Melanie", "user", "Melanie"])]
+    ids = run(db, tenant, "remember_many", entries=items).ids
+    melanie = entities.lookup(db, tenant, "melanie")[0]
+    assert entities.entries_mentioning(db, tenant, melanie) == [ids[2], ids[0]]
+    assert _how(db, ids[0]) == [("Melanie", "person", "speaker")]
+
+
 def test_the_backlog_skips_an_entry_purged_while_queued(db, tenant):
     (entry_id,) = run(db, tenant, "remember_many", entries=[{"type": "project", "title": "t", "content": "Redis"}]).ids
     run(db, tenant, "purge", id=entry_id)
