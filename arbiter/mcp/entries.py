@@ -37,7 +37,7 @@ EXCERPT_CHARS = 400
 # ---- views -------------------------------------------------------------------------
 
 
-class Ref(View):
+class Ref(View, kw_only=True):
     """An entry without its content: both time axes and whether it still holds.
 
     Valid time: `valid_from`/`valid_to` (when it held). Record time:
@@ -48,12 +48,12 @@ class Ref(View):
     id: int
     type: str
     title: str
-    tags: list[str]
+    tags: list[str] = []
     valid_from: str | None
-    valid_to: str | None
+    valid_to: str | None = None
     recorded_at: str | None
-    revised_at: str | None
-    superseded: bool
+    revised_at: str | None = None
+    superseded: bool = False
 
     def text(self) -> str:
         """`#42 [project] Title (2026-11-20; superseded; tags: a, b)`."""
@@ -84,7 +84,7 @@ def ref(e) -> Ref:
     return Ref(**ref_fields(e))
 
 
-class EntryView(Ref):
+class EntryView(Ref, kw_only=True):
     """One entry in full."""
 
     content: str
@@ -160,13 +160,13 @@ class Written(View):
         return out
 
 
-class Hit(Ref):
+class Hit(Ref, kw_only=True):
     """A recall hit: its rank score, whether it came from the conversation searched first, an excerpt."""
 
     score: float
     scope: Literal["conversation", "tenant"]
-    conversation_id: int | None
-    excerpt: str | None
+    conversation_id: int | None = None
+    excerpt: str | None = None
 
 
 class Page(View):
@@ -589,7 +589,9 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
 
 
 def _hit(h) -> Hit:
-    return Hit(**ref_fields(h), score=round(h.score, 6), scope=h.scope,
+    # Field by field rather than through ref_fields: this runs ten times per recall, on its hot path.
+    return Hit(id=h.id, type=h.type, title=h.title, tags=h.tags, valid_from=h.valid_from, valid_to=h.valid_to,
+               recorded_at=h.recorded_at, superseded=h.superseded, score=round(h.score, 6), scope=h.scope,
                conversation_id=h.conversation_id, excerpt=flat(h.excerpt, EXCERPT_CHARS) if h.excerpt else None)
 
 

@@ -40,7 +40,7 @@ class ThreadArgs(Args):
     known_at: KnownAt = None
 
 
-class Reply(Ref):
+class Reply(Ref, kw_only=True):
     parent_id: int
     depth: int
     excerpt: str
@@ -71,7 +71,7 @@ class AroundArgs(Args):
     k: Annotated[int, Meta(ge=1, le=20, description="Entries per list.")] = 5
 
 
-class Neighbour(Ref):
+class Neighbour(Ref, kw_only=True):
     shared_tags: list[str]
 
 
@@ -183,7 +183,7 @@ class TopicArgs(Args):
     limit: Annotated[int, Meta(ge=1, le=50)] = 10
 
 
-class Recent(Ref):
+class Recent(Ref, kw_only=True):
     excerpt: str
 
 

@@ -17,6 +17,7 @@ import secrets
 from pathlib import Path
 
 import anyio
+import msgspec
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
@@ -70,9 +71,10 @@ def build_app(mcp: McpServer, token: str, host: str):
         body = {} if params is None else params.model_dump(by_alias=True, exclude_none=True, mode="json")
         body.pop("_meta", None)
         try:
-            return await anyio.to_thread.run_sync(mcp.dispatch, method, body)
+            result = await anyio.to_thread.run_sync(mcp.dispatch, method, body)
         except RpcError as e:
             raise MCPError(e.code, e.message) from None
+        return msgspec.to_builtins(result)  # a tool's structured content is its View Struct
 
     async def list_tools(ctx, params):
         return types.ListToolsResult.model_validate(await run("tools/list", params))

@@ -68,8 +68,14 @@ class Args(Params):
     """Base of every tool's arguments: unknown arguments are refused, as the socket refuses them."""
 
 
-class View(msgspec.Struct, kw_only=True):
-    """Base of every tool's result: the Struct is the structured content, `text()` what the model reads."""
+class View(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Base of every tool's result: the Struct is the structured content, `text()` what the model reads.
+
+    A field at its default (None, false, an empty list) is left out of the
+    structured content, and the schema says it is optional: clients validate
+    every result against the output schema value by value (the Python SDK
+    with `jsonschema`, ~4 us a value), so each null not sent is time saved.
+    """
 
     def text(self) -> str:
         raise NotImplementedError
@@ -211,11 +217,8 @@ def call_tool(session: Session, name: str, arguments: dict | None) -> dict:
         return _error(error_line(e))
     if t.writes:
         session.wrote = True
-    return {
-        "content": [{"type": "text", "text": result.text()}],
-        "structuredContent": msgspec.to_builtins(result),
-        "isError": False,
-    }
+    # The View itself, not its builtins: the stdio encoder writes Structs directly.
+    return {"content": [{"type": "text", "text": result.text()}], "structuredContent": result, "isError": False}
 
 
 def _error(line: str) -> dict:
