@@ -3,7 +3,18 @@
 The official SDK serves the transport (sessions, SSE, its DNS-rebinding
 checks on loopback); every request it hands us runs through the same
 `McpServer` methods as stdio, so tools, resources and prompts answer alike.
-Change notifications are stdio only (an HTTP client re-reads a resource).
+
+Change notifications: one HTTP server has many clients, so a write through
+any of them notifies every client subscribed to what it changed (the
+briefing, each entry touched), as `notifications/resources/updated`. A
+client that shook hands (protocol 2025-11-25 and before) subscribes with
+`resources/subscribe`: the writer's own notifications ride the response
+stream of its `tools/call` (before the result; stdio sends them after it),
+other clients' their standing GET stream (a client without one open misses
+them, as the transport specifies). A 2026-07-28 client opens
+`subscriptions/listen`, served by the SDK's `ListenHandler` from the events
+published here. Writes made elsewhere (the CLI, another `arbiter mcp`)
+notify nobody: only this server's own tool calls are seen.
 
 Loopback only, and every request must carry `Authorization: Bearer TOKEN`.
 The token lives in HOME/mcp-http.token (0600, like tenant tokens); it is
@@ -17,12 +28,16 @@ import secrets
 from pathlib import Path
 
 import anyio
-import msgspec
 import mcp_types as types
+import msgspec
 from mcp.server.lowlevel import Server
+from mcp.server.session import ServerSession
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
 from arbiter import __version__, paths
+from arbiter.mcp import resources
 from arbiter.mcp._daemon import say
 from arbiter.mcp.server import McpServer, RpcError
 
@@ -64,8 +79,44 @@ class BearerOnly:
         await self.app(scope, receive, send)
 
 
+class Subscriptions:
+    """Handshake-era clients' `resources/subscribe`s: each MCP session's URIs, and the session to notify."""
+
+    def __init__(self):
+        self._by_session: dict[str, tuple[ServerSession, set[str]]] = {}
+
+    def subscribe(self, ctx, uri: str) -> None:
+        # Keep the newest request's session handle: its standalone channel is the client's GET stream.
+        _, uris = self._by_session.get(_session_id(ctx), (None, set()))
+        uris.add(uri)
+        self._by_session[_session_id(ctx)] = (ctx.session, uris)
+
+    def unsubscribe(self, ctx, uri: str) -> None:
+        if entry := self._by_session.get(_session_id(ctx)):
+            entry[1].discard(uri)
+
+    async def notify(self, ctx, touched: set[str]) -> None:
+        """Tell each subscribed session which of `touched` it watches; the caller's on its own request's stream."""
+        caller = _session_id(ctx)
+        for sid, (session, uris) in list(self._by_session.items()):
+            for uri in sorted(uris & touched):
+                note = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
+                if sid == caller:
+                    await ctx.session.send_notification(note, related_request_id=ctx.request_id)
+                else:
+                    await session.send_notification(note)  # dropped by the transport if its GET stream is closed
+
+
+def _session_id(ctx) -> str:
+    return ctx.request.headers.get(MCP_SESSION_ID_HEADER, "") if ctx.request is not None else ""
+
+
 def build_app(mcp: McpServer, token: str, host: str):
     """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the bearer check."""
+    subscriptions = Subscriptions()
+    bus = InMemorySubscriptionBus()
+    # One tool call at a time: the session's record of what a call changed is shared by every client.
+    calling = anyio.Lock()
 
     async def run(method: str, params) -> dict:
         body = {} if params is None else params.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -80,7 +131,23 @@ def build_app(mcp: McpServer, token: str, host: str):
         return types.ListToolsResult.model_validate(await run("tools/list", params))
 
     async def call_tool(ctx, params):
-        return types.CallToolResult.model_validate(await run("tools/call", params))
+        async with calling:
+            result = await run("tools/call", params)
+            touched = resources.touched_uris(mcp.session) if mcp.session.wrote else set()
+        if touched:
+            await subscriptions.notify(ctx, touched)
+            for uri in sorted(touched):
+                await bus.publish(ResourceUpdated(uri))
+            await bus.publish(ResourcesListChanged())
+        return types.CallToolResult.model_validate(result)
+
+    async def subscribe(ctx, params):
+        subscriptions.subscribe(ctx, str(params.uri))
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx, params):
+        subscriptions.unsubscribe(ctx, str(params.uri))
+        return types.EmptyResult()
 
     async def list_resources(ctx, params):
         return types.ListResourcesResult.model_validate(await run("resources/list", params))
@@ -100,7 +167,8 @@ def build_app(mcp: McpServer, token: str, host: str):
     server = Server(
         "arbiter", version=__version__, instructions=mcp.instructions, on_list_tools=list_tools,
         on_call_tool=call_tool, on_list_resources=list_resources, on_list_resource_templates=list_templates,
-        on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_read_resource=read_resource, on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=ListenHandler(bus), on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
     return BearerOnly(server.streamable_http_app(host=host), token)
 

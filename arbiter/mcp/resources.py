@@ -53,10 +53,14 @@ def read_resource(s: Session, uri: str) -> dict:
     raise NotFound(f"no resource {uri!r} (try {BRIEFING_URI} or {ENTRY_TEMPLATE})", path="uri")
 
 
+def touched_uris(s: Session) -> set[str]:
+    """The resources a write just changed: the briefing after any write, and each entry it touched."""
+    return {entry_uri(i) for i in s.changed_ids} | {BRIEFING_URI}
+
+
 def changed_uris(s: Session, subscribed: set[str]) -> list[str]:
-    """Subscribed URIs a write just changed: the briefing after any write, and each touched entry."""
-    touched = {entry_uri(i) for i in s.changed_ids} | {BRIEFING_URI}
-    return sorted(subscribed & touched)
+    """Subscribed URIs a write just changed."""
+    return sorted(subscribed & touched_uris(s))
 
 
 # ---- prompts --------------------------------------------------------------------------

@@ -10,13 +10,17 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
 import httpx2
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ResourceUpdated, listen
+
+from arbiter.client import Client
 
 from tests.conftest import DaemonProcess, isolated_env, wait_for
 
@@ -122,3 +126,66 @@ def test_http_binds_loopback_only(home):
     out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--http", "0.0.0.0:8765"], env=isolated_env(home),
                          cwd=REPO, capture_output=True, text=True, timeout=30)
     assert out.returncode != 0 and "not a loopback address" in out.stderr
+
+
+# resources/subscribe is the handshake protocol's way (2025-11-25, what ClientSession.initialize
+# negotiates); the SDK warns that 2026-07-28 replaces it with subscriptions/listen, tested beside it.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_http_notifies_every_subscribed_client_of_a_write(served):
+    served, home = served
+    token = (home / "mcp-http.token").read_text().strip()
+    with Client.from_home(home) as c:
+        watched = c.remember(type="project", title="Watched over HTTP", content="watched v1").id
+        other = c.remember(type="project", title="Not watched over HTTP", content="other v1").id
+    uri = f"arbiter://entry/{watched}"
+    writer_saw, reader_saw = [], []
+    reader_got = anyio.Event()
+
+    def keep(seen: list, event: anyio.Event | None = None):
+        async def on_message(message):
+            if isinstance(message, types.ServerNotification) and message.method == "notifications/resources/updated":
+                seen.append(str(message.params.uri))
+                if event is not None:
+                    event.set()
+        return on_message
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, AsyncExitStack() as stack:
+            async def session(**kwargs) -> ClientSession:
+                read, write = await stack.enter_async_context(streamable_http_client(served.url, http_client=http))
+                return await stack.enter_async_context(ClientSession(read, write, **kwargs))
+
+            writer = await session(message_handler=keep(writer_saw))
+            await writer.initialize()
+            reader = await session(message_handler=keep(reader_saw, reader_got))
+            await reader.initialize()
+            modern = await session()
+            await modern.discover()  # 2026-07-28: no handshake; notifications come on a listen stream
+            listening = await stack.enter_async_context(listen(modern, resource_subscriptions=[uri]))
+
+            await writer.subscribe_resource(uri)
+            await writer.subscribe_resource("arbiter://briefing")
+            await reader.subscribe_resource(uri)
+            await writer.call_tool("update", {"id": other, "content": "other v2"})
+            # The writer's notifications ride its own call's response stream: they are in before the result.
+            after_other = list(writer_saw)
+            await writer.call_tool("update", {"id": watched, "content": "watched v2"})
+            after_watched = list(writer_saw)
+            with anyio.fail_after(10):
+                event = await listening.__anext__()
+            # Another handshake client hears through its standing GET stream, which it opens on its own
+            # after the handshake: a write made before that stream is up is not replayed, so write until heard.
+            with anyio.fail_after(10):
+                version = 3
+                while not reader_got.is_set():
+                    await writer.call_tool("update", {"id": watched, "content": f"watched v{version}"})
+                    version += 1
+                    with anyio.move_on_after(0.5):
+                        await reader_got.wait()
+            return after_other, after_watched, event
+
+    after_other, after_watched, event = anyio.run(main)
+    assert after_other == ["arbiter://briefing"]
+    assert after_watched == ["arbiter://briefing", "arbiter://briefing", uri]
+    assert event == ResourceUpdated(uri)
+    assert reader_saw[0] == uri and set(reader_saw) == {uri}  # never the briefing it did not subscribe to
