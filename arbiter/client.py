@@ -267,6 +267,9 @@ class Client:
     def conversation_list(self, limit: int = 100) -> list[Conversation]:
         return self.call("conversation_list", {"limit": limit}, ConversationList).conversations
 
+    def conversation_get(self, id: int) -> Conversation:
+        return self.call("conversation_get", {"id": id}, Conversation)
+
     def tenant_create(self, name: str) -> TenantCreated:
         """Admin: needs the admin token."""
         return self.call("tenant_create", {"name": name}, TenantCreated)

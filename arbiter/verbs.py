@@ -12,10 +12,12 @@ import time
 
 import msgspec
 
+from arbiter._time import format_time
 from arbiter import __version__, _code, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
 from arbiter.entities import advice as entity_advice, backlog as entity_backlog, clusters as entity_clusters
 from arbiter.model import (
+    Conversation,
     ConversationCreateParams,
     ConversationList,
     ConversationListParams,
@@ -267,6 +269,13 @@ def conversation_list(ctx: Context, p: ConversationListParams):
     return ConversationList(conversations=tenants.list_conversations(ctx.conn, ctx.tenant_id, p.limit))
 
 
+def conversation_get(ctx: Context, p: IdParams):
+    """One conversation by id (to resume it, however many came after it)."""
+    tenants.require_conversation(ctx.conn, ctx.tenant_id, p.id, path="id")
+    title, created_at = ctx.conn.execute("SELECT title, created_at FROM conversations WHERE id = ?", (p.id,)).fetchone()
+    return Conversation(id=p.id, title=title, created_at=format_time(created_at))
+
+
 def status(ctx: Context, p: Empty):
     """Counts for the caller's tenant (the database size is the admin's: `tenant_list`)."""
     status = tenants.status(
@@ -320,6 +329,7 @@ VERBS: dict[str, Verb] = {
     "recall": Verb(RecallParams, recall),
     "conversation_create": Verb(ConversationCreateParams, conversation_create, writes=True),
     "conversation_list": Verb(ConversationListParams, conversation_list, lane="quick"),
+    "conversation_get": Verb(IdParams, conversation_get, lane="quick"),
     "status": Verb(Empty, status),
     "ping": Verb(Empty, ping, public=True, lane="loop"),
     "tenant_create": Verb(TenantCreateParams, tenant_create, writes=True, admin=True),

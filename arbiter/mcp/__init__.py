@@ -61,8 +61,11 @@ def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | No
         instructions = client.briefing().text + session_note(conversation_id)
     except ArbiterError as e:
         raise type(e)(f"could not read the briefing: {e.message}", path=e.path) from None
-    if conversation_id is not None and all(c.id != conversation_id for c in client.conversation_list(1000)):
-        raise NotFound(f"conversation {conversation_id} not found in tenant {tenant!r}", path="conversation")
+    if conversation_id is not None:
+        try:
+            client.conversation_get(conversation_id)
+        except NotFound:
+            raise NotFound(f"conversation {conversation_id} not found in tenant {tenant!r}", path="conversation") from None
     load_tools()
     from arbiter.mcp.server import McpServer, serve_stdio
 

@@ -19,7 +19,8 @@ T = TypeVar("T")
 #: once on the revived one. Anything else (a write, or a verb not listed here)
 #: may or may not have committed, so it is reported, never retried blindly.
 READS = frozenset({
-    "ping", "status", "get", "list", "history", "expand", "density", "recall", "conversation_list", "thread",
+    "ping", "status", "get", "list", "history", "expand", "density", "recall", "conversation_list",
+    "conversation_get", "thread",
     "open_threads", "backlinks", "around", "tag_cooccurrence", "topic_clusters", "topic_cluster", "briefing",
     "facts", "fact_history", "batch_list", "batch_show", "predicates", "aspects",
 })

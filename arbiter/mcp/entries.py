@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from arbiter.errors import InvalidParams, NotFound
+from arbiter.errors import InvalidParams
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
 from arbiter.model import EntityName, EntryType, RelationType, Speaker, Tags, TextParams, Time
 
@@ -656,8 +656,6 @@ def conversation(s: Session, a: ConversationArgs) -> ConversationView:
     wanted = a.id if a.id is not None else s.conversation_id
     if wanted is None:
         return ConversationView(id=None, title=None, created_at=None)
-    for c in s.call("conversation_list", 1000):
-        if c.id == wanted:
-            s.conversation_id = c.id
-            return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
-    raise NotFound(f"conversation {wanted} not found", path="id")
+    c = s.call("conversation_get", wanted)
+    s.conversation_id = c.id
+    return ConversationView(id=c.id, title=c.title, created_at=c.created_at)

@@ -305,3 +305,25 @@ def test_remember_hands_the_model_its_suggested_links(home, daemon):
     }]
     assert f"link {cause_id} causes {effect_id}" in text(effect) and "Possible links" in text(effect)
     assert not walked.is_error and walked.structured_content["hits"][0]["id"] == effect_id
+
+
+def test_a_conversation_older_than_the_newest_thousand_is_resumed(home, daemon):
+    with daemon.client() as c:
+        old = c.conversation_create("The first session").id
+        for i in range(1000):
+            c.conversation_create(f"Session {i}")
+        assert old not in {conv.id for conv in c.conversation_list(1000)}  # beyond any one page
+
+    async def body(session):
+        resumed = await session.call_tool("conversation", {"id": old})
+        wrote = await session.call_tool("remember", {"type": "project", "title": "Plan", "content": "Q1 plan"})
+        missing = await session.call_tool("conversation", {"id": 987_654})
+        return resumed, wrote, missing
+
+    resumed, wrote, missing = run_session(home, body)
+    assert resumed.structured_content == {"id": old, "title": "The first session",
+                                          "created_at": resumed.structured_content["created_at"]}
+    assert wrote.structured_content["conversation_id"] == old
+    assert missing.is_error and text(missing) == "not_found: conversation 987654 not found (at id)"
+    started = run_session(home, lambda s: s.call_tool("conversation", {}), "--conversation", str(old))
+    assert started.structured_content["id"] == old

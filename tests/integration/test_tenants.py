@@ -72,6 +72,7 @@ def test_another_tenants_id_looks_missing_to_every_verb(two):
     same_error(foreign, missing, lambda i: mine.remember_many(
         [{"type": "user", "title": "r", "content": "c", "supersedes_ids": [i]}]))
     same_error(conv.id, missing, lambda i: mine.remember(type="user", title="r", content="c", conversation_id=i))
+    same_error(conv.id, missing, lambda i: mine.conversation_get(i))
 
     # A self-loop is refused before any lookup, so it says nothing about the id either.
     assert type(error_of(lambda: mine.link(foreign, "relates_to", foreign))) is InvalidParams
