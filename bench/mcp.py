@@ -15,6 +15,9 @@ client does), and measures:
   * `sdk`: the MCP `recall` tool with default arguments (conversation-first,
     10 hits with excerpts, structured content), through the SDK client,
     which also validates each result against the tool's output schema;
+  * `unchecked`: the same call with the SDK client's output validation
+    switched off for it (a diagnostic: `sdk - unchecked` is what that
+    validation costs; no client is expected to run this way);
   * `raw`: the same tool call with JSON lines written and read by hand on a
     second `arbiter mcp` (the server's cost without the SDK client's);
   * `same`: the socket, with the request the tool sends the daemon (the
@@ -23,7 +26,8 @@ client does), and measures:
 - the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon.
 
 "MCP adds" is the median of the per-query differences `sdk - same` (and
-`raw - same` for the server alone). Entries are bench.load's synthetic text
+`raw - same` for the server alone, `sdk - unchecked` for the client's
+output validation). Entries are bench.load's synthetic text
 (300-800 bytes, Zipf vocabulary); queries are 2-3 mid-frequency words.
 Numbers are printed; nothing is asserted.
 """
@@ -50,7 +54,7 @@ from bench.longmemeval.daemon import isolated_env
 
 TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0)}
 BATCH = 500
-WAYS = ("sdk", "raw", "same", "plain")
+WAYS = ("sdk", "unchecked", "raw", "same", "plain")
 
 
 def _children(pid: int) -> list[int]:
@@ -139,11 +143,20 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                 raw = RawMcp(home)
                 raw.rpc("tools/call", {"name": "conversation", "arguments": {"id": conversation}})
                 samples: dict[str, list[int]] = {w: [] for w in WAYS}
+
+                async def unchecked(name, result):  # stands in for ClientSession.validate_tool_result
+                    pass
+
                 for timed in (False, True):
                     for q in queries:
                         t = time.perf_counter_ns()
                         await tool("recall", {"query": q})
-                        got = {"sdk": time.perf_counter_ns() - t,
+                        sdk = time.perf_counter_ns() - t
+                        session.validate_tool_result = unchecked
+                        t = time.perf_counter_ns()
+                        await tool("recall", {"query": q})
+                        del session.validate_tool_result
+                        got = {"sdk": sdk, "unchecked": time.perf_counter_ns() - t,
                                "raw": _ns(lambda: raw.rpc("tools/call", {"name": "recall", "arguments": {"query": q}})),
                                "same": _ns(lambda: client.recall(q, conversation_id=conversation, limit=11, excerpts=11)),
                                "plain": _ns(lambda: client.recall(q, limit=10))}
@@ -159,6 +172,8 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
         statistics.median(a - b for a, b in zip(samples["sdk"], samples["same"])) / 1e6, 2)
     out["recall_server_adds_p50_ms"] = round(
         statistics.median(a - b for a, b in zip(samples["raw"], samples["same"])) / 1e6, 2)
+    out["recall_validation_p50_ms"] = round(
+        statistics.median(a - b for a, b in zip(samples["sdk"], samples["unchecked"])) / 1e6, 2)
     return out
 
 
@@ -203,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
     for q in ("p50", "p95"):
         print(f"{'  ' + q:26}" + "".join(f"{res[f'recall_{w}_{q}_ms']:>10}" for w in WAYS))
     print(f"MCP adds to recall (median per query): {res['recall_mcp_adds_p50_ms']} ms with the SDK client, "
-          f"{res['recall_server_adds_p50_ms']} ms in arbiter mcp alone")
+          f"{res['recall_server_adds_p50_ms']} ms in arbiter mcp alone, {res['recall_validation_p50_ms']} ms "
+          "in the SDK client's output validation")
     print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
     for key, (op, target) in TARGETS.items():
         print(f"target {key} {op} {target}: {res[key]} {'met' if res[key] <= target else 'MISSED'}")

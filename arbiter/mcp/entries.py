@@ -169,14 +169,23 @@ class Hit(Ref, kw_only=True):
     excerpt: str | None = None
 
 
-class Page(View):
-    """A page of results: `more` is true while another page waits behind `next_cursor`."""
+class Page(View, dict=True):
+    """A page of results: `more` is true while another page waits behind `next_cursor`.
+
+    The hits' text is rendered once, while the page is fitted to `max_chars`
+    (`_fit`), and kept beside the Struct (`dict=True`: not structured content)
+    for `text()`: rendering is most of this server's time on a recall.
+    """
 
     more: bool
     next_cursor: str | None
 
     def footer(self) -> str:
         return f'\nmore: pass cursor "{self.next_cursor}" for the next page' if self.more else ""
+
+    def hit_text(self, hits: list[Hit]) -> list[str]:
+        """The lines of `hits` (this page's), as `_fit` rendered them if it did."""
+        return getattr(self, "_lines", None) or [line for h in hits for line in _hit_lines(h)]
 
 
 class RecalledFact(Struct, kw_only=True):
@@ -207,8 +216,7 @@ class Recalled(Page):
                       f"{f.valid_from[:10]}{', from ' + ', '.join(f'#{i}' for i in f.sources) if f.sources else ''})"
                       for f in self.facts]
         lines.append(f"{len(self.hits)} hits for {self.query!r}{where}:")
-        for h in self.hits:
-            lines += _hit_lines(h)
+        lines += self.hit_text(self.hits)
         if self.note:
             lines.append(f"note: {self.note}")
         return "\n".join(lines) + self.footer()
@@ -225,22 +233,25 @@ class Listed(Page):
     entries: list[Hit]
 
     def text(self) -> str:
-        lines = [f"{len(self.entries)} entries, newest first:"]
-        for h in self.entries:
-            lines += _hit_lines(h)
+        lines = [f"{len(self.entries)} entries, newest first:", *self.hit_text(self.entries)]
         if not self.entries:
             lines.append("(none)")
         return "\n".join(lines) + self.footer()
 
 
-def _paged(hits: list[Hit], header: int, max_chars: int) -> int:
-    """How many of `hits` fit in `max_chars` (at least one)."""
-    used = header
+def _fit(page: Page, hits: list[Hit], header: int, max_chars: int) -> int:
+    """How many of `hits` fit in `max_chars` (at least one); their text lines are kept on `page`."""
+    used, lines = header, []
     for n, h in enumerate(hits):
-        used += sum(len(line) + 1 for line in _hit_lines(h))
+        block = _hit_lines(h)
+        used += sum(len(line) + 1 for line in block)
         if used > max_chars and n:
-            return n
-    return len(hits)
+            break
+        lines += block
+    else:
+        n = len(hits)
+    page._lines = lines
+    return n
 
 
 def _offset(cursor: str | None) -> int:
@@ -579,20 +590,25 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
                  as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
     page = [_hit(h) for h in res.hits[offset:offset + a.limit]]
-    header = len(a.query) + 80
-    shown = _paged(page, header, a.max_chars)
-    more = len(res.hits) > offset + shown
     facts = [RecalledFact(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,
                           valid_from=f.valid_from, sources=f.sources) for f in res.facts] if not offset else []
-    return Recalled(query=a.query, conversation_id=conversation, hits=page[:shown], note=res.note, more=more,
-                    next_cursor=str(offset + shown) if more else None, facts=facts)
+    out = Recalled(query=a.query, conversation_id=conversation, hits=page, note=res.note, more=False,
+                   next_cursor=None, facts=facts)
+    shown = _fit(out, page, len(a.query) + 80, a.max_chars)
+    out.hits = page[:shown]
+    out.more = len(res.hits) > offset + shown
+    out.next_cursor = str(offset + shown) if out.more else None
+    return out
 
 
 def _hit(h) -> Hit:
     # Field by field rather than through ref_fields: this runs ten times per recall, on its hot path.
+    excerpt = h.excerpt
+    if excerpt and (len(excerpt) > EXCERPT_CHARS or "\n" in excerpt):  # the daemon's are one line already
+        excerpt = flat(excerpt, EXCERPT_CHARS)
     return Hit(id=h.id, type=h.type, title=h.title, tags=h.tags, valid_from=h.valid_from, valid_to=h.valid_to,
                recorded_at=h.recorded_at, superseded=h.superseded, score=round(h.score, 6), scope=h.scope,
-               conversation_id=h.conversation_id, excerpt=flat(h.excerpt, EXCERPT_CHARS) if h.excerpt else None)
+               conversation_id=h.conversation_id, excerpt=excerpt or None)
 
 
 class ListArgs(Args):
@@ -615,9 +631,12 @@ def list_(s: Session, a: ListArgs) -> Listed:
                    known_at=a.known_at, limit=a.limit + 1, before_id=before)
     page = [Hit(**ref_fields(e), score=0.0, scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
-    shown = _paged(page, 40, a.max_chars)
-    more = len(items) > shown
-    return Listed(entries=page[:shown], more=more, next_cursor=str(page[shown - 1].id) if more else None)
+    out = Listed(entries=page, more=False, next_cursor=None)
+    shown = _fit(out, page, 40, a.max_chars)
+    out.entries = page[:shown]
+    out.more = len(items) > shown
+    out.next_cursor = str(page[shown - 1].id) if out.more else None
+    return out
 
 
 # ---- the session's conversation ----------------------------------------------------------
