@@ -12,6 +12,9 @@ M entities. Measures, through `arbiter.client.Client`:
 - then `remember` latency p50/p99 over --singles calls, each naming 1-3
   entities, 70% known and 30% new (extraction + resolution + duplicate check);
 - `get` latency p50/p99 over --gets calls (each logs an access);
+- `recall` latency p50/p99 over --recalls queries (two mid-frequency words and
+  one entity name), tenant-wide, with the entity stages as shipped and with
+  them disabled (`entities`, `clusters`, `salience`), interleaved;
 - the entity count at the end (from `status`).
 
 Run it with PYTHONPATH pointing at another tree to compare (an Arbiter
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--singles", type=int, default=2000)
     ap.add_argument("--gets", type=int, default=3000)
+    ap.add_argument("--recalls", type=int, default=500)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
@@ -110,6 +114,16 @@ def main(argv: list[str] | None = None) -> int:
                 c.get(eid)
                 samples.append(time.perf_counter_ns() - t)
             result["get_p50_ms"], result["get_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+            # Interleaved, so both variants meet the same load on a shared machine.
+            timed: dict[str, list[int]] = {"recall": [], "recall_no_entity_stages": []}
+            for _ in range(args.recalls):
+                query = " ".join([*vocab.mid_frequency(2), rng.choice(pool)])
+                for key, disable in (("recall", []), ("recall_no_entity_stages", ["entities", "clusters", "salience"])):
+                    t = time.perf_counter_ns()
+                    c.recall(query, disable=disable)
+                    timed[key].append(time.perf_counter_ns() - t)
+            for key, samples in timed.items():
+                result[f"{key}_p50_ms"], result[f"{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
             result["entities"] = getattr(c.status(), "entities", None)
     finally:
         daemon.stop()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import apsw
 from hypothesis import given, settings, strategies as st
 
 from arbiter import associations
 from arbiter.associations import core
 from arbiter.model import RememberParams
+from arbiter.recall.query import STOPWORDS, tokenizer
 from arbiter.store import entries, open_database, tenants
 
 NOW = 1_800_000_000 * 1_000_000  # 2027: every valid_from below is in its past
@@ -65,3 +67,20 @@ def test_causal_markers():
     assert core.has_causal_marker("We chose SQLite because of Redis")
     assert core.has_causal_marker("The outage led to a rollback")
     assert not core.has_causal_marker("Becausewhy is not a word; neither is leaded")
+    assert core.has_causal_marker("THAT'S WHY we paused; Due To the freeze")
+    assert not core.has_causal_marker("a becausey thusly text, leads toward nothing")
+
+
+PIECES = [*"aeiouAEIOU Thé\u0301ß'-.,0123456789İǅ東", "the ", "The ", "and ", "running ", "café ", "x86_64 "]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from(PIECES), max_size=40).map("".join))
+def test_words_equal_the_token_by_token_path(text):
+    """The two-list tokenization gives exactly what reading each token with its offsets gives."""
+    conn = apsw.Connection(":memory:")
+    by_token = tokenizer(conn)
+    assert core.Words(conn)(text) == frozenset(
+        stem for surface, stem in by_token(text) if surface not in STOPWORDS and not stem.isdigit()
+    )
+    conn.close()
