@@ -6,6 +6,7 @@ import re
 
 import msgspec
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from arbiter import duplicates, entities, verbs
 from arbiter._time import US
@@ -85,6 +86,17 @@ def test_trigram_similarity():
     assert names.similarity(grams("Quarterly planning meeting"), grams("Quarterly planing meeting")) >= core.SAME
     assert core.MAYBE <= names.similarity(grams("Project Apollo"), grams("Project Apollonia")) < core.SAME
     assert names.similarity(grams("Postgres"), grams("Redis")) < core.MAYBE
+
+
+NAME_PIECES = st.lists(st.sampled_from([*"abcé ßİ東xyz-.", "ab", "  ", "Inc", "s "]), max_size=20).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=NAME_PIECES, b=NAME_PIECES)
+def test_similarity_to_a_form_equals_the_set_jaccard(a, b):
+    mine, form = names.trigrams(names.norm(a)), names.norm(b)
+    theirs = names.trigrams(form)
+    assert names.similarity_to(mine, form, len(theirs)) == names.similarity(mine, theirs)
 
 
 # ---- resolution ------------------------------------------------------------------
