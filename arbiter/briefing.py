@@ -19,7 +19,8 @@ from arbiter._time import format_time
 from arbiter.facts import aspects
 from arbiter.graph import clusters, tags, threads
 from arbiter.model import ENTRY_TYPES, Briefing, ThreadSummary, TopicCluster
-from arbiter.store import entries, tenants
+from arbiter.store import entries, tenants, users
+from arbiter.store.users import Viewer
 
 if TYPE_CHECKING:
     from arbiter.advisor import Advisor
@@ -104,7 +105,7 @@ def _bullets(items: list[str], hidden: int, more: str = "") -> list[str]:
 
 def build(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     tenant_name: str,
     *,
     now: int,
@@ -112,8 +113,9 @@ def build(
     max_bytes: int = 8192,
     naming_deadline: float | None = None,
 ) -> tuple[Briefing, list[clusters.NameRow]]:
-    """The briefing, and the fresh cluster names the caller should save (`clusters.save_names`)."""
-    totals = entries.type_totals(conn, tenant_id)
+    """The briefing of what `v` sees, and the fresh cluster names the caller should save (`clusters.save_names`)."""
+    tenant_id = v.tenant_id
+    totals = entries.type_totals(conn, v)
     active = sum(t[1] for t in totals)
     retired = sum(t[2] for t in totals)
     last = max((t[3] for t in totals if t[3] is not None), default=None)
@@ -123,7 +125,7 @@ def build(
     named, fresh = clusters.name(
         conn, tenant_id, shapes[:MAX_CLUSTERS], advisor=advisor, now=now, deadline=naming_deadline
     )
-    open_threads = threads.open_threads(conn, tenant_id, limit=MAX_THREADS)
+    open_threads = threads.open_threads(conn, v, limit=MAX_THREADS)
     doc = _Doc()
 
     # 1. identity and totals
@@ -134,9 +136,11 @@ def build(
         "# Memory briefing",
         "",
         "## 1. Identity and totals",
-        f"- Tenant `{tenant_name}`: {active} active entries, {retired} retired, "
-        f"{tenants.conversation_count(conn, tenant_id)} conversations; last write {_date(last)}.",
+        *_identity(conn, v, tenant_name),
+        f"- You see {active} active entries, {retired} retired, "
+        f"{tenants.conversation_count(conn, v)} conversations; last write {_date(last)}.",
         f"- By type (active): {by_type or 'none yet'}.",
+        *_ownership(conn, v),
     ])
     doc.blocks.append(aspects.briefing_lines(conn, tenant_id))  # at most 15 lines: never cut
     doc.blocks.append(["", "## 2. Conventions"])
@@ -205,7 +209,7 @@ def build(
         ))
     else:
         doc.blocks.append(["- No topic clusters yet (they need at least three tags that share entries)."])
-    top = most_mentioned(conn, tenant_id)
+    top = most_mentioned(conn, v)
     if top:
         doc.blocks.append(_Part(
             "entities",
@@ -221,14 +225,14 @@ def build(
     doc.blocks.append(["", "## 5. Open threads (newest activity first; continue with `reply`)"])
     if open_threads:
         doc.blocks.append(_Part(
-            "open threads", [_thread_line(t) for t in open_threads], _bullets, floor=min(3, len(open_threads))
+            "open threads", _thread_lines(open_threads), _bullets, floor=min(3, len(open_threads))
         ))
     else:
         doc.blocks.append(["- None."])
 
     # 6. recent activity
     doc.blocks.append(["", "## 6. Recent activity"])
-    recent = entries.recent(conn, tenant_id, limit=MAX_RECENT)
+    recent = entries.recent(conn, v, limit=MAX_RECENT)
     if recent:
         doc.blocks.append(_Part(
             "recent entries",
@@ -246,8 +250,8 @@ def build(
     )
 
 
-def most_mentioned(conn: apsw.Connection, tenant_id: int, *, limit: int = MAX_ENTITIES) -> list[tuple[str, str, int]]:
-    """(name, type, mentions) of the entities most mentioned by the latest `ENTITY_WINDOW` active entries.
+def most_mentioned(conn: apsw.Connection, v: Viewer, *, limit: int = MAX_ENTITIES) -> list[tuple[str, str, int]]:
+    """(name, type, mentions) of the entities most mentioned by the latest `ENTITY_WINDOW` active entries `v` sees.
 
     A window, not the whole tenant: counting every link of a 250K-entry
     tenant costs ~100 ms, and what the latest entries talk about is what a
@@ -255,10 +259,34 @@ def most_mentioned(conn: apsw.Connection, tenant_id: int, *, limit: int = MAX_EN
     """
     return conn.execute(
         "SELECT x.name, x.type, count(*) AS n FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
-        "WHERE l.entry_id IN (SELECT id FROM entries WHERE tenant_id = ? AND valid_to IS NULL ORDER BY id DESC LIMIT ?) "
-        "GROUP BY x.id ORDER BY n DESC, x.name LIMIT ?",
-        (tenant_id, ENTITY_WINDOW, limit),
+        f"WHERE l.entry_id IN (SELECT e.id FROM entries e WHERE {v.sees()} AND e.valid_to IS NULL "
+        "ORDER BY e.id DESC LIMIT ?) GROUP BY x.id ORDER BY n DESC, x.name LIMIT ?",
+        (ENTITY_WINDOW, limit),
     ).fetchall()
+
+
+def _identity(conn: apsw.Connection, v: Viewer, tenant_name: str) -> list[str]:
+    teams = users.team_list(conn, v)
+    if v.solo and not teams:
+        return [f"- Tenant `{tenant_name}`, user `{v.user_name}` (its only user)."]
+    return [
+        f"- You are `{v.user_name}` in tenant `{tenant_name}`; teams: "
+        + (", ".join(f"`{t}`" for t in teams) if teams else "none (everything you write is private)") + "."
+    ]
+
+
+def _ownership(conn: apsw.Connection, v: Viewer) -> list[str]:
+    """Active entries by whose they are: personal, shared by the caller, shared by teammates."""
+    if v.solo and len(v.scopes) == 1:
+        return []
+    mine, shared, pool = conn.execute(
+        f"SELECT count(*) FILTER (WHERE e.author_id = ?1 AND e.scope_id = ?2), "
+        f"count(*) FILTER (WHERE e.author_id = ?1 AND e.scope_id != ?2), count(*) FILTER (WHERE e.author_id != ?1) "
+        f"FROM entries e WHERE {v.sees()} AND e.valid_to IS NULL",
+        (v.user_id, v.private_scope),
+    ).fetchone()
+    return [f"- Active entries: {mine} personal (only you see them), {shared} you shared with a team, "
+            f"{pool} in your teams' pool from teammates."]
 
 
 def _cluster_line(c: TopicCluster) -> str:
@@ -267,9 +295,22 @@ def _cluster_line(c: TopicCluster) -> str:
     return f"- **{_md(c.name)}** ({c.entries} entries): {_md(c.description)} Tags: {shown}{more}."
 
 
+def _thread_lines(open_threads: list[ThreadSummary]) -> list[str]:
+    """One line per thread, grouped by who sees it (private first, then each team), newest activity first."""
+    if all(t.team is None for t in open_threads):
+        return [_thread_line(t) for t in open_threads]
+    out = []
+    for team in sorted({t.team for t in open_threads}, key=lambda x: (x is not None, x or "")):
+        group = [t for t in open_threads if t.team == team]
+        heading = "Private (yours)" if team is None else f"Shared with team `{team}` (reply to continue them)"
+        out += [f"- {heading}:"] + ["  " + _thread_line(t) for t in group]
+    return out
+
+
 def _thread_line(t: ThreadSummary) -> str:
+    by = f" by {t.author}" if t.author else ""
     return (
-        f"- #{t.root.id} [{t.root.type}] {_md(t.root.title, TITLE_CHARS)}: {t.replies} "
+        f"- #{t.root.id} [{t.root.type}] {_md(t.root.title, TITLE_CHARS)}{by}: {t.replies} "
         f"{'reply' if t.replies == 1 else 'replies'}, last {t.last_activity[:10]} "
         f"(latest #{t.last_reply.id}: {_md(t.last_reply.title, TITLE_CHARS // 2)})"
     )

@@ -64,7 +64,7 @@ from arbiter.transfer.model import ExportPage, ImportProgress
 from arbiter.facts.model import AspectList, Batch, BatchList, ExtractResult, FactHistory, FactList, Predicate, PredicateList
 
 from arbiter.entities.model import Entity, EntityContext, EntityList, EntityRelation
-from arbiter.model import MaintenanceReport, SalienceInfo
+from arbiter.model import MaintenanceReport, Membership, SalienceInfo, Shared, TeamList, UserCreated, UserList, Whoami
 
 T = TypeVar("T")
 _response_decoder = msgspec.json.Decoder(Response)
@@ -102,11 +102,12 @@ class Client:
 
     @classmethod
     def from_home(
-        cls, home: Path | None = None, *, tenant: str = paths.DEFAULT_TENANT, socket_path: Path | None = None, **kw
+        cls, home: Path | None = None, *, tenant: str = paths.DEFAULT_TENANT, user: str | None = None,
+        socket_path: Path | None = None, **kw
     ) -> "Client":
-        """A client for `tenant` using the token file and socket under `home`."""
+        """A client for `tenant` (as `user`; default its first user) using the token file and socket under `home`."""
         home = home or paths.default_home()
-        token = paths.read_secret(paths.token_path(home, tenant), f"tenant {tenant!r}")
+        token = paths.read_secret(paths.user_token_path(home, tenant, user), f"user {user or tenant!r}")
         return cls(socket_path or paths.socket_path(home), token, **kw)
 
     # ---- plumbing -------------------------------------------------------------
@@ -277,6 +278,41 @@ class Client:
     def tenant_list(self) -> TenantList:
         """Admin: needs the admin token."""
         return self.call("tenant_list", {}, TenantList)
+
+    # ---- users, teams, sharing ---------------------------------------------------
+
+    def user_add(self, name: str) -> UserCreated:
+        """Add a user (the tenant's first user only); the token is shown once."""
+        return self.call("user_add", {"name": name}, UserCreated)
+
+    def user_list(self) -> UserList:
+        return self.call("user_list", {}, UserList)
+
+    def user_rotate(self, name: str) -> UserCreated:
+        """A new token for `name`; the old one stops working at once."""
+        return self.call("user_rotate", {"name": name}, UserCreated)
+
+    def team_add(self, name: str) -> Membership:
+        return self.call("team_add", {"name": name}, Membership)
+
+    def team_join(self, team: str, user: str) -> Membership:
+        return self.call("team_join", {"team": team, "user": user}, Membership)
+
+    def team_leave(self, team: str, user: str) -> Membership:
+        return self.call("team_leave", {"team": team, "user": user}, Membership)
+
+    def team_list(self) -> TeamList:
+        return self.call("team_list", {}, TeamList)
+
+    def share(self, id: int, team: str) -> Shared:
+        """Share the thread rooted at `id` with `team`: every reply follows."""
+        return self.call("share", {"id": id, "team": team}, Shared)
+
+    def unshare(self, id: int) -> Shared:
+        return self.call("unshare", {"id": id}, Shared)
+
+    def whoami(self) -> Whoami:
+        return self.call("whoami", {}, Whoami)
 
     # ---- threads, graph projection, topic clusters, briefing ---------------------
 

@@ -26,6 +26,8 @@ import zlib
 
 import apsw
 
+from arbiter.store.users import Viewer
+
 #: Word-set Jaccard at or above which an entry is `similar` (bench/duplicates.py measures it).
 SIMILAR = 0.7
 _BANDS, _ROWS = 4, 4
@@ -106,43 +108,45 @@ def remove(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -
     )
 
 
-def duplicate_of(conn: apsw.Connection, tenant_id: int, type: str, content: str) -> int | None:
-    """The oldest active entry of `type` whose content is `content` up to case and whitespace."""
+def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> int | None:
+    """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace."""
     row = conn.execute(
         "SELECT s.entry_id FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
-        "WHERE s.tenant_id = ? AND s.key = ? AND e.valid_to IS NULL AND e.type = ? ORDER BY s.entry_id LIMIT 1",
-        (tenant_id, fingerprint(content), type),
+        f"WHERE s.tenant_id = ? AND s.key = ? AND e.valid_to IS NULL AND e.type = ? AND {v.sees()} "
+        "ORDER BY s.entry_id LIMIT 1",
+        (v.tenant_id, fingerprint(content), type),
     ).fetchone()
     return row[0] if row else None
 
 
-def similar(conn: apsw.Connection, tenant_id: int, content: str, *, exclude: int | None = None,
+def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | None = None,
             threshold: float = SIMILAR, limit: int = 5) -> list[int]:
-    """Active entries whose word bigrams are at least `threshold` Jaccard-similar to `content`, most similar first."""
+    """Active entries `v` sees whose word bigrams are at least `threshold` Jaccard-similar to `content`, most similar first."""
     mine = words(content)
     # The fingerprint too: identical text too short for bands.
-    return _similar(conn, tenant_id, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit)
+    return _similar(conn, v, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit)
 
 
-def add_new(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> list[int]:
-    """Index a new entry's keys and return `similar` to it (what `remember` does), hashing its text once."""
+def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str) -> list[int]:
+    """Index a new entry's keys and return what `similar` finds for `v` (what `remember` does), hashing its text once."""
     mine = words(content)
     own = [fingerprint(content), *bands(mine)]
-    found = _similar(conn, tenant_id, mine, own, entry_id, SIMILAR, 5)
+    found = _similar(conn, v, mine, own, entry_id, SIMILAR, 5)
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
-        [(tenant_id, k, entry_id) for k in own],
+        [(v.tenant_id, k, entry_id) for k in own],
     )
     return found
 
 
-def _similar(conn: apsw.Connection, tenant_id: int, mine: frozenset[str], band_keys: list[int],
+def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: list[int],
              exclude: int | None, threshold: float, limit: int) -> list[int]:
     rows = conn.execute(
         f"SELECT e.id, e.content FROM (SELECT entry_id, count(*) AS n FROM entry_sketches "
         f"WHERE tenant_id = ? AND key IN ({','.join('?' * len(band_keys))}) GROUP BY entry_id "
-        f"ORDER BY n DESC LIMIT {_VERIFY}) s JOIN entries e ON e.id = s.entry_id WHERE e.valid_to IS NULL",
-        (tenant_id, *band_keys),
+        f"ORDER BY n DESC LIMIT {_VERIFY}) s JOIN entries e ON e.id = s.entry_id WHERE e.valid_to IS NULL "
+        f"AND {v.sees()}",
+        (v.tenant_id, *band_keys),
     )
     scored = [(jaccard(mine, words(text)), eid) for eid, text in rows if eid != exclude]
     return [eid for score, eid in sorted(scored, key=lambda s: (-s[0], -s[1])) if score >= threshold][:limit]

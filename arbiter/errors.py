@@ -106,6 +106,13 @@ class DaemonOutdated(ArbiterError):
     name = "daemon_outdated"
 
 
+class Forbidden(ArbiterError):
+    """The caller sees the row but may not do this to it: another user's entry, or a step for the tenant's first user."""
+
+    code = -32008
+    name = "forbidden"
+
+
 BY_CODE: dict[int, type[ArbiterError]] = {
     cls.code: cls
     for cls in (
@@ -121,5 +128,6 @@ BY_CODE: dict[int, type[ArbiterError]] = {
         Unavailable,
         StorageFull,
         DaemonOutdated,
+        Forbidden,
     )
 }

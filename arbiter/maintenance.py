@@ -45,7 +45,7 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
     retired = [eid for eid, value, permanent, _ in rows if value < min_salience and not permanent]
     by_id = {eid: value for eid, value, _, _ in rows}
     for eid in retired:
-        entries.forget(conn, tenant_id, eid, now=now)
+        entries.retire(conn, eid, now=now)
         conn.execute(
             "INSERT INTO entry_retirements(tenant_id, entry_id, reason, salience, at) VALUES (?, ?, ?, ?, ?)",
             (tenant_id, eid, f"salience {by_id[eid]:.4f} fell below min_salience {min_salience:g}", by_id[eid], now),

@@ -110,6 +110,8 @@ class RememberParams(TextParams):
     supersedes_ids: Annotated[list[Id], Meta(max_length=64)] = []
     valid_from: Time | None = None
     speaker: Speaker | None = None
+    #: Share with this team (one the caller belongs to) at once; default private to the caller.
+    team: Name | None = None
     auto_tag: bool = False
     auto_supersede: bool = False
     #: Entities the entry is about, beside those extraction finds in its text.
@@ -256,6 +258,32 @@ class TenantCreateParams(Params):
     ))]
 
 
+#: A user's or a team's name inside a tenant (it names a token file, so no slashes).
+Name = Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=pattern(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "a name is letters, digits, '.', '_' or '-', starting with a letter or digit"
+))]
+
+
+class NameParams(Params):
+    """A user or a team, by name."""
+
+    name: Name
+
+
+class MemberParams(Params):
+    """A user joining or leaving a team."""
+
+    team: Name
+    user: Name
+
+
+class ShareParams(Params):
+    """Share a thread with a team, by its root: every entry in it follows, whoever wrote it."""
+
+    id: Id
+    team: Name
+
+
 # ---- results ---------------------------------------------------------------
 
 
@@ -281,6 +309,9 @@ class Entry(Struct, kw_only=True):
     superseded_by: list[int] = []
     revised_at: str | None = None
     speaker: str | None = None
+    #: The user who wrote it, and the team it is shared with (null: private to its author).
+    author: str | None = None
+    team: str | None = None
 
 
 class EntityRef(Struct, kw_only=True):
@@ -347,8 +378,11 @@ class RememberManyResult(Struct, kw_only=True):
 
 
 class ForgetResult(Struct, kw_only=True):
+    """`also`: the caller's own replies below it, retired with it (a teammate's never are)."""
+
     id: int
     forgotten: bool
+    also: list[int] = []
 
 
 class RestoreResult(Struct, kw_only=True):
@@ -357,8 +391,11 @@ class RestoreResult(Struct, kw_only=True):
 
 
 class PurgeResult(Struct, kw_only=True):
+    """`also`: the caller's own replies below it, purged with it; a teammate's lose their parent and stay."""
+
     id: int
     purged: bool
+    also: list[int] = []
 
 
 class Relation(Struct, kw_only=True):
@@ -535,6 +572,54 @@ class TenantCreated(Struct, kw_only=True):
     token: str
 
 
+class UserCreated(Struct, kw_only=True):
+    name: str
+    token: str
+
+
+class UserInfo(Struct, kw_only=True):
+    name: str
+    created_at: str
+    teams: list[str] = []
+
+
+class UserList(Struct, kw_only=True):
+    users: list[UserInfo]
+
+
+class TeamInfo(Struct, kw_only=True):
+    name: str
+    created_at: str
+    members: list[str] = []
+
+
+class TeamList(Struct, kw_only=True):
+    teams: list[TeamInfo]
+
+
+class Membership(Struct, kw_only=True):
+    """A join or leave: `changed` is false when it was already so (joining twice is a no-op)."""
+
+    team: str
+    user: str
+    member: bool
+    changed: bool
+
+
+class Shared(Struct, kw_only=True):
+    """A thread's new visibility: `team` null is private to each entry's author; `ids` the entries that moved."""
+
+    root_id: int
+    team: str | None
+    ids: list[int]
+
+
+class Whoami(Struct, kw_only=True):
+    tenant: str
+    user: str
+    teams: list[str]
+
+
 class Tenant(Struct, kw_only=True):
     name: str
     created_at: str
@@ -553,8 +638,12 @@ class Pong(Struct, kw_only=True):
 
 
 class Status(Struct, kw_only=True):
+    """Counts of what the caller sees (so two users of one tenant get different figures)."""
+
     version: str
     tenant: str
+    user: str = ""
+    teams: list[str] = []
     schema_version: int
     entries_active: int
     entries_retired: int
@@ -715,6 +804,9 @@ class ThreadSummary(Struct, kw_only=True):
     replies: int
     last_activity: str
     last_reply: EntryRef
+    #: Who wrote the root, and the team the thread is shared with (null: private).
+    author: str | None = None
+    team: str | None = None
 
 
 class OpenThreads(Struct, kw_only=True):

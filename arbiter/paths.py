@@ -35,6 +35,13 @@ def token_path(home: Path, tenant: str) -> Path:
     return home / "tenants" / f"{tenant}.token"
 
 
+def user_token_path(home: Path, tenant: str, user: str | None) -> Path:
+    """A user's token file; the tenant's first user (named as the tenant) holds the tenant token."""
+    if user is None or user == tenant:
+        return token_path(home, tenant)
+    return home / "tenants" / tenant / f"{user}.token"
+
+
 def admin_token_path(home: Path) -> Path:
     return home / "admin.token"
 

@@ -6,6 +6,7 @@ merges them into the one table the daemon serves.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -13,11 +14,12 @@ import apsw
 import msgspec
 
 from arbiter._time import parse_time
+from arbiter.store import users
 
 
 @dataclass
 class Context:
-    """What a verb runs with: a connection (inside a transaction), the caller's tenant, the instant."""
+    """What a verb runs with: a connection (inside a transaction), the caller (tenant and user), the instant."""
 
     conn: apsw.Connection
     tenant_id: int
@@ -36,6 +38,17 @@ class Context:
     #: Entries a read returned, as (entry id, verb): the daemon hands them to
     #: the writer's access log in batches, after answering (reads never wait).
     accessed: list[tuple[int, str]] = field(default_factory=list)
+    #: The calling user (None: the tenant's first user, as a tenant token is).
+    user_id: int | None = None
+
+    @functools.cached_property
+    def viewer(self) -> users.Viewer:
+        """What the caller may see, read at first use (so a membership change counts at the next request)."""
+        user_id = self.user_id
+        if user_id is None:
+            user_id = users.first_user(self.conn, self.tenant_id)
+        name = self.conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()[0]
+        return users.viewer(self.conn, self.tenant_id, user_id, name)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from arbiter.recall import llm as llm_layers
 from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
 from arbiter.store import entries, relations, schema_version, tenants
 from arbiter import briefing as briefing_mod
-from arbiter.graph import clusters, projection, tags as tag_graph, threads
+from arbiter.graph import cascades, clusters, projection, tags as tag_graph, threads
 from arbiter.model import (
     AroundParams,
     BriefingParams,
@@ -77,21 +77,23 @@ def remember(ctx: Context, p: RememberParams):
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
     if not p.allow_duplicate and not p.supersedes_ids:
-        entries._row(ctx.conn, ctx.tenant_id, p, now=ctx.now, path="")
-        existing = duplicates.duplicate_of(ctx.conn, ctx.tenant_id, p.type, p.content)
+        entries._row(ctx.conn, ctx.viewer, p, now=ctx.now, path="")
+        existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.content)
         if existing is not None:
-            stored = entries.get(ctx.conn, ctx.tenant_id, existing)
+            stored = entries.get(ctx.conn, ctx.viewer, existing)
             known = [Mention(id=e.id, name=e.name, type=e.type, created=False)
                      for e in entities_mod.mentions(ctx.conn, ctx.tenant_id, existing)]
             return Remembered(**msgspec.structs.asdict(stored), note=note, entities=known, duplicate_of=existing)
-    entry_id = entries.remember(ctx.conn, ctx.tenant_id, p, now=ctx.now)
+    entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now)
-    similar = duplicates.add_new(ctx.conn, ctx.tenant_id, entry_id, p.content)
+    similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
     # Associations after entities: the entity edges and causal candidates read the new links.
     candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now)
+    seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in candidates])}
+    candidates = [c for c in candidates if c.id in seen]  # derived from the whole tenant; shown if the writer sees it
     associations.mark_derived(ctx.conn, entry_id)
-    stored = entries.get(ctx.conn, ctx.tenant_id, entry_id)
+    stored = entries.get(ctx.conn, ctx.viewer, entry_id)
     return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
                       candidates=candidates)
 
@@ -129,9 +131,9 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
                 ctx.notes.append("auto_tag added " + ", ".join(added))
             p = msgspec.structs.replace(p, tags=merged)
     if p.auto_supersede:
-        found = recall_mod.recall(ctx.conn, ctx.tenant_id, RecallParams(query=p.title, types=[p.type], limit=20))
+        found = recall_mod.recall(ctx.conn, ctx.viewer, RecallParams(query=p.title, types=[p.type], limit=20))
         same = [h for h in found.hits if h.type == p.type][:AUTO_SUPERSEDE_CANDIDATES]
-        olds = llm_layers.shown(ctx.conn, ctx.tenant_id, [h.id for h in same], llm_layers.FINE_EXCERPT)
+        olds = llm_layers.shown(ctx.conn, ctx.viewer, [h.id for h in same], llm_layers.FINE_EXCERPT)
         new = Candidate(
             id=0, type=p.type, date="new", superseded=False,
             text=llm_layers.cut(f"{p.title}\n{p.content}", llm_layers.FINE_EXCERPT),
@@ -154,7 +156,7 @@ def remember_many(ctx: Context, p: RememberManyParams):
     are not checked. Given entities are linked now; extraction runs after the
     answer, on the idle writer (seconds later).
     """
-    ids = entries.remember_many(ctx.conn, ctx.tenant_id, p.entries, now=ctx.now)
+    ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now)
     for entry_id, item in zip(ids, p.entries):
         if item.entities or item.speaker:
@@ -173,7 +175,7 @@ def get(ctx: Context, p: GetParams):
     Missing is `not_found`; so is retired, with a message saying since when
     (an `as_of` before then shows it).
     """
-    entry = entries.get(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
+    entry = entries.get(ctx.conn, ctx.viewer, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
     ctx.accessed.append((entry.id, "get"))
     return entry
 
@@ -181,8 +183,8 @@ def get(ctx: Context, p: GetParams):
 def list_(ctx: Context, p: ListParams):
     """Browse newest first; every filter is a hard filter. Page with `before_id`; `known_at` reads past records."""
     if p.conversation_id is not None:
-        tenants.require_conversation(ctx.conn, ctx.tenant_id, p.conversation_id)
-    return EntryList(entries=entries.list_entries(ctx.conn, ctx.tenant_id, p))
+        tenants.require_conversation(ctx.conn, ctx.viewer, p.conversation_id)
+    return EntryList(entries=entries.list_entries(ctx.conn, ctx.viewer, p))
 
 
 def update(ctx: Context, p: UpdateParams):
@@ -190,8 +192,8 @@ def update(ctx: Context, p: UpdateParams):
 
     New text links the entities it mentions.
     """
-    before = entries.get(ctx.conn, ctx.tenant_id, p.id)
-    entry = entries.update(ctx.conn, ctx.tenant_id, p, now=ctx.now)
+    before = entries.get(ctx.conn, ctx.viewer, p.id)
+    entry = entries.update(ctx.conn, ctx.viewer, p, now=ctx.now)
     if entry.content != before.content:
         duplicates.remove(ctx.conn, ctx.tenant_id, entry.id, before.content)
         duplicates.add(ctx.conn, ctx.tenant_id, entry.id, entry.content)
@@ -202,58 +204,68 @@ def update(ctx: Context, p: UpdateParams):
 
 
 def forget(ctx: Context, p: IdParams):
-    """Retire an entry now; `forgotten` is false (and nothing changes) if it was already retired."""
-    return ForgetResult(id=p.id, forgotten=entries.forget(ctx.conn, ctx.tenant_id, p.id, now=ctx.now))
+    """Retire an entry you wrote, and your own replies below it (`also`); `forgotten` is false if it was already retired.
+
+    A teammate's replies stay active; another user's entry is refused (`forbidden`): reply to it instead.
+    """
+    forgotten = entries.forget(ctx.conn, ctx.viewer, p.id, now=ctx.now)
+    return ForgetResult(id=p.id, forgotten=forgotten,
+                        also=cascades.run(ctx.conn, ctx.viewer, "forget", p.id, now=ctx.now))
 
 
 def purge(ctx: Context, p: IdParams):
-    """Delete an entry for good, with its relations and index rows."""
-    entries.purge(ctx.conn, ctx.tenant_id, p.id)
-    return PurgeResult(id=p.id, purged=True)
+    """Delete an entry you wrote for good, with its relations and index rows, and your own replies below it (`also`).
+
+    A teammate's reply is kept and loses its parent.
+    """
+    entries.require_author(ctx.conn, ctx.viewer, p.id, "purge")
+    also = cascades.run(ctx.conn, ctx.viewer, "purge", p.id, now=ctx.now)
+    entries.purge(ctx.conn, ctx.viewer, p.id)
+    return PurgeResult(id=p.id, purged=True, also=also)
 
 
 def restore(ctx: Context, p: IdParams):
     """Reopen a retired entry; `restored` is false if it was active. Refused (`conflict`) while a `supersedes` link retires it."""
-    return RestoreResult(id=p.id, restored=entries.restore(ctx.conn, ctx.tenant_id, p.id, now=ctx.now))
+    return RestoreResult(id=p.id, restored=entries.restore(ctx.conn, ctx.viewer, p.id, now=ctx.now))
 
 
 def history(ctx: Context, p: HistoryParams):
     """The supersession chain through an entry, both ways, oldest first, with every recorded state (`revisions`) of each."""
-    chain, edges, states = entries.history(ctx.conn, ctx.tenant_id, p.id, known_at=_known_at(p.known_at))
+    chain, edges, states = entries.history(ctx.conn, ctx.viewer, p.id, known_at=_known_at(p.known_at))
     return History(entries=chain, relations=edges, revisions=states)
 
 
 def link(ctx: Context, p: LinkParams):
     """Add a directed relation; a duplicate is `conflict` with `existing_id`."""
-    return relations.link(ctx.conn, ctx.tenant_id, p.source_id, p.relation, p.target_id, now=ctx.now)
+    return relations.link(ctx.conn, ctx.viewer, p.source_id, p.relation, p.target_id, now=ctx.now)
 
 
 def unlink(ctx: Context, p: LinkParams):
     """Remove a relation; effects already applied (a retired target) stay."""
-    relations.unlink(ctx.conn, ctx.tenant_id, p.source_id, p.relation, p.target_id)
+    relations.unlink(ctx.conn, ctx.viewer, p.source_id, p.relation, p.target_id)
     return UnlinkResult(removed=True)
 
 
 def expand(ctx: Context, p: ExpandParams):
     """Breadth-first subgraph around an entry (depth ≤ 2, ≤ 50 nodes) with relation labels."""
     return graph.expand(
-        ctx.conn, ctx.tenant_id, p.id, depth=p.depth, limit=p.limit, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at)
+        ctx.conn, ctx.viewer, p.id, depth=p.depth, limit=p.limit, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at)
     )
 
 
 def density(ctx: Context, p: IdParams):
     """In/out degree, distinct relation labels and 2-hop reach of an entry."""
-    return graph.density(ctx.conn, ctx.tenant_id, p.id)
+    return graph.density(ctx.conn, ctx.viewer, p.id)
 
 
 def recall(ctx: Context, p: RecallParams):
     """Search memory; with no query, browse with hard filters. Optional LLM layers: `expand`, `rerank`, `rerank_fine`. Active facts that match come back in `facts`."""
     if p.conversation_id is not None:
-        tenants.require_conversation(ctx.conn, ctx.tenant_id, p.conversation_id)
+        tenants.require_conversation(ctx.conn, ctx.viewer, p.conversation_id)
     if not llm_layers.wants_llm(p):
-        result = recall_mod.recall(ctx.conn, ctx.tenant_id, p)
+        result = recall_mod.recall(ctx.conn, ctx.viewer, p)
     else:
-        result = llm_layers.recall_with_llm(ctx.conn, ctx.tenant_id, p, advisor_for(ctx))
+        result = llm_layers.recall_with_llm(ctx.conn, ctx.viewer, p, advisor_for(ctx))
     result.facts = fact_recall.search(ctx.conn, ctx.tenant_id, p)
     ctx.accessed.extend((h.id, "recall") for h in result.hits)
     return result
@@ -261,12 +273,12 @@ def recall(ctx: Context, p: RecallParams):
 
 def conversation_create(ctx: Context, p: ConversationCreateParams):
     """Create a conversation (a scope that recall searches first)."""
-    return tenants.create_conversation(ctx.conn, ctx.tenant_id, p.title, now=ctx.now)
+    return tenants.create_conversation(ctx.conn, ctx.viewer, p.title, now=ctx.now)
 
 
 def conversation_list(ctx: Context, p: ConversationListParams):
     """Conversations, newest first."""
-    return ConversationList(conversations=tenants.list_conversations(ctx.conn, ctx.tenant_id, p.limit))
+    return ConversationList(conversations=tenants.list_conversations(ctx.conn, ctx.viewer, p.limit))
 
 
 def conversation_get(ctx: Context, p: IdParams):
@@ -279,7 +291,7 @@ def conversation_get(ctx: Context, p: IdParams):
 def status(ctx: Context, p: Empty):
     """Counts for the caller's tenant (the database size is the admin's: `tenant_list`)."""
     status = tenants.status(
-        ctx.conn, ctx.tenant_id, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
+        ctx.conn, ctx.viewer, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
     )
     last = maintenance.last(ctx.conn, ctx.tenant_id)
     return msgspec.structs.replace(
@@ -347,8 +359,8 @@ def _save_names(ctx: Context, fresh: list) -> None:
 
 def reply(ctx: Context, p: ReplyParams):
     """Reply in a thread: a new entry under `parent_id`; type, title and tags default to the parent's."""
-    entry_id = threads.reply(ctx.conn, ctx.tenant_id, p, now=ctx.now)
-    entry = entries.get(ctx.conn, ctx.tenant_id, entry_id)
+    entry_id = threads.reply(ctx.conn, ctx.viewer, p, now=ctx.now)
+    entry = entries.get(ctx.conn, ctx.viewer, entry_id)
     written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
     entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now)
     duplicates.add(ctx.conn, ctx.tenant_id, entry_id, entry.content)
@@ -357,22 +369,22 @@ def reply(ctx: Context, p: ReplyParams):
 
 def thread(ctx: Context, p: ThreadParams):
     """The thread through an entry: its root and every visible reply, oldest first."""
-    return threads.thread(ctx.conn, ctx.tenant_id, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
+    return threads.thread(ctx.conn, ctx.viewer, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
 
 
 def open_threads(ctx: Context, p: OpenThreadsParams):
     """Active threads (roots with active replies), newest activity first."""
-    return OpenThreads(threads=threads.open_threads(ctx.conn, ctx.tenant_id, limit=p.limit))
+    return OpenThreads(threads=threads.open_threads(ctx.conn, ctx.viewer, limit=p.limit))
 
 
 def backlinks(ctx: Context, p: IdParams):
     """What points at an entry: replies, `#ID` mentions and incoming relations, labelled by kind."""
-    return projection.backlinks(ctx.conn, ctx.tenant_id, p.id)
+    return projection.backlinks(ctx.conn, ctx.viewer, p.id)
 
 
 def around(ctx: Context, p: AroundParams):
     """An entry's neighbourhood: parent, children, siblings, shared-tag neighbours, references, relations."""
-    return projection.around(ctx.conn, ctx.tenant_id, p.id, k=p.k)
+    return projection.around(ctx.conn, ctx.viewer, p.id, k=p.k)
 
 
 def tag_cooccurrence(ctx: Context, p: TagCooccurrenceParams):
@@ -404,7 +416,7 @@ def topic_cluster(ctx: Context, p: TopicClusterParams):
 def briefing(ctx: Context, p: BriefingParams):
     """The session briefing: a markdown map of this memory (what MCP `initialize` hands an agent)."""
     result, fresh = briefing_mod.build(
-        ctx.conn, ctx.tenant_id, ctx.tenant_name, now=ctx.now, advisor=advisor_for(ctx), max_bytes=p.max_bytes
+        ctx.conn, ctx.viewer, ctx.tenant_name, now=ctx.now, advisor=advisor_for(ctx), max_bytes=p.max_bytes
     )
     _save_names(ctx, fresh)
     return result
@@ -447,3 +459,6 @@ VERBS.update(maintenance.VERBS)
 from arbiter.associations.verbs import VERBS as _ASSOCIATION_VERBS  # noqa: E402
 
 VERBS.update(_ASSOCIATION_VERBS)
+from arbiter.people import VERBS as _PEOPLE_VERBS  # noqa: E402  (users, teams, sharing)
+
+VERBS.update(_PEOPLE_VERBS)

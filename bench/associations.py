@@ -24,7 +24,7 @@ from pathlib import Path
 
 from arbiter.associations import core
 from arbiter.model import RememberParams
-from arbiter.store import entries, open_database, tenants
+from arbiter.store import entries, open_database, tenants, users
 
 BANDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8)
 
@@ -51,7 +51,7 @@ def main() -> None:
             for turn in conv[f"session_{n}"]:
                 text = f"{turn['speaker']}: {turn['text']}"
                 with db:
-                    eid = entries.remember(db, tenant, RememberParams(type="context", title=text[:80], content=text), now=n)
+                    eid = entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="context", title=text[:80], content=text), now=n)
                 dia_of[eid] = turn["dia_id"]
                 row = core._row(db, tenant, eid)
                 mine = words(row.text)

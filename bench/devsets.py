@@ -34,7 +34,7 @@ import msgspec
 from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
 from arbiter._time import now_us
-from arbiter.store import connect, entries, open_database, tenants
+from arbiter.store import connect, entries, open_database, tenants, users
 from bench.longmemeval import dataset as ds
 from bench.longmemeval import harness
 from bench.longmemeval.metrics import hit_at, reciprocal_rank, scored
@@ -94,10 +94,10 @@ def ensure_home(home: Path, dataset: Path) -> harness.State:
     now = now_us()
     with conn:
         tenant, _ = tenants.create_tenant(conn, "default", now=now)
+        viewer = users.first_viewer(conn, tenant)
         for u in corpus.units:
-            conversation = tenants.create_conversation(conn, tenant, u.key, now=now).id
-            harness.record(state, u, conversation, entries.remember_many(
-                conn, tenant, harness.remember_params(u, conversation), now=now
+            conversation = tenants.create_conversation(conn, viewer, u.key, now=now).id
+            harness.record(state, u, conversation, entries.remember_many(conn, viewer, harness.remember_params(u, conversation), now=now
             ))
     state.tenant_entries = sum(len(u.entry_ids) for u in state.units)
     conn.close()
@@ -110,6 +110,7 @@ def measure(
 ) -> Row:
     """R@1/5/10, MRR over the questions the official rule scores; p50 over all of them."""
     tuning = dataclasses.replace(DEFAULT, **tuning_changes)
+    viewer = users.first_viewer(conn, tenant)
     r1 = r5 = r10 = mrr = 0.0
     n = 0
     latencies = []
@@ -119,7 +120,7 @@ def measure(
         )
         started = time.perf_counter()
         with conn:
-            ranked = [h.id for h in recall(conn, tenant, p, tuning=tuning).hits]
+            ranked = [h.id for h in recall(conn, viewer, p, tuning=tuning).hits]
         latencies.append((time.perf_counter() - started) * 1000)
         if not scored(_outcome(q), "official"):
             continue

@@ -23,7 +23,7 @@ import msgspec
 
 from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
-from arbiter.store import connect
+from arbiter.store import connect, users
 from bench.longmemeval.harness import STATE_NAME, State
 from bench.longmemeval.metrics import hit_at, reciprocal_rank
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
 
     state = msgspec.json.decode((args.home / STATE_NAME).read_bytes(), type=State)
     conn = connect(args.home / "arbiter.db", readonly=True)
-    tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+    tenant = users.first_viewer(conn, conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0])
     questions = [q for q in state.questions if q.truth_ids]
     chosen = range(len(VARIANTS)) if not args.only else [int(x) for x in args.only.split(",")]
     for q in questions:  # warm the page cache and the term statistics before timing anything

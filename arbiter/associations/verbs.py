@@ -11,7 +11,7 @@ from arbiter.verb import Context, Verb
 
 def associations(ctx: Context, p: AssociationsParams) -> Associations:
     """What Arbiter derived around an entry (temporal, entity, similarity), with the evidence for each."""
-    entries.get(ctx.conn, ctx.tenant_id, p.id)  # not_found for a missing, retired or foreign id
+    entries.get(ctx.conn, ctx.viewer, p.id)  # not_found for a missing, retired or foreign id
     found = core.of(ctx.conn, ctx.tenant_id, p.id, p.kind)
     return Associations(id=p.id, associations=found[: p.limit])
 

@@ -87,7 +87,7 @@ def reach(conn: apsw.Connection, tenant_id: int, seeds: list[tuple[int, float]],
     return best
 
 
-def walk(conn: apsw.Connection, tenant_id: int, ranking, p):
+def walk(conn: apsw.Connection, v, ranking, p):
     """The ranking with what the walk reaches from its top `SEEDS` merged in (a new `Ranking`).
 
     Reached scores are on the lexical scores' scale, so a reached entry never
@@ -98,11 +98,12 @@ def walk(conn: apsw.Connection, tenant_id: int, ranking, p):
     lexical = ranking.candidates
     if not lexical:
         return ranking
-    weights = KIND_WEIGHTS[intent(conn, tenant_id, p.query)]
-    reached = reach(conn, tenant_id, [(c.id, c.score) for c in lexical[:SEEDS]], weights)
+    weights = KIND_WEIGHTS[intent(conn, v.tenant_id, p.query)]
+    reached = reach(conn, v.tenant_id, [(c.id, c.score) for c in lexical[:SEEDS]], weights)
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     own = {c.id: c for c in lexical}
-    rows = _sql.candidates(conn, tenant_id, [i for i in reached if i not in own], as_of)
+    # Only what the caller sees: a derived edge may lead to another user's entry.
+    rows = _sql.candidates(conn, v, [i for i in reached if i not in own], as_of)
     merged = list(lexical)
     for i, (value, parts) in reached.items():
         if i in own:

@@ -206,14 +206,24 @@ def _keep_tokens(db: Path, home: Path, log) -> None:
     conn = apsw.Connection(str(db))
     try:
         with conn:
-            for tenant_id, name, token_hash in conn.execute("SELECT id, name, token_hash FROM tenants").fetchall():
-                path = paths.token_path(home, name)
+            has_users = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'users'").fetchone()
+            people = conn.execute(
+                # Every user, each tenant's first user (who holds the tenant token) first.
+                "SELECT t.id, t.name, u.id, u.name, u.token_hash, u.id = (SELECT min(id) FROM users WHERE tenant_id = t.id) "
+                "FROM users u JOIN tenants t ON t.id = u.tenant_id ORDER BY u.id"
+                if has_users else "SELECT id, name, NULL, name, token_hash, 1 FROM tenants"
+            ).fetchall()
+            for tenant_id, name, user_id, user, token_hash, first in people:
+                path = paths.user_token_path(home, name, None if first else user)
                 if _matches(path, token_hash):
                     continue
                 token = "arb_" + secrets.token_urlsafe(32)
-                conn.execute("UPDATE tenants SET token_hash = ? WHERE id = ?", (hash_token(token), tenant_id))
+                if first:
+                    conn.execute("UPDATE tenants SET token_hash = ? WHERE id = ?", (hash_token(token), tenant_id))
+                if user_id is not None:
+                    conn.execute("UPDATE users SET token_hash = ? WHERE id = ?", (hash_token(token), user_id))
                 paths.write_secret(path, token)
-                log(f"arbiter: new token for tenant {name!r} in {path}")
+                log(f"arbiter: new token for {'tenant' if first else 'user'} {name if first else user!r} in {path}")
             row = conn.execute("SELECT value FROM settings WHERE key = 'admin_token_hash'").fetchone()
             path = paths.admin_token_path(home)
             if row is not None and not _matches(path, row[0]):

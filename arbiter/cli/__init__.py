@@ -9,6 +9,6 @@ feature adds a module and one import line below.
 """
 
 from arbiter.cli._common import main
-from arbiter.cli import associations, backup, daemon, entities, entries, facts, graph, load, salience, transfer, ui  # noqa: F401  (they register their commands)
+from arbiter.cli import associations, backup, daemon, entities, entries, facts, graph, load, people, salience, transfer, ui  # noqa: F401  (they register their commands)
 
 __all__ = ["main"]

@@ -36,10 +36,14 @@ _RELATIONS = click.Choice(RELATION_TYPES)
 class Settings:
     """Where the CLI finds the daemon and its token."""
 
-    def __init__(self, home: Path, socket: Path | None, tenant: str):
+    def __init__(self, home: Path, socket: Path | None, tenant: str, user: str | None = None):
         self.home = home
         self.socket = socket or paths.socket_path(home)
         self.tenant = tenant
+        self.user = user
+
+    def token_path(self) -> Path:
+        return paths.user_token_path(self.home, self.tenant, self.user)
 
     def client(self, *, admin: bool = False):
         from arbiter.client import Client
@@ -48,7 +52,8 @@ class Settings:
             if admin:
                 token = paths.read_secret(paths.admin_token_path(self.home), "the admin")
             else:
-                token = paths.read_secret(paths.token_path(self.home, self.tenant), f"tenant {self.tenant!r}")
+                who = f"user {self.user!r} of tenant {self.tenant!r}" if self.user else f"tenant {self.tenant!r}"
+                token = paths.read_secret(self.token_path(), who)
         except Unauthorized:
             # A fresh home has no token until a daemon first starts on it: say what to do about that.
             if not self._daemon_answers():
@@ -159,11 +164,14 @@ def command(group, name=None, **kw):
               help="Daemon socket (env ARBITER_SOCKET; default HOME/arbiter.sock).")
 @click.option("--tenant", default=paths.DEFAULT_TENANT, envvar="ARBITER_TENANT", show_default=True,
               help="Tenant whose token to use (env ARBITER_TENANT).")
+@click.option("--user", envvar="ARBITER_USER",
+              help="Act as this user of the tenant, with the token `arbiter user add` saved "
+                   "(env ARBITER_USER; default the tenant's first user, who holds the tenant token).")
 @click.pass_context
-def main(ctx, home, socket, tenant):
+def main(ctx, home, socket, tenant, user):
     """Arbiter: a local memory daemon for AI agents.
 
     Start the daemon with `arbiter serve`; every other command talks to it.
     """
-    ctx.obj = Settings(home or paths.default_home(), socket, tenant)
+    ctx.obj = Settings(home or paths.default_home(), socket, tenant, user)
 

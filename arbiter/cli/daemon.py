@@ -143,9 +143,12 @@ def stop(settings: Settings, home, timeout):
               help="Resume this conversation (env ARBITER_CONVERSATION); default: the first write starts one.")
 @click.option("--http", "http", metavar="HOST:PORT", callback=_loopback,
               help="Serve streamable HTTP on this loopback address instead of stdio (bearer token required).")
+@click.option("--user", help="Act as this user of the tenant (overrides the global --user / ARBITER_USER).")
+@click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Act as whoever this token file's token names (instead of --tenant/--user).")
 @click.pass_obj
 @handle_errors
-def mcp(settings: Settings, home, tenant, conversation, http):
+def mcp(settings: Settings, home, tenant, conversation, http, user, token_file):
     """Serve MCP on stdin/stdout for an agent (Claude Desktop, Claude Code, any MCP client).
 
     Starts the daemon (detached) if none answers on the socket, then hands
@@ -157,6 +160,8 @@ def mcp(settings: Settings, home, tenant, conversation, http):
     \b
     Example MCP client config:
       {"mcpServers": {"arbiter": {"command": "arbiter", "args": ["mcp"]}}}
+    As one user of a team (each teammate's agent runs its own):
+      {"mcpServers": {"arbiter": {"command": "arbiter", "args": ["mcp", "--user", "bob"]}}}
     Example over HTTP:
       arbiter mcp --http 127.0.0.1:8765
     """
@@ -164,5 +169,7 @@ def mcp(settings: Settings, home, tenant, conversation, http):
 
     home = home or settings.home
     socket = settings.socket if settings.socket != paths.socket_path(settings.home) else paths.socket_path(home)
-    mcp_package.run(home=home, socket_path=socket, tenant=tenant or settings.tenant, conversation_id=conversation,
-                    http=http)
+    tenant = tenant or settings.tenant
+    token_file = token_file or paths.user_token_path(home, tenant, user or settings.user)
+    mcp_package.run(home=home, socket_path=socket, tenant=tenant, token_file=token_file,
+                    conversation_id=conversation, http=http)

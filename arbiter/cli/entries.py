@@ -34,8 +34,10 @@ from arbiter.model import RECALL_STAGES
 @click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
 @click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
 @click.option("--extract-entities", is_flag=True, help="LLM: add entities the lexical extraction missed.")
+@click.option("--team", help="Share it with this team (one you are in) at once; default: only you see it.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
-             speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate, extract_entities):
+             speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate, extract_entities,
+             team):
     """Write one entry.
 
     \b
@@ -54,7 +56,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
             type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from, speaker=speaker,
             auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
-            permanent=permanent, allow_duplicate=allow_duplicate, extract_entities=extract_entities,
+            permanent=permanent, allow_duplicate=allow_duplicate, extract_entities=extract_entities, team=team,
         )
     if e.duplicate_of is not None and not as_json:
         click.echo(f"already remembered as #{e.duplicate_of}")

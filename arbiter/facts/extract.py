@@ -38,7 +38,7 @@ class Extracted:
 def prepare(ctx: Context, p: ExtractParams) -> Extracted:
     """Ask the advisor (on a reader, before the write); unknown entries are `not_found`, like elsewhere."""
     for i, eid in enumerate(p.entry_ids):
-        relations._require_entries(ctx.conn, ctx.tenant_id, [eid], f"entry_ids[{i}]")
+        relations._require_entries(ctx.conn, ctx.viewer, [eid], f"entry_ids[{i}]")
     out = Extracted(p)
     advisor = advisor_for(ctx)
     if advisor is None:
@@ -46,7 +46,7 @@ def prepare(ctx: Context, p: ExtractParams) -> Extracted:
         return out
     from arbiter.advisor import AdvisorError
 
-    shown = llm_layers.shown(ctx.conn, ctx.tenant_id, list(dict.fromkeys(p.entry_ids)), EXCERPT)
+    shown = llm_layers.shown(ctx.conn, ctx.viewer, list(dict.fromkeys(p.entry_ids)), EXCERPT)
     known = [x.name for x in store.predicates(ctx.conn, ctx.tenant_id)]
     try:
         found = advisor.extract_facts(shown, known, list(aspects.SLUGS), deadline=time.monotonic() + DEADLINE_S)

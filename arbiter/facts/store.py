@@ -22,7 +22,7 @@ from arbiter.facts.model import (
 )
 from arbiter.entities import core as entities_core
 from arbiter.entities.extract import canonical
-from arbiter.store import relations
+from arbiter.store import relations, users
 
 _slugs = msgspec.json.Decoder(list[str])
 
@@ -171,7 +171,7 @@ def add_candidates(
     """
     rows = []
     for i, (p, slugs, subject_entity, object_entity) in enumerate(items):
-        relations._require_entries(conn, tenant_id, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
+        relations._require_entries(conn, users.whole_tenant(tenant_id), list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
         valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"facts[{i}].valid_from")
         rows.append((p, slugs, subject_entity, object_entity, valid_from))
     ids = []

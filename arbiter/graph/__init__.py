@@ -8,6 +8,7 @@ from arbiter.errors import NotFound
 from arbiter import associations
 from arbiter.model import AssociationEdge, Density, Graph
 from arbiter.store import entries, relations
+from arbiter.store.users import Viewer
 
 MAX_DEPTH = 2
 MAX_NODES = 50
@@ -15,7 +16,7 @@ MAX_NODES = 50
 
 def expand(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     start: int,
     *,
     depth: int = 1,
@@ -30,7 +31,7 @@ def expand(
     limit cut the walk short.
     """
     depth, limit = min(depth, MAX_DEPTH), min(limit, MAX_NODES)
-    first = entries.get(conn, tenant_id, start, as_of=as_of, known_at=known_at)
+    first = entries.get(conn, v, start, as_of=as_of, known_at=known_at)
     seen: dict[int, int] = {start: 0}
     nodes = {start: first}
     edges: dict[int, object] = {}
@@ -38,14 +39,14 @@ def expand(
     for hop in range(1, depth + 1):
         next_frontier = []
         for node in frontier:
-            for rel in relations.edges_touching(conn, tenant_id, node, known_at=known_at):
+            for rel in relations.edges_touching(conn, v, node, known_at=known_at):
                 other = rel.target_id if rel.source_id == node else rel.source_id
                 if other not in seen:
                     if len(seen) >= limit:
                         truncated = True
                         continue
                     try:
-                        nodes[other] = entries.get(conn, tenant_id, other, as_of=as_of, known_at=known_at)
+                        nodes[other] = entries.get(conn, v, other, as_of=as_of, known_at=known_at)
                     except NotFound:  # not visible at that time
                         continue
                     seen[other] = hop
@@ -53,17 +54,17 @@ def expand(
                 edges[rel.id] = rel
         frontier = next_frontier
     kept = [e for e in edges.values() if e.source_id in seen and e.target_id in seen]
-    derived, truncated = _associations(conn, tenant_id, start, nodes, seen, limit, as_of, known_at, truncated)
+    derived, truncated = _associations(conn, v, start, nodes, seen, limit, as_of, known_at, truncated)
     return Graph(nodes=list(nodes.values()), depth=seen, edges=sorted(kept, key=lambda r: r.id), truncated=truncated,
                  associations=derived)
 
 
-def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, known_at, truncated):
+def _associations(conn, v, start, nodes, seen, limit, as_of, known_at, truncated):
     """Derived edges next to the asserted ones: the start's (its neighbours join at hop 1) and those among the nodes."""
     out: list[AssociationEdge] = []
     pairs: set[tuple[int, int, str]] = set()
     for node in list(nodes):
-        for a in associations.of(conn, tenant_id, node):
+        for a in associations.of(conn, v.tenant_id, node):
             if a.other_id not in nodes:
                 if node != start:
                     continue
@@ -71,8 +72,8 @@ def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, known_at, t
                     truncated = True
                     continue
                 try:
-                    nodes[a.other_id] = entries.get(conn, tenant_id, a.other_id, as_of=as_of, known_at=known_at)
-                except NotFound:
+                    nodes[a.other_id] = entries.get(conn, v, a.other_id, as_of=as_of, known_at=known_at)
+                except NotFound:  # not visible at that time, or not to this caller
                     continue
                 seen[a.other_id] = 1
             key = (min(node, a.other_id), max(node, a.other_id), a.kind)
@@ -83,35 +84,42 @@ def _associations(conn, tenant_id, start, nodes, seen, limit, as_of, known_at, t
     return out, truncated
 
 
-def density(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Density:
-    """Degree, distinct relation labels and 2-hop reach (undirected) of an entry."""
-    entries.get(conn, tenant_id, entry_id)
+def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
+    """Degree, distinct relation labels and 2-hop reach (undirected) of an entry, over what `v` sees."""
+    entries.get(conn, v, entry_id)
     out_degree, in_degree = conn.execute(
-        "SELECT count(*) FILTER (WHERE source_id = ?1), count(*) FILTER (WHERE target_id = ?1) "
-        "FROM relations WHERE tenant_id = ?2 AND (source_id = ?1 OR target_id = ?1)",
-        (entry_id, tenant_id),
+        "SELECT count(*) FILTER (WHERE r.source_id = ?1), count(*) FILTER (WHERE r.target_id = ?1) "
+        "FROM relations r JOIN entries e ON e.id = (CASE WHEN r.source_id = ?1 THEN r.target_id ELSE r.source_id END) "
+        f"WHERE r.tenant_id = ?2 AND (r.source_id = ?1 OR r.target_id = ?1) AND {v.sees()}",
+        (entry_id, v.tenant_id),
     ).fetchone()
     labels = [r[0] for r in conn.execute(
-        "SELECT DISTINCT relation FROM relations WHERE tenant_id = ?2 AND (source_id = ?1 OR target_id = ?1) "
-        "ORDER BY relation",
-        (entry_id, tenant_id),
+        "SELECT DISTINCT r.relation FROM relations r "
+        "JOIN entries e ON e.id = (CASE WHEN r.source_id = ?1 THEN r.target_id ELSE r.source_id END) "
+        f"WHERE r.tenant_id = ?2 AND (r.source_id = ?1 OR r.target_id = ?1) AND {v.sees()} ORDER BY r.relation",
+        (entry_id, v.tenant_id),
     )]
     reach = conn.execute(
-        """
+        f"""
         WITH hop1(id) AS (
             SELECT target_id FROM relations WHERE tenant_id = ?2 AND source_id = ?1
             UNION SELECT source_id FROM relations WHERE tenant_id = ?2 AND target_id = ?1
+        ), seen1(id) AS (
+            SELECT hop1.id FROM hop1 JOIN entries e ON e.id = hop1.id WHERE {v.sees()}
         ), hop2(id) AS (
-            SELECT id FROM hop1
-            UNION SELECT r.target_id FROM relations r JOIN hop1 ON r.source_id = hop1.id
-            UNION SELECT r.source_id FROM relations r JOIN hop1 ON r.target_id = hop1.id
+            SELECT id FROM seen1
+            UNION SELECT r.target_id FROM relations r JOIN seen1 ON r.source_id = seen1.id
+            UNION SELECT r.source_id FROM relations r JOIN seen1 ON r.target_id = seen1.id
         )
-        SELECT count(*) FROM hop2 WHERE id != ?1
+        SELECT count(*) FROM hop2 JOIN entries e ON e.id = hop2.id WHERE hop2.id != ?1 AND {v.sees()}
         """,
-        (entry_id, tenant_id),
+        (entry_id, v.tenant_id),
     ).fetchone()[0]
+    derived = associations.of(conn, v.tenant_id, entry_id)
+    seen = {e.id for e in entries.get_any(conn, v, [a.other_id for a in derived])}
     kinds: dict[str, int] = {}
-    for a in associations.of(conn, tenant_id, entry_id):
-        kinds[a.kind] = kinds.get(a.kind, 0) + 1
+    for a in derived:
+        if a.other_id in seen:
+            kinds[a.kind] = kinds.get(a.kind, 0) + 1
     return Density(id=entry_id, in_degree=in_degree, out_degree=out_degree, relations=labels, reach_2hop=reach,
                    associations=kinds)

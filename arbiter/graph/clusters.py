@@ -33,7 +33,7 @@ from arbiter.errors import NotFound
 from arbiter.graph import tags as tag_graph
 from arbiter.graph._louvain import louvain_communities
 from arbiter.model import Entry, TopicCluster
-from arbiter.store import entries
+from arbiter.store import entries, users
 
 if TYPE_CHECKING:
     from arbiter.advisor import Advisor
@@ -133,7 +133,7 @@ def cluster_entries(conn: apsw.Connection, tenant_id: int, tag: str, *, limit: i
         ids = tag_graph.entries_with_any(conn, tenant_id, list(shape.tags), limit=limit * 4, before_id=before)
         if not ids:
             break
-        for e in entries.get_any(conn, tenant_id, ids):
+        for e in entries.get_any(conn, users.whole_tenant(tenant_id), ids):
             votes = Counter(where[t] for t in e.tags if t in where)
             if votes and assign(votes) == index:
                 out.append(e)
@@ -184,7 +184,7 @@ def save_names(conn: apsw.Connection, tenant_id: int, rows: list[NameRow]) -> No
 
 def _titles(conn: apsw.Connection, tenant_id: int, shape: Shape) -> list[str]:
     ids = tag_graph.entries_with_any(conn, tenant_id, list(shape.tags), limit=TITLES_FOR_NAMING)
-    return [e.title for e in entries.get_any(conn, tenant_id, ids)]
+    return [e.title for e in entries.get_any(conn, users.whole_tenant(tenant_id), ids)]
 
 
 def name(

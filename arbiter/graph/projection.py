@@ -16,6 +16,7 @@ from arbiter import associations
 from arbiter.graph import tags, threads
 from arbiter.model import Around, Backlink, Backlinks, Entry, RelatedEntry, TagNeighbor
 from arbiter.store import entries, fts, relations
+from arbiter.store.users import Viewer
 
 MAX_LINKS = 200  # per kind, for backlinks
 MAX_RELATIONS = 50
@@ -29,17 +30,20 @@ def mentioned_ids(text: str) -> list[int]:
     return list(dict.fromkeys(int(m) for m in _MENTION.findall(text)))
 
 
-def mentioning(conn: apsw.Connection, tenant_id: int, entry_id: int, *, limit: int) -> list[Entry]:
-    """Active entries whose title or content mention `#entry_id`, newest first."""
+def mentioning(conn: apsw.Connection, v: Viewer, entry_id: int, *, limit: int) -> list[Entry]:
+    """Active entries `v` sees whose title or content mention `#entry_id`, newest first."""
     # The id is an int we format ourselves, never user text, so it can sit in
     # the FTS5 expression directly; the pattern check drops "42 ms" and the like.
     match = f'{{title content}} : "{int(entry_id)}"'
-    t = fts.table(tenant_id)
-    rows = conn.execute(
-        f"SELECT {entries.ENTRY_COLUMNS} FROM {t} JOIN entries e ON e.id = {t}.rowid "
-        f"WHERE {t} MATCH ? AND e.tenant_id = ? AND e.valid_to IS NULL AND e.id != ? ORDER BY e.id DESC",
-        (match, tenant_id, entry_id),
-    )
+    rows = []
+    for scope, _ in v.indexes():  # the author filter of a left team's index is `sees` below
+        t = fts.table(scope)
+        rows += conn.execute(
+            f"SELECT {entries.ENTRY_COLUMNS} FROM {t} JOIN entries e ON e.id = {t}.rowid "
+            f"WHERE {t} MATCH ? AND {v.sees()} AND e.valid_to IS NULL AND e.id != ?",
+            (match, entry_id),
+        ).fetchall()
+    rows.sort(key=lambda r: -r[0])
     out = []
     for row in rows:
         e = entries.entry_from_row(row)
@@ -50,60 +54,59 @@ def mentioning(conn: apsw.Connection, tenant_id: int, entry_id: int, *, limit: i
     return out
 
 
-def _require(conn: apsw.Connection, tenant_id: int, entry_id: int) -> None:
-    if not conn.execute("SELECT 1 FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id)).fetchone():
+def _require(conn: apsw.Connection, v: Viewer, entry_id: int) -> None:
+    if not conn.execute(f"SELECT 1 FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone():
         raise NotFound(f"entry {entry_id} not found", path="id")
 
 
-def _active(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> list[Entry]:
-    return [e for e in entries.get_any(conn, tenant_id, ids) if e.valid_to is None]
+def _active(conn: apsw.Connection, v: Viewer, ids: list[int]) -> list[Entry]:
+    return [e for e in entries.get_any(conn, v, ids) if e.valid_to is None]
 
 
-def backlinks(conn: apsw.Connection, tenant_id: int, entry_id: int) -> Backlinks:
-    """What points at an entry (any state): active replies, active mentions, incoming relations."""
-    _require(conn, tenant_id, entry_id)
+def backlinks(conn: apsw.Connection, v: Viewer, entry_id: int) -> Backlinks:
+    """What points at an entry (any state) from entries `v` sees: active replies, active mentions, incoming relations."""
+    _require(conn, v, entry_id)
     links = [
         Backlink(kind="reply", entry=e)
-        for e in _active(conn, tenant_id, threads.children(conn, tenant_id, entry_id, limit=MAX_LINKS))
+        for e in _active(conn, v, threads.children(conn, v, entry_id, limit=MAX_LINKS))
     ]
-    links += [Backlink(kind="mention", entry=e) for e in mentioning(conn, tenant_id, entry_id, limit=MAX_LINKS)]
+    links += [Backlink(kind="mention", entry=e) for e in mentioning(conn, v, entry_id, limit=MAX_LINKS)]
     incoming = conn.execute(
-        "SELECT source_id, relation FROM relations WHERE tenant_id = ? AND target_id = ? ORDER BY id DESC LIMIT ?",
-        (tenant_id, entry_id, MAX_LINKS),
+        f"SELECT r.source_id, r.relation FROM relations r JOIN entries e ON e.id = r.source_id "
+        f"WHERE r.tenant_id = ? AND r.target_id = ? AND {v.sees()} ORDER BY r.id DESC LIMIT ?",
+        (v.tenant_id, entry_id, MAX_LINKS),
     ).fetchall()
-    sources = {e.id: e for e in entries.get_any(conn, tenant_id, [s for s, _ in incoming])}
+    sources = {e.id: e for e in entries.get_any(conn, v, [s for s, _ in incoming])}
     links += [Backlink(kind="relation", relation=rel, entry=sources[s]) for s, rel in incoming if s in sources]
     return Backlinks(id=entry_id, links=links)
 
 
-def around(conn: apsw.Connection, tenant_id: int, entry_id: int, *, k: int) -> Around:
+def around(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: int) -> Around:
     """An active entry's neighbourhood in one read; `k` caps each list but relations (at most 50).
 
     Shared-tag neighbours leave out the parent, children and siblings already listed.
     """
-    entry = entries.get(conn, tenant_id, entry_id)
+    entry = entries.get(conn, v, entry_id)
     parent = None
     siblings: list[Entry] = []
     if entry.parent_id is not None:
-        (parent,) = entries.get_any(conn, tenant_id, [entry.parent_id]) or (None,)
-        siblings = _active(
-            conn, tenant_id, threads.children(conn, tenant_id, entry.parent_id, limit=k, exclude=entry_id)
-        )
-    kids = _active(conn, tenant_id, threads.children(conn, tenant_id, entry_id, limit=k))
+        (parent,) = entries.get_any(conn, v, [entry.parent_id]) or (None,)
+        siblings = _active(conn, v, threads.children(conn, v, entry.parent_id, limit=k, exclude=entry_id))
+    kids = _active(conn, v, threads.children(conn, v, entry_id, limit=k))
     # Thread members share their parent's tags; listed above already, they would crowd out the rest.
     shown = {e.id for e in (parent, *kids, *siblings) if e is not None}
     neighbors = [
-        (eid, t) for eid, t in tags.shared_tag_neighbors(conn, tenant_id, entry_id, k=k + len(shown)) if eid not in shown
+        (eid, t) for eid, t in tags.shared_tag_neighbors(conn, v, entry_id, k=k + len(shown)) if eid not in shown
     ][:k]
-    by_id = {e.id: e for e in entries.get_any(conn, tenant_id, [eid for eid, _ in neighbors])}
+    by_id = {e.id: e for e in entries.get_any(conn, v, [eid for eid, _ in neighbors])}
     shared = [TagNeighbor(entry=by_id[eid], shared_tags=t) for eid, t in neighbors if eid in by_id]
     referenced = [i for i in mentioned_ids(entry.title + "\n" + entry.content) if i != entry_id]
-    references = _active(conn, tenant_id, referenced[: k * 4])[:k]
+    references = _active(conn, v, referenced[: k * 4])[:k]
     related = []
-    for rel in relations.edges_touching(conn, tenant_id, entry_id)[:MAX_RELATIONS]:
+    for rel in relations.edges_touching(conn, v, entry_id)[:MAX_RELATIONS]:
         out = rel.source_id == entry_id
         related.append((rel.relation, "out" if out else "in", rel.target_id if out else rel.source_id))
-    others = {e.id: e for e in entries.get_any(conn, tenant_id, [o for _, _, o in related])}
+    others = {e.id: e for e in entries.get_any(conn, v, [o for _, _, o in related])}
     return Around(
         entry=entry,
         parent=parent,
@@ -111,18 +114,20 @@ def around(conn: apsw.Connection, tenant_id: int, entry_id: int, *, k: int) -> A
         siblings=siblings,
         shared_tags=shared,
         references=references,
-        mentioned_by=mentioning(conn, tenant_id, entry_id, limit=k),
+        mentioned_by=mentioning(conn, v, entry_id, limit=k),
         relations=[RelatedEntry(relation=r, direction=d, entry=others[o]) for r, d, o in related if o in others],
-        associations=_associations(conn, tenant_id, entry_id, k),
+        associations=_associations(conn, v, entry_id, k),
     )
 
 
-def _associations(conn: apsw.Connection, tenant_id: int, entry_id: int, k: int):
-    """The entry's derived edges, the `k` strongest of each kind."""
+def _associations(conn: apsw.Connection, v: Viewer, entry_id: int, k: int):
+    """The entry's derived edges to entries `v` sees, the `k` strongest of each kind."""
     per_kind: dict[str, int] = {}
     out = []
-    for a in sorted(associations.of(conn, tenant_id, entry_id), key=lambda a: -a.weight):
-        if per_kind.get(a.kind, 0) < k:
+    derived = associations.of(conn, v.tenant_id, entry_id)
+    seen = {e.id for e in entries.get_any(conn, v, [a.other_id for a in derived])}
+    for a in sorted(derived, key=lambda a: -a.weight):
+        if a.other_id in seen and per_kind.get(a.kind, 0) < k:
             per_kind[a.kind] = per_kind.get(a.kind, 0) + 1
             out.append(a)
     return out

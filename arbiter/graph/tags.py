@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 import apsw
+
+from arbiter.store.users import Viewer
 import msgspec
 
 from arbiter.model import TagCooccurrence, TagCount, TagPair
@@ -161,20 +163,21 @@ def entries_with_any(
     return [r[0] for r in rows]
 
 
-def shared_tag_neighbors(conn: apsw.Connection, tenant_id: int, entry_id: int, *, k: int) -> list[tuple[int, list[str]]]:
-    """The `k` active entries sharing the most tags with `entry_id` (rarer shared tags break ties)."""
+def shared_tag_neighbors(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: int) -> list[tuple[int, list[str]]]:
+    """The `k` active entries `v` sees sharing the most tags with `entry_id` (rarer shared tags break ties)."""
     rows = conn.execute(
-        """
+        f"""
         SELECT b.entry_id, group_concat(b.tag, char(31)), count(*) AS shared, sum(1.0 / c.n) AS rarity
         FROM entry_tags a
         JOIN entry_tags b ON b.tenant_id = a.tenant_id AND b.tag = a.tag AND b.entry_id != a.entry_id
+        JOIN entries e ON e.id = b.entry_id
         JOIN tag_counts c ON c.tenant_id = a.tenant_id AND c.tag = a.tag
-        WHERE a.entry_id = ? AND a.tenant_id = ?
+        WHERE a.entry_id = ? AND a.tenant_id = ? AND {v.sees()}
         GROUP BY b.entry_id
         ORDER BY shared DESC, rarity DESC, b.entry_id DESC
         LIMIT ?
         """,
-        (entry_id, tenant_id, k),
+        (entry_id, v.tenant_id, k),
     )
     return [(eid, sorted(tags.split("\x1f"))) for eid, tags, _, _ in rows]
 

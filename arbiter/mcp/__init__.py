@@ -29,7 +29,7 @@ from arbiter.client import Client
 from arbiter.errors import ArbiterError, NotFound
 
 #: Modules that declare tools (with `arbiter.mcp.tool.tool`), in `tools/list` order.
-TOOL_MODULES = ["entries", "graph", "associations", "facts", "entities"]
+TOOL_MODULES = ["entries", "graph", "associations", "facts", "entities", "people"]
 
 
 def load_tools() -> None:
@@ -47,14 +47,15 @@ def session_note(conversation_id: int | None) -> str:
             "`recall` searches it first (`everywhere` for the whole memory alike).")
 
 
-def run(*, home: Path, socket_path: Path, tenant: str, conversation_id: int | None = None,
-        http: tuple[str, int] | None = None) -> None:
+def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None = None,
+        conversation_id: int | None = None, http: tuple[str, int] | None = None) -> None:
     """Serve MCP on stdin/stdout until the client hangs up (or on loopback HTTP until interrupted)."""
     from arbiter.mcp._daemon import Calls, ensure_daemon
     from arbiter.mcp.tool import Session
 
     ensure_daemon(home, socket_path)
-    token = paths.read_secret(paths.token_path(home, tenant), f"tenant {tenant!r}")
+    # The token decides who the session is (a user of a tenant); the file defaults to the tenant's first user.
+    token = paths.read_secret(token_file or paths.token_path(home, tenant), f"tenant {tenant!r}")
     client = Client(socket_path, token)
     session = Session(Calls(client, revive=lambda: ensure_daemon(home, socket_path)), conversation_id=conversation_id)
     try:

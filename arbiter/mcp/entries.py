@@ -8,7 +8,7 @@ from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
-from arbiter.model import EntityName, EntryType, RelationType, Speaker, Tags, TextParams, Time
+from arbiter.model import EntityName, EntryType, Name, RelationType, Speaker, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
     "user: about the person; feedback: how they want you to work; project: work, tickets, decisions; "
@@ -282,6 +282,10 @@ class RememberArgs(Args, TextParams):
     allow_duplicate: Annotated[bool, Meta(description=(
         "Write even if an active entry of this type already has exactly this content."
     ))] = False
+    team: Annotated[Name | None, Meta(description=(
+        "Share it at once with this team (one you are in); default: private to you. A reply needs none: "
+        "it is seen by whoever sees its thread."
+    ))] = None
 
 
 def _scope(s: Session, everywhere: bool) -> int | None:
@@ -303,7 +307,7 @@ def remember(s: Session, a: RememberArgs) -> Written:
     e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
                supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
                conversation_id=conversation, entities=a.entities, permanent=a.permanent,
-               allow_duplicate=a.allow_duplicate)
+               allow_duplicate=a.allow_duplicate, team=a.team)
     if e.duplicate_of is not None:
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)

@@ -25,7 +25,7 @@ from arbiter.entities import recall as entity_signals
 from arbiter.recall import _rank, _sql, past, score
 from arbiter.recall.hits import render, unranked
 from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
-from arbiter.store import fts
+from arbiter.store.users import Viewer
 
 __all__ = ["Candidate", "Ranking", "Tuning", "fuse", "quote", "recall", "render", "search"]
 
@@ -120,22 +120,22 @@ class Ranking:
 
 
 def recall(
-    conn: apsw.Connection, tenant_id: int, p: RecallParams, *, now: int | None = None, tuning: Tuning = DEFAULT
+    conn: apsw.Connection, v: Viewer, p: RecallParams, *, now: int | None = None, tuning: Tuning = DEFAULT
 ) -> RecallResult:
-    """Rank the visible entries for `p.query`; with no query terms, see `hits.unranked`."""
-    ranking = search(conn, tenant_id, p, now=now, tuning=tuning)
+    """Rank the entries `v` sees for `p.query`; with no query terms, see `hits.unranked`."""
+    ranking = search(conn, v, p, now=now, tuning=tuning)
     if ranking is None:
-        return unranked(conn, tenant_id, p)
+        return unranked(conn, v, p)
     if p.graph:  # intent-weighted graph recall over the association graph (arbiter/associations/walk.py)
         from arbiter.associations.walk import walk
 
-        ranking = walk(conn, tenant_id, ranking, p)
-    return render(conn, tenant_id, ranking, p)
+        ranking = walk(conn, v, ranking, p)
+    return render(conn, v, ranking, p)
 
 
 def search(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     p: RecallParams,
     *,
     text: str | None = None,
@@ -158,9 +158,10 @@ def search(
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     reference = as_of if as_of is not None else (now_us() if now is None else now)
     suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
-    n, df = _rank.FREQUENCIES.get(conn, tenant_id, [s for t in query.terms for s in t.stem.split(" ")])
+    # Statistics of the scopes `v` sees whole: BM25 over exactly what they may read.
+    n, df = _rank.FREQUENCIES.get(conn, v.scopes, [s for t in query.terms for s in t.stem.split(" ")])
     idf = {stem: _rank.idf(d, n) for stem, d in df.items()}
-    rows, tokens = fts.totals(conn, tenant_id)  # the tenant's own average length, whatever index a pass reads
+    rows, tokens = _rank.totals(conn, v.scopes)  # one average length, whatever index a pass reads
     avgdl = tokens / max(rows, 1) or 1.0
     factor = {"phrase": tuning.phrase_factor, "near": tuning.near_factor, "bag": 1.0}
     weights = (1.0, 1.0, 1.0, 1.0) if "weights" in off else tuning.weights
@@ -174,22 +175,22 @@ def search(
             b=tuning.b,
             avgdl=avgdl,
         )
-        match = _sql.scoped(_sql.text_match(expr.text), tenant_id, **scope)
+        match = _sql.scoped(_sql.text_match(expr.text), v.tenant_id, **scope)
         if known_at is None:
-            floor = 0
+            budget = None
             # Only a pass over the whole tenant: a fill pass is cut by `fill_budget` already.
             wide = not scope and "budget" not in off
             if wide and sum(df[s] for t in terms for s in t.stem.split(" ")) > tuning.rank_budget:
-                floor = _sql.newest(conn, tenant_id, match, tuning.rank_budget)
-            rows = _sql.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of, min_rowid=floor)
+                budget = tuning.rank_budget
+            rows = _sql.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, budget=budget)
         else:
-            rows = past.ranked_visible(conn, tenant_id, match, spec, max(pass_depth, need), as_of, known_at=known_at)
+            rows = past.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, known_at=known_at)
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning)
-        ranked = _entity_signals(conn, tenant_id, ranked, named, off, reference, tuning)
+        ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
         if known_at is None and tuning.reply and "replies" not in off:
-            ranked = _replies(conn, tenant_id, ranked, as_of, tuning)
+            ranked = _replies(conn, v, ranked, as_of, tuning)
         if known_at is None and "threads" not in off:
             ranked = _threads(conn, ranked, query)
         return match, ranked
@@ -197,7 +198,7 @@ def search(
     named = entity_signals.NONE
     if (tuning.entity_boost and "entities" not in off) or (tuning.cluster_boost and "clusters" not in off):
         named = entity_signals.query_entities(
-            conn, tenant_id, p.query if text is None else text, stopwords=STOPWORDS
+            conn, v.tenant_id, p.query if text is None else text, stopwords=STOPWORDS
         )
 
     if p.conversation_id is None:
@@ -362,7 +363,7 @@ def _entity_signals(
 
 
 def _replies(
-    conn: apsw.Connection, tenant_id: int, ranked: list[Candidate], as_of: int | None, tuning: Tuning
+    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning
 ) -> list[Candidate]:
     """Replies: the turn after a question that matches answers it, in words the question may not share.
 
@@ -373,13 +374,13 @@ def _replies(
     (the reply keeps its own score when that is higher).
     """
     top = ranked[: tuning.reply_depth]
-    follows = _sql.replies(conn, tenant_id, [c.id for c in top], as_of, max_bytes=tuning.reply_bytes)
+    follows = _sql.replies(conn, v, [c.id for c in top], as_of, max_bytes=tuning.reply_bytes)
     if not follows:
         return ranked
     by_id = {c.id: c for c in ranked}
     lent = {c.id: c.score for c in top if c.id in follows}
     missing = [follows[q] for q in lent if follows[q] not in by_id]
-    rows = _sql.candidates(conn, tenant_id, missing, as_of)
+    rows = _sql.candidates(conn, v, missing, as_of)
     for q, value in lent.items():
         reply, share = follows[q], tuning.reply * value
         c = by_id.get(reply)

@@ -7,9 +7,10 @@ conversation of a few hundred rows. Here idf comes from document frequencies
 cached per tenant, so a scoped pass costs only its own matches. Owning the
 formula also lets the length normalization (`b`) be tuned.
 
-Every statistic is the tenant's own: each tenant has its own index
+Every statistic is the caller's own: each visibility scope has its own index
 (store/fts.py), whose row count and token totals FTS5 keeps, and whose
-vocabulary gives document frequencies. Nothing another tenant writes moves them.
+vocabulary gives document frequencies; a caller's figures are the sums over
+the scopes they see whole. Nothing anyone else keeps to themselves moves them.
 """
 
 from __future__ import annotations
@@ -96,31 +97,41 @@ def idf(df: int, n: int) -> float:
 
 
 class Frequencies:
-    """Document frequencies per stem in one tenant's index, cached per (database, tenant).
+    """Document frequencies per stem in scope indexes, cached per (database, scope).
 
     A stem's frequency is read once (fts5vocab walks its whole doclist) and
-    kept until the tenant's index grows by a tenth or shrinks; a ranking needs
+    kept until the scope's index grows by a tenth or shrinks; a ranking needs
     idf to be about right, not exact. The row count is read exactly on every
-    call (FTS5 keeps it). Both depend on the tenant's own writes only.
-    Shared by the daemon's reader threads.
+    call (FTS5 keeps it). A viewer's figures are the sums over the scopes
+    they see whole, so they depend on nothing else's writes. Shared by the
+    daemon's reader threads.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_tenant: dict[tuple[str, int], tuple[int, dict[str, int]]] = {}
+        self._by_scope: dict[tuple[str, int], tuple[int, dict[str, int]]] = {}
 
-    def get(self, conn: apsw.Connection, tenant_id: int, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(documents in the tenant's index, {stem: documents holding it})."""
-        n, _ = fts.totals(conn, tenant_id)
-        key = (conn.filename or f"memory:{id(conn)}", tenant_id)
+    def get(self, conn: apsw.Connection, scopes: Sequence[int], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents in the scopes' indexes, {stem: documents holding it}), summed over `scopes`."""
+        total, df = 0, dict.fromkeys(stems, 0)
+        for scope in scopes:
+            n, found = self._one(conn, scope, stems)
+            total += n
+            for s in stems:
+                df[s] += found[s]
+        return max(total, 1), df
+
+    def _one(self, conn: apsw.Connection, scope: int, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        n, _ = fts.totals(conn, scope)
+        key = (conn.filename or f"memory:{id(conn)}", scope)
         with self._lock:
-            base, cache = self._by_tenant.get(key, (0, {}))
+            base, cache = self._by_scope.get(key, (0, {}))
             if n > base * _STALE_GROWTH or n < base:
                 base, cache = n, {}
-                self._by_tenant[key] = (base, cache)
+                self._by_scope[key] = (base, cache)
             missing = [s for s in dict.fromkeys(stems) if s not in cache]
         if missing:
-            vocab = f"{fts.table(tenant_id)}_vocab"
+            vocab = f"{fts.table(scope)}_vocab"
             words = [s for s in missing if not s.endswith("*")]
             found = dict(
                 conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({','.join('?' * len(words))})", words)
@@ -136,7 +147,16 @@ class Frequencies:
             with self._lock:
                 for s in missing:
                     cache[s] = found.get(s, 0)
-        return max(n, 1), {s: cache.get(s, 0) for s in stems}
+        return n, {s: cache.get(s, 0) for s in stems}
+
+
+def totals(conn: apsw.Connection, scopes: Sequence[int]) -> tuple[int, int]:
+    """(rows, tokens) over the scopes' indexes: the average length a viewer's ranking uses."""
+    rows = tokens = 0
+    for scope in scopes:
+        r, t = fts.totals(conn, scope)
+        rows, tokens = rows + r, tokens + t
+    return rows, tokens
 
 
 FREQUENCIES = Frequencies()

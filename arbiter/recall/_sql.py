@@ -12,6 +12,7 @@ import apsw
 from arbiter.recall import _rank
 from arbiter.recall.query import quote
 from arbiter.store import entries, fts
+from arbiter.store.users import Viewer
 
 #: The FTS columns user terms may match; `scope` is only ever filtered on.
 TEXT_COLUMNS = "{title content tags source}"
@@ -48,21 +49,29 @@ def scoped(text: str, tenant_id: int, *, conversation_id: int | None = None, bes
     return text
 
 
-def candidates(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None) -> dict[int, tuple]:
-    """Visible rows among `ids`: id -> (type, conversation_id, valid_from, bytes, self_refs, other_refs, numerals)."""
+def seen(v: Viewer, column: str) -> str:
+    """SQL: the entry whose id is `column` exists for `v` (true for a tenant's only user, whose every entry it is)."""
+    if v.solo:
+        return "1"
+    return f"EXISTS (SELECT 1 FROM entries e WHERE e.id = {column} AND {v.sees()})"
+
+
+def candidates(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None) -> dict[int, tuple]:
+    """Rows among `ids` visible (in valid time, and to `v`): id -> (type, conversation_id, valid_from, bytes, self_refs, other_refs, numerals)."""
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="r")
     rows = conn.execute(
         "SELECT r.entry_id, r.type, r.conversation_id, r.valid_from, r.bytes, r.self_refs, r.other_refs, r.numerals "
-        f"FROM recall_entries r WHERE r.entry_id IN ({','.join('?' * len(ids))}) AND r.tenant_id = ? AND {cond}",
-        (*ids, tenant_id, *binds),
+        f"FROM recall_entries r WHERE r.entry_id IN ({','.join('?' * len(ids))}) AND r.tenant_id = ? AND {cond} "
+        f"AND {seen(v, 'r.entry_id')}",
+        (*ids, v.tenant_id, *binds),
     )
     return {r[0]: r[1:] for r in rows}
 
 
 def replies(
-    conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None, *, max_bytes: int
+    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, max_bytes: int
 ) -> dict[int, int]:
     """question id -> the id of the turn that answers it, for the entries among `ids` that end in a question.
 
@@ -77,11 +86,11 @@ def replies(
     cond, binds = entries.visible(as_of, alias="n")
     rows = conn.execute(
         "SELECT q.entry_id, (SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
-        f"AND (n.valid_from, n.entry_id) > (q.valid_from, q.entry_id) AND {cond} "
+        f"AND (n.valid_from, n.entry_id) > (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
         "ORDER BY n.valid_from, n.entry_id LIMIT 1) "
         f"FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
         "AND q.conversation_id IS NOT NULL AND q.bytes <= ?",
-        (*binds, *ids, tenant_id, max_bytes),
+        (*binds, *ids, v.tenant_id, max_bytes),
     ).fetchall()
     follows = {q: a for q, a in rows if a is not None}
     if not follows:
@@ -146,48 +155,67 @@ def tags(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
     return dict(conn.execute(f"SELECT id, tags FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids))
 
 
-def newest(conn: apsw.Connection, tenant_id: int, match: str, count: int) -> int:
-    """The rowid from which `match` has its newest `count` matches (0 if it has fewer).
+def newest(conn: apsw.Connection, scope: int, match: str, count: int) -> int:
+    """The rowid from which `match` has its newest `count` matches in a scope's index (0 if it has fewer).
 
     FTS5 walks the doclists in rowid order without calling the ranking
     function, so this costs a small share of ranking the same matches.
     """
-    t = fts.table(tenant_id)
+    t = fts.table(scope)
     row = conn.execute(
         f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, count - 1)
     ).fetchone()
     return row[0] if row else 0
 
 
+def searched(v: Viewer, match: str) -> list[tuple[int, str]]:
+    """(scope, MATCH) for each index `v` searches: a left team's index only for what they wrote there."""
+    return [
+        (scope, match if author is None else f"({match}) AND {SCOPE_COLUMN} : {quote(f'a{author}')}")
+        for scope, author in v.indexes()
+    ]
+
+
 def ranked_visible(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     match: str,
     spec: _rank.Spec,
     depth: int,
     as_of: int | None,
     *,
-    min_rowid: int = 0,
+    budget: int | None = None,
 ) -> list[tuple[int, float, tuple]]:
-    """The `depth` best visible matches from `min_rowid` up: FTS ranks first, rows are read for the top only.
+    """The `depth` best visible matches over `v`'s indexes: FTS ranks first, rows are read for the top only.
 
     Ranking inside FTS5 and reading entries for the top few avoids a row
     lookup per match; retired rows are dropped afterwards, and if that leaves
-    the pass short, it reads deeper.
+    the pass short, it reads deeper. Scores from different indexes compare:
+    `spec` carries one idf and one average length for all of them. With a
+    `budget`, an index ranks only its newest `budget` matches.
     """
-    want = depth
-    while True:
-        hits = _rank.ranked(conn, fts.table(tenant_id), match, spec, want, min_rowid=min_rowid)
-        rows = candidates(conn, tenant_id, [i for i, _ in hits], as_of)
-        kept = [(i, s, rows[i]) for i, s in hits if i in rows]
-        if len(kept) >= depth or len(hits) < want:
-            return kept[:depth]
-        want *= _REFILL
+    kept: list[tuple[int, float, tuple]] = []
+    for scope, scoped_match in searched(v, match):
+        floor = newest(conn, scope, scoped_match, budget) if budget else 0
+        want = depth
+        while True:
+            hits = _rank.ranked(conn, fts.table(scope), scoped_match, spec, want, min_rowid=floor)
+            rows = candidates(conn, v, [i for i, _ in hits], as_of)
+            found = [(i, s, rows[i]) for i, s in hits if i in rows]
+            if len(found) >= depth or len(hits) < want:
+                kept += found[:depth]
+                break
+            want *= _REFILL
+    kept.sort(key=lambda r: (-r[1], r[0]))
+    return kept[:depth]
 
 
-def snippet(conn: apsw.Connection, tenant_id: int, match: str, rowid: int, *, tokens: int = 24) -> str | None:
-    """FTS5's snippet (matched words in **bold**) of one row."""
-    t = fts.table(tenant_id)
+def snippet(conn: apsw.Connection, match: str, rowid: int, *, tokens: int = 24) -> str | None:
+    """FTS5's snippet (matched words in **bold**) of one row, from the index that holds it."""
+    row = conn.execute("SELECT scope_id FROM entries WHERE id = ?", (rowid,)).fetchone()
+    if row is None:
+        return None
+    t = fts.table(row[0])
     row = conn.execute(
         f"SELECT snippet({t}, -1, '**', '**', '…', ?) FROM {t} WHERE {t} MATCH ? AND rowid = ?",
         (tokens, match, rowid),

@@ -16,6 +16,7 @@ from arbiter.model import Entry, Hit, ListParams, RecallParams, RecallResult
 from arbiter.recall import _sql
 from arbiter.recall.query import TOKENIZER, expression
 from arbiter.store import entries
+from arbiter.store.users import Viewer
 
 if TYPE_CHECKING:
     from arbiter.recall import Ranking
@@ -27,11 +28,11 @@ _SCAN_BYTES = 8 * 1024
 _LEAD_CHARS = 200
 
 
-def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallParams) -> RecallResult:
+def render(conn: apsw.Connection, v: Viewer, ranking: Ranking, p: RecallParams) -> RecallResult:
     """The top `p.limit` candidates as hits, the first `p.excerpts` with excerpts."""
     top = ranking.candidates[: p.limit]
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
-    full = {e.id: e for e in entries.get_any(conn, tenant_id, [c.id for c in top], known_at=known_at)}
+    full = {e.id: e for e in entries.get_any(conn, v, [c.id for c in top], known_at=known_at)}
     stems = {s for t in ranking.query.terms for s in t.stem.split(" ")}
     hits = []
     for rank, c in enumerate(top):
@@ -45,7 +46,7 @@ def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallPar
                 text = lead(e.content)
             elif text is None:
                 bag = expression(ranking.query.terms, phrase=False, near=False).text
-                text = _sql.snippet(conn, tenant_id, _sql.text_match(bag), e.id)
+                text = _sql.snippet(conn, _sql.text_match(bag), e.id)
         hits.append(_hit(e, c.score, p, excerpt=text, parts=c.parts if p.explain else None))
     return RecallResult(hits=hits, expression=ranking.expression if p.explain else None)
 
@@ -54,7 +55,7 @@ def render(conn: apsw.Connection, tenant_id: int, ranking: Ranking, p: RecallPar
 NO_WORDS = "no searchable word in the query, so nothing was searched (an empty query lists the newest entries)"
 
 
-def unranked(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResult:
+def unranked(conn: apsw.Connection, v: Viewer, p: RecallParams) -> RecallResult:
     """A query with no terms: an empty one browses; one with text but no searchable word ("🚀", "*") finds nothing.
 
     Browse results are never passed off as matches: a query that was meant to
@@ -62,14 +63,14 @@ def unranked(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallRe
     """
     if p.query.strip():
         return RecallResult(hits=[], note=NO_WORDS)
-    return browse(conn, tenant_id, p)
+    return browse(conn, v, p)
 
 
-def browse(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> RecallResult:
+def browse(conn: apsw.Connection, v: Viewer, p: RecallParams) -> RecallResult:
     """No query terms: newest first, and `types`, `tag` and `conversation_id` are hard filters."""
     listed = entries.list_entries(
         conn,
-        tenant_id,
+        v,
         ListParams(
             types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, known_at=p.known_at,
             limit=p.limit,

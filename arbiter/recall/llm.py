@@ -42,7 +42,7 @@ def cut(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore") + "…"
 
 
-def shown(conn: apsw.Connection, tenant_id: int, ids: list[int], excerpt: int, *, known_at: int | None = None):
+def shown(conn: apsw.Connection, v, ids: list[int], excerpt: int, *, known_at: int | None = None):
     """The advisor's view of entries: `(type · date · superseded)` and title + content cut to `excerpt` bytes.
 
     With `known_at`, the texts as recorded then (what a `known_at` recall ranked).
@@ -54,7 +54,7 @@ def shown(conn: apsw.Connection, tenant_id: int, ids: list[int], excerpt: int, *
             id=e.id, type=e.type, date=e.valid_from[:10], superseded=bool(e.superseded_by),
             text=cut(f"{e.title}\n{e.content}", excerpt),
         )
-        for e in entries.get_any(conn, tenant_id, ids, known_at=known_at)
+        for e in entries.get_any(conn, v, ids, known_at=known_at)
     ]
 
 
@@ -67,18 +67,18 @@ def _reorder(candidates: list[Candidate], depth: int, order: list[int], part: st
     return reordered + candidates[depth:]
 
 
-def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advisor) -> RecallResult:
+def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> RecallResult:
     """The lexical pipeline, then the LLM layers `p` asks for, within `p.deadline_ms`."""
     from arbiter.advisor import AdvisorError
 
     deadline = time.monotonic() + p.deadline_ms / 1000
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     if advisor is None:
-        return msgspec.structs.replace(recall(conn, tenant_id, p), note=NO_KEY)
+        return msgspec.structs.replace(recall(conn, v, p), note=NO_KEY)
     depth = max(p.limit, RERANK_DEPTH)
-    ranking = search(conn, tenant_id, p, depth=depth)
+    ranking = search(conn, v, p, depth=depth)
     if ranking is None:
-        return unranked(conn, tenant_id, p)
+        return unranked(conn, v, p)
     notes: list[str] = []
     searched: list[str] = []
     candidates = ranking.candidates
@@ -91,7 +91,7 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
         else:
             passes = [("query", QUERY_WEIGHT, candidates)]
             for i, text in enumerate(paraphrases, 1):
-                extra = search(conn, tenant_id, p, text=text, depth=depth)
+                extra = search(conn, v, p, text=text, depth=depth)
                 if extra is not None:
                     passes.append((f"paraphrase{i}", PARAPHRASE_WEIGHT, extra.candidates))
             candidates, searched = fuse(passes), paraphrases
@@ -106,7 +106,7 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
             continue
         try:
             order = advisor.rerank(
-                p.query, shown(conn, tenant_id, [c.id for c in candidates[:head]], excerpt, known_at=known_at),
+                p.query, shown(conn, v, [c.id for c in candidates[:head]], excerpt, known_at=known_at),
                 model=_model(choice, default), deadline=deadline,
             )
         except AdvisorError as e:
@@ -114,5 +114,5 @@ def recall_with_llm(conn: apsw.Connection, tenant_id: int, p: RecallParams, advi
         else:
             candidates = _reorder(candidates, head, order, name)
 
-    result = render(conn, tenant_id, Ranking(ranking.query, candidates, ranking.expression), p)
+    result = render(conn, v, Ranking(ranking.query, candidates, ranking.expression), p)
     return msgspec.structs.replace(result, note="; ".join(notes) or None, searched=searched)

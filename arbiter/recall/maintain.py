@@ -18,15 +18,15 @@ from arbiter.store import fts
 def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
     """One bounded step of idle upkeep; True if more may remain.
 
-    Merges up to `pages` pages of one tenant index's segments (tenants one
+    Merges up to `pages` pages of one scope index's segments (scopes one
     after another, each down to one segment); once all are merged, gives up
     to `pages` free pages back to the file system: merging frees the old
     segments' pages, a tenth of the file or more after a bulk load. Runs in
     the caller's transaction (or its own, outside one). Needs a writable
     connection.
     """
-    for tenant_id in fts.tenants(conn):
-        t = fts.table(tenant_id)
+    for scope in fts.scopes(conn):
+        t = fts.table(scope)
         before = conn.total_changes()
         conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('merge', ?)", (-abs(pages),))
         # The command itself counts as one change; more means pages were written.
@@ -39,10 +39,10 @@ def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
     return conn.pragma("freelist_count") > 0
 
 
-def segments(conn: apsw.Connection, tenant_id: int | None = None) -> int:
-    """How many segments a tenant's index holds (all tenants' if None; 1 when merged, 0 when empty)."""
+def segments(conn: apsw.Connection, scope: int | None = None) -> int:
+    """How many segments a scope's index holds (every scope's if None; 1 when merged, 0 when empty)."""
     # FTS5 data rowids carry the segment id above bit 37; segment 0 is the structure record.
-    ids = fts.tenants(conn) if tenant_id is None else [tenant_id]
+    ids = fts.scopes(conn) if scope is None else [scope]
     return sum(
         conn.execute(f"SELECT count(DISTINCT id >> 37) FROM {fts.table(t)}_data WHERE id >> 37 > 0").fetchone()[0]
         for t in ids

@@ -1,7 +1,7 @@
 """Recall over the record-time axis: the candidates of a `known_at` recall.
 
 A `known_at=T` recall searches the memory as it was recorded at T. The
-tenant's index (store/fts.py) holds each entry's current text and
+caller's scope indexes (store/fts.py) hold each entry's current text and
 `entry_revisions_fts` (migration m007) its past texts, so a pass runs the same
 expression and rank function over both and keeps, per entry, the one state
 whose record window holds T:
@@ -10,9 +10,10 @@ whose record window holds T:
 - a past state, if its window [recorded_from, recorded_to) holds T.
 
 Visibility (`as_of`, else not retired) is judged on that state's validity.
-Both rankings share one `Spec`, so one idf and one average length (the
-tenant's index's, read first): scores from the two indexes compare, and no
+Both rankings share one `Spec`, so one idf and one average length (those of
+the caller's scopes, read first): scores from the indexes compare, and no
 statistic of the past-text index (which holds every tenant) reaches a score.
+Past states are seen by whoever sees the entry today.
 
 This is the only place recall knows about record time; `search` swaps its
 pass function for `ranked_visible` below when `known_at` is given.
@@ -25,6 +26,7 @@ import apsw
 from arbiter.recall import _rank, _sql
 from arbiter.store import entries, fts
 from arbiter.store.db import _recall_row
+from arbiter.store.users import Viewer
 
 #: Past states live here, every tenant's; the same columns and tokenizer as a tenant's index.
 TABLE = "entry_revisions_fts"
@@ -33,7 +35,7 @@ _REFILL = 4
 
 def ranked_visible(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     match: str,
     spec: _rank.Spec,
     depth: int,
@@ -44,11 +46,15 @@ def ranked_visible(
     """`_sql.ranked_visible` as the store held the memory at `known_at`: (entry id, score, ranking row), best first."""
     want = depth
     while True:
-        now_hits = _rank.ranked(conn, fts.table(tenant_id), match, spec, want)
+        now_hits = sorted(
+            (hit for scope, scoped in _sql.searched(v, match)
+             for hit in _rank.ranked(conn, fts.table(scope), scoped, spec, want)),
+            key=lambda h: (-h[1], h[0]),
+        )[:want]
         # The past-text index holds every tenant: its rows are the tenant's by its tenant token.
-        past_hits = _rank.ranked(conn, TABLE, f"({match}) AND {_sql.tenant_scope(tenant_id)}", spec, want)
-        current = _current(conn, tenant_id, [i for i, _ in now_hits], as_of, known_at)
-        past = _past(conn, tenant_id, [i for i, _ in past_hits], as_of, known_at)
+        past_hits = _rank.ranked(conn, TABLE, f"({match}) AND {_sql.tenant_scope(v.tenant_id)}", spec, want)
+        current = _current(conn, v, [i for i, _ in now_hits], as_of, known_at)
+        past = _past(conn, v, [i for i, _ in past_hits], as_of, known_at)
         kept = [(i, s, current[i]) for i, s in now_hits if i in current]
         kept += [(past[r][0], s, past[r][1]) for r, s in past_hits if r in past]
         kept.sort(key=lambda k: (-k[1], k[0]))
@@ -57,9 +63,9 @@ def ranked_visible(
         want *= _REFILL
 
 
-def _current(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int | None, known_at: int) -> dict:
+def _current(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, known_at: int) -> dict:
     """Ranking rows of the entries among `ids` whose current state was recorded by `known_at` and is visible."""
-    rows = _sql.candidates(conn, tenant_id, ids, as_of)
+    rows = _sql.candidates(conn, v, ids, as_of)
     if not rows:
         return {}
     settled = {
@@ -74,7 +80,7 @@ def _current(conn: apsw.Connection, tenant_id: int, ids: list[int], as_of: int |
 
 
 def _past(
-    conn: apsw.Connection, tenant_id: int, revision_ids: list[int], as_of: int | None, known_at: int
+    conn: apsw.Connection, v: Viewer, revision_ids: list[int], as_of: int | None, known_at: int
 ) -> dict[int, tuple[int, tuple]]:
     """revision id -> (entry id, ranking row) for the past states among `revision_ids` that held at `known_at` and are visible.
 
@@ -91,10 +97,10 @@ def _past(
                    r.content
             FROM entry_revisions r
             WHERE r.id IN ({','.join('?' * len(revision_ids))}) AND r.tenant_id = ?
-              AND r.recorded_from <= ? AND r.recorded_to > ? AND {cond}
+              AND r.recorded_from <= ? AND r.recorded_to > ? AND {cond} AND {_sql.seen(v, "r.entry_id")}
         ) s
         """,
-        (*revision_ids, tenant_id, known_at, known_at, *binds),
+        (*revision_ids, v.tenant_id, known_at, known_at, *binds),
     )
     # A recall_entries row is (entry_id, tenant_id, type, conversation_id, valid_from, valid_to, bytes, ...);
     # `_sql.candidates` gives it without entry_id, tenant_id and valid_to.

@@ -54,7 +54,7 @@ from arbiter.recall.maintain import compact
 from arbiter.validation import describe
 from arbiter.entities import backlog as entity_backlog
 from arbiter.salience import record_accesses
-from arbiter.store import connect, open_database, tenants
+from arbiter.store import connect, open_database, tenants, users
 from arbiter.store.db import BUSY_TIMEOUT_MS
 from arbiter.verbs import VERBS, Context, Verb
 
@@ -201,7 +201,12 @@ class Daemon:
         # Each reader holds a connection (schema, page cache) and a thread: more
         # readers than cores add memory without adding throughput.
         self._readers = readers or min(4, os.cpu_count() or 1)
-        self._tokens: dict[str, tuple[int, str]] = {}
+        self._tokens: dict[str, tuple[int, str, int | None]] = {}
+        # A rotation (the user verbs) must end the old token at once: after its
+        # commit it empties the cache and bumps the generation, so a lookup that
+        # read the old row before the commit does not put it back.
+        self._token_generation = 0
+        self.services["tokens_changed"] = self._forget_tokens
         self._admin_hash: bytes | None = None
         self._local = threading.local()
         self._reader_conns: list[apsw.Connection] = []
@@ -596,33 +601,41 @@ class Daemon:
             if self._busy == 0:
                 self._idle.set()
 
-    async def _authenticate(self, verb: Verb, token: str | None) -> tuple[int, str]:
+    async def _authenticate(self, verb: Verb, token: str | None) -> tuple[int, str, int | None]:
+        """(tenant id, tenant name, user id) of the caller; a token names one user (store/users.py)."""
         if verb.public:
-            return (0, "")
+            return (0, "", None)
         if not token:
             raise Unauthorized("missing token", path="token")
         if verb.admin:
             if tenants.hash_token(token) != self._admin_hash:
                 raise Unauthorized("this method needs the admin token", path="token")
-            return (0, "admin")
-        tenant = self._tokens.get(token)
-        if tenant is None:
+            return (0, "admin", None)
+        caller = self._tokens.get(token)
+        if caller is None:
+            generation = self._token_generation
             loop = asyncio.get_running_loop()
-            tenant = await loop.run_in_executor(
-                self._quick_pool, lambda: tenants.tenant_by_token(self._reader_conn("quick"), token)
+            row = await loop.run_in_executor(
+                self._quick_pool, lambda: users.user_by_token(self._reader_conn("quick"), tenants.hash_token(token))
             )
-            if tenant is None:
-                raise Unauthorized("token matches no tenant", path="token")
-            self._tokens[token] = tenant  # tenants are never deleted, so this cannot go stale
-        return tenant
+            if row is None:
+                raise Unauthorized("token matches no user", path="token")
+            caller = (row[0], row[1], row[2])
+            if generation == self._token_generation:
+                self._tokens[token] = caller
+        return caller
 
-    async def _run(self, verb: Verb, params, tenant: tuple[int, str]):
+    def _forget_tokens(self) -> None:
+        self._token_generation += 1
+        self._tokens.clear()
+
+    async def _run(self, verb: Verb, params, tenant: tuple[int, str, int | None]):
         loop = asyncio.get_running_loop()
         notes: list[str] = []
         if verb.prepare is not None and verb.needs_prepare(params):
             def prepare():
                 conn = self._reader_conn()
-                ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services)
+                ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, user_id=tenant[2])
                 with conn:
                     return verb.prepare(ctx, params), ctx.notes
 
@@ -630,7 +643,7 @@ class Daemon:
 
         def work():
             conn = self._writer if verb.writes else self._reader_conn(verb.lane)
-            ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes)
+            ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes, user_id=tenant[2])
             with conn:  # one verb, one transaction (a consistent snapshot for reads)
                 result = verb.run(ctx, params)
                 if verb.writes:
@@ -734,14 +747,14 @@ class Daemon:
                 self.log(f"arbiter: maintenance retired {len(report.retired)} low-salience entries of tenant {tenant_id}")
         maintenance.checkpoint(self._writer)
 
-    async def _run_steps(self, verb: Verb, params, tenant: tuple[int, str]):
+    async def _run_steps(self, verb: Verb, params, tenant: tuple[int, str, int | None]):
         """A long verb (a backup) as a generator on the writer connection, one step per writer task.
 
         Each `next()` is its own task on the writer pool, so writes that queued
         during a step run before the next one. No transaction wraps the steps.
         """
         loop = asyncio.get_running_loop()
-        ctx = Context(self._writer, tenant[0], tenant[1], now_us(), self.services)
+        ctx = Context(self._writer, tenant[0], tenant[1], now_us(), self.services, user_id=tenant[2])
         steps = verb.run(ctx, params)
         done = object()
 

@@ -20,16 +20,23 @@ import apsw
 import msgspec
 
 from arbiter._time import format_time, parse_time
-from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
-from arbiter.store import relations, tenants
+from arbiter.store import relations, tenants, users
+from arbiter.store.users import Viewer
 
 _SUPERSEDED_BY = (
     "(SELECT group_concat(r.source_id) FROM relations r WHERE r.target_id = e.id AND r.relation = 'supersedes'{})"
 )
+#: Who wrote an entry and the team it is shared with (null: private), by name.
+_PEOPLE = (
+    "(SELECT name FROM users WHERE id = e.author_id), "
+    "(SELECT t.name FROM scopes s JOIN teams t ON t.id = s.team_id WHERE s.id = e.scope_id)"
+)
 ENTRY_COLUMNS = (
     "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
-    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("") + ", e.speaker"
+    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("")
+    + ", e.speaker, " + _PEOPLE
 )
 
 #: SQL setting `revised_at` to a change's record instant (bind: now). Strictly
@@ -52,13 +59,13 @@ def _state_arms(t: int) -> tuple[str, str]:
     return (
         f"""(
         SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash,
-               recorded_at, valid_from, valid_to, revised_at, speaker
+               recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id
         FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
     ) e""",
         f"""(
         SELECT r.entry_id AS id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id,
                x.parent_id, NULL AS content_hash, x.recorded_at, r.valid_from, r.valid_to,
-               nullif(r.recorded_from, x.recorded_at) AS revised_at, x.speaker
+               nullif(r.recorded_from, x.recorded_at) AS revised_at, x.speaker, x.author_id, x.scope_id
         FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
         WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
     ) e""",
@@ -71,6 +78,7 @@ def states_at(known_at: int | None) -> str:
     An entry's current row counts if it was recorded at or before T; else the
     revision whose record window holds T; an entry first written after T has
     neither. `known_at` is an int we parsed, so it is written into the SQL.
+    Author and scope are always the current ones: visibility is today's.
     """
     if known_at is None:
         return "entries e"
@@ -86,7 +94,8 @@ def visible(as_of: int | None, alias: str = "e") -> tuple[str, tuple]:
 
 
 def entry_from_row(row: tuple) -> Entry:
-    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, revised, sup, speaker) = row
+    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, revised, sup, speaker,
+     author, team) = row
     return Entry(
         id=eid,
         type=etype,
@@ -104,6 +113,8 @@ def entry_from_row(row: tuple) -> Entry:
         superseded_by=[int(x) for x in sup.split(",")] if sup else [],
         revised_at=format_time(revised),
         speaker=speaker,
+        author=author,
+        team=team,
     )
 
 
@@ -116,18 +127,24 @@ def _dedupe(tags: list[str]) -> list[str]:
 
 
 _INSERT_COLUMNS = (
-    "id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, speaker, content_hash, recorded_at, "
-    "valid_from"
+    "id, tenant_id, author_id, scope_id, type, title, content, tags, source, conversation_id, parent_id, speaker, "
+    "content_hash, recorded_at, valid_from"
 )
-_ROW = "(" + ",".join("?" * 13) + ")"
+_ROW = "(" + ",".join("?" * 15) + ")"
 # Rows per multi-row INSERT in remember_many. Measured on 30K entries of ~550
 # bytes: 1 row per statement 6K entries/s; 500 rows 11-13K/s for +6 MB peak
 # RSS; 2000 rows no faster for +12 MB (the statement and FTS5's pending terms).
 _ROWS_PER_INSERT = 500
 
 
-def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str) -> list:
-    """Check an entry's references (NotFound names the field) and build its row; the id (first) is left to SQLite."""
+def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str) -> list:
+    """Check an entry's references (NotFound names the field) and build its row; the id (first) is left to SQLite.
+
+    The author is the caller; the scope their private one, the team's they
+    name (`team`), or a reply's thread's (a reply is seen by whoever sees
+    its parent).
+    """
+    tenant_id = v.tenant_id
     valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"{path}valid_from")
     if valid_from > now:
         # A future valid_from would make default reads (not retired) and
@@ -139,40 +156,51 @@ def _row(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, 
             path=f"{path}valid_from",
         )
     if p.conversation_id is not None:
-        tenants.require_conversation(conn, tenant_id, p.conversation_id, path=f"{path}conversation_id")
+        tenants.require_conversation(conn, v, p.conversation_id, path=f"{path}conversation_id")
+    scope = v.private_scope
+    if p.team is not None:
+        scope = users.member_scope(conn, v, p.team, path=f"{path}team")
     if p.parent_id is not None:
-        relations._require_entries(conn, tenant_id, [p.parent_id], f"{path}parent_id")
+        relations._require_entries(conn, v, [p.parent_id], f"{path}parent_id")
+        thread = conn.execute("SELECT scope_id FROM entries WHERE id = ?", (p.parent_id,)).fetchone()[0]
+        if p.team is not None and scope != thread:
+            raise InvalidParams(
+                f"a reply is seen by whoever sees its thread: leave out team, or share the thread by its root "
+                f"(arbiter share ROOT --team {p.team})",
+                path=f"{path}team",
+            )
+        scope = thread
     for i, old in enumerate(p.supersedes_ids):  # missing says so before retired does
-        relations._require_entries(conn, tenant_id, [old], f"{path}supersedes_ids[{i}]")
+        relations._require_entries(conn, v, [old], f"{path}supersedes_ids[{i}]")
     for i, old in enumerate(p.supersedes_ids):
-        relations.require_active(conn, tenant_id, old, f"{path}supersedes_ids[{i}]", "target")
+        relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
-    return [None, tenant_id, p.type, p.title, p.content, tags, p.source, p.conversation_id, p.parent_id, p.speaker,
-            content_hash(p.content), now, valid_from]
+    return [None, tenant_id, v.user_id, scope, p.type, p.title, p.content, tags, p.source, p.conversation_id,
+            p.parent_id, p.speaker, content_hash(p.content), now, valid_from]
 
 
 def _supersede(
-    conn: apsw.Connection, tenant_id: int, new_id: int, p: RememberParams, row: list, *, now: int, path: str = ""
+    conn: apsw.Connection, v: Viewer, new_id: int, p: RememberParams, row: list, *, now: int, path: str = ""
 ) -> None:
     # A new entry has no edges yet, so no cycle; but an earlier entry of the
     # same batch may have retired a target since `_row` checked it.
     for i, old in enumerate(p.supersedes_ids):
         if old in p.supersedes_ids[:i]:
             continue
-        relations.require_active(conn, tenant_id, old, f"{path}supersedes_ids[{i}]", "target")
-        relations.insert(conn, tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
+        relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
+        relations.insert(conn, v.tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
 
 
-def remember(conn: apsw.Connection, tenant_id: int, p: RememberParams, *, now: int, path: str = "") -> int:
-    """Insert one entry (and its `supersedes` edges); the caller owns the transaction."""
-    row = _row(conn, tenant_id, p, now=now, path=path)
+def remember(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str = "") -> int:
+    """Insert one entry by `v`'s user (and its `supersedes` edges); the caller owns the transaction."""
+    row = _row(conn, v, p, now=now, path=path)
     conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES {_ROW}", row)
     new_id = conn.last_insert_rowid()
-    _supersede(conn, tenant_id, new_id, p, row, now=now, path=path)
+    _supersede(conn, v, new_id, p, row, now=now, path=path)
     return new_id
 
 
-def remember_many(conn: apsw.Connection, tenant_id: int, items: list[RememberParams], *, now: int) -> list[int]:
+def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams], *, now: int) -> list[int]:
     """Insert many entries (and their `supersedes` edges); ids in order. The caller owns the transaction.
 
     Every entry is checked before any is written. Rows go in as one multi-row
@@ -181,7 +209,7 @@ def remember_many(conn: apsw.Connection, tenant_id: int, items: list[RememberPar
     one statement per entry writes one tiny index segment per entry. Measured:
     twice the entries per second.
     """
-    rows = [_row(conn, tenant_id, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
+    rows = [_row(conn, v, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
     ids: list[int] = []
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start:start + _ROWS_PER_INSERT]
@@ -195,29 +223,28 @@ def remember_many(conn: apsw.Connection, tenant_id: int, items: list[RememberPar
         ids.extend(range(last - len(chunk) + 1, last + 1))
     for i, (new_id, p, row) in enumerate(zip(ids, items, rows)):
         if p.supersedes_ids:
-            _supersede(conn, tenant_id, new_id, p, row, now=now, path=f"entries[{i}].")
+            _supersede(conn, v, new_id, p, row, now=now, path=f"entries[{i}].")
     return ids
 
 
 def get(
-    conn: apsw.Connection, tenant_id: int, entry_id: int, *, as_of: int | None = None, known_at: int | None = None
+    conn: apsw.Connection, v: Viewer, entry_id: int, *, as_of: int | None = None, known_at: int | None = None
 ) -> Entry:
     """One entry visible now (or at `as_of`), as recorded now (or at `known_at`); else NotFound saying why."""
     cond, binds = visible(as_of)
     row = conn.execute(
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND e.tenant_id = ? AND {cond}",
-        (entry_id, tenant_id, *binds),
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
+        (entry_id, *binds),
     ).fetchone()
     if row is None:
-        raise _not_visible(conn, tenant_id, entry_id, as_of, known_at)
+        raise _not_visible(conn, v, entry_id, as_of, known_at)
     return entry_from_row(row)
 
 
-def _not_visible(conn: apsw.Connection, tenant_id: int, entry_id: int, as_of: int | None, known_at: int | None):
-    """The NotFound for an entry a read did not see: missing (or another tenant's), or retired, saying since when."""
+def _not_visible(conn: apsw.Connection, v: Viewer, entry_id: int, as_of: int | None, known_at: int | None):
+    """The NotFound for an entry a read did not see: missing (or not the caller's to see), or retired, saying since when."""
     row = conn.execute(
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND e.tenant_id = ?",
-        (entry_id, tenant_id),
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
     ).fetchone()
     if row is None:
         return NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""))
@@ -232,26 +259,26 @@ def _not_visible(conn: apsw.Connection, tenant_id: int, entry_id: int, as_of: in
     return NotFound(f"entry {entry_id} not found at {format_time(as_of)} (it is {window})")
 
 
-def get_any(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *, known_at: int | None = None) -> list[Entry]:
-    """Entries by id whatever their validity, in the order given; ids not in the tenant (or not yet written at `known_at`) are skipped."""
+def get_any(conn: apsw.Connection, v: Viewer, entry_ids: list[int], *, known_at: int | None = None) -> list[Entry]:
+    """Entries by id whatever their validity, in the order given; ids `v` cannot see (or not yet written at `known_at`) are skipped."""
     if not entry_ids:
         return []
     marks = ",".join("?" * len(entry_ids))
     rows = conn.execute(
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.tenant_id = ? AND e.id IN ({marks})",
-        (tenant_id, *entry_ids),
+        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
+        entry_ids,
     )
     by_id = {e.id: e for e in map(entry_from_row, rows)}
     return [by_id[i] for i in entry_ids if i in by_id]
 
 
-def list_entries(conn: apsw.Connection, tenant_id: int, p: ListParams) -> list[Entry]:
+def list_entries(conn: apsw.Connection, v: Viewer, p: ListParams) -> list[Entry]:
     """Browse newest first; every filter is a hard filter."""
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     cond, binds = visible(as_of)
-    where = ["e.tenant_id = ?", cond]
-    args: list = [tenant_id, *binds]
+    where = [v.sees(), cond]
+    args: list = [*binds]
     if p.types:
         where.append(f"e.type IN ({','.join('?' * len(p.types))})")
         args.extend(p.types)
@@ -277,16 +304,34 @@ def list_entries(conn: apsw.Connection, tenant_id: int, p: ListParams) -> list[E
         )},
         reverse=True,
     )[:p.limit]
-    return get_any(conn, tenant_id, ids, known_at=known_at)
+    return get_any(conn, v, ids, known_at=known_at)
 
 
-def update(conn: apsw.Connection, tenant_id: int, p: UpdateParams, *, now: int) -> Entry:
+def require_author(conn: apsw.Connection, v: Viewer, entry_id: int, verb: str) -> None:
+    """Forbidden unless `v`'s user wrote the entry (NotFound if they cannot see it)."""
+    row = conn.execute(f"SELECT e.author_id FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"entry {entry_id} not found", path="id")
+    if row[0] != v.user_id and not v.everyone:
+        author = users.names(conn, [row[0]]).get(row[0], "another user")
+        hint = {
+            "update": f"reply to it instead (arbiter reply {entry_id} --content ...)",
+            "purge": "only its author can delete it",
+            "forget": "only its author can retire it; reply to it instead",
+            "restore": "only its author can restore it",
+            "share": "only its author can share it",
+        }[verb]
+        raise Forbidden(f"entry {entry_id} is {author}'s, not yours to {verb}: {hint}", path="id")
+
+
+def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> Entry:
     """Correct an active entry in place (typos, tags); a change in the world is a `supersedes`.
 
     The id stays; the state it replaces is kept on the record-time axis. An
     update that changes nothing records nothing.
     """
-    current = get(conn, tenant_id, p.id)
+    current = get(conn, v, p.id)
+    require_author(conn, v, p.id, "update")
     content = current.content if p.content is None else p.content
     new = (
         p.type or current.type,
@@ -300,35 +345,39 @@ def update(conn: apsw.Connection, tenant_id: int, p: UpdateParams, *, now: int) 
     etype, title, _, tags, source = new
     conn.execute(
         f"UPDATE entries SET type = ?, title = ?, content = ?, tags = ?, source = ?, content_hash = ?, {_STAMP} "
-        "WHERE id = ? AND tenant_id = ? AND valid_to IS NULL",
-        (etype, title, content, msgspec.json.encode(tags).decode(), source, content_hash(content), now, p.id, tenant_id),
+        "WHERE id = ? AND valid_to IS NULL",
+        (etype, title, content, msgspec.json.encode(tags).decode(), source, content_hash(content), now, p.id),
     )
-    return get(conn, tenant_id, p.id)
+    return get(conn, v, p.id)
 
 
-def forget(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> bool:
-    """Retire an entry; False (and no change) if it was already retired."""
+def forget(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> bool:
+    """Retire an entry `v`'s user wrote; False (and no change) if it was already retired."""
+    require_author(conn, v, entry_id, "forget")
+    return retire(conn, entry_id, now=now)
+
+
+def retire(conn: apsw.Connection, entry_id: int, *, now: int) -> bool:
+    """Retire an entry the caller has already checked; False if it was retired."""
     conn.execute(
-        f"UPDATE entries SET valid_to = max(valid_from, ?), {_STAMP} WHERE id = ? AND tenant_id = ? AND valid_to IS NULL",
-        (now, now, entry_id, tenant_id),
+        f"UPDATE entries SET valid_to = max(valid_from, ?), {_STAMP} WHERE id = ? AND valid_to IS NULL",
+        (now, now, entry_id),
     )
-    if conn.changes():
-        return True
-    relations._require_entries(conn, tenant_id, [entry_id], "id")
-    return False
+    return conn.changes() > 0
 
 
-def restore(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> bool:
+def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> bool:
     """Reopen a retired entry (valid again, as if never retired); False if it was active.
 
     Refused (Conflict naming the relation) while a `supersedes` link retires
     it: the newer entry would still claim to replace it. Unlink first.
     """
-    row = conn.execute("SELECT valid_to FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id)).fetchone()
+    row = conn.execute(f"SELECT e.valid_to FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
     if row is None:
         raise NotFound(f"entry {entry_id} not found", path="id")
     if row[0] is None:
         return False
+    require_author(conn, v, entry_id, "restore")
     link = conn.execute(
         "SELECT id, source_id FROM relations WHERE target_id = ? AND relation = 'supersedes' ORDER BY id LIMIT 1",
         (entry_id,),
@@ -344,21 +393,20 @@ def restore(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -
     return True
 
 
-def purge(conn: apsw.Connection, tenant_id: int, entry_id: int) -> None:
-    """Hard delete: the row, its revisions and relations (cascade) and its index rows (triggers)."""
-    conn.execute("DELETE FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id))
-    if conn.changes() == 0:
-        raise NotFound(f"entry {entry_id} not found")
+def purge(conn: apsw.Connection, v: Viewer, entry_id: int) -> None:
+    """Hard delete of an entry `v`'s user wrote: the row, its revisions and relations (cascade) and its index rows (triggers)."""
+    require_author(conn, v, entry_id, "purge")
+    conn.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
 
 
 def history(
-    conn: apsw.Connection, tenant_id: int, entry_id: int, *, known_at: int | None = None
+    conn: apsw.Connection, v: Viewer, entry_id: int, *, known_at: int | None = None
 ) -> tuple[list[Entry], list, list[Revision]]:
     """The supersession chain through an entry, both ways, oldest first, and every recorded state of each.
 
     With `known_at`, all three as the store held them then.
     """
-    if not get_any(conn, tenant_id, [entry_id], known_at=known_at):
+    if not get_any(conn, v, [entry_id], known_at=known_at):
         raise NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""), path="id")
     recorded = "" if known_at is None else f" AND r.created_at <= {int(known_at)}"
     rows = conn.execute(
@@ -372,10 +420,10 @@ def history(
         )
         SELECT id FROM chain LIMIT 1000
         """,
-        (entry_id, tenant_id),
+        (entry_id, v.tenant_id),
     )
-    ids = [r[0] for r in rows]
-    entries = sorted(get_any(conn, tenant_id, ids, known_at=known_at), key=lambda e: (e.valid_from, e.id))
+    entries = sorted(get_any(conn, v, [r[0] for r in rows], known_at=known_at), key=lambda e: (e.valid_from, e.id))
+    ids = [e.id for e in entries]  # the chain as far as `v` can see it
     marks = ",".join("?" * len(ids))
     edges = [
         relations.relation_from_row(r)
@@ -385,14 +433,14 @@ def history(
             (*ids, *ids),
         )
     ]
-    return entries, edges, revisions(conn, tenant_id, [e.id for e in entries], edges, known_at=known_at)
+    return entries, edges, revisions(conn, v, ids, edges, known_at=known_at)
 
 
 _REVISION_FIELDS = ("type", "title", "content", "tags", "source", "valid_from", "valid_to")
 
 
 def revisions(
-    conn: apsw.Connection, tenant_id: int, ids: list[int], edges: list, *, known_at: int | None = None
+    conn: apsw.Connection, v: Viewer, ids: list[int], edges: list, *, known_at: int | None = None
 ) -> list[Revision]:
     """Every state of each entry recorded by `known_at` (default now), grouped by entry in `ids` order, oldest first.
 
@@ -409,22 +457,22 @@ def revisions(
         f"""
         SELECT r.entry_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, r.tags, r.source,
                r.conversation_id, e.parent_id, NULL, e.recorded_at, r.valid_from, r.valid_to,
-               nullif(r.recorded_from, e.recorded_at), e.speaker
+               nullif(r.recorded_from, e.recorded_at), e.speaker, {_PEOPLE}
         FROM entry_revisions r JOIN entries e ON e.id = r.entry_id
-        WHERE r.tenant_id = ? AND r.entry_id IN ({marks}) {past}
+        WHERE {v.sees()} AND r.entry_id IN ({marks}) {past}
         UNION ALL
         SELECT e.id, coalesce(e.revised_at, e.recorded_at), NULL, e.type, e.title, e.content, e.tags, e.source,
                e.conversation_id, e.parent_id, e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at,
-               e.speaker
-        FROM entries e WHERE e.tenant_id = ? AND e.id IN ({marks}) {now_}
+               e.speaker, {_PEOPLE}
+        FROM entries e WHERE {v.sees()} AND e.id IN ({marks}) {now_}
         ORDER BY 1, 2
         """,
-        (tenant_id, *ids, tenant_id, *ids),
+        (*ids, *ids),
     ).fetchall()
     states: dict[int, list[Revision]] = {}
-    for eid, start, end, *fields, speaker in rows:
+    for eid, start, end, *fields, speaker, author, team in rows:
         sup = ",".join(str(r.source_id) for r in edges if r.target_id == eid and parse_time(r.created_at) <= start)
-        entry = entry_from_row((eid, *fields, sup, speaker))
+        entry = entry_from_row((eid, *fields, sup, speaker, author, team))
         before = states.setdefault(eid, [])
         changed = [f for f in _REVISION_FIELDS if before and getattr(before[-1].entry, f) != getattr(entry, f)]
         before.append(Revision(
@@ -449,19 +497,18 @@ def _change(prev: Entry | None, entry: Entry, start: int, edges: list) -> str:
     return "updated"
 
 
-def type_totals(conn: apsw.Connection, tenant_id: int) -> list[tuple[str, int, int, int | None]]:
-    """(type, active, retired, last recorded_at) per entry type in use (a covering-index scan)."""
+def type_totals(conn: apsw.Connection, v: Viewer) -> list[tuple[str, int, int, int | None]]:
+    """(type, active, retired, last recorded_at) per entry type in use that `v` sees (a covering-index scan when solo)."""
     return conn.execute(
-        "SELECT type, count(*) FILTER (WHERE valid_to IS NULL), count(*) FILTER (WHERE valid_to IS NOT NULL), "
-        "max(recorded_at) FROM entries WHERE tenant_id = ? GROUP BY type ORDER BY type",
-        (tenant_id,),
+        "SELECT e.type, count(*) FILTER (WHERE e.valid_to IS NULL), count(*) FILTER (WHERE e.valid_to IS NOT NULL), "
+        f"max(e.recorded_at) FROM entries e WHERE {v.sees()} GROUP BY e.type ORDER BY e.type"
     ).fetchall()
 
 
-def recent(conn: apsw.Connection, tenant_id: int, *, limit: int) -> list[tuple[int, str, str, int]]:
-    """(id, type, title, recorded_at) of the newest active entries."""
+def recent(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[tuple[int, str, str, int]]:
+    """(id, type, title, recorded_at) of the newest active entries `v` sees."""
     return conn.execute(
-        "SELECT id, type, title, recorded_at FROM entries WHERE tenant_id = ? AND valid_to IS NULL "
-        "ORDER BY id DESC LIMIT ?",
-        (tenant_id, limit),
+        f"SELECT e.id, e.type, e.title, e.recorded_at FROM entries e WHERE {v.sees()} AND e.valid_to IS NULL "
+        "ORDER BY e.id DESC LIMIT ?",
+        (limit,),
     ).fetchall()

@@ -1,26 +1,29 @@
-"""One full-text index per tenant: the FTS5 table, its vocabulary and its triggers.
+"""One full-text index per visibility scope: the FTS5 table, its vocabulary and its triggers.
 
-Ranking reads statistics from the index it searches: document count, average
-length (FTS5 keeps both per table) and document frequency (`fts5vocab`). With
-one index over every tenant those were everyone's, so tenant B's scores moved
-when tenant A wrote, and a score told B which words A used. A table per
-tenant makes every statistic the tenant's own by construction, with nothing
-to keep in step; docs/architecture.md says why this won over per-tenant
-counters.
+Ranking reads statistics from the indexes it searches: document count,
+average length (FTS5 keeps both per table) and document frequency
+(`fts5vocab`). With one index over everyone those were everyone's, so one
+caller's scores moved when another wrote, and a score told them which words
+the other used. A table per scope (a user's private entries, or a team's:
+store/users.py) makes every statistic the scope's own by construction, with
+nothing to keep in step; a user's search reads the indexes of the scopes they
+see and adds their statistics, which is BM25 over exactly what they may see.
+docs/architecture.md says why this won over counters.
 
-Per tenant N (an integer we generate, never user text, so it can be part of
+Per scope N (an integer we generate, never user text, so it can be part of
 a name):
     entries_fts_N         FTS5 over title, content, tags, source, scope;
                           external content from the view below
-    entries_fts_N_rows    the tenant's entries as the index reads them
+    entries_fts_N_rows    the scope's entries as the index reads them
     entries_fts_N_vocab   fts5vocab (document frequencies)
     entries_fts_N_insert / _delete / _update   triggers on `entries`
 
 `scope` holds one token: `c<conversation>`, or `u<tenant>` for an entry in
 no conversation, so a conversation pass ANDs its scope into the MATCH and
 FTS5 seeks to that conversation's rows (the tokens are those of the past-text
-index, `entry_revisions_fts`, which also holds `t<tenant>`). An entry never
-changes tenant.
+index, `entry_revisions_fts`, which also holds `t<tenant>`). A team's index
+adds `a<author>`, so a user who left the team can still search what they
+wrote there. An entry moves between indexes when it is shared or unshared.
 """
 
 from __future__ import annotations
@@ -32,67 +35,77 @@ import apsw
 #: segments to search. `automerge=16` merges less while writing (+20%
 #: entries/s at 60K); the daemon's idle compaction merges the rest.
 _CONFIG = (("hashsize", 16 * 1024 * 1024), ("automerge", 16))
+_COLS = "title, content, tags, source, scope"
 
 
-def table(tenant_id: int) -> str:
-    """The FTS5 table of a tenant."""
-    return f"entries_fts_{int(tenant_id)}"
+def table(scope_id: int) -> str:
+    """The FTS5 table of a scope."""
+    return f"entries_fts_{int(scope_id)}"
 
 
-def _scope(row: str) -> str:
-    return f"CASE WHEN {row}.conversation_id IS NULL THEN 'u' || {row}.tenant_id ELSE 'c' || {row}.conversation_id END"
+def _scope(row: str, shared: bool) -> str:
+    where = f"CASE WHEN {row}.conversation_id IS NULL THEN 'u' || {row}.tenant_id ELSE 'c' || {row}.conversation_id END"
+    return f"{where} || ' a' || {row}.author_id" if shared else where
 
 
-def _columns(row: str) -> str:
-    return f"{row}.title, {row}.content, {row}.tags, {row}.source, {_scope(row)}"
+def _columns(row: str, shared: bool) -> str:
+    return f"{row}.title, {row}.content, {row}.tags, {row}.source, {_scope(row, shared)}"
 
 
-def create(conn: apsw.Connection, tenant_id: int) -> None:
-    """Create a tenant's index (empty, or filled from its entries if it has any); idempotent."""
-    t, n = table(tenant_id), int(tenant_id)
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (t,)).fetchone():
-        return
-    cols = "title, content, tags, source, scope"
+def attach(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
+    """The view, vocabulary and triggers that keep scope N's index (an existing FTS5 table) in step with `entries`."""
+    t, n = table(scope_id), int(scope_id)
     conn.execute(
         f"""
-        CREATE VIEW {t}_rows AS SELECT id, {_columns("entries")} AS scope FROM entries WHERE tenant_id = {n};
-        CREATE VIRTUAL TABLE {t} USING fts5(
-            {cols}, content='{t}_rows', content_rowid='id',
-            tokenize='porter unicode61 remove_diacritics 2'
-        );
+        CREATE VIEW {t}_rows AS SELECT id, {_columns("entries", shared)} AS scope FROM entries WHERE scope_id = {n};
         CREATE VIRTUAL TABLE {t}_vocab USING fts5vocab({t}, row);
-        CREATE TRIGGER {t}_insert AFTER INSERT ON entries WHEN new.tenant_id = {n} BEGIN
-            INSERT INTO {t}(rowid, {cols}) VALUES (new.id, {_columns("new")});
+        CREATE TRIGGER {t}_insert AFTER INSERT ON entries WHEN new.scope_id = {n} BEGIN
+            INSERT INTO {t}(rowid, {_COLS}) VALUES (new.id, {_columns("new", shared)});
         END;
-        CREATE TRIGGER {t}_delete AFTER DELETE ON entries WHEN old.tenant_id = {n} BEGIN
-            INSERT INTO {t}({t}, rowid, {cols}) VALUES ('delete', old.id, {_columns("old")});
+        CREATE TRIGGER {t}_delete AFTER DELETE ON entries WHEN old.scope_id = {n} BEGIN
+            INSERT INTO {t}({t}, rowid, {_COLS}) VALUES ('delete', old.id, {_columns("old", shared)});
         END;
-        CREATE TRIGGER {t}_update AFTER UPDATE OF title, content, tags, source, conversation_id ON entries
-        WHEN new.tenant_id = {n} BEGIN
-            INSERT INTO {t}({t}, rowid, {cols}) VALUES ('delete', old.id, {_columns("old")});
-            INSERT INTO {t}(rowid, {cols}) VALUES (new.id, {_columns("new")});
+        CREATE TRIGGER {t}_update AFTER UPDATE OF title, content, tags, source, conversation_id, scope_id ON entries
+        WHEN old.scope_id = {n} OR new.scope_id = {n} BEGIN
+            INSERT INTO {t}({t}, rowid, {_COLS}) SELECT 'delete', old.id, {_columns("old", shared)}
+                WHERE old.scope_id = {n};
+            INSERT INTO {t}(rowid, {_COLS}) SELECT new.id, {_columns("new", shared)} WHERE new.scope_id = {n};
         END;
         """
     )
+
+
+def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
+    """Create a scope's index (empty, or filled from its entries if it has any)."""
+    t = table(scope_id)
+    conn.execute(
+        f"""
+        CREATE VIRTUAL TABLE {t} USING fts5(
+            {_COLS}, content='{t}_rows', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        """
+    )
+    attach(conn, scope_id, shared=shared)
     for key, value in _CONFIG:
         conn.execute(f"INSERT INTO {t}({t}, rank) VALUES (?, ?)", (key, value))
     conn.execute(f"INSERT INTO {t}({t}) VALUES ('rebuild')")
 
 
-def tenants(conn: apsw.Connection) -> list[int]:
-    """The tenants that have an index."""
-    return [r[0] for r in conn.execute("SELECT id FROM tenants ORDER BY id")]
+def scopes(conn: apsw.Connection) -> list[int]:
+    """Every scope, which is every index."""
+    return [r[0] for r in conn.execute("SELECT id FROM scopes ORDER BY id")]
 
 
-def totals(conn: apsw.Connection, tenant_id: int) -> tuple[int, int]:
-    """(rows, tokens) in a tenant's index, read from FTS5's own totals record (no scan).
+def totals(conn: apsw.Connection, scope_id: int) -> tuple[int, int]:
+    """(rows, tokens) in a scope's index, read from FTS5's own totals record (no scan).
 
     The record (rowid 1 of the `_data` table, the format FTS5 documents in
     fts5_index.c) is a varint row count then one varint token total per
-    column. A tenant with no index yet has (0, 0).
+    column. A scope with no index yet has (0, 0).
     """
     try:
-        row = conn.execute(f"SELECT block FROM {table(tenant_id)}_data WHERE id = 1").fetchone()
+        row = conn.execute(f"SELECT block FROM {table(scope_id)}_data WHERE id = 1").fetchone()
     except apsw.SQLError:
         return 0, 0
     if not row or not row[0]:

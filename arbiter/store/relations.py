@@ -13,8 +13,9 @@ from typing import Callable
 import apsw
 
 from arbiter._time import format_time
-from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Relation
+from arbiter.store.users import Viewer
 
 
 def _retire_target(conn: apsw.Connection, source_id: int, target_id: int, at: int, now: int) -> None:
@@ -68,18 +69,18 @@ def relation_from_row(row: tuple) -> Relation:
     )
 
 
-def _require_entries(conn: apsw.Connection, tenant_id: int, ids: list[int], path: str) -> None:
-    # One message whether the id is missing or in another tenant: a caller
-    # must not learn that another tenant's id exists.
+def _require_entries(conn: apsw.Connection, v: Viewer, ids: list[int], path: str) -> None:
+    # One message whether the id is missing, another tenant's or another
+    # user's private one: a caller must not learn that it exists.
     for eid in ids:
-        row = conn.execute("SELECT 1 FROM entries WHERE id = ? AND tenant_id = ?", (eid, tenant_id)).fetchone()
+        row = conn.execute(f"SELECT 1 FROM entries e WHERE e.id = ? AND {v.sees()}", (eid,)).fetchone()
         if row is None:
             raise NotFound(f"entry {eid} not found", path=path)
 
 
-def require_active(conn: apsw.Connection, tenant_id: int, entry_id: int, path: str, role: str) -> None:
-    """NotFound unless the entry is in the tenant; InvalidParams naming when it retired unless it is active."""
-    row = conn.execute("SELECT valid_to FROM entries WHERE id = ? AND tenant_id = ?", (entry_id, tenant_id)).fetchone()
+def require_active(conn: apsw.Connection, v: Viewer, entry_id: int, path: str, role: str) -> None:
+    """NotFound unless `v` sees the entry; InvalidParams naming when it retired unless it is active."""
+    row = conn.execute(f"SELECT e.valid_to FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
     if row is None:
         raise NotFound(f"entry {entry_id} not found", path=path)
     if row[0] is not None:
@@ -103,19 +104,25 @@ def _closes_cycle(conn: apsw.Connection, source_id: int, relation: str, target_i
 
 
 def link(
-    conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int, *, now: int, at: int | None = None
+    conn: apsw.Connection, v: Viewer, source_id: int, relation: str, target_id: int, *, now: int, at: int | None = None
 ) -> Relation:
-    """Insert an edge and run its handler; `at` is when a handler's effect takes hold (default now)."""
+    """Insert an edge between two entries `v` sees and run its handler; `at` is when its effect takes hold (default now).
+
+    An edge whose handler changes its target (`supersedes` retires it) needs
+    the target to be the caller's own: no one retires a teammate's memory.
+    """
     if source_id == target_id:
         raise InvalidParams("an entry cannot be related to itself", path="target_id")
     if REGISTRY[relation].active_ends:
-        require_active(conn, tenant_id, source_id, "source_id", "source")
-        require_active(conn, tenant_id, target_id, "target_id", "target")
+        require_active(conn, v, source_id, "source_id", "source")
+        require_active(conn, v, target_id, "target_id", "target")
         if _closes_cycle(conn, source_id, relation, target_id):
             raise InvalidParams(f"{source_id} {relation} {target_id} would close a cycle", path="target_id")
     else:
-        _require_entries(conn, tenant_id, [source_id], "source_id")
-        _require_entries(conn, tenant_id, [target_id], "target_id")
+        _require_entries(conn, v, [source_id], "source_id")
+        _require_entries(conn, v, [target_id], "target_id")
+    if REGISTRY[relation].on_insert is not None:
+        require_own(conn, v, target_id, f"{relation} it")
     existing = conn.execute(
         "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND relation = ?",
         (source_id, target_id, relation),
@@ -125,7 +132,7 @@ def link(
             f"{source_id} {relation} {target_id} already exists as relation {existing[0]}",
             existing_id=existing[0],
         )
-    return insert(conn, tenant_id, source_id, relation, target_id, now=now, at=at)
+    return insert(conn, v.tenant_id, source_id, relation, target_id, now=now, at=at)
 
 
 def insert(
@@ -143,22 +150,38 @@ def insert(
     return Relation(id=rid, source_id=source_id, relation=relation, target_id=target_id, created_at=format_time(now))
 
 
-def unlink(conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int) -> None:
-    """Remove an edge. Handler effects stay: unlinking `supersedes` does not revive the target (`restore` does)."""
+def unlink(conn: apsw.Connection, v: Viewer, source_id: int, relation: str, target_id: int) -> None:
+    """Remove an edge between entries `v` sees. Handler effects stay: unlinking `supersedes` does not revive the target (`restore` does)."""
     conn.execute(
-        "DELETE FROM relations WHERE tenant_id = ? AND source_id = ? AND target_id = ? AND relation = ?",
-        (tenant_id, source_id, target_id, relation),
+        f"DELETE FROM relations WHERE tenant_id = ? AND source_id = ? AND target_id = ? AND relation = ? "
+        f"AND EXISTS (SELECT 1 FROM entries e WHERE e.id = source_id AND {v.sees()}) "
+        f"AND EXISTS (SELECT 1 FROM entries e WHERE e.id = target_id AND {v.sees()})",
+        (v.tenant_id, source_id, target_id, relation),
     )
     if conn.changes() == 0:
         raise NotFound(f"no relation {source_id} {relation} {target_id}")
 
 
-def edges_touching(conn: apsw.Connection, tenant_id: int, entry_id: int, *, known_at: int | None = None) -> list[Relation]:
-    """Every edge with `entry_id` at either end (made by `known_at`, if given)."""
-    made = "" if known_at is None else f" AND created_at <= {int(known_at)}"
+def require_own(conn: apsw.Connection, v: Viewer, entry_id: int, what: str) -> None:
+    """Forbidden unless `v`'s user wrote the entry (which `v` is known to see)."""
+    author = conn.execute("SELECT author_id FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
+    if author != v.user_id and not v.everyone:
+        raise Forbidden(
+            f"entry {entry_id} is another user's: you cannot {what} (reply to it, or relate your entry with supports, "
+            "refines or contradicts)",
+            path="target_id",
+        )
+
+
+def edges_touching(conn: apsw.Connection, v: Viewer, entry_id: int, *, known_at: int | None = None) -> list[Relation]:
+    """Every edge with `entry_id` at one end and an entry `v` sees at the other (made by `known_at`, if given)."""
+    made = "" if known_at is None else f" AND r.created_at <= {int(known_at)}"
+    cols = ", ".join(f"r.{c.strip()}" for c in RELATION_COLUMNS.split(","))
     rows = conn.execute(
-        f"SELECT {RELATION_COLUMNS} FROM relations WHERE tenant_id = ? AND source_id = ?{made} "
-        f"UNION SELECT {RELATION_COLUMNS} FROM relations WHERE tenant_id = ? AND target_id = ?{made} ORDER BY id",
-        (tenant_id, entry_id, tenant_id, entry_id),
+        f"SELECT {cols} FROM relations r JOIN entries e ON e.id = r.target_id "
+        f"WHERE r.tenant_id = ?1 AND r.source_id = ?2{made} AND {v.sees()} "
+        f"UNION SELECT {cols} FROM relations r JOIN entries e ON e.id = r.source_id "
+        f"WHERE r.tenant_id = ?1 AND r.target_id = ?2{made} AND {v.sees()} ORDER BY 1",
+        (v.tenant_id, entry_id),
     )
     return [relation_from_row(r) for r in rows]

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 
 import apsw
 
 from arbiter._time import format_time
 from arbiter.errors import Conflict, NotFound
 from arbiter.model import Conversation, Status, Tenant
-from arbiter.store import fts
+from arbiter.store import users
+from arbiter.store.users import Viewer
 
 
 def hash_token(token: str) -> bytes:
@@ -23,19 +23,14 @@ def create_tenant(conn: apsw.Connection, name: str, *, now: int) -> tuple[int, s
     """Create a tenant; returns (id, token). The token is never stored in clear."""
     if existing := conn.execute("SELECT id FROM tenants WHERE name = ?", (name,)).fetchone():
         raise Conflict(f"tenant {name!r} already exists", path="name", existing_id=existing[0])
-    token = "arb_" + secrets.token_urlsafe(32)
+    token = users.new_token()
     conn.execute(
         "INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, ?)", (name, hash_token(token), now)
     )
     tenant_id = conn.last_insert_rowid()
-    fts.create(conn, tenant_id)
+    # The tenant's first user holds the tenant token (store/users.py).
+    users.create_user(conn, tenant_id, name, now=now, token_hash=hash_token(token))
     return tenant_id, token
-
-
-def tenant_by_token(conn: apsw.Connection, token: str) -> tuple[int, str] | None:
-    """(id, name) of the tenant holding `token`, or None."""
-    row = conn.execute("SELECT id, name FROM tenants WHERE token_hash = ?", (hash_token(token),)).fetchone()
-    return (row[0], row[1]) if row else None
 
 
 def db_bytes(conn: apsw.Connection) -> int:
@@ -51,44 +46,59 @@ def list_tenants(conn: apsw.Connection) -> list[Tenant]:
     ]
 
 
-def create_conversation(conn: apsw.Connection, tenant_id: int, title: str, *, now: int) -> Conversation:
+def _conversation_seen(v: Viewer, alias: str = "c") -> str:
+    """SQL: conversation `alias` exists for `v`: they started it, or they see an entry in it."""
+    if v.solo or v.everyone:
+        return f"{alias}.tenant_id = {int(v.tenant_id)}"
+    return (
+        f"({alias}.tenant_id = {int(v.tenant_id)} AND ({alias}.author_id = {int(v.user_id)} OR EXISTS "
+        f"(SELECT 1 FROM entries e WHERE e.conversation_id = {alias}.id AND {v.sees()})))"
+    )
+
+
+def create_conversation(conn: apsw.Connection, v: Viewer, title: str, *, now: int) -> Conversation:
     conn.execute(
-        "INSERT INTO conversations(tenant_id, title, created_at) VALUES (?, ?, ?)", (tenant_id, title, now)
+        "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
+        (v.tenant_id, v.user_id, title, now),
     )
     return Conversation(id=conn.last_insert_rowid(), title=title, created_at=format_time(now))
 
 
-def require_conversation(
-    conn: apsw.Connection, tenant_id: int, conversation_id: int, *, path: str = "conversation_id"
-) -> None:
-    """NotFound unless the conversation is the tenant's (another tenant's looks missing)."""
+def require_conversation(conn: apsw.Connection, v: Viewer, conversation_id: int, *, path: str = "conversation_id") -> None:
+    """NotFound unless `v` sees the conversation (another tenant's, or another user's, looks missing)."""
     row = conn.execute(
-        "SELECT 1 FROM conversations WHERE id = ? AND tenant_id = ?", (conversation_id, tenant_id)
+        f"SELECT 1 FROM conversations c WHERE c.id = ? AND {_conversation_seen(v)}", (conversation_id,)
     ).fetchone()
     if row is None:
         raise NotFound(f"conversation {conversation_id} not found", path=path)
 
 
-def list_conversations(conn: apsw.Connection, tenant_id: int, limit: int) -> list[Conversation]:
+def list_conversations(conn: apsw.Connection, v: Viewer, limit: int) -> list[Conversation]:
     rows = conn.execute(
-        "SELECT id, title, created_at FROM conversations WHERE tenant_id = ? ORDER BY id DESC LIMIT ?",
-        (tenant_id, limit),
+        f"SELECT c.id, c.title, c.created_at FROM conversations c WHERE {_conversation_seen(v)} "
+        "ORDER BY c.id DESC LIMIT ?",
+        (limit,),
     )
     return [Conversation(id=i, title=t, created_at=format_time(c)) for i, t, c in rows]
 
 
-def status(conn: apsw.Connection, tenant_id: int, tenant_name: str, *, version: str, schema: int) -> Status:
-    """Counts for one tenant: its own, never a figure that moves with other tenants' writes."""
+def status(conn: apsw.Connection, v: Viewer, tenant_name: str, *, version: str, schema: int) -> Status:
+    """Counts of what the caller sees: their own, never a figure that moves with what others keep to themselves."""
     active, retired, last = conn.execute(
-        "SELECT count(*) FILTER (WHERE valid_to IS NULL), count(*) FILTER (WHERE valid_to IS NOT NULL), "
-        "max(recorded_at) FROM entries WHERE tenant_id = ?",
-        (tenant_id,),
+        "SELECT count(*) FILTER (WHERE e.valid_to IS NULL), count(*) FILTER (WHERE e.valid_to IS NOT NULL), "
+        f"max(e.recorded_at) FROM entries e WHERE {v.sees()}"
     ).fetchone()
-    rels = conn.execute("SELECT count(*) FROM relations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
-    convs = conn.execute("SELECT count(*) FROM conversations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
+    rels = conn.execute(
+        f"SELECT count(*) FROM relations r JOIN entries e ON e.id = r.source_id JOIN entries t ON t.id = r.target_id "
+        f"WHERE r.tenant_id = ? AND {v.sees('e')} AND {v.sees('t')}",
+        (v.tenant_id,),
+    ).fetchone()[0]
+    convs = conn.execute(f"SELECT count(*) FROM conversations c WHERE {_conversation_seen(v)}").fetchone()[0]
     return Status(
         version=version,
         tenant=tenant_name,
+        user=v.user_name,
+        teams=users.team_list(conn, v),
         schema_version=schema,
         entries_active=active,
         entries_retired=retired,
@@ -98,5 +108,5 @@ def status(conn: apsw.Connection, tenant_id: int, tenant_name: str, *, version: 
     )
 
 
-def conversation_count(conn: apsw.Connection, tenant_id: int) -> int:
-    return conn.execute("SELECT count(*) FROM conversations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
+def conversation_count(conn: apsw.Connection, v: Viewer) -> int:
+    return conn.execute(f"SELECT count(*) FROM conversations c WHERE {_conversation_seen(v)}").fetchone()[0]

@@ -47,6 +47,7 @@ from arbiter.recall import recall
 from arbiter.store import open_database
 from arbiter.store.entries import remember_many
 from arbiter.store.tenants import create_conversation, create_tenant
+from arbiter.store.users import first_viewer
 from bench.longmemeval.dataset import Question, cut_utf8, make_title, parse_date
 from bench.longmemeval.metrics import hit_at, ndcg_at, percentile, recall_all_at
 from bench.longmemeval.phrasing import phrase
@@ -151,11 +152,12 @@ def rank(q: Question, units: list[Unit], *, phrasing: str, disable: Sequence[str
         now = int(time.time() * 1_000_000)
         with conn:
             tenant, _ = create_tenant(conn, "default", now=now)
-            conversation = create_conversation(conn, tenant, q.question_id, now=now).id
+            viewer = first_viewer(conn, tenant)
+            conversation = create_conversation(conn, viewer, q.question_id, now=now).id
             stored = [i for i, u in enumerate(units) if u.text.strip()]
             ids = remember_many(
                 conn,
-                tenant,
+                viewer,
                 [
                     RememberParams(
                         type="context",
@@ -175,7 +177,7 @@ def rank(q: Question, units: list[Unit], *, phrasing: str, disable: Sequence[str
         )
         started = time.perf_counter()
         with conn:
-            hits = recall(conn, tenant, p).hits
+            hits = recall(conn, viewer, p).hits
         ms = (time.perf_counter() - started) * 1000
         conn.close()
     finally:

@@ -9,7 +9,7 @@ from arbiter import associations
 from arbiter.associations import core
 from arbiter.model import RememberParams
 from arbiter.recall.query import STOPWORDS, tokenizer
-from arbiter.store import entries, open_database, tenants
+from arbiter.store import entries, open_database, tenants, users
 
 NOW = 1_800_000_000 * 1_000_000  # 2027: every valid_from below is in its past
 
@@ -35,7 +35,7 @@ def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
         with db:
             # The same text in a second tenant: derivation must never pair across tenants.
             for t in (tenant, other):
-                eid = entries.remember(db, t, RememberParams(type="context", title=text[:20], content=text,
+                eid = entries.remember(db, users.first_viewer(db, t), RememberParams(type="context", title=text[:20], content=text,
                                                              valid_from=hour * 3600), now=NOW + i)
                 associations.derive(db, t, eid, now=NOW + i)
     incremental = stored(db)
@@ -53,7 +53,7 @@ def test_catch_up_derives_what_bulk_writes_left(tmp_path):
     with db:
         tenant, _ = tenants.create_tenant(db, "t", now=1)
         text = "billing invoice payment retries backoff finance overdue ledger"
-        entries.remember_many(db, tenant, [RememberParams(type="context", title="x", content=text)] * 3, now=2)
+        entries.remember_many(db, users.first_viewer(db, tenant), [RememberParams(type="context", title="x", content=text)] * 3, now=2)
     assert core.pending(db) == 3 and stored(db) == set()
     with db:
         assert associations.catch_up(db, now=3, limit=2) == 2

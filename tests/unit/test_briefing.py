@@ -9,7 +9,7 @@ import pytest
 from arbiter import briefing
 from arbiter._time import US
 from arbiter.model import RememberParams
-from arbiter.store import entries, open_database, tenants
+from arbiter.store import entries, open_database, tenants, users
 
 T0 = 1_800_000_000 * US
 SECTIONS = ["## 1. Identity and totals", "## 2. Conventions", "## 3. Before you write", "## 4. Topic map",
@@ -31,7 +31,7 @@ def big(tmp_path):
                                                                              f"area:{rng.choice('abcdefgh')}"]
             parent = ids[rng.randrange(len(ids))] if ids and i % 10 == 0 else None
             title = f"Entry {i}: " + " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(25))
-            ids.append(entries.remember(conn, tid, RememberParams(
+            ids.append(entries.remember(conn, users.first_viewer(conn, tid), RememberParams(
                 type="project", title=title[:190], content="body", tags=tags, parent_id=parent), now=T0 + i))
     yield conn, tid
     conn.close()
@@ -39,14 +39,14 @@ def big(tmp_path):
 
 def test_a_big_memory_is_cut_to_the_budget_least_useful_first(big):
     conn, tid = big
-    b, fresh = briefing.build(conn, tid, "big", now=T0 + 1000, advisor=None)
+    b, fresh = briefing.build(conn, users.first_viewer(conn, tid), "big", now=T0 + 1000, advisor=None)
     assert b.bytes == len(b.text.encode()) <= 8192
     assert [b.text.index(s) for s in SECTIONS] == sorted(b.text.index(s) for s in SECTIONS)
     assert b.cut and b.cut[-1] != "the end of the briefing"
     assert b.cut[0].endswith("recent entries") or any(c.endswith("recent entries") for c in b.cut)
     assert "_Cut to stay under 8 KB:" in b.text
     assert fresh == []
-    roomy, _ = briefing.build(conn, tid, "big", now=T0 + 1000, advisor=None, max_bytes=65536)
+    roomy, _ = briefing.build(conn, users.first_viewer(conn, tid), "big", now=T0 + 1000, advisor=None, max_bytes=65536)
     assert roomy.cut == [] and roomy.bytes > 8192
     # Whatever was cut, every open thread shown keeps its full id.
     for t in b.open_threads[:3]:
@@ -55,6 +55,6 @@ def test_a_big_memory_is_cut_to_the_budget_least_useful_first(big):
 
 def test_tiny_budgets_still_keep_every_section(big):
     conn, tid = big
-    b, _ = briefing.build(conn, tid, "big", now=T0 + 1000, advisor=None, max_bytes=4096)
+    b, _ = briefing.build(conn, users.first_viewer(conn, tid), "big", now=T0 + 1000, advisor=None, max_bytes=4096)
     assert b.bytes <= 4096
     assert all(s in b.text for s in SECTIONS)

@@ -15,7 +15,7 @@ from arbiter._time import US
 from arbiter.advisor import Advisor
 from arbiter.graph import clusters
 from arbiter.model import RememberParams
-from arbiter.store import entries, open_database, tenants
+from arbiter.store import entries, open_database, tenants, users
 from tests.fake_messages import FakeMessages
 
 T0 = 1_800_000_000 * US
@@ -33,7 +33,7 @@ def store(tmp_path):
     with conn:
         tid, _ = tenants.create_tenant(conn, "t", now=T0)
         for i, tags in enumerate(ENGINEERING + RUNBOOKS):
-            entries.remember(conn, tid, RememberParams(type="project", title=f"Entry {i} {tags[0]}",
+            entries.remember(conn, users.first_viewer(conn, tid), RememberParams(type="project", title=f"Entry {i} {tags[0]}",
                                                        content="body", tags=tags), now=T0)
     yield conn, tid
     conn.close()
@@ -127,8 +127,8 @@ def test_memo_follows_the_tag_graph(store):
     first = clusters.shapes(conn, tid)
     assert clusters.shapes(conn, tid) is first  # memoized
     with conn:
-        entries.forget(conn, tid, 6, now=T0 + 1)
-        entries.forget(conn, tid, 7, now=T0 + 1)
-        entries.forget(conn, tid, 8, now=T0 + 1)
+        entries.forget(conn, users.first_viewer(conn, tid), 6, now=T0 + 1)
+        entries.forget(conn, users.first_viewer(conn, tid), 7, now=T0 + 1)
+        entries.forget(conn, users.first_viewer(conn, tid), 8, now=T0 + 1)
     second = clusters.shapes(conn, tid)
     assert second != first and all(s.entries < 4 for s in second if "runbook" in s.tags)

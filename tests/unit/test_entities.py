@@ -15,7 +15,7 @@ from arbiter.entities.extract import TERMS, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.model import RememberManyParams, RememberParams
-from arbiter.store import tenants
+from arbiter.store import tenants, users
 from arbiter.store.db import ENTITY_RELATIONS_SQL, ENTITY_TYPES_SQL
 from arbiter.verb import Context
 
@@ -170,7 +170,7 @@ def test_remember_many_links_given_names_now_and_extracts_after(db, tenant):
         assert not backlog.step(db, limit=2, now=NOW)
     k8s = entities.lookup(db, tenant, "k8s")[0]
     assert entities.entries_mentioning(db, tenant, k8s) == ids[::-1]
-    assert duplicates.duplicate_of(db, tenant, "project", "deploy to kubernetes, step 0") == ids[0]
+    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "deploy to kubernetes, step 0") == ids[0]
 
 
 def _how(db, entry_id: int) -> list[tuple[str, str, str]]:

@@ -12,7 +12,7 @@ from arbiter.facts import aspects, gate, store
 from arbiter.facts import verbs as fv
 from arbiter.facts.model import AspectsParams, BatchIdParams, FactsParams, ProposeParams
 from arbiter.model import IdParams, RememberParams
-from arbiter.store import entries, tenants
+from arbiter.store import entries, tenants, users
 from arbiter.verb import Context
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
@@ -89,8 +89,8 @@ def test_a_contradiction_that_is_older_or_unsure_is_rejected_with_its_reason(ali
 
 def test_multi_valued_predicates_keep_every_object_and_duplicates_reinforce(db, alice):
     with db:
-        e1 = entries.remember(db, alice.tenant_id, RememberParams(type="user", title="a", content="I like jazz"), now=T0)
-        e2 = entries.remember(db, alice.tenant_id, RememberParams(type="user", title="b", content="jazz!"), now=T0)
+        e1 = entries.remember(db, users.first_viewer(db, alice.tenant_id), RememberParams(type="user", title="a", content="I like jazz"), now=T0)
+        e2 = entries.remember(db, users.first_viewer(db, alice.tenant_id), RememberParams(type="user", title="b", content="jazz!"), now=T0)
     first = alice.propose(F(predicate="enjoys", obj="jazz", confidence=0.6, sources=[e1]),
                           F(predicate="enjoys", obj="chess"), apply=True).facts[0]
     again = alice.propose(F(predicate="Enjoys", obj="  JAZZ ", confidence=0.8, sources=[e2]), apply=True).facts[0]
@@ -310,7 +310,7 @@ def test_recall_returns_current_facts_beside_entries(db, alice):
     from arbiter.verbs import recall
 
     with db:
-        e = entries.remember(db, alice.tenant_id, RememberParams(type="user", title="job", content="I moved to Globex"),
+        e = entries.remember(db, users.first_viewer(db, alice.tenant_id), RememberParams(type="user", title="job", content="I moved to Globex"),
                              now=T0)
     alice.propose(F(valid_from="2024-01-01T00:00:00Z"), apply=True)
     alice.propose(F(obj="Globex", valid_from="2025-06-01T00:00:00Z", sources=[e]), F(predicate="enjoys", obj="jazz"),
@@ -328,11 +328,11 @@ def test_recall_returns_current_facts_beside_entries(db, alice):
 def test_the_briefing_has_a_line_per_aspect_that_holds_facts(db, alice):
     from arbiter import briefing
 
-    empty = briefing.build(db, alice.tenant_id, "alice", now=T0, advisor=None)[0].text
+    empty = briefing.build(db, users.first_viewer(db, alice.tenant_id), "alice", now=T0, advisor=None)[0].text
     assert "- Facts: none yet" in empty
     alice.propose(F(), F(predicate="listens_to", obj="jazz"), F(predicate="listens_to", obj="Bach"), apply=True)
     alice.propose(F(predicate="enjoys", obj="chess"))
-    text = briefing.build(db, alice.tenant_id, "alice", now=T0, advisor=None)[0].text
+    text = briefing.build(db, users.first_viewer(db, alice.tenant_id), "alice", now=T0, advisor=None)[0].text
     assert "- Facts: 3 active, 1 batch awaiting review. By aspect (score 0-100):" in text
     music, career = (next(line for line in text.splitlines() if line.startswith(f"  - {name} ("))
                      for name in ("Music", "Career"))

@@ -19,7 +19,7 @@ from arbiter.facts import gate
 from arbiter.facts import verbs as fv
 from arbiter.facts.model import PASSING, ProposeParams
 from arbiter.model import RememberParams
-from arbiter.store import entries
+from arbiter.store import entries, users
 from arbiter.verb import Context
 from arbiter.verbs import VERBS
 from tests.unit.test_facts import T0, US
@@ -93,7 +93,7 @@ def seeded(db, tenant):
             return verb(Context(db, tenant, "alice", now), msgspec.convert(params, ProposeParams))
 
     with db:
-        entry = entries.remember(db, tenant, RememberParams(type="user", title="job", content="I work at Acme"), now=T0)
+        entry = entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="user", title="job", content="I work at Acme"), now=T0)
     applied = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
                                                 "sources": [entry]}], "apply": True}, T0)
     proposed = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "works_at", "object": "Globex"},

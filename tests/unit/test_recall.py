@@ -8,7 +8,7 @@ from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
 from arbiter.recall import Tuning, maintain, recall, search
 from arbiter.recall.hits import NO_WORDS
-from arbiter.store import entries, tenants
+from arbiter.store import entries, tenants, users
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 DAY = 86_400 * US
@@ -16,14 +16,12 @@ DAY = 86_400 * US
 
 def conversation(db, tenant_id: int) -> int:
     with db:
-        return tenants.create_conversation(db, tenant_id, "chat", now=T0).id
+        return tenants.create_conversation(db, users.first_viewer(db, tenant_id), "chat", now=T0).id
 
 
 def remember(db, tenant_id, title, content=None, *, now=T0, **kw) -> int:
     with db:
-        return entries.remember(
-            db,
-            tenant_id,
+        return entries.remember(db, users.first_viewer(db, tenant_id),
             RememberParams(type=kw.pop("type", "project"), title=title, content=content or title, **kw),
             now=now,
         )
@@ -31,7 +29,7 @@ def remember(db, tenant_id, title, content=None, *, now=T0, **kw) -> int:
 
 def ask(db, tenant_id, query="", *, now=T0 + DAY, **kw):
     with db:
-        return recall(db, tenant_id, RecallParams(query=query, **kw), now=now)
+        return recall(db, users.first_viewer(db, tenant_id), RecallParams(query=query, **kw), now=now)
 
 
 def ids(result) -> list[int]:
@@ -83,9 +81,9 @@ def test_a_pass_over_budget_ranks_only_its_newest_matches(db, tenant):
     written = [remember(db, tenant, f"Canary {i}", "canary " * (10 - i)) for i in range(10)]
     tight = Tuning(rank_budget=3)
     with db:
-        capped = recall(db, tenant, RecallParams(query="canary", limit=10), now=T0 + DAY, tuning=tight)
-        full = recall(db, tenant, RecallParams(query="canary", limit=10, disable=["budget"]), now=T0 + DAY, tuning=tight)
-        scoped = recall(db, tenant, RecallParams(query="canary", limit=10), now=T0 + DAY)
+        capped = recall(db, users.first_viewer(db, tenant), RecallParams(query="canary", limit=10), now=T0 + DAY, tuning=tight)
+        full = recall(db, users.first_viewer(db, tenant), RecallParams(query="canary", limit=10, disable=["budget"]), now=T0 + DAY, tuning=tight)
+        scoped = recall(db, users.first_viewer(db, tenant), RecallParams(query="canary", limit=10), now=T0 + DAY)
     assert sorted(ids(capped)) == written[-3:]
     assert sorted(ids(full)) == sorted(ids(scoped)) == written
     assert ids(full)[0] == written[0]  # with every match ranked, the densest wins
@@ -293,7 +291,7 @@ def test_numerals_signal_counts_digits_then_number_words(db, tenant, content, nu
 def test_as_of_ranks_the_set_as_it_stood_then(db, tenant):
     first = remember(db, tenant, "Ship date", "we ship on Friday", now=T0)
     with db:
-        entries.forget(db, tenant, first, now=T0 + 2 * DAY)
+        entries.forget(db, users.first_viewer(db, tenant), first, now=T0 + 2 * DAY)
     later = remember(db, tenant, "Ship date", "we ship on Monday", now=T0 + 3 * DAY)
     assert ids(ask(db, tenant, "ship date", now=T0 + 4 * DAY)) == [later]
     assert ids(ask(db, tenant, "ship date", as_of=format_time(T0 + DAY))) == [first]
@@ -364,7 +362,7 @@ def test_a_conversation_without_matches_is_filled_from_the_tenant(db, tenant):
 def test_other_tenants_are_never_searched(db, tenant):
     with db:
         mallory = tenants.create_tenant(db, "mallory", now=T0)[0]
-        theirs = tenants.create_conversation(db, mallory, "x", now=T0).id
+        theirs = tenants.create_conversation(db, users.first_viewer(db, mallory), "x", now=T0).id
     remember(db, mallory, "Canary secret", "canary", conversation_id=theirs)
     remember(db, mallory, "Canary secret", "canary")
     mine = remember(db, tenant, "Canary plan", "canary")
@@ -381,7 +379,7 @@ def test_other_tenants_are_never_searched(db, tenant):
 def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
     eid = remember(db, tenant, "Plan", "the canary plan")
     with db:
-        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin"), now=T0 + US)
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=eid, content="I moved my plan to the zeppelin"), now=T0 + US)
     assert ask(db, tenant, "canary").hits == []
     assert ids(ask(db, tenant, "zeppelin")) == [eid]
     signals = db.execute(
@@ -389,14 +387,14 @@ def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
     ).fetchone()
     assert signals == (2, 0, 0)
     with db:
-        entries.update(db, tenant, UpdateParams(id=eid, content="I moved my plan to the zeppelin at 9"), now=T0 + US)
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=eid, content="I moved my plan to the zeppelin at 9"), now=T0 + US)
     assert db.execute("SELECT numerals FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone() == (1,)
     with db:
-        entries.forget(db, tenant, eid, now=T0 + DAY)
+        entries.forget(db, users.first_viewer(db, tenant), eid, now=T0 + DAY)
     assert ask(db, tenant, "zeppelin", now=T0 + 2 * DAY).hits == []
     assert ids(ask(db, tenant, "zeppelin", as_of=format_time(T0 + 1))) == [eid]
     with db:
-        entries.purge(db, tenant, eid)
+        entries.purge(db, users.first_viewer(db, tenant), eid)
     assert ask(db, tenant, "zeppelin", as_of=format_time(T0 + 1)).hits == []
     assert db.execute("SELECT count(*) FROM recall_entries").fetchone()[0] == 0
 
@@ -405,7 +403,7 @@ def test_compaction_merges_segments_and_keeps_results(db, tenant):
     for batch in range(6):
         with db:
             for i in range(20):
-                entries.remember(db, tenant, RememberParams(type="project", title=f"canary {batch} {i}",
+                entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="project", title=f"canary {batch} {i}",
                                                             content="canary flight log"), now=T0)
     before = ids(ask(db, tenant, "canary flight", limit=200))
     assert maintain.segments(db) > 1
@@ -436,12 +434,12 @@ def test_search_returns_the_fused_candidates_for_a_reranker(db, tenant):
     for i in range(30):
         remember(db, tenant, f"Canary {i}", "canary", conversation_id=conv)
     with db:
-        ranking = search(db, tenant, RecallParams(query="canary", conversation_id=conv, limit=5), depth=25, now=T0)
+        ranking = search(db, users.first_viewer(db, tenant), RecallParams(query="canary", conversation_id=conv, limit=5), depth=25, now=T0)
     assert len(ranking.candidates) == 30  # at least `depth`, and the pass's own depth
     scores = [c.score for c in ranking.candidates]
     assert scores == sorted(scores, reverse=True)
     with db:
-        assert search(db, tenant, RecallParams(query="?!"), now=T0) is None  # no terms: the caller browses
+        assert search(db, users.first_viewer(db, tenant), RecallParams(query="?!"), now=T0) is None  # no terms: the caller browses
 
 
 def test_words_new_to_the_index_are_found_once_written(db, tenant):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from arbiter.store import users
+
 import math
 
 import msgspec
@@ -112,8 +114,8 @@ def test_near_duplicates_come_back_as_similar(db, tenant):
 def test_update_moves_the_fingerprint(db, tenant):
     e = remember(db, tenant, "old words")
     run(db, tenant, "update", id=e.id, content="new words")
-    assert duplicates.duplicate_of(db, tenant, "project", "old words") is None
-    assert duplicates.duplicate_of(db, tenant, "project", "NEW words") == e.id
+    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "old words") is None
+    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "NEW words") == e.id
 
 
 def test_lsh_finds_high_jaccard_pairs():
@@ -179,7 +181,7 @@ def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
         remember(db, tenant, f"Redis note {i}", entities=["Apollo"])
     remember(db, tenant, "Kafka once")
     with db:
-        result, _ = briefing.build(db, tenant, "alice", now=NOW, advisor=None)
+        result, _ = briefing.build(db, users.first_viewer(db, tenant), "alice", now=NOW, advisor=None)
     assert "Most-mentioned entities" in result.text
     assert result.text.index("**Apollo** (other) ×3") < result.text.index("**Kafka** (tool) ×1")
     assert result.bytes <= 8192
@@ -200,12 +202,12 @@ def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
         run(db, tenant, "reinforce", id=plain.id)
     tuning = dataclasses.replace(DEFAULT, entity_boost=0.5, cluster_boost=0.2, salience_weight=0.4)
     with db:
-        hits = recall(db, tenant, RecallParams(query="apollo deploy checklist", explain=True), now=NOW, tuning=tuning).hits
+        hits = recall(db, users.first_viewer(db, tenant), RecallParams(query="apollo deploy checklist", explain=True), now=NOW, tuning=tuning).hits
     parts = {h.id: h.parts for h in hits}
     assert parts[named.id]["entities"] == 1.5 and parts[plain.id]["entities"] == 1.0
     assert parts[mate.id]["clusters"] == 1.2 and parts[plain.id]["clusters"] == 1.0
     assert parts[plain.id]["salience"] > parts[named.id]["salience"]  # reinforced
     with db:
-        off = recall(db, tenant, RecallParams(query="apollo deploy checklist", explain=True,
+        off = recall(db, users.first_viewer(db, tenant), RecallParams(query="apollo deploy checklist", explain=True,
                                              disable=["entities", "clusters", "salience"]), now=NOW, tuning=tuning)
     assert not {"entities", "clusters", "salience"} & set(off.hits[0].parts)

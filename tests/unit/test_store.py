@@ -8,7 +8,7 @@ import pytest
 from arbiter._time import US, format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound, SchemaTooNew
 from arbiter.model import ListParams, RememberParams, UpdateParams
-from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants
+from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants, users
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 
@@ -114,6 +114,18 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "facts_fts_activate"),
     },
     "m014_recall_replies_index": {("index", "recall_entries_conversation")},
+    "m015_users_teams": {
+        ("table", "users"),
+        ("index", "sqlite_autoindex_users_1"),
+        ("index", "sqlite_autoindex_users_2"),
+        ("table", "teams"),
+        ("index", "sqlite_autoindex_teams_1"),
+        ("table", "team_members"),
+        ("index", "team_members_team"),
+        ("table", "scopes"),
+        ("index", "sqlite_autoindex_scopes_1"),
+        ("index", "sqlite_autoindex_scopes_2"),
+    },
     "m012_associations": {
         ("table", "associations"),
         ("index", "associations_b"),
@@ -168,14 +180,13 @@ def other(db):
 
 def remember(db, tenant_id, *, now=T0, title="A fact", content="Some content.", **kw) -> int:
     with db:
-        return entries.remember(
-            db, tenant_id, RememberParams(type=kw.pop("type", "project"), title=title, content=content, **kw), now=now
+        return entries.remember(db, users.first_viewer(db, tenant_id), RememberParams(type=kw.pop("type", "project"), title=title, content=content, **kw), now=now
         )
 
 
 def listed(db, tenant_id, **kw) -> list[int]:
     with db:
-        return [e.id for e in entries.list_entries(db, tenant_id, ListParams(**kw))]
+        return [e.id for e in entries.list_entries(db, users.first_viewer(db, tenant_id), ListParams(**kw))]
 
 
 def counts(db) -> dict[str, int]:
@@ -276,7 +287,7 @@ def test_a_newer_database_is_refused(tmp_path):
 def test_remember_then_get(db, tenant):
     eid = remember(db, tenant, title="Ship v1", content="Target: Friday.", tags=["release", "v1", "release"],
                    source="standup")
-    e = entries.get(db, tenant, eid)
+    e = entries.get(db, users.first_viewer(db, tenant), eid)
     assert (e.id, e.type, e.title, e.content, e.source) == (eid, "project", "Ship v1", "Target: Friday.", "standup")
     assert e.tags == ["release", "v1"]  # duplicates dropped, order kept
     assert e.recorded_at == e.valid_from == format_time(T0)
@@ -287,7 +298,7 @@ def test_remember_then_get(db, tenant):
 
 def test_get_of_a_missing_id_is_not_found(db, tenant):
     with pytest.raises(NotFound):
-        entries.get(db, tenant, 12345)
+        entries.get(db, users.first_viewer(db, tenant), 12345)
 
 
 def test_list_is_newest_first_with_hard_filters(db, tenant):
@@ -305,35 +316,34 @@ def test_list_is_newest_first_with_hard_filters(db, tenant):
 def test_update_touches_only_active_rows(db, tenant):
     eid = remember(db, tenant, title="Tpyo", content="alpha words")
     with db:
-        e = entries.update(
-            db, tenant, UpdateParams(id=eid, title="Typo", content="bravo words", tags=["fixed"]), now=T0 + 2 * US
+        e = entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=eid, title="Typo", content="bravo words", tags=["fixed"]), now=T0 + 2 * US
         )
     assert (e.title, e.content, e.tags, e.type) == ("Typo", "bravo words", ["fixed"], "project")
     assert e.content_hash == entries.content_hash("bravo words").hex()
     with db:
-        entries.forget(db, tenant, eid, now=T0 + US)
+        entries.forget(db, users.first_viewer(db, tenant), eid, now=T0 + US)
     before = db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone()
     with pytest.raises(NotFound), db:
-        entries.update(db, tenant, UpdateParams(id=eid, title="Too late"), now=T0 + 2 * US)
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=eid, title="Too late"), now=T0 + 2 * US)
     assert db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone() == before
 
 
 def test_forget_is_idempotent(db, tenant):
     eid = remember(db, tenant)
     with db:
-        assert entries.forget(db, tenant, eid, now=T0 + 5) is True
+        assert entries.forget(db, users.first_viewer(db, tenant), eid, now=T0 + 5) is True
     row = db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone()
     with db:
-        assert entries.forget(db, tenant, eid, now=T0 + 99) is False
+        assert entries.forget(db, users.first_viewer(db, tenant), eid, now=T0 + 99) is False
     assert db.execute("SELECT * FROM entries WHERE id = ?", (eid,)).fetchone() == row
-    assert entries.get(db, tenant, eid, as_of=T0 + 4).id == eid
+    assert entries.get(db, users.first_viewer(db, tenant), eid, as_of=T0 + 4).id == eid
     with pytest.raises(NotFound):
-        entries.get(db, tenant, eid)
+        entries.get(db, users.first_viewer(db, tenant), eid)
 
 
 def test_forget_of_a_missing_id_is_not_found(db, tenant):
     with pytest.raises(NotFound) as info, db:
-        entries.forget(db, tenant, 777, now=T0)
+        entries.forget(db, users.first_viewer(db, tenant), 777, now=T0)
     assert info.value.path == "id"
 
 
@@ -341,11 +351,11 @@ def test_purge_removes_entry_relations_and_index_rows(db, tenant):
     a = remember(db, tenant, content="zebra crossing")
     b = remember(db, tenant, content="yak shaving")
     with db:
-        relations.link(db, tenant, a, "relates_to", b, now=T0)
-        relations.link(db, tenant, b, "supports", a, now=T0)
+        relations.link(db, users.first_viewer(db, tenant), a, "relates_to", b, now=T0)
+        relations.link(db, users.first_viewer(db, tenant), b, "supports", a, now=T0)
     assert matches(db, "zebra") == [a]
     with db:
-        entries.purge(db, tenant, a)
+        entries.purge(db, users.first_viewer(db, tenant), a)
     assert db.execute("SELECT count(*) FROM entries WHERE id = ?", (a,)).fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM relations").fetchone()[0] == 0
     assert db.execute(f"SELECT count(*) FROM {FTS}_docsize WHERE id = ?", (a,)).fetchone()[0] == 0
@@ -353,19 +363,18 @@ def test_purge_removes_entry_relations_and_index_rows(db, tenant):
     assert matches(db, "yak") == [b]
     fts_ok(db)
     with pytest.raises(NotFound), db:
-        entries.purge(db, tenant, a)
+        entries.purge(db, users.first_viewer(db, tenant), a)
 
 
 def test_a_purged_id_is_never_reused(db, tenant):
     newest = remember(db, tenant, content="to be purged")
     with db:
-        entries.purge(db, tenant, newest)
+        entries.purge(db, users.first_viewer(db, tenant), newest)
     after = remember(db, tenant, content="next")
     assert after > newest
     with db:
-        entries.purge(db, tenant, after)
-        bulk = entries.remember_many(
-            db, tenant, [RememberParams(type="project", title=f"t{i}", content="c") for i in range(3)], now=T0
+        entries.purge(db, users.first_viewer(db, tenant), after)
+        bulk = entries.remember_many(db, users.first_viewer(db, tenant), [RememberParams(type="project", title=f"t{i}", content="c") for i in range(3)], now=T0
         )
     assert bulk == [after + 1, after + 2, after + 3]
 
@@ -374,8 +383,8 @@ def test_purge_keeps_replies_but_unparents_them(db, tenant):
     root = remember(db, tenant)
     child = remember(db, tenant, parent_id=root)
     with db:
-        entries.purge(db, tenant, root)
-    assert entries.get(db, tenant, child).parent_id is None
+        entries.purge(db, users.first_viewer(db, tenant), root)
+    assert entries.get(db, users.first_viewer(db, tenant), child).parent_id is None
 
 
 def test_history_walks_the_chain_both_ways(db, tenant):
@@ -384,15 +393,15 @@ def test_history_walks_the_chain_both_ways(db, tenant):
     c = remember(db, tenant, title="v3", now=T0 + 2 * US, supersedes_ids=[b])
     unrelated = remember(db, tenant, title="other", now=T0 + 3 * US)
     with db:
-        relations.link(db, tenant, c, "relates_to", unrelated, now=T0 + 4 * US)
+        relations.link(db, users.first_viewer(db, tenant), c, "relates_to", unrelated, now=T0 + 4 * US)
     for start in (a, b, c):
         with db:
-            chain, edges, _ = entries.history(db, tenant, start)
+            chain, edges, _ = entries.history(db, users.first_viewer(db, tenant), start)
         assert [e.id for e in chain] == [a, b, c]
         assert [(r.source_id, r.relation, r.target_id) for r in edges] == [(b, "supersedes", a), (c, "supersedes", b)]
-    assert entries.get(db, tenant, a, as_of=T0).superseded_by == [b]
+    assert entries.get(db, users.first_viewer(db, tenant), a, as_of=T0).superseded_by == [b]
     with db:
-        chain, edges, _ = entries.history(db, tenant, unrelated)
+        chain, edges, _ = entries.history(db, users.first_viewer(db, tenant), unrelated)
     assert [e.id for e in chain] == [unrelated] and edges == []
 
 
@@ -402,7 +411,7 @@ def test_supersedes_retires_the_old_entries_at_the_new_valid_from(db, tenant):
     new = remember(db, tenant, now=T0 + 10 * US, supersedes_ids=[old1, old2, old1])
     for old in (old1, old2):
         assert db.execute("SELECT valid_to FROM entries WHERE id = ?", (old,)).fetchone()[0] == T0 + 10 * US
-        assert entries.get(db, tenant, old, as_of=T0 + 9 * US).superseded_by == [new]
+        assert entries.get(db, users.first_viewer(db, tenant), old, as_of=T0 + 9 * US).superseded_by == [new]
     assert listed(db, tenant) == [new]
 
 
@@ -415,19 +424,19 @@ def test_supersedes_with_one_missing_id_writes_nothing(db, tenant, other):
             remember(db, tenant, supersedes_ids=[old, bad])
         assert info.value.path == "supersedes_ids[1]"
         assert counts(db) == before
-        assert entries.get(db, tenant, old).valid_to is None
+        assert entries.get(db, users.first_viewer(db, tenant), old).valid_to is None
 
 
 def test_speaker_is_kept_and_shown(db, tenant):
     with db:
-        said = entries.remember(db, tenant, RememberParams(type="context", title="t", content="c", speaker="Caroline"),
+        said = entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="context", title="t", content="c", speaker="Caroline"),
                                 now=T0)
-        plain = entries.remember(db, tenant, RememberParams(type="context", title="t", content="c"), now=T0)
-        many = entries.remember_many(db, tenant, [RememberParams(type="context", title="t", content="c",
+        plain = entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="context", title="t", content="c"), now=T0)
+        many = entries.remember_many(db, users.first_viewer(db, tenant), [RememberParams(type="context", title="t", content="c",
                                                                  speaker="user")], now=T0)
-    assert entries.get(db, tenant, said).speaker == "Caroline"
-    assert entries.get(db, tenant, plain).speaker is None
-    assert entries.get(db, tenant, many[0]).speaker == "user"
+    assert entries.get(db, users.first_viewer(db, tenant), said).speaker == "Caroline"
+    assert entries.get(db, users.first_viewer(db, tenant), plain).speaker is None
+    assert entries.get(db, users.first_viewer(db, tenant), many[0]).speaker == "user"
     # Never searched as text: the name is not in the index.
     index = fts.table(tenant)
     assert db.execute(f"SELECT count(*) FROM {index} WHERE {index} MATCH 'caroline'").fetchone()[0] == 0
@@ -436,7 +445,7 @@ def test_speaker_is_kept_and_shown(db, tenant):
 def test_remember_refuses_foreign_parent_and_conversation(db, tenant, other):
     theirs = remember(db, other)
     with db:
-        their_conv = tenants.create_conversation(db, other, "theirs", now=T0).id
+        their_conv = tenants.create_conversation(db, users.first_viewer(db, other), "theirs", now=T0).id
     before = counts(db)
     with pytest.raises(NotFound) as info:
         remember(db, tenant, parent_id=theirs)
@@ -452,11 +461,11 @@ def test_remember_many_keeps_input_order_and_supersedes(db, tenant):
     items = [RememberParams(type="user", title=f"n{i}", content=f"bulk item {i} quokka") for i in range(1203)]
     items[700] = RememberParams(type="user", title="n700", content="replaces old", supersedes_ids=[old])
     with db:
-        ids = entries.remember_many(db, tenant, items, now=T0 + 1)
+        ids = entries.remember_many(db, users.first_viewer(db, tenant), items, now=T0 + 1)
     assert ids == list(range(old + 1, old + 1 + len(items)))
-    assert [entries.get(db, tenant, i).title for i in ids[:3]] == ["n0", "n1", "n2"]
-    assert entries.get(db, tenant, ids[-1]).title == "n1202"
-    assert entries.get(db, tenant, old, as_of=T0).superseded_by == [ids[700]]
+    assert [entries.get(db, users.first_viewer(db, tenant), i).title for i in ids[:3]] == ["n0", "n1", "n2"]
+    assert entries.get(db, users.first_viewer(db, tenant), ids[-1]).title == "n1202"
+    assert entries.get(db, users.first_viewer(db, tenant), old, as_of=T0).superseded_by == [ids[700]]
     assert len(matches(db, "quokka")) == 1202
     fts_ok(db)
 
@@ -464,7 +473,7 @@ def test_remember_many_keeps_input_order_and_supersedes(db, tenant):
 def test_remember_many_ids_match_rows_across_insert_chunks(db, tenant):
     items = [RememberParams(type="context", title=f"turn {i}", content=f"c{i}") for i in range(1203)]
     with db:
-        ids = entries.remember_many(db, tenant, items, now=T0)
+        ids = entries.remember_many(db, users.first_viewer(db, tenant), items, now=T0)
     titles = dict(db.execute("SELECT id, title FROM entries"))
     assert [titles[i] for i in ids] == [p.title for p in items]
 
@@ -475,7 +484,7 @@ def test_remember_many_is_all_or_nothing(db, tenant, other):
     items = [RememberParams(type="user", title="t", content="fine")] * 600
     items = [*items, RememberParams(type="user", title="t", content="bad", parent_id=theirs)]
     with pytest.raises(NotFound) as info, db:
-        entries.remember_many(db, tenant, items, now=T0)
+        entries.remember_many(db, users.first_viewer(db, tenant), items, now=T0)
     assert info.value.path == "entries[600].parent_id"
     assert counts(db) == before
     fts_ok(db)
@@ -488,13 +497,13 @@ def test_validity_is_half_open_at_valid_to(db, tenant):
     eid = remember(db, tenant, now=T0)
     t1 = T0 + 3 * US
     with db:
-        entries.forget(db, tenant, eid, now=t1)
-    assert entries.get(db, tenant, eid, as_of=t1 - 1).id == eid
+        entries.forget(db, users.first_viewer(db, tenant), eid, now=t1)
+    assert entries.get(db, users.first_viewer(db, tenant), eid, as_of=t1 - 1).id == eid
     with pytest.raises(NotFound):
-        entries.get(db, tenant, eid, as_of=t1)
-    assert entries.get(db, tenant, eid, as_of=T0).id == eid
+        entries.get(db, users.first_viewer(db, tenant), eid, as_of=t1)
+    assert entries.get(db, users.first_viewer(db, tenant), eid, as_of=T0).id == eid
     with pytest.raises(NotFound):
-        entries.get(db, tenant, eid, as_of=T0 - 1)
+        entries.get(db, users.first_viewer(db, tenant), eid, as_of=T0 - 1)
     assert listed(db, tenant, as_of=format_time(t1 - 1)) == [eid]
     assert listed(db, tenant, as_of=format_time(t1)) == []
     assert listed(db, tenant, as_of=format_time(T0 - 1)) == []
@@ -538,32 +547,32 @@ def test_every_relation_type_is_registered_and_allowed():
 def test_link_and_unlink(db, tenant):
     a, b = remember(db, tenant), remember(db, tenant)
     with db:
-        r = relations.link(db, tenant, a, "refines", b, now=T0)
+        r = relations.link(db, users.first_viewer(db, tenant), a, "refines", b, now=T0)
     assert (r.source_id, r.relation, r.target_id, r.created_at) == (a, "refines", b, format_time(T0))
     with db:
-        relations.unlink(db, tenant, a, "refines", b)
+        relations.unlink(db, users.first_viewer(db, tenant), a, "refines", b)
     with pytest.raises(NotFound), db:
-        relations.unlink(db, tenant, a, "refines", b)
+        relations.unlink(db, users.first_viewer(db, tenant), a, "refines", b)
 
 
 def test_duplicate_relation_is_a_conflict_naming_the_existing_one(db, tenant):
     a, b = remember(db, tenant), remember(db, tenant)
     with db:
-        r = relations.link(db, tenant, a, "supports", b, now=T0)
+        r = relations.link(db, users.first_viewer(db, tenant), a, "supports", b, now=T0)
     before = counts(db)
     with pytest.raises(Conflict) as info, db:
-        relations.link(db, tenant, a, "supports", b, now=T0 + 1)
+        relations.link(db, users.first_viewer(db, tenant), a, "supports", b, now=T0 + 1)
     assert info.value.existing_id == r.id
     assert counts(db) == before
     with db:  # the reverse direction and another label are different edges
-        relations.link(db, tenant, b, "supports", a, now=T0)
-        relations.link(db, tenant, a, "relates_to", b, now=T0)
+        relations.link(db, users.first_viewer(db, tenant), b, "supports", a, now=T0)
+        relations.link(db, users.first_viewer(db, tenant), a, "relates_to", b, now=T0)
 
 
 def test_self_loop_is_invalid(db, tenant):
     a = remember(db, tenant)
     with pytest.raises(InvalidParams) as info, db:
-        relations.link(db, tenant, a, "relates_to", a, now=T0)
+        relations.link(db, users.first_viewer(db, tenant), a, "relates_to", a, now=T0)
     assert info.value.path == "target_id"
 
 
@@ -576,7 +585,7 @@ def test_cross_tenant_end_is_indistinguishable_from_a_missing_id(db, tenant, oth
     def attempt(foreign):
         ends = (foreign, mine) if end == "source_id" else (mine, foreign)
         with pytest.raises(NotFound) as info, db:
-            relations.link(db, tenant, ends[0], "relates_to", ends[1], now=T0)
+            relations.link(db, users.first_viewer(db, tenant), ends[0], "relates_to", ends[1], now=T0)
         return info.value
 
     got, baseline = attempt(theirs), attempt(missing)
@@ -588,12 +597,12 @@ def test_cross_tenant_end_is_indistinguishable_from_a_missing_id(db, tenant, oth
 def test_supersedes_link_retires_its_target(db, tenant):
     a, b = remember(db, tenant), remember(db, tenant)
     with db:
-        relations.link(db, tenant, b, "supersedes", a, now=T0 + 7)
+        relations.link(db, users.first_viewer(db, tenant), b, "supersedes", a, now=T0 + 7)
     assert db.execute("SELECT valid_to FROM entries WHERE id = ?", (a,)).fetchone()[0] == T0 + 7
     with db:  # unlinking does not revive it
-        relations.unlink(db, tenant, b, "supersedes", a)
+        relations.unlink(db, users.first_viewer(db, tenant), b, "supersedes", a)
     with pytest.raises(NotFound):
-        entries.get(db, tenant, a)
+        entries.get(db, users.first_viewer(db, tenant), a)
 
 
 # ---- FTS index -----------------------------------------------------------------------
@@ -605,8 +614,7 @@ def test_fts_follows_update_forget_and_purge(db, tenant):
     fts_ok(db)
     assert matches(db, "kettle") == [a]
     with db:
-        entries.update(
-            db, tenant, UpdateParams(id=a, content="replace the teapot", tags=["kitchen"]), now=T0 + 2 * US
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=a, content="replace the teapot", tags=["kitchen"]), now=T0 + 2 * US
         )
     fts_ok(db)
     assert matches(db, "descale") == []
@@ -615,11 +623,11 @@ def test_fts_follows_update_forget_and_purge(db, tenant):
     assert matches(db, "home") == []
     assert matches(db, "kettle") == [a]  # still in the title
     with db:
-        entries.forget(db, tenant, b, now=T0 + 1)
+        entries.forget(db, users.first_viewer(db, tenant), b, now=T0 + 1)
     fts_ok(db)
     assert matches(db, "ferns") == [b]  # retired rows stay searchable for as_of reads
     with db:
-        entries.purge(db, tenant, b)
+        entries.purge(db, users.first_viewer(db, tenant), b)
     fts_ok(db)
     assert matches(db, "ferns") == [] and matches(db, "notebook") == []
     assert db.execute(f"SELECT count(*) FROM {FTS}_docsize").fetchone()[0] == 1
@@ -628,8 +636,8 @@ def test_fts_follows_update_forget_and_purge(db, tenant):
 def test_a_failed_transaction_leaves_no_index_rows(db, tenant):
     before = counts(db)
     with pytest.raises(NotFound), db:  # like remember_many: the first write lands, the second fails
-        entries.remember(db, tenant, RememberParams(type="user", title="t", content="orphaned walrus"), now=T0)
-        entries.remember(db, tenant, RememberParams(type="user", title="t", content="x", parent_id=4242), now=T0)
+        entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="user", title="t", content="orphaned walrus"), now=T0)
+        entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="user", title="t", content="x", parent_id=4242), now=T0)
     assert counts(db) == before
     assert matches(db, "walrus") == []
     fts_ok(db)
@@ -642,7 +650,7 @@ def test_readers_see_committed_writes_only(tmp_path):
         tid, _ = tenants.create_tenant(writer, "t", now=T0)
     reader = connect(path)
     writer.execute("BEGIN IMMEDIATE")
-    entries.remember(writer, tid, RememberParams(type="user", title="x", content="y"), now=T0)
+    entries.remember(writer, users.first_viewer(writer, tid), RememberParams(type="user", title="x", content="y"), now=T0)
     assert reader.execute("SELECT count(*) FROM entries").fetchone()[0] == 0  # not blocked, not dirty
     writer.execute("COMMIT")
     assert reader.execute("SELECT count(*) FROM entries").fetchone()[0] == 1
@@ -672,18 +680,18 @@ def test_a_change_without_its_record_time_is_refused(db, tenant):
     eid = remember(db, tenant, content="kept")
     with pytest.raises(apsw.ConstraintError, match="revised_at"), db:
         db.execute("UPDATE entries SET content = 'rewritten' WHERE id = ?", (eid,))
-    assert entries.get(db, tenant, eid).content == "kept"
+    assert entries.get(db, users.first_viewer(db, tenant), eid).content == "kept"
     assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
 
 
 def test_purge_deletes_the_revisions_and_their_index_rows(db, tenant):
     eid = remember(db, tenant, content="walrus")
     with db:
-        entries.update(db, tenant, UpdateParams(id=eid, content="narwhal"), now=T0 + US)
-        entries.forget(db, tenant, eid, now=T0 + 2 * US)
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=eid, content="narwhal"), now=T0 + US)
+        entries.forget(db, users.first_viewer(db, tenant), eid, now=T0 + 2 * US)
     assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 2
     with db:
-        entries.purge(db, tenant, eid)
+        entries.purge(db, users.first_viewer(db, tenant), eid)
     assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
     db.execute("INSERT INTO entry_revisions_fts(entry_revisions_fts, rank) VALUES ('integrity-check', 1)")
     found = db.execute("SELECT count(*) FROM entry_revisions_fts WHERE entry_revisions_fts MATCH 'walrus'")
@@ -700,5 +708,5 @@ def test_a_supersedes_cycle_left_by_an_older_database_is_refused(db, tenant):
             (tenant, a, b, T0),
         )
     with pytest.raises(InvalidParams, match="cycle"), db:
-        relations.link(db, tenant, b, "supersedes", a, now=T0 + US)
-    assert entries.get(db, tenant, a).valid_to is None
+        relations.link(db, users.first_viewer(db, tenant), b, "supersedes", a, now=T0 + US)
+    assert entries.get(db, users.first_viewer(db, tenant), a).valid_to is None

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from arbiter.graph import tags as tag_graph
 from arbiter.model import RememberParams, UpdateParams
-from arbiter.store import db, entries, open_database, relations, tenants
+from arbiter.store import db, entries, open_database, relations, tenants, users
 
 RUNS = itertools.count()
 TAGS = ["a", "b", "c", "d", "area:x", "area:y", "p1", "p2"]
@@ -66,7 +66,7 @@ def test_counts_and_pairs_match_a_recount(conn, script):
             kind = op[0]
             if kind == "remember":
                 tid = t1 if op[1] == 1 else t2
-                ids.append(entries.remember(conn, tid, RememberParams(type="user", title="t", content="c",
+                ids.append(entries.remember(conn, users.first_viewer(conn, tid), RememberParams(type="user", title="t", content="c",
                                                                       tags=op[2]), now=now))
                 continue
             if not ids:
@@ -77,17 +77,17 @@ def test_counts_and_pairs_match_a_recount(conn, script):
                 continue
             tid, retired = row
             if kind == "update" and retired is None:
-                entries.update(conn, tid, UpdateParams(id=target, tags=op[2]), now=now)
+                entries.update(conn, users.first_viewer(conn, tid), UpdateParams(id=target, tags=op[2]), now=now)
             elif kind == "forget":
-                entries.forget(conn, tid, target, now=now)
+                entries.forget(conn, users.first_viewer(conn, tid), target, now=now)
             elif kind == "purge":
-                entries.purge(conn, tid, target)
+                entries.purge(conn, users.first_viewer(conn, tid), target)
             elif kind == "supersede":
-                new = entries.remember(conn, tid, RememberParams(type="user", title="t", content="c", tags=op[2]),
+                new = entries.remember(conn, users.first_viewer(conn, tid), RememberParams(type="user", title="t", content="c", tags=op[2]),
                                        now=now)
                 ids.append(new)
                 if retired is None:
-                    relations.link(conn, tid, new, "supersedes", target, now=now)
+                    relations.link(conn, users.first_viewer(conn, tid), new, "supersedes", target, now=now)
     for tid in (t1, t2):
         assert stored(conn, tid) == recount(conn, tid)
 
@@ -97,7 +97,8 @@ def test_the_migration_backfills_existing_entries(tmp_path, monkeypatch):
     monkeypatch.setattr(db, "MIGRATIONS", db.MIGRATIONS[:2])
     conn = open_database(path)
     with conn:
-        tid, _ = tenants.create_tenant(conn, "t", now=1)
+        conn.execute("INSERT INTO tenants(name, token_hash, created_at) VALUES ('t', x'01', 1)")  # as m001 made them
+        tid = conn.last_insert_rowid()
         for tags in (["a", "b"], ["a", "b", "c"], ["c"]):  # rows as the m002 schema held them
             conn.execute(
                 "INSERT INTO entries(tenant_id, type, title, content, tags, content_hash, recorded_at, valid_from) "

@@ -1,0 +1,293 @@
+"""Users, teams and visibility through a real daemon: isolation across every verb, sharing, cascades, briefings.
+
+One daemon per module: the tenant's first user (`default`, the tenant token)
+adds alice, bob and carol; alice starts team `core` and adds bob. Carol is in
+no team. Each test writes its own entries with its own words.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from arbiter import paths
+from arbiter.client import Client
+from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound, Unauthorized
+from tests.conftest import DaemonProcess, isolated_env, tool_text
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def people(tmp_path_factory):
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    tokens = {}
+    with d.client() as owner:
+        for name in ("alice", "bob", "carol"):
+            tokens[name] = owner.user_add(name).token
+    with Client(d.socket, tokens["alice"]) as alice:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+    yield d, tokens
+    d.stop()
+
+
+def as_(people, name: str) -> Client:
+    d, tokens = people
+    return Client(d.socket, tokens[name]) if name != "default" else d.client()
+
+
+def _missing_message(c: Client, call, *args) -> str:
+    with pytest.raises(NotFound) as e:
+        call(*args)
+    return str(e.value.message)
+
+
+def test_a_private_entry_is_missing_for_everyone_else_across_every_verb(people):
+    with as_(people, "alice") as alice:
+        mine = alice.remember(type="project", title="Zanzibar launch plan", content="zanzibar rollout in March")
+        other = alice.remember(type="project", title="Alice scratch", content="another note")
+    with as_(people, "bob") as bob:
+        nowhere = 10**9
+        for call in (bob.get, bob.history, bob.thread, bob.expand, bob.density, bob.backlinks, bob.around,
+                     bob.forget, bob.purge, bob.restore):
+            seen = _missing_message(bob, call, mine.id)
+            assert seen == _missing_message(bob, call, nowhere).replace(str(nowhere), str(mine.id)), call.__name__
+        with pytest.raises(NotFound):
+            bob.update(mine.id, title="mine now")
+        with pytest.raises(NotFound):
+            bob.reply(mine.id, "a reply")
+        mine_too = bob.remember(type="project", title="Bob note", content="bob's own words")
+        with pytest.raises(NotFound):
+            bob.link(mine_too.id, "supports", mine.id)
+        with pytest.raises(NotFound):
+            bob.share(mine.id, "core")
+        assert bob.recall("zanzibar").hits == []
+        assert mine.id not in [e.id for e in bob.list(limit=100)]
+        assert "Zanzibar" not in bob.briefing().text
+        assert bob.status().entries_active == len(bob.list(limit=100))
+    with as_(people, "alice") as alice:
+        assert [h.id for h in alice.recall("zanzibar").hits] == [mine.id]
+        assert alice.get(mine.id).author == "alice" and alice.get(mine.id).team is None
+        alice.link(other.id, "relates_to", mine.id)
+        assert alice.status().relations >= 1
+    with as_(people, "bob") as bob:
+        assert bob.status().relations == 0
+
+
+def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(people):
+    with as_(people, "alice") as alice:
+        root = alice.remember(type="project", title="Quokka migration", content="quokka cutover plan")
+    with as_(people, "bob") as bob:
+        assert bob.recall("quokka").hits == []
+    with as_(people, "alice") as alice:
+        shared = alice.share(root.id, "core")
+        assert shared.ids == [root.id] and shared.team == "core"
+    with as_(people, "bob") as bob:
+        assert [h.id for h in bob.recall("quokka").hits] == [root.id]
+        reply = bob.reply(root.id, "quokka cutover done on staging")
+        assert reply.team == "core" and reply.author == "bob"
+    with as_(people, "carol") as carol:  # in no team
+        assert carol.recall("quokka").hits == []
+        with pytest.raises(NotFound):
+            carol.get(reply.id)
+    with as_(people, "alice") as alice:
+        assert {e.id for e in alice.thread(root.id).replies} == {reply.id}
+        with pytest.raises(Forbidden, match="reply to it instead"):
+            alice.update(reply.id, content="overwritten")
+        assert alice.get(reply.id).content == "quokka cutover done on staging"
+        with pytest.raises(Forbidden, match="only its author can share it"):
+            alice.share(reply.id, "core")
+        own = alice.reply(root.id, "quokka: noted")
+        with pytest.raises(InvalidParams, match="by its root"):
+            alice.share(own.id, "core")
+        back = alice.unshare(root.id)
+        assert set(back.ids) == {root.id, reply.id, own.id}
+        with pytest.raises(NotFound):
+            alice.get(reply.id)  # bob's, private to bob again
+    with as_(people, "bob") as bob:
+        assert [h.id for h in bob.recall("quokka").hits] == [reply.id]
+        with pytest.raises(NotFound):
+            bob.get(root.id)
+
+
+def test_leaving_a_team_hides_its_pool_at_once_but_not_what_one_wrote(people):
+    with as_(people, "alice") as alice:
+        alice.team_add("ops")
+        alice.team_join("ops", "carol")
+        pool = alice.remember(type="project", title="Wombat rota", content="wombat on-call rota", team="ops")
+    with as_(people, "carol") as carol:
+        own = carol.remember(type="project", title="Wombat notes", content="wombat handover notes", team="ops")
+        assert {h.id for h in carol.recall("wombat").hits} == {pool.id, own.id}
+        left = carol.team_leave("ops", "carol")
+        assert left.changed and not left.member
+        assert [h.id for h in carol.recall("wombat").hits] == [own.id]
+        with pytest.raises(NotFound):
+            carol.get(pool.id)
+        assert carol.team_leave("ops", "carol").changed is False
+    with as_(people, "alice") as alice:
+        assert {h.id for h in alice.recall("wombat").hits} == {pool.id, own.id}
+
+
+def test_cascades_touch_only_the_callers_own_replies(people):
+    from arbiter.model import ForgetResult
+
+    with as_(people, "alice") as alice:
+        root = alice.remember(type="project", title="Capybara design", content="capybara schema", team="core")
+        mine = alice.reply(root.id, "capybara: alice follow-up")
+    with as_(people, "bob") as bob:
+        theirs = bob.reply(root.id, "capybara: bob's review")
+        nested = bob.reply(mine.id, "capybara: bob under alice")
+    with as_(people, "alice") as alice:
+        with pytest.raises(Forbidden, match="not yours to forget"):
+            alice.forget(theirs.id)
+        result = alice.call("forget", {"id": root.id}, ForgetResult)
+        assert result.forgotten and result.also == [mine.id]
+    with as_(people, "bob") as bob:
+        assert bob.get(theirs.id).valid_to is None and bob.get(nested.id).valid_to is None
+        with pytest.raises(NotFound):
+            bob.get(mine.id)  # retired with alice's root
+
+
+def test_purge_orphans_a_teammates_reply_and_purges_ones_own(people):
+    from arbiter.model import PurgeResult
+
+    with as_(people, "alice") as alice:
+        root = alice.remember(type="project", title="Axolotl draft", content="axolotl draft", team="core")
+        mine = alice.reply(root.id, "axolotl: alice")
+    with as_(people, "bob") as bob:
+        theirs = bob.reply(root.id, "axolotl: bob")
+    with as_(people, "alice") as alice:
+        result = alice.call("purge", {"id": root.id}, PurgeResult)
+        assert result.purged and result.also == [mine.id]
+        with pytest.raises(NotFound):
+            alice.get(mine.id)
+    with as_(people, "bob") as bob:
+        kept = bob.get(theirs.id)
+        assert kept.parent_id is None and kept.content == "axolotl: bob"
+
+
+def test_ranking_statistics_do_not_move_with_a_teammates_private_writes(people):
+    with as_(people, "bob") as bob:
+        bob.remember(type="project", title="Ibex deploy", content="ibex deploy checklist for the gateway")
+        bob.remember(type="project", title="Ibex rollback", content="ibex rollback steps")
+        before = [(h.id, h.score) for h in bob.recall("ibex deploy gateway").hits]
+    with as_(people, "alice") as alice:
+        alice.remember_many([
+            {"type": "project", "title": f"private {i}", "content": "ibex deploy gateway " * (i % 5 + 1)}
+            for i in range(200)
+        ])
+    with as_(people, "bob") as bob:
+        assert [(h.id, h.score) for h in bob.recall("ibex deploy gateway").hits] == before
+
+
+def test_the_briefing_shows_a_teammates_shared_open_thread_by_full_id(people):
+    with as_(people, "alice") as alice:
+        root = alice.remember(type="project", title="Narwhal incident", content="narwhal outage", team="core")
+        alice.reply(root.id, "narwhal: root cause found")
+    with as_(people, "bob") as bob:
+        text = bob.briefing().text
+        assert "You are `bob`" in text and "`core`" in text
+        assert f"#{root.id} [project] Narwhal incident by alice" in text
+        assert "Shared with team `core`" in text
+        assert any(t.root.id == root.id and t.team == "core" for t in bob.open_threads().threads)
+    with as_(people, "carol") as carol:
+        assert "Narwhal" not in carol.briefing().text
+
+
+def test_people_bad_input_gets_clear_errors_and_changes_nothing(people):
+    with as_(people, "bob") as bob:
+        with pytest.raises(NotFound, match="no team 'nope'"):
+            bob.team_join("nope", "carol")
+        with pytest.raises(NotFound, match="no user 'zed'"):
+            bob.team_join("core", "zed")
+        assert bob.team_join("core", "bob").changed is False  # already a member: idempotent
+        with pytest.raises(Forbidden):
+            bob.user_add("mallory")  # only the first user adds users
+        with pytest.raises(Forbidden, match="not in team"):
+            bob.remember(type="project", title="x", content="y", team="ops")
+    with as_(people, "alice") as alice:
+        with pytest.raises(Conflict):
+            alice.team_add("core")
+    with as_(people, "default") as owner:
+        with pytest.raises(Conflict):
+            owner.user_add("alice")
+        assert [u.name for u in owner.user_list().users] == ["default", "alice", "bob", "carol"]
+        assert {t.name: t.members for t in owner.team_list().teams}["core"] == ["alice", "bob"]
+
+
+def test_a_rotated_token_stops_working_at_once(people):
+    d, tokens = people
+    with Client(d.socket, tokens["carol"]) as carol:
+        assert carol.whoami().user == "carol"
+        fresh = carol.user_rotate("carol").token
+        with pytest.raises(Unauthorized):
+            carol.whoami()
+    tokens["carol"] = fresh
+    with Client(d.socket, fresh) as carol:
+        assert carol.whoami().user == "carol"
+
+
+def test_the_cli_acts_as_the_user_whose_token_it_reads(people):
+    d, tokens = people
+    env = isolated_env(d.home)
+
+    def cli(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "arbiter", *args], env={**env, **extra}, cwd=REPO,
+                              capture_output=True, text=True, timeout=60)
+
+    paths.write_secret(paths.user_token_path(d.home, "default", "bob"), tokens["bob"])
+    assert "user bob of tenant default" in cli("--user", "bob", "whoami").stdout
+    assert "user bob of tenant default" in cli("whoami", ARBITER_USER="bob").stdout
+    assert "user default of tenant default" in cli("whoami").stdout
+    # A token file under another user's name acts as the token's user, not the name.
+    paths.write_secret(paths.user_token_path(d.home, "default", "carol"), tokens["bob"])
+    assert "user bob of tenant default" in cli("--user", "carol", "whoami").stdout
+    missing = cli("--user", "nobody", "whoami")
+    assert missing.returncode == 1 and "no token for user 'nobody'" in missing.stderr
+
+
+def test_two_users_of_one_team_through_real_mcp_sessions(people):
+    d, tokens = people
+    with as_(people, "alice") as alice:
+        root = alice.remember(type="project", title="Pangolin rollout", content="pangolin staged rollout", team="core")
+        alice.reply(root.id, "pangolin: stage one done")
+
+    def server(user: str) -> StdioServerParameters:
+        paths.write_secret(paths.user_token_path(d.home, "default", user), tokens[user])
+        return StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp", "--user", user],
+                                     env={**isolated_env(d.home)}, cwd=str(REPO))
+
+    async def session(user: str, body):
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(server(user), errlog=errlog) as (read, write):
+                async with ClientSession(read, write) as s:
+                    init = await s.initialize()
+                    return await body(s, init)
+
+    async def as_bob(s, init):
+        assert f"#{root.id}" in init.instructions and "Pangolin rollout" in init.instructions
+        who = tool_text(await s.call_tool("whoami", {}))
+        reply = await s.call_tool("reply", {"parent_id": root.id, "content": "pangolin: bob checked stage one"})
+        overwrite = await s.call_tool("update", {"id": root.id, "content": "bob was here"})
+        return who, reply, overwrite
+
+    who, reply, overwrite = anyio.run(session, "bob", as_bob)
+    assert "You are bob" in who and not reply.is_error
+    assert overwrite.is_error and "reply to it instead" in tool_text(overwrite)
+
+    async def as_carol(s, init):
+        found = await s.call_tool("recall", {"query": "pangolin"})
+        return init.instructions, tool_text(found)
+
+    instructions, found = anyio.run(session, "carol", as_carol)
+    assert "Pangolin" not in instructions and "Pangolin" not in found
