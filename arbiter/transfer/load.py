@@ -33,10 +33,10 @@ from arbiter.verb import Context, Verb
 
 _encode = msgspec.json.Encoder().encode
 _INSERT = (
-    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, "
-    "recorded_at, valid_from, valid_to, revised_at) VALUES "
+    "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, tags, source, conversation_id, "
+    "parent_id, content_hash, recorded_at, valid_from, valid_to, revised_at) VALUES "
 )
-_ROW = "(" + ",".join("?" * 13) + ")"
+_ROW = "(" + ",".join("?" * 15) + ")"
 _ROWS_PER_INSERT = 500
 
 
@@ -161,7 +161,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 if rec.parent_id in waiting:  # a reply to an entry of this chunk: give the parent its id first
                     insert_pending()
                 pending.append((rec.id, (
-                    tenant, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
+                    tenant, ctx.viewer.user_id, ctx.viewer.private_scope, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
                     rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
                     ref(entries, rec.parent_id, line, "parent_id", "entry"), content_hash(rec.content),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
@@ -223,8 +223,8 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 )
             elif isinstance(rec, ConversationRecord):
                 conn.execute(
-                    "INSERT INTO conversations(tenant_id, title, created_at) VALUES (?, ?, ?)",
-                    (tenant, rec.title, parse_time(rec.created_at, path="created_at")),
+                    "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
+                    (tenant, ctx.viewer.user_id, rec.title, parse_time(rec.created_at, path="created_at")),
                 )
                 conversations.fresh[rec.id] = conn.last_insert_rowid()
                 counts["conversations"] += 1
