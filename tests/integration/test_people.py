@@ -291,3 +291,19 @@ def test_two_users_of_one_team_through_real_mcp_sessions(people):
 
     instructions, found = anyio.run(session, "carol", as_carol)
     assert "Pangolin" not in instructions and "Pangolin" not in found
+
+
+def test_reads_of_the_past_apply_todays_visibility(people):
+    with as_(people, "alice") as alice:
+        root = alice.remember(type="project", title="Okapi plan", content="okapi first draft")
+        before_share = root.recorded_at
+        alice.update(root.id, content="okapi second draft")
+    with as_(people, "bob") as bob:
+        with pytest.raises(NotFound):
+            bob.get(root.id, known_at=before_share)
+    with as_(people, "alice") as alice:
+        alice.share(root.id, "core")
+    with as_(people, "bob") as bob:
+        # Shared now, so its past is bob's to read too: the text as first recorded, before the share.
+        assert bob.get(root.id, known_at=before_share).content == "okapi first draft"
+        assert [h.id for h in bob.recall("okapi first", known_at=before_share).hits] == [root.id]
