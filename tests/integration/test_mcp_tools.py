@@ -76,14 +76,20 @@ CASES = {
     "relate": lambda ids, mine: {"source": "Redis", "relation": "related_to", "target": "PostgreSQL"},
     "reinforce": lambda ids, mine: {"id": mine},
     "associations": lambda ids, mine: {"id": ids["adr-queue"]},
+    "whoami": lambda ids, mine: {},
+    "share": lambda ids, mine: {"id": mine, "team": "mcp-tools"},
+    "unshare": lambda ids, mine: {"id": mine},
 }
 #: Order matters for the ones that change `mine`: link before unlink, forget last.
-ORDER = ["update", "link", "unlink", "reply"]
+ORDER = ["update", "link", "unlink", "reply", "share", "unshare"]
 LAST = ["forget", "restore"]
 
 
 def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memory):
     daemon, built = memory
+
+    with daemon.client() as c:  # `share` needs a team the session's user is in
+        c.team_add("mcp-tools")
 
     async def body(session):
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -108,6 +114,8 @@ def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memo
                                                      "forgotten": True}
     assert len(results["remember_many"].structured_content["ids"]) == 3
     assert results["restore"].structured_content == {"id": results["forget"].structured_content["id"], "restored": True}
+    assert results["share"].structured_content["team"] == "mcp-tools"
+    assert set(results["unshare"].structured_content["ids"]) == set(results["share"].structured_content["ids"])
 
 
 def test_record_time_reads_what_was_known_then(home, daemon):
