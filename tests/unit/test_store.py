@@ -254,6 +254,17 @@ def test_migrating_a_round_one_database_splits_its_index_by_tenant(tmp_path):
     assert fts.totals(conn, 1)[0] == 1 and fts.totals(conn, 2)[0] == 2
     assert [r[0] for r in conn.execute("SELECT rowid FROM entries_fts_2 WHERE entries_fts_2 MATCH 'zebra'")] == [2]
     assert conn.execute("SELECT count(*) FROM recall_entries").fetchone()[0] == 3
+    # m015: each tenant's first user holds its name and token, and every entry is theirs, private.
+    assert conn.execute("SELECT id, tenant_id, name, token_hash FROM users ORDER BY id").fetchall() == [
+        (1, 1, "alice", b"alice"), (2, 2, "bob", b"bob")]
+    assert users.user_by_token(conn, b"bob") == (2, "bob", 2, "bob")
+    assert conn.execute("SELECT DISTINCT tenant_id, author_id, scope_id FROM entries ORDER BY 1").fetchall() == [
+        (1, 1, 1), (2, 2, 2)]
+    bob = users.first_viewer(conn, 2)
+    assert bob.solo and bob.scopes == (2,)
+    with conn:
+        new = entries.remember(conn, bob, RememberParams(type="project", title="t", content="zebra again"), now=T0)
+    assert [r[0] for r in conn.execute("SELECT rowid FROM entries_fts_2 WHERE entries_fts_2 MATCH 'zebra'")] == [2, new]
     conn.close()
 
 
