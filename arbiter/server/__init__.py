@@ -19,6 +19,7 @@ interval (hourly) the writer runs maintenance at a quiet spell.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import codecs
 import collections
 import os
@@ -153,6 +154,31 @@ def _raise_fd_limit() -> int:
         except (ValueError, OSError):  # an unlimited hard limit is above what the kernel allows
             pass
     return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
+@contextlib.contextmanager
+def _transaction(conn: apsw.Connection, *, write: bool):
+    """A verb's transaction: a consistent snapshot for a read; for a write, the write lock first.
+
+    A write verb reads before it writes (who the caller is, what exists). In
+    a deferred transaction that read takes a snapshot, and if another process
+    holds the write lock by then, the write fails at once with BusyError
+    (SQLite cannot wait: the snapshot might go stale). BEGIN IMMEDIATE takes
+    the lock first, waiting up to the busy timeout.
+    """
+    if not write:
+        with conn:
+            yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        with conn:  # a savepoint: the verb's own nested `with conn` blocks stay as they were
+            yield
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # the verb failed, or the commit did (a full disk): nothing of it stays
+            conn.execute("ROLLBACK")
+        raise
 
 
 def _error_frame(req_id, err: ArbiterError) -> bytes:
@@ -644,7 +670,7 @@ class Daemon:
         def work():
             conn = self._writer if verb.writes else self._reader_conn(verb.lane)
             ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes, user_id=tenant[2])
-            with conn:  # one verb, one transaction (a consistent snapshot for reads)
+            with _transaction(conn, write=verb.writes):  # one verb, one transaction
                 result = verb.run(ctx, params)
                 if verb.writes:
                     for later in ctx.after:

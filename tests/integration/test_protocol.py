@@ -410,7 +410,7 @@ def test_reads_do_not_wait_behind_a_write(served):
             for _ in range(200):
                 assert r.get(known).title == "known"
             assert r.status().entries_active == before
-        assert writer.is_alive()  # the write really was waiting all along
+        assert writer.is_alive(), outcome  # the write really was waiting all along
     finally:
         holder.execute("COMMIT")
         holder.close()
