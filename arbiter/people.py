@@ -32,9 +32,16 @@ from arbiter.store import users
 from arbiter.verb import Context, Verb
 
 
+def _changed(ctx: Context) -> None:
+    """After the commit, the daemon forgets what it knew of who sees what (its viewer cache)."""
+    if forget := ctx.services.get("people_changed"):
+        ctx.committed.append(lambda conn: forget())
+
+
 def user_add(ctx: Context, p: NameParams):
     """Add a user to this tenant; returns their token, once (first user only)."""
     users.require_owner(ctx.conn, ctx.viewer, "adding a user")
+    _changed(ctx)  # the tenant is no longer one user's
     _, token = users.create_user(ctx.conn, ctx.tenant_id, p.name, now=ctx.now)
     return UserCreated(name=p.name, token=token)
 
@@ -59,6 +66,7 @@ def team_add(ctx: Context, p: NameParams):
     """Create a team; you are its first member."""
     team = users.create_team(ctx.conn, ctx.tenant_id, p.name, now=ctx.now)
     users.join(ctx.conn, team, ctx.viewer.user_id, now=ctx.now)
+    _changed(ctx)
     return Membership(team=p.name, user=ctx.viewer.user_name, member=True, changed=True)
 
 
@@ -74,6 +82,7 @@ def team_join(ctx: Context, p: MemberParams):
     user = users.user_id(ctx.conn, ctx.tenant_id, p.user)
     _may_manage(ctx, team, p.team)
     changed = users.join(ctx.conn, team, user, now=ctx.now)
+    _changed(ctx)
     return Membership(team=p.team, user=p.user, member=True, changed=changed)
 
 
@@ -84,6 +93,7 @@ def team_leave(ctx: Context, p: MemberParams):
     if user != ctx.viewer.user_id:
         _may_manage(ctx, team, p.team)
     changed = users.leave(ctx.conn, team, user, now=ctx.now)
+    _changed(ctx)
     return Membership(team=p.team, user=p.user, member=False, changed=changed)
 
 

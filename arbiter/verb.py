@@ -6,7 +6,6 @@ merges them into the one table the daemon serves.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -40,15 +39,19 @@ class Context:
     accessed: list[tuple[int, str]] = field(default_factory=list)
     #: The calling user (None: the tenant's first user, as a tenant token is).
     user_id: int | None = None
+    #: What the caller may see, if the daemon already knows (its cache); else read at first use.
+    seen_as: users.Viewer | None = None
 
-    @functools.cached_property
+    @property
     def viewer(self) -> users.Viewer:
-        """What the caller may see, read at first use (so a membership change counts at the next request)."""
-        user_id = self.user_id
-        if user_id is None:
-            user_id = users.first_user(self.conn, self.tenant_id)
-        name = self.conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()[0]
-        return users.viewer(self.conn, self.tenant_id, user_id, name)
+        """What the caller may see (read at first use, so a membership change counts at the next request)."""
+        if self.seen_as is None:
+            user_id = self.user_id
+            if user_id is None:
+                user_id = users.first_user(self.conn, self.tenant_id)
+            name = self.conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()[0]
+            self.seen_as = users.viewer(self.conn, self.tenant_id, user_id, name)
+        return self.seen_as
 
 
 @dataclass(frozen=True)

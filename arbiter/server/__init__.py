@@ -233,6 +233,10 @@ class Daemon:
         # read the old row before the commit does not put it back.
         self._token_generation = 0
         self.services["tokens_changed"] = self._forget_tokens
+        # What each user sees (Viewer), kept between requests; every change to
+        # users, teams or membership empties it after its commit (`people_changed`).
+        self._viewers: dict[int, object] = {}
+        self.services["people_changed"] = self._forget_tokens
         self._admin_hash: bytes | None = None
         self._local = threading.local()
         self._reader_conns: list[apsw.Connection] = []
@@ -654,6 +658,7 @@ class Daemon:
     def _forget_tokens(self) -> None:
         self._token_generation += 1
         self._tokens.clear()
+        self._viewers.clear()
 
     async def _run(self, verb: Verb, params, tenant: tuple[int, str, int | None]):
         loop = asyncio.get_running_loop()
@@ -669,7 +674,9 @@ class Daemon:
 
         def work():
             conn = self._writer if verb.writes else self._reader_conn(verb.lane)
-            ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes, user_id=tenant[2])
+            generation = self._token_generation
+            ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes, user_id=tenant[2],
+                          seen_as=self._viewers.get(tenant[2]))
             with _transaction(conn, write=verb.writes):  # one verb, one transaction
                 result = verb.run(ctx, params)
                 if verb.writes:
@@ -678,6 +685,8 @@ class Daemon:
                     ctx.after.clear()
             for later in ctx.committed:  # after the commit, still on this (writer) thread
                 later(conn)
+            if ctx.seen_as is not None and tenant[2] is not None and generation == self._token_generation:
+                self._viewers[tenant[2]] = ctx.seen_as
             self._accesses.extend((tenant[0], entry_id, verb_name, ctx.now) for entry_id, verb_name in ctx.accessed)
             return result, ctx.after
 
