@@ -119,11 +119,11 @@ def build(
     active = sum(t[1] for t in totals)
     retired = sum(t[2] for t in totals)
     last = max((t[3] for t in totals if t[3] is not None), default=None)
-    shapes = clusters.shapes(conn, tenant_id)
+    shapes = clusters.shapes(conn, v)
     if naming_deadline is None:
         naming_deadline = clusters.naming_deadline(NAMING_BUDGET_S)
     named, fresh = clusters.name(
-        conn, tenant_id, shapes[:MAX_CLUSTERS], advisor=advisor, now=now, deadline=naming_deadline
+        conn, v, shapes[:MAX_CLUSTERS], advisor=advisor, now=now, deadline=naming_deadline
     )
     open_threads = threads.open_threads(conn, v, limit=MAX_THREADS)
     doc = _Doc()
@@ -152,8 +152,8 @@ def build(
         f"- Entry types in use: {', '.join(used) or 'none'}" + (f" (never used: {', '.join(unused)})" if unused else "")
         + "."
     ])
-    vocabulary = tags.counts(conn, tenant_id, limit=MAX_VOCABULARY)
-    extra_tags = tags.distinct(conn, tenant_id) - len(vocabulary)
+    vocabulary = tags.counts(conn, v, limit=MAX_VOCABULARY)
+    extra_tags = tags.distinct(conn, v) - len(vocabulary)
     vocab_items = [f"`{t.tag}` ×{t.count}" for t in vocabulary]
     doc.blocks.append(_Part(
         "tags of the vocabulary",
@@ -166,7 +166,7 @@ def build(
         ],
         floor=min(10, len(vocab_items)),
     ))
-    conv = tags.conventions(conn, tenant_id)
+    conv = tags.conventions(conn, v)
     fam_items = []
     for fp in conv.family_pairs[:MAX_FAMILY_PAIRS]:
         fam_items.append(
@@ -185,7 +185,7 @@ def build(
                                    + _bullets(items, hidden) if items else []),
         ))
     pair_items = [
-        f"`{p.a}` + `{p.b}` ×{p.count}" for p in tags.pairs(conn, tenant_id, limit=MAX_PAIRS) if p.count >= 2
+        f"`{p.a}` + `{p.b}` ×{p.count}" for p in tags.pairs(conn, v, limit=MAX_PAIRS) if p.count >= 2
     ]
     if pair_items:
         doc.blocks.append(_Part(

@@ -120,7 +120,7 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
 
     deadline = time.monotonic() + AUTO_DEADLINE_S
     if p.auto_tag:
-        vocabulary = [t.tag for t in tag_graph.counts(ctx.conn, ctx.tenant_id, limit=100)]
+        vocabulary = [t.tag for t in tag_graph.counts(ctx.conn, ctx.viewer, limit=100)]
         try:
             extra = advisor.tags(p.title, p.content, p.tags, vocabulary, deadline=deadline)
         except AdvisorError as e:
@@ -388,14 +388,14 @@ def around(ctx: Context, p: AroundParams):
 
 
 def tag_cooccurrence(ctx: Context, p: TagCooccurrenceParams):
-    """Tag and tag-pair counts over active entries (or one tag's partners)."""
-    return tag_graph.cooccurrence(ctx.conn, ctx.tenant_id, tag=p.tag, limit=p.limit)
+    """Tag and tag-pair counts over the active entries the caller sees (or one tag's partners)."""
+    return tag_graph.cooccurrence(ctx.conn, ctx.viewer, tag=p.tag, limit=p.limit)
 
 
 def topic_clusters(ctx: Context, p: Empty):
-    """Every topic cluster, named (cache, advisor or fallback), largest first."""
+    """Every topic cluster of what the caller sees, named (cache, advisor or fallback), largest first."""
     named, fresh = clusters.name(
-        ctx.conn, ctx.tenant_id, clusters.shapes(ctx.conn, ctx.tenant_id), advisor=advisor_for(ctx), now=ctx.now,
+        ctx.conn, ctx.viewer, clusters.shapes(ctx.conn, ctx.viewer), advisor=advisor_for(ctx), now=ctx.now,
         deadline=clusters.naming_deadline(briefing_mod.NAMING_BUDGET_S),
     )
     _save_names(ctx, fresh)
@@ -404,9 +404,9 @@ def topic_clusters(ctx: Context, p: Empty):
 
 def topic_cluster(ctx: Context, p: TopicClusterParams):
     """The cluster a tag belongs to, named, with its most recent entries."""
-    shape, members = clusters.cluster_entries(ctx.conn, ctx.tenant_id, p.tag, limit=p.limit)
+    shape, members = clusters.cluster_entries(ctx.conn, ctx.viewer, p.tag, limit=p.limit)
     (named,), fresh = clusters.name(
-        ctx.conn, ctx.tenant_id, [shape], advisor=advisor_for(ctx), now=ctx.now,
+        ctx.conn, ctx.viewer, [shape], advisor=advisor_for(ctx), now=ctx.now,
         deadline=clusters.naming_deadline(briefing_mod.NAMING_BUDGET_S),
     )
     _save_names(ctx, fresh)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from arbiter._time import now_us
 from arbiter.graph import clusters
-from arbiter.store import open_database
+from arbiter.store import open_database, users
 from bench.longmemeval.daemon import Daemon
 from bench.longmemeval.metrics import percentile
 
@@ -89,9 +89,10 @@ def warm_names(db_path: Path) -> int:
     try:
         with conn:
             tenant_id = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
-            found = clusters.shapes(conn, tenant_id)
+            v = users.first_viewer(conn, tenant_id)
+            found = clusters.shapes(conn, v)
             rows = [clusters.NameRow(key=s.key, name=f"Topic {i}", description=f"Entries about {s.tags[0]}.",
-                                     named_at=now_us()) for i, s in enumerate(found)]
+                                     named_at=now_us(), scopes=v.scopes) for i, s in enumerate(found)]
             clusters.save_names(conn, tenant_id, rows)
         return len(rows)
     finally:

@@ -9,12 +9,20 @@ tags are dropped; the rest are ordered by size, then internal weight.
 The graph keeps the strongest pairs, whole weight classes at a time, up to
 MAX_EDGES (in a large memory, tags that met once are noise). An entry belongs
 to the cluster holding most of its tags (ties: the earlier cluster). Cluster
-shapes are memoized on the tag-graph version (graph/tags.py).
+shapes are memoized on the versions of the viewer's scopes (graph/tags.py).
 
-Names come from the advisor (one call per cluster, the fast model) and are
-cached per (tenant, sha256 of the sorted member tags) for 24 hours. When the
-advisor fails, or there is none, the name is the top three tags joined by
-`/`, and that fallback is never cached.
+Clusters are of what the viewer sees: the graph is the sum of the tag rows of
+the scopes they see whole. Teammates who see the same scopes get the same
+clusters, one vocabulary for the team.
+
+Names come from the advisor (one call per cluster, the fast model), shown
+the cluster's tags and the titles of up to 20 of its newest entries the
+viewer sees. A name is cached for 24 hours per (tenant, sha256 of the sorted
+member tags, the scopes those titles came from), and a cached name is used
+only by a viewer who sees all of those scopes whole: it was made from
+nothing they cannot see, and a teammate reuses a name made from the team's
+titles. When the advisor fails, or there is none, the name is the top three
+tags joined by `/`, and that fallback is never cached.
 """
 
 from __future__ import annotations
@@ -33,7 +41,8 @@ from arbiter.errors import NotFound
 from arbiter.graph import tags as tag_graph
 from arbiter.graph._louvain import louvain_communities
 from arbiter.model import Entry, TopicCluster
-from arbiter.store import entries, users
+from arbiter.store import entries
+from arbiter.store.users import Viewer
 
 if TYPE_CHECKING:
     from arbiter.advisor import Advisor
@@ -60,12 +69,13 @@ class Shape:
 
 @dataclass(frozen=True)
 class NameRow:
-    """A fresh advisor name, to be written to the cache by `save_names`."""
+    """A fresh advisor name, to be written to the cache by `save_names`; `scopes`: those its titles came from."""
 
     key: str
     name: str
     description: str
     named_at: int
+    scopes: tuple[int, ...] = ()
 
 
 def cluster_key(tags: list[str] | tuple[str, ...]) -> str:
@@ -73,16 +83,16 @@ def cluster_key(tags: list[str] | tuple[str, ...]) -> str:
     return hashlib.sha256("\x00".join(sorted(tags)).encode()).hexdigest()
 
 
-def shapes(conn: apsw.Connection, tenant_id: int) -> tuple[Shape, ...]:
-    """The tenant's clusters, largest first (memoized on the tag-graph version)."""
-    return tag_graph.memoized(conn, tenant_id, "clusters", lambda: _compute(conn, tenant_id))
+def shapes(conn: apsw.Connection, v: Viewer) -> tuple[Shape, ...]:
+    """The clusters of what `v` sees, largest first (memoized on the versions of its scopes)."""
+    return tag_graph.memoized(conn, v, "clusters", lambda: _compute(conn, v))
 
 
-def _compute(conn: apsw.Connection, tenant_id: int) -> tuple[Shape, ...]:
-    edges = tag_graph.strongest_pairs(conn, tenant_id, max_pairs=MAX_EDGES)
+def _compute(conn: apsw.Connection, v: Viewer) -> tuple[Shape, ...]:
+    edges = tag_graph.strongest_pairs(conn, v, max_pairs=MAX_EDGES)
     if not edges:
         return ()
-    use = {t.tag: t.count for t in tag_graph.counts(conn, tenant_id)}
+    use = {t.tag: t.count for t in tag_graph.counts(conn, v)}
     communities = [
         c for c in louvain_communities(((p.a, p.b, p.count) for p in edges), seed=SEED) if len(c) >= MIN_TAGS
     ]
@@ -98,7 +108,7 @@ def _compute(conn: apsw.Connection, tenant_id: int) -> tuple[Shape, ...]:
         ),
         key=lambda c: (-len(c[0]), -c[1], c[0]),
     )
-    sizes = tag_graph.majority_counts(conn, tenant_id, {tag: i for i, (members, _) in enumerate(found) for tag in members})
+    sizes = tag_graph.majority_counts(conn, v, {tag: i for i, (members, _) in enumerate(found) for tag in members})
     return tuple(
         Shape(key=cluster_key(members), tags=members, weight=w, entries=sizes.get(i, 0))
         for i, (members, w) in enumerate(found)
@@ -110,9 +120,9 @@ def assign(votes: Counter) -> int:
     return min(votes, key=lambda i: (-votes[i], i))
 
 
-def shape_of_tag(conn: apsw.Connection, tenant_id: int, tag: str) -> tuple[int, Shape]:
-    """(index, shape) of the cluster holding `tag`, or NotFound."""
-    for i, shape in enumerate(shapes(conn, tenant_id)):
+def shape_of_tag(conn: apsw.Connection, v: Viewer, tag: str) -> tuple[int, Shape]:
+    """(index, shape) of the cluster holding `tag` among `v`'s, or NotFound."""
+    for i, shape in enumerate(shapes(conn, v)):
         if tag in shape.tags:
             return i, shape
     raise NotFound(
@@ -122,18 +132,18 @@ def shape_of_tag(conn: apsw.Connection, tenant_id: int, tag: str) -> tuple[int, 
     )
 
 
-def cluster_entries(conn: apsw.Connection, tenant_id: int, tag: str, *, limit: int) -> tuple[Shape, list[Entry]]:
-    """The cluster of `tag` and its newest active entries (those the cluster holds most of whose tags)."""
-    index, shape = shape_of_tag(conn, tenant_id, tag)
-    all_shapes = shapes(conn, tenant_id)
+def cluster_entries(conn: apsw.Connection, v: Viewer, tag: str, *, limit: int) -> tuple[Shape, list[Entry]]:
+    """The cluster of `tag` and its newest active entries `v` sees (those the cluster holds most of whose tags)."""
+    index, shape = shape_of_tag(conn, v, tag)
+    all_shapes = shapes(conn, v)
     where = {t: i for i, s in enumerate(all_shapes) for t in s.tags}
     out: list[Entry] = []
     before = None
     while len(out) < limit:
-        ids = tag_graph.entries_with_any(conn, tenant_id, list(shape.tags), limit=limit * 4, before_id=before)
+        ids = tag_graph.entries_with_any(conn, v, list(shape.tags), limit=limit * 4, before_id=before)
         if not ids:
             break
-        for e in entries.get_any(conn, users.whole_tenant(tenant_id), ids):
+        for e in entries.get_any(conn, v, ids):
             votes = Counter(where[t] for t in e.tags if t in where)
             if votes and assign(votes) == index:
                 out.append(e)
@@ -159,37 +169,55 @@ def _fallback(shape: Shape, note: str) -> TopicCluster:
     )
 
 
-def cached_names(conn: apsw.Connection, tenant_id: int, keys: list[str], *, now: int) -> dict[str, tuple[str, str]]:
-    """Names cached for these cluster keys and younger than 24 hours at `now`."""
+def _scopes_text(ids) -> str:
+    return " ".join(str(int(i)) for i in sorted(set(ids)))
+
+
+def cached_names(conn: apsw.Connection, v: Viewer, keys: list[str], *, now: int) -> dict[str, tuple[str, str]]:
+    """Names cached for these cluster keys, younger than 24 hours at `now`, made only from scopes `v` sees whole.
+
+    Of several such names for one key, the newest.
+    """
     if not keys:
         return {}
+    seen = set(tag_graph.scopes(conn, v))
     marks = ",".join("?" * len(keys))
     rows = conn.execute(
-        f"SELECT tags_sha256, name, description FROM cluster_names "
-        f"WHERE tenant_id = ? AND tags_sha256 IN ({marks}) AND named_at > ?",
-        (tenant_id, *(bytes.fromhex(k) for k in keys), now - NAME_TTL_US),
+        f"SELECT tags_sha256, scopes, name, description FROM cluster_names "
+        f"WHERE tenant_id = ? AND tags_sha256 IN ({marks}) AND named_at > ? ORDER BY named_at",
+        (v.tenant_id, *(bytes.fromhex(k) for k in keys), now - NAME_TTL_US),
     )
-    return {key.hex(): (name, desc) for key, name, desc in rows}
+    return {
+        key.hex(): (name, desc) for key, made_from, name, desc in rows if {int(s) for s in made_from.split()} <= seen
+    }
 
 
 def save_names(conn: apsw.Connection, tenant_id: int, rows: list[NameRow]) -> None:
     """Write fresh names to the cache (replacing expired ones); the caller owns the transaction."""
     for r in rows:
         conn.execute(
-            "INSERT OR REPLACE INTO cluster_names(tenant_id, tags_sha256, name, description, named_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (tenant_id, bytes.fromhex(r.key), r.name, r.description, r.named_at),
+            "INSERT OR REPLACE INTO cluster_names(tenant_id, tags_sha256, scopes, name, description, named_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (tenant_id, bytes.fromhex(r.key), _scopes_text(r.scopes), r.name, r.description, r.named_at),
         )
 
 
-def _titles(conn: apsw.Connection, tenant_id: int, shape: Shape) -> list[str]:
-    ids = tag_graph.entries_with_any(conn, tenant_id, list(shape.tags), limit=TITLES_FOR_NAMING)
-    return [e.title for e in entries.get_any(conn, users.whole_tenant(tenant_id), ids)]
+def _titles(conn: apsw.Connection, v: Viewer, shape: Shape) -> tuple[list[str], tuple[int, ...]]:
+    """Titles of the cluster's newest entries `v` sees whole, and the scopes they are in (what a name is made from)."""
+    ids = tag_graph.entries_with_any(conn, v, list(shape.tags), limit=TITLES_FOR_NAMING)
+    if not ids:
+        return [], ()
+    rows = conn.execute(
+        f"SELECT e.title, e.scope_id FROM entries e WHERE e.id IN ({','.join('?' * len(ids))}) AND {v.sees()} "
+        "ORDER BY e.id DESC",
+        ids,
+    ).fetchall()
+    return [title for title, _ in rows], tuple(sorted({scope for _, scope in rows}))
 
 
 def name(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     found: list[Shape] | tuple[Shape, ...],
     *,
     advisor: Advisor | None,
@@ -205,7 +233,7 @@ def name(
     """
     from arbiter.advisor import AdvisorError
 
-    cached = cached_names(conn, tenant_id, [s.key for s in found], now=now)
+    cached = cached_names(conn, v, [s.key for s in found], now=now)
     named: dict[str, TopicCluster] = {}
     for s in found:
         if s.key in cached:
@@ -219,11 +247,11 @@ def name(
         for s in todo:
             named[s.key] = _fallback(s, "no LLM configured (set ANTHROPIC_API_KEY for the daemon)")
     elif todo:
-        titles = {s.key: _titles(conn, tenant_id, s) for s in todo}
+        titles = {s.key: _titles(conn, v, s) for s in todo}
 
         def ask(s: Shape):
             try:
-                return advisor.name_cluster(list(s.tags), titles[s.key], deadline=deadline)
+                return advisor.name_cluster(list(s.tags), titles[s.key][0], deadline=deadline)
             except AdvisorError as e:
                 return e
 
@@ -234,7 +262,7 @@ def name(
                 named[s.key] = _fallback(s, f"naming failed: {answer.reason}")
                 continue
             n, d = answer
-            fresh.append(NameRow(key=s.key, name=n, description=d, named_at=now))
+            fresh.append(NameRow(key=s.key, name=n, description=d, named_at=now, scopes=titles[s.key][1]))
             named[s.key] = TopicCluster(
                 key=s.key, name=n, description=d, named_by="advisor", tags=list(s.tags), entries=s.entries,
                 weight=s.weight,

@@ -1,10 +1,20 @@
-"""The tag graph: tag counts, co-occurring pairs and shared-tag neighbours over active entries.
+"""The tag graph: tag counts, co-occurring pairs and shared-tag neighbours over active entries a viewer sees.
 
-Reads `entry_tags`, `tag_counts` and `tag_pairs` (migration m003_tag_graph),
-which triggers on `entries` keep in step: a tag counts while its entry is
-active (`valid_to IS NULL`). `tag_graph_version` changes with every change to
-them, so anything derived from the whole graph (clusters, tag families) is
-memoized on it with `memoized`.
+Reads `entry_tags`, `tag_counts` and `tag_pairs` (migration m016_tag_scopes,
+first built per tenant by m003), which triggers on `entries` keep in step: a
+tag counts while its entry is active (`valid_to IS NULL`). They are kept per
+visibility scope (`entries.scope_id`: a user's private entries, or a team's),
+like the full-text indexes (store/fts.py), and a viewer reads the sums over
+the scopes they see whole (`Viewer.scopes`). So a count, a pair, a family or
+a cluster never tells anyone of an entry they cannot see, and a single-user
+tenant (one scope) reads the same rows it read when they were per tenant.
+What a user wrote into a team they have left is seen by them but not counted
+(as in search statistics: a subset of what they see, so nothing leaks).
+
+Each scope has a `tag_graph_version` that changes with every change to its
+rows, so anything derived from a viewer's graph (clusters, tag families) is
+memoized on the versions of the viewer's scopes with `memoized`: teammates
+who see the same scopes share one computation.
 """
 
 from __future__ import annotations
@@ -16,32 +26,47 @@ from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 import apsw
-
-from arbiter.store.users import Viewer
 import msgspec
 
 from arbiter.model import TagCooccurrence, TagCount, TagPair
+from arbiter.store.users import Viewer
 
 T = TypeVar("T")
 
-_MEMO_MAX = 64
+# Two memoized values (clusters, conventions) per set of scopes seen.
+_MEMO_MAX = 256
 _memo: OrderedDict[tuple, object] = OrderedDict()
 _memo_lock = threading.Lock()
 
 
-def version(conn: apsw.Connection, tenant_id: int) -> int:
-    """A number that changes whenever the tenant's active tags change (0 before any tag)."""
-    row = conn.execute("SELECT version FROM tag_graph_version WHERE tenant_id = ?", (tenant_id,)).fetchone()
-    return row[0] if row else 0
+def scopes(conn: apsw.Connection, v: Viewer) -> tuple[int, ...]:
+    """The scopes whose tags `v` counts: those it sees whole (every scope of the tenant for upkeep)."""
+    if v.everyone:
+        return tuple(r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ? ORDER BY id", (v.tenant_id,)))
+    return v.scopes
 
 
-def memoized(conn: apsw.Connection, tenant_id: int, what: str, compute: Callable[[], T]) -> T:
-    """`compute()` once per (database, tenant, tag-graph version, `what`), then from memory.
+def _in(ids: tuple[int, ...]) -> str:
+    """SQL `IN` list of scope ids (integers of ours, so no bindings; one id is an equality to SQLite)."""
+    return "(" + ",".join(str(int(i)) for i in ids) + ")" if ids else "(NULL)"
 
-    Safe because everything memoized here is a pure function of the tag graph,
-    and the version moves on every change to it (in the same transaction).
+
+def version(conn: apsw.Connection, v: Viewer) -> tuple[tuple[int, int], ...]:
+    """(scope, version) of each scope `v` counts, sorted: changes whenever a tag `v` sees changes."""
+    ids = scopes(conn, v)
+    found = dict(conn.execute(f"SELECT scope_id, version FROM tag_graph_version WHERE scope_id IN {_in(ids)}"))
+    return tuple(sorted((s, found.get(s, 0)) for s in ids))
+
+
+def memoized(conn: apsw.Connection, v: Viewer, what: str, compute: Callable[[], T]) -> T:
+    """`compute()` once per (database, scopes and their versions, `what`), then from memory.
+
+    Safe because everything memoized here is a pure function of the tag rows
+    of those scopes, and a scope's version moves on every change to them (in
+    the same transaction). Keyed by scopes, not by user: viewers who see the
+    same scopes see the same graph.
     """
-    key = (conn.filename, tenant_id, version(conn, tenant_id), what)
+    key = (conn.filename, version(conn, v), what)
     with _memo_lock:
         if key in _memo:
             _memo.move_to_end(key)
@@ -54,42 +79,44 @@ def memoized(conn: apsw.Connection, tenant_id: int, what: str, compute: Callable
     return value
 
 
-def counts(conn: apsw.Connection, tenant_id: int, *, limit: int | None = None) -> list[TagCount]:
-    """Tags in use by active entries, most used first (ties by name)."""
+def counts(conn: apsw.Connection, v: Viewer, *, limit: int | None = None) -> list[TagCount]:
+    """Tags in use by active entries `v` sees, most used first (ties by name)."""
     rows = conn.execute(
-        "SELECT tag, n FROM tag_counts WHERE tenant_id = ? ORDER BY n DESC, tag LIMIT ?",
-        (tenant_id, -1 if limit is None else limit),
+        f"SELECT tag, sum(n) AS k FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))} "
+        "GROUP BY tag ORDER BY k DESC, tag LIMIT ?",
+        (-1 if limit is None else limit,),
     )
     return [TagCount(tag=t, count=n) for t, n in rows]
 
 
-def distinct(conn: apsw.Connection, tenant_id: int) -> int:
-    """How many different tags the tenant's active entries carry."""
-    return conn.execute("SELECT count(*) FROM tag_counts WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
+def distinct(conn: apsw.Connection, v: Viewer) -> int:
+    """How many different tags the active entries `v` sees carry."""
+    return conn.execute(
+        f"SELECT count(DISTINCT tag) FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))}"
+    ).fetchone()[0]
 
 
-def pairs(conn: apsw.Connection, tenant_id: int, *, tag: str | None = None, limit: int | None = None) -> list[TagPair]:
-    """Pairs of tags sharing active entries, strongest first; with `tag`, only its pairs."""
-    where, args = "tenant_id = ?", [tenant_id]
+def pairs(conn: apsw.Connection, v: Viewer, *, tag: str | None = None, limit: int | None = None) -> list[TagPair]:
+    """Pairs of tags sharing active entries `v` sees, strongest first; with `tag`, only its pairs."""
+    where, args = f"scope_id IN {_in(scopes(conn, v))}", []
     if tag is not None:
         where += " AND (a = ? OR b = ?)"
         args += [tag, tag]
     rows = conn.execute(
-        f"SELECT a, b, n FROM tag_pairs WHERE {where} ORDER BY n DESC, a, b LIMIT ?",
+        f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE {where} GROUP BY a, b ORDER BY k DESC, a, b LIMIT ?",
         (*args, -1 if limit is None else limit),
     )
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
-def strongest_pairs(conn: apsw.Connection, tenant_id: int, *, max_pairs: int) -> list[TagPair]:
+def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list[TagPair]:
     """The pairs of the heaviest weight classes that together stay within `max_pairs`, sorted by (a, b).
 
     A class is never split: ties cannot be broken by anything but name, which
     would make the graph depend on spelling. The heaviest class is always kept.
     """
-    classes = conn.execute(
-        "SELECT n, count(*) FROM tag_pairs WHERE tenant_id = ? GROUP BY n ORDER BY n DESC", (tenant_id,)
-    ).fetchall()
+    summed = f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))} GROUP BY a, b"
+    classes = conn.execute(f"SELECT k, count(*) FROM ({summed}) GROUP BY k ORDER BY k DESC").fetchall()
     if not classes:
         return []
     floor, total = classes[0][0], 0
@@ -98,86 +125,93 @@ def strongest_pairs(conn: apsw.Connection, tenant_id: int, *, max_pairs: int) ->
         if total > max_pairs and n != classes[0][0]:
             break
         floor = n
-    rows = conn.execute(
-        "SELECT a, b, n FROM tag_pairs WHERE tenant_id = ? AND n >= ? ORDER BY a, b", (tenant_id, floor)
-    )
+    rows = conn.execute(f"{summed} HAVING k >= ? ORDER BY a, b", (floor,))
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
-def pairs_among(conn: apsw.Connection, tenant_id: int, tags: list[str]) -> list[TagPair]:
+def pairs_among(conn: apsw.Connection, v: Viewer, tags: list[str]) -> list[TagPair]:
     """The pairs with both tags in `tags`."""
     if not tags:
         return []
     marks = ",".join("?" * len(tags))
     rows = conn.execute(
-        f"SELECT a, b, n FROM tag_pairs WHERE tenant_id = ? AND a IN ({marks}) AND b IN ({marks}) ORDER BY a, b",
-        (tenant_id, *tags, *tags),
+        f"SELECT a, b, sum(n) FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))} "
+        f"AND a IN ({marks}) AND b IN ({marks}) GROUP BY a, b ORDER BY a, b",
+        (*tags, *tags),
     )
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
-def majority_counts(conn: apsw.Connection, tenant_id: int, group_of: dict[str, int]) -> dict[int, int]:
+def majority_counts(conn: apsw.Connection, v: Viewer, group_of: dict[str, int]) -> dict[int, int]:
     """Active entries per group, each entry counted in the group holding most of its tags (ties: the lower group)."""
     if not group_of:
         return {}
     rows = conn.execute(
-        """
+        f"""
         WITH g(tag, grp) AS (SELECT key, value FROM json_each(?1)),
         votes AS (
             SELECT et.entry_id AS entry, g.grp AS grp, count(*) AS n
             FROM entry_tags et JOIN g ON g.tag = et.tag
-            WHERE et.tenant_id = ?2
+            WHERE et.scope_id IN {_in(scopes(conn, v))}
             GROUP BY et.entry_id, g.grp
         ),
         ranked AS (SELECT grp, row_number() OVER (PARTITION BY entry ORDER BY n DESC, grp) AS r FROM votes)
         SELECT grp, count(*) FROM ranked WHERE r = 1 GROUP BY grp
         """,
-        (msgspec.json.encode(group_of).decode(), tenant_id),
+        (msgspec.json.encode(group_of).decode(),),
     )
     return dict(rows)
 
 
-def cooccurrence(conn: apsw.Connection, tenant_id: int, *, tag: str | None, limit: int) -> TagCooccurrence:
+def cooccurrence(conn: apsw.Connection, v: Viewer, *, tag: str | None, limit: int) -> TagCooccurrence:
     """The co-occurrence view: with `tag`, its count and its partners; else the top tags and pairs."""
     if tag is None:
-        return TagCooccurrence(tags=counts(conn, tenant_id, limit=limit), pairs=pairs(conn, tenant_id, limit=limit))
-    row = conn.execute("SELECT n FROM tag_counts WHERE tenant_id = ? AND tag = ?", (tenant_id, tag)).fetchone()
-    return TagCooccurrence(
-        tags=[TagCount(tag=tag, count=row[0] if row else 0)],
-        pairs=pairs(conn, tenant_id, tag=tag, limit=limit),
-    )
+        return TagCooccurrence(tags=counts(conn, v, limit=limit), pairs=pairs(conn, v, limit=limit))
+    n = conn.execute(
+        f"SELECT coalesce(sum(n), 0) FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))} AND tag = ?", (tag,)
+    ).fetchone()[0]
+    return TagCooccurrence(tags=[TagCount(tag=tag, count=n)], pairs=pairs(conn, v, tag=tag, limit=limit))
 
 
 def entries_with_any(
-    conn: apsw.Connection, tenant_id: int, tags: list[str], *, limit: int, before_id: int | None = None
+    conn: apsw.Connection, v: Viewer, tags: list[str], *, limit: int, before_id: int | None = None
 ) -> list[int]:
-    """Ids of active entries carrying any of `tags`, newest first."""
+    """Ids of active entries in the scopes `v` sees whole carrying any of `tags`, newest first."""
     if not tags:
         return []
     marks = ",".join("?" * len(tags))
     rows = conn.execute(
-        f"SELECT DISTINCT entry_id FROM entry_tags WHERE tenant_id = ? AND tag IN ({marks}) AND entry_id < ? "
-        "ORDER BY entry_id DESC LIMIT ?",
-        (tenant_id, *tags, before_id or (1 << 62), limit),
+        f"SELECT DISTINCT entry_id FROM entry_tags WHERE scope_id IN {_in(scopes(conn, v))} AND tag IN ({marks}) "
+        "AND entry_id < ? ORDER BY entry_id DESC LIMIT ?",
+        (*tags, before_id or (1 << 62), limit),
     )
     return [r[0] for r in rows]
 
 
 def shared_tag_neighbors(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: int) -> list[tuple[int, list[str]]]:
-    """The `k` active entries `v` sees sharing the most tags with `entry_id` (rarer shared tags break ties)."""
+    """The `k` active entries `v` sees sharing the most tags with `entry_id` (rarer shared tags break ties).
+
+    Rarity is a tag's count over what `v` sees, so the order tells nothing
+    of entries `v` cannot see.
+    """
+    counted = _in(scopes(conn, v))
+    searched = _in(scopes(conn, v) + (() if v.everyone else v.left))
     rows = conn.execute(
         f"""
-        SELECT b.entry_id, group_concat(b.tag, char(31)), count(*) AS shared, sum(1.0 / c.n) AS rarity
-        FROM entry_tags a
-        JOIN entry_tags b ON b.tenant_id = a.tenant_id AND b.tag = a.tag AND b.entry_id != a.entry_id
+        WITH mine(tag, rarity) AS MATERIALIZED (
+            SELECT a.tag, 1.0 / coalesce((SELECT sum(c.n) FROM tag_counts c WHERE c.scope_id IN {counted} AND c.tag = a.tag), 1)
+            FROM entry_tags a WHERE a.entry_id = ?1
+        )
+        SELECT b.entry_id, group_concat(b.tag, char(31)), count(*) AS shared, sum(m.rarity) AS rarity
+        FROM mine m
+        JOIN entry_tags b ON b.scope_id IN {searched} AND b.tag = m.tag AND b.entry_id != ?1
         JOIN entries e ON e.id = b.entry_id
-        JOIN tag_counts c ON c.tenant_id = a.tenant_id AND c.tag = a.tag
-        WHERE a.entry_id = ? AND a.tenant_id = ? AND {v.sees()}
+        WHERE {v.sees()}
         GROUP BY b.entry_id
         ORDER BY shared DESC, rarity DESC, b.entry_id DESC
-        LIMIT ?
+        LIMIT ?2
         """,
-        (entry_id, v.tenant_id, k),
+        (entry_id, k),
     )
     return [(eid, sorted(tags.split("\x1f"))) for eid, tags, _, _ in rows]
 
@@ -223,14 +257,14 @@ class Conventions:
     family_pairs: tuple[FamilyPair, ...]
 
 
-def conventions(conn: apsw.Connection, tenant_id: int) -> Conventions:
-    """Tag families (two or more tags of one shape) and which families co-occur (memoized)."""
-    return memoized(conn, tenant_id, "conventions", lambda: _conventions(conn, tenant_id))
+def conventions(conn: apsw.Connection, v: Viewer) -> Conventions:
+    """Tag families (two or more tags of one shape) and which families co-occur, over what `v` sees (memoized)."""
+    return memoized(conn, v, "conventions", lambda: _conventions(conn, v))
 
 
-def _conventions(conn: apsw.Connection, tenant_id: int) -> Conventions:
+def _conventions(conn: apsw.Connection, v: Viewer) -> Conventions:
     members: dict[str, list[TagCount]] = {}
-    for tc in counts(conn, tenant_id):
+    for tc in counts(conn, v):
         if (fam := family_of(tc.tag)) is not None:
             members.setdefault(fam, []).append(tc)
     families = {
@@ -239,7 +273,7 @@ def _conventions(conn: apsw.Connection, tenant_id: int) -> Conventions:
         if len(tcs) >= 2
     }
     together: Counter[tuple[str, str]] = Counter()
-    for p in pairs_among(conn, tenant_id, [t for f in families.values() for t in f.members]):
+    for p in pairs_among(conn, v, [t for f in families.values() for t in f.members]):
         fa, fb = family_of(p.a), family_of(p.b)
         if fa in families and fb in families and fa != fb:
             together[(min(fa, fb), max(fa, fb))] += p.count

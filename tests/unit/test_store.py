@@ -126,6 +126,18 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("index", "sqlite_autoindex_scopes_1"),
         ("index", "sqlite_autoindex_scopes_2"),
     },
+    # The tag graph rebuilt per scope: the same names, keyed by scope_id.
+    "m016_tag_scopes": {
+        ("table", "entry_tags"),
+        ("index", "entry_tags_tag"),
+        ("table", "tag_counts"),
+        ("table", "tag_pairs"),
+        ("table", "tag_graph_version"),
+        ("trigger", "entries_tags_insert"),
+        ("trigger", "entries_tags_update"),
+        ("trigger", "entries_tags_delete"),
+        ("table", "cluster_names"),
+    },
     "m012_associations": {
         ("table", "associations"),
         ("index", "associations_b"),
@@ -149,10 +161,12 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("table", "entity_backlog"),
     },
 }
-# What a migration removed: the one index over every tenant went in m010.
+# What a migration removed (before adding its own): the one index over every
+# tenant went in m010; m016 dropped the per-tenant tag graph it rebuilt per scope.
 DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m010_tenant_fts": EXPECTED_OBJECTS["m002_fts_entries"]
     | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
+    "m016_tag_scopes": EXPECTED_OBJECTS["m016_tag_scopes"],
 }
 # What creating a tenant adds (store/fts.py), by name pattern.
 TENANT_OBJECTS = {
@@ -213,8 +227,9 @@ def test_migrating_an_empty_database_gives_the_exact_schema(db):
     names = [name for name, _ in MIGRATIONS]
     missing = [n for n in names if n not in EXPECTED_OBJECTS]
     assert not missing, f"add the objects of {missing} to EXPECTED_OBJECTS"
-    expected = {("table", "schema_version")}.union(*(EXPECTED_OBJECTS[n] for n in names))
-    expected -= set().union(*(DROPPED_OBJECTS.get(n, set()) for n in names))
+    expected = {("table", "schema_version")}
+    for n in names:
+        expected = (expected - DROPPED_OBJECTS.get(n, set())) | EXPECTED_OBJECTS[n]
     actual = set(db.execute("SELECT type, name FROM sqlite_master"))
     assert actual == expected
     rows = db.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()

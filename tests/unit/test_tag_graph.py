@@ -39,8 +39,9 @@ def recount(conn, tenant_id):
 
 
 def stored(conn, tenant_id):
-    counts = {t.tag: t.count for t in tag_graph.counts(conn, tenant_id)}
-    pairs = {(p.a, p.b): p.count for p in tag_graph.pairs(conn, tenant_id)}
+    v = users.first_viewer(conn, tenant_id)
+    counts = {t.tag: t.count for t in tag_graph.counts(conn, v)}
+    pairs = {(p.a, p.b): p.count for p in tag_graph.pairs(conn, v)}
     return counts, pairs
 
 
@@ -109,5 +110,155 @@ def test_the_migration_backfills_existing_entries(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert db.migrate(conn) == len(db.MIGRATIONS)
     assert stored(conn, tid) == ({"a": 2, "b": 2, "c": 1}, {("a", "b"): 2, ("a", "c"): 1, ("b", "c"): 1})
-    assert tag_graph.version(conn, tid) > 0
+    assert tag_graph.version(conn, users.first_viewer(conn, tid))[0][1] > 0
+    conn.close()
+
+
+# ---- per visibility scope --------------------------------------------------------
+
+
+def recount_scopes(conn):
+    """(scope, tag) -> n and (scope, a, b) -> n, recounted from the active entries."""
+    counts, pairs = Counter(), Counter()
+    for scope, raw in conn.execute("SELECT scope_id, tags FROM entries WHERE valid_to IS NULL"):
+        t = sorted(set(msgspec.json.decode(raw)))
+        counts.update((scope, x) for x in t)
+        pairs.update((scope, a, b) for a, b in itertools.combinations(t, 2))
+    return dict(counts), dict(pairs)
+
+
+def stored_scopes(conn):
+    return (
+        {(s, t): n for s, t, n in conn.execute("SELECT scope_id, tag, n FROM tag_counts")},
+        {(s, a, b): n for s, a, b, n in conn.execute("SELECT scope_id, a, b, n FROM tag_pairs")},
+    )
+
+
+@pytest.fixture
+def team(tmp_path):
+    """A tenant whose first user is `owner`, with alice and bob in team `core` and carol in none."""
+    conn = open_database(tmp_path / "t.db")
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "t", now=1)
+        ids = {name: users.create_user(conn, tid, name, now=1)[0] for name in ("alice", "bob", "carol")}
+        core = users.create_team(conn, tid, "core", now=1)
+        for name in ("alice", "bob"):
+            users.join(conn, core, ids[name], now=1)
+    yield conn, tid, ids
+    conn.close()
+
+
+def viewer(conn, tid, ids, name):
+    return users.viewer(conn, tid, ids[name], name)
+
+
+def write(conn, v, tags, *, team=None, now=2, parent=None):
+    with conn:
+        if parent is not None:
+            from arbiter.graph import threads
+            from arbiter.model import ReplyParams
+
+            return threads.reply(conn, v, ReplyParams(parent_id=parent, content="r", tags=tags), now=now)
+        return entries.remember(conn, v, RememberParams(type="user", title="t", content="c", tags=tags, team=team),
+                                now=now)
+
+
+def tag_counts(conn, v):
+    return {t.tag: t.count for t in tag_graph.counts(conn, v)}
+
+
+def test_each_user_counts_only_what_they_see(team):
+    conn, tid, ids = team
+    alice, bob, carol = (viewer(conn, tid, ids, n) for n in ("alice", "bob", "carol"))
+    write(conn, alice, ["secret", "x"])
+    write(conn, alice, ["x", "y"], team="core")
+    write(conn, bob, ["bob-only", "x"])
+    write(conn, carol, ["carol", "x", "y"])
+
+    assert tag_counts(conn, alice) == {"secret": 1, "x": 2, "y": 1}
+    assert tag_counts(conn, bob) == {"bob-only": 1, "x": 2, "y": 1}
+    assert tag_counts(conn, carol) == {"carol": 1, "x": 1, "y": 1}
+    assert tag_counts(conn, users.first_viewer(conn, tid)) == {}
+    assert {(p.a, p.b): p.count for p in tag_graph.pairs(conn, bob)} == {("bob-only", "x"): 1, ("x", "y"): 1}
+    assert tag_graph.distinct(conn, bob) == 3
+    nothing = tag_graph.cooccurrence(conn, bob, tag="secret", limit=10)
+    assert [(t.tag, t.count) for t in nothing.tags] == [("secret", 0)] and nothing.pairs == []
+    x = tag_graph.cooccurrence(conn, bob, tag="x", limit=10)
+    assert x.tags[0].count == 2 and {(p.a, p.b) for p in x.pairs} == {("bob-only", "x"), ("x", "y")}
+    # The whole tenant (the daemon's upkeep) adds every scope.
+    assert tag_counts(conn, users.whole_tenant(tid)) == {"secret": 1, "x": 4, "y": 2, "bob-only": 1, "carol": 1}
+    assert stored_scopes(conn) == recount_scopes(conn)
+
+
+def test_share_and_unshare_move_a_threads_counts_and_both_versions(team):
+    conn, tid, ids = team
+    alice, bob = viewer(conn, tid, ids, "alice"), viewer(conn, tid, ids, "bob")
+    root = write(conn, alice, ["plan", "q3"])
+    write(conn, alice, ["plan", "risk"], parent=root)
+    before = dict(tag_graph.version(conn, alice))
+    assert tag_counts(conn, bob) == {}
+
+    from arbiter.graph import cascades
+
+    with conn:
+        cascades.share(conn, alice, root, users.team_scope(conn, users.team_id(conn, tid, "core")), now=3)
+    assert tag_counts(conn, bob) == {"plan": 2, "q3": 1, "risk": 1}
+    assert tag_counts(conn, alice) == {"plan": 2, "q3": 1, "risk": 1}  # moved, not doubled
+    after = dict(tag_graph.version(conn, alice))
+    assert all(after[s] > before[s] for s in alice.scopes)
+    bobs_reply = write(conn, bob, ["plan", "done"], parent=root)
+    assert stored_scopes(conn) == recount_scopes(conn)
+
+    with conn:
+        cascades.share(conn, alice, root, None, now=4)
+    assert tag_counts(conn, bob) == {"plan": 1, "done": 1}  # his reply came back to him
+    assert tag_counts(conn, alice) == {"plan": 2, "q3": 1, "risk": 1}
+    assert stored_scopes(conn) == recount_scopes(conn)
+    with conn:
+        entries.forget(conn, bob, bobs_reply, now=5)
+    assert tag_counts(conn, bob) == {}
+
+
+def test_neighbours_rank_by_the_rarity_the_viewer_sees(team):
+    conn, tid, ids = team
+    alice, bob = viewer(conn, tid, ids, "alice"), viewer(conn, tid, ids, "bob")
+    probe = write(conn, bob, ["m", "n"], team="core")
+    with_m = write(conn, bob, ["m"], team="core")
+    with_n = write(conn, bob, ["n"], team="core")
+    # A tie (newest first). Alice's private entries make `n` common for her only: counted over the
+    # whole tenant, `m` would be the rarer tag and move ahead for bob.
+    assert [e for e, _ in tag_graph.shared_tag_neighbors(conn, bob, probe, k=5)] == [with_n, with_m]
+    for _ in range(3):
+        write(conn, alice, ["n"])
+    assert [e for e, _ in tag_graph.shared_tag_neighbors(conn, bob, probe, k=5)] == [with_n, with_m]
+    for _ in range(3):
+        write(conn, bob, ["n"])
+    assert [e for e, _ in tag_graph.shared_tag_neighbors(conn, bob, probe, k=2)][0] == with_m
+
+
+def test_m016_rebuilds_the_graph_per_scope_and_keeps_only_names_made_from_one_scope(tmp_path, monkeypatch):
+    path = tmp_path / "m015.db"
+    monkeypatch.setattr(db, "MIGRATIONS", db.MIGRATIONS[: [n for n, _ in db.MIGRATIONS].index("m016_tag_scopes")])
+    conn = open_database(path)
+    with conn:
+        solo, _ = tenants.create_tenant(conn, "solo", now=1)
+        many, _ = tenants.create_tenant(conn, "many", now=1)
+        a = users.create_user(conn, many, "alice", now=1)[0]
+        core = users.create_team(conn, many, "core", now=1)
+        users.join(conn, core, a, now=1)
+    alice = users.viewer(conn, many, a, "alice")
+    write(conn, users.first_viewer(conn, solo), ["a", "b"])
+    write(conn, users.first_viewer(conn, many), ["a", "b"])
+    write(conn, alice, ["a", "c"])
+    write(conn, alice, ["a", "b", "c"], team="core")
+    with conn:
+        for tid in (solo, many):  # names cached over the whole tenant, as m003 kept them
+            conn.execute("INSERT INTO cluster_names VALUES (?, x'00', 'n', 'd', 1)", (tid,))
+    monkeypatch.undo()
+    assert db.migrate(conn) == len(db.MIGRATIONS)
+    assert stored_scopes(conn) == recount_scopes(conn)
+    assert tag_counts(conn, users.viewer(conn, many, a, "alice")) == {"a": 2, "b": 1, "c": 2}
+    assert conn.execute("SELECT tenant_id, scopes FROM cluster_names").fetchall() == [
+        (solo, str(users.first_viewer(conn, solo).private_scope))
+    ]
     conn.close()
