@@ -152,9 +152,9 @@ def build(
         f"- Entry types in use: {', '.join(used) or 'none'}" + (f" (never used: {', '.join(unused)})" if unused else "")
         + "."
     ])
-    vocabulary = tags.counts(conn, v, limit=MAX_VOCABULARY)
-    extra_tags = tags.distinct(conn, v) - len(vocabulary)
-    vocab_items = [f"`{t.tag}` ×{t.count}" for t in vocabulary]
+    vocabulary = tags.vocabulary(conn, v, top=MAX_VOCABULARY, strongest=MAX_PAIRS)
+    extra_tags = vocabulary.distinct - len(vocabulary.tags)
+    vocab_items = [f"`{t.tag}` ×{t.count}" for t in vocabulary.tags]
     doc.blocks.append(_Part(
         "tags of the vocabulary",
         vocab_items,
@@ -185,7 +185,7 @@ def build(
                                    + _bullets(items, hidden) if items else []),
         ))
     pair_items = [
-        f"`{p.a}` + `{p.b}` ×{p.count}" for p in tags.pairs(conn, v, limit=MAX_PAIRS) if p.count >= 2
+        f"`{p.a}` + `{p.b}` ×{p.count}" for p in vocabulary.pairs if p.count >= 2
     ]
     if pair_items:
         doc.blocks.append(_Part(

@@ -12,7 +12,14 @@ LLM naming would have (so no LLM is needed), restarts it and times:
 - `after write`: a briefing right after one `remember` (the memo is stale:
   Louvain again, names still cached).
 
+With `--team`, the tenant has users alice and bob in team `core`: alice
+writes half the entries privately, bob the other half into `core`, and bob
+writes another fifth privately. The briefing timed is alice's: she sees
+`--entries` entries in two scopes (her own and the team's), so every tag
+count is a sum over two scopes, and bob's private entries are not counted.
+
     python -m bench.briefing
+    python -m bench.briefing --team
     python -m bench.briefing --entries 20000 --runs 100 --home briefing-bench
 
 Numbers are milliseconds per `briefing` round trip through the socket, one
@@ -31,6 +38,7 @@ import time
 from pathlib import Path
 
 from arbiter._time import now_us
+from arbiter.client import Client
 from arbiter.graph import clusters
 from arbiter.store import open_database, users
 from bench.longmemeval.daemon import Daemon
@@ -65,31 +73,61 @@ def _entries(rng: random.Random, n: int) -> list[dict]:
 
 def build(client, n: int, seed: int) -> None:
     rng = random.Random(seed)
-    items = _entries(rng, n)
+    _write(client, rng, _entries(rng, n))
+    print(f"wrote {n} entries (seed {seed})", file=sys.stderr)
+
+
+def _write(client, rng: random.Random, items: list[dict], *, team: str | None = None) -> None:
+    """Write `items`, the last 12% as replies to recent ones (some replies to replies), then retire 3%."""
+    n = len(items)
     roots = int(n * 0.88)
     ids: list[int] = []
-    started = time.perf_counter()
     for at in range(0, roots, BATCH):
-        ids += client.remember_many(items[at:min(at + BATCH, roots)])
+        ids += client.remember_many([dict(item, team=team) for item in items[at:min(at + BATCH, roots)]])
     replies = items[roots:]
     for at in range(0, len(replies), BATCH):
         chunk = []
         for item in replies[at:at + BATCH]:
-            item["parent_id"] = rng.choice(ids[-3000:])  # recent threads, some replies to replies
+            item["parent_id"] = rng.choice(ids[-3000:])  # a reply joins its thread's scope
             chunk.append(item)
         ids += client.remember_many(chunk)
     for eid in rng.sample(ids, int(n * 0.03)):
         client.forget(eid)
-    print(f"wrote {n} entries in {time.perf_counter() - started:.1f} s (seed {seed})", file=sys.stderr)
 
 
-def warm_names(db_path: Path) -> int:
-    """Cache a name for every cluster, as a successful LLM naming would have."""
+def build_team(d, n: int, seed: int) -> None:
+    """The entries of `build`, alice's half private and bob's half in `core`; then n/5 private to bob."""
+    with d.client() as owner:
+        tokens = {name: owner.user_add(name).token for name in ("alice", "bob")}
+    with Client(d.socket_path, tokens["alice"]) as alice, Client(d.socket_path, tokens["bob"]) as bob:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+        rng = random.Random(seed)
+        items = _entries(rng, n)
+        _write(alice, rng, items[: n // 2])
+        _write(bob, rng, items[n // 2:], team="core")
+        other = random.Random(seed + 1)
+        _write(bob, other, _entries(other, n // 5))
+    print(f"wrote {n} entries alice sees, {n // 5} she does not (seed {seed})", file=sys.stderr)
+
+
+def reader(d, team: bool) -> Client:
+    """The client whose briefing is timed: the tenant token, or alice's (a fresh token: they are shown once)."""
+    if not team:
+        return d.client()
+    with d.client() as owner:
+        return Client(d.socket_path, owner.user_rotate("alice").token)
+
+
+def warm_names(db_path: Path, team: bool) -> int:
+    """Cache a name for every cluster of the timed reader, as a successful LLM naming would have."""
     conn = open_database(db_path)
     try:
         with conn:
             tenant_id = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
             v = users.first_viewer(conn, tenant_id)
+            if team:
+                v = users.viewer(conn, tenant_id, users.user_id(conn, tenant_id, "alice"), "alice")
             found = clusters.shapes(conn, v)
             rows = [clusters.NameRow(key=s.key, name=f"Topic {i}", description=f"Entries about {s.tags[0]}.",
                                      named_at=now_us(), scopes=v.scopes) for i, s in enumerate(found)]
@@ -111,23 +149,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--home", type=Path, help="Keep the data here (default: a temporary folder, removed after).")
+    ap.add_argument("--team", action="store_true", help="Time a team member who sees the entries in two scopes.")
     args = ap.parse_args(argv)
     home = args.home or Path(tempfile.mkdtemp(prefix="arb-bench-"))
     try:
         with Daemon(home) as d, d.client() as c:
             if c.status().entries_active == 0:
-                build(c, args.entries, args.seed)
-        named = warm_names(home / "arbiter.db")
-        with Daemon(home) as d, d.client() as c:
+                if args.team:
+                    build_team(d, args.entries, args.seed)
+                else:
+                    build(c, args.entries, args.seed)
+        named = warm_names(home / "arbiter.db", args.team)
+        with Daemon(home) as d, reader(d, args.team) as c:
             s = c.status()
             cold, b = _ms(c.briefing)
             warm = [_ms(c.briefing)[0] for _ in range(args.runs)]
             after = []
             for i in range(min(args.runs, 10)):
-                c.remember(type="context", title=f"bench write {i}", content="x", tags=["t0-deploy", "p1"])
+                # Unique content: a duplicate is not written, and the memo would stay fresh.
+                c.remember(type="context", title=f"bench write {i}", content=f"x {now_us()}", tags=["t0-deploy", "p1"])
                 after.append(_ms(c.briefing)[0])
         assert {cl.named_by for cl in b.clusters} <= {"cache"}, "names should all come from the cache"
-        print(f"tenant: {s.entries_active} active, {s.entries_retired} retired; {named} clusters named in cache; "
+        print(f"{'alice sees' if args.team else 'tenant'}: {s.entries_active} active, {s.entries_retired} retired; "
+              f"{named} clusters named in cache; "
               f"briefing {b.bytes} bytes, cut: {'; '.join(b.cut) or 'nothing'}")
         print(f"cold (first after start, Louvain): {cold:8.2f} ms")
         print(f"warm  median {statistics.median(warm):8.2f} ms   p95 {percentile(warm, 95):8.2f} ms"

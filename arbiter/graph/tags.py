@@ -163,6 +163,26 @@ def majority_counts(conn: apsw.Connection, v: Viewer, group_of: dict[str, int]) 
     return dict(rows)
 
 
+@dataclass(frozen=True)
+class Vocabulary:
+    """The most used tags, how many different tags there are, and the strongest pairs."""
+
+    tags: tuple[TagCount, ...]
+    distinct: int
+    pairs: tuple[TagPair, ...]
+
+
+def vocabulary(conn: apsw.Connection, v: Viewer, *, top: int, strongest: int) -> Vocabulary:
+    """The `top` tags and `strongest` pairs `v` sees, and how many tags (memoized: a sum over scopes costs ms)."""
+    return memoized(
+        conn, v, f"vocabulary {top} {strongest}",
+        lambda: Vocabulary(
+            tags=tuple(counts(conn, v, limit=top)), distinct=distinct(conn, v),
+            pairs=tuple(pairs(conn, v, limit=strongest)),
+        ),
+    )
+
+
 def cooccurrence(conn: apsw.Connection, v: Viewer, *, tag: str | None, limit: int) -> TagCooccurrence:
     """The co-occurrence view: with `tag`, its count and its partners; else the top tags and pairs."""
     if tag is None:
