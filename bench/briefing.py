@@ -154,11 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     home = args.home or Path(tempfile.mkdtemp(prefix="arb-bench-"))
     try:
         with Daemon(home) as d, d.client() as c:
-            if c.status().entries_active == 0:
-                if args.team:
-                    build_team(d, args.entries, args.seed)
-                else:
-                    build(c, args.entries, args.seed)
+            if args.team and len(c.user_list().users) == 1:
+                build_team(d, args.entries, args.seed)
+            elif not args.team and c.status().entries_active == 0:
+                build(c, args.entries, args.seed)
         named = warm_names(home / "arbiter.db", args.team)
         with Daemon(home) as d, reader(d, args.team) as c:
             s = c.status()
