@@ -262,3 +262,65 @@ def test_m016_rebuilds_the_graph_per_scope_and_keeps_only_names_made_from_one_sc
         (solo, str(users.first_viewer(conn, solo).private_scope))
     ]
     conn.close()
+
+
+team_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("remember"), st.sampled_from(["alice", "bob"]), st.booleans(), tag_lists),
+        st.tuples(st.just("reply"), st.sampled_from(["alice", "bob"]), st.integers(0, 30), tag_lists),
+        st.tuples(st.just("update"), st.integers(0, 30), tag_lists),
+        st.tuples(st.just("forget"), st.integers(0, 30)),
+        st.tuples(st.just("purge"), st.integers(0, 30)),
+        st.tuples(st.just("share"), st.integers(0, 30)),
+        st.tuples(st.just("unshare"), st.integers(0, 30)),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=team_ops)
+def test_counts_per_scope_match_a_recount_through_shares(conn, script):
+    from arbiter.errors import ArbiterError
+    from arbiter.graph import cascades, threads
+    from arbiter.model import ReplyParams
+
+    run = next(RUNS)
+    with conn:
+        tid, _ = tenants.create_tenant(conn, f"team{run}", now=1)
+        ids = {n: users.create_user(conn, tid, n, now=1)[0] for n in ("alice", "bob")}
+        core = users.create_team(conn, tid, "core", now=1)
+        for n in ids:
+            users.join(conn, core, ids[n], now=1)
+    vs = {n: users.viewer(conn, tid, i, n) for n, i in ids.items()}
+    core_scope = users.team_scope(conn, core)
+    written: list[int] = []
+    for now, op in enumerate(script, start=2):
+        kind, target, owner = op[0], None, None
+        if kind != "remember":
+            if not written:
+                continue
+            target = written[op[2 if kind == "reply" else 1] % len(written)]
+            author = conn.execute("SELECT author_id FROM entries WHERE id = ?", (target,)).fetchone()
+            if author is None:
+                continue  # purged
+            owner = next(vs[n] for n, i in ids.items() if i == author[0])
+        try:
+            with conn:
+                if kind == "remember":
+                    p = RememberParams(type="user", title="t", content="c", tags=op[3], team="core" if op[2] else None)
+                    written.append(entries.remember(conn, vs[op[1]], p, now=now))
+                elif kind == "reply":
+                    written.append(threads.reply(conn, vs[op[1]], ReplyParams(parent_id=target, content="r",
+                                                                               tags=op[3]), now=now))
+                elif kind == "update":
+                    entries.update(conn, owner, UpdateParams(id=target, tags=op[2]), now=now)
+                elif kind == "forget":
+                    entries.forget(conn, owner, target, now=now)
+                elif kind == "purge":
+                    entries.purge(conn, owner, target)
+                else:
+                    cascades.share(conn, owner, target, core_scope if kind == "share" else None, now=now)
+        except ArbiterError:
+            continue  # refused (a retired parent, a reply shared by itself...): nothing changed
+    assert stored_scopes(conn) == recount_scopes(conn)
