@@ -390,9 +390,11 @@ class Client:
             return self.call("export_page_admin", {**params, "tenant": tenant}, ExportPage)
         return self.call("export_page", params, ExportPage)
 
-    def import_batch(self, *, digest: str, lines: int, first_line: int, records: list, source: str = "arbiter") -> ImportProgress:
-        """Write one batch of an export file's records (structs, dicts or `msgspec.Raw` lines)."""
-        params = {"digest": digest, "lines": lines, "first_line": first_line, "records": records, "source": source}
+    def import_batch(self, *, digest: str, lines: int, first_line: int, records: list, source: str = "arbiter",
+                     authors: bool = False) -> ImportProgress:
+        """Write one batch of an export file's records (structs, dicts or `msgspec.Raw` lines); `authors`: keep each record's author (`--all`)."""
+        params = {"digest": digest, "lines": lines, "first_line": first_line, "records": records, "source": source,
+                  "authors": authors}
         return self.call("import_batch", params, ImportProgress)
     # ---- facts behind the evaluation gate ---------------------------------------------
 

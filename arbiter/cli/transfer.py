@@ -19,9 +19,12 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
     """Write this tenant's memory to FILE (default `-`, stdout) as JSON Lines.
 
     Line 1 is a header (format version, Arbiter version, time); then every
-    conversation, entry (its current state with both time axes), earlier
-    recorded state of an entry, and relation, with this database's ids. Derived data (the search index, tag graph,
-    topic names) is rebuilt on import, not exported.
+    conversation, entry (its current state with both time axes, its author
+    and team), earlier recorded state of an entry, and relation, with this
+    database's ids. A user's export holds what that user sees; `--all`
+    holds every tenant whole, with its users, teams and memberships (never
+    tokens). Derived data (the search index, tag graph, topic names) is
+    rebuilt on import, not exported.
 
     \b
     Examples:
@@ -73,6 +76,12 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
 def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     """Add the memory in FILE to this tenant, with new ids and every reference kept.
 
+    You are the author of what you import; an entry shared with a team stays
+    shared if that team exists here and you are in it, else it is yours
+    alone. With --all, each tenant's users, teams and memberships are
+    created where missing and every entry keeps its author and team; a new
+    user's token is written under HOME/tenants/TENANT/.
+
     The whole file is checked first: a malformed line is named and nothing
     is written. Then it goes in batches of 2000 lines, each all or nothing;
     if an import is interrupted, running it again goes on after the last
@@ -112,6 +121,17 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
             click.echo(f"arbiter: created tenant {tenant!r} (token in {token})", err=True)
         return Client(settings.socket, paths.read_secret(token, f"tenant {tenant!r}"))
 
+    def issue_tokens(done) -> None:
+        """Imported users have no token anyone holds: give each one, as `arbiter user add` would."""
+        for tenant, s in done.items():
+            if not s.new_users:
+                continue
+            with clients(tenant) as c:
+                for name in s.new_users:
+                    path = paths.user_token_path(settings.home, tenant, name)
+                    paths.write_secret(path, c.user_rotate(name).token)
+                    click.echo(f"arbiter: user {name!r} of tenant {tenant!r}: token in {path}", err=True)
+
     total = sum(s.records for s in checked.sections)
     bar = Progress(total, "import", unit="records", file=sys.stderr) if progress else None
     try:
@@ -120,6 +140,7 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     finally:
         if bar:
             bar.finish()
+    issue_tokens(done)
 
     def human(done):
         for tenant, s in done.items():
@@ -128,7 +149,11 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
                 click.echo(f"{who}already imported ({s.finished_at}): nothing changed")
             else:
                 resumed = f" (went on from line {s.resumed_at})" if s.resumed_at else ""
+                people = f", {len(s.new_users)} users, {s.teams} teams" if everything else ""
                 click.echo(f"{who}imported {s.entries} entries ({s.revisions} earlier states), {s.relations} "
-                           f"relations, {s.conversations} conversations{resumed}")
+                           f"relations, {s.conversations} conversations{people}{resumed}")
+                if s.private:
+                    click.echo(f"{who}{s.private} entries were shared with a team you are not in here: "
+                               "they are yours alone (share their threads with `arbiter share`)")
 
     _emit({tenant or settings.tenant: s for tenant, s in done.items()}, as_json, lambda _: human(done))

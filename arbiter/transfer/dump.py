@@ -1,4 +1,11 @@
-"""The export verbs: a tenant's records a page at a time, already encoded as the file's lines."""
+"""The export verbs: a tenant's records a page at a time, already encoded as the file's lines.
+
+A user exports what they see (store/users.py `Viewer`): their own entries
+and their teams' shares, the conversations those are in, the relations
+between two of them, and the entities they mention; anything else is not
+in the file, as it is not in any other read. The admin's `--all` reads each
+tenant whole, with its users, teams and memberships.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,9 @@ import msgspec
 
 from arbiter._time import format_time
 from arbiter.errors import NotFound
+from arbiter.store import users
+from arbiter.store.tenants import _conversation_seen
+from arbiter.store.users import Viewer
 from arbiter.transfer.model import (
     ConversationRecord,
     EntityEventRecord,
@@ -18,8 +28,11 @@ from arbiter.transfer.model import (
     ExportPage,
     ExportPageAdminParams,
     ExportPageParams,
+    MemberRecord,
     RelationRecord,
     RevisionRecord,
+    TeamRecord,
+    UserRecord,
 )
 from arbiter.verb import Context, Verb
 
@@ -27,26 +40,35 @@ _encode = msgspec.json.Encoder().encode
 _tags = msgspec.json.Decoder(list[str])
 
 
-def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
-    """Up to `p.limit` records of `p.kind` with ids after `p.after`, oldest first."""
-    args = (tenant_id, p.after, p.limit)
+def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
+    """Up to `p.limit` records of `p.kind` that `v` sees, with ids after `p.after`, oldest first."""
+    args = (p.after, p.limit)
     if p.kind == "entry":
         rows = conn.execute(
-            "SELECT id, type, title, content, tags, source, conversation_id, parent_id, recorded_at, valid_from, "
-            "valid_to, revised_at FROM entries WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args,
+            "SELECT e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
+            "e.recorded_at, e.valid_from, e.valid_to, e.revised_at, e.speaker, u.name, t.name FROM entries e "
+            "LEFT JOIN users u ON u.id = e.author_id LEFT JOIN scopes s ON s.id = e.scope_id "
+            f"LEFT JOIN teams t ON t.id = s.team_id WHERE {v.sees('e')} AND e.id > ? ORDER BY e.id LIMIT ?", args,
         )
         records = [
             EntryRecord(
                 id=r[0], type=r[1], title=r[2], content=r[3], tags=_tags.decode(r[4]), source=r[5],
                 conversation_id=r[6], parent_id=r[7], recorded_at=format_time(r[8]), valid_from=format_time(r[9]),
-                valid_to=format_time(r[10]), revised_at=format_time(r[11]),
+                valid_to=format_time(r[10]), revised_at=format_time(r[11]), speaker=r[12], author=r[13], team=r[14],
             )
             for r in rows
         ]
+        # A parent the reader does not see is not in the file: the reply is exported without it.
+        if not (v.solo or v.everyone):
+            parents = [r.parent_id for r in records if r.parent_id is not None]
+            seen = _seen(conn, v, parents)
+            records = [r if r.parent_id is None or r.parent_id in seen else msgspec.structs.replace(r, parent_id=None)
+                       for r in records]
     elif p.kind == "revision":
         rows = conn.execute(
-            "SELECT id, entry_id, conversation_id, recorded_from, recorded_to, type, title, content, tags, source, "
-            "valid_from, valid_to FROM entry_revisions WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args,
+            "SELECT r.id, r.entry_id, r.conversation_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, "
+            "r.tags, r.source, r.valid_from, r.valid_to FROM entry_revisions r JOIN entries e ON e.id = r.entry_id "
+            f"WHERE {v.sees('e')} AND r.id > ? ORDER BY r.id LIMIT ?", args,
         ).fetchall()
         records = [
             RevisionRecord(
@@ -60,15 +82,20 @@ def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
         return ExportPage(records=raw, next=rows[-1][0] if len(rows) == p.limit else None)
     elif p.kind == "conversation":
         rows = conn.execute(
-            "SELECT id, title, created_at FROM conversations WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args
+            "SELECT c.id, c.title, c.created_at, u.name FROM conversations c LEFT JOIN users u ON u.id = c.author_id "
+            f"WHERE {_conversation_seen(v)} AND c.id > ? ORDER BY c.id LIMIT ?", args
         )
-        records = [ConversationRecord(id=i, title=t, created_at=format_time(c)) for i, t, c in rows]
+        records = [ConversationRecord(id=i, title=t, created_at=format_time(c), author=a) for i, t, c, a in rows]
     elif p.kind in _ENTITY_PAGES:
-        return _ENTITY_PAGES[p.kind](conn, tenant_id, p)
+        return _ENTITY_PAGES[p.kind](conn, v, p)
+    elif p.kind in _PEOPLE_PAGES:
+        return _PEOPLE_PAGES[p.kind](conn, v.tenant_id, p)
     else:
         rows = conn.execute(
-            "SELECT id, source_id, relation, target_id, created_at FROM relations "
-            "WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", args,
+            "SELECT r.id, r.source_id, r.relation, r.target_id, r.created_at FROM relations r "
+            f"JOIN entries e ON e.id = r.source_id JOIN entries f ON f.id = r.target_id "
+            f"WHERE r.tenant_id = {int(v.tenant_id)} AND {v.sees('e')} AND {v.sees('f')} AND r.id > ? "
+            "ORDER BY r.id LIMIT ?", args,
         )
         records = [
             RelationRecord(id=i, source_id=s, relation=r, target_id=t, created_at=format_time(c))
@@ -78,22 +105,39 @@ def page(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
     return ExportPage(records=raw, next=records[-1].id if len(records) == p.limit else None)
 
 
+def _seen(conn, v: Viewer, ids: list[int]) -> set[int]:
+    """Those of `ids` that `v` sees."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(set(ids)))
+    return {r[0] for r in conn.execute(f"SELECT e.id FROM entries e WHERE e.id IN ({marks}) AND {v.sees('e')}",
+                                       sorted(set(ids)))}
+
+
 def _rows_page(rows: list, build, limit: int) -> ExportPage:
     """A page whose cursor is the first column of its rows (not a field of its records)."""
     raw = [msgspec.Raw(_encode(build(r))) for r in rows]
     return ExportPage(records=raw, next=rows[-1][0] if len(rows) == limit else None)
 
 
-def _entities(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+def _entity_seen(v: Viewer, column: str) -> str:
+    """SQL: the entity `column` is in `v`'s export: any of the tenant's for the whole tenant, else one an entry they see mentions."""
+    if v.solo or v.everyone:
+        return f"{column} IN (SELECT id FROM entities WHERE tenant_id = {int(v.tenant_id)})"
+    return (f"{column} IN (SELECT m.entity_id FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
+            f"WHERE m.tenant_id = {int(v.tenant_id)} AND {v.sees('e')})")
+
+
+def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
         "SELECT id, name, type, description, created_at, updated_at, retired_at FROM entities "
-        "WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", (tenant_id, p.after, p.limit),
+        f"WHERE {_entity_seen(v, 'id')} AND id > ? ORDER BY id LIMIT ?", (p.after, p.limit),
     ).fetchall()
     names: dict[int, list[EntityNameRecord]] = {}
     if rows:
         for entity_id, name, alias, created in conn.execute(
             "SELECT entity_id, name, is_alias, created_at FROM entity_names WHERE tenant_id = ? AND entity_id "
-            "BETWEEN ? AND ? ORDER BY id", (tenant_id, rows[0][0], rows[-1][0]),
+            "BETWEEN ? AND ? ORDER BY id", (v.tenant_id, rows[0][0], rows[-1][0]),
         ):
             names.setdefault(entity_id, []).append(
                 EntityNameRecord(name=name, alias=bool(alias), created_at=format_time(created)))
@@ -103,30 +147,33 @@ def _entities(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
     ), p.limit)
 
 
-def _merges(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+def _merges(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
-        "SELECT id, merged_into FROM entities WHERE tenant_id = ? AND id > ? AND merged_into IS NOT NULL "
-        "ORDER BY id LIMIT ?", (tenant_id, p.after, p.limit),
+        "SELECT id, merged_into FROM entities WHERE merged_into IS NOT NULL "
+        f"AND {_entity_seen(v, 'id')} AND {_entity_seen(v, 'merged_into')} AND id > ? ORDER BY id LIMIT ?",
+        (p.after, p.limit),
     ).fetchall()
     return _rows_page(rows, lambda r: EntityMergeRecord(id=r[0], into=r[1]), p.limit)
 
 
-def _mentions(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+def _mentions(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     # entry_entities is keyed (entry, entity), not by a rowid: page by entry id, whole entries at a time.
     rows = conn.execute(
-        "SELECT entry_id, entity_id, how FROM entry_entities WHERE tenant_id = ? AND entry_id IN ("
-        "SELECT DISTINCT entry_id FROM entry_entities WHERE tenant_id = ? AND entry_id > ? ORDER BY entry_id LIMIT ?"
-        ") ORDER BY entry_id, entity_id", (tenant_id, tenant_id, p.after, p.limit),
+        "SELECT entry_id, entity_id, how FROM entry_entities WHERE entry_id IN ("
+        "SELECT DISTINCT m.entry_id FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
+        f"WHERE m.tenant_id = {int(v.tenant_id)} AND {v.sees('e')} AND m.entry_id > ? ORDER BY m.entry_id LIMIT ?"
+        ") ORDER BY entry_id, entity_id", (p.after, p.limit),
     ).fetchall()
     raw = [msgspec.Raw(_encode(MentionRecord(entry_id=e, entity_id=n, how=h))) for e, n, h in rows]
     entries = len({r[0] for r in rows})
     return ExportPage(records=raw, next=rows[-1][0] if entries == p.limit else None)
 
 
-def _entity_relations(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+def _entity_relations(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
         "SELECT id, source_id, relation, target_id, weight, created_at, updated_at FROM entity_relations "
-        "WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?", (tenant_id, p.after, p.limit),
+        f"WHERE tenant_id = ? AND {_entity_seen(v, 'source_id')} AND {_entity_seen(v, 'target_id')} "
+        "AND id > ? ORDER BY id LIMIT ?", (v.tenant_id, p.after, p.limit),
     ).fetchall()
     return _rows_page(rows, lambda r: EntityRelationRecord(
         source_id=r[1], relation=r[2], target_id=r[3], weight=r[4], created_at=format_time(r[5]),
@@ -134,15 +181,46 @@ def _entity_relations(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
     ), p.limit)
 
 
-def _entity_events(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+def _entity_events(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
-        "SELECT id, entity_id, kind, detail, at FROM entity_events WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
-        (tenant_id, p.after, p.limit),
+        f"SELECT id, entity_id, kind, detail, at FROM entity_events WHERE tenant_id = ? AND {_entity_seen(v, 'entity_id')} "
+        "AND id > ? ORDER BY id LIMIT ?",
+        (v.tenant_id, p.after, p.limit),
     ).fetchall()
     return _rows_page(rows, lambda r: EntityEventRecord(entity_id=r[1], event=r[2], detail=r[3], at=format_time(r[4])),
                       p.limit)
 
 
+def _users(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT id, name, created_at FROM users WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (tenant_id, p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: UserRecord(name=r[1], created_at=format_time(r[2])), p.limit)
+
+
+def _teams(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT id, name, created_at FROM teams WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
+        (tenant_id, p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: TeamRecord(name=r[1], created_at=format_time(r[2])), p.limit)
+
+
+def _members(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
+    # team_members has no rowid: page by team id, whole teams at a time.
+    rows = conn.execute(
+        "SELECT t.id, t.name, u.name, m.joined_at, m.left_at FROM team_members m JOIN teams t ON t.id = m.team_id "
+        "JOIN users u ON u.id = m.user_id WHERE t.id IN (SELECT id FROM teams WHERE tenant_id = ? AND id > ? "
+        "ORDER BY id LIMIT ?) ORDER BY t.id, u.id", (tenant_id, p.after, p.limit),
+    ).fetchall()
+    raw = [msgspec.Raw(_encode(MemberRecord(team=r[1], user=r[2], joined_at=format_time(r[3]),
+                                            left_at=format_time(r[4])))) for r in rows]
+    teams = len({r[0] for r in rows})
+    return ExportPage(records=raw, next=rows[-1][0] if teams == p.limit else None)
+
+
+_PEOPLE_PAGES = {"user": _users, "team": _teams, "member": _members}
 _ENTITY_PAGES = {
     "entity": _entities, "entity_merge": _merges, "mention": _mentions, "entity_relation": _entity_relations,
     "entity_event": _entity_events,
@@ -150,8 +228,8 @@ _ENTITY_PAGES = {
 
 
 def export_page(ctx: Context, p: ExportPageParams) -> ExportPage:
-    """One page of this tenant's records of one kind (conversation, entry, revision, relation, entity, ...) for `arbiter export`."""
-    return page(ctx.conn, ctx.tenant_id, p)
+    """One page of the records of one kind (conversation, entry, revision, relation, entity, ...) the caller sees, for `arbiter export`."""
+    return page(ctx.conn, ctx.viewer, p)
 
 
 def export_page_admin(ctx: Context, p: ExportPageAdminParams) -> ExportPage:
@@ -159,7 +237,7 @@ def export_page_admin(ctx: Context, p: ExportPageAdminParams) -> ExportPage:
     row = ctx.conn.execute("SELECT id FROM tenants WHERE name = ?", (p.tenant,)).fetchone()
     if row is None:
         raise NotFound(f"no tenant {p.tenant!r}", path="tenant")
-    return page(ctx.conn, row[0], p)
+    return page(ctx.conn, users.whole_tenant(row[0]), p)
 
 
 VERBS = {

@@ -24,9 +24,11 @@ from arbiter.errors import ArbiterError, InvalidParams
 from arbiter.transfer.model import (
     FORMAT,
     KINDS,
+    PEOPLE_KINDS,
     ConversationRecord,
     EntryRecord,
     Header,
+    MemberRecord,
     Record,
     EntityEventRecord,
     EntityMergeRecord,
@@ -35,7 +37,9 @@ from arbiter.transfer.model import (
     MentionRecord,
     RelationRecord,
     RevisionRecord,
+    TeamRecord,
     TenantRecord,
+    UserRecord,
 )
 
 #: Lines per import batch, and the bytes a batch may reach (under the 4 MiB frame).
@@ -52,13 +56,15 @@ class FormatTooNew(InvalidParams):
     """The file was written by a newer Arbiter, in a format this one cannot read."""
 
 
-_COUNTED = {"conversation": "conversations", "entry": "entries", "revision": "revisions", "relation": "relations",
+_COUNTED = {"user": "users", "team": "teams", "conversation": "conversations", "entry": "entries", "revision": "revisions", "relation": "relations",
             "entity": "entities", "mention": "mentions"}
 
 
 @dataclass
 class ExportSummary:
     tenants: int = 0
+    users: int = 0
+    teams: int = 0
     conversations: int = 0
     entries: int = 0
     revisions: int = 0
@@ -70,7 +76,7 @@ class ExportSummary:
 
 def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
            progress: Callable[[int], None] = lambda n: None) -> ExportSummary:
-    """Write the caller's tenant (or, with an admin client, each of `tenants`) to `out` as JSON Lines."""
+    """Write what the caller sees (or, with an admin client, each of `tenants` whole, with its people) to `out` as JSON Lines."""
     header = Header(format=FORMAT, arbiter=__version__, exported_at=format_time(now_us()),
                     tenant=None if tenants is not None else _tenant_name(client))
     out.write(_encode(header) + b"\n")
@@ -80,7 +86,7 @@ def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
             out.write(_encode(TenantRecord(name=name)) + b"\n")
             summary.lines += 1
         summary.tenants += 1
-        for kind in KINDS:
+        for kind in (PEOPLE_KINDS + KINDS) if name is not None else KINDS:
             after = 0
             while after is not None:
                 page = client.export_page(kind, after=after, limit=PAGE, tenant=name)
@@ -142,7 +148,7 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
             if number == 1:
                 header = _check_header(line)
                 sections.append(Section(tenant=None, first_line=2, last_line=1))  # None: the caller's tenant
-                seen = {"conversation": set(), "entry": set(), "entity": set()}
+                seen = {"conversation": set(), "entry": set(), "entity": set(), "user": set(), "team": set()}
                 continue
             try:
                 rec = _record.decode(line)
@@ -159,7 +165,7 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
                 if sections and sections[-1].last_line < sections[-1].first_line and sections[-1].tenant is None:
                     sections.pop()
                 sections.append(Section(tenant=rec.name, first_line=number + 1, last_line=number))
-                seen = {"conversation": set(), "entry": set(), "entity": set()}
+                seen = {"conversation": set(), "entry": set(), "entity": set(), "user": set(), "team": set()}
                 continue
             sections[-1].last_line = number
             sections[-1].records += 1
@@ -197,12 +203,24 @@ def _check_header(line: bytes) -> Header:
         raise InvalidParams(f"line 1: {_words(e)}", path="line 1") from None
 
 
-def _check_record(rec, seen: dict[str, set[int]]) -> None:
-    def known(kind: str, old: int | None, name: str) -> None:
+def _check_record(rec, seen: dict[str, set]) -> None:
+    def known(kind: str, old: int | str | None, name: str) -> None:
         if old is not None and old not in seen[kind]:
-            raise InvalidParams(f"{name} {old} names no {kind} earlier in the file", path=name)
+            raise InvalidParams(f"{name} {old!r} names no {kind} earlier in the file", path=name)
 
-    if isinstance(rec, EntryRecord):
+    if isinstance(rec, UserRecord):
+        parse_time(rec.created_at, path="created_at")
+        seen["user"].add(rec.name)
+    elif isinstance(rec, TeamRecord):
+        parse_time(rec.created_at, path="created_at")
+        seen["team"].add(rec.name)
+    elif isinstance(rec, MemberRecord):
+        known("team", rec.team, "team")
+        known("user", rec.user, "user")
+        for name in ("joined_at", "left_at"):
+            if (value := getattr(rec, name)) is not None:
+                parse_time(value, path=name)
+    elif isinstance(rec, EntryRecord):
         known("conversation", rec.conversation_id, "conversation_id")
         known("entry", rec.parent_id, "parent_id")
         for name in ("recorded_at", "valid_from", "valid_to", "revised_at"):
@@ -256,6 +274,11 @@ class ImportSummary:
     relations: int = 0
     entities: int = 0
     mentions: int = 0
+    teams: int = 0
+    #: Users the import created: they have no token until the first user issues one (`arbiter user rotate`).
+    new_users: list[str] = field(default_factory=list)
+    #: Entries shared with a team the importer is not in here: imported private to the importer.
+    private: int = 0
 
 
 def _batches(source: Iterator[bytes], first: int, last: int) -> Iterator[tuple[int, list[bytes]]]:
@@ -290,7 +313,8 @@ def send(client: Client, path, checked: Checked, section: Section, *, source: st
         try:
             for first_line, batch in _batches(stream, first, section.last_line):
                 reply = client.import_batch(digest=checked.digest, lines=section.last_line, first_line=first_line,
-                                            records=[msgspec.Raw(b) for b in batch], source=source)
+                                            records=[msgspec.Raw(b) for b in batch], source=source,
+                                            authors=section.tenant is not None)
                 if reply.already:
                     summary.already, summary.finished_at = True, reply.finished_at
                     return summary
@@ -303,6 +327,9 @@ def send(client: Client, path, checked: Checked, section: Section, *, source: st
                 summary.relations += reply.relations
                 summary.entities += reply.entities
                 summary.mentions += reply.mentions
+                summary.teams += reply.teams
+                summary.new_users += reply.new_users
+                summary.private += reply.private
                 progress(len(batch))
         finally:
             if lines is None:

@@ -1,12 +1,22 @@
 """The import verb: a batch of an export file's records into the caller's tenant, ids remapped.
 
 Each batch is one transaction: written whole or not at all. The import's
-row (`imports`, keyed by tenant and the file's sha256) records how many
-lines are done, and `import_ids` the id map, so an interrupted import goes
-on from its last committed batch and a finished one is never written twice.
+row (`imports`, keyed by tenant and the file's sha256, and by the user for
+anyone but the tenant's first user) records how many lines are done, and
+`import_ids` the id map, so an interrupted import goes on from its last
+committed batch and a finished one is never written twice.
+
+Who wrote what: an import writes as the importing user. Every entry and
+conversation is theirs, and an entry shared with a team stays shared if
+that team exists here and they are in it (else it is theirs alone, counted
+in `private`). With `authors` (`import --all`, the tenant's first user),
+the file's users, teams and memberships are created where missing and each
+record keeps its author and team.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import msgspec
 
@@ -14,6 +24,7 @@ from arbiter._time import format_time, parse_time
 from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
+from arbiter.store import users
 from arbiter.store.entries import content_hash
 from arbiter.transfer.model import (
     ConversationRecord,
@@ -24,19 +35,22 @@ from arbiter.transfer.model import (
     EntityMergeRecord,
     EntityRecord,
     EntityRelationRecord,
+    MemberRecord,
     MentionRecord,
     RelationRecord,
     RevisionRecord,
+    TeamRecord,
     TenantRecord,
+    UserRecord,
 )
 from arbiter.verb import Context, Verb
 
 _encode = msgspec.json.Encoder().encode
 _INSERT = (
-    "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, tags, source, conversation_id, "
-    "parent_id, content_hash, recorded_at, valid_from, valid_to, revised_at) VALUES "
+    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, "
+    "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id) VALUES "
 )
-_ROW = "(" + ",".join("?" * 15) + ")"
+_ROW = "(" + ",".join("?" * 16) + ")"
 _ROWS_PER_INSERT = 500
 
 
@@ -67,6 +81,64 @@ class _Map:
             "INSERT INTO import_ids(import_id, kind, old_id, new_id) VALUES (?, ?, ?, ?)",
             ((self.import_id, self.kind, old, new) for old, new in self.fresh.items()),
         )
+
+
+class _People:
+    """Authors and scopes by name, for one batch: the importer's own, or (with `authors`) the file's."""
+
+    def __init__(self, ctx: Context, authors: bool):
+        self.conn, self.v, self.authors, self.now = ctx.conn, ctx.viewer, authors, ctx.now
+        self.private = 0
+        self.new_users: list[str] = []
+        self.teams_created = 0
+        self._users: dict[str, int] = {}
+        self._scopes: dict[int, int] = {}
+        self._teams: dict[str, int | None] = {}
+
+    def user(self, name: str | None, line: int) -> int:
+        if not self.authors or name is None:
+            return self.v.user_id
+        if name not in self._users:
+            row = self.conn.execute("SELECT id FROM users WHERE tenant_id = ? AND name = ?",
+                                    (self.v.tenant_id, name)).fetchone()
+            if row is None:
+                raise InvalidParams(f"line {line}: author {name!r} is no user of this tenant nor of the file",
+                                    path="author")
+            self._users[name] = row[0]
+        return self._users[name]
+
+    def add_user(self, rec: UserRecord) -> None:
+        if self.conn.execute("SELECT 1 FROM users WHERE tenant_id = ? AND name = ?",
+                             (self.v.tenant_id, rec.name)).fetchone() is None:
+            # A fresh token nobody holds: the first user issues a real one (`arbiter user rotate`).
+            users.create_user(self.conn, self.v.tenant_id, rec.name, now=parse_time(rec.created_at, path="created_at"))
+            self.new_users.append(rec.name)
+
+    def team(self, name: str, *, created_at: int | None = None) -> int:
+        """The team's id, created if missing (`authors` only)."""
+        row = self.conn.execute("SELECT id FROM teams WHERE tenant_id = ? AND name = ?",
+                                (self.v.tenant_id, name)).fetchone()
+        if row is not None:
+            return row[0]
+        self.teams_created += 1
+        return users.create_team(self.conn, self.v.tenant_id, name, now=created_at or self.now)
+
+    def scope(self, author: int, team: str | None) -> int:
+        """Where an entry goes: its team's scope if it may stay shared, else its author's private scope."""
+        if team is not None:
+            if team not in self._teams:
+                if self.authors:
+                    self._teams[team] = users.team_scope(self.conn, self.team(team))
+                else:
+                    row = self.conn.execute("SELECT id FROM teams WHERE tenant_id = ? AND name = ?",
+                                            (self.v.tenant_id, team)).fetchone()
+                    self._teams[team] = users.team_scope(self.conn, row[0]) if row and row[0] in self.v.teams else None
+            if (scope := self._teams[team]) is not None:
+                return scope
+            self.private += 1
+        if author not in self._scopes:
+            self._scopes[author] = self.conn.execute("SELECT id FROM scopes WHERE user_id = ?", (author,)).fetchone()[0]
+        return self._scopes[author]
 
 
 def _progress(row, **counts) -> ImportProgress:
@@ -111,8 +183,13 @@ def _entity(conn, tenant: int, rec: EntityRecord, ents: _Map) -> None:
 
 def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     """Write one batch of an export file (lines `first_line`..) into this tenant, ids remapped; resumable, never twice."""
-    conn, tenant = ctx.conn, ctx.tenant_id
+    conn, tenant, v = ctx.conn, ctx.tenant_id, ctx.viewer
+    if p.authors:
+        users.require_owner(conn, v, "importing with each record's author (import --all)")
     digest = bytes.fromhex(p.digest)
+    if v.user_id != users.first_user(conn, tenant):
+        # Another user's import of the same file is theirs: not "already imported" because someone else did.
+        digest = hashlib.sha256(digest + b"user %d" % v.user_id).digest()
     row = conn.execute(
         "SELECT id, lines_done, lines, finished_at FROM imports WHERE tenant_id = ? AND digest = ?", (tenant, digest)
     ).fetchone()
@@ -129,6 +206,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
         return _progress(row)  # not where this import stands: the caller goes on from lines_done
     conversations, entries, ents = _Map(conn, import_id, "c"), _Map(conn, import_id, "e"), _Map(conn, import_id, "n")
     counts = {"conversations": 0, "entries": 0, "revisions": 0, "relations": 0, "entities": 0, "mentions": 0}
+    people = _People(ctx, p.authors)
 
     def ref(mapping: _Map, old: int | None, line: int, field: str, what: str) -> int | None:
         if old is None:
@@ -160,12 +238,14 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             if isinstance(rec, EntryRecord):
                 if rec.parent_id in waiting:  # a reply to an entry of this chunk: give the parent its id first
                     insert_pending()
+                author = people.user(rec.author, line)
                 pending.append((rec.id, (
-                    tenant, ctx.viewer.user_id, ctx.viewer.private_scope, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
+                    tenant, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
                     rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
                     ref(entries, rec.parent_id, line, "parent_id", "entry"), content_hash(rec.content),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
-                    _time(rec.valid_to, "valid_to"), _time(rec.revised_at, "revised_at"),
+                    _time(rec.valid_to, "valid_to"), _time(rec.revised_at, "revised_at"), rec.speaker,
+                    author, people.scope(author, rec.team),
                 )))
                 waiting.add(rec.id)
                 counts["entries"] += 1
@@ -224,10 +304,25 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             elif isinstance(rec, ConversationRecord):
                 conn.execute(
                     "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
-                    (tenant, ctx.viewer.user_id, rec.title, parse_time(rec.created_at, path="created_at")),
+                    (tenant, people.user(rec.author, line), rec.title, parse_time(rec.created_at, path="created_at")),
                 )
                 conversations.fresh[rec.id] = conn.last_insert_rowid()
                 counts["conversations"] += 1
+            elif isinstance(rec, (UserRecord, TeamRecord, MemberRecord)):
+                if not p.authors:
+                    raise InvalidParams(
+                        f"line {line}: a {rec.__struct_config__.tag} record: the file's people go in with "
+                        "`arbiter import --all`", path="kind")
+                if isinstance(rec, UserRecord):
+                    people.add_user(rec)
+                elif isinstance(rec, TeamRecord):
+                    people.team(rec.name, created_at=parse_time(rec.created_at, path="created_at"))
+                else:
+                    team = people.team(rec.team)
+                    user = people.user(rec.user, line)
+                    users.join(conn, team, user, now=parse_time(rec.joined_at, path="joined_at"))
+                    if rec.left_at is not None:
+                        users.leave(conn, team, user, now=parse_time(rec.left_at, path="left_at"))
             elif isinstance(rec, TenantRecord):
                 raise InvalidParams(
                     f"line {line}: a tenant record: this is an --all export; import it with `arbiter import --all`",
@@ -254,7 +349,8 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conn.execute("UPDATE imports SET lines_done = ?, finished_at = ? WHERE id = ?", (lines_done, finished, import_id))
     if finished is not None:
         conn.execute("DELETE FROM import_ids WHERE import_id = ?", (import_id,))
-    return _progress((import_id, lines_done, row[2], finished), **counts)
+    return _progress((import_id, lines_done, row[2], finished), **counts, teams=people.teams_created,
+                     new_users=people.new_users, private=people.private)
 
 
 VERBS = {

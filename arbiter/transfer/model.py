@@ -7,7 +7,12 @@ then relations; then entities (with their names), merges, which entries
 mention which entity, entity relations and entity events. Ids are the exporting
 database's; import maps them to new ones and keeps the references. Times are
 RFC 3339 with microseconds, exact both ways. `--all` exports put a `tenant`
-record before each tenant's records.
+record before each tenant's records, then its users, teams and memberships.
+
+Entries and conversations name their author, and an entry the team it is
+shared with (names, not ids: a user or team is the same one in another
+home when it has the same name). A user's export holds what that user sees,
+nothing else; an `--all` export (admin) holds everything.
 
 Derived data is not exported: the full-text index, the recall and tag-graph
 tables are rebuilt by the store's triggers as rows go in, and topic-cluster
@@ -22,10 +27,12 @@ import msgspec
 from msgspec import Meta, Struct
 
 from arbiter.validation import pattern
-from arbiter.model import EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
-FORMAT = 1
+#: 2: entries carry author, team and speaker, conversations their author; `--all` holds users and teams
+#: (an older Arbiter would drop them silently and make everything its importer's).
+FORMAT = 2
 
 
 class Header(Struct, kw_only=True, tag="arbiter-export", tag_field="kind"):
@@ -43,10 +50,35 @@ class TenantRecord(Struct, kw_only=True, tag="tenant", tag_field="kind"):
     name: str
 
 
+class UserRecord(Struct, kw_only=True, tag="user", tag_field="kind"):
+    """In an `--all` export: a user of the tenant (never their token: an import issues new ones)."""
+
+    name: Name
+    created_at: str
+
+
+class TeamRecord(Struct, kw_only=True, tag="team", tag_field="kind"):
+    """In an `--all` export: a team of the tenant."""
+
+    name: Name
+    created_at: str
+
+
+class MemberRecord(Struct, kw_only=True, tag="member", tag_field="kind"):
+    """In an `--all` export: `user` belongs (or, with `left_at`, belonged) to `team`."""
+
+    team: Name
+    user: Name
+    joined_at: str
+    left_at: str | None = None
+
+
 class ConversationRecord(Struct, kw_only=True, tag="conversation", tag_field="kind"):
     id: int
     title: str
     created_at: str
+    #: Who started it (format 1 files: none, the importer).
+    author: str | None = None
 
 
 class EntryRecord(Struct, kw_only=True, tag="entry", tag_field="kind"):
@@ -65,6 +97,11 @@ class EntryRecord(Struct, kw_only=True, tag="entry", tag_field="kind"):
     valid_to: str | None
     #: When this state was recorded, if the entry changed after `recorded_at` (earlier states: `revision` records).
     revised_at: str | None = None
+    #: Who said it, if it was said in a conversation (a name or a role).
+    speaker: str | None = None
+    #: The user who wrote it and the team it is shared with (None: private to its author). Format 1: none.
+    author: str | None = None
+    team: str | None = None
 
     def __post_init__(self) -> None:
         _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
@@ -151,9 +188,11 @@ class EntityEventRecord(Struct, kw_only=True, tag="entity_event", tag_field="kin
 
 
 Record = Union[
-    TenantRecord, ConversationRecord, EntryRecord, RevisionRecord, RelationRecord, EntityRecord, EntityMergeRecord,
+    TenantRecord, UserRecord, TeamRecord, MemberRecord, ConversationRecord, EntryRecord, RevisionRecord, RelationRecord, EntityRecord, EntityMergeRecord,
     MentionRecord, EntityRelationRecord, EntityEventRecord,
 ]
+#: An `--all` export's people, first in each tenant's part (admin only).
+PEOPLE_KINDS = ("user", "team", "member")
 #: The export order: each kind refers only to kinds before it.
 KINDS = ("conversation", "entry", "revision", "relation", "entity", "entity_merge", "mention", "entity_relation",
          "entity_event")
@@ -169,8 +208,10 @@ class ExportPageParams(Params):
 
 
 class ExportPageAdminParams(ExportPageParams, kw_only=True):
-    """Admin: the same page of the named tenant's records."""
+    """Admin: the same page of the named tenant's records (all of them, whoever wrote them), and its people."""
 
+    kind: Literal["user", "team", "member", "conversation", "entry", "revision", "relation", "entity",
+                  "entity_merge", "mention", "entity_relation", "entity_event"]
     tenant: str
 
 
@@ -194,6 +235,9 @@ class ImportBatchParams(Params):
     first_line: Annotated[int, Meta(ge=1)]
     records: Annotated[list[Record], Meta(max_length=10_000)]
     source: str = "arbiter"
+    #: Keep each record's author (an `--all` file, whose users come with it; the tenant's first user only).
+    #: Otherwise the importer is the author of everything.
+    authors: bool = False
 
 
 class ImportProgress(Struct, kw_only=True):
@@ -210,3 +254,8 @@ class ImportProgress(Struct, kw_only=True):
     relations: int = 0
     entities: int = 0
     mentions: int = 0
+    #: Users this batch created (they have no token yet: the first user issues one with `user rotate`).
+    new_users: list[str] = []
+    teams: int = 0
+    #: Entries whose team the importer is not in (or that does not exist here): imported private instead.
+    private: int = 0
