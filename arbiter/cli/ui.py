@@ -18,18 +18,20 @@ def ui(settings: Settings, port, open_browser):
     The graph of entries and relations coloured by topic, a time slider for
     as-of, recall search, and each entry's history and backlinks; a list
     view on small screens. Only on 127.0.0.1, and only with the random token
-    in the printed URL. The daemon must be running.
+    in the printed URL. The daemon must be running. It reads as the user
+    you run it as (`--user`) and shows only what that user sees.
 
     \b
     Example:
       arbiter ui --open
+      arbiter --user bob ui       # the memory as bob sees it
     """
     from arbiter.ui.server import UIServer
 
     with settings.client() as c:  # fail now, not in the browser, if there is no daemon or token
-        c.ping()
+        me = c.whoami()
     server = UIServer(settings.client, port=port)
-    click.echo(f"arbiter ui: {server.url}  (Ctrl-C to stop)")
+    click.echo(f"arbiter ui: {server.url}  (as {me.user}: it shows what they see; Ctrl-C to stop)")
     if open_browser:
         import webbrowser
 

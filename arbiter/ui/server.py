@@ -5,7 +5,8 @@ It listens on 127.0.0.1 only, and every URL starts with a random token
 page, so another local user or a web page probing localhost learns nothing.
 The page reads the memory through the same `Client` as every other front end
 (one client per request: the `Client` is not thread-safe), as JSON under
-`TOKEN/api/` (graph, entry/ID, entity?name=, recall). Static files ship inside the package (`static/`), so the page
+`TOKEN/api/` (graph, entry/ID, entity?name=, recall, whoami). It reads as the user whose token
+its client holds (`arbiter --user NAME ui`), and so shows only what that user sees. Static files ship inside the package (`static/`), so the page
 works with no network.
 """
 
@@ -133,6 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
                     body = _entry(c, q, _int(route.removeprefix("entry/"), "id"))
                 elif route == "recall":
                     body = _recall(c, q)
+                elif route == "whoami":
+                    body = c.whoami()
                 else:
                     raise NotFound(f"no API route {route!r}", path="route")
             self._send(HTTPStatus.OK, _encode(body), "application/json")

@@ -2,6 +2,8 @@
 
 `graph_view` is its one read verb (the page's other calls are `get`,
 `history`, `backlinks` and `recall`); `arbiter.ui.server` serves the page.
+It draws what the calling user sees (`Viewer.sees`), like every read: their
+entries and their teams' shares, and the entities those mention.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
     if p.view == "entities":
         return _entities(ctx, p, as_of)
     cond, args = visible(as_of)
+    v = ctx.viewer
     rows = ctx.conn.execute(
         f"SELECT e.id, e.type, e.title, e.tags, e.valid_from, e.parent_id FROM entries e "
-        f"WHERE e.tenant_id = ? AND {cond} ORDER BY e.id DESC LIMIT ?",
-        (ctx.tenant_id, *args, p.limit + 1),
+        f"WHERE {v.sees('e')} AND {cond} ORDER BY e.id DESC LIMIT ?",
+        (*args, p.limit + 1),
     ).fetchall()
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
@@ -54,8 +57,12 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
         ):
             if source in ids and target in ids:
                 edges.append(GraphEdge(source=source, target=target, relation=relation))
-    earliest = ctx.conn.execute("SELECT min(valid_from) FROM entries WHERE tenant_id = ?", (ctx.tenant_id,)).fetchone()[0]
-    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=format_time(earliest), truncated=truncated)
+    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=_earliest(ctx), truncated=truncated)
+
+
+def _earliest(ctx: Context) -> str | None:
+    """The oldest `valid_from` the caller sees: the time slider's start."""
+    return format_time(ctx.conn.execute(f"SELECT min(e.valid_from) FROM entries e WHERE {ctx.viewer.sees('e')}").fetchone()[0])
 
 
 def _clusters(ctx: Context):
@@ -68,13 +75,24 @@ def _clusters(ctx: Context):
 def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
     """The most mentioned live entities created by `as_of`, their relations, each coloured by its entries' topic."""
     at = ctx.now if as_of is None else as_of
-    rows = ctx.conn.execute(
-        "SELECT n.id, n.name, n.type, n.created_at, count(m.entry_id) AS uses FROM entities n "
-        "LEFT JOIN entry_entities m ON m.entity_id = n.id "
-        "WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? "
-        "GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
-        (ctx.tenant_id, at, p.limit + 1),
-    ).fetchall()
+    v = ctx.viewer
+    # Counted over the entries the caller sees; with others in the tenant, only entities those mention exist for them.
+    if v.solo:
+        rows = ctx.conn.execute(
+            "SELECT n.id, n.name, n.type, n.created_at, count(m.entry_id) AS uses FROM entities n "
+            "LEFT JOIN entry_entities m ON m.entity_id = n.id "
+            "WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? "
+            "GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
+            (ctx.tenant_id, at, p.limit + 1),
+        ).fetchall()
+    else:
+        rows = ctx.conn.execute(
+            "SELECT n.id, n.name, n.type, n.created_at, count(*) AS uses FROM entities n "
+            "JOIN entry_entities m ON m.entity_id = n.id JOIN entries e ON e.id = m.entry_id "
+            f"WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? AND {v.sees('e')} "
+            "GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
+            (ctx.tenant_id, at, p.limit + 1),
+        ).fetchall()
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
     ids = [r[0] for r in rows]
@@ -84,7 +102,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         marks = ",".join("?" * len(ids))
         for entity_id, tags_json in ctx.conn.execute(
             f"SELECT m.entity_id, e.tags FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
-            f"WHERE m.entity_id IN ({marks}) AND e.valid_to IS NULL", ids,
+            f"WHERE m.entity_id IN ({marks}) AND e.valid_to IS NULL AND {v.sees('e')}", ids,
         ):
             tags = _tags.decode(tags_json)
             entry_votes = Counter(where[t] for t in tags if t in where)
@@ -106,8 +124,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
             )
             if t in shown
         ]
-    earliest = ctx.conn.execute("SELECT min(valid_from) FROM entries WHERE tenant_id = ?", (ctx.tenant_id,)).fetchone()[0]
-    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=format_time(earliest), truncated=truncated,
+    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=_earliest(ctx), truncated=truncated,
                      view="entities")
 
 

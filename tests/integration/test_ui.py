@@ -207,3 +207,62 @@ def test_the_page_in_chromium(ui, memory, browser, tmp_path):
     wait_for(lambda: _js(browser, "window.arbiter.selected"), what="a list entry to open")
     browser.save_screenshot(str(tmp_path / "phone.png"))
     assert (tmp_path / "phone.png").stat().st_size > 1000
+
+
+@pytest.fixture
+def team_ui(daemon):
+    """bob's web view: alice shares a thread with team `core` (bob's), keeps one note to herself, names an entity in it."""
+    from arbiter.client import Client
+
+    with daemon.client() as owner:
+        tokens = {name: owner.user_add(name).token for name in ("alice", "bob")}
+    with Client(daemon.socket, tokens["alice"]) as alice, Client(daemon.socket, tokens["bob"]) as bob:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+        shared = alice.remember(type="project", title="Core roadmap", content="Ship the parser in May.",
+                                tags=["parser"], team="core", entities=["Acme Ltd"])
+        private = alice.remember(type="project", title="Alice only", content="A private worry.",
+                                 tags=["parser"], entities=["Zed Secretco"])
+        reply = bob.reply(shared.id, "Agreed, May it is.")
+        own = bob.remember(type="user", title="Bob's own", content="Bob's private note.")
+    server = UIServer(lambda: Client(daemon.socket, tokens["bob"]))
+    server.start()
+    yield server, {"shared": shared.id, "private": private.id, "reply": reply.id, "own": own.id}
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_view_shows_what_its_user_sees(team_ui):
+    ui, ids = team_ui
+    status, body = _get(ui.url + "api/whoami")
+    assert status == 200 and (json.loads(body)["user"], json.loads(body)["teams"]) == ("bob", ["core"])
+    graph = json.loads(_get(ui.url + "api/graph")[1])
+    assert sorted(n["id"] for n in graph["nodes"]) == sorted([ids["shared"], ids["reply"], ids["own"]])
+    assert [(e["source"], e["target"]) for e in graph["edges"]] == [(ids["reply"], ids["shared"])]
+    entities = json.loads(_get(ui.url + "api/graph?view=entities")[1])
+    assert [n["title"] for n in entities["nodes"]] == ["Acme Ltd"]  # never the entity only alice's note names
+    status, body = _get(ui.url + f"api/entry/{ids['private']}")
+    assert status == 404 and json.loads(body)["error"]["name"] == "not_found"
+    detail = json.loads(_get(ui.url + f"api/entry/{ids['shared']}")[1])
+    assert (detail["entry"]["author"], detail["entry"]["team"]) == ("alice", "core")
+    assert [b["entry"]["id"] for b in detail["backlinks"]["links"]] == [ids["reply"]]
+    hits = json.loads(_get(ui.url + "api/recall?q=private")[1])["hits"]
+    assert [h["id"] for h in hits] == [ids["own"]]
+
+
+def test_the_entry_panel_names_author_and_team_in_chromium(team_ui, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    ui, ids = team_ui
+    browser.get(ui.url)
+    _settled(browser)
+    wait_for(lambda: _js(browser, "window.arbiter.user") == "bob", what="the page to say who it reads as")
+    assert browser.find_element(By.ID, "who").text == "bob · core"
+    assert _js(browser, "window.arbiter.nodes") == 3
+    _js(browser, f"select({ids['shared']})")  # the canvas click itself is test_the_page_in_chromium's
+    wait_for(lambda: _js(browser, "window.arbiter.selected") == ids["shared"], what="the entry to open")
+    assert "by alice · shared with core" in browser.find_element(By.ID, "entry-who").text
+    _js(browser, f"select({ids['own']})")
+    wait_for(lambda: _js(browser, "window.arbiter.selected") == ids["own"], what="bob's note to open")
+    assert "by bob · private" in browser.find_element(By.ID, "entry-who").text
+    browser.save_screenshot(str(tmp_path / "desktop-team.png"))

@@ -251,7 +251,8 @@ async function select(id) {
   const backlinks = d.backlinks.links.map((b) => entryButton(b.entry.id, `${b.kind}: #${b.entry.id} ${b.entry.title}`));
   $("detail").replaceChildren(
     el("h3", { id: "entry-title" }, e.title),
-    el("p", { className: "meta" }, `#${e.id} · ${e.type}` + (e.author ? ` · by ${e.author}` : "") +
+    el("p", { className: "meta", id: "entry-who" }, `#${e.id} · ${e.type}` + (e.author ? ` · by ${e.author}` : "") +
+      (e.team ? ` · shared with ${e.team}` : " · private") +
       (e.source ? ` · ${e.source}` : "") + (d.visible ? "" : " · not visible at this time")),
     el("p", { className: "meta" }, times.join(" · ")),
     el("div", {}, ...e.tags.map((t) => el("span", { className: "tag" }, t))),
@@ -314,4 +315,9 @@ $("search").addEventListener("submit", (ev) => {
 });
 NARROW.addEventListener("change", render);
 
+// Who the page reads as: it shows only what this user sees.
+api("api/whoami").then((w) => {
+  $("who").textContent = `${w.user}` + (w.teams.length ? ` · ${w.teams.join(", ")}` : "");
+  window.arbiter.user = w.user;
+}).catch((e) => status(e.message, true));
 load();
