@@ -30,7 +30,9 @@ from arbiter.transfer.model import (
     ExportPageParams,
     MemberRecord,
     RelationRecord,
+    RetirementRecord,
     RevisionRecord,
+    SalienceRecord,
     TeamRecord,
     UserRecord,
 )
@@ -86,8 +88,8 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
             f"WHERE {_conversation_seen(v)} AND c.id > ? ORDER BY c.id LIMIT ?", args
         )
         records = [ConversationRecord(id=i, title=t, created_at=format_time(c), author=a) for i, t, c, a in rows]
-    elif p.kind in _ENTITY_PAGES:
-        return _ENTITY_PAGES[p.kind](conn, v, p)
+    elif p.kind in _PAGES:
+        return _PAGES[p.kind](conn, v, p)
     elif p.kind in _PEOPLE_PAGES:
         return _PEOPLE_PAGES[p.kind](conn, v.tenant_id, p)
     else:
@@ -220,9 +222,31 @@ def _members(conn, tenant_id: int, p: ExportPageParams) -> ExportPage:
     return ExportPage(records=raw, next=rows[-1][0] if teams == p.limit else None)
 
 
+def _salience(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
+    # The inputs only: `salience`/`computed_at` are maintenance's cache of the formula over them.
+    rows = conn.execute(
+        "SELECT s.entry_id, s.initial, s.decay_rate, s.permanent, s.accesses, s.last_access, s.reinforcements "
+        f"FROM entry_salience s JOIN entries e ON e.id = s.entry_id WHERE {v.sees('e')} AND s.entry_id > ? "
+        "ORDER BY s.entry_id LIMIT ?", (p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: SalienceRecord(
+        entry_id=r[0], initial=r[1], decay_rate=r[2], permanent=bool(r[3]), accesses=r[4],
+        last_access=format_time(r[5]), reinforcements=r[6],
+    ), p.limit)
+
+
+def _retirements(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
+    rows = conn.execute(
+        "SELECT r.id, r.entry_id, r.reason, r.salience, r.at FROM entry_retirements r JOIN entries e "
+        f"ON e.id = r.entry_id WHERE {v.sees('e')} AND r.id > ? ORDER BY r.id LIMIT ?", (p.after, p.limit),
+    ).fetchall()
+    return _rows_page(rows, lambda r: RetirementRecord(entry_id=r[1], reason=r[2], salience=r[3], at=format_time(r[4])),
+                      p.limit)
+
+
 _PEOPLE_PAGES = {"user": _users, "team": _teams, "member": _members}
-_ENTITY_PAGES = {
-    "entity": _entities, "entity_merge": _merges, "mention": _mentions, "entity_relation": _entity_relations,
+_PAGES = {
+    "salience": _salience, "retirement": _retirements, "entity": _entities, "entity_merge": _merges, "mention": _mentions, "entity_relation": _entity_relations,
     "entity_event": _entity_events,
 }
 

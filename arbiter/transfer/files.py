@@ -36,7 +36,9 @@ from arbiter.transfer.model import (
     EntityRelationRecord,
     MentionRecord,
     RelationRecord,
+    RetirementRecord,
     RevisionRecord,
+    SalienceRecord,
     TeamRecord,
     TenantRecord,
     UserRecord,
@@ -233,6 +235,13 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         for name in ("recorded_from", "recorded_to", "valid_from", "valid_to"):
             if (value := getattr(rec, name)) is not None:
                 parse_time(value, path=name)
+    elif isinstance(rec, SalienceRecord):
+        known("entry", rec.entry_id, "entry_id")
+        if rec.last_access is not None:
+            parse_time(rec.last_access, path="last_access")
+    elif isinstance(rec, RetirementRecord):
+        known("entry", rec.entry_id, "entry_id")
+        parse_time(rec.at, path="at")
     elif isinstance(rec, RelationRecord):
         known("entry", rec.source_id, "source_id")
         known("entry", rec.target_id, "target_id")

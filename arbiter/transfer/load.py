@@ -38,7 +38,9 @@ from arbiter.transfer.model import (
     MemberRecord,
     MentionRecord,
     RelationRecord,
+    RetirementRecord,
     RevisionRecord,
+    SalienceRecord,
     TeamRecord,
     TenantRecord,
     UserRecord,
@@ -269,6 +271,23 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     parse_time(rec.created_at, path="created_at"),
                 ))
                 counts["relations"] += 1
+            elif isinstance(rec, SalienceRecord):
+                if pending:
+                    insert_pending()
+                conn.execute(
+                    "INSERT INTO entry_salience(entry_id, tenant_id, initial, decay_rate, permanent, accesses, "
+                    "last_access, reinforcements) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (ref(entries, rec.entry_id, line, "entry_id", "entry"), tenant, rec.initial, rec.decay_rate,
+                     int(rec.permanent), rec.accesses, _time(rec.last_access, "last_access"), rec.reinforcements),
+                )
+            elif isinstance(rec, RetirementRecord):
+                if pending:
+                    insert_pending()
+                conn.execute(
+                    "INSERT INTO entry_retirements(tenant_id, entry_id, reason, salience, at) VALUES (?, ?, ?, ?, ?)",
+                    (tenant, ref(entries, rec.entry_id, line, "entry_id", "entry"), rec.reason, rec.salience,
+                     parse_time(rec.at, path="at")),
+                )
             elif isinstance(rec, EntityRecord):
                 if pending:
                     insert_pending()

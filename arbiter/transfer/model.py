@@ -30,7 +30,8 @@ from arbiter.validation import pattern
 from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
-#: 2: entries carry author, team and speaker, conversations their author; `--all` holds users and teams
+#: 2: entries carry author, team and speaker, conversations their author; salience inputs and retirement
+#: reasons are records; `--all` holds users and teams
 #: (an older Arbiter would drop them silently and make everything its importer's).
 FORMAT = 2
 
@@ -133,6 +134,27 @@ class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind"):
     created_at: str
 
 
+class SalienceRecord(Struct, kw_only=True, tag="salience", tag_field="kind"):
+    """An entry's salience inputs where they depart from the defaults (its salience now is recomputed from them)."""
+
+    entry_id: int
+    initial: Annotated[float, Meta(ge=0, le=1)]
+    decay_rate: Annotated[float, Meta(ge=0)]
+    permanent: bool
+    accesses: Annotated[int, Meta(ge=0)]
+    last_access: str | None
+    reinforcements: Annotated[int, Meta(ge=0)]
+
+
+class RetirementRecord(Struct, kw_only=True, tag="retirement", tag_field="kind"):
+    """Why maintenance retired an entry (its salience then), so `restore` still knows after a round trip."""
+
+    entry_id: int
+    reason: str
+    salience: float
+    at: str
+
+
 class EntityNameRecord(Struct, kw_only=True):
     """One name an entity answers to: its name or an alias."""
 
@@ -188,21 +210,23 @@ class EntityEventRecord(Struct, kw_only=True, tag="entity_event", tag_field="kin
 
 
 Record = Union[
-    TenantRecord, UserRecord, TeamRecord, MemberRecord, ConversationRecord, EntryRecord, RevisionRecord, RelationRecord, EntityRecord, EntityMergeRecord,
-    MentionRecord, EntityRelationRecord, EntityEventRecord,
+    TenantRecord, UserRecord, TeamRecord, MemberRecord, ConversationRecord, EntryRecord, RevisionRecord,
+    RelationRecord, SalienceRecord, RetirementRecord, EntityRecord, EntityMergeRecord, MentionRecord,
+    EntityRelationRecord, EntityEventRecord,
 ]
 #: An `--all` export's people, first in each tenant's part (admin only).
 PEOPLE_KINDS = ("user", "team", "member")
 #: The export order: each kind refers only to kinds before it.
-KINDS = ("conversation", "entry", "revision", "relation", "entity", "entity_merge", "mention", "entity_relation",
+KINDS = ("conversation", "entry", "revision", "relation", "salience", "retirement", "entity", "entity_merge",
+         "mention", "entity_relation",
          "entity_event")
 
 
 class ExportPageParams(Params):
     """One page of a tenant's records of one `kind`, ids after `after`."""
 
-    kind: Literal["conversation", "entry", "revision", "relation", "entity", "entity_merge", "mention",
-                  "entity_relation", "entity_event"]
+    kind: Literal["conversation", "entry", "revision", "relation", "salience", "retirement", "entity",
+                  "entity_merge", "mention", "entity_relation", "entity_event"]
     after: int = 0
     limit: Annotated[int, Meta(ge=1, le=10_000)] = 5000
 
@@ -210,8 +234,8 @@ class ExportPageParams(Params):
 class ExportPageAdminParams(ExportPageParams, kw_only=True):
     """Admin: the same page of the named tenant's records (all of them, whoever wrote them), and its people."""
 
-    kind: Literal["user", "team", "member", "conversation", "entry", "revision", "relation", "entity",
-                  "entity_merge", "mention", "entity_relation", "entity_event"]
+    kind: Literal["user", "team", "member", "conversation", "entry", "revision", "relation", "salience",
+                  "retirement", "entity", "entity_merge", "mention", "entity_relation", "entity_event"]
     tenant: str
 
 

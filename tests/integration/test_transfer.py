@@ -37,7 +37,7 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
     conversations: list[int] = []
     for step in range(steps):
         op = rng.choice(["remember", "remember", "reply", "supersede", "forget", "link", "conversation", "update",
-                         "restore", "entity"])
+                         "restore", "entity", "reinforce"])
         if op == "conversation":
             conversations.append(c.conversation_create(f"chat {step}").id)
             continue
@@ -47,9 +47,10 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
         when = f"2026-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:00:00Z"
         if op == "remember":
             conv = rng.choice(conversations) if conversations and rng.random() < 0.3 else None
+            weight = rng.choice([{}, {}, {"salience": 0.9}, {"permanent": True}])
             ids.append(c.remember(type=rng.choice(["project", "learning", "user"]), title=f"entry {step}",
                                   content=f"content {step} about {' '.join(tags) or 'nothing'}", tags=tags,
-                                  valid_from=when, conversation_id=conv).id)
+                                  valid_from=when, conversation_id=conv, **weight).id)
         elif op == "reply":
             try:
                 ids.append(c.reply(rng.choice(ids), f"reply {step} on {' '.join(tags)}").id)
@@ -78,6 +79,11 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
                     c.entity_merge("Postgres", rng.choice(["Berlin", "Project Atlas"]))
                 except (NotFound, InvalidParams, Conflict):
                     pass
+        elif op == "reinforce":
+            try:
+                c.reinforce(rng.choice(ids))
+            except (NotFound, InvalidParams):  # retired entries are not reinforced
+                pass
         elif op == "restore":
             try:
                 c.restore(rng.choice(ids))
@@ -126,6 +132,8 @@ def export_lines(c: Client) -> list[str]:
 def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path):
     with daemon.client() as c:
         build_history(c, random.Random(16), 80)
+        faint = c.remember(type="context", title="faint", content="barely worth keeping", salience=0.05).id
+        assert c.maintain(min_salience=0.2).retired == [faint]  # retired for low salience
         originals = c.list(limit=1000)
     out = tmp_path / "memory.jsonl"
     summary = js(daemon.home, "export", str(out))
@@ -161,6 +169,13 @@ def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path)
         instants = sorted({r[k] for r in records for k in ("recorded_at", "revised_at", "recorded_from") if r.get(k)})
         assert any(r["kind"] == "revision" for r in records)  # the history holds corrections
         assert any(r["kind"] == "mention" for r in records)
+        assert {r["kind"] for r in records} >= {"salience", "retirement"}
+        assert [(r["entry_id"], r["reason"]) for r in records if r["kind"] == "retirement"] == \
+            [(faint, next(r["reason"] for r in records if r["kind"] == "retirement"))]
+        for e in originals[:10]:  # salience inputs kept: reinforcing answers alike on both sides
+            mine, theirs = c.reinforce(e.id), t.reinforce(new_id[e.id])
+            assert (mine.initial, mine.permanent, mine.reinforcements) == \
+                (theirs.initial, theirs.permanent, theirs.reinforcements)
         assert [(e.name, e.type, sorted(e.aliases), e.mentions) for e in c.entities(limit=100)] == \
             [(e.name, e.type, sorted(e.aliases), e.mentions) for e in t.entities(limit=100)]
         for known in instants[:: max(1, len(instants) // 8)]:
