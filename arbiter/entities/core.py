@@ -145,19 +145,16 @@ def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | N
         _event(conn, tenant_id, entity_id, "retype", {"from": "other", "to": type}, now)
 
 
-def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
-            known: dict[str, tuple[int, int]] | None = None) -> Resolution:
+def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
 
     A new entity comes back with `possibly_same_as`: existing entities whose
     names are 0.6–0.85 similar, for the caller to merge if they are one
     (a false merge loses more than a missed one). A name matched by
     similarity alone is added as an alias, so it matches exactly next time.
-    `known` (from `names_by_key`) answers the exact and alias steps without a query.
     """
     name = canonical(" ".join(name.split()))
-    hit = known.get(nm.key(name)) if known is not None else None
-    found = (hit[0], "alias" if hit[1] else "exact") if hit is not None else lookup(conn, tenant_id, name)
+    found = lookup(conn, tenant_id, name)
     if found is not None:
         _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1])
@@ -169,18 +166,6 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
         return Resolution(entity_id, False, (), "similar")
     entity_id = create(conn, tenant_id, name, type=type or "other", now=now)
     return Resolution(entity_id, True, tuple(e for e, _ in near[:3]), "new")
-
-
-def names_by_key(conn: apsw.Connection, tenant_id: int, keys) -> dict[str, tuple[int, int]]:
-    """(entity id, is_alias) by case-folded key, for those of `keys` that name an entity: one statement."""
-    keys = sorted(set(keys))
-    if not keys:
-        return {}
-    rows = conn.execute(
-        "SELECT key, entity_id, is_alias FROM entity_names WHERE tenant_id = ? AND key IN (SELECT value FROM json_each(?))",
-        (tenant_id, msgspec.json.encode(keys).decode()),
-    )
-    return {k: (e, a) for k, e, a in rows}
 
 
 def refs(conn: apsw.Connection, ids) -> dict[int, EntityRef]:
@@ -205,21 +190,18 @@ class Linker:
         """Link `entry_id` to each (name, type, how); returns each resolution once per entity, in order."""
         out: dict[int, tuple[Resolution, str | None]] = {}
         rows = []
-        # Every name's exact/alias step in one statement (a text names ~5-10 things: it was a query each).
-        fresh = [(name, type) for name, type, _ in named if (nm.key(name), type) not in self._seen]
-        known = names_by_key(self.conn, self.tenant_id, [
-            k for name, _ in fresh for k in (nm.key(name), nm.key(canonical(" ".join(name.split()))))
-        ])
         for name, type, how in named:
             k = (nm.key(name), type)
             res = self._seen.get(k)
             if res is None and how == "known":
-                hit = known.get(k[0])
-                if hit is None:
+                row = self.conn.execute(
+                    "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
+                ).fetchone()
+                if row is None:
                     continue
-                res = Resolution(hit[0], False, (), "exact")
+                res = Resolution(row[0], False, (), "exact")
             elif res is None:
-                res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, known=known)
+                res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now)
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched)
             if res.entity_id not in out:
                 out[res.entity_id] = (res, name)
