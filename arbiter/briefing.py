@@ -142,7 +142,7 @@ def build(
         f"- By type (active): {by_type or 'none yet'}.",
         *_ownership(conn, v),
     ])
-    doc.blocks.append(aspects.briefing_lines(conn, tenant_id))  # at most 15 lines: never cut
+    doc.blocks.append(aspects.briefing_lines(conn, v))  # at most 15 lines: never cut
     doc.blocks.append(["", "## 2. Conventions"])
 
     # 2. conventions

@@ -430,9 +430,11 @@ class Client:
     def predicate_declare(self, name: str, functional: bool = False) -> Predicate:
         return self.call("predicate_declare", {"name": name, "functional": functional}, Predicate)
 
-    def fact_extract(self, entry_ids: list[int], *, apply: bool = False, threshold: float = 0.5) -> ExtractResult:
+    def fact_extract(self, entry_ids: list[int], *, apply: bool = False, threshold: float = 0.5,
+                     team: str | None = None) -> ExtractResult:
         """Advisor extraction (needs ANTHROPIC_API_KEY on the daemon): the facts these entries state, proposed as a batch."""
-        return self.call("fact_extract", {"entry_ids": entry_ids, "apply": apply, "threshold": threshold}, ExtractResult)
+        return self.call("fact_extract", {"entry_ids": entry_ids, "apply": apply, "threshold": threshold, "team": team},
+                         ExtractResult)
 
     def aspects(self, subject: str | None = None, predicate: str | None = None) -> AspectList:
         return self.call("aspects", {"subject": subject, "predicate": predicate}, AspectList)

@@ -30,6 +30,7 @@ import apsw
 from arbiter._time import US, format_time
 from arbiter.errors import NotFound
 from arbiter.model import SalienceInfo
+from arbiter.store.users import Viewer
 
 DEFAULT_SALIENCE = 0.5
 DEFAULT_DECAY_RATE = 0.01
@@ -99,10 +100,14 @@ def info(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> S
     )
 
 
-def reinforce(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> SalienceInfo:
-    """Add one reinforcement to an active entry (+0.15 salience, up to +0.6 in all)."""
+def reinforce(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> SalienceInfo:
+    """Add one reinforcement to an active entry `v` sees (+0.15 salience, up to +0.6 in all).
+
+    A teammate may reinforce a shared entry: salience is the entry's, one value for everyone who sees it.
+    """
+    tenant_id = v.tenant_id
     if not conn.execute(
-        "SELECT 1 FROM entries WHERE id = ? AND tenant_id = ? AND valid_to IS NULL", (entry_id, tenant_id)
+        f"SELECT 1 FROM entries e WHERE e.id = ? AND e.valid_to IS NULL AND {v.sees('e')}", (entry_id,)
     ).fetchone():
         raise NotFound(f"entry {entry_id} not found (or retired)", path="id")
     conn.execute(
@@ -146,7 +151,7 @@ from arbiter.verb import Context, Verb  # noqa: E402
 
 def reinforce_verb(ctx: Context, p: IdParams):
     """Reinforce an active entry: +0.15 salience (up to +0.6), so it surfaces more and retires later."""
-    return reinforce(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    return reinforce(ctx.conn, ctx.viewer, p.id, now=ctx.now)
 
 
 VERBS: dict[str, Verb] = {"reinforce": Verb(IdParams, reinforce_verb, writes=True)}

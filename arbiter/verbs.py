@@ -16,6 +16,7 @@ from arbiter._time import format_time
 from arbiter import __version__, _code, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
 from arbiter.entities import advice as entity_advice, backlog as entity_backlog, clusters as entity_clusters
+from arbiter.entities import core as entity_core
 from arbiter.model import (
     Conversation,
     ConversationCreateParams,
@@ -85,11 +86,11 @@ def remember(ctx: Context, p: RememberParams):
                      for e in entities_mod.mentions(ctx.conn, ctx.tenant_id, existing)]
             return Remembered(**msgspec.structs.asdict(stored), note=note, entities=known, duplicate_of=existing)
     entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now)
-    mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now)
+    mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
     similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
     # Associations after entities: the entity edges and causal candidates read the new links.
-    candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now)
+    candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now, v=ctx.viewer)
     seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in candidates])}
     candidates = [c for c in candidates if c.id in seen]  # derived from the whole tenant; shown if the writer sees it
     associations.mark_derived(ctx.conn, entry_id)
@@ -157,7 +158,7 @@ def remember_many(ctx: Context, p: RememberManyParams):
     answer, on the idle writer (seconds later).
     """
     ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now)
-    linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now)
+    linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now, ctx.viewer)
     for entry_id, item in zip(ids, p.entries):
         if item.entities or item.speaker:
             linker.link(entry_id, entities_mod.given_in(item))
@@ -199,7 +200,7 @@ def update(ctx: Context, p: UpdateParams):
         duplicates.add(ctx.conn, ctx.tenant_id, entry.id, entry.content)
     if p.title is not None or p.content is not None:
         written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
-        entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now)
+        entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now, v=ctx.viewer)
     return entry
 
 
@@ -266,7 +267,7 @@ def recall(ctx: Context, p: RecallParams):
         result = recall_mod.recall(ctx.conn, ctx.viewer, p)
     else:
         result = llm_layers.recall_with_llm(ctx.conn, ctx.viewer, p, advisor_for(ctx))
-    result.facts = fact_recall.search(ctx.conn, ctx.tenant_id, p)
+    result.facts = fact_recall.search(ctx.conn, ctx.viewer, p)
     ctx.accessed.extend((h.id, "recall") for h in result.hits)
     return result
 
@@ -296,10 +297,8 @@ def status(ctx: Context, p: Empty):
     last = maintenance.last(ctx.conn, ctx.tenant_id)
     return msgspec.structs.replace(
         status,
-        entities=ctx.conn.execute(
-            "SELECT count(*) FROM entities WHERE tenant_id = ? AND merged_into IS NULL", (ctx.tenant_id,)
-        ).fetchone()[0],
-        entity_clusters=entity_clusters.count(ctx.conn, ctx.tenant_id),
+        entities=entity_core.count(ctx.conn, ctx.viewer),
+        entity_clusters=entity_clusters.count(ctx.conn, ctx.viewer),
         average_salience=last.average_salience if last else None,
         last_maintenance=last,
     )
@@ -362,7 +361,7 @@ def reply(ctx: Context, p: ReplyParams):
     entry_id = threads.reply(ctx.conn, ctx.viewer, p, now=ctx.now)
     entry = entries.get(ctx.conn, ctx.viewer, entry_id)
     written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
-    entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now)
+    entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now, v=ctx.viewer)
     duplicates.add(ctx.conn, ctx.tenant_id, entry_id, entry.content)
     return entry
 

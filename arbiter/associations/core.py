@@ -30,7 +30,8 @@ import apsw
 
 from arbiter.model import Association, LinkCandidate
 from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer
-from arbiter.store import fts
+from arbiter.store import fts, users
+from arbiter.store.users import Viewer
 
 HOUR_US = 3_600_000_000
 PROXIMITY_HOURS = 24
@@ -136,13 +137,20 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> float:
 # ---- derived on read: temporal and entity ----------------------------------------------
 
 
-def temporal(conn: apsw.Connection, tenant_id: int, row: Row) -> list[Association]:
-    """Backbone (previous and next entry in the conversation) and proximity (within 24 h) neighbours."""
+def _whole(v: Viewer) -> bool:
+    return v.solo or v.everyone
+
+
+def temporal(conn: apsw.Connection, v: Viewer, row: Row) -> list[Association]:
+    """Backbone (previous and next entry in the conversation) and proximity (within 24 h) neighbours, among the
+    entries `v` sees (the entry before one in a conversation is the one before it that `v` sees)."""
+    tenant_id = v.tenant_id
+    sees = v.sees("entries")
     out: list[Association] = []
     if row.conversation_id is not None:
         for sql in (
-            "SELECT max(id) FROM entries WHERE conversation_id = ? AND id < ? AND tenant_id = ?",
-            "SELECT min(id) FROM entries WHERE conversation_id = ? AND id > ? AND tenant_id = ?",
+            f"SELECT max(id) FROM entries WHERE conversation_id = ? AND id < ? AND tenant_id = ? AND {sees}",
+            f"SELECT min(id) FROM entries WHERE conversation_id = ? AND id > ? AND tenant_id = ? AND {sees}",
         ):
             (other,) = conn.execute(sql, (row.conversation_id, row.id, tenant_id)).fetchone()
             if other is not None:
@@ -153,9 +161,9 @@ def temporal(conn: apsw.Connection, tenant_id: int, row: Row) -> list[Associatio
     # a bulk load puts thousands of entries at one instant.
     near = conn.execute(
         "SELECT * FROM (SELECT id, ?1 - valid_from FROM entries WHERE tenant_id = ?2 AND valid_from BETWEEN ?1 - ?3 AND ?1 "
-        "AND id != ?4 ORDER BY valid_from DESC, id DESC LIMIT ?5) UNION ALL "
+        f"AND id != ?4 AND {sees} ORDER BY valid_from DESC, id DESC LIMIT ?5) UNION ALL "
         "SELECT * FROM (SELECT id, valid_from - ?1 FROM entries WHERE tenant_id = ?2 AND valid_from > ?1 "
-        "AND valid_from <= ?1 + ?3 ORDER BY valid_from, id LIMIT ?5)",
+        f"AND valid_from <= ?1 + ?3 AND {sees} ORDER BY valid_from, id LIMIT ?5)",
         (row.valid_from, tenant_id, window, row.id, PROXIMITY_MAX),
     ).fetchall()
     for other, gap in sorted(near, key=lambda r: (r[1], r[0]))[:PROXIMITY_MAX]:
@@ -165,21 +173,24 @@ def temporal(conn: apsw.Connection, tenant_id: int, row: Row) -> list[Associatio
     return out
 
 
-def entity(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[Association]:
-    """Entries mentioning an entity this one mentions: the nearest `ENTITY_MAX` per entity."""
+def entity(conn: apsw.Connection, v: Viewer, entry_id: int) -> list[Association]:
+    """Entries `v` sees mentioning an entity this one mentions: the nearest `ENTITY_MAX` per entity."""
     out: list[Association] = []
     seen = {entry_id}
     names = conn.execute(
         "SELECT l.entity_id, x.name FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
         "WHERE l.entry_id = ? AND l.tenant_id = ?",
-        (entry_id, tenant_id),
+        (entry_id, v.tenant_id),
     ).fetchall()
+    sql = (
+        "SELECT entry_id FROM entry_entities WHERE entity_id = ?1 AND entry_id != ?2 "
+        "ORDER BY abs(entry_id - ?2), entry_id LIMIT ?3"
+        if _whole(v) else
+        "SELECT l.entry_id FROM entry_entities l JOIN entries e ON e.id = l.entry_id WHERE l.entity_id = ?1 "
+        f"AND l.entry_id != ?2 AND {v.sees('e')} ORDER BY abs(l.entry_id - ?2), l.entry_id LIMIT ?3"
+    )
     for entity_id, name in names:
-        others = conn.execute(
-            "SELECT entry_id FROM entry_entities WHERE entity_id = ?1 AND entry_id != ?2 "
-            "ORDER BY abs(entry_id - ?2), entry_id LIMIT ?3",
-            (entity_id, entry_id, ENTITY_MAX),
-        )
+        others = conn.execute(sql, (entity_id, entry_id, ENTITY_MAX))
         for (other,) in others:
             if other not in seen:
                 seen.add(other)
@@ -188,12 +199,13 @@ def entity(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[Associa
     return out
 
 
-def similarity(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[Association]:
-    """Stored similarity edges of an entry, both directions."""
+def similarity(conn: apsw.Connection, v: Viewer, entry_id: int) -> list[Association]:
+    """Stored similarity edges of an entry to entries `v` sees, both directions."""
     rows = conn.execute(
-        "SELECT CASE WHEN a = ?1 THEN b ELSE a END, weight FROM associations "
-        "WHERE tenant_id = ?2 AND (a = ?1 OR b = ?1) ORDER BY weight DESC",
-        (entry_id, tenant_id),
+        "SELECT o.other, o.weight FROM (SELECT CASE WHEN a = ?1 THEN b ELSE a END AS other, weight FROM associations "
+        f"WHERE tenant_id = ?2 AND (a = ?1 OR b = ?1)) o JOIN entries e ON e.id = o.other WHERE {v.sees('e')} "
+        "ORDER BY o.weight DESC",
+        (entry_id, v.tenant_id),
     )
     return [
         Association(other_id=o, kind="similarity", sub_type="auto", weight=w, evidence=f"{w:.0%} of their words shared")
@@ -201,18 +213,23 @@ def similarity(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[Ass
     ]
 
 
-def of(conn: apsw.Connection, tenant_id: int, entry_id: int, kind: str | None = None) -> list[Association]:
-    """Every association of an entry (or those of one kind), strongest first within a kind."""
-    row = _row(conn, tenant_id, entry_id)
+def of(conn: apsw.Connection, v: Viewer, entry_id: int, kind: str | None = None) -> list[Association]:
+    """Every association of an entry (or those of one kind) whose other end `v` sees, strongest first within a kind.
+
+    The edges are derived over the whole tenant; each kind is read among the
+    entries `v` sees, so another user's entry neither shows nor takes a place
+    (the 10 nearest in time are the 10 nearest `v` sees).
+    """
+    row = _row(conn, v.tenant_id, entry_id)
     if row is None:
         return []
     out: list[Association] = []
     if kind in (None, "temporal"):
-        out += temporal(conn, tenant_id, row)
+        out += temporal(conn, v, row)
     if kind in (None, "entity"):
-        out += entity(conn, tenant_id, entry_id)
+        out += entity(conn, v, entry_id)
     if kind in (None, "similarity"):
-        out += similarity(conn, tenant_id, entry_id)
+        out += similarity(conn, v, entry_id)
     return out
 
 
@@ -257,13 +274,16 @@ def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str
 
 
 def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words | None = None,
-           now: int, candidates: bool = True) -> list[LinkCandidate]:
+           now: int, candidates: bool = True, v: Viewer | None = None) -> list[LinkCandidate]:
     """Store entry `entry_id`'s similarity edges and return its link candidates (causal, similar).
 
     Idempotent: deriving an entry twice stores the same edges once. With
     `candidates=False` (catching up on bulk writes, where no caller waits for
-    them) only the stored edges are derived.
+    them) only the stored edges are derived. The stored edges are the whole
+    tenant's (reads filter them); candidates are found among the entries the
+    writer `v` sees (default: the whole tenant), hops included.
     """
+    v = v or users.whole_tenant(tenant_id)
     row = _row(conn, tenant_id, entry_id)
     if row is None:
         return []
@@ -281,6 +301,9 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
     )
     if not candidates:
         return []
+    if not _whole(v):
+        seen = _seen(conn, v, [s[2] for s in scored])
+        scored = [s for s in scored if s[2] in seen]
     found: list[LinkCandidate] = []
     for j, _, other, _, _ in scored:
         if CANDIDATE <= j < AUTO and len(found) < CANDIDATES_MAX:
@@ -288,10 +311,18 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
                 id=other, kind="similar", source_id=entry_id, target_id=other, relation="relates_to",
                 score=round(j, 4), reason=f"shares {j:.0%} of its words with #{other}",
             ))
-    return found + _causal(conn, tenant_id, row, mine, scored, words)
+    return found + _causal(conn, v, row, mine, scored, words)
 
 
-def _causal(conn, tenant_id: int, row: Row, mine: frozenset[str], scored, words: Words) -> list[LinkCandidate]:
+def _seen(conn: apsw.Connection, v: Viewer, ids: list[int]) -> set[int]:
+    if not ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        f"SELECT e.id FROM entries e WHERE e.id IN ({','.join('?' * len(ids))}) AND {v.sees('e')}", ids
+    )}
+
+
+def _causal(conn, v: Viewer, row: Row, mine: frozenset[str], scored, words: Words) -> list[LinkCandidate]:
     """Mnemon's causal candidates: a causal marker on either side and ≥ 15% shared words.
 
     Looked for among the lexical matches and the entries two hops away over
@@ -299,14 +330,15 @@ def _causal(conn, tenant_id: int, row: Row, mine: frozenset[str], scored, words:
     effect ("we chose SQLite because the team lacks Redis experience"): the
     other side is suggested as its cause.
     """
+    tenant_id = v.tenant_id
     # (text, its words if the lexical step already has them): texts are tokenized once.
     pool: dict[int, tuple[str, frozenset[str] | None]] = {other: (text, w) for _, _, other, text, w in scored}
-    hop1 = [a.other_id for a in temporal(conn, tenant_id, row) + entity(conn, tenant_id, row.id) if a.other_id < row.id]
+    hop1 = [a.other_id for a in temporal(conn, v, row) + entity(conn, v, row.id) if a.other_id < row.id]
     near = _rows(conn, tenant_id, hop1[:5])
     hop2: list[int] = []
     for other in hop1[:5]:
         if other in near:
-            hop2 += [a.other_id for a in temporal(conn, tenant_id, near[other])[:3] if a.other_id < row.id]
+            hop2 += [a.other_id for a in temporal(conn, v, near[other])[:3] if a.other_id < row.id]
     rest = [o for o in dict.fromkeys(hop1 + hop2) if o not in pool and o != row.id]
     far = _rows(conn, tenant_id, [o for o in rest if o not in near])
     for other in rest:
@@ -371,10 +403,18 @@ def pending(conn: apsw.Connection) -> int:
     return conn.execute("SELECT count(*) FROM entries WHERE id > ?", (_through(conn),)).fetchone()[0]
 
 
-def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int) -> int:
-    """Drop a tenant's stored edges and derive them again from its entries, oldest first; the edge count."""
+def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int, v: Viewer | None = None) -> int:
+    """Drop a tenant's stored edges and derive them again from its entries, oldest first.
+
+    Returns the edge count: of the edges whose both ends `v` sees (default: all of the tenant's).
+    """
     conn.execute("DELETE FROM associations WHERE tenant_id = ?", (tenant_id,))
     words = Words(conn)
     for (entry_id,) in conn.execute("SELECT id FROM entries WHERE tenant_id = ? ORDER BY id", (tenant_id,)).fetchall():
         derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
-    return conn.execute("SELECT count(*) FROM associations WHERE tenant_id = ?", (tenant_id,)).fetchone()[0]
+    v = v or users.whole_tenant(tenant_id)
+    return conn.execute(
+        f"SELECT count(*) FROM associations s JOIN entries ea ON ea.id = s.a JOIN entries eb ON eb.id = s.b "
+        f"WHERE s.tenant_id = ? AND {v.sees('ea')} AND {v.sees('eb')}",
+        (tenant_id,),
+    ).fetchone()[0]

@@ -12,13 +12,13 @@ from arbiter.verb import Context, Verb
 def associations(ctx: Context, p: AssociationsParams) -> Associations:
     """What Arbiter derived around an entry (temporal, entity, similarity), with the evidence for each."""
     entries.get(ctx.conn, ctx.viewer, p.id)  # not_found for a missing, retired or foreign id
-    found = core.of(ctx.conn, ctx.tenant_id, p.id, p.kind)
+    found = core.of(ctx.conn, ctx.viewer, p.id, p.kind)  # only edges to entries the caller sees
     return Associations(id=p.id, associations=found[: p.limit])
 
 
 def associations_rebuild(ctx: Context, p: Empty) -> AssociationsRebuilt:
     """Derive the tenant's stored associations again from its entries alone (what `maintain --rebuild-associations` runs)."""
-    return AssociationsRebuilt(edges=core.rebuild(ctx.conn, ctx.tenant_id, now=ctx.now))
+    return AssociationsRebuilt(edges=core.rebuild(ctx.conn, ctx.tenant_id, now=ctx.now, v=ctx.viewer))
 
 
 VERBS: dict[str, Verb] = {

@@ -42,23 +42,25 @@ _WHEN = re.compile(r"\b(when|what time|what date|which day|which year|how long a
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
 
 
-def intent(conn: apsw.Connection, tenant_id: int, text: str) -> Intent:
+def intent(conn: apsw.Connection, v, text: str) -> Intent:
     """WHY and WHEN from cue words and question form; ENTITY when the query names a known entity."""
     if _WHY.search(text):
         return "why"
     if _WHEN.search(text):
         return "when"
-    from arbiter import entities
+    from arbiter.entities import core as entities
 
     for name in _NAME.findall(text):
-        if entities.lookup(conn, tenant_id, name) is not None:
+        found = entities.lookup(conn, v.tenant_id, name)
+        if found is not None and entities.visible(conn, v, found[0]):
             return "entity"
     return "general"
 
 
-def neighbours(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[tuple[int, str, float]]:
-    """(other id, kind, edge weight) over associations and relations, both directions."""
-    out = [(a.other_id, a.kind, a.weight) for a in core.of(conn, tenant_id, entry_id)]
+def neighbours(conn: apsw.Connection, v, entry_id: int) -> list[tuple[int, str, float]]:
+    """(other id, kind, edge weight) over associations (to entries `v` sees) and relations, both directions."""
+    tenant_id = v.tenant_id
+    out = [(a.other_id, a.kind, a.weight) for a in core.of(conn, v, entry_id)]
     rows = conn.execute(
         "SELECT CASE WHEN source_id = ?1 THEN target_id ELSE source_id END, relation FROM relations "
         "WHERE tenant_id = ?2 AND (source_id = ?1 OR target_id = ?1)",
@@ -68,7 +70,7 @@ def neighbours(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[tup
     return out
 
 
-def reach(conn: apsw.Connection, tenant_id: int, seeds: list[tuple[int, float]], weights: dict[str, float]
+def reach(conn: apsw.Connection, v, seeds: list[tuple[int, float]], weights: dict[str, float]
           ) -> dict[int, tuple[float, dict]]:
     """What one hop from the seeds reaches: id -> (score, explain parts), seeds left out.
 
@@ -78,7 +80,7 @@ def reach(conn: apsw.Connection, tenant_id: int, seeds: list[tuple[int, float]],
     ids = {i for i, _ in seeds}
     best: dict[int, tuple[float, dict]] = {}
     for seed, seed_score in seeds:
-        for other, kind, w in neighbours(conn, tenant_id, seed):
+        for other, kind, w in neighbours(conn, v, seed):
             if other in ids:
                 continue
             value = seed_score * weights.get(kind, 0.0) * w
@@ -98,8 +100,8 @@ def walk(conn: apsw.Connection, v, ranking, p):
     lexical = ranking.candidates
     if not lexical:
         return ranking
-    weights = KIND_WEIGHTS[intent(conn, v.tenant_id, p.query)]
-    reached = reach(conn, v.tenant_id, [(c.id, c.score) for c in lexical[:SEEDS]], weights)
+    weights = KIND_WEIGHTS[intent(conn, v, p.query)]
+    reached = reach(conn, v, [(c.id, c.score) for c in lexical[:SEEDS]], weights)
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     own = {c.id: c for c in lexical}
     # Only what the caller sees: a derived edge may lead to another user's entry.

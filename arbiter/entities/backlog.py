@@ -17,6 +17,7 @@ import apsw
 from arbiter import duplicates
 from arbiter.entities.core import Linker
 from arbiter.entities.link import extracted_in
+from arbiter.store import users
 
 #: Entries a step drains: ~0.1-0.3 s of work, so a write queued behind it waits little.
 STEP = 200
@@ -31,14 +32,17 @@ def queue(conn: apsw.Connection, tenant_id: int, entry_ids: list[int]) -> None:
 def step(conn: apsw.Connection, *, limit: int = STEP, now: int) -> bool:
     """Extract, link and sketch up to `limit` queued entries; True if more remain. In the caller's transaction."""
     rows = conn.execute(
-        "SELECT b.entry_id, b.tenant_id, e.title, e.content FROM entity_backlog b "
+        "SELECT b.entry_id, b.tenant_id, e.author_id, e.title, e.content FROM entity_backlog b "
         "LEFT JOIN entries e ON e.id = b.entry_id ORDER BY b.entry_id LIMIT ?",
         (limit + 1,),
     ).fetchall()
-    linkers: dict[int, Linker] = {}
-    for entry_id, tenant_id, title, content in rows[:limit]:
+    # One linker per writer: resolution sees what the entry's author sees, as `remember` does.
+    linkers: dict[tuple[int, int], Linker] = {}
+    for entry_id, tenant_id, author, title, content in rows[:limit]:
         if content is not None:  # else purged while queued
-            linker = linkers.setdefault(tenant_id, Linker(conn, tenant_id, now))
+            linker = linkers.get((tenant_id, author))
+            if linker is None:
+                linker = linkers[tenant_id, author] = Linker(conn, tenant_id, now, users.viewer(conn, tenant_id, author, ""))
             linker.link(entry_id, extracted_in(title, content))
             duplicates.add(conn, tenant_id, entry_id, content)
         conn.execute("DELETE FROM entity_backlog WHERE entry_id = ?", (entry_id,))

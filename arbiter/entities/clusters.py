@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from arbiter.entities.core import whole
 from arbiter.entities.model import EntityCluster, EntityRef
+from arbiter.store.users import Viewer
 
 #: Entities listed per cluster in `entity show` (most mentioned first).
 SHOWN = 30
@@ -58,9 +60,12 @@ def refresh(conn: apsw.Connection, tenant_id: int) -> int:
     return len(communities)
 
 
-def count(conn: apsw.Connection, tenant_id: int) -> int:
+def count(conn: apsw.Connection, v: Viewer) -> int:
+    """How many clusters `v` is shown: none in a tenant of several users (see `cluster_of`)."""
+    if not whole(v):
+        return 0
     return conn.execute(
-        "SELECT count(DISTINCT cluster) FROM entity_clusters WHERE tenant_id = ?", (tenant_id,)
+        "SELECT count(DISTINCT cluster) FROM entity_clusters WHERE tenant_id = ?", (v.tenant_id,)
     ).fetchone()[0]
 
 
@@ -75,8 +80,17 @@ def members(conn: apsw.Connection, tenant_id: int, cluster: int, limit: int = SH
     return [EntityRef(id=r[0], name=r[1], type=r[2]) for r in rows]
 
 
-def cluster_of(conn: apsw.Connection, tenant_id: int, entity_id: int) -> EntityCluster | None:
-    """The cluster an entity was in at the last refresh, or None."""
+def cluster_of(conn: apsw.Connection, v: Viewer, entity_id: int) -> EntityCluster | None:
+    """The cluster an entity was in at the last refresh, or None.
+
+    Only for a viewer who sees the whole tenant (a tenant of one user):
+    clusters are drawn from every entry's co-mentions, so showing one to a
+    user of a shared tenant would tell them which entities others' private
+    entries name together. Per-viewer clusters are not built.
+    """
+    if not whole(v):
+        return None
+    tenant_id = v.tenant_id
     row = conn.execute(
         "SELECT cluster FROM entity_clusters WHERE entity_id = ? AND tenant_id = ?", (entity_id, tenant_id)
     ).fetchone()

@@ -1,8 +1,15 @@
 """Entities in SQL: resolve names, link entries, merge, rename, relate, list and show.
 
 Every function takes a connection inside the caller's transaction and the
-caller's tenant; another tenant's entities are indistinguishable from
-missing ones.
+caller's tenant (or `Viewer`); another tenant's entities are
+indistinguishable from missing ones.
+
+Entities are one namespace per tenant (a name means one entity for
+everyone), but an entity exists for a user only if an entry they see
+mentions it or an active fact they see names it (`visible_sql`): reads list,
+count, show and relate only those, and count only mentions by entries the
+caller sees. A merge or rename changes the tenant's shared entity; a caller
+may do it to entities they see (their names are theirs to read already).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from arbiter.entities import names as nm
 from arbiter.entities.extract import canonical
 from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
 from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.store.users import Viewer
 
 #: Trigram similarity at or above which a new name is the existing entity.
 SAME = 0.85
@@ -58,10 +66,51 @@ def lookup(conn: apsw.Connection, tenant_id: int, name: str) -> tuple[int, str] 
     return (row[0], "norm") if row is not None else None
 
 
-def require(conn: apsw.Connection, tenant_id: int, name: str, path: str) -> int:
-    """The id of the entity a name (or alias) names, else NotFound at `path`."""
-    found = lookup(conn, tenant_id, name)
-    if found is None:
+def whole(v: Viewer) -> bool:
+    """Whether `v` sees every entity of the tenant (one user, or the daemon's own upkeep): no filter needed."""
+    return v.solo or v.everyone
+
+
+def visible_sql(v: Viewer, x: str = "x") -> str:
+    """SQL: the entities row `x` exists for `v`: an entry `v` sees mentions it, or an active fact `v` sees names it."""
+    tenant = f"{x}.tenant_id = {int(v.tenant_id)}"
+    if whole(v):
+        return tenant
+    return (
+        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}) "
+        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')}) "
+        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')})))"
+    )
+
+
+def mentions_sql(v: Viewer, x: str = "x") -> str:
+    """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
+    if whole(v):
+        return f"(SELECT count(*) FROM entry_entities WHERE entity_id = {x}.id)"
+    return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+            f"WHERE l.entity_id = {x}.id AND {v.sees('e')})")
+
+
+def visible(conn: apsw.Connection, v: Viewer, entity_id: int) -> bool:
+    """Whether entity `entity_id` exists for `v`."""
+    return conn.execute(f"SELECT 1 FROM entities x WHERE x.id = ? AND {visible_sql(v)}", (entity_id,)).fetchone() is not None
+
+
+def visible_ids(conn: apsw.Connection, v: Viewer, ids) -> set[int]:
+    """The entities among `ids` that exist for `v`."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        f"SELECT x.id FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}", ids
+    )}
+
+
+def require(conn: apsw.Connection, v: Viewer, name: str, path: str) -> int:
+    """The id of the entity a name (or alias) names and `v` sees, else NotFound at `path` (the same either way)."""
+    found = lookup(conn, v.tenant_id, name)
+    if found is None or not visible(conn, v, found[0]):
         raise NotFound(f"no entity named {name!r}", path=path)
     return found[0]
 
@@ -145,13 +194,16 @@ def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | N
         _event(conn, tenant_id, entity_id, "retype", {"from": "other", "to": type}, now)
 
 
-def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int) -> Resolution:
+def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
+            v: Viewer | None = None) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
 
     A new entity comes back with `possibly_same_as`: existing entities whose
     names are 0.6–0.85 similar, for the caller to merge if they are one
     (a false merge loses more than a missed one). A name matched by
     similarity alone is added as an alias, so it matches exactly next time.
+    With a viewer `v`, the similarity step considers only entities `v` sees:
+    a name is never aliased to, nor said to be like, one they cannot see.
     """
     name = canonical(" ".join(name.split()))
     found = lookup(conn, tenant_id, name)
@@ -159,6 +211,9 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
         _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1])
     near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)))
+    if v is not None and not whole(v) and near:
+        seen = visible_ids(conn, v, [e for e, _ in near])
+        near = [(e, score) for e, score in near if e in seen]
     if near and near[0][1] >= SAME:
         entity_id = near[0][0]
         _add_name(conn, tenant_id, entity_id, name, alias=True, now=now)
@@ -184,6 +239,9 @@ class Linker:
     conn: apsw.Connection
     tenant_id: int
     now: int
+    #: Who writes (None: the daemon's own upkeep): resolution's similarity step sees only their entities, and an
+    #: entity they could not see before counts as `created` for them.
+    viewer: Viewer | None = None
     _seen: dict[tuple[str, str | None], Resolution] = field(default_factory=dict)
 
     def link(self, entry_id: int, named: list[tuple[str, str | None, str]]) -> list[tuple[Resolution, str | None]]:
@@ -197,11 +255,14 @@ class Linker:
                 row = self.conn.execute(
                     "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
                 ).fetchone()
-                if row is None:
+                # A lone capitalised word links only an entity the writer already sees.
+                if row is None or (self.viewer is not None and not visible(self.conn, self.viewer, row[0])):
                     continue
                 res = Resolution(row[0], False, (), "exact")
             elif res is None:
-                res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now)
+                res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer)
+                if not res.created and self.viewer is not None and not visible(self.conn, self.viewer, res.entity_id):
+                    res = Resolution(res.entity_id, True, (), res.matched)  # new to this writer
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched)
             if res.entity_id not in out:
                 out[res.entity_id] = (res, name)
@@ -248,11 +309,12 @@ def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, li
 
 # ---- reading -------------------------------------------------------------------
 
-_ENTITY_COLUMNS = (
-    "x.id, x.name, x.type, x.description, x.created_at, x.updated_at, x.merged_into, "
-    "(SELECT json_group_array(name) FROM (SELECT name FROM entity_names WHERE entity_id = x.id AND is_alias "
-    "ORDER BY id)), (SELECT count(*) FROM entry_entities WHERE entity_id = x.id)"
-)
+def _columns(v: Viewer) -> str:
+    return (
+        "x.id, x.name, x.type, x.description, x.created_at, x.updated_at, x.merged_into, "
+        "(SELECT json_group_array(name) FROM (SELECT name FROM entity_names WHERE entity_id = x.id AND is_alias "
+        f"ORDER BY id)), {mentions_sql(v)}"
+    )
 _aliases = msgspec.json.Decoder(list[str])
 
 
@@ -264,19 +326,21 @@ def _entity(row) -> Entity:
     )
 
 
-def get(conn: apsw.Connection, tenant_id: int, entity_id: int) -> Entity:
+def get(conn: apsw.Connection, v: Viewer, entity_id: int) -> Entity:
     row = conn.execute(
-        f"SELECT {_ENTITY_COLUMNS} FROM entities x WHERE x.id = ? AND x.tenant_id = ?", (entity_id, tenant_id)
+        f"SELECT {_columns(v)} FROM entities x WHERE x.id = ? AND {visible_sql(v)}", (entity_id,)
     ).fetchone()
     if row is None:
         raise NotFound(f"entity {entity_id} not found")
     return _entity(row)
 
 
-def list_entities(conn: apsw.Connection, tenant_id: int, *, query: str = "", type: str | None = None,
+def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: str | None = None,
                   limit: int = 50) -> list[Entity]:
-    """Active entities, most mentioned first; `query` matches the start of any name or alias, any case."""
-    where, args = ["x.tenant_id = ?", "x.merged_into IS NULL"], [tenant_id]
+    """Active entities `v` sees, most mentioned (by entries `v` sees) first; `query` matches the start of any name or
+    alias, any case."""
+    tenant_id = v.tenant_id
+    where, args = ["x.tenant_id = ?", "x.merged_into IS NULL", visible_sql(v)], [tenant_id]
     if type is not None:
         where.append("x.type = ?")
         args.append(type)
@@ -287,18 +351,26 @@ def list_entities(conn: apsw.Connection, tenant_id: int, *, query: str = "", typ
         )
         args += [tenant_id, prefix, prefix + "\U0010ffff"]
     rows = conn.execute(
-        f"SELECT {_ENTITY_COLUMNS} FROM entities x WHERE {' AND '.join(where)} "
-        f"ORDER BY (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) DESC, x.id LIMIT ?",
+        f"SELECT {_columns(v)} FROM entities x WHERE {' AND '.join(where)} ORDER BY 9 DESC, x.id LIMIT ?",
         (*args, limit),
     )
     return [_entity(r) for r in rows]
 
 
-def mentioning_entries(conn: apsw.Connection, tenant_id: int, entity_id: int, limit: int) -> list[MentioningEntry]:
+def count(conn: apsw.Connection, v: Viewer) -> int:
+    """Active (not merged-away) entities `v` sees."""
+    return conn.execute(
+        f"SELECT count(*) FROM entities x WHERE x.tenant_id = ? AND x.merged_into IS NULL AND {visible_sql(v)}",
+        (v.tenant_id,),
+    ).fetchone()[0]
+
+
+def mentioning_entries(conn: apsw.Connection, v: Viewer, entity_id: int, limit: int) -> list[MentioningEntry]:
+    """The active entries `v` sees that mention an entity, newest first."""
     rows = conn.execute(
         "SELECT e.id, e.type, e.title, e.recorded_at FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-        "WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL ORDER BY e.id DESC LIMIT ?",
-        (entity_id, tenant_id, limit),
+        f"WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL AND {v.sees('e')} ORDER BY e.id DESC LIMIT ?",
+        (entity_id, v.tenant_id, limit),
     )
     return [MentioningEntry(id=r[0], type=r[1], title=r[2], recorded_at=format_time(r[3])) for r in rows]
 
@@ -318,23 +390,28 @@ def _relations(conn: apsw.Connection, rows) -> list[EntityRelation]:
     ]
 
 
-def relations_of(conn: apsw.Connection, tenant_id: int, entity_id: int) -> list[EntityRelation]:
-    """An entity's relations, both ways, strongest first."""
-    return _relations(conn, conn.execute(
+def relations_of(conn: apsw.Connection, v: Viewer, entity_id: int) -> list[EntityRelation]:
+    """An entity's relations to entities `v` sees, both ways, strongest first."""
+    rows = conn.execute(
         f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE tenant_id = ? AND (source_id = ? OR target_id = ?) "
         "ORDER BY weight DESC, id",
-        (tenant_id, entity_id, entity_id),
-    ))
+        (v.tenant_id, entity_id, entity_id),
+    ).fetchall()
+    if not whole(v):
+        seen = visible_ids(conn, v, [r[1] for r in rows] + [r[3] for r in rows])
+        rows = [r for r in rows if r[1] in seen and r[3] in seen]
+    return _relations(conn, rows)
 
 
 # ---- changing ------------------------------------------------------------------
 
 
-def relate(conn: apsw.Connection, tenant_id: int, source: str, relation: str, target: str, *, weight: float,
+def relate(conn: apsw.Connection, v: Viewer, source: str, relation: str, target: str, *, weight: float,
            now: int) -> EntityRelation:
-    """Create `source RELATION target` with `weight`, or add `weight` to the existing one."""
-    a = require(conn, tenant_id, source, "source")
-    b = require(conn, tenant_id, target, "target")
+    """Create `source RELATION target` between two entities `v` sees, with `weight`, or add `weight` to it."""
+    tenant_id = v.tenant_id
+    a = require(conn, v, source, "source")
+    b = require(conn, v, target, "target")
     if a == b:
         raise InvalidParams("an entity cannot be related to itself", path="target")
     conn.execute(
@@ -349,9 +426,10 @@ def relate(conn: apsw.Connection, tenant_id: int, source: str, relation: str, ta
     ))[0]
 
 
-def rename(conn: apsw.Connection, tenant_id: int, name: str, new_name: str, *, now: int) -> Entity:
-    """Rename an entity; its old name stays as an alias. A name another entity answers to is `conflict`."""
-    entity_id = require(conn, tenant_id, name, "name")
+def rename(conn: apsw.Connection, v: Viewer, name: str, new_name: str, *, now: int) -> Entity:
+    """Rename an entity `v` sees; its old name stays as an alias. A name another entity answers to is `conflict`."""
+    tenant_id = v.tenant_id
+    entity_id = require(conn, v, name, "name")
     new_name = " ".join(new_name.split())
     old = conn.execute("SELECT name FROM entities WHERE id = ?", (entity_id,)).fetchone()[0]
     row = conn.execute(
@@ -369,18 +447,20 @@ def rename(conn: apsw.Connection, tenant_id: int, name: str, new_name: str, *, n
         )
     conn.execute("UPDATE entities SET name = ?, updated_at = ? WHERE id = ?", (new_name, now, entity_id))
     _event(conn, tenant_id, entity_id, "rename", {"from": old, "to": new_name}, now)
-    return get(conn, tenant_id, entity_id)
+    return get(conn, v, entity_id)
 
 
-def merge(conn: apsw.Connection, tenant_id: int, keep: str, other: str, *, now: int) -> Entity:
+def merge(conn: apsw.Connection, v: Viewer, keep: str, other: str, *, now: int) -> Entity:
     """Fold `other` into `keep`: names become aliases, links and relations move; `other` is retired, not deleted.
 
     The move is recorded in `entity_events` (the entries and relations that
     moved), and `other` keeps its row with `merged_into`, so nothing of what
-    the store said before the merge is lost.
+    the store said before the merge is lost. Both must be entities `v` sees;
+    the links of entries `v` does not see move too (one entity, one name).
     """
-    keep_id = require(conn, tenant_id, keep, "keep")
-    other_id = require(conn, tenant_id, other, "other")
+    tenant_id = v.tenant_id
+    keep_id = require(conn, v, keep, "keep")
+    other_id = require(conn, v, other, "other")
     if keep_id == other_id:
         raise InvalidParams("cannot merge an entity into itself", path="other")
     other_name = conn.execute("SELECT name FROM entities WHERE id = ?", (other_id,)).fetchone()[0]
@@ -414,4 +494,4 @@ def merge(conn: apsw.Connection, tenant_id: int, keep: str, other: str, *, now: 
         "other": other_id, "other_name": other_name, "entries": moved,
         "relations": [[r[1], r[2], r[3], r[4]] for r in relations],
     }, now)
-    return get(conn, tenant_id, keep_id)
+    return get(conn, v, keep_id)

@@ -7,6 +7,7 @@ import apsw
 from arbiter.entities.core import Linker, mentions_of
 from arbiter.entities.extract import capitalised, extract
 from arbiter.model import Mention, NamedEntity, RememberParams
+from arbiter.store.users import Viewer
 
 
 def named_in(p: RememberParams) -> list[tuple[str, str | None, str]]:
@@ -48,7 +49,7 @@ def extracted_in(title: str, content: str) -> list[tuple[str, str | None, str]]:
 
 
 def link_entry(conn: apsw.Connection, tenant_id: int, entry_id: int, p: RememberParams, *, now: int,
-               linker: Linker | None = None) -> list[Mention]:
-    """Resolve and link what entry `entry_id` (written from `p`) mentions; the `remember` result's `entities`."""
-    linker = linker or Linker(conn, tenant_id, now)
+               linker: Linker | None = None, v: Viewer | None = None) -> list[Mention]:
+    """Resolve and link what entry `entry_id` (written from `p`, by `v`) mentions; the `remember` result's `entities`."""
+    linker = linker or Linker(conn, tenant_id, now, v)
     return mentions_of(conn, linker.link(entry_id, named_in(p)))

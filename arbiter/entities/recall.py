@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 import apsw
 
 from arbiter.entities import names as nm
+from arbiter.entities.core import visible_sql, whole
 from arbiter.entities.extract import canonical, extract
+from arbiter.store.users import Viewer
 
 _TOKEN = re.compile(r"[\w+#][\w+#.\-']*[\w+#]|[\w+#]")
 #: Query words that never name an entity worth favouring (the recall stopwords cover the rest).
@@ -33,8 +35,13 @@ class QueryEntities:
 NONE = QueryEntities()
 
 
-def query_entities(conn: apsw.Connection, tenant_id: int, text: str, *, stopwords: frozenset[str]) -> QueryEntities:
-    """Entities named in `text`: any 1–4 word run (not a lone stopword) equal to a name or alias, any case."""
+def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: frozenset[str]) -> QueryEntities:
+    """Entities `v` sees named in `text`: any 1–4 word run (not a lone stopword) equal to a name or alias, any case.
+
+    Clusters only for a viewer who sees the whole tenant: a cluster is drawn
+    from every entry's co-mentions, so in a tenant of several users it would
+    rank by what others wrote privately.
+    """
     words = _TOKEN.findall(text)
     keys: set[str] = {nm.key(f.name) for f in extract(text)}
     for n in range(1, _MAX_NGRAM + 1):
@@ -47,12 +54,14 @@ def query_entities(conn: apsw.Connection, tenant_id: int, text: str, *, stopword
         return NONE
     rows = conn.execute(
         f"SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.id = n.entity_id "
-        f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))})",
-        (tenant_id, *keys),
+        f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))}) AND {visible_sql(v)}",
+        (v.tenant_id, *keys),
     ).fetchall()
     if not rows:
         return NONE
     ids = tuple(sorted(r[0] for r in rows))
+    if not whole(v):
+        return QueryEntities(ids=ids, names=tuple(sorted(r[1] for r in rows)))
     clusters = tuple(r[0] for r in conn.execute(
         f"SELECT DISTINCT cluster FROM entity_clusters WHERE entity_id IN ({','.join('?' * len(ids))})", ids
     ))

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import apsw
 
+from arbiter.store.users import Viewer
+
 
 @dataclass(frozen=True)
 class Aspect:
@@ -135,15 +137,23 @@ _DIMENSIONS = """
 """
 
 
+def whole(v: Viewer) -> bool:
+    """Whether `v` sees every fact of the tenant, so the stored (tenant-wide) scores are theirs."""
+    return v.solo or v.everyone
+
+
 def dimensions(
-    conn: apsw.Connection, tenant_id: int, slug: str, *, subject_key: str | None = None, predicate: str | None = None
+    conn: apsw.Connection, v: Viewer, slug: str, *, subject_key: str | None = None, predicate: str | None = None
 ) -> tuple[int, int, int, float]:
-    """(facts, entities, predicates, average confidence) of an aspect's active facts, optionally scoped.
+    """(facts, entities, predicates, average confidence) of an aspect's active facts that `v` sees, optionally scoped.
 
     Entities and predicates are counted only up to their saturation points:
     past them the score no longer moves, so the count can stop early.
     """
-    scope, scope2, binds = "", "", {"t": tenant_id, "a": slug}
+    scope, scope2, binds = "", "", {"t": v.tenant_id, "a": slug}
+    if not whole(v):
+        scope += f" AND {v.sees('f')}"
+        scope2 += f" AND {v.sees('f2')}"
     if subject_key is not None:
         scope += " AND f.subject_key = :s"
         scope2 += " AND f2.subject_key = :s"
@@ -193,19 +203,36 @@ def stored(conn: apsw.Connection, tenant_id: int) -> dict[str, tuple[int, int, i
     }
 
 
-def briefing_lines(conn: apsw.Connection, tenant_id: int) -> list[str]:
-    """The briefing's facts summary: totals, then one line per aspect that holds facts (best first)."""
+def seen(conn: apsw.Connection, v: Viewer) -> dict[str, tuple[int, int, int, int, float]]:
+    """`stored` for `v`: the stored scores if `v` sees the whole tenant, else computed over the facts `v` sees."""
+    if whole(v):
+        return stored(conn, v.tenant_id)
+    out = {}
+    for slug in SLUGS:
+        n, ents, preds, conf = dimensions(conn, v, slug)
+        if n:
+            out[slug] = (score(n, ents, preds, conf), n, ents, preds, conf)
+    return out
+
+
+def briefing_lines(conn: apsw.Connection, v: Viewer) -> list[str]:
+    """The briefing's facts summary over what `v` sees: totals, then one line per aspect that holds facts (best first)."""
+    tenant_id = v.tenant_id
     active = conn.execute(
-        "SELECT count(*) FROM facts WHERE tenant_id = ? AND status = 'active' AND valid_to IS NULL", (tenant_id,)
+        f"SELECT count(*) FROM facts f WHERE f.tenant_id = ? AND f.status = 'active' AND f.valid_to IS NULL "
+        f"AND {v.sees('f')}",
+        (tenant_id,),
     ).fetchone()[0]
     waiting = conn.execute(
-        "SELECT count(*) FROM patch_batches WHERE tenant_id = ? AND status IN ('proposed', 'evaluated')", (tenant_id,)
+        f"SELECT count(*) FROM patch_batches b WHERE b.tenant_id = ? AND b.status IN ('proposed', 'evaluated') "
+        f"AND {v.sees('b')}",
+        (tenant_id,),
     ).fetchone()[0]
     if not active and not waiting:
         return ["- Facts: none yet (propose them with `facts_propose` when the user states something lasting)."]
     head = f"- Facts: {active} active" + (f", {waiting} batch{'es' if waiting > 1 else ''} awaiting review" if waiting else "")
     scored = sorted(
-        ((s, n, ents, BY_SLUG[slug]) for slug, (s, n, ents, _, _) in stored(conn, tenant_id).items() if n and slug in BY_SLUG),
+        ((s, n, ents, BY_SLUG[slug]) for slug, (s, n, ents, _, _) in seen(conn, v).items() if n and slug in BY_SLUG),
         key=lambda x: (-x[0], x[3].slug),
     )
     lines = [head + (". By aspect (score 0-100):" if scored else ".")]

@@ -47,7 +47,7 @@ def prepare(ctx: Context, p: ExtractParams) -> Extracted:
     from arbiter.advisor import AdvisorError
 
     shown = llm_layers.shown(ctx.conn, ctx.viewer, list(dict.fromkeys(p.entry_ids)), EXCERPT)
-    known = [x.name for x in store.predicates(ctx.conn, ctx.tenant_id)]
+    known = [x.name for x in store.predicates(ctx.conn, ctx.viewer)]
     try:
         found = advisor.extract_facts(shown, known, list(aspects.SLUGS), deadline=time.monotonic() + DEADLINE_S)
     except AdvisorError as e:
@@ -79,5 +79,5 @@ def run(ctx: Context, x: Extracted | ExtractParams):
     from arbiter.facts.verbs import _propose
 
     batch = _propose(ctx, x.proposals, origin="extractor", threshold=x.params.threshold, note=None,
-                     apply=x.params.apply)
+                     apply=x.params.apply, team=x.params.team)
     return ExtractResult(batch=batch, note=batch.note)

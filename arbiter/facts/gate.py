@@ -21,6 +21,7 @@ import msgspec
 from arbiter.errors import Conflict
 from arbiter.facts import aspects, store
 from arbiter.facts.model import PASSING
+from arbiter.store.users import Viewer
 
 #: A candidate contradicting an active functional fact supersedes it only if
 #: it is newer and at least this confident; otherwise it is rejected.
@@ -66,19 +67,23 @@ def _candidates(conn: apsw.Connection, batch_id: int) -> list[_Candidate]:
     ]
 
 
-def _active(conn: apsw.Connection, tenant_id: int, subject_key: str, predicate: str) -> list[_Current]:
+def _active(conn: apsw.Connection, tenant_id: int, scope: int, subject_key: str, predicate: str) -> list[_Current]:
+    # The batch's own scope only: its proposer sees all of it (their private
+    # scope, or a team they are in), so no finding names a fact they cannot
+    # see; and a private belief never retires (nor swallows, as a duplicate)
+    # a team's fact, nor a team's fact a private one.
     return [
         _Current(fid, obj, okey, vfrom, True)
         for fid, obj, okey, vfrom in conn.execute(
             "SELECT id, object, object_key, valid_from FROM facts WHERE tenant_id = ? AND subject_key = ? "
-            "AND predicate = ? AND valid_to IS NULL AND status = 'active' ORDER BY valid_from, id",
-            (tenant_id, subject_key, predicate),
+            "AND predicate = ? AND valid_to IS NULL AND status = 'active' AND scope_id = ? ORDER BY valid_from, id",
+            (tenant_id, subject_key, predicate, scope),
         )
     ]
 
 
-def _judge(conn: apsw.Connection, tenant_id: int, batch_id: int, threshold: float) -> list[_Candidate]:
-    """Findings for every candidate of a batch, in valid-time order; writes nothing."""
+def _judge(conn: apsw.Connection, tenant_id: int, batch_id: int, threshold: float, scope: int) -> list[_Candidate]:
+    """Findings for every candidate of a batch, in valid-time order, against the active facts of its scope; writes nothing."""
     cands = _candidates(conn, batch_id)
     current: dict[tuple[str, str], list[_Current]] = {}
     functional: dict[str, bool] = {}
@@ -91,7 +96,7 @@ def _judge(conn: apsw.Connection, tenant_id: int, batch_id: int, threshold: floa
             continue
         slot = (c.subject_key, c.predicate)
         if slot not in current:
-            current[slot] = _active(conn, tenant_id, *slot)
+            current[slot] = _active(conn, tenant_id, scope, *slot)
         if c.predicate not in functional:
             functional[c.predicate] = store.is_functional(conn, tenant_id, c.predicate)
         known = current[slot]
@@ -124,29 +129,30 @@ def _record(conn: apsw.Connection, cands: list[_Candidate]) -> None:
     )
 
 
-def evaluate(conn: apsw.Connection, tenant_id: int, batch_id: int, *, now: int) -> str:
-    """Record findings on a proposed or evaluated batch's candidates; returns the batch's status before.
+def evaluate(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> str:
+    """Record findings on a proposed or evaluated batch `v` sees; returns the batch's status before.
 
     Changes nothing that is true; a decided (applied or rejected) batch is left as it is.
     """
-    _, _, status, threshold, *_ = store.batch_row(conn, tenant_id, batch_id)
+    _, _, status, threshold, *_, scope = store.batch_row(conn, v, batch_id)
     if status in ("proposed", "evaluated"):
-        _record(conn, _judge(conn, tenant_id, batch_id, threshold))
+        _record(conn, _judge(conn, v.tenant_id, batch_id, threshold, scope))
         conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE id = ?", (now, batch_id))
     return status
 
 
-def apply(conn: apsw.Connection, tenant_id: int, batch_id: int, *, now: int) -> bool:
-    """Evaluate (again) and apply a batch in the caller's transaction; False if it was already applied.
+def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
+    """Evaluate (again) and apply a batch `v` sees in the caller's transaction; False if it was already applied.
 
     A rejected batch cannot be applied (`conflict`).
     """
-    _, _, status, threshold, *_ = store.batch_row(conn, tenant_id, batch_id)
+    tenant_id = v.tenant_id
+    _, _, status, threshold, *_, scope = store.batch_row(conn, v, batch_id)
     if status == "applied":
         return False
     if status == "rejected":
         raise Conflict(f"batch {batch_id} was rejected; propose its facts again in a new batch", path="id")
-    cands = _judge(conn, tenant_id, batch_id, threshold)
+    cands = _judge(conn, tenant_id, batch_id, threshold, scope)
     _record(conn, cands)
     conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE id = ?", (now, batch_id))
     touched: set[str] = set()
@@ -190,9 +196,9 @@ def apply(conn: apsw.Connection, tenant_id: int, batch_id: int, *, now: int) -> 
     return True
 
 
-def reject(conn: apsw.Connection, tenant_id: int, batch_id: int, *, now: int) -> bool:
-    """Reject a whole batch: its candidates become rejected. False if it already was; an applied batch is a `conflict`."""
-    _, _, status, *_ = store.batch_row(conn, tenant_id, batch_id)
+def reject(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
+    """Reject a whole batch `v` sees: its candidates become rejected. False if it already was; an applied batch is a `conflict`."""
+    _, _, status, *_ = store.batch_row(conn, v, batch_id)
     if status == "rejected":
         return False
     if status == "applied":

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta, Struct
 
-from arbiter.model import Id, Params, Time
+from arbiter.model import Id, Name, Params, Time
 
 SUBJECT_MAX_BYTES = 256
 OBJECT_MAX_BYTES = 256
@@ -81,6 +81,8 @@ class ProposeParams(Params):
     #: Candidates below this confidence are rejected at evaluation.
     threshold: Confidence = 0.5
     note: Annotated[str, Meta(max_length=200)] | None = None
+    #: Share the batch's facts with this team (one the proposer is in); default private to the proposer.
+    team: Name | None = None
 
 
 class ExtractParams(Params):
@@ -89,6 +91,8 @@ class ExtractParams(Params):
     entry_ids: Annotated[list[Id], Meta(min_length=1, max_length=20)]
     apply: bool = False
     threshold: Confidence = 0.5
+    #: Share the proposed facts with this team (one the caller is in); default private to the caller.
+    team: Name | None = None
 
 
 class FactsParams(Params):
@@ -185,6 +189,9 @@ class Batch(Struct, kw_only=True):
     counts: dict[str, int]
     note: str | None = None
     changed: bool = True
+    #: Who proposed it, and the team its facts are shared with (null: private to the proposer).
+    author: str | None = None
+    team: str | None = None
 
 
 class BatchSummary(Struct, kw_only=True):
@@ -194,6 +201,8 @@ class BatchSummary(Struct, kw_only=True):
     created_at: str
     facts: int
     counts: dict[str, int]
+    author: str | None = None
+    team: str | None = None
 
 
 class BatchList(Struct, kw_only=True):

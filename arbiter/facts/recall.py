@@ -18,6 +18,8 @@ import apsw
 from arbiter._time import format_time, parse_time
 from arbiter.model import FactHit, RecallParams
 from arbiter.recall.query import STOPWORDS, analyze, expression, quote, tokenizer
+from arbiter.facts.store import sources_sql
+from arbiter.store.users import Viewer
 
 #: Fact hits returned at most (fewer when `limit` is smaller).
 FACT_HITS = 5
@@ -29,8 +31,22 @@ DEPTH = 200
 WEIGHTS = (1.0, 0.5, 1.0, 0.0)
 
 
-def search(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> list[FactHit]:
-    """The best active facts for `p.query`, visible now or at `p.as_of`; [] with no terms or with `facts` disabled."""
+def scopes_match(conn: apsw.Connection, v: Viewer) -> str:
+    """The FTS5 condition on `facts_fts.scope` ("s<scope> u<author>") for the facts `v` sees.
+
+    In the MATCH itself, so the best `DEPTH` matches are all the caller's.
+    """
+    if v.everyone:
+        whole = [(r[0], None) for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (v.tenant_id,))]
+    else:
+        whole = v.indexes()
+    terms = [quote(f"s{s}") if author is None else f"({quote(f's{s}')} AND {quote(f'u{author}')})"
+             for s, author in whole]
+    return f"{{scope}} : ({' OR '.join(terms)})"
+
+
+def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
+    """The best active facts `v` sees for `p.query`, visible now or at `p.as_of`; [] with no terms or with `facts` disabled."""
     off = frozenset(p.disable)
     if "facts" in off or not p.query.strip():
         return []
@@ -38,7 +54,7 @@ def search(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> list[FactH
     if query.empty:
         return []
     expr = expression(query.terms, phrase=False, near=False)
-    match = f"{{subject predicate object}} : ({expr.text}) AND {{scope}} : {quote(f't{tenant_id}')}"
+    match = f"{{subject predicate object}} : ({expr.text}) AND {scopes_match(conn, v)}"
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     # With `known_at`, each fact in the state recorded then (the same revisions `facts` reads).
@@ -54,14 +70,14 @@ def search(conn: apsw.Connection, tenant_id: int, p: RecallParams) -> list[FactH
     rows = conn.execute(
         f"""
         SELECT f.id, f.subject, f.predicate, f.object, {state}.confidence, f.valid_from, {state}.valid_to, m.relevance,
-            (SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = f.id)
+            {sources_sql(v)}
         FROM (SELECT rowid AS id, -bm25(facts_fts, {', '.join(map(str, WEIGHTS))}) AS relevance
               FROM facts_fts WHERE facts_fts MATCH :match ORDER BY relevance DESC LIMIT :depth) m
         JOIN facts f ON f.id = m.id{join}
-        WHERE f.tenant_id = :t AND {state}.status = 'active' AND {visible}
+        WHERE f.tenant_id = :t AND {state}.status = 'active' AND {visible} AND {v.sees('f')}
         ORDER BY m.relevance * {state}.confidence DESC, f.id LIMIT :limit
         """,
-        {"match": match, "t": tenant_id, "as_of": as_of, "known": known_at, "limit": min(FACT_HITS, p.limit),
+        {"match": match, "t": v.tenant_id, "as_of": as_of, "known": known_at, "limit": min(FACT_HITS, p.limit),
          "depth": DEPTH},
     ).fetchall()
     return [

@@ -22,7 +22,8 @@ from arbiter.facts.model import (
 )
 from arbiter.entities import core as entities_core
 from arbiter.entities.extract import canonical
-from arbiter.store import relations, users
+from arbiter.store import relations
+from arbiter.store.users import Viewer
 
 _slugs = msgspec.json.Decoder(list[str])
 
@@ -54,10 +55,10 @@ def key(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def entity_of(conn: apsw.Connection, tenant_id: int, text: str) -> tuple[int, str] | None:
-    """(id, type) of the existing entity a part names (by name, alias or normalised form), else None."""
-    found = entities_core.lookup(conn, tenant_id, text)
-    if found is None:
+def entity_of(conn: apsw.Connection, v: Viewer, text: str) -> tuple[int, str] | None:
+    """(id, type) of the existing entity `v` sees that a part names (by name, alias or normalised form), else None."""
+    found = entities_core.lookup(conn, v.tenant_id, text)
+    if found is None or not entities_core.visible(conn, v, found[0]):
         return None
     return found[0], conn.execute("SELECT type FROM entities WHERE id = ?", (found[0],)).fetchone()[0]
 
@@ -91,11 +92,12 @@ def _builtin(name: str) -> bool:
     return name in FUNCTIONAL or name in MULTI_VALUED or name.startswith(FUNCTIONAL_PREFIXES)
 
 
-def declare(conn: apsw.Connection, tenant_id: int, name: str, functional: bool, *, now: int) -> Predicate:
+def declare(conn: apsw.Connection, v: Viewer, name: str, functional: bool, *, now: int) -> Predicate:
     """Declare a predicate once; declaring it again the same way is a no-op, differently a `conflict`."""
     norm = normalize_predicate(name)
     if not norm or not norm[0].isalpha():
         raise InvalidParams(f"name: {name!r} has no letters to make a snake_case name of", path="name")
+    tenant_id = v.tenant_id
     current = conn.execute(
         "SELECT functional FROM predicates WHERE tenant_id = ? AND name = ?", (tenant_id, norm)
     ).fetchone()
@@ -109,57 +111,73 @@ def declare(conn: apsw.Connection, tenant_id: int, name: str, functional: bool, 
             "INSERT INTO predicates(tenant_id, name, functional, declared_at) VALUES (?, ?, ?, ?)",
             (tenant_id, norm, int(functional), now),
         )
-    return _predicate(conn, tenant_id, norm)
+    elif current is not None:  # declaring what an apply registered makes it the tenant's schema
+        conn.execute("UPDATE predicates SET declared = 1 WHERE tenant_id = ? AND name = ?", (tenant_id, norm))
+    return _predicate(conn, v, norm)
 
 
 def register_used(conn: apsw.Connection, tenant_id: int, names: set[str], *, now: int) -> None:
-    """A new predicate first applied is declared multi-valued (built-ins need no row)."""
+    """A new predicate first applied is registered multi-valued (built-ins need no row), not declared:
+    the registry lists it only to whoever sees a fact using it."""
     for name in names:
         if not _builtin(name):
             conn.execute(
-                "INSERT OR IGNORE INTO predicates(tenant_id, name, functional, declared_at) VALUES (?, ?, 0, ?)",
+                "INSERT OR IGNORE INTO predicates(tenant_id, name, functional, declared_at, declared) "
+                "VALUES (?, ?, 0, ?, 0)",
                 (tenant_id, name, now),
             )
 
 
-def _active_count(conn: apsw.Connection, tenant_id: int, name: str) -> int:
+def _active_count(conn: apsw.Connection, v: Viewer, name: str) -> int:
     return conn.execute(
-        "SELECT count(*) FROM facts WHERE tenant_id = ? AND status = 'active' AND valid_to IS NULL AND predicate = ?",
-        (tenant_id, name),
+        f"SELECT count(*) FROM facts f WHERE f.tenant_id = ? AND f.status = 'active' AND f.valid_to IS NULL "
+        f"AND f.predicate = ? AND {v.sees('f')}",
+        (v.tenant_id, name),
     ).fetchone()[0]
 
 
-def _predicate(conn: apsw.Connection, tenant_id: int, name: str) -> Predicate:
+def _predicate(conn: apsw.Connection, v: Viewer, name: str) -> Predicate:
     return Predicate(
-        name=name, functional=is_functional(conn, tenant_id, name), builtin=_builtin(name),
-        active_facts=_active_count(conn, tenant_id, name),
+        name=name, functional=is_functional(conn, v.tenant_id, name), builtin=_builtin(name),
+        active_facts=_active_count(conn, v, name),
     )
 
 
-def predicates(conn: apsw.Connection, tenant_id: int) -> list[Predicate]:
-    """Built-in and declared predicates, with how many current facts use each; by name."""
-    declared = [r[0] for r in conn.execute("SELECT name FROM predicates WHERE tenant_id = ?", (tenant_id,))]
+def predicates(conn: apsw.Connection, v: Viewer) -> list[Predicate]:
+    """Built-in and declared predicates, and those a fact `v` sees uses, with how many current facts `v` sees; by name.
+
+    A declaration is the tenant's schema, seen by all its users; a predicate
+    only ever registered by applying a fact is as private as the facts using it.
+    """
+    declared = [r[0] for r in conn.execute(
+        f"SELECT p.name FROM predicates p WHERE p.tenant_id = ? AND (p.declared OR EXISTS ("
+        f"SELECT 1 FROM facts f WHERE f.tenant_id = p.tenant_id AND f.predicate = p.name AND f.status = 'active' "
+        f"AND {v.sees('f')}))",
+        (v.tenant_id,),
+    )]
     names = sorted(set(declared) | FUNCTIONAL | MULTI_VALUED)
-    return [_predicate(conn, tenant_id, n) for n in names]
+    return [_predicate(conn, v, n) for n in names]
 
 
 # ---- batches and candidates --------------------------------------------------------
 
 
 def create_batch(
-    conn: apsw.Connection, tenant_id: int, *, origin: str, threshold: float, note: str | None, now: int
+    conn: apsw.Connection, v: Viewer, *, scope: int, origin: str, threshold: float, note: str | None, now: int
 ) -> int:
+    """A new batch by `v`'s user in `scope` (their private scope, or a team's they are in): its facts are seen as
+    an entry of that author and scope would be."""
     conn.execute(
-        "INSERT INTO patch_batches(tenant_id, origin, status, threshold, note, created_at) "
-        "VALUES (?, ?, 'proposed', ?, ?, ?)",
-        (tenant_id, origin, threshold, note, now),
+        "INSERT INTO patch_batches(tenant_id, author_id, scope_id, origin, status, threshold, note, created_at) "
+        "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?)",
+        (v.tenant_id, v.user_id, scope, origin, threshold, note, now),
     )
     return conn.last_insert_rowid()
 
 
 def add_candidates(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     batch_id: int,
     items: list[tuple[FactProposal, list[str], int | None, int | None]],
     *,
@@ -167,20 +185,23 @@ def add_candidates(
 ) -> list[int]:
     """Insert candidates (each with its staged aspect slugs and entity ids) and their source links; ids in order.
 
-    Every source and time is checked before anything is written.
+    Every source and time is checked before anything is written; a source
+    must be an entry the proposer sees.
     """
+    tenant_id = v.tenant_id
+    author, scope = conn.execute("SELECT author_id, scope_id FROM patch_batches WHERE id = ?", (batch_id,)).fetchone()
     rows = []
     for i, (p, slugs, subject_entity, object_entity) in enumerate(items):
-        relations._require_entries(conn, users.whole_tenant(tenant_id), list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
+        relations._require_entries(conn, v, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
         valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"facts[{i}].valid_from")
         rows.append((p, slugs, subject_entity, object_entity, valid_from))
     ids = []
     for p, slugs, subject_entity, object_entity, valid_from in rows:
         conn.execute(
-            "INSERT INTO facts(tenant_id, batch_id, subject, subject_key, subject_entity_id, predicate, object, "
-            "object_key, object_entity_id, confidence, status, valid_from, aspect_slugs, recorded_at, changed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
-            (tenant_id, batch_id, p.subject, key(p.subject), subject_entity, p.predicate, p.object, key(p.object),
+            "INSERT INTO facts(tenant_id, author_id, scope_id, batch_id, subject, subject_key, subject_entity_id, "
+            "predicate, object, object_key, object_entity_id, confidence, status, valid_from, aspect_slugs, "
+            "recorded_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
+            (tenant_id, author, scope, batch_id, p.subject, key(p.subject), subject_entity, p.predicate, p.object, key(p.object),
              object_entity, p.confidence, valid_from, msgspec.json.encode(slugs).decode(), now, now),
         )
         fid = conn.last_insert_rowid()
@@ -190,12 +211,13 @@ def add_candidates(
     return ids
 
 
-def batch_row(conn: apsw.Connection, tenant_id: int, batch_id: int) -> tuple:
-    """(id, origin, status, threshold, created_at, evaluated_at, decided_at, note); another tenant's is not_found."""
+def batch_row(conn: apsw.Connection, v: Viewer, batch_id: int) -> tuple:
+    """(id, origin, status, threshold, created_at, evaluated_at, decided_at, note, scope_id); one `v` does not see
+    (another tenant's, another user's private one, a team's they are not in) is not_found."""
     row = conn.execute(
-        "SELECT id, origin, status, threshold, created_at, evaluated_at, decided_at, note FROM patch_batches "
-        "WHERE id = ? AND tenant_id = ?",
-        (batch_id, tenant_id),
+        "SELECT b.id, b.origin, b.status, b.threshold, b.created_at, b.evaluated_at, b.decided_at, b.note, b.scope_id "
+        f"FROM patch_batches b WHERE b.id = ? AND {v.sees('b')}",
+        (batch_id,),
     ).fetchone()
     if row is None:
         raise NotFound(f"batch {batch_id} not found", path="id")
@@ -208,29 +230,40 @@ def _counts(conn: apsw.Connection, where: str, binds: tuple) -> dict[str, int]:
     }
 
 
-def batch(conn: apsw.Connection, tenant_id: int, batch_id: int, *, note: str | None = None, changed: bool = True) -> Batch:
-    bid, origin, status, threshold, created, evaluated, decided, _ = batch_row(conn, tenant_id, batch_id)
-    facts = _facts(conn, "f.batch_id = ?", (bid,), order="f.id")
+def _who(conn: apsw.Connection, batch_id: int) -> tuple[str | None, str | None]:
+    """(author name, team name or None) of a batch."""
+    return conn.execute(
+        "SELECT u.name, t.name FROM patch_batches b LEFT JOIN users u ON u.id = b.author_id "
+        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.id = ?",
+        (batch_id,),
+    ).fetchone()
+
+
+def batch(conn: apsw.Connection, v: Viewer, batch_id: int, *, note: str | None = None, changed: bool = True) -> Batch:
+    bid, origin, status, threshold, created, evaluated, decided, _, _ = batch_row(conn, v, batch_id)
+    facts = _facts(conn, v, "f.batch_id = ?", (bid,), order="f.id")
+    author, team = _who(conn, bid)
     return Batch(
         id=bid, origin=origin, status=status, threshold=threshold, created_at=format_time(created),
         evaluated_at=format_time(evaluated), decided_at=format_time(decided), facts=facts,
-        counts=_counts(conn, "batch_id = ?", (bid,)), note=note, changed=changed,
+        counts=_counts(conn, "batch_id = ?", (bid,)), note=note, changed=changed, author=author, team=team,
     )
 
 
-def batches(conn: apsw.Connection, tenant_id: int, *, status: str | None, limit: int) -> list[BatchSummary]:
-    """Batches newest first, with their facts' counts by status."""
-    sql = "SELECT id, origin, status, created_at FROM patch_batches WHERE tenant_id = ?"
-    binds: tuple = (tenant_id,)
+def batches(conn: apsw.Connection, v: Viewer, *, status: str | None, limit: int) -> list[BatchSummary]:
+    """Batches `v` sees, newest first, with their facts' counts by status."""
+    sql = f"SELECT b.id, b.origin, b.status, b.created_at FROM patch_batches b WHERE b.tenant_id = ? AND {v.sees('b')}"
+    binds: tuple = (v.tenant_id,)
     if status is not None:
-        sql += " AND status = ?"
+        sql += " AND b.status = ?"
         binds += (status,)
     out = []
-    for bid, origin, st, created in conn.execute(sql + " ORDER BY id DESC LIMIT ?", binds + (limit,)).fetchall():
+    for bid, origin, st, created in conn.execute(sql + " ORDER BY b.id DESC LIMIT ?", binds + (limit,)).fetchall():
         counts = _counts(conn, "batch_id = ?", (bid,))
+        author, team = _who(conn, bid)
         out.append(BatchSummary(
             id=bid, origin=origin, status=st, created_at=format_time(created), facts=sum(counts.values()),
-            counts=counts,
+            counts=counts, author=author, team=team,
         ))
     return out
 
@@ -239,13 +272,26 @@ def batches(conn: apsw.Connection, tenant_id: int, *, status: str | None, limit:
 
 _COLUMNS = (
     "f.id, f.subject, f.predicate, f.object, f.subject_entity_id, f.object_entity_id, {confidence}, {status}, "
-    "f.valid_from, {valid_to}, f.supersedes_fact_id, f.batch_id, "
-    "(SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = f.id), "
+    "f.valid_from, {valid_to}, f.supersedes_fact_id, f.batch_id, {sources}, "
     "f.aspect_slugs, f.finding, f.reason, f.recorded_at"
 )
-_NOW = _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to")
-# The state recorded at a record-time instant: the latest revision at or before it.
-_KNOWN = _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to")
+
+
+def sources_sql(v: Viewer, fact: str = "f") -> str:
+    """SQL: a fact's source entry ids that `v` sees, comma-separated (a teammate's fact may cite their private entry)."""
+    if v.solo or v.everyone:
+        return f"(SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = {fact}.id)"
+    return (f"(SELECT group_concat(s.entry_id) FROM fact_sources s JOIN entries e ON e.id = s.entry_id "
+            f"WHERE s.fact_id = {fact}.id AND {v.sees('e')})")
+
+
+def _now_columns(v: Viewer) -> str:
+    return _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to", sources=sources_sql(v))
+
+
+def _known_columns(v: Viewer) -> str:
+    """The state recorded at a record-time instant: the latest revision at or before it."""
+    return _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to", sources=sources_sql(v))
 _KNOWN_JOIN = (
     " JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
     "AND x.recorded_at <= :known)"
@@ -264,8 +310,9 @@ def _fact(row: tuple) -> Fact:
     )
 
 
-def _facts(conn: apsw.Connection, where: str, binds, *, order: str = "f.id", limit: int | None = None) -> list[Fact]:
-    sql = f"SELECT {_NOW} FROM facts f WHERE {where} ORDER BY {order}"
+def _facts(conn: apsw.Connection, v: Viewer, where: str, binds, *, order: str = "f.id",
+           limit: int | None = None) -> list[Fact]:
+    sql = f"SELECT {_now_columns(v)} FROM facts f WHERE ({where}) AND {v.sees('f')} ORDER BY {order}"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return [_fact(r) for r in conn.execute(sql, binds)]
@@ -273,7 +320,7 @@ def _facts(conn: apsw.Connection, where: str, binds, *, order: str = "f.id", lim
 
 def read(
     conn: apsw.Connection,
-    tenant_id: int,
+    v: Viewer,
     *,
     subject: str | None = None,
     predicate: str | None = None,
@@ -286,17 +333,17 @@ def read(
 
     Only active facts have a validity window; `as_of` on candidate or rejected
     facts is refused. With `known_at`, a fact counts only if it was recorded by
-    then, in the state it had then.
+    then, in the state it had then. Only facts `v` sees, by today's visibility.
     """
     if as_of is not None and status != "active":
         raise InvalidParams("as_of: only active facts have a validity window", path="as_of")
-    binds: dict = {"t": tenant_id, "status": status}
+    binds: dict = {"t": v.tenant_id, "status": status}
     if known_at is None:
-        cols, join, st, vto = _NOW, "", "f.status", "f.valid_to"
+        cols, join, st, vto = _now_columns(v), "", "f.status", "f.valid_to"
     else:
-        cols, join, st, vto = _KNOWN, _KNOWN_JOIN, "r.status", "r.valid_to"
+        cols, join, st, vto = _known_columns(v), _KNOWN_JOIN, "r.status", "r.valid_to"
         binds["known"] = known_at
-    where = [f"f.tenant_id = :t AND {st} = :status"]
+    where = [f"f.tenant_id = :t AND {st} = :status", v.sees("f")]
     if status == "active" and known_at is None:
         where.append("f.status = 'active'")  # lets the partial index serve the read
     if subject is not None:
@@ -318,16 +365,16 @@ def read(
     return [_fact(r) for r in conn.execute(sql, binds)]
 
 
-def get(conn: apsw.Connection, tenant_id: int, fact_id: int) -> Fact:
-    found = _facts(conn, "f.id = ? AND f.tenant_id = ?", (fact_id, tenant_id))
+def get(conn: apsw.Connection, v: Viewer, fact_id: int) -> Fact:
+    found = _facts(conn, v, "f.id = ?", (fact_id,))
     if not found:
         raise NotFound(f"fact {fact_id} not found", path="id")
     return found[0]
 
 
-def lineage(conn: apsw.Connection, tenant_id: int, fact_id: int) -> tuple[list[Fact], list[FactRevision]]:
-    """The supersession chain through a fact, both ways, oldest first, and every revision of its facts."""
-    get(conn, tenant_id, fact_id)
+def lineage(conn: apsw.Connection, v: Viewer, fact_id: int) -> tuple[list[Fact], list[FactRevision]]:
+    """The supersession chain through a fact, both ways, oldest first, and every revision of its facts (those `v` sees)."""
+    get(conn, v, fact_id)
     ids = [r[0] for r in conn.execute(
         """
         WITH RECURSIVE up(id) AS (
@@ -340,8 +387,9 @@ def lineage(conn: apsw.Connection, tenant_id: int, fact_id: int) -> tuple[list[F
         """,
         (fact_id, fact_id),
     )]
+    facts = _facts(conn, v, f"f.id IN ({','.join('?' * len(ids))})", ids, order="f.valid_from, f.id")
+    ids = [f.id for f in facts]
     marks = ",".join("?" * len(ids))
-    facts = _facts(conn, f"f.tenant_id = ? AND f.id IN ({marks})", (tenant_id, *ids), order="f.valid_from, f.id")
     revisions = [
         FactRevision(fact_id=fid, status=st, valid_to=format_time(vto), confidence=conf, recorded_at=format_time(at))
         for fid, st, vto, conf, at in conn.execute(

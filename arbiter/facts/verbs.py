@@ -26,6 +26,7 @@ from arbiter.facts.model import (
     normalize_predicate,
 )
 from arbiter.model import Empty, IdParams
+from arbiter.store import users
 from arbiter.verb import Context, Verb, _as_of, _known_at
 
 
@@ -40,7 +41,7 @@ def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactPropos
 
     def entity(text: str) -> tuple[int, str] | None:
         if text not in named:
-            named[text] = store.entity_of(ctx.conn, ctx.tenant_id, text)
+            named[text] = store.entity_of(ctx.conn, ctx.viewer, text)
         return named[text]
 
     for p in proposals:
@@ -55,90 +56,97 @@ def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactPropos
 
 
 def _propose(ctx: Context, proposals: list[FactProposal], *, origin: str, threshold: float, note: str | None,
-             apply: bool):
-    batch_id = store.create_batch(ctx.conn, ctx.tenant_id, origin=origin, threshold=threshold, note=note, now=ctx.now)
-    store.add_candidates(ctx.conn, ctx.tenant_id, batch_id, _stage(ctx, proposals), now=ctx.now)
+             apply: bool, team: str | None = None):
+    v = ctx.viewer
+    scope = v.private_scope if team is None else users.member_scope(ctx.conn, v, team)
+    batch_id = store.create_batch(ctx.conn, v, scope=scope, origin=origin, threshold=threshold, note=note, now=ctx.now)
+    store.add_candidates(ctx.conn, v, batch_id, _stage(ctx, proposals), now=ctx.now)
     if apply:
-        gate.apply(ctx.conn, ctx.tenant_id, batch_id, now=ctx.now)
-    return store.batch(ctx.conn, ctx.tenant_id, batch_id, note="; ".join(ctx.notes) or None)
+        gate.apply(ctx.conn, v, batch_id, now=ctx.now)
+    return store.batch(ctx.conn, v, batch_id, note="; ".join(ctx.notes) or None)
 
 
 def facts_propose(ctx: Context, p: ProposeParams):
-    """Propose a batch of candidate facts (invisible to reads until applied); with `apply`, evaluate and apply it now through the same gate."""
-    return _propose(ctx, p.facts, origin=p.origin, threshold=p.threshold, note=p.note, apply=p.apply)
+    """Propose a batch of candidate facts (invisible to reads until applied); with `apply`, evaluate and apply it now through the same gate.
+
+    The batch and its facts are private to the proposer, or shared with `team`;
+    sources must be entries the proposer sees.
+    """
+    return _propose(ctx, p.facts, origin=p.origin, threshold=p.threshold, note=p.note, apply=p.apply, team=p.team)
 
 
 def facts(ctx: Context, p: FactsParams):
     """Facts: active and true now by default; `as_of` for valid time, `known_at` for what was recorded then; `status` candidate/rejected for audits."""
     return FactList(facts=store.read(
-        ctx.conn, ctx.tenant_id, subject=p.subject, predicate=p.predicate, status=p.status,
+        ctx.conn, ctx.viewer, subject=p.subject, predicate=p.predicate, status=p.status,
         as_of=_as_of(p.as_of), known_at=_known_at(p.known_at), limit=p.limit,
     ))
 
 
 def fact_history(ctx: Context, p: IdParams):
     """A fact's supersession lineage, both ways, oldest first, with every recorded state of those facts."""
-    chain, revisions = store.lineage(ctx.conn, ctx.tenant_id, p.id)
+    chain, revisions = store.lineage(ctx.conn, ctx.viewer, p.id)
     return FactHistory(facts=chain, revisions=revisions)
 
 
 def batch_list(ctx: Context, p: BatchListParams):
     """Patch batches, newest first, with their facts counted by status."""
-    return BatchList(batches=store.batches(ctx.conn, ctx.tenant_id, status=p.status, limit=p.limit))
+    return BatchList(batches=store.batches(ctx.conn, ctx.viewer, status=p.status, limit=p.limit))
 
 
 def batch_show(ctx: Context, p: BatchIdParams):
     """A batch and its facts with the gate's findings and reasons."""
-    return store.batch(ctx.conn, ctx.tenant_id, p.id)
+    return store.batch(ctx.conn, ctx.viewer, p.id)
 
 
 def batch_evaluate(ctx: Context, p: BatchIdParams):
     """Record the gate's findings on a batch's candidates; changes nothing that is true."""
-    before = gate.evaluate(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    before = gate.evaluate(ctx.conn, ctx.viewer, p.id, now=ctx.now)
     decided = before in ("applied", "rejected")
     note = f"batch {p.id} was already {before}: nothing to evaluate" if decided else None
-    return store.batch(ctx.conn, ctx.tenant_id, p.id, note=note, changed=not decided)
+    return store.batch(ctx.conn, ctx.viewer, p.id, note=note, changed=not decided)
 
 
 def batch_apply(ctx: Context, p: BatchIdParams):
     """Evaluate a batch against active truth as it stands and apply it in one transaction; a second apply changes nothing and says so."""
-    changed = gate.apply(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    changed = gate.apply(ctx.conn, ctx.viewer, p.id, now=ctx.now)
     note = None if changed else f"batch {p.id} was already applied: nothing changed"
-    return store.batch(ctx.conn, ctx.tenant_id, p.id, note=note, changed=changed)
+    return store.batch(ctx.conn, ctx.viewer, p.id, note=note, changed=changed)
 
 
 def batch_reject(ctx: Context, p: BatchIdParams):
     """Reject a proposed or evaluated batch: its candidates are rejected for good."""
-    changed = gate.reject(ctx.conn, ctx.tenant_id, p.id, now=ctx.now)
+    changed = gate.reject(ctx.conn, ctx.viewer, p.id, now=ctx.now)
     note = None if changed else f"batch {p.id} was already rejected: nothing changed"
-    return store.batch(ctx.conn, ctx.tenant_id, p.id, note=note, changed=changed)
+    return store.batch(ctx.conn, ctx.viewer, p.id, note=note, changed=changed)
 
 
 def predicates(ctx: Context, p: Empty):
     """The predicate registry: built-in and declared predicates, functional or multi-valued, with their current facts."""
-    return PredicateList(predicates=store.predicates(ctx.conn, ctx.tenant_id))
+    return PredicateList(predicates=store.predicates(ctx.conn, ctx.viewer))
 
 
 def predicate_declare(ctx: Context, p: PredicateDeclareParams):
     """Declare a predicate (normalised to snake_case) once: functional (one active object per subject) or multi-valued."""
-    return store.declare(ctx.conn, ctx.tenant_id, p.name, p.functional, now=ctx.now)
+    return store.declare(ctx.conn, ctx.viewer, p.name, p.functional, now=ctx.now)
 
 
 def aspects(ctx: Context, p: AspectsParams):
-    """The 14 aspects' 0-100 scores: precomputed at apply, or computed now over a `subject`/`predicate` scope."""
+    """The 14 aspects' 0-100 scores over the facts the caller sees: precomputed at apply (one user's tenant), or
+    computed now (a tenant of several users, or a `subject`/`predicate` scope)."""
     scoped = p.subject is not None or p.predicate is not None
-    if scoped:
+    if scoped or not aspects_mod.whole(ctx.viewer):
         subject_key = None if p.subject is None else store.key(p.subject)
         predicate = None if p.predicate is None else normalize_predicate(p.predicate)
         rows = {}
         for slug in aspects_mod.SLUGS:
             n, ents, preds, conf = aspects_mod.dimensions(
-                ctx.conn, ctx.tenant_id, slug, subject_key=subject_key, predicate=predicate
+                ctx.conn, ctx.viewer, slug, subject_key=subject_key, predicate=predicate
             )
             rows[slug] = (aspects_mod.score(n, ents, preds, conf), n, ents, preds, conf)
-        scope = " ".join(x for x in (p.subject and f"subject={p.subject}", p.predicate and f"predicate={p.predicate}") if x)
+        scope = " ".join(x for x in (p.subject and f"subject={p.subject}", p.predicate and f"predicate={p.predicate}") if x) or "all"
     else:
-        rows = aspects_mod.stored(ctx.conn, ctx.tenant_id)
+        rows = aspects_mod.stored(ctx.conn, ctx.tenant_id)  # the caller sees the whole tenant
         scope = "all"
     out = []
     for a in aspects_mod.ASPECTS:

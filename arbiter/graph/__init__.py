@@ -64,7 +64,7 @@ def _associations(conn, v, start, nodes, seen, limit, as_of, known_at, truncated
     out: list[AssociationEdge] = []
     pairs: set[tuple[int, int, str]] = set()
     for node in list(nodes):
-        for a in associations.of(conn, v.tenant_id, node):
+        for a in associations.of(conn, v, node):
             if a.other_id not in nodes:
                 if node != start:
                     continue
@@ -115,7 +115,7 @@ def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
         """,
         (entry_id, v.tenant_id),
     ).fetchone()[0]
-    derived = associations.of(conn, v.tenant_id, entry_id)
+    derived = associations.of(conn, v, entry_id)
     seen = {e.id for e in entries.get_any(conn, v, [a.other_id for a in derived])}
     kinds: dict[str, int] = {}
     for a in derived:

@@ -124,7 +124,7 @@ def _associations(conn: apsw.Connection, v: Viewer, entry_id: int, k: int):
     """The entry's derived edges to entries `v` sees, the `k` strongest of each kind."""
     per_kind: dict[str, int] = {}
     out = []
-    derived = associations.of(conn, v.tenant_id, entry_id)
+    derived = associations.of(conn, v, entry_id)
     seen = {e.id for e in entries.get_any(conn, v, [a.other_id for a in derived])}
     for a in sorted(derived, key=lambda a: -a.weight):
         if a.other_id in seen and per_kind.get(a.kind, 0) < k:

@@ -197,9 +197,7 @@ def search(
 
     named = entity_signals.NONE
     if (tuning.entity_boost and "entities" not in off) or (tuning.cluster_boost and "clusters" not in off):
-        named = entity_signals.query_entities(
-            conn, v.tenant_id, p.query if text is None else text, stopwords=STOPWORDS
-        )
+        named = entity_signals.query_entities(conn, v, p.query if text is None else text, stopwords=STOPWORDS)
 
     if p.conversation_id is None:
         terms = query.terms if "select" in off else select_terms(

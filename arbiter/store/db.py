@@ -15,7 +15,7 @@ import apsw
 
 from arbiter._time import now_us
 from arbiter.errors import SchemaTooNew
-from arbiter.facts.schema import FACTS_SQL
+from arbiter.facts.schema import FACT_SCOPES_SQL, FACTS_SQL
 from arbiter.store import fts
 
 Synchronous = Literal["FULL", "NORMAL"]
@@ -884,6 +884,8 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     # cannot see. `cluster_names` gains `scopes`: the scopes whose titles made
     # the name, so a name is shown only to whoever sees all of them.
     ("m016_tag_scopes", M016_TAG_SCOPES),
+    # Facts get an author and a scope like entries (facts/schema.py): reads show what the caller sees.
+    ("m017_fact_scopes", FACT_SCOPES_SQL),
 ]
 
 

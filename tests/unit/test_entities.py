@@ -138,7 +138,7 @@ def test_a_given_type_refines_other_but_never_overrides(db, tenant):
     r = resolve(db, tenant, "Alice Smith")
     resolve(db, tenant, "Alice Smith", type="person")
     resolve(db, tenant, "Alice Smith", type="tool")
-    assert core.get(db, tenant, r.entity_id).type == "person"
+    assert core.get(db, users.first_viewer(db, tenant), r.entity_id).type == "person"
     kinds = [k for (k,) in db.execute("SELECT kind FROM entity_events WHERE entity_id = ?", (r.entity_id,))]
     assert kinds == ["retype"]
 

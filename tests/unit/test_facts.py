@@ -299,7 +299,7 @@ def test_the_trigger_kept_scores_match_a_count_from_scratch(alice):
     stored = aspects.stored(alice.db, alice.tenant_id)
     assert stored
     for slug in aspects.SLUGS:
-        n, ents, preds, conf = aspects.dimensions(alice.db, alice.tenant_id, slug)
+        n, ents, preds, conf = aspects.dimensions(alice.db, users.first_viewer(alice.db, alice.tenant_id), slug)
         sc, sn, sents, spreds, sconf = stored.get(slug, (0, 0, 0, 0, 0.0))
         assert (sn, sents, spreds, sc) == (n, ents, preds, aspects.score(n, ents, preds, conf)), slug
         assert sconf == pytest.approx(conf)
@@ -349,7 +349,7 @@ def test_parts_link_to_entities_and_typed_objects_become_entities_at_apply(db, a
     rejected = alice.propose(F(obj="Nowhere Inc", confidence=0.1), apply=True).facts[0]
     assert rejected.object_entity_id is None and entities_core.lookup(db, alice.tenant_id, "Nowhere Inc") is None
     acme = alice.propose(F(obj="Acme Corp"), apply=True).facts[0]
-    entity = entities_core.get(db, alice.tenant_id, acme.object_entity_id)
+    entity = entities_core.get(db, users.first_viewer(db, alice.tenant_id), acme.object_entity_id)
     assert (entity.name, entity.type) == ("Acme Corp", "organisation")
 
 

@@ -101,7 +101,7 @@ def seeded(db, tenant):
     evaluated = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "lives_in", "object": "Oslo"}]},
                     T0 + 2 * US)
     with db:
-        gate.evaluate(db, tenant, evaluated.id, now=T0 + 3 * US)
+        gate.evaluate(db, users.first_viewer(db, tenant), evaluated.id, now=T0 + 3 * US)
     return {"id": proposed.facts[0].id, "batch": proposed.id, "evaluated": evaluated.id,
             "candidate": proposed.facts[1].id, "entry": entry, "applied": applied.id}
 

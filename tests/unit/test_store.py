@@ -114,6 +114,9 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "facts_fts_activate"),
     },
     "m014_recall_replies_index": {("index", "recall_entries_conversation")},
+    "m017_fact_scopes": {
+        ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
+    },
     "m015_users_teams": {
         ("table", "users"),
         ("index", "sqlite_autoindex_users_1"),

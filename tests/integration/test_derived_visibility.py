@@ -1,0 +1,205 @@
+"""Visibility of what Arbiter derives from entries, through a real daemon: entities, associations, facts, salience.
+
+One daemon for the module: the tenant's first user adds alice, bob and
+carol; alice starts team `core` and adds bob; carol is in no team. Whatever
+is derived from an entry (or a fact) a user cannot see must be missing for
+them: not listed, not counted, not ranked, not named.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from arbiter.client import Client
+from arbiter.errors import NotFound
+from tests.conftest import DaemonProcess
+
+
+@pytest.fixture(scope="module")
+def people():
+    d = DaemonProcess(Path(tempfile.mkdtemp(prefix="arb-"))).start()
+    tokens = {}
+    with d.client() as owner:
+        for name in ("alice", "bob", "carol"):
+            tokens[name] = owner.user_add(name).token
+    with Client(d.socket, tokens["alice"]) as alice:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+    yield d, tokens
+    d.stop()
+
+
+def as_(people, name: str) -> Client:
+    d, tokens = people
+    return Client(d.socket, tokens[name])
+
+
+def names(c: Client) -> set[str]:
+    return {e.name for e in c.entities(limit=1000)}
+
+
+# ---- entities ----------------------------------------------------------------------
+
+
+def test_an_entity_only_private_entries_mention_is_missing_for_everyone_else(people):
+    with as_(people, "alice") as alice:
+        alice.remember(type="project", title="Zorbulon Dynamics deal", content="We met Zorbulon Dynamics today.")
+        alice.remember(type="project", title="Quillfeather Labs", content="Quillfeather Labs ships in May.",
+                       team="core")
+        alice.remember(type="project", title="More Quillfeather Labs", content="Quillfeather Labs hired two.")
+        assert {"Zorbulon Dynamics", "Quillfeather Labs"} <= names(alice)
+        assert alice.entity_show("Quillfeather Labs").entity.mentions == 2
+    with as_(people, "bob") as bob:
+        assert "Zorbulon Dynamics" not in names(bob)
+        assert names(bob) >= {"Quillfeather Labs"}
+        assert bob.entities("zorb") == []
+        for call, args in ((bob.entity_show, ("Zorbulon Dynamics",)),
+                           (bob.entity_rename, ("Zorbulon Dynamics", "Mine Now")),
+                           (bob.entity_merge, ("Quillfeather Labs", "Zorbulon Dynamics")),
+                           (bob.entity_relate, ("Quillfeather Labs", "related_to", "Zorbulon Dynamics"))):
+            with pytest.raises(NotFound) as hidden:
+                call(*args)
+            with pytest.raises(NotFound) as missing:
+                call(*[a.replace("Zorbulon Dynamics", "Never Said Anywhere") for a in args])
+            assert hidden.value.message == missing.value.message.replace("Never Said Anywhere", "Zorbulon Dynamics")
+        shown = bob.entity_show("Quillfeather Labs")
+        assert shown.entity.mentions == 1  # the shared entry, not alice's private one
+        assert [e.title for e in shown.entries] == ["Quillfeather Labs"]
+        assert shown.cluster is None
+        assert bob.status().entities == len(bob.entities(limit=1000))
+        # Naming it himself makes it his too, and new to him.
+        said = bob.remember(type="context", title="Zorbulon Dynamics call", content="Zorbulon Dynamics phoned bob.")
+        assert [m.created for m in said.entities if m.name == "Zorbulon Dynamics"] == [True]
+        assert bob.entity_show("Zorbulon Dynamics").entity.mentions == 1
+    with as_(people, "carol") as carol:
+        assert not {"Zorbulon Dynamics", "Quillfeather Labs"} & names(carol)
+        assert carol.status().entities == len(carol.entities(limit=1000))
+
+
+def test_entity_relations_show_only_between_entities_the_caller_sees(people):
+    with as_(people, "alice") as alice:
+        alice.remember(type="context", title="Hexaplume", content="Hexaplume Systems and Vortiga Mills talk.")
+        alice.remember(type="context", title="Vortiga", content="Vortiga Mills again.", team="core")
+        alice.remember(type="context", title="Hexaplume shared", content="Hexaplume Systems too.", team="core")
+        alice.remember(type="context", title="Private Ostrava", content="Ostrava Foundry is secret.")
+        alice.entity_relate("Hexaplume Systems", "works_on", "Vortiga Mills")
+        alice.entity_relate("Hexaplume Systems", "uses", "Ostrava Foundry")
+        assert len(alice.entity_show("Hexaplume Systems").relations) == 2
+    with as_(people, "bob") as bob:
+        rels = bob.entity_show("Hexaplume Systems").relations
+        assert [(r.source.name, r.relation, r.target.name) for r in rels] == [
+            ("Hexaplume Systems", "works_on", "Vortiga Mills")]
+
+
+# ---- associations -----------------------------------------------------------------
+
+
+def test_associations_list_only_edges_whose_both_ends_the_caller_sees(people):
+    text = "the glimmerstone quarry expansion plan needs granite permits before winter arrives early"
+    with as_(people, "alice") as alice:
+        secret = alice.remember(type="context", title="Glimmerstone quarry", content=text)
+        shared = alice.remember(type="context", title="Glimmerstone quarry", content=text + " again", team="core")
+    with as_(people, "bob") as bob:
+        mine = bob.remember(type="context", title="Glimmerstone quarry", content=text + " surely")
+        assert secret.id not in [c.id for c in mine.candidates]
+        others = {a.other_id for a in bob.associations(mine.id).associations}
+        assert secret.id not in others
+        assert shared.id in others
+        with pytest.raises(NotFound):
+            bob.associations(secret.id)
+        assert secret.id not in {a.other_id for a in bob.associations(shared.id).associations}
+    with as_(people, "alice") as alice:
+        assert mine.id not in {a.other_id for a in alice.associations(secret.id).associations}
+        assert shared.id in {a.other_id for a in alice.associations(secret.id).associations}
+
+
+# ---- facts ------------------------------------------------------------------------
+
+
+def test_a_private_batch_and_its_facts_are_missing_for_everyone_else(people):
+    with as_(people, "alice") as alice:
+        source = alice.remember(type="user", title="Alice job", content="I work at Plonkware")
+        batch = alice.facts_propose([{"subject": "alice", "predicate": "works_at", "object": "Plonkware",
+                                      "sources": [source.id]},
+                                     {"subject": "alice", "predicate": "hums_quietly", "object": "sea shanties"}],
+                                    apply=True)
+        assert batch.author == "alice" and batch.team is None
+        fact = batch.facts[0]
+        assert [f.object for f in alice.facts("alice").facts] == ["sea shanties", "Plonkware"] or \
+            {f.object for f in alice.facts("alice").facts} == {"Plonkware", "sea shanties"}
+        assert [f.id for f in alice.recall("Plonkware").facts] == [fact.id]
+        assert "hums_quietly" in {p.name for p in alice.predicates().predicates}
+        assert "Plonkware" in names(alice)  # the typed object became an entity alice's fact names
+    with as_(people, "bob") as bob:
+        assert bob.facts("alice").facts == []
+        assert bob.facts(status="candidate").facts == [] and bob.facts(status="rejected").facts == []
+        assert batch.id not in [b.id for b in bob.batch_list().batches]
+        for call in (bob.batch_show, bob.batch_evaluate, bob.batch_apply, bob.batch_reject):
+            with pytest.raises(NotFound):
+                call(batch.id)
+        with pytest.raises(NotFound):
+            bob.fact_history(fact.id)
+        assert bob.recall("Plonkware").facts == []
+        assert "hums_quietly" not in {p.name for p in bob.predicates().predicates}
+        assert {p.name: p.active_facts for p in bob.predicates().predicates}["works_at"] == 0
+        assert all(a.facts == 0 for a in bob.aspects().aspects)
+        assert "Plonkware" not in names(bob)
+        assert "Facts: none yet" in bob.briefing().text
+        # A source must be an entry the proposer sees.
+        with pytest.raises(NotFound):
+            bob.facts_propose([{"subject": "bob", "predicate": "knows", "object": "alice", "sources": [source.id]}])
+
+
+def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(people):
+    with as_(people, "alice") as alice:
+        private = alice.remember(type="user", title="Note", content="the team lead lives in Brindlemoor")
+        alice.facts_propose([{"subject": "team lead", "predicate": "lives_in", "object": "Brindlemoor"}], apply=True)
+        shared = alice.facts_propose(
+            [{"subject": "team lead", "predicate": "lives_in", "object": "Brindlemoor", "sources": [private.id]}],
+            apply=True, team="core",
+        )
+        # Not swallowed as a duplicate of alice's private fact: the team gets its own.
+        assert shared.team == "core" and shared.facts[0].status == "active"
+        assert len(alice.facts("team lead").facts) == 2
+    with as_(people, "bob") as bob:
+        (seen,) = bob.facts("team lead").facts
+        assert seen.id == shared.facts[0].id
+        assert seen.sources == []  # alice's private entry is not named to him
+        assert shared.id in [b.id for b in bob.batch_list().batches]
+        assert bob.batch_show(shared.id).author == "alice"
+        assert [f.id for f in bob.recall("Brindlemoor").facts] == [seen.id]
+        assert sum(a.facts for a in bob.aspects().aspects) >= 1
+        # Bob's private belief is judged against his own facts only: no finding names alice's.
+        mine = bob.facts_propose([{"subject": "team lead", "predicate": "lives_in", "object": "Quarrytown"}],
+                                 apply=True)
+        assert mine.facts[0].finding == "accept"
+        assert {f.object for f in bob.facts("team lead").facts} == {"Brindlemoor", "Quarrytown"}
+    with as_(people, "carol") as carol:
+        assert carol.facts("team lead").facts == []
+        assert carol.recall("Brindlemoor").facts == []
+        with pytest.raises(NotFound):
+            carol.batch_show(shared.id)
+        with pytest.raises(NotFound):
+            carol.fact_history(seen.id)
+
+
+# ---- salience ---------------------------------------------------------------------
+
+
+def test_reinforce_needs_an_entry_the_caller_sees(people):
+    with as_(people, "alice") as alice:
+        secret = alice.remember(type="context", title="Secret", content="a private thought about kelp")
+        shared = alice.remember(type="context", title="Shared", content="a shared thought about kelp", team="core")
+    with as_(people, "bob") as bob:
+        with pytest.raises(NotFound) as hidden:
+            bob.reinforce(secret.id)
+        with pytest.raises(NotFound) as missing:
+            bob.reinforce(10**9)
+        assert hidden.value.message == missing.value.message.replace(str(10**9), str(secret.id))
+        assert bob.reinforce(shared.id).reinforcements == 1
+    with as_(people, "carol") as carol:
+        with pytest.raises(NotFound):
+            carol.reinforce(shared.id)
