@@ -26,7 +26,8 @@ def fact_line(f) -> str:
 
 def _show_batch(b) -> None:
     counts = ", ".join(f"{n} {s}" for s, n in sorted(b.counts.items()))
-    click.echo(f"batch #{b.id}  [{b.origin}]  {b.status}  ({counts})")
+    who = f"  by {b.author}" + (f", shared with {b.team}" if b.team else ", private") if b.author else ""
+    click.echo(f"batch #{b.id}  [{b.origin}]  {b.status}  ({counts}){who}")
     for f in b.facts:
         click.echo(f"  {fact_line(f)}" + (f"  [{f.finding}]" if f.status == "active" and f.finding else ""))
     if b.note:
@@ -57,14 +58,16 @@ def fact():
 @click.option("--origin", type=click.Choice(["agent", "extractor", "import"]), default="agent", show_default=True)
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="Minimum confidence to pass.")
 @click.option("--apply", "apply_", is_flag=True, help="Evaluate and apply the batch now (through the same gate).")
+@click.option("--team", help="Share the batch's facts with this team (one you are in); default private to you.")
 def propose(settings, as_json, subject, predicate, obj, confidence, valid_from, sources, aspects, path, origin,
-            threshold, apply_):
+            threshold, apply_, team):
     """Propose candidate facts as one patch batch; they stay invisible until the batch is applied.
 
     \b
     Examples:
       arbiter fact propose --subject user --predicate works_at --object "Acme Corp" --source 12 --apply
       arbiter fact propose --file facts.jsonl     # {"subject":..., "predicate":..., "object":...} per line
+      arbiter fact propose --subject "release" --predicate due_on --object 2026-12-01 --team core --apply
     """
     if path is not None:
         if (subject, predicate, obj) != (None, None, None):
@@ -83,7 +86,7 @@ def propose(settings, as_json, subject, predicate, obj, confidence, valid_from, 
                   "valid_from": valid_from, "sources": list(sources), "aspects": list(aspects)}]
         facts = [{k: v for k, v in facts[0].items() if v is not None}]
     with settings.client() as c:
-        b = c.facts_propose(facts, origin=origin, threshold=threshold, apply=apply_)
+        b = c.facts_propose(facts, origin=origin, threshold=threshold, apply=apply_, team=team)
     _emit(b, as_json, _show_batch)
 
 
@@ -112,7 +115,8 @@ def history(settings, as_json, fact_id):
 @click.argument("entry_ids", type=int, nargs=-1, required=True)
 @click.option("--apply", "apply_", is_flag=True, help="Apply the batch now (through the same gate).")
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="Minimum confidence to pass.")
-def extract(settings, as_json, entry_ids, apply_, threshold):
+@click.option("--team", help="Share the proposed facts with this team (one you are in); default private to you.")
+def extract(settings, as_json, entry_ids, apply_, threshold, team):
     """Ask the advisor for the facts ENTRY_IDS state; they are proposed as one batch.
 
     Needs ANTHROPIC_API_KEY on the daemon; without it nothing is proposed and
@@ -123,7 +127,7 @@ def extract(settings, as_json, entry_ids, apply_, threshold):
       arbiter fact extract 12 13 --apply
     """
     with settings.client() as c:
-        r = c.fact_extract(list(entry_ids), apply=apply_, threshold=threshold)
+        r = c.fact_extract(list(entry_ids), apply=apply_, threshold=threshold, team=team)
 
     def human(r):
         if r.batch is not None:

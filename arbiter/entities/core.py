@@ -436,7 +436,10 @@ def rename(conn: apsw.Connection, v: Viewer, name: str, new_name: str, *, now: i
         "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (tenant_id, nm.key(new_name))
     ).fetchone()
     if row is not None and row[0] != entity_id:
-        raise Conflict(f"another entity is already named {new_name!r}", path="new_name", existing_id=row[0])
+        # Names are one namespace per tenant, so a name an entity the caller cannot see holds is taken all the
+        # same; the caller is not told which entity holds it.
+        raise Conflict(f"another entity is already named {new_name!r}", path="new_name",
+                       existing_id=row[0] if visible(conn, v, row[0]) else None)
     conn.execute("UPDATE entity_names SET is_alias = 1 WHERE entity_id = ? AND is_alias = 0", (entity_id,))
     if row is None:
         _add_name(conn, tenant_id, entity_id, new_name, alias=False, now=now)

@@ -3,9 +3,10 @@
 The query goes through recall's own stages 1-3 (the same tokenizer,
 stopwords and FTS5 expression as entries), against `facts_fts` (subject,
 predicate with its underscores as spaces, object), BM25 with the subject and
-object weighted over the predicate, times the fact's confidence; visibility
+object weighted over the predicate, times the fact's confidence; validity
 is the same as entries' (current, or valid at `as_of`; with `known_at`, as
-recorded then). Facts come back in
+recorded then), and only facts the caller sees match (their scope tokens are
+in the MATCH). BM25's statistics are still those of the one shared index. Facts come back in
 their own list (`RecallResult.facts`), so entry hits, their ranks and every
 consumer of `hits` are unchanged; `disable=["facts"]` switches it off and
 `explain` shows each fact hit's parts.

@@ -8,6 +8,7 @@ from msgspec import Meta, Struct
 
 from arbiter.facts.model import OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, SUBJECT_MAX_BYTES
 from arbiter.mcp.tool import Args, AsOf, Session, View, tool
+from arbiter.model import Name
 
 Subject = Annotated[str, Meta(min_length=1, max_length=SUBJECT_MAX_BYTES, description=(
     'Who or what the fact is about: "user" for the person you are talking with, else a name.'))]
@@ -32,6 +33,9 @@ class ProposeArgs(Args):
     facts: Annotated[list[ProposedFact], Meta(min_length=1, max_length=100)]
     apply: Annotated[bool, Meta(description=(
         "Evaluate and apply now (default). false leaves the batch for a human to review."))] = True
+    team: Annotated[Name | None, Meta(description=(
+        "Share these facts with this team (one you are in) when they hold for the team; default: private to you. "
+        "Cite only entries the team sees, or they will not see the sources."))] = None
 
 
 class FactLine(Struct, kw_only=True):
@@ -90,7 +94,7 @@ def propose_facts(s: Session, a: ProposeArgs) -> ProposedView:
     """
     facts = [{"subject": f.subject, "predicate": f.predicate, "object": f.object, "confidence": f.confidence,
               "sources": f.sources, "valid_from": f.valid_from} for f in a.facts]
-    b = s.call("facts_propose", facts, apply=a.apply)
+    b = s.call("facts_propose", facts, apply=a.apply, team=a.team)
     return ProposedView(batch_id=b.id, status=b.status, facts=[line(f) for f in b.facts], note=b.note)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from arbiter.client import Client
-from arbiter.errors import NotFound
+from arbiter.errors import Conflict, NotFound
 from tests.conftest import DaemonProcess
 
 
@@ -92,6 +92,10 @@ def test_entity_relations_show_only_between_entities_the_caller_sees(people):
         rels = bob.entity_show("Hexaplume Systems").relations
         assert [(r.source.name, r.relation, r.target.name) for r in rels] == [
             ("Hexaplume Systems", "works_on", "Vortiga Mills")]
+        # Names are the tenant's: one another user's entity holds is taken, but which entity is not said.
+        with pytest.raises(Conflict) as taken:
+            bob.entity_rename("Vortiga Mills", "Ostrava Foundry")
+        assert taken.value.existing_id is None
 
 
 # ---- associations -----------------------------------------------------------------
