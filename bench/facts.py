@@ -43,8 +43,10 @@ import msgspec
 from arbiter._time import now_us
 from arbiter.facts import store as facts_store
 from arbiter.facts import verbs as facts_verbs
+from arbiter.facts import recall as fact_recall
 from arbiter.facts.model import ProposeParams
-from arbiter.store import connect, open_database
+from arbiter.model import RecallParams
+from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
 from bench.longmemeval.daemon import Daemon
 from bench.longmemeval.metrics import percentile
@@ -153,15 +155,24 @@ def main(argv: list[str] | None = None) -> int:
                 subjects = [f"person {rng.randrange(SUBJECTS)}" for _ in range(args.reads)]
                 trips, local, sizes = [], [], []
                 tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+                viewer = users.first_viewer(conn, tenant)
                 for s in subjects:
                     t = time.perf_counter()
                     sizes.append(len(client.facts(s).facts))
                     trips.append((time.perf_counter() - t) * 1000)
                     t = time.perf_counter()
-                    facts_store.read(conn, tenant, subject=s)
+                    facts_store.read(conn, viewer, subject=s)
                     local.append((time.perf_counter() - t) * 1000)
                 print(f"facts by subject ({statistics.mean(sizes):.0f} facts each), round trip: {_ms(trips)}")
                 print(f"facts by subject, store read alone:               {_ms(local)}")
+                # Recall's fact hits alone: BM25 with the caller's statistics (facts/recall.py).
+                searched = []
+                for _ in range(args.reads):
+                    q = RecallParams(query=f"{rng.choice(WORDS)} {rng.choice(WORDS)}")
+                    t = time.perf_counter()
+                    fact_recall.search(conn, viewer, q)
+                    searched.append((time.perf_counter() - t) * 1000)
+                print(f"recall's fact hits (two words), search alone:     {_ms(searched)}")
                 conn.close()
         wall, cpu = in_process(home, rng, args.runs)
         print(f"propose+apply, 100 facts, in process, wall:        {_ms(wall)}")

@@ -6,7 +6,11 @@ predicate with its underscores as spaces, object), BM25 with the subject and
 object weighted over the predicate, times the fact's confidence; validity
 is the same as entries' (current, or valid at `as_of`; with `known_at`, as
 recorded then), and only facts the caller sees match (their scope tokens are
-in the MATCH). BM25's statistics are still those of the one shared index. Facts come back in
+in the MATCH). BM25 is recall's own (`recall/_rank.py`) with statistics of
+the caller's facts alone: the document count, each term's document frequency
+and the average length are read with the caller's scope tokens in the MATCH,
+so another tenant's or user's facts move no score (one `facts_fts` table
+holds everyone's; FTS5's built-in `bm25()` would use its totals). Facts come back in
 their own list (`RecallResult.facts`), so entry hits, their ranks and every
 consumer of `hits` are unchanged; `disable=["facts"]` switches it off and
 `explain` shows each fact hit's parts.
@@ -14,10 +18,14 @@ consumer of `hits` are unchanged; `disable=["facts"]` switches it off and
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import apsw
 
 from arbiter._time import format_time, parse_time
 from arbiter.model import FactHit, RecallParams
+from arbiter.recall import _rank
 from arbiter.recall.query import STOPWORDS, analyze, expression, quote, tokenizer
 from arbiter.facts.store import sources_sql
 from arbiter.store.users import Viewer
@@ -30,6 +38,8 @@ FACT_HITS = 5
 DEPTH = 200
 #: BM25 column weights: subject, predicate, object, scope (never matched).
 WEIGHTS = (1.0, 0.5, 1.0, 0.0)
+#: Length normalization: FTS5's default, what facts were ranked with before the statistics became the caller's.
+B = 0.75
 
 
 def scopes_match(conn: apsw.Connection, v: Viewer) -> str:
@@ -55,7 +65,17 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     if query.empty:
         return []
     expr = expression(query.terms, phrase=False, near=False)
-    match = f"{{subject predicate object}} : ({expr.text}) AND {scopes_match(conn, v)}"
+    scopes = scopes_match(conn, v)
+    match = f"{{subject predicate object}} : ({expr.text}) AND {scopes}"
+    n, avgdl = _totals(conn, scopes)
+    idf = [
+        _rank.idf(_count(conn, f"{{subject predicate object}} : ({quote(t.text, prefix=t.prefix)}) AND {scopes}"), n)
+        for t in query.terms
+    ]
+    spec = _rank.Spec(idf=idf, weights=WEIGHTS, k1=_rank.K1, b=B, avgdl=avgdl)
+    relevance = dict(_rank.ranked(conn, "facts_fts", match, spec, DEPTH))
+    if not relevance:
+        return []
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     # With `known_at`, each fact in the state recorded then (the same revisions `facts` reads).
@@ -68,24 +88,63 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
         visible = f"{state}.valid_to IS NULL"
     else:
         visible = f"f.valid_from <= :as_of AND ({state}.valid_to IS NULL OR {state}.valid_to > :as_of)"
+    ids = ",".join(str(int(i)) for i in relevance)
     rows = conn.execute(
         f"""
-        SELECT f.id, f.subject, f.predicate, f.object, {state}.confidence, f.valid_from, {state}.valid_to, m.relevance,
+        SELECT f.id, f.subject, f.predicate, f.object, {state}.confidence, f.valid_from, {state}.valid_to,
             {sources_sql(v)}
-        FROM (SELECT rowid AS id, -bm25(facts_fts, {', '.join(map(str, WEIGHTS))}) AS relevance
-              FROM facts_fts WHERE facts_fts MATCH :match ORDER BY relevance DESC LIMIT :depth) m
-        JOIN facts f ON f.id = m.id{join}
-        WHERE f.tenant_id = :t AND {state}.status = 'active' AND {visible} AND {v.sees('f')}
-        ORDER BY m.relevance * {state}.confidence DESC, f.id LIMIT :limit
+        FROM facts f{join}
+        WHERE f.id IN ({ids}) AND f.tenant_id = :t AND {state}.status = 'active' AND {visible} AND {v.sees('f')}
         """,
-        {"match": match, "t": v.tenant_id, "as_of": as_of, "known": known_at, "limit": min(FACT_HITS, p.limit),
-         "depth": DEPTH},
+        {"t": v.tenant_id, "as_of": as_of, "known": known_at},
     ).fetchall()
+    rows.sort(key=lambda r: (-relevance[r[0]] * r[4], r[0]))
     return [
         FactHit(
             id=fid, subject=s, predicate=pred, object=o, confidence=conf, valid_from=format_time(vfrom),
             valid_to=format_time(vto), sources=sorted(int(x) for x in src.split(",")) if src else [],
-            score=relevance * conf, parts={"bm25": relevance, "confidence": conf} if p.explain else None,
+            score=relevance[fid] * conf,
+            parts={"bm25": relevance[fid], "confidence": conf} if p.explain else None,
         )
-        for fid, s, pred, o, conf, vfrom, vto, relevance, src in rows
+        for fid, s, pred, o, conf, vfrom, vto, src in rows[:min(FACT_HITS, p.limit)]
     ]
+
+
+def _count(conn: apsw.Connection, match: str) -> int:
+    return conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (match,)).fetchone()[0]
+
+
+class _Lengths:
+    """Average fact length (tokens) over the facts a scope set holds, cached until their count moves by a tenth.
+
+    The count is read on every search (one doclist walk of the scope tokens);
+    the lengths need a pass over those facts, so they are kept: an average
+    only has to be about right.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, str], tuple[int, float]] = {}
+        self._registered: weakref.WeakSet = weakref.WeakSet()
+
+    def __call__(self, conn: apsw.Connection, scopes: str) -> tuple[int, float]:
+        n = _count(conn, scopes)
+        key = (conn.filename or f"memory:{id(conn)}", scopes)
+        with self._lock:
+            base, avgdl = self._cache.get(key, (-1, 1.0))
+        if base < 0 or n > base * 1.1 or n < base:
+            if conn not in self._registered:
+                conn.register_fts5_function(_SIZE, lambda api, *_: api.column_size(-1))
+                self._registered.add(conn)
+            # An auxiliary function cannot sit inside an aggregate: the rows come out and are summed here.
+            total = sum(r[0] for r in conn.execute(
+                f"SELECT {_SIZE}(facts_fts) FROM facts_fts WHERE facts_fts MATCH ?", (scopes,)
+            ))
+            avgdl = total / n if n else 1.0
+            with self._lock:
+                self._cache[key] = (n, avgdl)
+        return max(n, 1), avgdl or 1.0
+
+
+_SIZE = "arbiter_fact_size"
+_totals = _Lengths()

@@ -207,3 +207,16 @@ def test_reinforce_needs_an_entry_the_caller_sees(people):
     with as_(people, "carol") as carol:
         with pytest.raises(NotFound):
             carol.reinforce(shared.id)
+
+
+def test_fact_scores_use_only_the_callers_statistics(people):
+    with as_(people, "alice") as alice:
+        alice.facts_propose([{"subject": "the orchard", "predicate": "grows", "object": "medlar trees"},
+                             {"subject": "the orchard", "predicate": "grows", "object": "quince"}], apply=True)
+        before = [(h.id, h.score) for h in alice.recall("orchard medlar", explain=True).facts]
+    with as_(people, "carol") as carol:
+        carol.facts_propose([{"subject": f"medlar orchard {i}", "predicate": "grows", "object": "medlar"}
+                             for i in range(8)], apply=True)
+        assert len(carol.recall("orchard medlar").facts) == 5
+    with as_(people, "alice") as alice:
+        assert [(h.id, h.score) for h in alice.recall("orchard medlar", explain=True).facts] == before
