@@ -220,3 +220,12 @@ def test_fact_scores_use_only_the_callers_statistics(people):
         assert len(carol.recall("orchard medlar").facts) == 5
     with as_(people, "alice") as alice:
         assert [(h.id, h.score) for h in alice.recall("orchard medlar", explain=True).facts] == before
+
+
+def test_status_shows_the_tenant_wide_maintenance_report_only_in_a_one_user_tenant(people):
+    d, _ = people
+    with d.client() as owner:
+        owner.maintain()
+    with as_(people, "bob") as bob:
+        status = bob.status()
+        assert (status.last_maintenance, status.average_salience, status.entity_clusters) == (None, None, 0)
