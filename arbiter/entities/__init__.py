@@ -12,6 +12,13 @@ transaction, scoped to one tenant):
     entities.entries_mentioning(conn, tenant_id, entity_id, limit=50)  # active entry ids, newest first
     entities.link_entry(conn, tenant_id, entry_id, params, now=now)    # what `remember` does
 
+Names are one namespace per tenant, but an entity exists for a user only if
+an entry or active fact they see names it: `core.visible_sql(v)` is that
+rule as SQL, `core.require(conn, v, name, path)` finds a name the caller sees,
+and the reads in `core` take a `Viewer`. Pass the writer as `v=` to
+`resolve`/`link_entry` (or `Linker(..., viewer)`) so resolution considers
+only their entities.
+
 Entries written by `remember_many` are linked to their extracted entities
 after the answer (`backlog.py`: the idle writer drains a queue), so a
 layer reading mentions of bulk-loaded entries may call
