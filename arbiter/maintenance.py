@@ -19,7 +19,7 @@ from arbiter.entities import backlog, clusters
 from arbiter.model import MaintenanceReport
 from arbiter.recall.maintain import compact
 from arbiter.salience import SALIENCE_SQL
-from arbiter.store import entries
+from arbiter.store import entries, users
 
 DEFAULT_MIN_SALIENCE = 0.01
 DEFAULT_RETENTION_DAYS = 30
@@ -95,7 +95,12 @@ from arbiter.verb import Context, Verb  # noqa: E402
 
 
 def maintain(ctx: Context, p: MaintainParams):
-    """Recompute salience, retire entries below `min_salience` (recorded, restorable), refresh entity clusters, merge the index, checkpoint the WAL."""
+    """Recompute salience, retire entries below `min_salience` (recorded, restorable), refresh entity clusters, merge the index, checkpoint the WAL.
+
+    It works on the whole tenant and reports retired ids, so with more than one user only the first user runs it.
+    """
+    if not ctx.viewer.solo:
+        users.require_owner(ctx.conn, ctx.viewer, "maintenance (the whole tenant's)")
     report = run(
         ctx.conn, ctx.tenant_id, now=ctx.now, min_salience=p.min_salience,
         retention_days=ctx.services.get("access_retention_days", DEFAULT_RETENTION_DAYS),

@@ -307,3 +307,11 @@ def test_reads_of_the_past_apply_todays_visibility(people):
         # Shared now, so its past is bob's to read too: the text as first recorded, before the share.
         assert bob.get(root.id, known_at=before_share).content == "okapi first draft"
         assert [h.id for h in bob.recall("okapi first", known_at=before_share).hits] == [root.id]
+
+
+def test_tenant_wide_maintenance_is_the_first_users(people):
+    with as_(people, "bob") as bob:
+        with pytest.raises(Forbidden, match="first user"):
+            bob.maintain()
+    with as_(people, "default") as owner:
+        assert owner.maintain().trigger == "verb"
