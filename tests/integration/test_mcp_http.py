@@ -189,3 +189,25 @@ def test_http_notifies_every_subscribed_client_of_a_write(served):
     assert after_watched == ["arbiter://briefing", "arbiter://briefing", uri]
     assert event == ResourceUpdated(uri)
     assert reader_saw[0] == uri and set(reader_saw) == {uri}  # never the briefing it did not subscribe to
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_subscriber_that_left_does_not_break_a_write(served):
+    served, home = served
+    token = (home / "mcp-http.token").read_text().strip()
+    with Client.from_home(home) as c:
+        watched = c.remember(type="project", title="Watched by one who left", content="v1").id
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with streamable_http_client(served.url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as gone:
+                    await gone.initialize()
+                    await gone.subscribe_resource(f"arbiter://entry/{watched}")
+            async with streamable_http_client(served.url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as writer:
+                    await writer.initialize()
+                    return await writer.call_tool("update", {"id": watched, "content": "v2"})
+
+    updated = anyio.run(main)
+    assert not updated.is_error and updated.structured_content["entry"]["id"] == watched
