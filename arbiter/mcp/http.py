@@ -6,7 +6,8 @@ checks on loopback); every request it hands us runs through the same
 
 Change notifications: one HTTP server has many clients, so a write through
 any of them notifies every client subscribed to what it changed (the
-briefing, each entry touched), as `notifications/resources/updated`. A
+briefing, each entry touched), as `notifications/resources/updated`, and
+then `notifications/resources/list_changed` (to the writer too). A
 client that shook hands (protocol 2025-11-25 and before) subscribes with
 `resources/subscribe`: the writer's own notifications ride the response
 stream of its `tools/call` (before the result; stdio sends them after it),
@@ -30,7 +31,7 @@ from pathlib import Path
 import anyio
 import mcp_types as types
 import msgspec
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourcesListChanged, ResourceUpdated
@@ -96,19 +97,35 @@ class Subscriptions:
             entry[1].discard(uri)
 
     async def notify(self, ctx, touched: set[str]) -> None:
-        """Tell each subscribed session which of `touched` it watches; the caller's on its own request's stream."""
+        """Tell each subscribed session which of `touched` it watches, and that the list changed; the caller
+        (subscribed or not) on its own request's stream."""
         caller = _session_id(ctx)
+        listed = types.ResourceListChangedNotification()
         for sid, (session, uris) in list(self._by_session.items()):
+            if sid == caller:
+                continue
             for uri in sorted(uris & touched):
-                note = types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
-                if sid == caller:
-                    await ctx.session.send_notification(note, related_request_id=ctx.request_id)
-                else:
-                    await session.send_notification(note)  # dropped by the transport if its GET stream is closed
+                await session.send_notification(_updated(uri))  # dropped by the transport if its GET stream is closed
+            await session.send_notification(listed)
+        _, mine = self._by_session.get(caller, (None, set()))
+        for note in [*(_updated(uri) for uri in sorted(mine & touched)), listed]:
+            await ctx.session.send_notification(note, related_request_id=ctx.request_id)
+
+
+def _updated(uri: str) -> types.ResourceUpdatedNotification:
+    return types.ResourceUpdatedNotification(params=types.ResourceUpdatedNotificationParams(uri=uri))
 
 
 def _session_id(ctx) -> str:
     return ctx.request.headers.get(MCP_SESSION_ID_HEADER, "") if ctx.request is not None else ""
+
+
+class _Server(Server):
+    """The SDK's lowlevel server, telling handshake clients that resources' `listChanged` is sent (after writes)."""
+
+    def create_initialization_options(self, notification_options=None, *args, **kwargs):
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True), *args, **kwargs)
 
 
 def build_app(mcp: McpServer, token: str, host: str):
@@ -164,7 +181,7 @@ def build_app(mcp: McpServer, token: str, host: str):
     async def get_prompt(ctx, params):
         return types.GetPromptResult.model_validate(await run("prompts/get", params))
 
-    server = Server(
+    server = _Server(
         "arbiter", version=__version__, instructions=mcp.instructions, on_list_tools=list_tools,
         on_call_tool=call_tool, on_list_resources=list_resources, on_list_resource_templates=list_templates,
         on_read_resource=read_resource, on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,

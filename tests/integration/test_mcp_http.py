@@ -143,9 +143,10 @@ def test_http_notifies_every_subscribed_client_of_a_write(served):
 
     def keep(seen: list, event: anyio.Event | None = None):
         async def on_message(message):
-            if isinstance(message, types.ServerNotification) and message.method == "notifications/resources/updated":
-                seen.append(str(message.params.uri))
-                if event is not None:
+            if isinstance(message, types.ServerNotification):
+                seen.append(str(message.params.uri) if message.method == "notifications/resources/updated" else
+                            message.method)
+                if event is not None and message.method == "notifications/resources/updated":
                     event.set()
         return on_message
 
@@ -156,7 +157,7 @@ def test_http_notifies_every_subscribed_client_of_a_write(served):
                 return await stack.enter_async_context(ClientSession(read, write, **kwargs))
 
             writer = await session(message_handler=keep(writer_saw))
-            await writer.initialize()
+            shook = await writer.initialize()
             reader = await session(message_handler=keep(reader_saw, reader_got))
             await reader.initialize()
             modern = await session()
@@ -182,13 +183,15 @@ def test_http_notifies_every_subscribed_client_of_a_write(served):
                     version += 1
                     with anyio.move_on_after(0.5):
                         await reader_got.wait()
-            return after_other, after_watched, event
+            return shook, after_other, after_watched, event
 
-    after_other, after_watched, event = anyio.run(main)
-    assert after_other == ["arbiter://briefing"]
-    assert after_watched == ["arbiter://briefing", "arbiter://briefing", uri]
+    shook, after_other, after_watched, event = anyio.run(main)
+    listed = "notifications/resources/list_changed"
+    assert shook.capabilities.resources.subscribe and shook.capabilities.resources.list_changed
+    assert after_other == ["arbiter://briefing", listed]
+    assert after_watched == ["arbiter://briefing", listed, "arbiter://briefing", uri, listed]
     assert event == ResourceUpdated(uri)
-    assert reader_saw[0] == uri and set(reader_saw) == {uri}  # never the briefing it did not subscribe to
+    assert set(reader_saw) == {uri, listed}  # never the briefing it did not subscribe to
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
