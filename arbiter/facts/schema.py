@@ -197,8 +197,11 @@ ALTER TABLE patch_batches ADD COLUMN scope_id INTEGER REFERENCES scopes(id);
 ALTER TABLE facts ADD COLUMN author_id INTEGER REFERENCES users(id);
 ALTER TABLE facts ADD COLUMN scope_id INTEGER REFERENCES scopes(id);
 ALTER TABLE predicates ADD COLUMN declared INTEGER NOT NULL DEFAULT 1;
-UPDATE patch_batches SET author_id = tenant_id, scope_id = tenant_id;
-UPDATE facts SET author_id = tenant_id, scope_id = tenant_id;
+-- Everything earlier is the tenant's first user's, private (as m015 made every entry).
+UPDATE patch_batches SET author_id = (SELECT min(u.id) FROM users u WHERE u.tenant_id = patch_batches.tenant_id);
+UPDATE patch_batches SET scope_id = (SELECT s.id FROM scopes s WHERE s.user_id = patch_batches.author_id);
+UPDATE facts SET author_id = (SELECT min(u.id) FROM users u WHERE u.tenant_id = facts.tenant_id);
+UPDATE facts SET scope_id = (SELECT s.id FROM scopes s WHERE s.user_id = facts.author_id);
 CREATE INDEX facts_subject_entity ON facts(subject_entity_id) WHERE subject_entity_id IS NOT NULL;
 CREATE INDEX facts_object_entity ON facts(object_entity_id) WHERE object_entity_id IS NOT NULL;
 CREATE TRIGGER facts_scope_immutable BEFORE UPDATE OF author_id, scope_id ON facts

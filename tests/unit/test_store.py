@@ -739,3 +739,23 @@ def test_a_supersedes_cycle_left_by_an_older_database_is_refused(db, tenant):
     with pytest.raises(InvalidParams, match="cycle"), db:
         relations.link(db, users.first_viewer(db, tenant), b, "supersedes", a, now=T0 + US)
     assert entries.get(db, users.first_viewer(db, tenant), a).valid_to is None
+
+
+def test_m017_gives_earlier_batches_to_their_tenants_first_user(tmp_path, monkeypatch):
+    from arbiter.store import db as store_db
+
+    monkeypatch.setattr(store_db, "MIGRATIONS", MIGRATIONS[:16])
+    conn = open_database(tmp_path / "a.db")
+    with conn:
+        tenants.create_tenant(conn, "x", now=T0)
+        users.create_user(conn, 1, "extra", now=T0)  # so tenant y's first user is not numbered as the tenant
+        y, _ = tenants.create_tenant(conn, "y", now=T0)
+        conn.execute("INSERT INTO patch_batches(tenant_id, origin, status, threshold, created_at) "
+                     "VALUES (?, 'agent', 'proposed', 0.5, 1)", (y,))
+    monkeypatch.undo()
+    store_db.migrate(conn)
+    first = users.first_user(conn, y)
+    assert first != y
+    assert conn.execute("SELECT author_id, scope_id FROM patch_batches").fetchall() == [
+        (first, users.first_viewer(conn, y).private_scope)]
+    conn.close()
