@@ -57,8 +57,7 @@ def user_rotate(ctx: Context, p: NameParams):
     if p.name != v.user_name:
         users.require_owner(ctx.conn, v, f"rotating {p.name!r}'s token")
     token = users.rotate(ctx.conn, ctx.tenant_id, p.name)
-    if forget := ctx.services.get("tokens_changed"):
-        ctx.committed.append(lambda conn: forget())
+    _changed(ctx)  # the old token stops working at once
     return UserCreated(name=p.name, token=token)
 
 

@@ -46,11 +46,7 @@ class Context:
     def viewer(self) -> users.Viewer:
         """What the caller may see (read at first use, so a membership change counts at the next request)."""
         if self.seen_as is None:
-            user_id = self.user_id
-            if user_id is None:
-                user_id = users.first_user(self.conn, self.tenant_id)
-            name = self.conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()[0]
-            self.seen_as = users.viewer(self.conn, self.tenant_id, user_id, name)
+            self.seen_as = users.first_viewer(self.conn, self.tenant_id, self.user_id)
         return self.seen_as
 
 

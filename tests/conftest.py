@@ -41,6 +41,12 @@ def wait_for(predicate, timeout: float = 10.0, what: str = "condition", interval
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def as_user(people, name: str) -> Client:
+    """A client of the `people` fixture's daemon as `name` (`default`: the tenant's first user)."""
+    daemon, tokens = people
+    return daemon.client() if name == "default" else Client(daemon.socket, tokens[name])
+
+
 def tool_text(result) -> str:
     """The text blocks of an MCP tool result, joined."""
     return "\n".join(block.text for block in result.content if block.type == "text")

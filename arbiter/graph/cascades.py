@@ -51,20 +51,20 @@ def below(conn: apsw.Connection, entry_id: int) -> list[tuple[int, int]]:
     ).fetchall()
 
 
-def _thread_follows(conn: apsw.Connection, v: Viewer, root: int, now: int, scope: int | None) -> list[int]:
-    ids = [eid for eid, _ in below(conn, root)]
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    if scope is None:  # unshared: back to each author's private scope
+def _move(conn: apsw.Connection, ids: list[int], scope: int | None) -> list[int]:
+    """Put entries in `scope` (None: each back in its own author's private scope); their index rows follow (triggers)."""
+    if ids:
+        marks = ",".join("?" * len(ids))
         conn.execute(
-            f"UPDATE entries SET scope_id = (SELECT s.id FROM scopes s WHERE s.user_id = entries.author_id) "
+            "UPDATE entries SET scope_id = coalesce(?, (SELECT s.id FROM scopes s WHERE s.user_id = entries.author_id)) "
             f"WHERE id IN ({marks})",
-            ids,
+            (scope, *ids),
         )
-    else:
-        conn.execute(f"UPDATE entries SET scope_id = ? WHERE id IN ({marks})", (scope, *ids))
     return ids
+
+
+def _thread_follows(conn: apsw.Connection, v: Viewer, root: int, now: int, scope: int | None) -> list[int]:
+    return _move(conn, [eid for eid, _ in below(conn, root)], scope)
 
 
 def _retire_own_replies(conn: apsw.Connection, v: Viewer, parent: int, now: int, _scope) -> list[int]:
@@ -124,11 +124,5 @@ def share(conn: apsw.Connection, v: Viewer, root: int, scope: int | None, *, now
             f"`arbiter thread {root}`",
             path="id",
         )
-    if scope is None:
-        conn.execute(
-            "UPDATE entries SET scope_id = (SELECT s.id FROM scopes s WHERE s.user_id = entries.author_id) WHERE id = ?",
-            (root,),
-        )
-        return [root, *run(conn, v, "unshare", root, now=now)]
-    conn.execute("UPDATE entries SET scope_id = ? WHERE id = ?", (scope, root))
-    return [root, *run(conn, v, "share", root, now=now, scope=scope)]
+    _move(conn, [root], scope)
+    return [root, *run(conn, v, "share" if scope is not None else "unshare", root, now=now, scope=scope)]

@@ -227,16 +227,15 @@ class Daemon:
         # Each reader holds a connection (schema, page cache) and a thread: more
         # readers than cores add memory without adding throughput.
         self._readers = readers or min(4, os.cpu_count() or 1)
+        # Who a token is, and what each user sees (Viewer), kept between
+        # requests. Any change to users, tokens, teams or membership (the
+        # people verbs) empties both after its commit and bumps the generation,
+        # so a lookup that read the old rows before the commit does not put
+        # them back: a rotated token fails at once, a membership counts at once.
         self._tokens: dict[str, tuple[int, str, int | None]] = {}
-        # A rotation (the user verbs) must end the old token at once: after its
-        # commit it empties the cache and bumps the generation, so a lookup that
-        # read the old row before the commit does not put it back.
-        self._token_generation = 0
-        self.services["tokens_changed"] = self._forget_tokens
-        # What each user sees (Viewer), kept between requests; every change to
-        # users, teams or membership empties it after its commit (`people_changed`).
         self._viewers: dict[int, object] = {}
-        self.services["people_changed"] = self._forget_tokens
+        self._token_generation = 0
+        self.services["people_changed"] = self._forget_callers
         self._admin_hash: bytes | None = None
         self._local = threading.local()
         self._reader_conns: list[apsw.Connection] = []
@@ -655,7 +654,8 @@ class Daemon:
                 self._tokens[token] = caller
         return caller
 
-    def _forget_tokens(self) -> None:
+    def _forget_callers(self) -> None:
+        """Drop what the daemon knows of callers (tokens, what each user sees); the generation stops stale refills."""
         self._token_generation += 1
         self._tokens.clear()
         self._viewers.clear()

@@ -93,33 +93,9 @@ _UNTAG_ENTRY = f"""
 # by `scope_id` instead of `tenant_id`. An entry that changes scope (share,
 # unshare) is untagged from the old scope and tagged into the new one, so
 # counts move with it and both scopes' versions change.
-_TAG_SCOPED = f"""
-    INSERT OR IGNORE INTO entry_tags(entry_id, scope_id, tag)
-        SELECT new.id, new.scope_id, value FROM json_each(new.tags) WHERE {{when}};
-    INSERT INTO tag_counts(scope_id, tag, n)
-        SELECT new.scope_id, tag, 1 FROM entry_tags WHERE entry_id = new.id
-        ON CONFLICT DO UPDATE SET n = n + 1;
-    INSERT INTO tag_pairs(scope_id, a, b, n)
-        SELECT new.scope_id, p.*, 1 FROM ({_ENTRY_TAG_PAIRS.format(id="new.id")}) p WHERE true
-        ON CONFLICT DO UPDATE SET n = n + 1;
-    INSERT INTO tag_graph_version(scope_id, version)
-        SELECT new.scope_id, 1 WHERE EXISTS (SELECT 1 FROM entry_tags WHERE entry_id = new.id)
-        ON CONFLICT DO UPDATE SET version = version + 1;
-"""
-
-_UNTAG_SCOPED = f"""
-    UPDATE tag_graph_version SET version = version + 1
-        WHERE scope_id = old.scope_id AND EXISTS (SELECT 1 FROM entry_tags WHERE entry_id = old.id);
-    UPDATE tag_counts SET n = n - 1
-        WHERE scope_id = old.scope_id AND tag IN (SELECT tag FROM entry_tags WHERE entry_id = old.id);
-    DELETE FROM tag_counts
-        WHERE scope_id = old.scope_id AND n <= 0 AND tag IN (SELECT tag FROM entry_tags WHERE entry_id = old.id);
-    UPDATE tag_pairs SET n = n - 1
-        WHERE scope_id = old.scope_id AND (a, b) IN ({_ENTRY_TAG_PAIRS.format(id="old.id")});
-    DELETE FROM tag_pairs
-        WHERE scope_id = old.scope_id AND n <= 0 AND (a, b) IN ({_ENTRY_TAG_PAIRS.format(id="old.id")});
-    DELETE FROM entry_tags WHERE entry_id = old.id;
-"""
+# (Byte for byte m003's text with the key renamed.)
+_TAG_SCOPED = _TAG_ENTRY.replace("tenant_id", "scope_id")
+_UNTAG_SCOPED = _UNTAG_ENTRY.replace("tenant_id", "scope_id")
 
 M016_TAG_SCOPES = f"""
     DROP TRIGGER entries_tags_insert;

@@ -105,9 +105,9 @@ def viewer(conn: apsw.Connection, tenant_id: int, user_id: int, user_name: str) 
     return Viewer(tenant_id, user_id, user_name, tuple(teams), tuple(scopes), tuple(left), solo=users == 1)
 
 
-def first_viewer(conn: apsw.Connection, tenant_id: int) -> Viewer:
-    """The viewer of the tenant's first user: who a tenant token is (tests and benches act as them)."""
-    uid = first_user(conn, tenant_id)
+def first_viewer(conn: apsw.Connection, tenant_id: int, user_id: int | None = None) -> Viewer:
+    """The viewer of `user_id`, by default the tenant's first user: who a tenant token is (tests and benches act as them)."""
+    uid = first_user(conn, tenant_id) if user_id is None else user_id
     name = conn.execute("SELECT name FROM users WHERE id = ?", (uid,)).fetchone()[0]
     return viewer(conn, tenant_id, uid, name)
 
@@ -271,14 +271,3 @@ def names(conn: apsw.Connection, user_ids: list[int]) -> dict[int, str]:
         return {}
     ids = sorted(set(user_ids))
     return dict(conn.execute(f"SELECT id, name FROM users WHERE id IN ({','.join('?' * len(ids))})", ids))
-
-
-def team_names(conn: apsw.Connection, scope_ids: list[int]) -> dict[int, str]:
-    """scope id -> team name, for the team scopes among `scope_ids`."""
-    if not scope_ids:
-        return {}
-    ids = sorted(set(scope_ids))
-    return dict(conn.execute(
-        f"SELECT s.id, t.name FROM scopes s JOIN teams t ON t.id = s.team_id WHERE s.id IN ({','.join('?' * len(ids))})",
-        ids,
-    ))

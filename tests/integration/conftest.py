@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.client import Client
 from tests import corpus
 from tests.conftest import DaemonProcess
 
@@ -20,5 +21,25 @@ def memory():
     with d.client() as c:
         built = corpus.build(c)
     yield d, built
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def people():
+    """A daemon whose tenant's first user (`default`) added alice, bob and carol; alice's team `core` has bob.
+
+    Yields (daemon, {user: token}); `tests.conftest.as_user` opens a client as one of them.
+    """
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    tokens = {}
+    with d.client() as owner:
+        for name in ("alice", "bob", "carol"):
+            tokens[name] = owner.user_add(name).token
+    with Client(d.socket, tokens["alice"]) as alice:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+    yield d, tokens
     d.stop()
     shutil.rmtree(home, ignore_errors=True)

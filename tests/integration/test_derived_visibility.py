@@ -8,33 +8,13 @@ them: not listed, not counted, not ranked, not named.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from arbiter.client import Client
 from arbiter.errors import Conflict, NotFound
-from tests.conftest import DaemonProcess
+from tests.conftest import as_user
 
 
-@pytest.fixture(scope="module")
-def people():
-    d = DaemonProcess(Path(tempfile.mkdtemp(prefix="arb-"))).start()
-    tokens = {}
-    with d.client() as owner:
-        for name in ("alice", "bob", "carol"):
-            tokens[name] = owner.user_add(name).token
-    with Client(d.socket, tokens["alice"]) as alice:
-        alice.team_add("core")
-        alice.team_join("core", "bob")
-    yield d, tokens
-    d.stop()
-
-
-def as_(people, name: str) -> Client:
-    d, tokens = people
-    return Client(d.socket, tokens[name])
 
 
 def names(c: Client) -> set[str]:
@@ -45,14 +25,14 @@ def names(c: Client) -> set[str]:
 
 
 def test_an_entity_only_private_entries_mention_is_missing_for_everyone_else(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.remember(type="project", title="Zorbulon Dynamics deal", content="We met Zorbulon Dynamics today.")
         alice.remember(type="project", title="Quillfeather Labs", content="Quillfeather Labs ships in May.",
                        team="core")
         alice.remember(type="project", title="More Quillfeather Labs", content="Quillfeather Labs hired two.")
         assert {"Zorbulon Dynamics", "Quillfeather Labs"} <= names(alice)
         assert alice.entity_show("Quillfeather Labs").entity.mentions == 2
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert "Zorbulon Dynamics" not in names(bob)
         assert names(bob) >= {"Quillfeather Labs"}
         assert bob.entities("zorb") == []
@@ -74,13 +54,13 @@ def test_an_entity_only_private_entries_mention_is_missing_for_everyone_else(peo
         said = bob.remember(type="context", title="Zorbulon Dynamics call", content="Zorbulon Dynamics phoned bob.")
         assert [m.created for m in said.entities if m.name == "Zorbulon Dynamics"] == [True]
         assert bob.entity_show("Zorbulon Dynamics").entity.mentions == 1
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         assert not {"Zorbulon Dynamics", "Quillfeather Labs"} & names(carol)
         assert carol.status().entities == len(carol.entities(limit=1000))
 
 
 def test_entity_relations_show_only_between_entities_the_caller_sees(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.remember(type="context", title="Hexaplume", content="Hexaplume Systems and Vortiga Mills talk.")
         alice.remember(type="context", title="Vortiga", content="Vortiga Mills again.", team="core")
         alice.remember(type="context", title="Hexaplume shared", content="Hexaplume Systems too.", team="core")
@@ -88,7 +68,7 @@ def test_entity_relations_show_only_between_entities_the_caller_sees(people):
         alice.entity_relate("Hexaplume Systems", "works_on", "Vortiga Mills")
         alice.entity_relate("Hexaplume Systems", "uses", "Ostrava Foundry")
         assert len(alice.entity_show("Hexaplume Systems").relations) == 2
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         rels = bob.entity_show("Hexaplume Systems").relations
         assert [(r.source.name, r.relation, r.target.name) for r in rels] == [
             ("Hexaplume Systems", "works_on", "Vortiga Mills")]
@@ -103,10 +83,10 @@ def test_entity_relations_show_only_between_entities_the_caller_sees(people):
 
 def test_associations_list_only_edges_whose_both_ends_the_caller_sees(people):
     text = "the glimmerstone quarry expansion plan needs granite permits before winter arrives early"
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         secret = alice.remember(type="context", title="Glimmerstone quarry", content=text)
         shared = alice.remember(type="context", title="Glimmerstone quarry", content=text + " again", team="core")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         mine = bob.remember(type="context", title="Glimmerstone quarry", content=text + " surely")
         assert secret.id not in [c.id for c in mine.candidates]
         others = {a.other_id for a in bob.associations(mine.id).associations}
@@ -115,7 +95,7 @@ def test_associations_list_only_edges_whose_both_ends_the_caller_sees(people):
         with pytest.raises(NotFound):
             bob.associations(secret.id)
         assert secret.id not in {a.other_id for a in bob.associations(shared.id).associations}
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         assert mine.id not in {a.other_id for a in alice.associations(secret.id).associations}
         assert shared.id in {a.other_id for a in alice.associations(secret.id).associations}
 
@@ -124,7 +104,7 @@ def test_associations_list_only_edges_whose_both_ends_the_caller_sees(people):
 
 
 def test_a_private_batch_and_its_facts_are_missing_for_everyone_else(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         source = alice.remember(type="user", title="Alice job", content="I work at Plonkware")
         batch = alice.facts_propose([{"subject": "alice", "predicate": "works_at", "object": "Plonkware",
                                       "sources": [source.id]},
@@ -137,7 +117,7 @@ def test_a_private_batch_and_its_facts_are_missing_for_everyone_else(people):
         assert [f.id for f in alice.recall("Plonkware").facts] == [fact.id]
         assert "hums_quietly" in {p.name for p in alice.predicates().predicates}
         assert "Plonkware" in names(alice)  # the typed object became an entity alice's fact names
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert bob.facts("alice").facts == []
         assert bob.facts(status="candidate").facts == [] and bob.facts(status="rejected").facts == []
         assert batch.id not in [b.id for b in bob.batch_list().batches]
@@ -158,7 +138,7 @@ def test_a_private_batch_and_its_facts_are_missing_for_everyone_else(people):
 
 
 def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         private = alice.remember(type="user", title="Note", content="the team lead lives in Brindlemoor")
         alice.facts_propose([{"subject": "team lead", "predicate": "lives_in", "object": "Brindlemoor"}], apply=True)
         shared = alice.facts_propose(
@@ -168,7 +148,7 @@ def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(peop
         # Not swallowed as a duplicate of alice's private fact: the team gets its own.
         assert shared.team == "core" and shared.facts[0].status == "active"
         assert len(alice.facts("team lead").facts) == 2
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         (seen,) = bob.facts("team lead").facts
         assert seen.id == shared.facts[0].id
         assert seen.sources == []  # alice's private entry is not named to him
@@ -181,7 +161,7 @@ def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(peop
                                  apply=True)
         assert mine.facts[0].finding == "accept"
         assert {f.object for f in bob.facts("team lead").facts} == {"Brindlemoor", "Quarrytown"}
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         assert carol.facts("team lead").facts == []
         assert carol.recall("Brindlemoor").facts == []
         with pytest.raises(NotFound):
@@ -194,31 +174,31 @@ def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(peop
 
 
 def test_reinforce_needs_an_entry_the_caller_sees(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         secret = alice.remember(type="context", title="Secret", content="a private thought about kelp")
         shared = alice.remember(type="context", title="Shared", content="a shared thought about kelp", team="core")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         with pytest.raises(NotFound) as hidden:
             bob.reinforce(secret.id)
         with pytest.raises(NotFound) as missing:
             bob.reinforce(10**9)
         assert hidden.value.message == missing.value.message.replace(str(10**9), str(secret.id))
         assert bob.reinforce(shared.id).reinforcements == 1
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         with pytest.raises(NotFound):
             carol.reinforce(shared.id)
 
 
 def test_fact_scores_use_only_the_callers_statistics(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.facts_propose([{"subject": "the orchard", "predicate": "grows", "object": "medlar trees"},
                              {"subject": "the orchard", "predicate": "grows", "object": "quince"}], apply=True)
         before = [(h.id, h.score) for h in alice.recall("orchard medlar", explain=True).facts]
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         carol.facts_propose([{"subject": f"medlar orchard {i}", "predicate": "grows", "object": "medlar"}
                              for i in range(8)], apply=True)
         assert len(carol.recall("orchard medlar").facts) == 5
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         assert [(h.id, h.score) for h in alice.recall("orchard medlar", explain=True).facts] == before
 
 
@@ -226,6 +206,6 @@ def test_status_shows_the_tenant_wide_maintenance_report_only_in_a_one_user_tena
     d, _ = people
     with d.client() as owner:
         owner.maintain()
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         status = bob.status()
         assert (status.last_maintenance, status.average_salience, status.entity_clusters) == (None, None, 0)

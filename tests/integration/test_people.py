@@ -19,31 +19,11 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound, Unauthorized
-from tests.conftest import DaemonProcess, isolated_env, tool_text
+from tests.conftest import as_user, isolated_env, tool_text
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def people(tmp_path_factory):
-    import tempfile
-
-    home = Path(tempfile.mkdtemp(prefix="arb-"))
-    d = DaemonProcess(home).start()
-    tokens = {}
-    with d.client() as owner:
-        for name in ("alice", "bob", "carol"):
-            tokens[name] = owner.user_add(name).token
-    with Client(d.socket, tokens["alice"]) as alice:
-        alice.team_add("core")
-        alice.team_join("core", "bob")
-    yield d, tokens
-    d.stop()
-
-
-def as_(people, name: str) -> Client:
-    d, tokens = people
-    return Client(d.socket, tokens[name]) if name != "default" else d.client()
 
 
 def _missing_message(c: Client, call, *args) -> str:
@@ -53,10 +33,10 @@ def _missing_message(c: Client, call, *args) -> str:
 
 
 def test_a_private_entry_is_missing_for_everyone_else_across_every_verb(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         mine = alice.remember(type="project", title="Zanzibar launch plan", content="zanzibar rollout in March")
         other = alice.remember(type="project", title="Alice scratch", content="another note")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         nowhere = 10**9
         for call in (bob.get, bob.history, bob.thread, bob.expand, bob.density, bob.backlinks, bob.around,
                      bob.forget, bob.purge, bob.restore):
@@ -75,32 +55,32 @@ def test_a_private_entry_is_missing_for_everyone_else_across_every_verb(people):
         assert mine.id not in [e.id for e in bob.list(limit=100)]
         assert "Zanzibar" not in bob.briefing().text
         assert bob.status().entries_active == len(bob.list(limit=100))
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         assert [h.id for h in alice.recall("zanzibar").hits] == [mine.id]
         assert alice.get(mine.id).author == "alice" and alice.get(mine.id).team is None
         alice.link(other.id, "relates_to", mine.id)
         assert alice.status().relations >= 1
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert bob.status().relations == 0
 
 
 def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Quokka migration", content="quokka cutover plan")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert bob.recall("quokka").hits == []
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         shared = alice.share(root.id, "core")
         assert shared.ids == [root.id] and shared.team == "core"
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert [h.id for h in bob.recall("quokka").hits] == [root.id]
         reply = bob.reply(root.id, "quokka cutover done on staging")
         assert reply.team == "core" and reply.author == "bob"
-    with as_(people, "carol") as carol:  # in no team
+    with as_user(people, "carol") as carol:  # in no team
         assert carol.recall("quokka").hits == []
         with pytest.raises(NotFound):
             carol.get(reply.id)
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         assert {e.id for e in alice.thread(root.id).replies} == {reply.id}
         with pytest.raises(Forbidden, match="reply to it instead"):
             alice.update(reply.id, content="overwritten")
@@ -114,18 +94,18 @@ def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(peo
         assert set(back.ids) == {root.id, reply.id, own.id}
         with pytest.raises(NotFound):
             alice.get(reply.id)  # bob's, private to bob again
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert [h.id for h in bob.recall("quokka").hits] == [reply.id]
         with pytest.raises(NotFound):
             bob.get(root.id)
 
 
 def test_leaving_a_team_hides_its_pool_at_once_but_not_what_one_wrote(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.team_add("ops")
         alice.team_join("ops", "carol")
         pool = alice.remember(type="project", title="Wombat rota", content="wombat on-call rota", team="ops")
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         own = carol.remember(type="project", title="Wombat notes", content="wombat handover notes", team="ops")
         assert {h.id for h in carol.recall("wombat").hits} == {pool.id, own.id}
         left = carol.team_leave("ops", "carol")
@@ -134,25 +114,25 @@ def test_leaving_a_team_hides_its_pool_at_once_but_not_what_one_wrote(people):
         with pytest.raises(NotFound):
             carol.get(pool.id)
         assert carol.team_leave("ops", "carol").changed is False
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         assert {h.id for h in alice.recall("wombat").hits} == {pool.id, own.id}
 
 
 def test_cascades_touch_only_the_callers_own_replies(people):
     from arbiter.model import ForgetResult
 
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Capybara design", content="capybara schema", team="core")
         mine = alice.reply(root.id, "capybara: alice follow-up")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         theirs = bob.reply(root.id, "capybara: bob's review")
         nested = bob.reply(mine.id, "capybara: bob under alice")
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         with pytest.raises(Forbidden, match="not yours to forget"):
             alice.forget(theirs.id)
         result = alice.call("forget", {"id": root.id}, ForgetResult)
         assert result.forgotten and result.also == [mine.id]
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert bob.get(theirs.id).valid_to is None and bob.get(nested.id).valid_to is None
         with pytest.raises(NotFound):
             bob.get(mine.id)  # retired with alice's root
@@ -161,51 +141,51 @@ def test_cascades_touch_only_the_callers_own_replies(people):
 def test_purge_orphans_a_teammates_reply_and_purges_ones_own(people):
     from arbiter.model import PurgeResult
 
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Axolotl draft", content="axolotl draft", team="core")
         mine = alice.reply(root.id, "axolotl: alice")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         theirs = bob.reply(root.id, "axolotl: bob")
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         result = alice.call("purge", {"id": root.id}, PurgeResult)
         assert result.purged and result.also == [mine.id]
         with pytest.raises(NotFound):
             alice.get(mine.id)
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         kept = bob.get(theirs.id)
         assert kept.parent_id is None and kept.content == "axolotl: bob"
 
 
 def test_ranking_statistics_do_not_move_with_a_teammates_private_writes(people):
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         bob.remember(type="project", title="Ibex deploy", content="ibex deploy checklist for the gateway")
         bob.remember(type="project", title="Ibex rollback", content="ibex rollback steps")
         before = [(h.id, h.score) for h in bob.recall("ibex deploy gateway").hits]
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.remember_many([
             {"type": "project", "title": f"private {i}", "content": "ibex deploy gateway " * (i % 5 + 1)}
             for i in range(200)
         ])
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert [(h.id, h.score) for h in bob.recall("ibex deploy gateway").hits] == before
 
 
 def test_the_briefing_shows_a_teammates_shared_open_thread_by_full_id(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Narwhal incident", content="narwhal outage", team="core")
         alice.reply(root.id, "narwhal: root cause found")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         text = bob.briefing().text
         assert "You are `bob`" in text and "`core`" in text
         assert f"#{root.id} [project] Narwhal incident by alice" in text
         assert "Shared with team `core`" in text
         assert any(t.root.id == root.id and t.team == "core" for t in bob.open_threads().threads)
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         assert "Narwhal" not in carol.briefing().text
 
 
 def test_people_bad_input_gets_clear_errors_and_changes_nothing(people):
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         with pytest.raises(NotFound, match="no team 'nope'"):
             bob.team_join("nope", "carol")
         with pytest.raises(NotFound, match="no user 'zed'"):
@@ -215,10 +195,10 @@ def test_people_bad_input_gets_clear_errors_and_changes_nothing(people):
             bob.user_add("mallory")  # only the first user adds users
         with pytest.raises(Forbidden, match="not in team"):
             bob.remember(type="project", title="x", content="y", team="ops")
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         with pytest.raises(Conflict):
             alice.team_add("core")
-    with as_(people, "default") as owner:
+    with as_user(people, "default") as owner:
         with pytest.raises(Conflict):
             owner.user_add("alice")
         assert [u.name for u in owner.user_list().users] == ["default", "alice", "bob", "carol"]
@@ -258,7 +238,7 @@ def test_the_cli_acts_as_the_user_whose_token_it_reads(people):
 
 def test_two_users_of_one_team_through_real_mcp_sessions(people):
     d, tokens = people
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Pangolin rollout", content="pangolin staged rollout", team="core")
         alice.reply(root.id, "pangolin: stage one done")
 
@@ -294,24 +274,24 @@ def test_two_users_of_one_team_through_real_mcp_sessions(people):
 
 
 def test_reads_of_the_past_apply_todays_visibility(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Okapi plan", content="okapi first draft")
         before_share = root.recorded_at
         alice.update(root.id, content="okapi second draft")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         with pytest.raises(NotFound):
             bob.get(root.id, known_at=before_share)
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.share(root.id, "core")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         # Shared now, so its past is bob's to read too: the text as first recorded, before the share.
         assert bob.get(root.id, known_at=before_share).content == "okapi first draft"
         assert [h.id for h in bob.recall("okapi first", known_at=before_share).hits] == [root.id]
 
 
 def test_tenant_wide_maintenance_is_the_first_users(people):
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         with pytest.raises(Forbidden, match="first user"):
             bob.maintain()
-    with as_(people, "default") as owner:
+    with as_user(people, "default") as owner:
         assert owner.maintain().trigger == "verb"

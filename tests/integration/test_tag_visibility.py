@@ -7,14 +7,11 @@ counts at once, and a team's members get one cluster vocabulary.
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pytest
 
 from arbiter.client import Client
 from arbiter.errors import NotFound
-from tests.conftest import DaemonProcess
+from tests.conftest import as_user
 
 # Tags no other entry in this module uses, one set per purpose.
 SECRET = [["zeta-secret", "zeta-plan", "zeta-risk"], ["zeta-secret", "zeta-plan"], ["zeta-plan", "zeta-risk"]]
@@ -22,24 +19,6 @@ TEAM = [["kappa-deploy", "kappa-ops", "kappa-oncall"], ["kappa-deploy", "kappa-o
         ["kappa-deploy", "kappa-oncall", "kappa-ops"]]
 
 
-@pytest.fixture(scope="module")
-def people():
-    home = Path(tempfile.mkdtemp(prefix="arb-"))
-    d = DaemonProcess(home).start()
-    tokens = {}
-    with d.client() as owner:
-        for name in ("alice", "bob", "carol"):
-            tokens[name] = owner.user_add(name).token
-    with Client(d.socket, tokens["alice"]) as alice:
-        alice.team_add("core")
-        alice.team_join("core", "bob")
-    yield d, tokens
-    d.stop()
-
-
-def as_(people, name: str) -> Client:
-    d, tokens = people
-    return Client(d.socket, tokens[name])
 
 
 def counts(c: Client) -> dict[str, int]:
@@ -52,7 +31,7 @@ def write(c: Client, tag_lists, title: str, **kw) -> list[int]:
 
 
 def test_each_user_sees_only_their_own_and_their_teams_tags(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         write(alice, SECRET, "Alice private")
         write(alice, TEAM, "Core runbook", team="core")
         mine = counts(alice)
@@ -60,7 +39,7 @@ def test_each_user_sees_only_their_own_and_their_teams_tags(people):
         assert {c.tags[0] for c in alice.topic_clusters().clusters} >= {"zeta-plan", "kappa-ops"}
         text = alice.briefing().text
         assert "`zeta-plan` ×3" in text and "`kappa-ops` ×4" in text
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         seen = counts(bob)
         assert seen["kappa-ops"] == 4 and not any(t.startswith("zeta") for t in seen)
         one = bob.tag_cooccurrence(tag="zeta-plan")
@@ -70,39 +49,39 @@ def test_each_user_sees_only_their_own_and_their_teams_tags(people):
         with pytest.raises(NotFound):
             bob.topic_cluster("zeta-plan")
         assert "zeta" not in bob.briefing().text
-    with as_(people, "carol") as carol:
+    with as_user(people, "carol") as carol:
         assert not any(t.startswith(("zeta", "kappa")) for t in counts(carol))
         assert "kappa" not in carol.briefing().text
 
 
 def test_share_and_unshare_move_the_counts_at_once(people):
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Lambda thread", content="lambda", tags=["lambda-x", "lambda-y"])
         alice.reply(root.id, "lambda follow-up")  # the reply inherits the root's tags
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert "lambda-x" not in counts(bob)
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.share(root.id, "core")
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert counts(bob)["lambda-x"] == 2
         assert [(p.a, p.b, p.count) for p in bob.tag_cooccurrence(tag="lambda-x").pairs] == [
             ("lambda-x", "lambda-y", 2)
         ]
-    with as_(people, "alice") as alice:
+    with as_user(people, "alice") as alice:
         alice.unshare(root.id)
         assert counts(alice)["lambda-x"] == 2
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         assert "lambda-x" not in counts(bob)
 
 
 def test_a_teams_members_see_one_cluster_vocabulary(people):
-    with as_(people, "bob") as bob:
+    with as_user(people, "bob") as bob:
         write(bob, [["mu-a", "mu-b", "mu-c"], ["mu-a", "mu-b"], ["mu-b", "mu-c"]], "Mu shared", team="core")
 
     def team_clusters(c: Client):
         return {(cl.key, cl.name, cl.entries) for cl in c.topic_clusters().clusters
                 if not any(t.startswith("zeta") for t in cl.tags)}
 
-    with as_(people, "alice") as alice, as_(people, "bob") as bob:
+    with as_user(people, "alice") as alice, as_user(people, "bob") as bob:
         assert team_clusters(alice) == team_clusters(bob)
         assert any("mu-b" in c.tags for c in bob.topic_clusters().clusters)
