@@ -79,7 +79,7 @@ _JSON_ONLY = "Answer with JSON only: no prose, no code fences."
 
 
 class Advisor:
-    """Calls the LLM for query paraphrases, reranking, tags, contradictions, names, facts and entities.
+    """Calls the LLM for query paraphrases, reranking, tags, contradictions, names, facts, entities and links.
 
     `fast_model` serves cheap, latency-bound calls (paraphrase, tags, names, entities);
     `strong_model` serves judgement calls (rerank, contradictions); its default
@@ -376,6 +376,63 @@ class Advisor:
             raise AdvisorError("malformed output")
         return out[:_ENTITIES_MAX]
 
+    def links(
+        self,
+        new: Candidate,
+        olds: list[tuple[Candidate, str]],
+        relations: dict[str, str],
+        *,
+        model: str | None = None,
+        deadline: float | None = None,
+    ) -> list[tuple[int, str, int]]:
+        """Which suggested links hold, as (source id, relation, target id); often none.
+
+        `olds` are the entries suggested for linking with `new`, each with why
+        it was suggested; `relations` maps each relation the model may use to
+        its meaning. A link must join `new` and one of `olds` (either way
+        round) with one of `relations`: anything else is dropped, and an
+        answer with links but none of them usable is "malformed output".
+        """
+        self._check_ready(deadline)
+        ids = {c.id for c, _ in olds if c.id != new.id}
+        if not ids:
+            return []
+        vocabulary = "\n".join(f"- {name}: {meaning}" for name, meaning in relations.items())
+        suggested = "\n\n".join(
+            f"{_format_candidates([c])}\nSuggested because: {_clip(why, _DESCRIPTION_CHARS)}"
+            for c, why in olds if c.id in ids
+        )
+        prompt = (
+            "A NEW memory entry was just stored, and a cheap lexical pass suggested linking it with the OLD "
+            "entries below. Judge each suggestion: link only when one of the relations truly holds between "
+            "the two entries, in the direction you give (source relation target). Sharing words or a topic is "
+            "not enough for anything but relates_to; a causal link needs one to be a reason for the other. "
+            "When in doubt, leave it out; an empty list is a fine answer.\n"
+            f"Relations:\n{vocabulary}\n\n"
+            f"NEW:\n{_format_candidates([new])}\n\n"
+            f"OLD:\n{suggested}\n\n"
+            'Reply as {"links": [{"source": <id>, "relation": "...", "target": <id>}]} (one end is the NEW '
+            "entry's id, the other an OLD entry's id), or {\"links\": []}. " + _JSON_ONLY
+        )
+        value = _parse_json(self._ask(prompt, model or self.strong_model, 300, deadline))
+        items = _list_field(value, "links")
+        out: list[tuple[int, str, int]] = []
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            source, relation, target = _as_id(item.get("source")), item.get("relation"), _as_id(item.get("target"))
+            if not isinstance(relation, str) or relation not in relations:
+                continue
+            # One end is the new entry, the other an entry that was shown as a suggestion.
+            other = target if source == new.id else source if target == new.id else None
+            if other is None or other not in ids:
+                continue
+            if (source, relation, target) not in out:
+                out.append((source, relation, target))
+        if items and not out:
+            raise AdvisorError("malformed output")
+        return out
+
     # -- transport -----------------------------------------------------------
 
     def _check_ready(self, deadline: float | None) -> None:
@@ -486,6 +543,13 @@ def _known_ids(items: list[Any], allowed: list[int]) -> list[int]:
             if item in allowed_set and item not in out:
                 out.append(item)
     return out
+
+
+def _as_id(item: Any) -> int | None:
+    """An entry id as the model wrote it (a number, or a string of digits); None otherwise."""
+    if isinstance(item, str) and item.strip().lstrip("#").isdigit():
+        return int(item.strip().lstrip("#"))
+    return item if isinstance(item, int) and not isinstance(item, bool) else None
 
 
 def _format_candidates(candidates: list[Candidate]) -> str:

@@ -123,6 +123,8 @@ class RememberParams(TextParams):
     allow_duplicate: bool = False
     #: With an LLM key on the daemon, the advisor may add entities the lexical extraction missed.
     extract_entities: bool = False
+    #: With an LLM key on the daemon, the advisor judges the link `candidates` and the ones it confirms are linked.
+    auto_link: bool = False
 
 
 class RememberManyParams(Params):
@@ -134,7 +136,7 @@ class RememberManyParams(Params):
         # The LLM layers call a model per entry: that belongs to `remember`,
         # not to a bulk transaction. Refused rather than silently ignored.
         for i, e in enumerate(self.entries):
-            for flag in ("auto_tag", "auto_supersede", "extract_entities"):
+            for flag in ("auto_tag", "auto_supersede", "extract_entities", "auto_link"):
                 if getattr(e, flag):
                     raise ValueError(f"entries[{i}].{flag}: not supported in remember_many; use remember")
 
@@ -367,6 +369,8 @@ class Remembered(Entry, kw_only=True):
     similar: list[int] = []
     #: Links worth making that Arbiter leaves to the caller (causal, similar): confirm with `link`.
     candidates: list[LinkCandidate] = []
+    #: `auto_link`: the relations made from the candidates the advisor confirmed.
+    linked: list[Relation] = []
 
 
 class EntryList(Struct, kw_only=True):

@@ -67,6 +67,13 @@ class Verb:
     #: runs, so the writer is never held while waiting on the network.
     prepare: Callable[[Context, Any], Any] | None = None
     needs_prepare: Callable[[Any], bool] = lambda params: True
+    #: Slow read-only work after a write verb has committed (the advisor judging
+    #: what the write found), on a reader: `finish(ctx, params, result)` returns
+    #: the write that follows from it, run on the writer as a second
+    #: transaction, whose return value is the answer. The first write stands
+    #: whatever the second does; the writer never waits on the network.
+    finish: Callable[[Context, Any, Any], Callable[[Context], Any]] | None = None
+    needs_finish: Callable[[Any], bool] = lambda params: True
     #: `run` is a generator on the writer connection, outside any transaction;
     #: the daemon runs one step per writer task so writes interleave (backups).
     stepped: bool = False

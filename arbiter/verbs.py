@@ -15,6 +15,7 @@ import msgspec
 from arbiter._time import format_time
 from arbiter import __version__, _code, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
+from arbiter.associations import advice as link_advice
 from arbiter.entities import advice as entity_advice, backlog as entity_backlog, clusters as entity_clusters
 from arbiter.entities import core as entity_core
 from arbiter.model import (
@@ -72,7 +73,8 @@ def remember(ctx: Context, p: RememberParams):
 
     Content identical (up to case and whitespace) to an active entry of the
     same type writes nothing: the result is that entry, with `duplicate_of`
-    (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede`/`extract_entities` did.
+    (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede`/`extract_entities`/`auto_link` did;
+    `linked` holds the candidates the advisor confirmed (`auto_link`).
     """
     note = "; ".join(ctx.notes) or None
     # A write that retires something is never a no-op. Its references are checked first either way:
@@ -325,6 +327,7 @@ VERBS: dict[str, Verb] = {
     "remember": Verb(
         RememberParams, remember, writes=True, prepare=prepare_remember,
         needs_prepare=lambda p: p.auto_tag or p.auto_supersede or p.extract_entities,
+        finish=link_advice.judge, needs_finish=lambda p: p.auto_link,
     ),
     "remember_many": Verb(RememberManyParams, remember_many, writes=True),
     "get": Verb(GetParams, get, lane="loop"),

@@ -3,7 +3,8 @@
 Relations are what a caller asserts (arbiter/store/relations.py); associations
 are what Arbiter derives, typed and weighted with their evidence, and they
 never retire anything. `core` derives and reads them, `walk` is graph recall
-(`recall graph=true`), `verbs` serves them.
+(`recall graph=true`), `advice` has the advisor judge link candidates
+(`remember auto_link=true`), `verbs` serves them.
 """
 
 from arbiter.associations.core import catch_up, derive, mark_derived, of, rebuild

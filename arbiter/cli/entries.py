@@ -34,10 +34,11 @@ from arbiter.model import RECALL_STAGES
 @click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
 @click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
 @click.option("--extract-entities", is_flag=True, help="LLM: add entities the lexical extraction missed.")
+@click.option("--auto-link", is_flag=True, help="LLM: link the candidates the advisor confirms (never supersedes).")
 @click.option("--team", help="Share it with this team (one you are in) at once; default: only you see it.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
              speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate, extract_entities,
-             team):
+             auto_link, team):
     """Write one entry.
 
     \b
@@ -46,6 +47,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
       git log -1 | arbiter remember --type project --title "Last commit" --content -
       arbiter remember --type project --title "DB choice" --content "We picked Postgres" --entity Apollo
       arbiter remember --type context --title "Support group" --content "I went yesterday" --speaker Caroline
+      arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --auto-link
     """
     if content == "-":
         content = sys.stdin.read()
@@ -57,6 +59,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from, speaker=speaker,
             auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
             permanent=permanent, allow_duplicate=allow_duplicate, extract_entities=extract_entities, team=team,
+            auto_link=auto_link,
         )
     if e.duplicate_of is not None and not as_json:
         click.echo(f"already remembered as #{e.duplicate_of}")
@@ -71,8 +74,11 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
                 click.echo(f"note: {m.name!r} may be the same as {other.name!r} (arbiter entity merge)", err=True)
     if e.similar and not as_json:
         click.echo("similar: " + " ".join(f"#{i}" for i in e.similar) + " (link or supersede them)", err=True)
+    for r in e.linked if not as_json else []:
+        click.echo(f"linked: {r.source_id} {r.relation} {r.target_id} (relation {r.id})", err=True)
+    made = {(r.source_id, r.relation, r.target_id) for r in e.linked}
     if e.candidates and not as_json:
-        for cand in e.candidates:
+        for cand in (c for c in e.candidates if (c.source_id, c.relation, c.target_id) not in made):
             click.echo(f"candidate: arbiter link {cand.source_id} {cand.relation} {cand.target_id}  ({cand.reason})",
                        err=True)
 

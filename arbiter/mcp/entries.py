@@ -140,6 +140,8 @@ class Written(View):
     duplicate_of: int | None = None
     similar: list[int] = []
     suggested_links: list[Suggestion] = []
+    #: `auto_link`: the links made, as "#source relation #target".
+    linked: list[str] = []
 
     def text(self) -> str:
         out = f"{self.verb} {self.entry.text()}"
@@ -153,6 +155,8 @@ class Written(View):
             out += ("\nnearly the same as " + ", ".join(f"#{i}" for i in self.similar)
                     + ": reply to, link or supersede it rather than keep both")
         out += f"\nnote: {self.note}" if self.note else ""
+        if self.linked:
+            out += "\nLinked (judged by Arbiter's model): " + ", ".join(self.linked)
         if self.suggested_links:
             out += ("\nPossible links (judge each: if it is true, call `link` with it; otherwise ignore it):"
                     + "".join(f"\n- link {c.source_id} {c.relation} {c.target_id}: {c.reason}"
@@ -286,6 +290,10 @@ class RememberArgs(Args, TextParams):
         "Share it at once with this team (one you are in); default: private to you. A reply needs none: "
         "it is seen by whoever sees its thread."
     ))] = None
+    auto_link: Annotated[bool, Meta(description=(
+        "Let Arbiter's own model judge the links it suggests and make the ones it confirms (needs an LLM key on "
+        "the daemon; the result says what was linked, or why nothing was). Leave false to judge them yourself."
+    ))] = False
 
 
 def _scope(s: Session, everywhere: bool) -> int | None:
@@ -307,16 +315,18 @@ def remember(s: Session, a: RememberArgs) -> Written:
     e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
                supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
                conversation_id=conversation, entities=a.entities, permanent=a.permanent,
-               allow_duplicate=a.allow_duplicate, team=a.team)
+               allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link)
     if e.duplicate_of is not None:
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)
-    s.changed(e.id, *a.supersedes_ids)
+    s.changed(e.id, *a.supersedes_ids, *(r.source_id if r.target_id == e.id else r.target_id for r in e.linked))
+    made = {(r.source_id, r.relation, r.target_id) for r in e.linked}
     suggested = [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
-                            reason=c.reason) for c in e.candidates]
+                            reason=c.reason) for c in e.candidates
+                 if (c.source_id, c.relation, c.target_id) not in made]
     return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
                    note=e.note, entities=[m.name for m in e.entities], similar=e.similar,
-                   suggested_links=suggested)
+                   suggested_links=suggested, linked=[f"#{r.source_id} {r.relation} #{r.target_id}" for r in e.linked])
 
 
 class Item(TextParams):

@@ -712,7 +712,29 @@ class Daemon:
             self._schedule_access_flush(loop)
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)
+        if verb.finish is not None and verb.needs_finish(params):
+            result = await self._finish(verb, params, tenant, result)
         return result
+
+    async def _finish(self, verb: Verb, params, tenant: tuple[int, str, int | None], result):
+        """A write verb's second phase: `finish` on a reader (it sees the first write), its write on the writer."""
+        loop = asyncio.get_running_loop()
+
+        def judge():
+            conn = self._reader_conn()
+            ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, user_id=tenant[2])
+            with conn:
+                return verb.finish(ctx, params, result)
+
+        follow = await loop.run_in_executor(self._reader_pool, judge)
+
+        def write():
+            ctx = Context(self._writer, tenant[0], tenant[1], now_us(), self.services, user_id=tenant[2])
+            with _transaction(self._writer, write=True):
+                return follow(ctx)
+
+        self._wrote.set()
+        return await loop.run_in_executor(self._writer_pool, write)
 
     # ---- access log -------------------------------------------------------------
 

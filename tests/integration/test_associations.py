@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from arbiter.associations import core
 from arbiter.errors import InvalidParams, NotFound
 from arbiter.server import IDLE_S
-from tests.conftest import wait_for
+from tests.conftest import DaemonProcess, wait_for
 from tests.integration.test_cli import arbiter, js, ok
 
 DAY = "2026-11-0{}T{:02d}:00:00Z"
@@ -139,3 +141,90 @@ def test_cli(daemon, home):
     proc = arbiter(home, "maintain", "--rebuild-associations")
     assert proc.returncode == 0 and "associations: rebuilt" in proc.stderr
     assert "Example" in ok(home, "associations", "--help")
+
+
+# ---- auto_link: the advisor judges the candidates -------------------------------------------------
+
+
+@pytest.fixture
+def llm(home, fake_messages):
+    d = DaemonProcess(home, extra_env={"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url})
+    d.start()
+    yield d
+    d.stop()
+
+
+CAUSE = ("Team skills", "The team lacks Redis experience in production")
+EFFECT = ("Storage choice", "We chose SQLite for the cache because the team lacks Redis experience")
+
+
+def test_auto_link_makes_the_links_the_advisor_confirms(llm, fake_messages):
+    with llm.client() as c:
+        cause = c.remember(type="context", title=CAUSE[0], content=CAUSE[1]).id
+
+        def answer(body):
+            prompt = body["messages"][0]["content"]
+            new = int(prompt.split("NEW:\n[id ")[1].split("]")[0])
+            # One confirmed link, one the model invents, one with a relation outside the vocabulary.
+            return json.dumps({"links": [{"source": cause, "relation": "causes", "target": new},
+                                         {"source": 999, "relation": "causes", "target": new},
+                                         {"source": new, "relation": "supersedes", "target": cause}]})
+
+        fake_messages.set_script(answer)
+        r = c.remember(type="project", title=EFFECT[0], content=EFFECT[1], auto_link=True)
+        assert [(x.source_id, x.relation, x.target_id) for x in r.linked] == [(cause, "causes", r.id)]
+        assert r.note == f"auto_link: the advisor linked #{cause} causes #{r.id}"
+        (request,) = fake_messages.requests
+        prompt = request["messages"][0]["content"]
+        assert CAUSE[1] in prompt and "Suggested because: causal:" in prompt and "- causes:" in prompt
+        assert "- supersedes" not in prompt  # the advisor never retires anything
+        edges = c.expand(r.id).edges
+        assert [(e.source_id, e.relation, e.target_id) for e in edges] == [(cause, "causes", r.id)]
+        assert c.get(cause).valid_to is None
+
+
+@pytest.mark.parametrize("step, reason", [("no json here", "malformed output"), ('{"links": [{"source": "x"}]}',
+                                                                                   "malformed output"),
+                                          (500, "server error (500)")])
+def test_a_failed_or_garbage_judgement_links_nothing_and_the_entry_stands(llm, fake_messages, step, reason):
+    with llm.client() as c:
+        c.remember(type="context", title=CAUSE[0], content=CAUSE[1])
+        fake_messages.set_script(lambda body: step)
+        r = c.remember(type="project", title=EFFECT[0], content=EFFECT[1], auto_link=True)
+        assert r.linked == [] and r.note == f"auto_link failed ({reason}): nothing linked"
+        assert [x.kind for x in r.candidates] == ["causal"]  # still there for the caller to judge
+        assert c.get(r.id).content == EFFECT[1] and c.expand(r.id).edges == []
+
+
+def test_auto_link_without_a_key_or_candidates_says_why(client):
+    lone = client.remember(type="context", title="Alone", content="Nothing else is here yet", auto_link=True)
+    assert lone.note == "auto_link: no candidates to judge"
+    client.remember(type="context", title=CAUSE[0], content=CAUSE[1])
+    r = client.remember(type="project", title=EFFECT[0], content=EFFECT[1], auto_link=True)
+    assert r.candidates and r.linked == []
+    assert r.note == "auto_link skipped: no ANTHROPIC_API_KEY on the daemon"
+
+
+def test_a_candidate_the_writer_cannot_see_is_never_shown_to_the_advisor(llm, fake_messages):
+    with llm.client() as owner:
+        tokens = {name: owner.user_add(name).token for name in ("alice", "bob")}
+    with llm.client(tokens["alice"]) as alice, llm.client(tokens["bob"]) as bob:
+        hidden = alice.remember(type="context", title="Secret", content=CAUSE[1] + " at all, says the audit").id
+        own = bob.remember(type="context", title=CAUSE[0], content=CAUSE[1]).id
+        # Alice's own write of the same text would be offered her entry: it is a candidate for who sees it.
+        assert hidden in {x.id for x in alice.remember(type="project", title="x", content=EFFECT[1]).candidates}
+        fake_messages.set_script(lambda body: '{"links": []}')
+        r = bob.remember(type="project", title=EFFECT[0], content=EFFECT[1], auto_link=True)
+        assert {x.id for x in r.candidates} == {own}
+        (request,) = fake_messages.requests
+        prompt = request["messages"][0]["content"]
+        assert f"[id {own}]" in prompt and f"[id {hidden}]" not in prompt and "audit" not in prompt
+        assert r.note == "auto_link: the advisor confirmed no link" and r.linked == []
+
+
+def test_cli_auto_link_flag(daemon, home):
+    ok(home, "remember", "--type", "context", "--title", CAUSE[0], "--content", CAUSE[1])
+    proc = arbiter(home, "remember", "--type", "project", "--title", EFFECT[0], "--content", EFFECT[1], "--auto-link")
+    assert proc.returncode == 0
+    assert "note: auto_link skipped: no ANTHROPIC_API_KEY on the daemon" in proc.stderr
+    assert "candidate: arbiter link" in proc.stderr

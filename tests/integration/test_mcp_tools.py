@@ -8,6 +8,7 @@ line, as the socket refuses it). A tool added without a case here fails
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import anyio
 import jsonschema
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import tool_text as text, isolated_env
+from tests.conftest import DaemonProcess, tool_text as text, isolated_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -313,6 +314,31 @@ def test_remember_hands_the_model_its_suggested_links(home, daemon):
     }]
     assert f"link {cause_id} causes {effect_id}" in text(effect) and "Possible links" in text(effect)
     assert not walked.is_error and walked.structured_content["hits"][0]["id"] == effect_id
+
+
+def test_remember_auto_link_reports_what_the_advisor_linked(home, fake_messages):
+    d = DaemonProcess(home, extra_env={"ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url})
+    d.start()
+    try:
+        with d.client() as c:
+            cause = c.remember(type="context", title="Team skills",
+                               content="The team lacks Redis experience in production").id
+        fake_messages.set_script(lambda body: json.dumps({"links": [
+            {"source": cause, "relation": "causes", "target": int(body["messages"][0]["content"]
+                                                                   .split("NEW:\n[id ")[1].split("]")[0])}]}))
+
+        async def body(session):
+            return await session.call_tool("remember", {
+                "type": "project", "title": "Storage choice", "auto_link": True,
+                "content": "We chose SQLite for the cache because the team lacks Redis experience"})
+
+        effect = run_session(home, body)
+    finally:
+        d.stop()
+    effect_id = effect.structured_content["entry"]["id"]
+    assert effect.structured_content["linked"] == [f"#{cause} causes #{effect_id}"]
+    assert "suggested_links" not in effect.structured_content  # the one candidate is linked, not suggested
+    assert f"Linked (judged by Arbiter's model): #{cause} causes #{effect_id}" in text(effect)
 
 
 def test_a_conversation_older_than_the_newest_thousand_is_resumed(home, daemon):

@@ -193,6 +193,45 @@ def test_contradictions_with_no_olds_needs_no_call(advisor, fake_messages):
     assert fake_messages.requests == []
 
 
+# -- links ---------------------------------------------------------------------
+
+MEANINGS = {"relates_to": "same subject", "causes": "the source is a cause of the target"}
+SUGGESTED = [(CANDIDATES[0], "causal: shares 40% of its words"), (CANDIDATES[2], "similar: shares 35% of its words")]
+
+
+def test_links_keep_triples_joining_the_new_entry_and_a_suggestion(advisor, fake_messages):
+    fake_messages.set_script([json.dumps({"links": [
+        {"source": 1, "relation": "causes", "target": 10}, {"source": "10", "relation": "relates_to", "target": "#3"},
+        {"source": 1, "relation": "causes", "target": 10},  # a repeat
+        {"source": 4, "relation": "causes", "target": 10},  # not suggested
+        {"source": 1, "relation": "relates_to", "target": 3},  # not touching the new entry
+        {"source": 10, "relation": "supersedes", "target": 1},  # outside the vocabulary given
+        {"source": 10, "relation": "causes", "target": 10}, {"source": True, "relation": "causes", "target": 10}, "x",
+    ]})])
+    assert advisor.links(NEW, SUGGESTED, MEANINGS) == [(1, "causes", 10), (10, "relates_to", 3)]
+    (request,) = fake_messages.requests
+    prompt = prompt_of(request)
+    assert request["model"] == "claude-sonnet-4-6"
+    assert "Deploys run on Fridays." in prompt and "Suggested because: causal: shares 40%" in prompt
+    assert "- causes: the source is a cause" in prompt and "Alice owns the bench." not in prompt
+
+
+@pytest.mark.parametrize("reply", ['{"links": [{"source": 4, "relation": "causes", "target": 10}]}',
+                                   '{"links": "none"}', "nothing to link"])
+def test_links_unusable_answers_fail(advisor, fake_messages, reply):
+    fake_messages.set_script([reply])
+    with pytest.raises(AdvisorError) as excinfo:
+        advisor.links(NEW, SUGGESTED, MEANINGS)
+    assert reason_of(excinfo) == "malformed output"
+
+
+def test_links_none_and_no_suggestions(advisor, fake_messages):
+    fake_messages.set_script(['{"links": []}'])
+    assert advisor.links(NEW, SUGGESTED, MEANINGS) == []
+    assert advisor.links(NEW, [(NEW, "itself")], MEANINGS) == []
+    assert len(fake_messages.requests) == 1
+
+
 # -- name_cluster --------------------------------------------------------------
 
 
