@@ -58,7 +58,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
     if not to_stdout or as_json:
         _emit(summary, as_json, lambda s: click.echo(
             f"exported {s.entries} entries ({s.revisions} earlier states), {s.relations} relations, "
-            f"{s.conversations} conversations"
+            f"{s.conversations} conversations" + (f", {s.facts} facts" if s.facts else "")
             + (f" of {s.tenants} tenants" if everything else "") + f" to {file}"
         ))
 
@@ -151,7 +151,8 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
                 resumed = f" (went on from line {s.resumed_at})" if s.resumed_at else ""
                 people = f", {len(s.new_users)} users, {s.teams} teams" if everything else ""
                 click.echo(f"{who}imported {s.entries} entries ({s.revisions} earlier states), {s.relations} "
-                           f"relations, {s.conversations} conversations{people}{resumed}")
+                           f"relations, {s.conversations} conversations"
+                           + (f", {s.facts} facts" if s.facts else "") + f"{people}{resumed}")
                 if s.private:
                     click.echo(f"{who}{s.private} entries were shared with a team you are not in here: "
                                "they are yours alone (share their threads with `arbiter share`)")

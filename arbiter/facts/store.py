@@ -394,7 +394,9 @@ def lineage(conn: apsw.Connection, v: Viewer, fact_id: int) -> tuple[list[Fact],
         FactRevision(fact_id=fid, status=st, valid_to=format_time(vto), confidence=conf, recorded_at=format_time(at))
         for fid, st, vto, conf, at in conn.execute(
             f"SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions WHERE fact_id IN ({marks}) "
-            "ORDER BY id",
+            # Record time, then fact: states one apply recorded at one instant come in an order an import can
+            # reproduce (it replays each fact's states in turn; transfer/facts.py).
+            "ORDER BY recorded_at, fact_id, id",
             ids,
         )
     ]

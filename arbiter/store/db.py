@@ -862,6 +862,22 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     ("m016_tag_scopes", M016_TAG_SCOPES),
     # Facts get an author and a scope like entries (facts/schema.py): reads show what the caller sees.
     ("m017_fact_scopes", FACT_SCOPES_SQL),
+    # Imports carry facts (transfer/facts.py): the id map gains fact batches 'b' and facts 'f'.
+    (
+        "m018_import_fact_ids",
+        """
+        CREATE TABLE import_ids_m018(
+            import_id INTEGER NOT NULL REFERENCES imports(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL CHECK (kind IN ('c', 'e', 'n', 'b', 'f')),
+            old_id INTEGER NOT NULL,
+            new_id INTEGER NOT NULL,
+            PRIMARY KEY (import_id, kind, old_id)
+        ) WITHOUT ROWID;
+        INSERT INTO import_ids_m018 SELECT import_id, kind, old_id, new_id FROM import_ids;
+        DROP TABLE import_ids;
+        ALTER TABLE import_ids_m018 RENAME TO import_ids;
+        """,
+    ),
 ]
 
 

@@ -13,7 +13,9 @@ import msgspec
 
 from arbiter._time import format_time
 from arbiter.errors import NotFound
+from arbiter.entities import core as entities_core
 from arbiter.store import users
+from arbiter.transfer import facts as fact_records
 from arbiter.store.tenants import _conversation_seen
 from arbiter.store.users import Viewer
 from arbiter.transfer.model import (
@@ -90,6 +92,8 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
         records = [ConversationRecord(id=i, title=t, created_at=format_time(c), author=a) for i, t, c, a in rows]
     elif p.kind in _PAGES:
         return _PAGES[p.kind](conn, v, p)
+    elif p.kind in fact_records.PAGES:
+        return fact_records.PAGES[p.kind](conn, v, p)
     elif p.kind in _PEOPLE_PAGES:
         return _PEOPLE_PAGES[p.kind](conn, v.tenant_id, p)
     else:
@@ -123,11 +127,8 @@ def _rows_page(rows: list, build, limit: int) -> ExportPage:
 
 
 def _entity_seen(v: Viewer, column: str) -> str:
-    """SQL: the entity `column` is in `v`'s export: any of the tenant's for the whole tenant, else one an entry they see mentions."""
-    if v.solo or v.everyone:
-        return f"{column} IN (SELECT id FROM entities WHERE tenant_id = {int(v.tenant_id)})"
-    return (f"{column} IN (SELECT m.entity_id FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
-            f"WHERE m.tenant_id = {int(v.tenant_id)} AND {v.sees('e')})")
+    """SQL: the entity `column` is in `v`'s export: one that exists for them (an entry or an active fact they see names it)."""
+    return f"{column} IN (SELECT x.id FROM entities x WHERE {entities_core.visible_sql(v)})"
 
 
 def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:

@@ -21,6 +21,7 @@ from arbiter import __version__
 from arbiter._time import format_time, now_us, parse_time
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
+from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     FORMAT,
     KINDS,
@@ -34,7 +35,11 @@ from arbiter.transfer.model import (
     EntityMergeRecord,
     EntityRecord,
     EntityRelationRecord,
+    FactBatchRecord,
+    FactLinkRecord,
+    FactRecord,
     MentionRecord,
+    PredicateRecord,
     RelationRecord,
     RetirementRecord,
     RevisionRecord,
@@ -59,7 +64,7 @@ class FormatTooNew(InvalidParams):
 
 
 _COUNTED = {"user": "users", "team": "teams", "conversation": "conversations", "entry": "entries", "revision": "revisions", "relation": "relations",
-            "entity": "entities", "mention": "mentions"}
+            "entity": "entities", "mention": "mentions", "fact": "facts"}
 
 
 @dataclass
@@ -73,6 +78,7 @@ class ExportSummary:
     relations: int = 0
     entities: int = 0
     mentions: int = 0
+    facts: int = 0
     lines: int = 0
 
 
@@ -150,7 +156,7 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
             if number == 1:
                 header = _check_header(line)
                 sections.append(Section(tenant=None, first_line=2, last_line=1))  # None: the caller's tenant
-                seen = {"conversation": set(), "entry": set(), "entity": set(), "user": set(), "team": set()}
+                seen = _fresh()
                 continue
             try:
                 rec = _record.decode(line)
@@ -167,7 +173,7 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
                 if sections and sections[-1].last_line < sections[-1].first_line and sections[-1].tenant is None:
                     sections.pop()
                 sections.append(Section(tenant=rec.name, first_line=number + 1, last_line=number))
-                seen = {"conversation": set(), "entry": set(), "entity": set(), "user": set(), "team": set()}
+                seen = _fresh()
                 continue
             sections[-1].last_line = number
             sections[-1].records += 1
@@ -178,6 +184,11 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
         raise InvalidParams("the file is empty: no export header", path="line 1")
     return Checked(digest=digest.hexdigest(), lines=number, header=header,
                    sections=[s for s in sections if s.records or s.tenant is not None])
+
+
+def _fresh() -> dict[str, set]:
+    """The ids (names, for people) each kind has had so far in a tenant's part; `applied`: applied fact batches."""
+    return {k: set() for k in ("conversation", "entry", "entity", "user", "team", "fact_batch", "applied", "fact")}
 
 
 def _words(e: Exception) -> str:
@@ -268,6 +279,31 @@ def _check_record(rec, seen: dict[str, set]) -> None:
     elif isinstance(rec, EntityEventRecord):
         known("entity", rec.entity_id, "entity_id")
         parse_time(rec.at, path="at")
+    elif isinstance(rec, PredicateRecord):
+        parse_time(rec.declared_at, path="declared_at")
+    elif isinstance(rec, FactBatchRecord):
+        for name in ("created_at", "evaluated_at", "decided_at"):
+            if (value := getattr(rec, name)) is not None:
+                parse_time(value, path=name)
+        seen["fact_batch"].add(rec.id)
+        if rec.status == "applied":
+            seen["applied"].add(rec.id)
+    elif isinstance(rec, FactRecord):
+        known("fact_batch", rec.batch_id, "batch_id")
+        known("entity", rec.subject_entity_id, "subject_entity_id")
+        known("entity", rec.object_entity_id, "object_entity_id")
+        for entry in rec.sources:
+            known("entry", entry, "sources")
+        for value in (rec.valid_from, rec.recorded_at, rec.changed_at, *(s.recorded_at for s in rec.states),
+                      *(s.valid_to for s in rec.states)):
+            if value is not None:
+                parse_time(value, path="states")
+        fact_records.check_states(rec, rec.batch_id in seen["applied"])
+        seen["fact"].add(rec.id)
+    elif isinstance(rec, FactLinkRecord):
+        known("fact", rec.id, "id")
+        known("fact", rec.supersedes_fact_id, "supersedes_fact_id")
+        known("fact", rec.finding_fact_id, "finding_fact_id")
 
 
 @dataclass
@@ -283,6 +319,7 @@ class ImportSummary:
     relations: int = 0
     entities: int = 0
     mentions: int = 0
+    facts: int = 0
     teams: int = 0
     #: Users the import created: they have no token until the first user issues one (`arbiter user rotate`).
     new_users: list[str] = field(default_factory=list)
@@ -336,6 +373,7 @@ def send(client: Client, path, checked: Checked, section: Section, *, source: st
                 summary.relations += reply.relations
                 summary.entities += reply.entities
                 summary.mentions += reply.mentions
+                summary.facts += reply.facts
                 summary.teams += reply.teams
                 summary.new_users += reply.new_users
                 summary.private += reply.private

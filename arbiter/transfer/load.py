@@ -26,8 +26,13 @@ from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
 from arbiter.store import users
 from arbiter.store.entries import content_hash
+from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     ConversationRecord,
+    FactBatchRecord,
+    FactLinkRecord,
+    FactRecord,
+    PredicateRecord,
     EntryRecord,
     ImportBatchParams,
     ImportProgress,
@@ -125,8 +130,8 @@ class _People:
         self.teams_created += 1
         return users.create_team(self.conn, self.v.tenant_id, name, now=created_at or self.now)
 
-    def scope(self, author: int, team: str | None) -> int:
-        """Where an entry goes: its team's scope if it may stay shared, else its author's private scope."""
+    def scope(self, author: int, team: str | None, *, count: bool = True) -> int:
+        """Where an entry goes: its team's scope if it may stay shared, else its author's private scope (`count`ed)."""
         if team is not None:
             if team not in self._teams:
                 if self.authors:
@@ -137,7 +142,7 @@ class _People:
                     self._teams[team] = users.team_scope(self.conn, row[0]) if row and row[0] in self.v.teams else None
             if (scope := self._teams[team]) is not None:
                 return scope
-            self.private += 1
+            self.private += count
         if author not in self._scopes:
             self._scopes[author] = self.conn.execute("SELECT id FROM scopes WHERE user_id = ?", (author,)).fetchone()[0]
         return self._scopes[author]
@@ -209,6 +214,8 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conversations, entries, ents = _Map(conn, import_id, "c"), _Map(conn, import_id, "e"), _Map(conn, import_id, "n")
     counts = {"conversations": 0, "entries": 0, "revisions": 0, "relations": 0, "entities": 0, "mentions": 0}
     people = _People(ctx, p.authors)
+    facts = fact_records.Loader(conn, tenant, people, batches=_Map(conn, import_id, "b"), facts=_Map(conn, import_id, "f"),
+                                entries=entries, entities=ents, now=ctx.now)
 
     def ref(mapping: _Map, old: int | None, line: int, field: str, what: str) -> int | None:
         if old is None:
@@ -320,6 +327,10 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     (tenant, ref(ents, rec.entity_id, line, "entity_id", "entity"), rec.event, rec.detail,
                      parse_time(rec.at, path="at")),
                 )
+            elif isinstance(rec, (PredicateRecord, FactBatchRecord, FactRecord, FactLinkRecord)):
+                if pending:
+                    insert_pending()
+                facts.add(rec, line, lambda m, old, field, what, line=line: ref(m, old, line, field, what))
             elif isinstance(rec, ConversationRecord):
                 conn.execute(
                     "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
@@ -360,15 +371,18 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conn.executemany(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) VALUES (?, ?, ?, ?, ?)", links
     )
+    facts.finish()
     conversations.save()
     entries.save()
     ents.save()
+    facts.batches.save()
+    facts.facts.save()
     lines_done = p.first_line + len(p.records) - 1
     finished = ctx.now if lines_done >= row[2] else None
     conn.execute("UPDATE imports SET lines_done = ?, finished_at = ? WHERE id = ?", (lines_done, finished, import_id))
     if finished is not None:
         conn.execute("DELETE FROM import_ids WHERE import_id = ?", (import_id,))
-    return _progress((import_id, lines_done, row[2], finished), **counts, teams=people.teams_created,
+    return _progress((import_id, lines_done, row[2], finished), **counts, facts=facts.count, teams=people.teams_created,
                      new_users=people.new_users, private=people.private)
 
 

@@ -4,7 +4,9 @@ Line 1 is a `Header`; every other line is one record, tagged by `kind`.
 Records come in dependency order: conversations, entries (by id, so a
 reply's parent precedes it), their earlier recorded states (revisions),
 then relations; then entities (with their names), merges, which entries
-mention which entity, entity relations and entity events. Ids are the exporting
+mention which entity, entity relations and entity events; then facts: declared
+predicates, patch batches, facts (each with every recorded state), and the
+links between facts (supersedes, the fact a finding names). Ids are the exporting
 database's; import maps them to new ones and keeps the references. Times are
 RFC 3339 with microseconds, exact both ways. `--all` exports put a `tenant`
 record before each tenant's records, then its users, teams and memberships.
@@ -14,9 +16,10 @@ shared with (names, not ids: a user or team is the same one in another
 home when it has the same name). A user's export holds what that user sees,
 nothing else; an `--all` export (admin) holds everything.
 
-Derived data is not exported: the full-text index, the recall and tag-graph
-tables are rebuilt by the store's triggers as rows go in, and topic-cluster
-names are recomputed (and re-named) on first use.
+Derived data is not exported: the full-text indexes, the recall and tag-graph
+tables, the facts' search index and aspect counts are rebuilt by the store's
+triggers as rows go in, aspect scores are recomputed at import, and
+topic-cluster names are recomputed (and re-named) on first use.
 """
 
 from __future__ import annotations
@@ -27,13 +30,18 @@ import msgspec
 from msgspec import Meta, Struct
 
 from arbiter.validation import pattern
+from arbiter.facts.model import (
+    OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, PREDICATE_RE, SUBJECT_MAX_BYTES, BatchOrigin, BatchStatus, Confidence,
+    FactStatus, Finding, _check_part,
+)
 from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
 #: 2: entries carry author, team and speaker, conversations their author; salience inputs and retirement
 #: reasons are records; `--all` holds users and teams
 #: (an older Arbiter would drop them silently and make everything its importer's).
-FORMAT = 2
+#: 3: facts, their batches and declared predicates (`predicate`, `fact_batch`, `fact`, `fact_link`).
+FORMAT = 3
 
 
 class Header(Struct, kw_only=True, tag="arbiter-export", tag_field="kind"):
@@ -209,24 +217,95 @@ class EntityEventRecord(Struct, kw_only=True, tag="entity_event", tag_field="kin
     at: str
 
 
+class PredicateRecord(Struct, kw_only=True, tag="predicate", tag_field="kind"):
+    """A declared predicate: the tenant's schema (ones only registered by applying a fact are re-registered so)."""
+
+    name: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+    functional: bool
+    declared_at: str
+
+
+class FactBatchRecord(Struct, kw_only=True, tag="fact_batch", tag_field="kind"):
+    """A patch batch as it stands, with its author and the team its facts are shared with (None: private)."""
+
+    id: int
+    origin: BatchOrigin
+    status: BatchStatus
+    threshold: Confidence
+    note: str | None
+    created_at: str
+    evaluated_at: str | None
+    decided_at: str | None
+    author: str | None = None
+    team: str | None = None
+
+
+class FactStateRecord(Struct, kw_only=True):
+    """One recorded state of a fact (record time `recorded_at`)."""
+
+    status: FactStatus
+    valid_to: str | None
+    confidence: Confidence
+    recorded_at: str
+
+
+class FactRecord(Struct, kw_only=True, tag="fact", tag_field="kind"):
+    """A fact with every state it was recorded in, oldest first (`states[0]` is its proposal, as a candidate).
+
+    Its current status, valid_to and confidence are its last state's. `sources`
+    are entries of the file; the entity ids, entities of the file (None: not
+    linked, or linked to one the exporter does not see).
+    """
+
+    id: int
+    batch_id: int
+    subject: str
+    predicate: str
+    object: str
+    subject_entity_id: int | None
+    object_entity_id: int | None
+    valid_from: str
+    recorded_at: str
+    changed_at: str
+    aspects: list[str]
+    finding: Finding | None
+    reason: str | None
+    sources: list[int]
+    states: Annotated[list[FactStateRecord], Meta(min_length=1)]
+
+    def __post_init__(self) -> None:
+        _check_part("subject", self.subject, SUBJECT_MAX_BYTES)
+        _check_part("object", self.object, OBJECT_MAX_BYTES)
+        if not PREDICATE_RE.match(self.predicate) or len(self.predicate) > PREDICATE_MAX_BYTES:
+            raise ValueError(f"predicate: {self.predicate!r} is not a snake_case predicate name")
+
+
+class FactLinkRecord(Struct, kw_only=True, tag="fact_link", tag_field="kind"):
+    """Fact `id` supersedes `supersedes_fact_id`, and its finding names `finding_fact_id` (after every fact: either may be a later one)."""
+
+    id: int
+    supersedes_fact_id: int | None
+    finding_fact_id: int | None
+
+
 Record = Union[
     TenantRecord, UserRecord, TeamRecord, MemberRecord, ConversationRecord, EntryRecord, RevisionRecord,
     RelationRecord, SalienceRecord, RetirementRecord, EntityRecord, EntityMergeRecord, MentionRecord,
-    EntityRelationRecord, EntityEventRecord,
+    EntityRelationRecord, EntityEventRecord, PredicateRecord, FactBatchRecord, FactRecord, FactLinkRecord,
 ]
 #: An `--all` export's people, first in each tenant's part (admin only).
 PEOPLE_KINDS = ("user", "team", "member")
 #: The export order: each kind refers only to kinds before it.
 KINDS = ("conversation", "entry", "revision", "relation", "salience", "retirement", "entity", "entity_merge",
-         "mention", "entity_relation",
-         "entity_event")
+         "mention", "entity_relation", "entity_event", "predicate", "fact_batch", "fact", "fact_link")
 
 
 class ExportPageParams(Params):
     """One page of a tenant's records of one `kind`, ids after `after`."""
 
     kind: Literal["conversation", "entry", "revision", "relation", "salience", "retirement", "entity",
-                  "entity_merge", "mention", "entity_relation", "entity_event"]
+                  "entity_merge", "mention", "entity_relation", "entity_event", "predicate", "fact_batch", "fact",
+                  "fact_link"]
     after: int = 0
     limit: Annotated[int, Meta(ge=1, le=10_000)] = 5000
 
@@ -235,7 +314,8 @@ class ExportPageAdminParams(ExportPageParams, kw_only=True):
     """Admin: the same page of the named tenant's records (all of them, whoever wrote them), and its people."""
 
     kind: Literal["user", "team", "member", "conversation", "entry", "revision", "relation", "salience",
-                  "retirement", "entity", "entity_merge", "mention", "entity_relation", "entity_event"]
+                  "retirement", "entity", "entity_merge", "mention", "entity_relation", "entity_event", "predicate",
+                  "fact_batch", "fact", "fact_link"]
     tenant: str
 
 
@@ -278,6 +358,7 @@ class ImportProgress(Struct, kw_only=True):
     relations: int = 0
     entities: int = 0
     mentions: int = 0
+    facts: int = 0
     #: Users this batch created (they have no token yet: the first user issues one with `user rotate`).
     new_users: list[str] = []
     teams: int = 0

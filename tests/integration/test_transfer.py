@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,14 +33,41 @@ def target(tmp_path):
 
 
 def build_history(c: Client, rng: random.Random, steps: int) -> None:
-    """A random memory: entries across past valid times, replies, supersessions, retirements, links, conversations."""
+    """A random memory: entries across past valid times, replies, supersessions, retirements, links, conversations,
+    and facts through the gate (applied, superseded, reinforced, rejected, left for review, applied later)."""
     ids: list[int] = []
     conversations: list[int] = []
+    waiting: list[int] = []  # fact batches proposed and not yet decided
     for step in range(steps):
         op = rng.choice(["remember", "remember", "reply", "supersede", "forget", "link", "conversation", "update",
-                         "restore", "entity", "reinforce"])
+                         "restore", "entity", "reinforce", "fact", "fact", "fact", "decide", "declare"])
         if op == "conversation":
             conversations.append(c.conversation_create(f"chat {step}").id)
+            continue
+        if op == "fact":
+            when = f"2026-{rng.randint(1, 10):02d}-{rng.randint(1, 28):02d}T00:00:00Z"
+            facts = [{"subject": rng.choice(["user", "user", "Alice Martin"]),
+                      "predicate": rng.choice(["works_at", "works_at", "lives_in", "enjoys", "team_size", "mood"]),
+                      "object": rng.choice(["Acme", "Globex", "Berlin", "jazz", "12"]),
+                      "confidence": rng.choice([0.3, 0.8, 1.0, 1.0]), "valid_from": when,
+                      "sources": rng.sample(ids, min(len(ids), rng.randint(0, 2)))} for _ in range(rng.randint(1, 3))]
+            try:
+                batch = c.facts_propose(facts, apply=rng.random() < 0.6)
+            except NotFound:  # a source was forgotten
+                continue
+            if batch.status != "applied":
+                waiting.append(batch.id)
+            continue
+        if op == "decide":
+            if waiting:
+                batch = waiting.pop(rng.randrange(len(waiting)))
+                rng.choice([c.batch_apply, c.batch_reject, c.batch_evaluate])(batch)
+            continue
+        if op == "declare":
+            try:
+                c.predicate_declare(rng.choice(["team_size", "mood"]), functional=rng.random() < 0.5)
+            except Conflict:  # declared (or first applied) the other way before
+                pass
             continue
         if not ids:
             op = "remember"
@@ -106,7 +134,9 @@ def normalised(lines: list[str]) -> list[dict]:
         kind = rec["kind"]
         if kind == "entity_event":
             rec.pop("detail")  # verbatim, holding the exporting database's ids
-        if "id" in rec and kind != "entity_merge":
+        if kind == "fact":  # a finding's reason names facts by the exporting database's ids
+            rec["reason"] = re.sub(r"#\d+", "#", rec["reason"] or "")
+        if "id" in rec and kind not in ("entity_merge", "fact_link"):
             ordinal[(kind, rec["id"])] = len([k for k in ordinal if k[0] == kind])
             rec["id"] = ordinal[(kind, rec["id"])]
         refs = (("parent_id", "entry"), ("source_id", "entry"), ("target_id", "entry"), ("entry_id", "entry"),
@@ -114,11 +144,65 @@ def normalised(lines: list[str]) -> list[dict]:
         if kind in ("entity_merge", "entity_relation", "entity_event", "mention"):
             refs = (("entry_id", "entry"), ("entity_id", "entity"), ("source_id", "entity"), ("target_id", "entity"),
                     ("into", "entity"), ("id", "entity"))
+        if kind == "fact":
+            refs = (("batch_id", "fact_batch"), ("subject_entity_id", "entity"), ("object_entity_id", "entity"))
+            rec["sources"] = [ordinal[("entry", e)] for e in rec["sources"]]
+        if kind == "fact_link":
+            refs = (("id", "fact"), ("supersedes_fact_id", "fact"), ("finding_fact_id", "fact"))
         for key, kind_ref in refs:
             if rec.get(key) is not None:
                 rec[key] = ordinal[(kind_ref, rec[key])]
         out.append(rec)
     return out
+
+
+def id_maps(first: list[str], again: list[str]) -> dict[str, dict[int, int]]:
+    """Old id -> new id per kind, by the records' order in two exports of the same memory."""
+    def ids(lines, kind):
+        return [r["id"] for r in map(json.loads, lines[1:]) if r["kind"] == kind]
+    return {kind: dict(zip(ids(first, kind), ids(again, kind))) for kind in ("entry", "entity", "fact", "fact_batch")}
+
+
+def fact_answers(c: Client, maps: dict[str, dict[int, int]] | None = None, **read) -> list[tuple]:
+    """Every fact a read answers (each status; as_of only on active ones), ids through `maps` when given."""
+    def to(kind, old):
+        return old if maps is None or old is None else maps[kind][old]
+    out = []
+    for status in ("active", "candidate", "rejected"):
+        if status != "active" and read.get("as_of"):
+            continue
+        for f in c.facts(status=status, limit=1000, **read).facts:
+            out.append((to("fact", f.id), f.subject, f.predicate, f.object, f.confidence, f.status, f.valid_from,
+                        f.valid_to, to("fact", f.supersedes_fact_id), to("fact_batch", f.batch_id),
+                        [to("entry", e) for e in f.sources], f.aspects, f.finding, f.recorded_at,
+                        to("entity", f.subject_entity_id), to("entity", f.object_entity_id)))
+    return out
+
+
+def same_facts(a: Client, b: Client, first: list[str], again: list[str]) -> None:
+    """`a` and `b` answer every fact read alike, now and at each valid and record instant the facts hold."""
+    maps = id_maps(first, again)
+    facts = [r for r in map(json.loads, first[1:]) if r["kind"] == "fact"]
+    valid = sorted({t for f in facts for t in [f["valid_from"]] + [s["valid_to"] for s in f["states"]] if t})
+    known = sorted({s["recorded_at"] for f in facts for s in f["states"]})
+    assert fact_answers(a, maps) == fact_answers(b)
+    for when in valid[:: max(1, len(valid) // 6)]:
+        assert fact_answers(a, maps, as_of=when) == fact_answers(b, as_of=when)
+    for when in known[:: max(1, len(known) // 6)]:
+        assert fact_answers(a, maps, known_at=when) == fact_answers(b, known_at=when)
+        if valid:
+            assert fact_answers(a, maps, known_at=when, as_of=valid[len(valid) // 2]) == \
+                fact_answers(b, known_at=when, as_of=valid[len(valid) // 2])
+    for old in list(maps["fact"])[:5]:
+        mine, theirs = a.fact_history(old), b.fact_history(maps["fact"][old])
+        assert [(maps["fact"][f.id], f.status) for f in mine.facts] == [(f.id, f.status) for f in theirs.facts]
+        assert [(maps["fact"][r.fact_id], r.status, r.valid_to, r.confidence, r.recorded_at) for r in mine.revisions] \
+            == [(r.fact_id, r.status, r.valid_to, r.confidence, r.recorded_at) for r in theirs.revisions]
+    assert a.predicates() == b.predicates()
+    assert [(x.slug, x.score, x.facts, x.entities, x.predicates) for x in a.aspects().aspects] == \
+        [(x.slug, x.score, x.facts, x.entities, x.predicates) for x in b.aspects().aspects]
+    for q in ("Acme", "jazz", "Berlin"):
+        assert [maps["fact"][h.id] for h in a.recall(q, limit=20).facts] == [h.id for h in b.recall(q, limit=20).facts]
 
 
 def export_lines(c: Client) -> list[str]:
@@ -187,6 +271,11 @@ def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path)
         for e in originals[:10]:
             mine, theirs = c.history(e.id), t.history(new_id[e.id])
             assert [(x.content, x.recorded_at) for x in mine.entries] == [(x.content, x.recorded_at) for x in theirs.entries]
+        assert {r["kind"] for r in records} >= {"predicate", "fact_batch", "fact", "fact_link"}
+        assert {s["status"] for r in records if r["kind"] == "fact" for s in r["states"]} == \
+            {"candidate", "active", "rejected"}
+        assert any(r["kind"] == "fact" and r["states"][-1]["valid_to"] for r in records)  # superseded
+        same_facts(c, t, first, again)
 
 
 def test_reimport_is_a_noop_that_says_so(daemon, target, tmp_path):
@@ -222,6 +311,28 @@ def test_a_malformed_line_is_named_and_nothing_changes(daemon, target, tmp_path)
         assert f"line {number}:" in err and "nothing was imported" in err
     with target.client() as t:
         assert t.status().entries_active + t.status().entries_retired == 0
+
+
+def test_a_fact_history_the_gate_did_not_pass_is_refused(daemon, target, tmp_path):
+    with daemon.client() as c:
+        c.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Acme"}], apply=True)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    batch = next(i for i, line in enumerate(lines) if '"kind":"fact_batch"' in line)
+    fact = next(i for i, line in enumerate(lines) if '"kind":"fact"' in line)
+    for at, forged in [(batch, lines[batch].replace('"status":"applied"', '"status":"proposed"')),
+                       (fact, lines[fact].replace('"finding":"accept"', '"finding":"contradiction"')),
+                       (fact, lines[fact].replace('"status":"candidate"', '"status":"active"', 1))]:
+        bad = list(lines)
+        bad[at] = forged
+        f = tmp_path / "bad.jsonl"
+        f.write_text("\n".join(bad) + "\n")
+        err = fails(target.home, "import", str(f))
+        assert f"line {fact + 1}:" in err and "nothing was imported" in err
+    with target.client() as t:
+        assert t.facts().facts == [] and t.batch_list().batches == []
+    assert "1 facts" in ok(target.home, "import", str(out))
 
 
 def test_a_newer_format_is_a_clear_error(target, tmp_path):
@@ -348,6 +459,7 @@ def test_round_trip_property_over_random_histories(shared, seed, steps):
         for when in known[:: max(1, len(known) // 5)]:
             assert [(order[e.id], e.content) for e in a.list(known_at=when, limit=1000)] == \
                 [(e.id, e.content) for e in b.list(known_at=when, limit=1000)]
+        same_facts(a, b, first, again)
         shutil.rmtree(path.parent, ignore_errors=True)
 
 
@@ -386,8 +498,17 @@ def test_a_users_export_holds_what_they_see_with_authors_and_teams(daemon, targe
         secret = c["bob"].remember(type="project", title="bob secret", content="not for alice")
         c["bob"].link(secret.id, "relates_to", shared.id)  # one end alice cannot see: not in her file
         c["carol"].remember(type="user", title="carol private", content="carol's")
+        c["alice"].facts_propose([{"subject": "alice", "predicate": "lives_in", "object": "Lisbon"}], apply=True)
+        c["bob"].facts_propose([{"subject": "core", "predicate": "uses", "object": "Postgres",
+                                 "sources": [shared.id, secret.id]}], apply=True, team="core")
+        c["bob"].facts_propose([{"subject": "bob", "predicate": "works_at", "object": "Initech"}], apply=True)
 
         lines = export_lines(c["alice"])
+        facts = {r["object"]: r for r in _records(lines, "fact")}
+        assert set(facts) == {"Lisbon", "Postgres"}  # bob's private fact is not in her file, nor its entity
+        assert facts["Postgres"]["sources"] == [shared.id]  # bob's secret entry is no source she sees
+        assert [(b["author"], b["team"]) for b in _records(lines, "fact_batch")] == [("alice", None), ("bob", "core")]
+        assert "Initech" not in "\n".join(lines)
         entries = {r["title"]: r for r in _records(lines, "entry")}
         assert set(entries) == {"alice private", "core plan", "ops note", reply.title}
         assert (entries["alice private"]["author"], entries["alice private"]["team"]) == ("alice", None)
@@ -397,7 +518,7 @@ def test_a_users_export_holds_what_they_see_with_authors_and_teams(daemon, targe
         assert [r["author"] for r in _records(lines, "conversation")] == ["alice"]
         assert _records(lines, "user") == [] and _records(lines, "team") == []  # people are an --all export's
         text = "\n".join(lines)
-        assert "bob secret" not in text and "carol" not in text
+        assert "bob secret" not in text and "carol" not in text and "Initech" not in text
 
         # Into another home, as its first user, who is in `core` there but not in `ops`.
         with target.client() as t:
@@ -410,6 +531,11 @@ def test_a_users_export_holds_what_they_see_with_authors_and_teams(daemon, targe
             assert got == {"alice private": ("default", None), "core plan": ("default", "core"),
                            "ops note": ("default", None), reply.title: ("default", "core")}
             assert [x.id for x in t.recall("team").hits] == [e.id for e in t.list(limit=10) if e.title == "core plan"]
+            assert summary.facts == 2
+            got = {f.object: f for f in t.facts().facts}
+            assert set(got) == {"Lisbon", "Postgres"}
+            assert [t.get(e).title for e in got["Postgres"].sources] == ["core plan"]
+            assert [(b.author, b.team) for b in t.batch_list().batches] == [("default", "core"), ("default", None)]
 
 
 def test_another_user_importing_the_same_file_gets_their_own_copy(daemon, target, tmp_path):
@@ -436,6 +562,9 @@ def test_export_all_and_import_all_keep_users_teams_and_authors(daemon, target, 
         c["bob"].remember(type="project", title="bob secret", content="bob's own")
         c["carol"].remember(type="project", title="carol in gone", content="carol wrote this", team="gone")
         c["carol"].team_leave("gone", "carol")
+        c["bob"].facts_propose([{"subject": "core", "predicate": "uses", "object": "Postgres",
+                                 "sources": [shared.id]}], apply=True, team="core")
+        c["bob"].facts_propose([{"subject": "bob", "predicate": "enjoys", "object": "chess"}])  # left for review
         out = tmp_path / "all.jsonl"
         summary = js(daemon.home, "export", "--all", str(out))
         assert summary["users"] == 4 and summary["teams"] == 3
@@ -449,10 +578,14 @@ def test_export_all_and_import_all_keep_users_teams_and_authors(daemon, target, 
             assert f"user {name!r} of tenant 'default'" in proc.stderr
         with Client.from_home(target.home, user="bob") as bob:
             assert bob.whoami().teams == ["core"]
+            assert [(b.author, b.team, b.status) for b in bob.batch_list().batches] == \
+                [("bob", None, "proposed"), ("bob", "core", "applied")]
             assert sorted((e.title, e.author, e.team) for e in bob.list()) == sorted([
                 ("bob secret", "bob", None), ("core plan", "alice", "core"), (reply.title, "bob", "core")])
         with Client.from_home(target.home, user="alice") as alice:
             assert "bob secret" not in [e.title for e in alice.list()]
+            assert [(f.object, [alice.get(e).title for e in f.sources]) for f in alice.facts().facts] == \
+                [("Postgres", ["core plan"])]
         with Client.from_home(target.home, user="carol") as carol:
             assert carol.whoami().teams == []
             assert [(e.title, e.team) for e in carol.list()] == [("carol in gone", "gone")]  # what she wrote, still

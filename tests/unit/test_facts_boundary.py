@@ -26,6 +26,23 @@ from tests.unit.test_facts import T0, US
 
 #: Verbs that may make facts active, and only by applying a batch through the gate.
 GATE_VERBS = {"facts_propose", "batch_apply", "fact_extract"}
+#: Verbs that may recreate active facts, only as a recorded history shows them passing the gate (an import
+#: replays it through the gate's triggers: arbiter/transfer/facts.py). The invariant below holds after them too.
+REPLAY_VERBS = {"import_batch"}
+
+
+def _imported(digest: str, batch_status: str, finding: str) -> dict:
+    """An import of one batch with one fact that was proposed, then made active (a history it may or may not have had)."""
+    at, later = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
+    return {"digest": digest, "lines": 3, "first_line": 2, "records": [
+        {"kind": "fact_batch", "id": 1, "origin": "agent", "status": batch_status, "threshold": 0.5, "note": None,
+         "created_at": at, "evaluated_at": None, "decided_at": None},
+        {"kind": "fact", "id": 1, "batch_id": 1, "subject": "user", "predicate": "works_at", "object": "Forged",
+         "subject_entity_id": None, "object_entity_id": None, "valid_from": at, "recorded_at": at,
+         "changed_at": later, "aspects": [], "finding": finding, "reason": None, "sources": [],
+         "states": [{"status": "candidate", "valid_to": None, "confidence": 1.0, "recorded_at": at},
+                    {"status": "active", "valid_to": None, "confidence": 1.0, "recorded_at": later}]},
+    ]}
 
 EXTRA_PARAMS = {
     "facts_propose": [
@@ -36,6 +53,9 @@ EXTRA_PARAMS = {
     "remember_many": [{"entries": [{"type": "user", "title": "t", "content": "user lives_in Paris"}]}],
     "predicate_declare": [{"name": "works_at", "functional": False}, {"name": "zz_new", "functional": True}],
     "recall": [{"query": "works Acme"}],
+    # A history the gate never let through (the batch was only proposed; the finding is a rejection), then one it did.
+    "import_batch": [_imported("a" * 64, "proposed", "accept"), _imported("b" * 64, "applied", "contradiction"),
+                     _imported("c" * 64, "applied", "accept")],
 }
 
 
@@ -109,6 +129,7 @@ def seeded(db, tenant):
 def test_every_verb_is_swept_and_none_but_the_gate_activates_a_fact(db, tenant, seeded):
     now = T0 + 10 * US
     swept = []
+    replayed: set[int] = set()
     for name, verb in VERBS.items():
         for params in _param_sets(name, verb.params, seeded):
             now += US
@@ -123,10 +144,15 @@ def test_every_verb_is_swept_and_none_but_the_gate_activates_a_fact(db, tenant, 
             except (ArbiterError, msgspec.ValidationError):
                 pass  # refused: it must then have changed nothing either
             after = _active(db)
-            if name not in GATE_VERBS:
+            if name not in GATE_VERBS | REPLAY_VERBS:
                 assert after == before, (name, params)
+            if name in REPLAY_VERBS:
+                replayed |= after - before
             _assert_all_active_came_through_the_gate(db)
             swept.append(name)
     assert set(swept) == set(VERBS)
     # The sweep did reach the gate's own paths: a batch was applied by a verb.
     assert db.execute("SELECT count(*) FROM patch_batches WHERE status = 'applied'").fetchone()[0] > 1
+    # Only the history that shows the gate passing it was replayed into an active fact.
+    assert [r[0] for r in db.execute(f"SELECT object FROM facts WHERE id IN ({','.join(map(str, replayed))})")] \
+        == ["Forged"]

@@ -114,6 +114,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "facts_fts_activate"),
     },
     "m014_recall_replies_index": {("index", "recall_entries_conversation")},
+    "m018_import_fact_ids": {("table", "import_ids")},
     "m017_fact_scopes": {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
@@ -165,11 +166,13 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     },
 }
 # What a migration removed (before adding its own): the one index over every
-# tenant went in m010; m016 dropped the per-tenant tag graph it rebuilt per scope.
+# tenant went in m010; m016 dropped the per-tenant tag graph it rebuilt per scope;
+# m018 rebuilt the import id map with more kinds.
 DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m010_tenant_fts": EXPECTED_OBJECTS["m002_fts_entries"]
     | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
     "m016_tag_scopes": EXPECTED_OBJECTS["m016_tag_scopes"],
+    "m018_import_fact_ids": {("table", "import_ids")},
 }
 # What creating a tenant adds (store/fts.py), by name pattern.
 TENANT_OBJECTS = {
