@@ -220,7 +220,7 @@ class EntityEventRecord(Struct, kw_only=True, tag="entity_event", tag_field="kin
 class PredicateRecord(Struct, kw_only=True, tag="predicate", tag_field="kind"):
     """A declared predicate: the tenant's schema (ones only registered by applying a fact are re-registered so)."""
 
-    name: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]*$", max_length=64)]
+    name: Annotated[str, Meta(pattern=pattern(r"^[a-z][a-z0-9_]*$", "a snake_case predicate name"), max_length=64)]
     functional: bool
     declared_at: str
 
