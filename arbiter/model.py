@@ -200,7 +200,7 @@ class ExpandParams(Params):
 #: Recall pipeline stages that `RecallParams.disable` can switch off (to measure them).
 RecallStage = Literal[
     "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
-    "select", "facts", "entities", "clusters", "salience", "budget", "replies", "threads", "speaker", "framing",
+    "select", "facts", "entities", "clusters", "salience", "budget", "replies", "threads", "speaker", "framing", "dates",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 

@@ -57,6 +57,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- replies", {"disable": ["replies"]}, {}),
     ("- threads", {"disable": ["threads"]}, {}),
     ("- speaker", {"disable": ["speaker"]}, {}),
+    ("- dates", {"disable": ["dates"]}, {}),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

@@ -54,6 +54,8 @@ class Tuning:
     quantity: float = score.QUANTITY_BOOST
     #: An entry whose speaker the query names: x(1 + speaker).
     speaker: float = score.SPEAKER_BOOST
+    #: An entry valid from inside a date the query names: x(1 + date).
+    date: float = score.DATE_BOOST
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
@@ -279,6 +281,7 @@ def _score(
     sizing = bool(tuning.size_exponent)
     quantifying = "quantity" not in off and tuning.quantity and "quantity" in query.cues
     wording = "number_words" not in off
+    dating = "dates" not in off and tuning.date and query.when
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     speakers = _sql.speakers(conn, [r[0] for r in rows]) if named else {}
     out = []
@@ -302,6 +305,9 @@ def _score(
             parts["quantity"] = f = score.quantity(numerals, strength=tuning.quantity, words=wording)
             if wording and numerals == score.NUMBER_WORD:
                 parts["number_words"] = 1.0  # the figure is written in words only
+            value *= f
+        if dating:
+            parts["date"] = f = score.dated(valid_from, query.when, strength=tuning.date)
             value *= f
         if eid in speakers:
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)

@@ -15,6 +15,8 @@ from typing import Callable, Literal
 
 import apsw
 
+from arbiter.recall.dates import Span, spans
+
 #: The index's tokenizer (see the FTS migration): name and arguments.
 TOKENIZER = ("porter", ("unicode61", "remove_diacritics", "2"))
 #: Longer queries keep their first terms: past this, more OR branches cost
@@ -123,6 +125,8 @@ class Query:
     cues: frozenset[str] = field(default_factory=frozenset)
     #: Every word of the query, lowercased, stopwords too (speaker names are matched against them).
     words: frozenset[str] = field(default_factory=frozenset)
+    #: The calendar days, months and years the query names (`dates.spans`).
+    when: tuple[Span, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -174,7 +178,9 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
         else:
             add(_term(surface, stem))
     words = frozenset(s for s, _ in tokens)
-    return Query(text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens), words=words)
+    return Query(
+        text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens), words=words, when=spans(text)
+    )
 
 
 def _term(surface: str, stem: str) -> Term:

@@ -2,7 +2,7 @@
 
 A candidate's score in one pass is
 
-    bm25 x boost x intent x decay x voice x quantity
+    bm25 x boost x intent x decay x voice x quantity x date x speaker
 
 (a length prior, episode context and episodes exist for measurement, all
 off), and
@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 import functools
 import re
 
+from arbiter.recall.dates import Span
 from arbiter.recall.query import INTENT_CUES, Voice
 
 _WORD = re.compile(r"\w+")
@@ -46,6 +47,8 @@ VOICE_STRENGTH = 1.0
 QUANTITY_BOOST = 0.2
 #: Speaker: an entry said by someone the query names ("What did Caroline research?").
 SPEAKER_BOOST = 0.5
+#: Dates: an entry valid from inside a day, month or year the query names.
+DATE_BOOST = 0.5
 #: Roles voice already reads from "I"/"the user" and "you"/"the assistant":
 #: measured on LongMemEval dev, a role match on top of voice costs 5 points R@1.
 PARTIES = frozenset({"user", "assistant"})
@@ -174,6 +177,11 @@ def speaker(name: str | None, words: frozenset[str], *, strength: float = SPEAKE
 
 
 @functools.lru_cache(maxsize=4096)
+def dated(valid_from: int, when: Sequence[Span], *, strength: float = DATE_BOOST) -> float:
+    """x(1 + strength) for an entry whose valid time starts inside a span the query names, else 1."""
+    return 1.0 + strength if any(span.holds(valid_from) for span in when) else 1.0
+
+
 def _name_words(name: str) -> frozenset[str]:
     """The words of a speaker's name that can name them in a query (a tenant has few speakers)."""
     return frozenset(w for w in _WORD.findall(name.lower()) if w not in PARTIES)

@@ -1,0 +1,86 @@
+"""The calendar days, months and years a query names ("on October 13, 2023", "in June", "in 2022").
+
+A question that names a time asks about what was said or true then, and
+every entry carries that time on its valid axis: recall favours the entries
+valid_from places inside a span the query names (score.dated). Only
+explicit calendar words count; relative ones ("last week") need a
+reference the question does not give.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+MONTHS = {
+    name: i + 1
+    for i, name in enumerate(
+        "january february march april may june july august september october november december".split()
+    )
+}
+_MONTH = "(?P<month>" + "|".join(MONTHS) + ")"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+# Most specific first; a match's text is blanked before the next pattern runs.
+_PATTERNS = [
+    re.compile(rf"\b{_YEAR}-(?P<mnum>[01]\d)-(?P<day>[0-3]\d)\b"),
+    re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?:,?\s+{_YEAR}\b)?", re.IGNORECASE),
+    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?:,?\s+{_YEAR}\b)?", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\b", re.IGNORECASE),
+    re.compile(rf"\b(?:in|during|of|since|until|before|after|by)\s+{_YEAR}\b", re.IGNORECASE),
+]
+# "may" and "march" are verbs too: alone (no day or year beside them) they
+# count only after a word that introduces a time.
+_AMBIGUOUS = frozenset({"may", "march"})
+_INTRODUCES = re.compile(r"\b(?:in|during|of|since|until|before|after|by|early|late|mid|this|last|next)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A day (all three set), a month (no day), a month of any year (month only) or a year (year only)."""
+
+    year: int | None
+    month: int | None
+    day: int | None
+
+    def holds(self, us: int) -> bool:
+        """Whether the instant `us` (µs since the epoch, UTC) falls inside the span."""
+        t = datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+        return (
+            (self.year is None or t.year == self.year)
+            and (self.month is None or t.month == self.month)
+            and (self.day is None or t.day == self.day)
+        )
+
+
+def spans(text: str) -> tuple[Span, ...]:
+    """Every calendar span `text` names, most specific reading of each phrase; impossible dates are skipped."""
+    out: list[Span] = []
+    for pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            found = m.groupdict()
+            month = int(found["mnum"]) if found.get("mnum") else MONTHS.get((found.get("month") or "").lower())
+            year = int(found["year"]) if found.get("year") else None
+            day = int(found["day"]) if found.get("day") else None
+            if found.get("month") and found["month"].lower() in _AMBIGUOUS and day is None and year is None:
+                if not _INTRODUCES.search(text[: m.start()]):
+                    continue
+            if not _valid(year, month, day):
+                continue
+            out.append(Span(year, month, day))
+            text = text[: m.start()] + " " * (m.end() - m.start()) + text[m.end() :]
+    return tuple(dict.fromkeys(out))
+
+
+def _valid(year: int | None, month: int | None, day: int | None) -> bool:
+    if month is not None and not 1 <= month <= 12:
+        return False
+    if day is None:
+        return True
+    try:
+        datetime(year or 2000, month or 1, day)  # 2000 is a leap year: February 29 stays possible
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,63 @@
+"""Dates a query names: the spans read from its text, and the entries valid inside them favoured."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from arbiter._time import US, format_time
+from arbiter.recall.dates import Span, spans
+from tests.unit.test_recall import ask, conversation, ids, remember
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("What did Melanie show Caroline on October 13, 2023?", [Span(2023, 10, 13)]),
+        ("What did Gina find on 1 February, 2023?", [Span(2023, 2, 1)]),
+        ("the 3rd of march", [Span(None, 3, 3)]),
+        ("the March 15th issue", [Span(None, 3, 15)]),
+        ("When did Melanie go camping in June?", [Span(None, 6, None)]),
+        ("what changed in december 2025", [Span(2025, 12, None)]),
+        ("deployed on 2026-11-20", [Span(2026, 11, 20)]),
+        ("from 2024 and in 2022", [Span(2022, None, None)]),  # a bare number is a year only after a time word
+        ("Who did Maria have dinner with on May 3, 2023?", [Span(2023, 5, 3)]),
+        ("what did I do in May?", [Span(None, 5, None)]),
+        ("May I ask what we may march on?", []),  # the verbs
+        ("2023-13-01 and 2023-02-29", []),  # no such days
+        ("February 30", [Span(None, 2, None)]),  # no such day: the month is still named
+        ("February 29", [Span(None, 2, 29)]),  # a leap day is a day of some year
+        ("the zeppelin", []),
+    ],
+)
+def test_the_spans_a_query_names(text, want):
+    assert list(spans(text)) == want
+
+
+def at(*ymd) -> int:
+    return int(datetime(*ymd, 12, tzinfo=timezone.utc).timestamp()) * US
+
+
+def test_a_span_holds_the_instants_inside_it():
+    assert Span(2023, 10, 13).holds(at(2023, 10, 13)) and not Span(2023, 10, 13).holds(at(2023, 10, 14))
+    assert Span(None, 6, None).holds(at(2021, 6, 30)) and not Span(None, 6, None).holds(at(2021, 7, 1))
+    assert Span(2022, None, None).holds(at(2022, 1, 1)) and not Span(2022, None, None).holds(at(2023, 1, 1))
+
+
+def test_an_entry_valid_inside_a_named_date_is_favoured(db, tenant):
+    chat = conversation(db, tenant)
+    # Two sessions say the same words; the question names the older one's day (decay alone favours the newer).
+    older = remember(db, tenant, "t", "Melanie: I showed Caroline my new painting", conversation_id=chat,
+                     valid_from=format_time(at(2023, 7, 3)))
+    newer = remember(db, tenant, "t", "Melanie: I showed Caroline my new painting", conversation_id=chat,
+                     valid_from=format_time(at(2023, 10, 13)))
+    question = "What painting did Melanie show on July 3, 2023?"
+    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=at(2023, 12, 1))
+    by_id = {h.id: h for h in res.hits}
+    assert ids(res) == [older, newer]
+    assert by_id[older].parts["date"] == pytest.approx(1.5) and by_id[newer].parts["date"] == 1.0
+    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=at(2023, 12, 1))) == [newer, older]
+    # A month of any year counts too; a day the entries are not from moves nothing.
+    assert ids(ask(db, tenant, "What painting did Melanie show in July?", conversation_id=chat, now=at(2023, 12, 1)))[0] == older
+    assert ids(ask(db, tenant, "What painting did Melanie show on July 4?", conversation_id=chat, now=at(2023, 12, 1)))[0] == newer
