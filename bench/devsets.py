@@ -58,6 +58,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- threads", {"disable": ["threads"]}, {}),
     ("- speaker", {"disable": ["speaker"]}, {}),
     ("- dates", {"disable": ["dates"]}, {}),
+    ("- followups", {"disable": ["followups"]}, {}),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

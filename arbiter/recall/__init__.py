@@ -63,6 +63,9 @@ class Tuning:
     #: share of the question's score (when that is more than its own); the
     #: top `reply_depth` candidates of a pass are looked at.
     reply: float = score.REPLY_SHARE
+    #: Follow-ups: when the turn after a top candidate is a short question,
+    #: the answer to it gets this share of the candidate's score.
+    followup: float = score.FOLLOWUP_SHARE
     reply_depth: int = 10
     reply_bytes: int = 300
     conversation_weight: float = score.CONVERSATION_WEIGHT
@@ -191,8 +194,8 @@ def search(
         ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
-        if known_at is None and tuning.reply and "replies" not in off:
-            ranked = _replies(conn, v, ranked, as_of, tuning)
+        if known_at is None and "replies" not in off:
+            ranked = _replies(conn, v, ranked, as_of, tuning, followups="followups" not in off)
         if known_at is None and "threads" not in off:
             ranked = _threads(conn, ranked, query)
         return match, ranked
@@ -367,37 +370,50 @@ def _entity_signals(
 
 
 def _replies(
-    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning
+    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool
 ) -> list[Candidate]:
-    """Replies: the turn after a question that matches answers it, in words the question may not share.
+    """Replies and follow-ups: the answer to a question inherits the score of what the question was about.
 
-    "Anything you're excited about in the adoption process?" matches the
-    query; the reply "I'm thrilled to make a family for kids who need one"
-    holds the answer and shares no word with it. Each of the top candidates
-    that ends in a question lends its reply `tuning.reply` of its score
-    (the reply keeps its own score when that is higher).
+    Replies: "Anything you're excited about in the adoption process?"
+    matches the query; the reply "I'm thrilled to make a family for kids
+    who need one" holds the answer and shares no word with it. Each top
+    candidate that is a short question lends its reply `tuning.reply` of
+    its score.
+
+    Follow-ups: "We celebrated my daughter's birthday with a concert"
+    matches; the next turn asks "Who performed?" and the one after says
+    "It was Matt Patterson". When the turn after a top candidate is a short
+    question, its reply gets `tuning.followup` of the candidate's score.
+
+    A turn keeps its own score when that is higher.
     """
     top = ranked[: tuning.reply_depth]
-    follows = _sql.replies(conn, v, [c.id for c in top], as_of, max_bytes=tuning.reply_bytes)
-    if not follows:
+    scores = {c.id: c.score for c in top}
+    offers: list[tuple[int, float, int, str]] = []  # (answer, lent score, lender, part)
+    if tuning.reply:
+        for q, a in _sql.replies(conn, v, list(scores), as_of, max_bytes=tuning.reply_bytes).items():
+            offers.append((a, tuning.reply * scores[q], q, "reply_to"))
+    if followups and tuning.followup:
+        nxt = _sql.following(conn, v, list(scores), as_of)
+        answers = _sql.replies(conn, v, list(set(nxt.values())), as_of, max_bytes=tuning.reply_bytes)
+        for c, q in nxt.items():
+            if q in answers:
+                offers.append((answers[q], tuning.followup * scores[c], c, "followup_of"))
+    if not offers:
         return ranked
     by_id = {c.id: c for c in ranked}
-    lent = {c.id: c.score for c in top if c.id in follows}
-    missing = [follows[q] for q in lent if follows[q] not in by_id]
-    rows = _sql.candidates(conn, v, missing, as_of)
-    for q, value in lent.items():
-        reply, share = follows[q], tuning.reply * value
-        c = by_id.get(reply)
+    rows = _sql.candidates(conn, v, [a for a, *_ in offers if a not in by_id], as_of)
+    for a, share, lender, part in offers:
+        c = by_id.get(a)
         if c is None:
-            if reply not in rows:
+            if a not in rows:
                 continue
-            etype, conv, valid_from = rows[reply][:3]
-            c = by_id[reply] = Candidate(reply, etype, conv, valid_from, 0.0, {"bm25": 0.0})
+            etype, conv, valid_from = rows[a][:3]
+            c = by_id[a] = Candidate(a, etype, conv, valid_from, 0.0, {"bm25": 0.0})
         if share > c.score:
-            c.parts["reply_to"] = float(q)
+            c.parts[part] = float(lender)
             c.score = share
-    out = sorted(by_id.values(), key=lambda c: (-c.score, c.id))
-    return out
+    return sorted(by_id.values(), key=lambda c: (-c.score, c.id))
 
 
 def _threads(conn: apsw.Connection, ranked: list[Candidate], query: Query) -> list[Candidate]:

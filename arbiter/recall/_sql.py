@@ -70,29 +70,40 @@ def candidates(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | No
     return {r[0]: r[1:] for r in rows}
 
 
-def replies(
-    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, max_bytes: int
+def following(
+    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, max_bytes: int | None = None
 ) -> dict[int, int]:
-    """question id -> the id of the turn that answers it, for the entries among `ids` that end in a question.
+    """id -> the id of the next turn of its conversation visible to `v` (by valid time, then id).
 
-    The answer is the next visible entry of the same conversation by valid
-    time (then id), unless both have a speaker and it is the same one: a
-    turn does not answer its own speaker's question. Sizes, times and the
-    next turn come from `recall_entries` (narrow rows, indexed by
-    conversation and time); only the few short candidates' texts are read.
+    Only entries in a conversation, and with `max_bytes` only those at most
+    that long. Sizes, times and the next turn come from `recall_entries`
+    (narrow rows, indexed by conversation and time).
     """
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="n")
+    size = "" if max_bytes is None else " AND q.bytes <= ?"
     rows = conn.execute(
         "SELECT q.entry_id, (SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
         f"AND (n.valid_from, n.entry_id) > (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
         "ORDER BY n.valid_from, n.entry_id LIMIT 1) "
         f"FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
-        "AND q.conversation_id IS NOT NULL AND q.bytes <= ?",
-        (*binds, *ids, v.tenant_id, max_bytes),
+        f"AND q.conversation_id IS NOT NULL{size}",
+        (*binds, *ids, v.tenant_id, *(() if max_bytes is None else (max_bytes,))),
     ).fetchall()
-    follows = {q: a for q, a in rows if a is not None}
+    return {q: a for q, a in rows if a is not None}
+
+
+def replies(
+    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, max_bytes: int
+) -> dict[int, int]:
+    """question id -> the id of the turn that answers it, for the entries among `ids` that end in a question.
+
+    The answer is the next visible entry of the same conversation (`following`),
+    unless both have a speaker and it is the same one: a turn does not answer
+    its own speaker's question. Only the few short candidates' texts are read.
+    """
+    follows = following(conn, v, ids, as_of, max_bytes=max_bytes)
     if not follows:
         return {}
     said = dict(

@@ -54,6 +54,8 @@ DATE_BOOST = 0.5
 PARTIES = frozenset({"user", "assistant"})
 #: Replies: the turn after a matching question gets this share of its score.
 REPLY_SHARE = 1.0
+#: Follow-ups: the answer to a short question asked right after a matching turn gets this share of its score.
+FOLLOWUP_SHARE = 0.7
 #: Context: entries of one conversation recorded this close together form an
 #: episode, and a candidate gains this share of its best episode neighbour
 #: (measured: no gain on the dev split, so off).

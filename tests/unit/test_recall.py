@@ -190,6 +190,23 @@ def test_the_reply_to_a_matching_question_is_found(db, tenant):
                                   disable=["replies"]))
 
 
+def test_the_answer_to_a_follow_up_question_is_found(db, tenant):
+    chat = conversation(db, tenant)
+    told = remember(db, tenant, "s", "Melanie: We celebrated my daughter's birthday with a concert last night!",
+                    conversation_id=chat, speaker="Melanie", valid_from=format_time(T0 - 240 * US))
+    remember(db, tenant, "q", "Caroline: Wow! Who was on stage?", conversation_id=chat, speaker="Caroline",
+             valid_from=format_time(T0 - 180 * US))
+    answer = remember(db, tenant, "a", "Melanie: It was Matt Patterson, he is so talented!", conversation_id=chat,
+                      speaker="Melanie", valid_from=format_time(T0 - 120 * US))
+    remember(db, tenant, "later", "Caroline: Then we talked about the weather.", conversation_id=chat,
+             speaker="Caroline", valid_from=format_time(T0 - 60 * US))
+    question = "Who played at the concert for the daughter's birthday?"
+    res = ask(db, tenant, question, conversation_id=chat, explain=True)
+    assert ids(res)[:2] == [told, answer]
+    assert res.hits[1].parts["followup_of"] == told
+    assert answer not in ids(ask(db, tenant, question, conversation_id=chat, disable=["followups"]))
+
+
 def test_a_turn_does_not_answer_its_own_speakers_question(db, tenant):
     chat = conversation(db, tenant)
     remember(db, tenant, "q", "Anything new about the adoption process?", conversation_id=chat, speaker="Mel",
