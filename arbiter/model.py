@@ -742,6 +742,7 @@ class ReplyParams(TextParams):
     type: EntryType | None = None
     tags: Tags | None = None
     source: str | None = None
+    speaker: Speaker | None = None
 
 
 class ThreadParams(Params):

@@ -18,19 +18,22 @@ from arbiter.cli._common import (
 @click.option("--type", "etype", type=_TYPES, help="Default: the parent's type.")
 @click.option("--tag", "tags", multiple=True, help="Repeatable. Default: the parent's tags.")
 @click.option("--source", help="Where this came from.")
-def reply(settings, as_json, parent_id, content, title, etype, tags, source):
+@click.option("--speaker", help="Who said it: a name (Caroline) or a role (user, assistant).")
+def reply(settings, as_json, parent_id, content, title, etype, tags, source, speaker):
     """Reply in a thread: a new entry under PARENT_ID.
 
     \b
     Example:
       arbiter reply 12 --content "Fixed in 4.2; closing."
+      arbiter reply 40 --content "It was Matt Patterson!" --speaker Melanie
     """
     if content == "-":
         content = sys.stdin.read()
     if content is None:
         raise click.UsageError("--content is required (use --content - to read it from stdin)")
     with settings.client() as c:
-        e = c.reply(parent_id, content, title=title, type=etype, tags=list(tags) or None, source=source)
+        e = c.reply(parent_id, content, title=title, type=etype, tags=list(tags) or None, source=source,
+                    speaker=speaker)
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
 
 

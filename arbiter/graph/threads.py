@@ -71,6 +71,7 @@ def reply(conn: apsw.Connection, v: Viewer, p: ReplyParams, *, now: int) -> int:
         source=p.source,
         conversation_id=parent.conversation_id,
         parent_id=parent.id,
+        speaker=p.speaker,
     )
     return entries.remember(conn, v, params, now=now)
 

@@ -111,6 +111,9 @@ def test_reply_inherits_from_the_parent_and_reopens_a_thread(fresh):
     assert c.open_threads().threads[0].root.id == built["login"]
     own = c.reply(built["darkmode"], "Designs are ready.", title="Dark mode designs", type="reference", tags=["design"])
     assert (own.title, own.type, own.tags) == ("Dark mode designs", "reference", ["design"])
+    # A reply says who said it; it does not inherit the parent's speaker.
+    said = c.reply(built["login"], "It was the cache.", speaker="Caroline")
+    assert (said.speaker, c.get(said.id).speaker, r.speaker) == ("Caroline", "Caroline", None)
 
 
 def test_reply_to_a_missing_or_retired_entry_fails(fresh):

@@ -97,6 +97,8 @@ def test_tools_are_listed_and_each_one_works(memory, tmp_path):
             out[name] = await session.call_tool(name, args)
         new_id = int(re.search(r"#(\d+)", _text(out["remember"]))[1])
         out["reply"] = await session.call_tool("reply", {"parent_id": new_id, "content": "Raised the timeout to 120 s."})
+        out["said"] = await session.call_tool("reply", {"parent_id": ids["adr-queue"], "content": "Agreed.",
+                                                         "speaker": "Caroline"})
         out["link"] = await session.call_tool(
             "link", {"source_id": new_id, "relation": "relates_to", "target_id": ids["adr-queue"]})
         out["forget"] = await session.call_tool("forget", {"id": new_id})
@@ -126,6 +128,8 @@ def test_tools_are_listed_and_each_one_works(memory, tmp_path):
     assert "runbook" in cluster.splitlines()[1] and cluster.count("[reference]") == 3
     assert f"reply to #{built['login-r1']}" in _text(out["thread"])
     assert f"Replied under #{out['new_id']}" in _text(out["reply"])
+    with daemon.client() as c:
+        assert c.get(int(re.findall(r"#(\d+)", _text(out["said"]))[1])).speaker == "Caroline"
     assert "relates_to" in _text(out["link"])
     assert _text(out["forget"]) == f"Retired #{out['new_id']}."
 
