@@ -245,8 +245,10 @@ class Client:
         """The supersession chain through an entry and every recorded state of each (as recorded at `known_at`)."""
         return self.call("history", {"id": id, "known_at": known_at}, History)
 
-    def link(self, source_id: int, relation: str, target_id: int) -> Relation:
-        return self.call("link", {"source_id": source_id, "relation": relation, "target_id": target_id}, Relation)
+    def link(self, source_id: int, relation: str, target_id: int, *, qualifier: str | None = None) -> Relation:
+        """Relate two entries; `qualifier` (enables, prevents) only on `causes`."""
+        params = {"source_id": source_id, "relation": relation, "target_id": target_id, "qualifier": qualifier}
+        return self.call("link", params, Relation)
 
     def unlink(self, source_id: int, relation: str, target_id: int) -> bool:
         params = {"source_id": source_id, "relation": relation, "target_id": target_id}

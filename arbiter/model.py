@@ -18,6 +18,8 @@ EntryType = Literal["user", "feedback", "project", "reference", "learning", "con
 RelationType = Literal["relates_to", "refines", "contradicts", "supersedes", "supports", "causes"]
 ENTRY_TYPES: tuple[str, ...] = EntryType.__args__
 RELATION_TYPES: tuple[str, ...] = RelationType.__args__
+#: Mnemon's causal sub-types, taken only by `causes` (none: a direct cause).
+RelationQualifier = Literal["enables", "prevents"]
 
 #: RFC 3339 text or epoch seconds.
 Time = int | float | str
@@ -187,6 +189,9 @@ class LinkParams(Params):
     source_id: Id
     relation: RelationType
     target_id: Id
+    #: Only on `causes`: `enables` (an enabling condition) or `prevents` (a preventing factor); none is a
+    #: direct cause. `unlink` ignores it (one relation of a type joins two entries).
+    qualifier: RelationQualifier | None = None
 
 
 class ExpandParams(Params):
@@ -409,6 +414,8 @@ class Relation(Struct, kw_only=True):
     relation: str
     target_id: int
     created_at: str
+    #: `causes` only: `enables` or `prevents` (null: a direct cause).
+    qualifier: str | None = None
 
 
 class UnlinkResult(Struct, kw_only=True):
@@ -843,6 +850,7 @@ class RelatedEntry(Struct, kw_only=True):
     relation: str
     direction: Literal["out", "in"]
     entry: Entry
+    qualifier: str | None = None
 
 
 class Around(Struct, kw_only=True):

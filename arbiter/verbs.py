@@ -239,8 +239,9 @@ def history(ctx: Context, p: HistoryParams):
 
 
 def link(ctx: Context, p: LinkParams):
-    """Add a directed relation; a duplicate is `conflict` with `existing_id`."""
-    return relations.link(ctx.conn, ctx.viewer, p.source_id, p.relation, p.target_id, now=ctx.now)
+    """Add a directed relation; a duplicate is `conflict` with `existing_id`. `qualifier` only on `causes`."""
+    return relations.link(ctx.conn, ctx.viewer, p.source_id, p.relation, p.target_id, now=ctx.now,
+                          qualifier=p.qualifier)
 
 
 def unlink(ctx: Context, p: LinkParams):

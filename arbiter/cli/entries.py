@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import get_args
 
 import click
 import msgspec
@@ -11,7 +12,7 @@ from arbiter import paths
 from arbiter.cli._common import (
     _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main,
 )
-from arbiter.model import RECALL_STAGES
+from arbiter.model import RECALL_STAGES, RelationQualifier
 
 
 @command(main)
@@ -194,24 +195,30 @@ def purge(settings, as_json, entry_id):
 
 
 def _relation_line(r) -> str:
-    return f"{r.source_id} {r.relation} {r.target_id}  (relation {r.id})"
+    qualified = f" ({r.qualifier})" if r.qualifier else ""
+    return f"{r.source_id} {r.relation}{qualified} {r.target_id}  (relation {r.id})"
 
 
 @command(main)
 @click.argument("source", type=int)
 @click.argument("relation", type=_RELATIONS)
 @click.argument("target", type=int)
-def link(settings, as_json, source, relation, target):
+@click.option("--qualifier", type=click.Choice(get_args(RelationQualifier)),
+              help="Only with causes: enables (an enabling condition) or prevents (a preventing factor).")
+def link(settings, as_json, source, relation, target, qualifier):
     """Relate two entries: SOURCE RELATION TARGET.
 
-    `supersedes` also retires TARGET.
+    `supersedes` also retires TARGET. `causes` may take a qualifier: none is
+    a direct cause, `enables` an enabling condition, `prevents` a preventing
+    factor.
 
     \b
     Example:
       arbiter link 7 supersedes 3
+      arbiter link 4 causes 9 --qualifier enables
     """
     with settings.client() as c:
-        r = c.link(source, relation, target)
+        r = c.link(source, relation, target, qualifier=qualifier)
     _emit(r, as_json, lambda r: click.echo(_relation_line(r)))
 
 

@@ -130,7 +130,8 @@ def around(settings, as_json, entry_id, k):
         for n in a.shared_tags:
             click.echo(f"  {'shares tags':<13} {entry_line(n.entry)}  [{', '.join(n.shared_tags)}]")
         for r in a.relations:
-            arrow = f"{r.relation} ->" if r.direction == "out" else f"<- {r.relation}"
+            label = f"{r.relation} ({r.qualifier})" if r.qualifier else r.relation
+            arrow = f"{label} ->" if r.direction == "out" else f"<- {label}"
             click.echo(f"  {arrow:<13} {entry_line(r.entry)}")
 
     _emit(a, as_json, human)

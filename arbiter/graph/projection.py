@@ -105,7 +105,7 @@ def around(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: int) -> Around
     related = []
     for rel in relations.edges_touching(conn, v, entry_id)[:MAX_RELATIONS]:
         out = rel.source_id == entry_id
-        related.append((rel.relation, "out" if out else "in", rel.target_id if out else rel.source_id))
+        related.append((rel, "out" if out else "in", rel.target_id if out else rel.source_id))
     others = {e.id: e for e in entries.get_any(conn, v, [o for _, _, o in related])}
     return Around(
         entry=entry,
@@ -115,7 +115,8 @@ def around(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: int) -> Around
         shared_tags=shared,
         references=references,
         mentioned_by=mentioning(conn, v, entry_id, limit=k),
-        relations=[RelatedEntry(relation=r, direction=d, entry=others[o]) for r, d, o in related if o in others],
+        relations=[RelatedEntry(relation=r.relation, direction=d, entry=others[o], qualifier=r.qualifier)
+                   for r, d, o in related if o in others],
         associations=_associations(conn, v, entry_id, k),
     )
 

@@ -8,7 +8,7 @@ from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
-from arbiter.model import EntityName, EntryType, Name, RelationType, Speaker, Tags, TextParams, Time
+from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
     "user: about the person; feedback: how they want you to work; project: work, tickets, decisions; "
@@ -455,6 +455,9 @@ class LinkArgs(Args):
         "refines: source details target; supports: source is evidence for target; relates_to: same subject; "
         "causes: source is a cause of target (confirm a causal link `remember` suggested)."))]
     target_id: EntryId
+    qualifier: Annotated[RelationQualifier | None, Meta(description=(
+        "Only with causes: enables (source made target possible) or prevents (source kept target from "
+        "happening, or held it back); leave it out for a direct cause."))] = None
 
 
 class RelationView(View):
@@ -463,9 +466,11 @@ class RelationView(View):
     relation: str
     target_id: int
     created_at: str
+    qualifier: str | None = None
 
     def text(self) -> str:
-        return f"#{self.source_id} {self.relation} #{self.target_id} (relation {self.id}, {day(self.created_at)})"
+        label = f"{self.relation} ({self.qualifier})" if self.qualifier else self.relation
+        return f"#{self.source_id} {label} #{self.target_id} (relation {self.id}, {day(self.created_at)})"
 
 
 @tool(LinkArgs, RelationView, writes=True)
@@ -475,10 +480,10 @@ def link(s: Session, a: LinkArgs) -> RelationView:
     Link whenever you extend or correct something already stored, after
     `recall`/`get` has confirmed both ids. `supersedes` retires the target.
     """
-    r = s.call("link", a.source_id, a.relation, a.target_id)
+    r = s.call("link", a.source_id, a.relation, a.target_id, qualifier=a.qualifier)
     s.changed(a.source_id, a.target_id)
     return RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
-                        created_at=r.created_at)
+                        created_at=r.created_at, qualifier=r.qualifier)
 
 
 class Unlinked(View):

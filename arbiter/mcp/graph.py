@@ -80,6 +80,7 @@ class Related(View):
     relation: str
     direction: Literal["out", "in"]
     entry: Ref
+    qualifier: str | None = None
 
 
 class AroundView(View):
@@ -101,9 +102,13 @@ class AroundView(View):
             f"\n- {Ref.text(n)} shares {', '.join(n.shared_tags)}" for n in self.shared_tags) + (
             "" if self.shared_tags else "\n(none)"))
         parts.append("Relations:" + "".join(
-            f"\n- this {r.relation} {r.entry.text()}" if r.direction == "out" else f"\n- {r.entry.text()} {r.relation} this"
+            f"\n- this {_label(r)} {r.entry.text()}" if r.direction == "out" else f"\n- {r.entry.text()} {_label(r)} this"
             for r in self.relations) + ("" if self.relations else "\n(none)"))
         return "\n".join(parts)
+
+
+def _label(r: Related) -> str:
+    return f"{r.relation} ({r.qualifier})" if r.qualifier else r.relation
 
 
 def _listing(title: str, items: list[Ref]) -> str:
@@ -122,7 +127,8 @@ def around(s: Session, a: AroundArgs) -> AroundView:
         shared_tags=[Neighbour(**ref_fields(n.entry),
                                shared_tags=n.shared_tags) for n in x.shared_tags],
         references=[ref(e) for e in x.references], mentioned_by=[ref(e) for e in x.mentioned_by],
-        relations=[Related(relation=r.relation, direction=r.direction, entry=ref(r.entry)) for r in x.relations],
+        relations=[Related(relation=r.relation, direction=r.direction, entry=ref(r.entry), qualifier=r.qualifier)
+                   for r in x.relations],
     )
 
 

@@ -7,7 +7,7 @@ relation type is one entry in REGISTRY plus the CHECK in a migration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import apsw
@@ -36,13 +36,17 @@ class RelationKind:
     holds in valid time, `now` the record instant. `active_ends`: both ends
     must be active and the edge must not close a cycle of its type (a
     `supersedes` from or to a retired entry would retire the current one with
-    nothing left to undo it).
+    nothing left to undo it). `qualifiers`: the words that may refine it
+    (`causes`: enables, prevents); the `relations.qualifier` column's CHECK
+    (migration m019) must list the same.
     """
 
     name: str
     meaning: str
     on_insert: Callable[[apsw.Connection, int, int, int, int], None] | None = None
     active_ends: bool = False
+    #: The qualifiers it takes, with their meanings (none: it takes none).
+    qualifiers: dict[str, str] = field(default_factory=dict)
 
 
 REGISTRY: dict[str, RelationKind] = {
@@ -54,19 +58,41 @@ REGISTRY: dict[str, RelationKind] = {
         RelationKind("supersedes", "the source replaces the target, which retires", _retire_target, active_ends=True),
         RelationKind("supports", "the source is evidence for the target"),
         # Mnemon's causal edge, confirmed: `remember` suggests causal candidates
-        # (arbiter/associations) and the caller says yes with this relation.
-        RelationKind("causes", "the source is a cause of the target (it happened, or was decided, because of it)"),
+        # (arbiter/associations) and the caller says yes with this relation, and
+        # how with Mnemon's sub-types as its qualifier.
+        RelationKind(
+            "causes", "the source is a cause of the target (it happened, or was decided, because of it)",
+            qualifiers={
+                "enables": "the source made the target possible (an enabling condition, not the whole cause)",
+                "prevents": "the source kept the target from happening or held it back (a preventing factor)",
+            },
+        ),
     )
 }
 
-RELATION_COLUMNS = "id, source_id, relation, target_id, created_at"
+RELATION_COLUMNS = "id, source_id, relation, target_id, created_at, qualifier"
 
 
 def relation_from_row(row: tuple) -> Relation:
-    rid, source_id, relation, target_id, created_at = row
+    rid, source_id, relation, target_id, created_at, qualifier = row
     return Relation(
-        id=rid, source_id=source_id, relation=relation, target_id=target_id, created_at=format_time(created_at)
+        id=rid, source_id=source_id, relation=relation, target_id=target_id, created_at=format_time(created_at),
+        qualifier=qualifier,
     )
+
+
+def require_qualifier(relation: str, qualifier: str | None, path: str = "qualifier") -> None:
+    """InvalidParams unless `qualifier` is None or one that `relation` takes."""
+    if qualifier is None:
+        return
+    if qualifier in REGISTRY[relation].qualifiers:
+        return
+    owners = [k for k in REGISTRY.values() if qualifier in k.qualifiers]
+    if owners:
+        raise InvalidParams(f"{relation} takes no qualifier: {qualifier!r} qualifies only "
+                            f"{', '.join(k.name for k in owners)}", path=path)
+    takers = "; ".join(f"{k.name} takes {' or '.join(k.qualifiers)}" for k in REGISTRY.values() if k.qualifiers)
+    raise InvalidParams(f"{qualifier!r} is not a qualifier ({takers})", path=path)
 
 
 def _require_entries(conn: apsw.Connection, v: Viewer, ids: list[int], path: str) -> None:
@@ -104,13 +130,17 @@ def _closes_cycle(conn: apsw.Connection, source_id: int, relation: str, target_i
 
 
 def link(
-    conn: apsw.Connection, v: Viewer, source_id: int, relation: str, target_id: int, *, now: int, at: int | None = None
+    conn: apsw.Connection, v: Viewer, source_id: int, relation: str, target_id: int, *, now: int, at: int | None = None,
+    qualifier: str | None = None,
 ) -> Relation:
     """Insert an edge between two entries `v` sees and run its handler; `at` is when its effect takes hold (default now).
+
+    `qualifier` must be one the relation takes (`causes`: enables, prevents).
 
     An edge whose handler changes its target (`supersedes` retires it) needs
     the target to be the caller's own: no one retires a teammate's memory.
     """
+    require_qualifier(relation, qualifier)
     if source_id == target_id:
         raise InvalidParams("an entry cannot be related to itself", path="target_id")
     if REGISTRY[relation].active_ends:
@@ -132,22 +162,25 @@ def link(
             f"{source_id} {relation} {target_id} already exists as relation {existing[0]}",
             existing_id=existing[0],
         )
-    return insert(conn, v.tenant_id, source_id, relation, target_id, now=now, at=at)
+    return insert(conn, v.tenant_id, source_id, relation, target_id, now=now, at=at, qualifier=qualifier)
 
 
 def insert(
-    conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int, *, now: int, at: int | None = None
+    conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int, *, now: int,
+    at: int | None = None, qualifier: str | None = None,
 ) -> Relation:
     """Insert an edge the caller has already checked, and run its handler."""
     conn.execute(
-        "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) VALUES (?, ?, ?, ?, ?)",
-        (tenant_id, source_id, target_id, relation, now),
+        "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (tenant_id, source_id, target_id, relation, now, qualifier),
     )
     rid = conn.last_insert_rowid()
     kind = REGISTRY[relation]
     if kind.on_insert:
         kind.on_insert(conn, source_id, target_id, now if at is None else at, now)
-    return Relation(id=rid, source_id=source_id, relation=relation, target_id=target_id, created_at=format_time(now))
+    return Relation(id=rid, source_id=source_id, relation=relation, target_id=target_id, created_at=format_time(now),
+                    qualifier=qualifier)
 
 
 def unlink(conn: apsw.Connection, v: Viewer, source_id: int, relation: str, target_id: int) -> None:

@@ -98,14 +98,14 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
         return _PEOPLE_PAGES[p.kind](conn, v.tenant_id, p)
     else:
         rows = conn.execute(
-            "SELECT r.id, r.source_id, r.relation, r.target_id, r.created_at FROM relations r "
+            "SELECT r.id, r.source_id, r.relation, r.target_id, r.created_at, r.qualifier FROM relations r "
             f"JOIN entries e ON e.id = r.source_id JOIN entries f ON f.id = r.target_id "
             f"WHERE r.tenant_id = {int(v.tenant_id)} AND {v.sees('e')} AND {v.sees('f')} AND r.id > ? "
             "ORDER BY r.id LIMIT ?", args,
         )
         records = [
-            RelationRecord(id=i, source_id=s, relation=r, target_id=t, created_at=format_time(c))
-            for i, s, r, t, c in rows
+            RelationRecord(id=i, source_id=s, relation=r, target_id=t, created_at=format_time(c), qualifier=q)
+            for i, s, r, t, c, q in rows
         ]
     raw = [msgspec.Raw(_encode(r)) for r in records]
     return ExportPage(records=raw, next=records[-1].id if len(records) == p.limit else None)

@@ -24,7 +24,7 @@ from arbiter._time import format_time, parse_time
 from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
-from arbiter.store import users
+from arbiter.store import relations, users
 from arbiter.store.entries import content_hash
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
@@ -272,10 +272,11 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             elif isinstance(rec, RelationRecord):
                 if pending:
                     insert_pending()
+                relations.require_qualifier(rec.relation, rec.qualifier)
                 links.append((
                     tenant, ref(entries, rec.source_id, line, "source_id", "entry"),
                     ref(entries, rec.target_id, line, "target_id", "entry"), rec.relation,
-                    parse_time(rec.created_at, path="created_at"),
+                    parse_time(rec.created_at, path="created_at"), rec.qualifier,
                 ))
                 counts["relations"] += 1
             elif isinstance(rec, SalienceRecord):
@@ -369,7 +370,8 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
         "content, tags, source, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", revisions,
     )
     conn.executemany(
-        "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at) VALUES (?, ?, ?, ?, ?)", links
+        "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
+        "VALUES (?, ?, ?, ?, ?, ?)", links
     )
     facts.finish()
     conversations.save()

@@ -34,7 +34,7 @@ from arbiter.facts.model import (
     OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, PREDICATE_RE, SUBJECT_MAX_BYTES, BatchOrigin, BatchStatus, Confidence,
     FactStatus, Finding, _check_part,
 )
-from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationQualifier, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
 #: 2: entries carry author, team and speaker, conversations their author; salience inputs and retirement
@@ -134,12 +134,15 @@ class RevisionRecord(Struct, kw_only=True, tag="revision", tag_field="kind"):
     valid_to: str | None
 
 
-class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind"):
+class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind", omit_defaults=True):
+    """A relation; `qualifier` only on `causes`, and only written when set (older files have none)."""
+
     id: int
     source_id: int
     relation: RelationType
     target_id: int
     created_at: str
+    qualifier: RelationQualifier | None = None
 
 
 class SalienceRecord(Struct, kw_only=True, tag="salience", tag_field="kind"):

@@ -228,3 +228,28 @@ def test_cli_auto_link_flag(daemon, home):
     assert proc.returncode == 0
     assert "note: auto_link skipped: no ANTHROPIC_API_KEY on the daemon" in proc.stderr
     assert "candidate: arbiter link" in proc.stderr
+
+
+# ---- the causes qualifier ----------------------------------------------------------------------------------
+
+
+def test_causes_takes_enables_or_prevents_and_reads_show_it(client, daemon, home):
+    cause = client.remember(type="context", title=CAUSE[0], content=CAUSE[1]).id
+    effect = client.remember(type="project", title=EFFECT[0], content=EFFECT[1]).id
+    other = client.remember(type="project", title="Plan", content="Hire a Redis expert next quarter").id
+    r = client.link(cause, "causes", effect, qualifier="enables")
+    assert (r.relation, r.qualifier) == ("causes", "enables")
+    assert [(e.relation, e.qualifier) for e in client.expand(effect).edges] == [("causes", "enables")]
+    assert [(x.relation, x.qualifier) for x in client.around(cause).relations] == [("causes", "enables")]
+    with pytest.raises(InvalidParams) as e:
+        client.link(other, "supports", effect, qualifier="prevents")
+    assert e.value.path == "qualifier" and "qualifies only causes" in e.value.message
+    with pytest.raises(InvalidParams) as e:
+        client.link(other, "causes", effect, qualifier="because")  # not in the wire's vocabulary
+    assert e.value.path == "qualifier"
+    assert [x.relation for x in client.expand(other).edges] == []  # a refused link changes nothing
+    line = ok(home, "link", str(other), "causes", str(effect), "--qualifier", "prevents")
+    assert line.startswith(f"{other} causes (prevents) {effect}")
+    assert "--qualifier enables" in ok(home, "link", "--help")
+    assert "supports takes no qualifier" in arbiter(home, "link", str(cause), "supports", str(other),
+                                                     "--qualifier", "enables").stderr

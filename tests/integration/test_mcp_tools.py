@@ -341,6 +341,22 @@ def test_remember_auto_link_reports_what_the_advisor_linked(home, fake_messages)
     assert f"Linked (judged by Arbiter's model): #{cause} causes #{effect_id}" in text(effect)
 
 
+def test_link_takes_a_causes_qualifier(home, daemon):
+    with daemon.client() as c:
+        a, b = (c.remember(type="project", title=f"t{i}", content=f"c{i}").id for i in range(2))
+
+    async def body(session):
+        refused = await session.call_tool("link", {"source_id": a, "relation": "supports", "target_id": b,
+                                                   "qualifier": "enables"})
+        made = await session.call_tool("link", {"source_id": a, "relation": "causes", "target_id": b,
+                                                "qualifier": "enables"})
+        return refused, made
+
+    refused, made = run_session(home, body)
+    assert refused.is_error and text(refused).startswith("invalid_params: supports takes no qualifier")
+    assert made.structured_content["qualifier"] == "enables" and f"#{a} causes (enables) #{b}" in text(made)
+
+
 def test_a_conversation_older_than_the_newest_thousand_is_resumed(home, daemon):
     with daemon.client() as c:
         old = c.conversation_create("The first session").id

@@ -596,3 +596,25 @@ def test_export_all_and_import_all_keep_users_teams_and_authors(daemon, target, 
         def same(lines):  # the first user is the home's own, created when its daemon first started
             return [r for r in normalised(lines) if not (r["kind"] == "user" and r["name"] == "default")]
         assert same(second) == same(lines)
+
+
+def test_a_causes_qualifier_goes_through_export_and_import(daemon, target, tmp_path):
+    with daemon.client() as c:
+        a, b, d = (c.remember(type="project", title=f"t{i}", content=f"c{i}").id for i in range(3))
+        c.link(a, "causes", b, qualifier="prevents")
+        c.link(d, "supports", b)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    relations = [json.loads(line) for line in lines if '"kind":"relation"' in line]
+    assert [(r["relation"], r.get("qualifier")) for r in relations] == [("causes", "prevents"), ("supports", None)]
+    assert "qualifier" not in relations[1]  # unset, not null: older readers' files look the same
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(line.replace('"relation":"supports"', '"relation":"supports","qualifier":"enables"')
+                             for line in lines) + "\n")
+    err = fails(target.home, "import", str(bad))
+    assert f"line {lines.index(next(x for x in lines if 'supports' in x)) + 1}: supports takes no qualifier" in err
+    ok(target.home, "import", str(out))
+    with target.client() as t:
+        new_b = next(e.id for e in t.list(limit=10) if e.title == "t1")
+        assert {(r.relation, r.qualifier) for r in t.expand(new_b).edges} == {("causes", "prevents"), ("supports", None)}

@@ -118,6 +118,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m017_fact_scopes": {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
+    "m019_relation_qualifier": set(),  # a column of relations
     "m015_users_teams": {
         ("table", "users"),
         ("index", "sqlite_autoindex_users_1"),
@@ -585,6 +586,33 @@ def test_link_and_unlink(db, tenant):
         relations.unlink(db, users.first_viewer(db, tenant), a, "refines", b)
     with pytest.raises(NotFound), db:
         relations.unlink(db, users.first_viewer(db, tenant), a, "refines", b)
+
+
+def test_causes_takes_a_qualifier_and_no_other_relation_does(db, tenant):
+    from arbiter.model import RelationQualifier
+    from typing import get_args
+
+    # The registry and the column's CHECK (m019) name the same qualifiers.
+    assert set(relations.REGISTRY["causes"].qualifiers) == set(get_args(RelationQualifier))
+    a, b, c = remember(db, tenant), remember(db, tenant), remember(db, tenant)
+    v = users.first_viewer(db, tenant)
+    with db:
+        r = relations.link(db, v, a, "causes", b, now=T0, qualifier="enables")
+        relations.link(db, v, c, "causes", b, now=T0)
+    assert r.qualifier == "enables"
+    assert [(x.source_id, x.qualifier) for x in relations.edges_touching(db, v, b)] == [(a, "enables"), (c, None)]
+    before = counts(db)
+    for relation, qualifier, said in (("supports", "enables", "supports takes no qualifier: 'enables' qualifies only causes"),
+                                      ("causes", "because", "'because' is not a qualifier (causes takes enables or prevents)")):
+        with pytest.raises(InvalidParams) as info, db:
+            relations.link(db, v, c, relation, a, now=T0, qualifier=qualifier)
+        assert info.value.path == "qualifier" and info.value.message.startswith(said)
+    with pytest.raises(Conflict), db:  # one causal link a pair, whatever its qualifier
+        relations.link(db, v, a, "causes", b, now=T0, qualifier="prevents")
+    assert counts(db) == before
+    with pytest.raises(apsw.ConstraintError), db:  # the column refuses it too, whoever writes
+        db.execute("INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
+                   "VALUES (?, ?, ?, 'supports', 0, 'prevents')", (tenant, c, a))
 
 
 def test_duplicate_relation_is_a_conflict_naming_the_existing_one(db, tenant):
