@@ -14,6 +14,8 @@ list, confidence 0.6-1.0. Then it times, one request at a time:
   (`facts_propose`, `batch_evaluate`, `batch_apply`), their sum;
 - `facts by subject`: `facts(subject)` round trips, and the store's read
   alone (in this process, on a second connection to the same file);
+- the daemon's own CPU time (user + system, from /proc) over the
+  one-request batches, their mean: what the apply costs without the waits;
 - then, with the daemon stopped, the same 100-fact propose+apply run in
   this process as the daemon's writer runs it (one transaction, the verb
   function, synchronous=FULL), timed by wall clock and by CPU time: on a
@@ -30,6 +32,7 @@ later run with the same `--home` only measures. Milliseconds.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -46,6 +49,7 @@ from arbiter.facts import verbs as facts_verbs
 from arbiter.facts import recall as fact_recall
 from arbiter.facts.model import ProposeParams
 from arbiter.model import RecallParams
+from arbiter.server import _WRITER_CACHE_KIB, _transaction
 from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
 from bench.longmemeval.daemon import Daemon
@@ -93,6 +97,12 @@ def _batch(rng: random.Random) -> list[dict]:
     return out
 
 
+def _cpu_ms(pid: int) -> float:
+    """A process's CPU time so far (user + system), from /proc: the daemon's own work, without its waits."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def _ms(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.1f} ms, p95 {percentile(values, 95):.1f} ms, max {max(values):.1f} ms"
 
@@ -100,12 +110,13 @@ def _ms(values: list[float]) -> str:
 def in_process(home: Path, rng: random.Random, runs: int) -> tuple[list[float], list[float]]:
     """The 100-fact propose+apply as the daemon's writer runs it, with the daemon stopped; (wall, CPU) ms."""
     conn = open_database(home / "arbiter.db")
+    conn.pragma("cache_size", -_WRITER_CACHE_KIB)
     tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
     wall, cpu = [], []
     for _ in range(runs):
         params = msgspec.convert({"facts": _batch(rng), "apply": True}, ProposeParams)
         w, c = time.perf_counter(), time.process_time()
-        with conn:
+        with _transaction(conn, write=True):  # the daemon's writer's transaction, its page cache
             facts_verbs.facts_propose(Context(conn, tenant, "default", now_us()), params)
         wall.append((time.perf_counter() - w) * 1000)
         cpu.append((time.process_time() - c) * 1000)
@@ -139,10 +150,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"tenant: {active:,} current active facts, {SUBJECTS:,} subjects")
 
                 one, three = [], []
+                cpu = _cpu_ms(daemon._proc.pid)
                 for _ in range(args.runs):
                     t = time.perf_counter()
                     client.facts_propose(_batch(rng), apply=True)
                     one.append((time.perf_counter() - t) * 1000)
+                cpu = (_cpu_ms(daemon._proc.pid) - cpu) / args.runs
                 for _ in range(args.runs):
                     t = time.perf_counter()
                     b = client.facts_propose(_batch(rng))
@@ -150,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                     client.batch_apply(b.id)
                     three.append((time.perf_counter() - t) * 1000)
                 print(f"propose+apply, 100 facts (1 request):            {_ms(one)}")
+                print(f"  the daemon's CPU time, mean of those requests:  {cpu:.1f} ms")
                 print(f"propose, evaluate, apply, 100 facts (3 requests): {_ms(three)}")
 
                 subjects = [f"person {rng.randrange(SUBJECTS)}" for _ in range(args.reads)]
