@@ -23,6 +23,7 @@ import msgspec
 from arbiter import _code, paths
 from arbiter.errors import BY_CODE, ArbiterError, DaemonOutdated, Unavailable
 from arbiter.associations.model import Associations, AssociationsRebuilt
+from arbiter.changes.model import Changes
 from arbiter.model import (
     Conversation,
     ConversationList,
@@ -460,3 +461,9 @@ class Client:
     def associations_rebuild(self) -> AssociationsRebuilt:
         """Derive the tenant's stored associations again from its entries."""
         return self.call("associations_rebuild", {}, AssociationsRebuilt)
+
+    # ---- watching for changes ------------------------------------------------------
+
+    def changes(self, ids: list[int] = ()) -> Changes:
+        """Versions of the entries `ids` you see, and of your whole memory: poll and compare to see what moved."""
+        return self.call("changes", {"ids": list(ids)}, Changes)

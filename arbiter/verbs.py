@@ -466,3 +466,6 @@ VERBS.update(_ASSOCIATION_VERBS)
 from arbiter.people import VERBS as _PEOPLE_VERBS  # noqa: E402  (users, teams, sharing)
 
 VERBS.update(_PEOPLE_VERBS)
+from arbiter.changes.core import VERBS as _CHANGE_VERBS  # noqa: E402  (what a watcher polls: MCP change notifications)
+
+VERBS.update(_CHANGE_VERBS)

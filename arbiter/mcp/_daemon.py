@@ -22,7 +22,7 @@ READS = frozenset({
     "ping", "status", "get", "list", "history", "expand", "density", "recall", "conversation_list",
     "conversation_get", "thread",
     "open_threads", "backlinks", "around", "tag_cooccurrence", "topic_clusters", "topic_cluster", "briefing",
-    "facts", "fact_history", "batch_list", "batch_show", "predicates", "aspects",
+    "facts", "fact_history", "batch_list", "batch_show", "predicates", "aspects", "changes",
 })
 
 

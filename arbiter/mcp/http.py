@@ -14,8 +14,10 @@ stream of its `tools/call` (before the result; stdio sends them after it),
 other clients' their standing GET stream (a client without one open misses
 them, as the transport specifies). A 2026-07-28 client opens
 `subscriptions/listen`, served by the SDK's `ListenHandler` from the events
-published here. Writes made elsewhere (the CLI, another `arbiter mcp`)
-notify nobody: only this server's own tool calls are seen.
+published here. Changes made elsewhere (the CLI, a teammate, another
+`arbiter mcp`) are found by polling the daemon (`watch.py`) while any client
+has a subscription (a `resources/subscribe`, or a listen stream), and told
+the same way on the clients' standing streams.
 
 Loopback only, and every request must carry `Authorization: Bearer TOKEN`.
 The token lives in HOME/mcp-http.token (0600, like tenant tokens); it is
@@ -24,6 +26,7 @@ printed once, when it is created.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 from pathlib import Path
@@ -39,8 +42,10 @@ from mcp.shared.exceptions import MCPError
 
 from arbiter import __version__, paths
 from arbiter.mcp import resources
+from arbiter.errors import ArbiterError
 from arbiter.mcp._daemon import say
 from arbiter.mcp.server import McpServer, RpcError
+from arbiter.mcp.tool import error_line
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -96,6 +101,21 @@ class Subscriptions:
         if entry := self._by_session.get(_session_id(ctx)):
             entry[1].discard(uri)
 
+    def uris(self, live: set[str] | None = None) -> set[str]:
+        """Every URI some session watches; sessions not in `live` (ended: the client left) are forgotten first."""
+        if live is not None:
+            for sid in set(self._by_session) - live:
+                del self._by_session[sid]
+        return {uri for _, uris in self._by_session.values() for uri in uris}
+
+    async def broadcast(self, changed: list[str], listed: bool) -> None:
+        """What a poll found: each session hears of the URIs it watches (and of the list), on its GET stream."""
+        for session, uris in list(self._by_session.values()):
+            for uri in [u for u in changed if u in uris]:
+                await session.send_notification(_updated(uri))
+            if listed:
+                await session.send_notification(types.ResourceListChangedNotification())
+
     async def notify(self, ctx, touched: set[str]) -> None:
         """Tell each subscribed session which of `touched` it watches, and that the list changed; the caller
         (subscribed or not) on its own request's stream."""
@@ -120,6 +140,30 @@ def _session_id(ctx) -> str:
     return ctx.request.headers.get(MCP_SESSION_ID_HEADER, "") if ctx.request is not None else ""
 
 
+class Listening(ListenHandler):
+    """The SDK's `subscriptions/listen`, keeping what each open stream watches (so the poll knows what to ask)."""
+
+    def __init__(self, bus, opened):
+        super().__init__(bus)
+        self.watched: dict[object, tuple[set[str], bool]] = {}  # stream -> (URIs, wants list changes)
+        self._opened = opened
+
+    def uris(self) -> tuple[set[str], bool]:
+        """Every URI an open stream watches, and whether any wants list changes."""
+        return ({u for uris, _ in self.watched.values() for u in uris},
+                any(listed for _, listed in self.watched.values()))
+
+    async def __call__(self, ctx, params):
+        stream = object()
+        wanted = params.notifications
+        self.watched[stream] = (set(wanted.resource_subscriptions or ()), bool(wanted.resources_list_changed))
+        await self._opened()
+        try:
+            return await super().__call__(ctx, params)
+        finally:
+            del self.watched[stream]
+
+
 class _Server(Server):
     """The SDK's lowlevel server, telling handshake clients that resources' `listChanged` is sent (after writes)."""
 
@@ -132,8 +176,64 @@ def build_app(mcp: McpServer, token: str, host: str):
     """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the bearer check."""
     subscriptions = Subscriptions()
     bus = InMemorySubscriptionBus()
-    # One tool call at a time: the session's record of what a call changed is shared by every client.
+    # One tool call (or poll) at a time: the session's record of what a call changed is shared by every
+    # client, and a poll between a write and its own notifications would tell them twice.
     calling = anyio.Lock()
+    polling: list[asyncio.Task] = []
+
+    def watched() -> set[str] | None:
+        """Every URI a client watches (None: no client watches anything, so nothing is polled)."""
+        listened, lists = listening.uris()
+        uris = subscriptions.uris(live()) | listened
+        return uris if uris or lists else None
+
+    async def publish(changed, listed: bool) -> None:
+        for uri in sorted(changed):
+            await bus.publish(ResourceUpdated(uri))
+        if listed:
+            await bus.publish(ResourcesListChanged())
+
+    async def poll_while_watched() -> None:
+        failing = False
+        while True:
+            await anyio.sleep(mcp.poll_s)
+            async with calling:
+                uris = watched()
+                if uris is None:
+                    mcp.watch.reset()
+                    polling.clear()
+                    return
+                try:
+                    changed, listed = await anyio.to_thread.run_sync(mcp.watch.poll, uris)
+                except ArbiterError as e:  # the daemon is down (and being revived): say so once, keep polling
+                    if not failing:
+                        say(f"could not poll for changes ({error_line(e)}); retrying every {mcp.poll_s:g}s")
+                    failing = True
+                    continue
+                failing = False
+            await subscriptions.broadcast(changed, listed)
+            await publish(changed, listed)
+
+    async def opened() -> None:
+        """Something is watched now: take its baseline at once, and poll from here on."""
+        async with calling:
+            if uris := watched():
+                changed, listed = await anyio.to_thread.run_sync(mcp.watch.poll, uris)
+            else:
+                changed, listed = [], False
+        if changed or listed:
+            await subscriptions.broadcast(changed, listed)
+            await publish(changed, listed)
+        if not polling:
+            polling.append(asyncio.get_running_loop().create_task(poll_while_watched()))
+
+    def live() -> set[str] | None:
+        # The SDK keeps its open sessions in the session manager (private: no public way to ask). A session the
+        # client ended must not keep the poll going; if the SDK moves this, sessions are kept, as before.
+        sessions = getattr(getattr(server, "_session_manager", None), "_server_instances", None)
+        return set(sessions) if isinstance(sessions, dict) else None
+
+    listening = Listening(bus, opened)
 
     async def run(method: str, params) -> dict:
         body = {} if params is None else params.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -151,15 +251,19 @@ def build_app(mcp: McpServer, token: str, host: str):
         async with calling:
             result = await run("tools/call", params)
             touched = resources.touched_uris(mcp.session) if mcp.session.wrote else set()
+            if touched and (uris := watched()):
+                try:  # what changed anywhere, told now (the next poll would tell it again otherwise)
+                    touched.update((await anyio.to_thread.run_sync(mcp.watch.poll, uris))[0])
+                except ArbiterError as e:  # the write stands; the next poll finds what this one missed
+                    say(f"could not poll for changes after a write ({error_line(e)})")
         if touched:
             await subscriptions.notify(ctx, touched)
-            for uri in sorted(touched):
-                await bus.publish(ResourceUpdated(uri))
-            await bus.publish(ResourcesListChanged())
+            await publish(touched, True)
         return types.CallToolResult.model_validate(result)
 
     async def subscribe(ctx, params):
         subscriptions.subscribe(ctx, str(params.uri))
+        await opened()
         return types.EmptyResult()
 
     async def unsubscribe(ctx, params):
@@ -185,9 +289,10 @@ def build_app(mcp: McpServer, token: str, host: str):
         "arbiter", version=__version__, instructions=mcp.instructions, on_list_tools=list_tools,
         on_call_tool=call_tool, on_list_resources=list_resources, on_list_resource_templates=list_templates,
         on_read_resource=read_resource, on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,
-        on_subscriptions_listen=ListenHandler(bus), on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        on_subscriptions_listen=listening, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
     )
-    return BearerOnly(server.streamable_http_app(host=host), token)
+    app = server.streamable_http_app(host=host)
+    return BearerOnly(app, token)
 
 
 def serve_http(mcp: McpServer, *, home: Path, host: str, port: int) -> None:

@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from arbiter.errors import InvalidParams, NotFound
 from arbiter.mcp.entries import entry_view
 from arbiter.mcp.tool import Session
+from arbiter.mcp.watch import BRIEFING_URI, entry_id, entry_uri
 
-BRIEFING_URI = "arbiter://briefing"
 ENTRY_TEMPLATE = "arbiter://entry/{id}"
-_ENTRY = re.compile(r"arbiter://entry/([1-9][0-9]{0,17})")
 PAGE = 100
-
-
-def entry_uri(entry_id: int) -> str:
-    return f"arbiter://entry/{entry_id}"
 
 
 def list_resources(s: Session, cursor: str | None) -> dict:
@@ -47,8 +40,8 @@ def read_resource(s: Session, uri: str) -> dict:
     """The resource's text; NotFound for a URI this server does not serve."""
     if uri == BRIEFING_URI:
         return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": s.call("briefing").text}]}
-    if m := _ENTRY.fullmatch(uri):
-        text = entry_view(s.call("get", int(m[1]))).text()
+    if (i := entry_id(uri)) is not None:
+        text = entry_view(s.call("get", i)).text()
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}
     raise NotFound(f"no resource {uri!r} (try {BRIEFING_URI} or {ENTRY_TEMPLATE})", path="uri")
 

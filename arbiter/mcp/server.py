@@ -13,6 +13,7 @@ protocol with the official SDK client and the MCP Inspector.
 from __future__ import annotations
 
 import sys
+import threading
 import traceback
 from typing import IO, Callable
 
@@ -21,7 +22,9 @@ import msgspec
 from arbiter import __version__
 from arbiter.errors import ArbiterError, InvalidParams, NotFound
 from arbiter.mcp import resources
+from arbiter.mcp._daemon import say
 from arbiter.mcp.tool import TOOLS, Session, call_tool, error_line
+from arbiter.mcp.watch import POLL_S, Watch
 
 #: Handshake revisions we speak; a client offering another gets the newest.
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -38,12 +41,25 @@ RESOURCE_NOT_FOUND = -32002
 
 
 class McpServer:
-    """One MCP session: answers each request, and says which notifications follow it."""
+    """One MCP session: answers each request, and says which notifications follow it.
+
+    While a resource is subscribed, a thread polls the daemon for changes made
+    anywhere (`watch.py`) and sends what it finds through `emit` (stdio sets
+    it). A poll and a request never overlap (`lock`), so a change this
+    session's own write made is told once, after that write.
+    """
 
     def __init__(self, session: Session, instructions: str):
         self.session = session
         self.instructions = instructions
         self.subscribed: set[str] = set()
+        self.watch = Watch(session.call)
+        self.lock = threading.RLock()
+        self.emit: Callable[[list[dict]], None] | None = None
+        self.poll_s = POLL_S
+        self._pending: list[dict] = []  # notifications a request's handler found, sent after its response
+        self._poller: threading.Thread | None = None
+        self._failing = False
         self._tools = [t.listing() for t in TOOLS.values()]
         self.methods: dict[str, Callable[[dict], dict]] = {
             "initialize": self.initialize,
@@ -78,23 +94,60 @@ class McpServer:
         return call_tool(s, _str(params, "name"), arguments)
 
     def after(self, method: str) -> list[dict]:
-        """Notifications owed after `method` ran: what a write changed."""
+        """Notifications owed after `method` ran: what a write changed (here or, found by the poll, anywhere)."""
+        out, self._pending = self._pending, []
         if method != "tools/call" or not self.session.wrote:
-            return []
-        out = [{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
-               for uri in resources.changed_uris(self.session, self.subscribed)]
-        return out + [{"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}]
+            return out
+        changed = set(resources.changed_uris(self.session, self.subscribed))
+        if self.subscribed:
+            try:
+                changed.update(self.watch.poll(self.subscribed)[0])
+            except ArbiterError as e:  # the write stands; the next poll finds what this one missed
+                say(f"could not poll for changes after a write ({error_line(e)})")
+        return out + [_updated(uri) for uri in sorted(changed)] + [LIST_CHANGED]
 
     def subscribe(self, params: dict) -> dict:
-        self.subscribed.add(_str(params, "uri"))
+        uri = _str(params, "uri")
+        # Polled now: the new URI's state is the baseline its notifications are measured from.
+        self._pending += _notifications(*self.watch.poll(self.subscribed | {uri}))
+        self.subscribed.add(uri)
+        if self.emit is not None and self._poller is None:
+            self._poller = threading.Thread(target=self._poll_while_subscribed, name="arbiter-mcp-watch", daemon=True)
+            self._poller.start()
         return {}
 
     def unsubscribe(self, params: dict) -> dict:
         self.subscribed.discard(_str(params, "uri"))
+        if not self.subscribed:
+            self.watch.reset()
         return {}
+
+    def _poll_while_subscribed(self) -> None:
+        """Every `poll_s`, send what changed anywhere; end once nothing is subscribed."""
+        stopped = threading.Event()  # never set: its wait is the pause between polls
+        while True:
+            stopped.wait(self.poll_s)
+            with self.lock:
+                if not self.subscribed:
+                    self._poller = None
+                    return
+                try:
+                    notes = _notifications(*self.watch.poll(self.subscribed))
+                except ArbiterError as e:  # the daemon is down (and being revived): say so once, keep polling
+                    if not self._failing:
+                        say(f"could not poll for changes ({error_line(e)}); retrying every {self.poll_s:g}s")
+                    self._failing = True
+                    continue
+                self._failing = False
+                if notes:
+                    self.emit(notes)
 
     def handle(self, message) -> tuple[dict | None, list[dict]]:
         """One decoded message -> (its response or None for a notification, notifications to send after)."""
+        with self.lock:
+            return self._handle(message)
+
+    def _handle(self, message) -> tuple[dict | None, list[dict]]:
         if not isinstance(message, dict):
             return _error(None, INVALID_REQUEST, "invalid_request: not a JSON-RPC 2.0 message"), []
         req_id, method = message.get("id"), message.get("method")
@@ -108,6 +161,7 @@ class McpServer:
         try:
             result = self.dispatch(method, params)
         except RpcError as e:
+            self._pending = []
             return _error(req_id, e.code, e.message), []
         return {"jsonrpc": "2.0", "id": req_id, "result": result}, self.after(method)
 
@@ -147,6 +201,17 @@ def _str(params: dict, key: str) -> str:
     return value
 
 
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
+
+
+def _updated(uri: str) -> dict:
+    return {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+
+
+def _notifications(changed: list[str], listed: bool) -> list[dict]:
+    return [_updated(uri) for uri in changed] + ([LIST_CHANGED] if listed else [])
+
+
 def _error(req_id, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
 
@@ -156,6 +221,15 @@ def serve_stdio(server: McpServer, stdin: IO[bytes] | None = None, stdout: IO[by
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     encode = msgspec.json.Encoder().encode
+    writing = threading.Lock()  # the watch thread writes notifications too
+
+    def send(frames) -> None:
+        with writing:
+            for frame in frames:
+                stdout.write(encode(frame) + b"\n")
+            stdout.flush()
+
+    server.emit = send
     for line in stdin:
         if not line.strip():
             continue
@@ -171,6 +245,6 @@ def serve_stdio(server: McpServer, stdin: IO[bytes] | None = None, stdout: IO[by
             else:
                 response, after = server.handle(message)
                 out = [response] if response is not None else []
-        for frame in (*out, *after):
-            stdout.write(encode(frame) + b"\n")
-        stdout.flush()
+        send((*out, *after))
+    with server.lock:
+        server.subscribed.clear()  # the watch thread ends at its next turn

@@ -50,6 +50,7 @@ from arbiter.errors import (
 )
 from arbiter.model import Request
 from arbiter import maintenance
+from arbiter.changes import core as changes
 from arbiter import associations
 from arbiter.recall.maintain import compact
 from arbiter.validation import describe
@@ -241,6 +242,8 @@ class Daemon:
         self._viewers: dict[int, object] = {}
         self._token_generation = 0
         self.services["people_changed"] = self._forget_callers
+        # Counts committed writes, so `changes` recomputes a memory version only after one (arbiter/changes.py).
+        self._changes = self.services["changes"] = changes.Memo()
         self._admin_hash: bytes | None = None
         self._local = threading.local()
         self._reader_conns: list[apsw.Connection] = []
@@ -682,12 +685,16 @@ class Daemon:
             generation = self._token_generation
             ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes, user_id=tenant[2],
                           seen_as=self._viewers.get(tenant[2]))
-            with _transaction(conn, write=verb.writes):  # one verb, one transaction
-                result = verb.run(ctx, params)
+            try:
+                with _transaction(conn, write=verb.writes):  # one verb, one transaction
+                    result = verb.run(ctx, params)
+                    if verb.writes:
+                        for later in ctx.after:
+                            later(conn)
+                        ctx.after.clear()
+            finally:
                 if verb.writes:
-                    for later in ctx.after:
-                        later(conn)
-                    ctx.after.clear()
+                    self._changes.wrote()
             for later in ctx.committed:  # after the commit, still on this (writer) thread
                 later(conn)
             if ctx.seen_as is not None and tenant[2] is not None and generation == self._token_generation:
@@ -735,8 +742,11 @@ class Daemon:
 
         def write():
             ctx = Context(self._writer, tenant[0], tenant[1], now_us(), self.services, user_id=tenant[2])
-            with _transaction(self._writer, write=True):
-                return follow(ctx)
+            try:
+                with _transaction(self._writer, write=True):
+                    return follow(ctx)
+            finally:
+                self._changes.wrote()
 
         self._wrote.set()
         return await loop.run_in_executor(self._writer_pool, write)
@@ -805,6 +815,7 @@ class Daemon:
                     retention_days=self.services.get("access_retention_days", maintenance.DEFAULT_RETENTION_DAYS),
                     trigger="idle",
                 )
+            self._changes.wrote()
             if report.retired:
                 self.log(f"arbiter: maintenance retired {len(report.retired)} low-salience entries of tenant {tenant_id}")
         maintenance.checkpoint(self._writer)
@@ -825,6 +836,8 @@ class Daemon:
                 next(steps)
             except StopIteration as stop:
                 return done, stop.value
+            finally:
+                self._changes.wrote()
             return None, None
 
         try:

@@ -214,3 +214,43 @@ def test_a_subscriber_that_left_does_not_break_a_write(served):
 
     updated = anyio.run(main)
     assert not updated.is_error and updated.structured_content["entry"]["id"] == watched
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_http_subscribers_hear_of_changes_made_elsewhere(served):
+    served, home = served
+    token = (home / "mcp-http.token").read_text().strip()
+    with Client.from_home(home) as c:
+        watched = c.remember(type="project", title="Changed from the socket", content="v1").id
+    uri = f"arbiter://entry/{watched}"
+    heard = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and message.method == "notifications/resources/updated" \
+                and str(message.params.uri) == uri:
+            heard.set()
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, AsyncExitStack() as stack:
+            async def session(**kwargs) -> ClientSession:
+                read, write = await stack.enter_async_context(streamable_http_client(served.url, http_client=http))
+                return await stack.enter_async_context(ClientSession(read, write, **kwargs))
+
+            handshake = await session(message_handler=on_message)
+            await handshake.initialize()
+            await handshake.subscribe_resource(uri)
+            modern = await session()
+            await modern.discover()
+            listening = await stack.enter_async_context(listen(modern, resource_subscriptions=[uri]))
+            # Changed through the socket, not through this server. The handshake client hears on its standing
+            # GET stream, which it opens on its own after the handshake: change until it has heard.
+            with Client.from_home(home) as c, anyio.fail_after(15):
+                version = 2
+                while not heard.is_set():
+                    await anyio.to_thread.run_sync(lambda: c.update(watched, content=f"v{version}"))
+                    version += 1
+                    with anyio.move_on_after(2):
+                        await heard.wait()
+                return await listening.__anext__()
+
+    assert anyio.run(main) == ResourceUpdated(uri)
