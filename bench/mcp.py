@@ -1,6 +1,6 @@
 """MCP cost over the daemon: the same daemon, driven through `arbiter mcp` and through the socket.
 
-    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--json]
+    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--json]
 
 Starts its own `arbiter serve` on a temporary home and one `arbiter mcp`
 over stdio, driven by the official MCP Python SDK client (what an agent's
@@ -23,7 +23,14 @@ client does), and measures:
   * `same`: the socket, with the request the tool sends the daemon (the
     session's conversation, 11 hits, 11 excerpts);
   * `plain`: the socket, `Client.recall(q, limit=10)`;
-- the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon.
+- the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon;
+- the `changes` verb a subscribed server polls each second, p50 through the
+  socket with 10 watched ids: on an idle memory (the memory version comes
+  from the daemon's memo) and right after a write (computed again).
+
+With `--subscribe` the SDK session subscribes to the briefing and ten
+entries before anything is timed, so its `arbiter mcp` polls the daemon
+once a second throughout: compare recall with and without it.
 
 "MCP adds" is the median of the per-query differences `sdk - same` (and
 `raw - same` for the server alone, `sdk - unchecked` for the client's
@@ -44,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import anyio
@@ -106,7 +114,7 @@ def _ns(fn) -> int:
 
 
 async def _measure(home: Path, client, singles: list[dict], socket_singles: list[dict], bulk: list[dict],
-                   queries: list[str]) -> dict:
+                   queries: list[str], subscribe: bool = False) -> dict:
     params = StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp"], env=isolated_env(home))
     out: dict = {}
     with open(home / "mcp.stderr", "w") as err:
@@ -115,6 +123,12 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                 await session.initialize()
                 await session.list_tools()  # clients list tools once; the SDK then checks results against them
                 pid = _mcp_pid(exclude=-1)
+                if subscribe:
+                    watched = [e.id for e in client.list(limit=10)]
+                    with warnings.catch_warnings():  # the SDK warns that protocol 2026-07-28 replaces subscribe
+                        warnings.simplefilter("ignore")
+                        for uri in ["arbiter://briefing", *(f"arbiter://entry/{i}" for i in watched)]:
+                            await session.subscribe_resource(uri)
 
                 async def tool(name: str, arguments: dict):
                     r = await session.call_tool(name, arguments)
@@ -165,6 +179,14 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                                 samples[w].append(got[w])
                 raw.close()
                 out["mcp_peak_rss_mb"] = round(vm_kb(pid, "VmHWM") / 1024, 1)
+    ids = [e.id for e in client.list(limit=10)]
+    idle = [_ns(lambda: client.changes(ids)) for _ in range(50)]
+    fresh = []
+    for n in range(20):
+        client.remember(type="context", title=f"Changes probe {n}", content=f"a write before poll {n}")
+        fresh.append(_ns(lambda: client.changes(ids)))
+    out["changes_idle_p50_ms"] = round(percentile(idle, 50), 2)
+    out["changes_after_write_p50_ms"] = round(percentile(fresh, 50), 2)
     for w in WAYS:
         out[f"recall_{w}_p50_ms"] = round(percentile(samples[w], 50), 2)
         out[f"recall_{w}_p95_ms"] = round(percentile(samples[w], 95), 2)
@@ -188,7 +210,7 @@ def run(args) -> dict:
     daemon = BenchDaemon(home, "FULL")
     try:
         with daemon.client() as c:
-            res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries)
+            res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries, args.subscribe)
             res["entries"] = c.status().entries_active
         res["queries"] = len(queries)
         res["daemon_peak_rss_mb"] = round(vm_kb(daemon.proc.pid, "VmHWM") / 1024, 1)
@@ -204,6 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--singles", type=int, default=300, help="of them, written one call at a time (half each way)")
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--subscribe", action="store_true", help="subscribe first: the server polls for changes throughout")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     res = run(args)
@@ -221,6 +244,9 @@ def main(argv: list[str] | None = None) -> None:
           f"{res['recall_server_adds_p50_ms']} ms in arbiter mcp alone, {res['recall_validation_p50_ms']} ms "
           "in the SDK client's output validation")
     print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
+    print(f"changes (10 ids, socket p50): {res['changes_idle_p50_ms']} ms idle, "
+          f"{res['changes_after_write_p50_ms']} ms right after a write"
+          + ("; subscribed: the server polled throughout" if args.subscribe else ""))
     for key, (op, target) in TARGETS.items():
         print(f"target {key} {op} {target}: {res[key]} {'met' if res[key] <= target else 'MISSED'}")
 

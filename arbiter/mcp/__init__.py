@@ -11,6 +11,7 @@ Layout:
 - `entries.py`, `graph.py`: the core tools; a feature adds `<feature>.py`
   and its module name to TOOL_MODULES below;
 - `resources.py`: the briefing and each entry as resources, and the prompts;
+- `watch.py`: change notifications for changes made anywhere (polling the daemon while subscribed);
 - `server.py`: the protocol on stdio (msgspec, no SDK: see why there);
 - `http.py`: streamable HTTP through the official SDK, loopback and bearer token;
 - `_daemon.py`: starting and reviving the daemon.
