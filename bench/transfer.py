@@ -5,16 +5,22 @@
 Fills a tenant of --entries entries (bench/load's generator: 300-800 bytes of
 Zipf words, 0-4 tags) through `remember_many`, plus links between random
 pairs (--links per entry), on a daemon at synchronous=FULL; then times
-`arbiter.transfer.files.export` to a file and `files.run_import` of that file
-into a second daemon on a fresh home (the whole-file check included), and
-checks the second export equals the first, ids aside. Targets: ≥ 10,000
-entries/s each way. Nothing is asserted.
+`arbiter.transfer.files.export` to a file, stops that daemon, and times
+`files.run_import` of the file into a second daemon on a fresh home (the
+whole-file check included), and checks the second export equals the first,
+ids aside. Targets: ≥ 10,000 entries/s each way. Nothing is asserted.
+
+The first daemon is stopped before the import because after a bulk fill it
+spends minutes of idle upkeep (merging the index, deriving associations) on
+the same cores, which is not the import's cost. Beside wall time it reports
+the CPU time of the importing daemon and of this process, and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import tempfile
@@ -55,12 +61,19 @@ def run(args) -> dict:
             with open(out, "wb") as f:
                 exported = files.export(c, f)
             export_s = time.perf_counter() - t
+        source.stop()
+        load_before = _loadavg()
+        cpu = time.process_time()
         t = time.perf_counter()
         checked = files.check(out)
         check_s = time.perf_counter() - t
+        daemon_cpu = _cpu_s(target.proc.pid)
         t = time.perf_counter()
         files.run_import(lambda tenant: Client.from_home(homes[1], timeout=600), out, checked=checked)
         import_s = time.perf_counter() - t + check_s
+        daemon_cpu = _cpu_s(target.proc.pid) - daemon_cpu
+        client_cpu = time.process_time() - cpu
+        load_after = _loadavg()
         with Client.from_home(homes[1], timeout=600) as c, open(homes[1] / "again.jsonl", "wb") as f:
             files.export(c, f)
         same = _records(out) == _records(homes[1] / "again.jsonl")
@@ -75,14 +88,29 @@ def run(args) -> dict:
             "import_s": round(import_s, 2),
             "import_check_s": round(check_s, 2),
             "import_entries_per_s": round(exported.entries / import_s),
+            "import_daemon_cpu_s": round(daemon_cpu, 2),
+            "import_client_cpu_s": round(client_cpu, 2),
+            "import_entries_per_cpu_s": round(exported.entries / (daemon_cpu + client_cpu)),
+            "loadavg_before_after_import": [load_before, load_after],
             "round_trip_equal": same,
             "target_entries_per_s": TARGET,
         }
     finally:
-        source.stop()
+        if source.proc.poll() is None:
+            source.stop()
         target.stop()
         for h in homes:
             shutil.rmtree(h, ignore_errors=True)
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc; Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _records(path: Path) -> list[bytes]:

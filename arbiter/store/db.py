@@ -337,7 +337,25 @@ def _m015_users_teams(conn: apsw.Connection) -> None:
         )
     conn.execute("UPDATE entries SET author_id = tenant_id, scope_id = tenant_id")
     for n in tenant_ids:
-        fts.attach(conn, n, shared=False)
+        fts.attach(conn, n, shared=False, deferrable=False)  # as m015 shipped: m020 makes them deferrable
+
+
+def _m020_deferred_index(conn: apsw.Connection) -> None:
+    """`deferred_scopes`, and the insert triggers of every scope's index and of the tag graph reading it (store/deferred.py)."""
+    conn.execute(
+        f"""
+        CREATE TABLE deferred_scopes(scope_id INTEGER PRIMARY KEY);
+        DROP TRIGGER entries_tags_insert;
+        CREATE TRIGGER entries_tags_insert AFTER INSERT ON entries
+        WHEN new.valid_to IS NULL AND new.tags != '[]'
+            AND NOT EXISTS (SELECT 1 FROM deferred_scopes WHERE scope_id = new.scope_id)
+        BEGIN{_TAG_SCOPED.replace("{when}", "true")}
+        END;
+        """
+    )
+    for scope_id, team_id in conn.execute("SELECT id, team_id FROM scopes ORDER BY id").fetchall():
+        conn.execute(f"DROP TRIGGER {fts.table(scope_id)}_insert")
+        conn.execute(fts.insert_trigger(scope_id, shared=team_id is not None))
 
 
 # Ordered, named, append-only. Each runs in its own transaction and is recorded
@@ -889,6 +907,9 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
             CHECK (qualifier IS NULL OR (relation = 'causes' AND qualifier IN ('enables', 'prevents')));
         """,
     ),
+    # An import indexes its entries after writing them, one statement per scope, instead of a trigger per row
+    # (store/deferred.py): the insert triggers of the scopes' indexes and of the tag graph can stand aside.
+    ("m020_deferred_index", _m020_deferred_index),
 ]
 
 

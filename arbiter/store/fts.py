@@ -16,7 +16,9 @@ a name):
                           external content from the view below
     entries_fts_N_rows    the scope's entries as the index reads them
     entries_fts_N_vocab   fts5vocab (document frequencies)
-    entries_fts_N_insert / _delete / _update   triggers on `entries`
+    entries_fts_N_insert / _delete / _update   triggers on `entries` (the insert
+                          one stands aside while an import indexes its rows
+                          itself: store/deferred.py)
 
 `scope` holds one token: `c<conversation>`, or `u<tenant>` for an entry in
 no conversation, so a conversation pass ANDs its scope into the MATCH and
@@ -52,16 +54,35 @@ def _columns(row: str, shared: bool) -> str:
     return f"{row}.title, {row}.content, {row}.tags, {row}.source, {_scope(row, shared)}"
 
 
-def attach(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
+def insert_trigger(scope_id: int, *, shared: bool, deferrable: bool = True) -> str:
+    """SQL creating scope N's insert trigger; `deferrable`: it stands aside while the scope is in `deferred_scopes`
+    (store/deferred.py; m020 made every scope's so, migrations before it made them without)."""
+    t, n = table(scope_id), int(scope_id)
+    defer = f" AND NOT EXISTS (SELECT 1 FROM deferred_scopes WHERE scope_id = {n})" if deferrable else ""
+    return f"""
+        CREATE TRIGGER {t}_insert AFTER INSERT ON entries WHEN new.scope_id = {n}{defer} BEGIN
+            INSERT INTO {t}(rowid, {_COLS}) VALUES (new.id, {_columns("new", shared)});
+        END;
+    """
+
+
+def index_range(conn: apsw.Connection, scope_id: int, first: int, last: int, *, shared: bool) -> None:
+    """Index scope N's entries with ids `first`..`last` in one statement (what its insert trigger would have done)."""
+    t, n = table(scope_id), int(scope_id)
+    conn.execute(
+        f"INSERT INTO {t}(rowid, {_COLS}) SELECT id, {_columns('entries', shared)} FROM entries "
+        f"WHERE id BETWEEN ? AND ? AND scope_id = {n}", (first, last),
+    )
+
+
+def attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bool = True) -> None:
     """The view, vocabulary and triggers that keep scope N's index (an existing FTS5 table) in step with `entries`."""
     t, n = table(scope_id), int(scope_id)
     conn.execute(
         f"""
         CREATE VIEW {t}_rows AS SELECT id, {_columns("entries", shared)} AS scope FROM entries WHERE scope_id = {n};
         CREATE VIRTUAL TABLE {t}_vocab USING fts5vocab({t}, row);
-        CREATE TRIGGER {t}_insert AFTER INSERT ON entries WHEN new.scope_id = {n} BEGIN
-            INSERT INTO {t}(rowid, {_COLS}) VALUES (new.id, {_columns("new", shared)});
-        END;
+        {insert_trigger(scope_id, shared=shared, deferrable=deferrable)}
         CREATE TRIGGER {t}_delete AFTER DELETE ON entries WHEN old.scope_id = {n} BEGIN
             INSERT INTO {t}({t}, rowid, {_COLS}) VALUES ('delete', old.id, {_columns("old", shared)});
         END;
@@ -86,7 +107,9 @@ def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
         );
         """
     )
-    attach(conn, scope_id, shared=shared)
+    # Deferrable once m020 made the table (a scope made while migrating is made as it was then; m020 redoes it).
+    deferrable = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'deferred_scopes'").fetchone() is not None
+    attach(conn, scope_id, shared=shared, deferrable=deferrable)
     for key, value in _CONFIG:
         conn.execute(f"INSERT INTO {t}({t}, rank) VALUES (?, ?)", (key, value))
     conn.execute(f"INSERT INTO {t}({t}) VALUES ('rebuild')")

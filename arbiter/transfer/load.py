@@ -25,6 +25,7 @@ from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
 from arbiter.store import relations, users
+from arbiter.store.deferred import deferred
 from arbiter.store.entries import content_hash
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
@@ -232,13 +233,18 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
 
     def insert_pending() -> None:
         # Multi-row INSERTs, as remember_many does: one statement per entry
-        # would flush a tiny FTS segment per entry (half the speed).
-        for start in range(0, len(pending), _ROWS_PER_INSERT):
-            chunk = pending[start:start + _ROWS_PER_INSERT]
-            conn.execute(_INSERT + ",".join([_ROW] * len(chunk)), [v for _, row in chunk for v in row])
-            last = conn.last_insert_rowid()  # one writer: the chunk's ids are consecutive, ending here
-            for (old, _), new in zip(chunk, range(last - len(chunk) + 1, last + 1)):
-                entries.fresh[old] = new
+        # would flush a tiny FTS segment per entry (half the speed). Their
+        # scopes' indexes and tag graph are written after them, set-based
+        # (store/deferred.py), before any other record can touch them.
+        if not pending:
+            return
+        with deferred(conn, {row[-1] for _, row in pending}):
+            for start in range(0, len(pending), _ROWS_PER_INSERT):
+                chunk = pending[start:start + _ROWS_PER_INSERT]
+                conn.execute(_INSERT + ",".join([_ROW] * len(chunk)), [v for _, row in chunk for v in row])
+                last = conn.last_insert_rowid()  # one writer: the chunk's ids are consecutive, ending here
+                for (old, _), new in zip(chunk, range(last - len(chunk) + 1, last + 1)):
+                    entries.fresh[old] = new
         pending.clear()
         waiting.clear()
 

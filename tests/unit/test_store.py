@@ -115,6 +115,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     },
     "m014_recall_replies_index": {("index", "recall_entries_conversation")},
     "m018_import_fact_ids": {("table", "import_ids")},
+    "m020_deferred_index": {("table", "deferred_scopes"), ("trigger", "entries_tags_insert")},
     "m017_fact_scopes": {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
@@ -174,6 +175,7 @@ DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
     "m016_tag_scopes": EXPECTED_OBJECTS["m016_tag_scopes"],
     "m018_import_fact_ids": {("table", "import_ids")},
+    "m020_deferred_index": {("trigger", "entries_tags_insert")},
 }
 # What creating a tenant adds (store/fts.py), by name pattern.
 TENANT_OBJECTS = {
