@@ -42,7 +42,10 @@ def parse_time(value: int | float | str, *, path: str = "time") -> int:
 
 def _parse_text(value: str, path: str) -> int | None:
     text = value.strip()
-    for number in (int, float):  # epoch seconds sent as text ("1795168800", "1.5e9")
+    # A date ("2026-11-20...") has "-" at 4 and 7, which no number has (its only "-" are a leading sign and
+    # one after "e"): such text skips the two failed number parses (an import parses hundreds of thousands).
+    dated = len(text) >= 10 and text[4] == "-" and text[7] == "-"
+    for number in () if dated else (int, float):  # epoch seconds sent as text ("1795168800", "1.5e9")
         try:
             return parse_time(number(text), path=path)
         except ValueError:
