@@ -2,6 +2,7 @@
 
     python -m bench.devsets                      # ingest once into bench/results/devsets, then measure
     python -m bench.devsets --only "as shipped,- voice"
+    python -m bench.devsets --graph              # homes with entity links and associations: as shipped vs graph=true
 
 The sets (issue 11's discipline: a change is kept only if it raises the mean
 of the three without costing any one more than 2 points of R@5):
@@ -18,6 +19,11 @@ Each home is written once with the entries the LongMemEval harness writes
 this process on the home's database with the real pipeline. p50 is in-process (no socket): for comparing rows only.
 `mean` is the mean over the three sets of their R@1, R@5 and R@10; `ΔR@5`
 is each set's R@5 change against "as shipped".
+
+`--graph` measures graph recall (`graph=true`) against "as shipped" on homes
+of their own that also hold what a daemon derives after a bulk write:
+entity links (the idle writer's backlog) and stored similarity associations
+(`associations.catch_up`), and prints R@5 per question type beside the table.
 """
 
 from __future__ import annotations
@@ -34,6 +40,10 @@ import msgspec
 from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
 from arbiter._time import now_us
+from arbiter import associations
+from arbiter.entities import backlog
+from arbiter.entities.core import Linker
+from arbiter.entities.link import ROLES
 from arbiter.store import connect, entries, open_database, tenants, users
 from bench.longmemeval import dataset as ds
 from bench.longmemeval import harness
@@ -73,6 +83,8 @@ class Row:
     r10: float
     mrr: float
     p50: float
+    #: R@5 per question type (LongMemEval's types, LoCoMo's categories).
+    by_type: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def ensure_home(home: Path, dataset: Path) -> harness.State:
@@ -107,6 +119,41 @@ def ensure_home(home: Path, dataset: Path) -> harness.State:
     return state
 
 
+def ensure_derived(home: Path) -> None:
+    """Derive what a daemon has after `remember_many`: speaker and extracted entity links, stored associations (once a home)."""
+    mark = home / "derived"
+    if mark.exists():
+        return
+    conn = open_database(home / "arbiter.db", synchronous="NORMAL")
+    now = now_us()
+    started, cpu = time.perf_counter(), time.process_time()
+    with conn:
+        for (tid,) in conn.execute("SELECT id FROM tenants").fetchall():
+            rows = conn.execute("SELECT id, speaker FROM entries WHERE tenant_id = ? ORDER BY id", (tid,)).fetchall()
+            # `remember_many` links a named speaker before acknowledging (entities/link.py `given_in`).
+            linker = Linker(conn, tid, now, users.first_viewer(conn, tid))
+            for entry_id, speaker in rows:
+                if speaker and speaker.strip() and speaker.strip().casefold() not in ROLES:
+                    linker.link(entry_id, [(speaker.strip(), "person", "speaker")])
+            backlog.queue(conn, tid, [entry_id for entry_id, _ in rows])
+    more = True
+    while more:
+        with conn:
+            more = backlog.step(conn, limit=1000, now=now)
+    linked = time.perf_counter() - started
+    done = 0
+    while True:
+        with conn:
+            n = associations.catch_up(conn, now=now, limit=1000)
+        if not n:
+            break
+        done += n
+    conn.close()
+    print(f"{home.name}: entities {linked:.0f} s, associations for {done} entries {time.perf_counter() - started - linked:.0f} s "
+          f"(wall; {time.process_time() - cpu:.0f} s CPU)", flush=True)
+    mark.touch()
+
+
 def measure(
     conn, tenant: int, questions: Sequence[harness.QuestionState], phrasing: str, params: dict, tuning_changes: dict
 ) -> Row:
@@ -116,6 +163,7 @@ def measure(
     r1 = r5 = r10 = mrr = 0.0
     n = 0
     latencies = []
+    types: dict[str, list[float]] = {}
     for q in questions:
         p = RecallParams(
             query=phrase(q.question, phrasing), conversation_id=q.conversation_id, limit=10, **params
@@ -130,9 +178,11 @@ def measure(
         n += 1
         r1 += hit_at(ranked, truth, 1)
         r5 += hit_at(ranked, truth, 5)
+        types.setdefault(q.question_type, []).append(hit_at(ranked, truth, 5))
         r10 += hit_at(ranked, truth, 10)
         mrr += reciprocal_rank(ranked, truth)
-    return Row(100 * r1 / n, 100 * r5 / n, 100 * r10 / n, mrr / n, statistics.median(latencies))
+    by_type = {t: 100 * sum(hits) / len(hits) for t, hits in sorted(types.items())}
+    return Row(100 * r1 / n, 100 * r5 / n, 100 * r10 / n, mrr / n, statistics.median(latencies), by_type)
 
 
 def _outcome(q: harness.QuestionState):
@@ -176,14 +226,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo_dev.json.gz"))
     ap.add_argument("--work", type=Path, default=Path("bench/results/devsets"), help="where the homes live")
     ap.add_argument("--only", help="comma-separated variant labels")
+    ap.add_argument("--graph", action="store_true", help="as shipped against graph=true, on homes with derived edges")
     args = ap.parse_args(argv)
 
-    homes = {"lme": args.work / "lme", "locomo": args.work / "locomo"}
+    suffix = "-graph" if args.graph else ""
+    homes = {"lme": args.work / f"lme{suffix}", "locomo": args.work / f"locomo{suffix}"}
     states = {"lme": ensure_home(homes["lme"], args.lme), "locomo": ensure_home(homes["locomo"], args.locomo)}
+    if args.graph:
+        for home in homes.values():
+            ensure_derived(home)
     conns = {k: connect(h / "arbiter.db", readonly=True) for k, h in homes.items()}
     tenants = {k: c.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0] for k, c in conns.items()}
     wanted = None if not args.only else {x.strip() for x in args.only.split(",")}
     chosen = [v for v in VARIANTS if wanted is None or v[0] in wanted or v[0] == "as shipped"]
+    if args.graph:
+        chosen = [VARIANTS[0], ("+ graph", {"graph": True}, {})]
     for key, conn in conns.items():  # warm the page cache and the term statistics before timing
         measure(conn, tenants[key], states[key].questions, "as-written", {}, {})
     results: dict[str, list[Row]] = {}
@@ -193,7 +250,20 @@ def main(argv: list[str] | None = None) -> int:
             for _, key, phrasing in SETS
         ]
     print(table(results), flush=True)
+    if args.graph:
+        print(by_type(results), flush=True)
     return 0
+
+
+def by_type(results: dict[str, list[Row]]) -> str:
+    """R@5 per question type of each set, one column per variant."""
+    lines = [f"| set | type | {' | '.join(f'{label} R@5' for label in results)} |",
+             "|---|---|" + "--:|" * len(results)]
+    for i, (name, _, _) in enumerate(SETS):
+        for t in next(iter(results.values()))[i].by_type:
+            cells = " | ".join(f"{rows[i].by_type[t]:.1f}" for rows in results.values())
+            lines.append(f"| {name} | {t} | {cells} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

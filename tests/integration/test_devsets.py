@@ -48,3 +48,22 @@ def test_mean_and_deltas_by_hand() -> None:
     assert "| as shipped | 60.0 / 90.0 / 95.0 | 0.700 |" in text
     assert "+0.0 / +0.0 / +0.0" in text and "-30.0 / +30.0 / +0.0" in text
     assert len(SETS) == 3 and VARIANTS[0][0] == "as shipped"
+
+
+def test_graph_mode_derives_the_edges_and_compares_graph_recall(tmp_path: Path) -> None:
+    args = ["--lme", DATA / "longmemeval_tiny.json", "--locomo", DATA / "locomo_tiny.json", "--work", tmp_path]
+    run = subprocess.run([sys.executable, "-m", "bench.devsets", *map(str, args), "--graph"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "lme-graph" / "derived").exists() and (tmp_path / "locomo-graph" / "derived").exists()
+    import apsw
+
+    db = apsw.Connection(str(tmp_path / "locomo-graph" / "arbiter.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert db.execute("SELECT count(*) FROM entry_entities").fetchone()[0] > 0  # the speakers, at least
+        assert db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0] == 0
+    finally:
+        db.close()
+    rows = [line.split(" | ")[0].lstrip("| ") for line in run.stdout.splitlines()]
+    assert "as shipped" in rows and "+ graph" in rows
+    assert "| set | type | as shipped R@5 | + graph R@5 |" in run.stdout
