@@ -179,6 +179,7 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                                 samples[w].append(got[w])
                 raw.close()
                 out["mcp_peak_rss_mb"] = round(vm_kb(pid, "VmHWM") / 1024, 1)
+    out["entries"] = client.status().entries_active  # before the probes below write theirs
     ids = [e.id for e in client.list(limit=10)]
     idle = [_ns(lambda: client.changes(ids)) for _ in range(50)]
     fresh = []
@@ -211,7 +212,6 @@ def run(args) -> dict:
     try:
         with daemon.client() as c:
             res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries, args.subscribe)
-            res["entries"] = c.status().entries_active
         res["queries"] = len(queries)
         res["daemon_peak_rss_mb"] = round(vm_kb(daemon.proc.pid, "VmHWM") / 1024, 1)
         return res

@@ -216,16 +216,18 @@ def build_app(mcp: McpServer, token: str, host: str):
 
     async def opened() -> None:
         """Something is watched now: take its baseline at once, and poll from here on."""
+        changed, listed = [], False
         async with calling:
             if uris := watched():
-                changed, listed = await anyio.to_thread.run_sync(mcp.watch.poll, uris)
-            else:
-                changed, listed = [], False
+                try:
+                    changed, listed = await anyio.to_thread.run_sync(mcp.watch.poll, uris)
+                except ArbiterError as e:  # the poll to come takes the baseline instead
+                    say(f"could not poll for changes ({error_line(e)})")
         if changed or listed:
             await subscriptions.broadcast(changed, listed)
             await publish(changed, listed)
-        if not polling:
-            polling.append(asyncio.get_running_loop().create_task(poll_while_watched()))
+        if not polling or polling[0].done():
+            polling[:] = [asyncio.get_running_loop().create_task(poll_while_watched())]
 
     def live() -> set[str] | None:
         # The SDK keeps its open sessions in the session manager (private: no public way to ask). A session the

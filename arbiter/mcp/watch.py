@@ -19,6 +19,8 @@ import re
 import threading
 from typing import Any, Callable
 
+from arbiter.changes.model import MAX_IDS
+
 BRIEFING_URI = "arbiter://briefing"
 _ENTRY = re.compile(r"arbiter://entry/([1-9][0-9]{0,17})")
 
@@ -54,14 +56,17 @@ class Watch:
         """
         ids = sorted({i for uri in uris if (i := entry_id(uri)) is not None})
         with self._lock:
-            got = self.call("changes", ids)
-            now = {e.id: e.version for e in got.entries}
+            now, memory = {}, None
+            for start in range(0, max(len(ids), 1), MAX_IDS):  # the verb takes MAX_IDS ids a call
+                got = self.call("changes", ids[start:start + MAX_IDS])
+                now.update((e.id, e.version) for e in got.entries)
+                memory = got.memory if memory is None else memory
             changed = [entry_uri(i) for i in ids if i in self._entries and self._entries[i] != now.get(i)]
-            listed = self._memory is not None and got.memory != self._memory
+            listed = self._memory is not None and memory != self._memory
             if listed and self._briefing and BRIEFING_URI in uris:
                 changed.insert(0, BRIEFING_URI)
             self._entries = {i: now.get(i) for i in ids}
-            self._memory = got.memory
+            self._memory = memory
             self._briefing = BRIEFING_URI in uris
         return changed, listed
 

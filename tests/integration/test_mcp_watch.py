@@ -11,9 +11,11 @@ import pytest
 from mcp import types
 
 from arbiter import paths
+from arbiter.changes.model import MAX_IDS
 from arbiter.mcp import load_tools
 from arbiter.mcp.server import McpServer
 from arbiter.mcp.tool import Session
+from arbiter.mcp.watch import Watch
 from tests.conftest import as_user, isolated_env, wait_for
 from tests.integration.test_mcp_tools import REPO, run_session
 
@@ -123,3 +125,15 @@ def test_only_a_subscription_starts_polling(daemon):
                  what="the change made elsewhere")
         request("resources/unsubscribe", uri=uri(entry))
         wait_for(lambda: not watching(), what="the watch thread to end")
+
+
+def test_a_watch_over_more_ids_than_one_call_takes(daemon):
+    with daemon.client() as c:
+        ids = c.remember_many([{"type": "context", "title": f"Watched {n}", "content": f"note {n}"}
+                               for n in range(MAX_IDS + 1)])
+        watch = Watch(lambda method, *args: getattr(c, method)(*args))
+        uris = {uri(i) for i in ids}
+        assert watch.poll(uris) == ([], False)  # the baseline
+        for changed in (ids[0], ids[-1]):  # asked for in the first call, and in the second
+            c.update(changed, content="changed")
+            assert watch.poll(uris) == ([uri(changed)], True)
