@@ -9,6 +9,7 @@ set. Aspects are staged on a candidate fact and materialised as
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -88,12 +89,29 @@ DIVERSITY_WEIGHT, DIVERSITY_SATURATION = 20, 8
 CONFIDENCE_WEIGHT = 15
 
 _SEPARATORS = re.compile(r"[_\W]+")
+_SPANNING_ASPECTS = tuple(a for a in ASPECTS if " " in a.pattern.pattern)
+_SPANNING = frozenset(a.slug for a in _SPANNING_ASPECTS)
 
 
 def classify(predicate: str, subject: str, obj: str, types: tuple[str, ...] = ()) -> list[str]:
     """The aspect slugs whose keyword patterns match the predicate, the parts or their entity types."""
-    text = " ".join(_SEPARATORS.sub(" ", part) for part in (predicate, subject, obj, *types))
-    return [a.slug for a in ASPECTS if a.pattern.search(text)]
+    found: set[str] = set()
+    for part in (predicate, subject, obj, *types):
+        found.update(_classify_part(part))
+    # Only a stem with a space ("grew up") can match across two parts.
+    if _SPANNING and not found.issuperset(_SPANNING):
+        text = " ".join(_SEPARATORS.sub(" ", part) for part in (predicate, subject, obj, *types))
+        found.update(a.slug for a in _SPANNING_ASPECTS if a.slug not in found and a.pattern.search(text))
+    return [slug for slug in SLUGS if slug in found]
+
+
+@functools.lru_cache(maxsize=1024)
+def _classify_part(part: str) -> frozenset[str]:
+    # Parts repeat across a batch and between batches (predicates, "user", a
+    # subject's name): matching them one at a time and remembering the answer
+    # costs a set union where 14 searches over the joined text cost ~25 µs a fact.
+    text = _SEPARATORS.sub(" ", part)
+    return frozenset(a.slug for a in ASPECTS if a.pattern.search(text))
 
 
 def merge(pattern_slugs: list[str], advisor_slugs: list[str]) -> tuple[list[str], list[str]]:

@@ -40,6 +40,8 @@ class _Candidate:
     object_key: str
     confidence: float
     valid_from: int
+    object_entity_id: int | None
+    aspect_slugs: str  # staged, as JSON
     finding: str = ""
     target: int | None = None  # the fact it supersedes, reinforces or contradicts
     reason: str = ""
@@ -60,7 +62,8 @@ def _candidates(conn: apsw.Connection, batch_id: int) -> list[_Candidate]:
     return [
         _Candidate(*row)
         for row in conn.execute(
-            "SELECT id, subject, subject_key, predicate, object, object_key, confidence, valid_from FROM facts "
+            "SELECT id, subject, subject_key, predicate, object, object_key, confidence, valid_from, object_entity_id, "
+            "aspect_slugs FROM facts "
             "WHERE batch_id = ? AND status = 'candidate' ORDER BY valid_from, id",
             (batch_id,),
         )
@@ -165,12 +168,13 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
                     (c.valid_from, now, c.target),
                 )
                 touched.update(_aspects_of(conn, c.target))
-            store.resolve_object(conn, tenant_id, c.id, now=now)
+            if c.object_entity_id is None and c.predicate in store.OBJECT_TYPES:
+                store.link_object(conn, tenant_id, c.id, c.predicate, c.object, now=now)
             conn.execute(
                 "UPDATE facts SET status = 'active', supersedes_fact_id = ?, changed_at = ? WHERE id = ?",
                 (c.target if c.finding == "supersede" else None, now, c.id),
             )
-            slugs = _staged(conn, c.id)
+            slugs = _slugs.decode(c.aspect_slugs)
             conn.executemany(
                 "INSERT INTO fact_aspects(fact_id, aspect, tenant_id) VALUES (?, ?, ?)",
                 [(c.id, s, tenant_id) for s in slugs],
@@ -210,10 +214,6 @@ def reject(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool
     )
     conn.execute("UPDATE patch_batches SET status = 'rejected', decided_at = ? WHERE id = ?", (now, batch_id))
     return True
-
-
-def _staged(conn: apsw.Connection, fact_id: int) -> list[str]:
-    return _slugs.decode(conn.execute("SELECT aspect_slugs FROM facts WHERE id = ?", (fact_id,)).fetchone()[0])
 
 
 def _aspects_of(conn: apsw.Connection, fact_id: int) -> list[str]:

@@ -58,24 +58,24 @@ def key(text: str) -> str:
 def entity_of(conn: apsw.Connection, v: Viewer, text: str) -> tuple[int, str] | None:
     """(id, type) of the existing entity `v` sees that a part names (by name, alias or normalised form), else None."""
     found = entities_core.lookup(conn, v.tenant_id, text)
-    if found is None or not entities_core.visible(conn, v, found[0]):
+    if found is None:
         return None
-    return found[0], conn.execute("SELECT type FROM entities WHERE id = ?", (found[0],)).fetchone()[0]
-
-
-def resolve_object(conn: apsw.Connection, tenant_id: int, fact_id: int, *, now: int) -> None:
-    """At apply: an unlinked object of a typed predicate (works_at → organisation...) becomes an entity."""
-    predicate, obj, linked = conn.execute(
-        "SELECT predicate, object, object_entity_id FROM facts WHERE id = ?", (fact_id,)
+    # Whether it exists for `v`, and its type, in one statement.
+    row = conn.execute(
+        f"SELECT x.type FROM entities x WHERE x.id = ? AND {entities_core.visible_sql(v)}", (found[0],)
     ).fetchone()
-    if linked is None and predicate in OBJECT_TYPES:
-        # Exact, alias or normalised name, else a new entity: not `resolve`'s
-        # trigram step, which costs ~10 ms an object once a tenant has a few
-        # thousand entities (bench/facts.py) and would dominate an apply.
-        # Spelling variants are joined later with `entity merge`.
-        found = entities_core.lookup(conn, tenant_id, obj)
-        entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
-        conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
+    return None if row is None else (found[0], row[0])
+
+
+def link_object(conn: apsw.Connection, tenant_id: int, fact_id: int, predicate: str, obj: str, *, now: int) -> None:
+    """At apply: the unlinked object of a typed predicate (works_at → organisation...) becomes an entity."""
+    # Exact, alias or normalised name, else a new entity: not `resolve`'s
+    # trigram step, which costs ~10 ms an object once a tenant has a few
+    # thousand entities (bench/facts.py) and would dominate an apply.
+    # Spelling variants are joined later with `entity merge`.
+    found = entities_core.lookup(conn, tenant_id, obj)
+    entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
+    conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
 
 
 # ---- predicates -----------------------------------------------------------------
