@@ -1,0 +1,224 @@
+"""Where a single `remember` spends its time (issue 12: p50 ≤ 1.5 ms), part by part and through the socket.
+
+    python -m bench.remember --home remember-bench [--entries 20000] [--entities 5000] [--singles 750]
+
+The home is built once (a marker file records it) as bench.entities builds
+its tenant: `remember_many` of bench.load's text, each entry naming 1-3
+CamelCase names from a pool of `--entities`, through a real daemon, then a
+wait until the idle writer has extracted their entities and derived their
+association edges. Each measurement then runs on a fresh copy of that file,
+so runs compare like with like:
+
+- `parts`: `--singles` calls of the `remember` verb in this process, as the
+  daemon's writer runs it (its transaction and page cache, synchronous=FULL),
+  each naming 1-3 entities (30% a new one); the CPU time of each part of
+  the verb (the functions `remember` calls, wrapped here) and of the commit,
+  p50 per call, and the whole call's CPU and wall time;
+- `socket`: the same calls through a real daemon on the copy, the round trip
+  (wall) and the daemon's own CPU time per call (user + system, from /proc).
+
+Run it with PYTHONPATH pointing at another tree to compare trees on the
+same home. Milliseconds; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import msgspec
+
+from arbiter import paths, verbs
+from arbiter._time import now_us
+from arbiter.model import RememberParams
+from arbiter.server import _WRITER_CACHE_KIB, _transaction
+from arbiter.store import connect, open_database, users
+from arbiter.verb import Context
+from bench.entities import entry, names
+from bench.facts import _cpu_ms
+from bench.load import BenchDaemon, Vocabulary
+
+#: The parts of `remember`, as (label, object whose attribute is called, attribute). Wrapped only in this process.
+PARTS = (
+    ("reference checks", verbs.entries, "_row"),
+    ("exact duplicate", verbs.duplicates, "duplicate_of"),
+    ("row + FTS insert", verbs.entries, "remember"),
+    ("entities", verbs.entities_mod, "link_entry"),
+    ("near duplicates + keys", verbs.duplicates, "add_new"),
+    ("salience", verbs.salience_mod, "set_initial"),
+    ("associations", verbs.associations, "derive"),
+    ("result (get, get_any)", verbs.entries, "get"),
+    ("result (get, get_any)", verbs.entries, "get_any"),
+)
+
+
+def _tenant(seed: int, entities: int) -> tuple[random.Random, Vocabulary, list[str]]:
+    """The generator, vocabulary and entity names the home is built from (the writes name the same entities)."""
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng)
+    return rng, vocab, names(rng, entities)
+
+
+def build(home: Path, entries: int, entities: int, seed: int) -> None:
+    rng, vocab, pool = _tenant(seed, entities)
+    daemon = BenchDaemon(home, "FULL")
+    try:
+        with daemon.client() as c:
+            c.ping()
+            for n in range(0, entries, 1000):
+                c.remember_many([entry(vocab, rng, n + i, pool) for i in range(min(1000, entries - n))])
+        # The idle writer extracts the bulk load's entities and derives its edges after the answers: wait for both.
+        db = connect(paths.db_path(home), readonly=True)
+        try:
+            while True:
+                backlog = db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0]
+                through = db.execute("SELECT value FROM settings WHERE key = 'associations_through'").fetchone()
+                last = db.execute("SELECT max(id) FROM entries").fetchone()[0]
+                if not backlog and through and int(through[0]) >= last:
+                    break
+                time.sleep(1)
+        finally:
+            db.close()
+    finally:
+        daemon.stop()
+
+
+def calls(n: int, seed: int, entities: int) -> list[dict]:
+    """`n` single writes of bench.entities text: 1-3 known names each, 30% one new name besides."""
+    _, vocab, pool = _tenant(seed, entities)
+    rng = random.Random(seed + 2)
+    fresh = names(random.Random(seed + 1), n)
+    out = []
+    for i in range(n):
+        e = entry(vocab, rng, i, pool)
+        if rng.random() < 0.3:
+            e["content"] += f" and {fresh[i]}"
+        out.append(e)
+    return out
+
+
+def _copy(home: Path) -> Path:
+    work = Path(tempfile.mkdtemp(prefix="arb-remember-")) / "home"
+    shutil.copytree(home, work, ignore=shutil.ignore_patterns("*.sock", "*.lock", "*.log"))
+    return work
+
+
+def parts(home: Path, writes: list[dict]) -> dict[str, float]:
+    """p50 CPU ms per part, per call, and the whole call's CPU and wall p50."""
+    work = _copy(home)
+    spent: dict[str, float] = defaultdict(float)
+    originals = []
+
+    inside: list[str] = []  # a part called from within another (entries.remember calls _row) counts to the outer
+
+    def timed(label, fn):
+        @functools.wraps(fn)
+        def run(*a, **k):
+            if inside:
+                return fn(*a, **k)
+            inside.append(label)
+            t = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[label] += time.process_time() - t
+                inside.pop()
+        return run
+
+    for label, owner, name in PARTS:
+        originals.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, timed(label, getattr(owner, name)))
+    per_part: dict[str, list[float]] = defaultdict(list)
+    whole, wall = [], []
+    try:
+        conn = open_database(paths.db_path(work))
+        conn.pragma("cache_size", -_WRITER_CACHE_KIB)
+        tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+        viewer = users.first_viewer(conn, tenant)  # the daemon keeps its callers' viewers
+        for e in writes:
+            p = msgspec.convert(e, RememberParams)
+            spent.clear()
+            w, t = time.perf_counter(), time.process_time()
+            with _transaction(conn, write=True):
+                verbs.remember(Context(conn, tenant, "default", now_us(), seen_as=viewer), p)
+                verb_done = time.process_time()
+            done = time.process_time()
+            whole.append((done - t) * 1000)
+            wall.append((time.perf_counter() - w) * 1000)
+            spent["commit"] = done - verb_done
+            for label in dict.fromkeys([label for label, _, _ in PARTS] + ["commit"]):
+                per_part[label].append(spent.get(label, 0.0) * 1000)
+        conn.close()
+    finally:
+        for owner, name, fn in originals:
+            setattr(owner, name, fn)
+        shutil.rmtree(work.parent, ignore_errors=True)
+    out = {label: statistics.median(v) for label, v in per_part.items()}
+    out["whole call, CPU"] = statistics.median(whole)
+    out["whole call, wall"] = statistics.median(wall)
+    return out
+
+
+def socket(home: Path, writes: list[dict]) -> dict[str, float]:
+    """The round trip p50/p95 and the daemon's mean CPU per call, on a copy of the home."""
+    work = _copy(home)
+    daemon = BenchDaemon(work, "FULL")
+    try:
+        with daemon.client() as c:
+            c.ping()
+            samples = []
+            cpu = _cpu_ms(daemon.proc.pid)
+            for e in writes:
+                t = time.perf_counter()
+                c.remember(**e)
+                samples.append((time.perf_counter() - t) * 1000)
+            cpu = (_cpu_ms(daemon.proc.pid) - cpu) / len(writes)
+    finally:
+        daemon.stop()
+        shutil.rmtree(work.parent, ignore_errors=True)
+    samples.sort()
+    return {"round trip p50": statistics.median(samples), "round trip p95": samples[int(len(samples) * 0.95)],
+            "daemon CPU per call (mean)": cpu}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--home", type=Path, required=True, help="Where the tenant is built once and kept.")
+    ap.add_argument("--entries", type=int, default=20_000)
+    ap.add_argument("--entities", type=int, default=5_000)
+    ap.add_argument("--singles", type=int, default=750)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--only", choices=("parts", "socket"))
+    args = ap.parse_args(argv)
+    print(f"seed {args.seed}", file=sys.stderr)
+    marker = args.home / "remember-bench-built"
+    if not marker.exists():
+        args.home.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        build(args.home, args.entries, args.entities, args.seed)
+        marker.write_text(f"{args.entries} {args.entities}\n")
+        print(f"built {args.entries:,} entries in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    writes = calls(args.singles, args.seed, args.entities)
+    with open("/proc/loadavg") as f:
+        print(f"load average before: {f.read().split()[0]}")
+    if args.only in (None, "parts"):
+        for label, ms in parts(args.home, writes).items():
+            print(f"{label:32} {ms:7.3f} ms")
+    if args.only in (None, "socket"):
+        for label, ms in socket(args.home, writes).items():
+            print(f"{label:32} {ms:7.3f} ms")
+    with open("/proc/loadavg") as f:
+        print(f"load average after: {f.read().split()[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
