@@ -910,6 +910,18 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     # An import indexes its entries after writing them, one statement per scope, instead of a trigger per row
     # (store/deferred.py): the insert triggers of the scopes' indexes and of the tag graph can stand aside.
     ("m020_deferred_index", _m020_deferred_index),
+    (
+        # An entry's `content_hash` is computed when read (store/entries.py),
+        # not stored: it is only ever shown, never searched, and sha256 of a
+        # typical entry costs ~1 us while the column was 33 bytes a row, 0.06x
+        # of the text (docs/benchmarks.md, "Size"). Duplicates have their own
+        # fingerprints (entry_sketches). An existing file's pages shrink in
+        # place; the file itself only after a VACUUM.
+        "m021_entries_drop_content_hash",
+        """
+        ALTER TABLE entries DROP COLUMN content_hash;
+        """,
+    ),
 ]
 
 

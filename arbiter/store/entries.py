@@ -35,7 +35,7 @@ _PEOPLE = (
 )
 ENTRY_COLUMNS = (
     "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
-    "e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("")
+    "e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("")
     + ", e.speaker, " + _PEOPLE
 )
 
@@ -58,13 +58,13 @@ def _state_arms(t: int) -> tuple[str, str]:
     """The two halves of `states_at(t)`, each a FROM-clause text naming `e`: current rows, past states."""
     return (
         f"""(
-        SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash,
+        SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id,
                recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id
         FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
     ) e""",
         f"""(
         SELECT r.entry_id AS id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id,
-               x.parent_id, NULL AS content_hash, x.recorded_at, r.valid_from, r.valid_to,
+               x.parent_id, x.recorded_at, r.valid_from, r.valid_to,
                nullif(r.recorded_from, x.recorded_at) AS revised_at, x.speaker, x.author_id, x.scope_id
         FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
         WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
@@ -94,7 +94,7 @@ def visible(as_of: int | None, alias: str = "e") -> tuple[str, tuple]:
 
 
 def entry_from_row(row: tuple) -> Entry:
-    (eid, etype, title, content, tags, source, conv, parent, chash, recorded, vfrom, vto, revised, sup, speaker,
+    (eid, etype, title, content, tags, source, conv, parent, recorded, vfrom, vto, revised, sup, speaker,
      author, team) = row
     return Entry(
         id=eid,
@@ -105,8 +105,8 @@ def entry_from_row(row: tuple) -> Entry:
         source=source,
         conversation_id=conv,
         parent_id=parent,
-        # Past states do not keep their hash: it is the content's, computed when read.
-        content_hash=(chash or content_hash(content)).hex(),
+        # Computed when read, not stored (m021): sha256 of 550 bytes is ~1 us, the column was 0.06x of the text.
+        content_hash=content_hash(content).hex(),
         recorded_at=format_time(recorded),
         valid_from=format_time(vfrom),
         valid_to=format_time(vto),
@@ -128,9 +128,9 @@ def _dedupe(tags: list[str]) -> list[str]:
 
 _INSERT_COLUMNS = (
     "id, tenant_id, author_id, scope_id, type, title, content, tags, source, conversation_id, parent_id, speaker, "
-    "content_hash, recorded_at, valid_from"
+    "recorded_at, valid_from"
 )
-_ROW = "(" + ",".join("?" * 15) + ")"
+_ROW = "(" + ",".join("?" * 14) + ")"
 # Rows per multi-row INSERT in remember_many. Measured on 30K entries of ~550
 # bytes: 1 row per statement 6K entries/s; 500 rows 11-13K/s for +6 MB peak
 # RSS; 2000 rows no faster for +12 MB (the statement and FTS5's pending terms).
@@ -176,7 +176,7 @@ def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path:
         relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
     return [None, tenant_id, v.user_id, scope, p.type, p.title, p.content, tags, p.source, p.conversation_id,
-            p.parent_id, p.speaker, content_hash(p.content), now, valid_from]
+            p.parent_id, p.speaker, now, valid_from]
 
 
 def _supersede(
@@ -344,9 +344,9 @@ def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> En
         return current
     etype, title, _, tags, source = new
     conn.execute(
-        f"UPDATE entries SET type = ?, title = ?, content = ?, tags = ?, source = ?, content_hash = ?, {_STAMP} "
+        f"UPDATE entries SET type = ?, title = ?, content = ?, tags = ?, source = ?, {_STAMP} "
         "WHERE id = ? AND valid_to IS NULL",
-        (etype, title, content, msgspec.json.encode(tags).decode(), source, content_hash(content), now, p.id),
+        (etype, title, content, msgspec.json.encode(tags).decode(), source, now, p.id),
     )
     return get(conn, v, p.id)
 
@@ -456,13 +456,13 @@ def revisions(
     rows = conn.execute(
         f"""
         SELECT r.entry_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, r.tags, r.source,
-               r.conversation_id, e.parent_id, NULL, e.recorded_at, r.valid_from, r.valid_to,
+               r.conversation_id, e.parent_id, e.recorded_at, r.valid_from, r.valid_to,
                nullif(r.recorded_from, e.recorded_at), e.speaker, {_PEOPLE}
         FROM entry_revisions r JOIN entries e ON e.id = r.entry_id
         WHERE {v.sees()} AND r.entry_id IN ({marks}) {past}
         UNION ALL
         SELECT e.id, coalesce(e.revised_at, e.recorded_at), NULL, e.type, e.title, e.content, e.tags, e.source,
-               e.conversation_id, e.parent_id, e.content_hash, e.recorded_at, e.valid_from, e.valid_to, e.revised_at,
+               e.conversation_id, e.parent_id, e.recorded_at, e.valid_from, e.valid_to, e.revised_at,
                e.speaker, {_PEOPLE}
         FROM entries e WHERE {v.sees()} AND e.id IN ({marks}) {now_}
         ORDER BY 1, 2

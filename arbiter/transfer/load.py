@@ -26,7 +26,6 @@ from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
 from arbiter.store import relations, users
 from arbiter.store.deferred import deferred
-from arbiter.store.entries import content_hash
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     ConversationRecord,
@@ -55,10 +54,10 @@ from arbiter.verb import Context, Verb
 
 _encode = msgspec.json.Encoder().encode
 _INSERT = (
-    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, "
+    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, "
     "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id) VALUES "
 )
-_ROW = "(" + ",".join("?" * 16) + ")"
+_ROW = "(" + ",".join("?" * 15) + ")"
 _ROWS_PER_INSERT = 500
 
 
@@ -257,7 +256,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 pending.append((rec.id, (
                     tenant, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
                     rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
-                    ref(entries, rec.parent_id, line, "parent_id", "entry"), content_hash(rec.content),
+                    ref(entries, rec.parent_id, line, "parent_id", "entry"),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
                     _time(rec.valid_to, "valid_to"), _time(rec.revised_at, "revised_at"), rec.speaker,
                     author, people.scope(author, rec.team),

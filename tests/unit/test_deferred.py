@@ -8,7 +8,6 @@ import random
 import pytest
 
 from arbiter.store import deferred, fts, open_database, tenants, users
-from arbiter.store.entries import content_hash
 
 T0 = 1_790_000_000_000_000
 WORDS = "alpha beta gamma delta omega release deploy budget kernel parser".split()
@@ -33,14 +32,14 @@ def _rows(rng: random.Random, tenant: int, user: int, scopes: list[int], n: int)
         content = " ".join(rng.choices(WORDS, k=12))
         tags = json.dumps(rng.sample(WORDS[:6], rng.randint(0, 3)))
         retired = T0 + 1 if i % 9 == 0 else None  # a retired entry is indexed, but not in the tag graph
-        rows.append((tenant, "project", f"title {i}", content, tags, None, None, None, content_hash(content),
+        rows.append((tenant, "project", f"title {i}", content, tags, None, None, None,
                      T0, T0, retired, user, rng.choice(scopes)))
     return rows
 
 
 _INSERT = (
-    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, content_hash, "
-    "recorded_at, valid_from, valid_to, author_id, scope_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, "
+    "recorded_at, valid_from, valid_to, author_id, scope_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import apsw
 import pytest
 
 from arbiter._time import US, format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound, SchemaTooNew
 from arbiter.model import ListParams, RememberParams, UpdateParams
+from arbiter.store import db as db_module
 from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants, users
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
@@ -116,6 +119,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m014_recall_replies_index": {("index", "recall_entries_conversation")},
     "m018_import_fact_ids": {("table", "import_ids")},
     "m020_deferred_index": {("table", "deferred_scopes"), ("trigger", "entries_tags_insert")},
+    "m021_entries_drop_content_hash": set(),
     "m017_fact_scopes": {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
@@ -289,6 +293,27 @@ def test_migrating_a_round_one_database_splits_its_index_by_tenant(tmp_path):
     with conn:
         new = entries.remember(conn, bob, RememberParams(type="project", title="t", content="zebra again"), now=T0)
     assert [r[0] for r in conn.execute("SELECT rowid FROM entries_fts_2 WHERE entries_fts_2 MATCH 'zebra'")] == [2, new]
+    conn.close()
+
+
+def test_content_hash_is_computed_on_read_after_the_column_is_dropped(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:18])
+    conn = open_database(path)
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+        conn.execute(
+            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, content_hash, recorded_at, "
+            "valid_from) VALUES (?, ?, ?, 'project', 't', 'zebra crossing', ?, ?, ?)",
+            (tid, tid, tid, entries.content_hash("zebra crossing"), T0, T0),
+        )
+    conn.close()
+    monkeypatch.undo()
+    conn = open_database(path)
+    assert "content_hash" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}
+    e = entries.get(conn, users.first_viewer(conn, tid), 1)
+    assert e.content_hash == hashlib.sha256(b"zebra crossing").hexdigest()
+    assert [r[0] for r in conn.execute(f"SELECT rowid FROM {fts.table(tid)} WHERE {fts.table(tid)} MATCH 'zebra'")] == [1]
     conn.close()
 
 
@@ -723,8 +748,8 @@ def test_readers_see_committed_writes_only(tmp_path):
 def test_check_constraints_back_the_model(db, tenant):
     with pytest.raises(apsw.ConstraintError), db:
         db.execute(
-            "INSERT INTO entries(tenant_id, type, title, content, content_hash, recorded_at, valid_from) "
-            "VALUES (?, 'gossip', 't', 'c', x'00', 0, 0)",
+            "INSERT INTO entries(tenant_id, type, title, content, recorded_at, valid_from) "
+            "VALUES (?, 'gossip', 't', 'c', 0, 0)",
             (tenant,),
         )
 

@@ -247,10 +247,19 @@ def test_m016_rebuilds_the_graph_per_scope_and_keeps_only_names_made_from_one_sc
         core = users.create_team(conn, many, "core", now=1)
         users.join(conn, core, a, now=1)
     alice = users.viewer(conn, many, a, "alice")
-    write(conn, users.first_viewer(conn, solo), ["a", "b"])
-    write(conn, users.first_viewer(conn, many), ["a", "b"])
-    write(conn, alice, ["a", "c"])
-    write(conn, alice, ["a", "b", "c"], team="core")
+
+    def old_write(v, tags, scope=None):  # rows as the m015 schema held them (it stored content_hash)
+        conn.execute(
+            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, tags, content_hash, "
+            "recorded_at, valid_from) VALUES (?, ?, ?, 'user', 't', 'c', ?, x'00', 2, 2)",
+            (v.tenant_id, v.user_id, scope or v.private_scope, json.dumps(tags)),
+        )
+
+    with conn:
+        old_write(users.first_viewer(conn, solo), ["a", "b"])
+        old_write(users.first_viewer(conn, many), ["a", "b"])
+        old_write(alice, ["a", "c"])
+        old_write(alice, ["a", "b", "c"], users.member_scope(conn, alice, "core", path="team"))
     with conn:
         for tid in (solo, many):  # names cached over the whole tenant, as m003 kept them
             conn.execute("INSERT INTO cluster_names VALUES (?, x'00', 'n', 'd', 1)", (tid,))
