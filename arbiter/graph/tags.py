@@ -220,7 +220,8 @@ def shared_tag_neighbors(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: 
         f"""
         WITH mine(tag, rarity) AS MATERIALIZED (
             SELECT a.tag, 1.0 / coalesce((SELECT sum(c.n) FROM tag_counts c WHERE c.scope_id IN {counted} AND c.tag = a.tag), 1)
-            FROM entry_tags a WHERE a.entry_id = ?1
+            FROM (SELECT DISTINCT j.value AS tag FROM entries x, json_each(x.tags) j
+                  WHERE x.id = ?1 AND x.valid_to IS NULL) a
         )
         SELECT b.entry_id, group_concat(b.tag, char(31)), count(*) AS shared, sum(m.rarity) AS rarity
         FROM mine m

@@ -165,6 +165,71 @@ M016_TAG_SCOPES = f"""
     ALTER TABLE cluster_names_m016 RENAME TO cluster_names;
 """
 
+# The tag graph with one `entry_tags` B-tree instead of two (m022): rows keyed
+# (scope_id, tag, entry_id), the order every reader seeks by. The table keyed
+# by entry it replaces was read only to find an entry's own tags, which its
+# `tags` column already holds: an entry has rows exactly while it is active
+# (valid_to IS NULL), one per distinct tag, in its scope. Half the tag graph's
+# bytes (0.06x of the text, docs/benchmarks.md "Size").
+_TAG_PAIRS_OF = "SELECT DISTINCT x.value, y.value FROM json_each({row}.tags) x JOIN json_each({row}.tags) y ON x.value < y.value"
+_TAG_ONE = f"""
+    INSERT OR IGNORE INTO entry_tags(scope_id, tag, entry_id)
+        SELECT new.scope_id, value, new.id FROM json_each(new.tags) WHERE {{when}};
+    INSERT INTO tag_counts(scope_id, tag, n)
+        SELECT new.scope_id, value, 1 FROM (SELECT DISTINCT value FROM json_each(new.tags)) WHERE {{when}}
+        ON CONFLICT DO UPDATE SET n = n + 1;
+    INSERT INTO tag_pairs(scope_id, a, b, n)
+        SELECT new.scope_id, p.*, 1 FROM ({_TAG_PAIRS_OF.format(row="new")}) p WHERE {{when}}
+        ON CONFLICT DO UPDATE SET n = n + 1;
+    INSERT INTO tag_graph_version(scope_id, version)
+        SELECT new.scope_id, 1 WHERE {{when}} AND new.tags != '[]'
+        ON CONFLICT DO UPDATE SET version = version + 1;
+"""
+_UNTAG_ONE = f"""
+    UPDATE tag_graph_version SET version = version + 1
+        WHERE scope_id = old.scope_id AND old.valid_to IS NULL AND old.tags != '[]';
+    UPDATE tag_counts SET n = n - 1
+        WHERE scope_id = old.scope_id AND old.valid_to IS NULL AND tag IN (SELECT value FROM json_each(old.tags));
+    DELETE FROM tag_counts
+        WHERE scope_id = old.scope_id AND old.valid_to IS NULL AND n <= 0
+          AND tag IN (SELECT value FROM json_each(old.tags));
+    UPDATE tag_pairs SET n = n - 1
+        WHERE scope_id = old.scope_id AND old.valid_to IS NULL AND (a, b) IN ({_TAG_PAIRS_OF.format(row="old")});
+    DELETE FROM tag_pairs
+        WHERE scope_id = old.scope_id AND old.valid_to IS NULL AND n <= 0
+          AND (a, b) IN ({_TAG_PAIRS_OF.format(row="old")});
+    DELETE FROM entry_tags
+        WHERE scope_id = old.scope_id AND old.valid_to IS NULL AND tag IN (SELECT value FROM json_each(old.tags))
+          AND entry_id = old.id;
+"""
+
+M022_ENTRY_TAGS_ONE_TABLE = f"""
+    DROP TRIGGER entries_tags_insert;
+    DROP TRIGGER entries_tags_update;
+    DROP TRIGGER entries_tags_delete;
+    CREATE TABLE entry_tags_m022(
+        scope_id INTEGER NOT NULL,
+        tag TEXT NOT NULL,
+        entry_id INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, tag, entry_id)
+    ) WITHOUT ROWID;
+    INSERT INTO entry_tags_m022(scope_id, tag, entry_id)
+        SELECT scope_id, tag, entry_id FROM entry_tags ORDER BY scope_id, tag, entry_id;
+    DROP TABLE entry_tags;
+    ALTER TABLE entry_tags_m022 RENAME TO entry_tags;
+    CREATE TRIGGER entries_tags_insert AFTER INSERT ON entries
+    WHEN new.valid_to IS NULL AND new.tags != '[]'
+        AND NOT EXISTS (SELECT 1 FROM deferred_scopes WHERE scope_id = new.scope_id)
+    BEGIN{_TAG_ONE.replace("{when}", "true")}
+    END;
+    CREATE TRIGGER entries_tags_update AFTER UPDATE OF tags, valid_to, scope_id ON entries
+    WHEN old.tags IS NOT new.tags OR old.valid_to IS NOT new.valid_to OR old.scope_id IS NOT new.scope_id
+    BEGIN{_UNTAG_ONE}{_TAG_ONE.replace("{when}", "new.valid_to IS NULL")}
+    END;
+    CREATE TRIGGER entries_tags_delete AFTER DELETE ON entries BEGIN{_UNTAG_ONE}
+    END;
+"""
+
 #: Cardinal number words that count as a figure in `recall_entries.numerals`
 #: (bit 2). Measured on the LongMemEval dev split: +2 R@1 with the quantity
 #: cue; with "one" added, -2 (docs/retrieval.md).
@@ -922,6 +987,8 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
         ALTER TABLE entries DROP COLUMN content_hash;
         """,
     ),
+    # The tag graph keeps one entry_tags B-tree, keyed by (scope, tag, entry): see M022_ENTRY_TAGS_ONE_TABLE.
+    ("m022_entry_tags_one_table", M022_ENTRY_TAGS_ONE_TABLE),
 ]
 
 

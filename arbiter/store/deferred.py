@@ -29,23 +29,24 @@ import apsw
 
 from arbiter.store import fts
 
-# The tag graph's insert upkeep (m016's trigger, db.py) for every deferred entry with an id in ?1..?2 at
-# once. The version is a change marker (graph/tags.py): one step per scope and block says "changed". The
-# unary + keeps SQLite on entry_tags' primary key (the id range) instead of the (scope, tag) index, which
-# would read the scope's every tag row each time.
-_TAGS_RANGE = (
-    "INSERT OR IGNORE INTO entry_tags(entry_id, scope_id, tag) SELECT e.id, e.scope_id, j.value "
+# The tag graph's insert upkeep (the entries_tags_insert trigger, db.py) for every deferred entry with an id in
+# ?1..?2 at once, read from the entries' own `tags` (entry_tags is keyed by scope and tag, m022). The version
+# is a change marker (graph/tags.py): one step per scope and block says "changed". The unary + keeps SQLite
+# on the entries' id range rather than an index by scope.
+_RANGE = (
     "FROM entries e, json_each(e.tags) j WHERE e.id BETWEEN ?1 AND ?2 AND e.valid_to IS NULL AND e.tags != '[]' "
-    "AND +e.scope_id IN (SELECT scope_id FROM deferred_scopes)",
-    "INSERT INTO tag_counts(scope_id, tag, n) SELECT scope_id, tag, count(*) FROM entry_tags "
-    "WHERE entry_id BETWEEN ?1 AND ?2 AND +scope_id IN (SELECT scope_id FROM deferred_scopes) GROUP BY 1, 2 "
+    "AND +e.scope_id IN (SELECT scope_id FROM deferred_scopes)"
+)
+_TAGS_RANGE = (
+    f"INSERT OR IGNORE INTO entry_tags(scope_id, tag, entry_id) SELECT e.scope_id, j.value, e.id {_RANGE}",
+    "INSERT INTO tag_counts(scope_id, tag, n) SELECT scope_id, tag, count(*) "
+    f"FROM (SELECT DISTINCT e.id, e.scope_id, j.value AS tag {_RANGE}) GROUP BY 1, 2 "
     "ON CONFLICT DO UPDATE SET n = n + excluded.n",
-    "INSERT INTO tag_pairs(scope_id, a, b, n) SELECT x.scope_id, x.tag, y.tag, count(*) FROM entry_tags x "
-    "JOIN entry_tags y ON y.entry_id = x.entry_id AND x.tag < y.tag WHERE x.entry_id BETWEEN ?1 AND ?2 "
-    "AND +x.scope_id IN (SELECT scope_id FROM deferred_scopes) GROUP BY 1, 2, 3 "
+    "INSERT INTO tag_pairs(scope_id, a, b, n) SELECT scope_id, a, b, count(*) "
+    f"FROM (SELECT DISTINCT e.id, e.scope_id, j.value AS a, k.value AS b {_RANGE.replace(' j ', ' j, json_each(e.tags) k ')} "
+    "AND j.value < k.value) GROUP BY 1, 2, 3 "
     "ON CONFLICT DO UPDATE SET n = n + excluded.n",
-    "INSERT INTO tag_graph_version(scope_id, version) SELECT DISTINCT scope_id, 1 FROM entry_tags "
-    "WHERE entry_id BETWEEN ?1 AND ?2 AND +scope_id IN (SELECT scope_id FROM deferred_scopes) "
+    f"INSERT INTO tag_graph_version(scope_id, version) SELECT DISTINCT e.scope_id, 1 {_RANGE} "
     "ON CONFLICT DO UPDATE SET version = version + 1",
 )
 

@@ -120,6 +120,12 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m018_import_fact_ids": {("table", "import_ids")},
     "m020_deferred_index": {("table", "deferred_scopes"), ("trigger", "entries_tags_insert")},
     "m021_entries_drop_content_hash": set(),
+    "m022_entry_tags_one_table": {
+        ("table", "entry_tags"),
+        ("trigger", "entries_tags_insert"),
+        ("trigger", "entries_tags_update"),
+        ("trigger", "entries_tags_delete"),
+    },
     "m017_fact_scopes": {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
@@ -173,13 +179,17 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
 }
 # What a migration removed (before adding its own): the one index over every
 # tenant went in m010; m016 dropped the per-tenant tag graph it rebuilt per scope;
-# m018 rebuilt the import id map with more kinds.
+# m018 rebuilt the import id map with more kinds; m021 the tag graph's entry_tags as one table.
 DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m010_tenant_fts": EXPECTED_OBJECTS["m002_fts_entries"]
     | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
     "m016_tag_scopes": EXPECTED_OBJECTS["m016_tag_scopes"],
     "m018_import_fact_ids": {("table", "import_ids")},
     "m020_deferred_index": {("trigger", "entries_tags_insert")},
+    "m022_entry_tags_one_table": {
+        ("table", "entry_tags"), ("index", "entry_tags_tag"),
+        ("trigger", "entries_tags_insert"), ("trigger", "entries_tags_update"), ("trigger", "entries_tags_delete"),
+    },
 }
 # What creating a tenant adds (store/fts.py), by name pattern.
 TENANT_OBJECTS = {

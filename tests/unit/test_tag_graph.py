@@ -118,19 +118,21 @@ def test_the_migration_backfills_existing_entries(tmp_path, monkeypatch):
 
 
 def recount_scopes(conn):
-    """(scope, tag) -> n and (scope, a, b) -> n, recounted from the active entries."""
-    counts, pairs = Counter(), Counter()
-    for scope, raw in conn.execute("SELECT scope_id, tags FROM entries WHERE valid_to IS NULL"):
+    """(scope, tag) -> n, (scope, a, b) -> n and the (scope, tag, entry) rows, recounted from the active entries."""
+    counts, pairs, rows = Counter(), Counter(), set()
+    for eid, scope, raw in conn.execute("SELECT id, scope_id, tags FROM entries WHERE valid_to IS NULL"):
         t = sorted(set(msgspec.json.decode(raw)))
         counts.update((scope, x) for x in t)
         pairs.update((scope, a, b) for a, b in itertools.combinations(t, 2))
-    return dict(counts), dict(pairs)
+        rows.update((scope, x, eid) for x in t)
+    return dict(counts), dict(pairs), rows
 
 
 def stored_scopes(conn):
     return (
         {(s, t): n for s, t, n in conn.execute("SELECT scope_id, tag, n FROM tag_counts")},
         {(s, a, b): n for s, a, b, n in conn.execute("SELECT scope_id, a, b, n FROM tag_pairs")},
+        set(conn.execute("SELECT scope_id, tag, entry_id FROM entry_tags")),
     )
 
 
