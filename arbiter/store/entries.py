@@ -134,7 +134,9 @@ _ROW = "(" + ",".join("?" * 14) + ")"
 # Rows per multi-row INSERT in remember_many. Measured on 30K entries of ~550
 # bytes: 1 row per statement 6K entries/s; 500 rows 11-13K/s for +6 MB peak
 # RSS; 2000 rows no faster for +12 MB (the statement and FTS5's pending terms).
-_ROWS_PER_INSERT = 500
+# 250 rows: SQLite's working memory during a 2000-entry batch 5.4 -> 4.2 MB,
+# CPU time per entry within the noise of 500 (24K entries, 5 runs each, interleaved).
+_ROWS_PER_INSERT = 250
 
 
 def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str) -> list:
@@ -204,7 +206,7 @@ def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams],
     """Insert many entries (and their `supersedes` edges); ids in order. The caller owns the transaction.
 
     Every entry is checked before any is written. Rows go in as one multi-row
-    INSERT per 500, not one statement each: a statement that fires the FTS
+    INSERT per 250 (`_ROWS_PER_INSERT`), not one statement each: a statement that fires the FTS
     trigger makes FTS5 flush its pending terms (the statement savepoint), so
     one statement per entry writes one tiny index segment per entry. Measured:
     twice the entries per second.

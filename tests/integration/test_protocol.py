@@ -275,6 +275,23 @@ def test_a_batch_is_answered_by_an_array_in_order(served, raw):
     assert [a.get("error", {}).get("code") for a in answers[2:]] == [InvalidParams.code, InvalidRequest.code]
 
 
+def test_large_frames_pipelined_with_small_ones_answer_in_order(served, raw):
+    # A frame of 64 KiB or more is handed over as the read buffer itself: what follows it in the same
+    # read must start the next frame, and a large batch (with leading blanks) must still be a batch.
+    entries = [remember_params(title=f"bulk {i}", content=f"pipelined bulk entry {i} " + "x" * 600) for i in range(200)]
+    many = {"jsonrpc": "2.0", "id": "many", "method": "remember_many", "params": {"entries": entries},
+            "token": served.token}
+    ping = {"jsonrpc": "2.0", "id": "ping", "method": "ping"}
+    batch = [{"jsonrpc": "2.0", "id": f"b{i}-" + "p" * 150, "method": "ping"} for i in range(500)]
+    frames = [json.dumps(many).encode(), json.dumps(ping).encode(), b" \t" + json.dumps(batch).encode()]
+    assert len(frames[0]) > 64 * 1024 and len(frames[2]) > 64 * 1024
+    raw.send(b"\n".join([*frames, frames[1]]) + b"\n")
+    assert len(raw.line()["result"]["ids"]) == 200
+    assert raw.line()["id"] == "ping"
+    assert [a["id"] for a in raw.line()] == [b["id"] for b in batch]
+    assert raw.line()["id"] == "ping"
+
+
 def test_a_batch_over_the_limit_is_one_error(served, raw):
     resp = raw.frame(b"[" + b",".join([b"{}"] * 1001) + b"]")
     assert resp["error"]["code"] == InvalidRequest.code and resp["error"]["data"]["path"] == "batch"
