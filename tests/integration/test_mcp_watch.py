@@ -120,7 +120,8 @@ def test_only_a_subscription_starts_polling(daemon):
         assert "changes" not in calls and not watching()  # a write with nothing subscribed asks nothing more
         request("resources/subscribe", uri=uri(entry))
         wait_for(lambda: calls.count("changes") >= 3, what="polls while subscribed")
-        c.update(entry, content="v3")  # elsewhere
+        with daemon.client() as elsewhere:  # its own connection: `c` is the watch thread's, outside the server's lock
+            elsewhere.update(entry, content="v3")
         wait_for(lambda: {"jsonrpc": "2.0", "method": UPDATED, "params": {"uri": uri(entry)}} in sent,
                  what="the change made elsewhere")
         request("resources/unsubscribe", uri=uri(entry))
