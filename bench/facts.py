@@ -49,7 +49,7 @@ from arbiter.facts import verbs as facts_verbs
 from arbiter.facts import recall as fact_recall
 from arbiter.facts.model import ProposeParams
 from arbiter.model import RecallParams
-from arbiter.server import _WRITER_CACHE_KIB, _transaction
+from arbiter.server import _transaction, writer_settings
 from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
 from bench.longmemeval.daemon import Daemon
@@ -110,7 +110,7 @@ def _ms(values: list[float]) -> str:
 def in_process(home: Path, rng: random.Random, runs: int) -> tuple[list[float], list[float]]:
     """The 100-fact propose+apply as the daemon's writer runs it, with the daemon stopped; (wall, CPU) ms."""
     conn = open_database(home / "arbiter.db")
-    conn.pragma("cache_size", -_WRITER_CACHE_KIB)
+    writer_settings(conn)
     tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
     wall, cpu = [], []
     for _ in range(runs):

@@ -39,7 +39,7 @@ import msgspec
 from arbiter import paths, verbs
 from arbiter._time import now_us
 from arbiter.model import RememberParams
-from arbiter.server import _WRITER_CACHE_KIB, _transaction
+from arbiter.server import _transaction, writer_settings
 from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
 from bench.entities import entry, names
@@ -140,7 +140,7 @@ def parts(home: Path, writes: list[dict]) -> dict[str, float]:
     whole, wall = [], []
     try:
         conn = open_database(paths.db_path(work))
-        conn.pragma("cache_size", -_WRITER_CACHE_KIB)
+        writer_settings(conn)
         tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
         viewer = users.first_viewer(conn, tenant)  # the daemon keeps its callers' viewers
         for e in writes:
