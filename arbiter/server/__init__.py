@@ -97,7 +97,10 @@ _WRITER_CACHE_KIB = 1024
 # writer checkpoints the WAL whenever the daemon goes quiet (`_checkpoint`), so
 # this only bounds the WAL during a long burst. At 1000 a 100-fact apply
 # (~730 pages) paid for a checkpoint, 8 MB written and synced, every other
-# batch (bench/facts.py: p50 41 -> 39 ms CPU, a few ms less wall).
+# batch (bench/facts.py: p50 41 -> 39 ms CPU, a few ms less wall). The WAL
+# file keeps that size between checkpoints in a burst (journal_size_limit):
+# cut back to 8 MB it grew again each time, and every `remember`'s commit cost
+# 0.1 ms more (bench/remember.py).
 _WRITER_AUTOCHECKPOINT = 4000
 # The loop's and the quick lane's connections read a row or a page at a time.
 _QUICK_CACHE_KIB = 256
@@ -171,6 +174,7 @@ def writer_settings(conn: apsw.Connection) -> None:
     """The writer connection's own settings (the benches that run verbs as the writer does use them too)."""
     conn.pragma("cache_size", -_WRITER_CACHE_KIB)
     conn.pragma("wal_autocheckpoint", _WRITER_AUTOCHECKPOINT)
+    conn.pragma("journal_size_limit", _WRITER_AUTOCHECKPOINT * conn.pragma("page_size"))
 
 
 @contextlib.contextmanager
