@@ -57,7 +57,7 @@ def ingest(client, dataset_path: str, copies: int) -> dict:
             conv = client.conversation_create(title=f"{q.question_id}#{copy}").id
             buffer.extend(
                 RememberParams(
-                    type="context", title=e.title, content=e.content, source=e.source,
+                    type="context", title=e.title, content=e.content, speaker=e.role,
                     conversation_id=conv, valid_from=e.valid_from,
                 )
                 for e in p.entries
