@@ -178,12 +178,12 @@ def speaker(name: str | None, words: frozenset[str], *, strength: float = SPEAKE
     return 1.0 + strength if _name_words(name) & words else 1.0
 
 
-@functools.lru_cache(maxsize=4096)
 def dated(valid_from: int, when: Sequence[Span], *, strength: float = DATE_BOOST) -> float:
     """x(1 + strength) for an entry whose valid time starts inside a span the query names, else 1."""
     return 1.0 + strength if any(span.holds(valid_from) for span in when) else 1.0
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_words(name: str) -> frozenset[str]:
     """The words of a speaker's name that can name them in a query (a tenant has few speakers)."""
     return frozenset(w for w in _WORD.findall(name.lower()) if w not in PARTIES)
