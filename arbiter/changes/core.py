@@ -37,8 +37,10 @@ def memory_version(conn, v: Viewer) -> int:
         f"SELECT count(*), total(e.id), max(coalesce(e.revised_at, e.recorded_at)), total(e.id * e.scope_id) "
         f"FROM entries e WHERE {v.sees('e')}"
     ).fetchone()
+    # A link counts only when both its ends are seen: one to an entry the caller cannot see is as missing.
     links = conn.execute(
-        f"SELECT count(*), total(r.id) FROM entries e JOIN relations r ON r.source_id = e.id WHERE {v.sees('e')}"
+        f"SELECT count(*), total(r.id) FROM entries e JOIN relations r ON r.source_id = e.id "
+        f"JOIN entries t ON t.id = r.target_id WHERE {v.sees('e')} AND {v.sees('t')}"
     ).fetchone()
     facts = conn.execute(f"SELECT count(*), total(f.id), max(f.changed_at) FROM facts f WHERE {v.sees('f')}").fetchone()
     return _version(v.user_id, *row, *links, *facts)

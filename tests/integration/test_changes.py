@@ -16,7 +16,8 @@ def test_versions_move_with_every_visible_change_and_only_those(people):
         assert outside.entries == []
 
         alice.update(private, content="private v2")  # moves nothing bob or carol sees
-        alice.remember(type="project", title="Alice's other note", content="another private one")
+        other = alice.remember(type="project", title="Alice's other note", content="another private one").id
+        alice.link(shared, "relates_to", other)  # a link to an entry bob cannot see is as missing to him
         assert bob.changes(watched) == seen
         assert carol.changes(watched) == outside
 
