@@ -39,7 +39,7 @@ def mentioning(conn: apsw.Connection, v: Viewer, entry_id: int, *, limit: int) -
     for scope, _ in v.indexes():  # the author filter of a left team's index is `sees` below
         t = fts.table(scope)
         rows += conn.execute(
-            f"SELECT {entries.ENTRY_COLUMNS} FROM {t} JOIN entries e ON e.id = {t}.rowid "
+            f"SELECT {entries.columns(v)} FROM {t} JOIN entries e ON e.id = {t}.rowid "
             f"WHERE {t} MATCH ? AND {v.sees()} AND e.valid_to IS NULL AND e.id != ?",
             (match, entry_id),
         ).fetchall()

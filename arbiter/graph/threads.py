@@ -128,7 +128,7 @@ def thread(
         cond, binds = entries.visible(as_of)
         marks = ",".join("?" * len(depth))
         rows = conn.execute(
-            f"SELECT {entries.columns(known_at)} FROM {entries.states_at(known_at)} "
+            f"SELECT {entries.columns(v, known_at)} FROM {entries.states_at(known_at)} "
             f"WHERE e.id IN ({marks}) AND {cond} ORDER BY e.recorded_at, e.id",
             (*depth, *binds),
         )

@@ -25,19 +25,30 @@ from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdatePar
 from arbiter.store import relations, tenants, users
 from arbiter.store.users import Viewer
 
-_SUPERSEDED_BY = (
-    "(SELECT group_concat(r.source_id) FROM relations r WHERE r.target_id = e.id AND r.relation = 'supersedes'{})"
-)
 #: Who wrote an entry and the team it is shared with (null: private), by name.
 _PEOPLE = (
     "(SELECT name FROM users WHERE id = e.author_id), "
     "(SELECT t.name FROM scopes s JOIN teams t ON t.id = s.team_id WHERE s.id = e.scope_id)"
 )
-ENTRY_COLUMNS = (
-    "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
-    "e.recorded_at, e.valid_from, e.valid_to, e.revised_at, " + _SUPERSEDED_BY.format("")
-    + ", e.speaker, " + _PEOPLE
-)
+
+
+def columns(v: Viewer, known_at: int | None = None) -> str:
+    """The select list `entry_from_row` reads, for rows named `e` that `v` sees.
+
+    `superseded_by` names only superseding entries `v` also sees: a teammate
+    learns that a shared entry retired, never the id of the private entry that
+    retired it. With `known_at`, only relations recorded by then count.
+    """
+    by = f" AND r.created_at <= {int(known_at)}" if known_at is not None else ""
+    superseded_by = (
+        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.id = r.source_id "
+        f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}{by})"
+    )
+    return (
+        "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
+        f"e.recorded_at, e.valid_from, e.valid_to, e.revised_at, {superseded_by}, e.speaker, {_PEOPLE}"
+    )
+
 
 #: SQL setting `revised_at` to a change's record instant (bind: now). Strictly
 #: after the state it replaces, so every record window is non-empty even if
@@ -45,13 +56,6 @@ ENTRY_COLUMNS = (
 _STAMP = "revised_at = max(?, coalesce(revised_at, recorded_at) + 1)"
 
 _tags_decoder = msgspec.json.Decoder(list[str])
-
-
-def columns(known_at: int | None) -> str:
-    """ENTRY_COLUMNS for rows from `states_at(known_at)`: only relations recorded by then count."""
-    if known_at is None:
-        return ENTRY_COLUMNS
-    return ENTRY_COLUMNS.replace(_SUPERSEDED_BY.format(""), _SUPERSEDED_BY.format(f" AND r.created_at <= {int(known_at)}"))
 
 
 def _state_arms(t: int) -> tuple[str, str]:
@@ -176,6 +180,7 @@ def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path:
         relations._require_entries(conn, v, [old], f"{path}supersedes_ids[{i}]")
     for i, old in enumerate(p.supersedes_ids):
         relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
+        relations.require_own(conn, v, old, "supersede it", path=f"{path}supersedes_ids[{i}]")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
     return [None, tenant_id, v.user_id, scope, p.type, p.title, p.content, tags, p.source, p.conversation_id,
             p.parent_id, p.speaker, now, valid_from]
@@ -235,7 +240,7 @@ def get(
     """One entry visible now (or at `as_of`), as recorded now (or at `known_at`); else NotFound saying why."""
     cond, binds = visible(as_of)
     row = conn.execute(
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
+        f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
         (entry_id, *binds),
     ).fetchone()
     if row is None:
@@ -246,7 +251,7 @@ def get(
 def _not_visible(conn: apsw.Connection, v: Viewer, entry_id: int, as_of: int | None, known_at: int | None):
     """The NotFound for an entry a read did not see: missing (or not the caller's to see), or retired, saying since when."""
     row = conn.execute(
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
+        f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
     ).fetchone()
     if row is None:
         return NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""))
@@ -267,7 +272,7 @@ def get_any(conn: apsw.Connection, v: Viewer, entry_ids: list[int], *, known_at:
         return []
     marks = ",".join("?" * len(entry_ids))
     rows = conn.execute(
-        f"SELECT {columns(known_at)} FROM {states_at(known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
+        f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
         entry_ids,
     )
     by_id = {e.id: e for e in map(entry_from_row, rows)}
@@ -295,7 +300,7 @@ def list_entries(conn: apsw.Connection, v: Viewer, p: ListParams) -> list[Entry]
         args.append(p.before_id)
     cond = " AND ".join(where)
     if known_at is None:
-        sql = f"SELECT {ENTRY_COLUMNS} FROM entries e WHERE {cond} ORDER BY e.id DESC LIMIT ?"
+        sql = f"SELECT {columns(v)} FROM entries e WHERE {cond} ORDER BY e.id DESC LIMIT ?"
         return [entry_from_row(r) for r in conn.execute(sql, (*args, p.limit))]
     # Newest first with a limit, per half: the current half walks the tenant's
     # id index and stops at `limit` (over the union, SQLite would build every

@@ -195,14 +195,14 @@ def unlink(conn: apsw.Connection, v: Viewer, source_id: int, relation: str, targ
         raise NotFound(f"no relation {source_id} {relation} {target_id}")
 
 
-def require_own(conn: apsw.Connection, v: Viewer, entry_id: int, what: str) -> None:
+def require_own(conn: apsw.Connection, v: Viewer, entry_id: int, what: str, *, path: str = "target_id") -> None:
     """Forbidden unless `v`'s user wrote the entry (which `v` is known to see)."""
     author = conn.execute("SELECT author_id FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
     if author != v.user_id and not v.everyone:
         raise Forbidden(
             f"entry {entry_id} is another user's: you cannot {what} (reply to it, or relate your entry with supports, "
             "refines or contradicts)",
-            path="target_id",
+            path=path,
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -295,3 +296,28 @@ def test_tenant_wide_maintenance_is_the_first_users(people):
             bob.maintain()
     with as_user(people, "default") as owner:
         assert owner.maintain().trigger == "verb"
+
+
+def test_a_private_entry_that_supersedes_a_shared_one_is_never_named_to_the_team(people):
+    with as_user(people, "alice") as alice:
+        shared = alice.remember(type="project", title="Gnu release day", content="gnu ships on Friday")
+        alice.share(shared.id, "core")
+        before = alice.get(shared.id).recorded_at
+    with as_user(people, "bob") as bob:  # no one retires a teammate's memory, not even by remember
+        with pytest.raises(Forbidden) as refused:
+            bob.remember(type="project", title="Gnu moved", content="gnu ships Monday", supersedes_ids=[shared.id])
+        assert refused.value.path == "supersedes_ids[0]"
+        assert bob.get(shared.id).valid_to is None
+    with as_user(people, "alice") as alice:
+        secret = alice.remember(type="project", title="Gnu moved", content="gnu ships Monday",
+                                supersedes_ids=[shared.id])
+        assert alice.get(shared.id, as_of=before).superseded_by == [secret.id]  # the link's author sees it
+        assert f"#{secret.id}" in _missing_message(alice, alice.get, shared.id)
+    with as_user(people, "bob") as bob:
+        # Bob learns the shared entry retired, never the id of the private entry that retired it.
+        said = _missing_message(bob, bob.get, shared.id)
+        assert "retired" in said and f"#{secret.id}" not in said
+        assert bob.get(shared.id, as_of=before).superseded_by == []
+        assert bob.get(shared.id, as_of=before, known_at=time.time()).superseded_by == []
+        assert [e.id for e in bob.history(shared.id).entries] == [shared.id]
+        assert secret.id not in [h.id for h in bob.list(limit=100)]
