@@ -71,7 +71,8 @@ class Verb:
     #: what the write found), on a reader: `finish(ctx, params, result)` returns
     #: the write that follows from it, run on the writer as a second
     #: transaction, whose return value is the answer. The first write stands
-    #: whatever the second does; the writer never waits on the network.
+    #: whatever the second does (if it fails, the answer is the first result
+    #: with a `note` saying so); the writer never waits on the network.
     finish: Callable[[Context, Any, Any], Callable[[Context], Any]] | None = None
     needs_finish: Callable[[Any], bool] = lambda params: True
     #: `run` is a generator on the writer connection, outside any transaction;

@@ -757,7 +757,20 @@ class Daemon:
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)
         if verb.finish is not None and verb.needs_finish(params):
-            result = await self._finish(verb, params, tenant, result)
+            try:
+                result = await self._finish(verb, params, tenant, result)
+            except Exception as e:  # noqa: BLE001 - the first phase is committed: answering an error would invite a duplicate
+                if isinstance(e, apsw.FullError):
+                    self.log(STORAGE_FULL_LOG, key="storage_full")
+                    self._wrote.set()
+                    name = StorageFull.name
+                else:
+                    self.log("arbiter: a write's follow-up failed after the write committed\n"
+                             + traceback.format_exc(), key="follow-up failed")
+                    name = e.name if isinstance(e, ArbiterError) else ArbiterError.name
+                result = msgspec.structs.replace(
+                    result, note="; ".join(filter(None, [result.note, f"follow-up failed ({name}); the write is saved"]))
+                )
         return result
 
     async def _finish(self, verb: Verb, params, tenant: tuple[int, str, int | None], result):

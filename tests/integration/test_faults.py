@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -98,6 +99,36 @@ def test_a_full_disk_refuses_writes_serves_reads_and_recovers(small_disk):
         d.stop()
     assert "Traceback" not in d.log
     assert d.log.count("disk holding the database is full") <= 10  # rate-limited, not one line per request
+    assert integrity(d.db) == "ok"
+
+
+def test_a_write_whose_follow_up_hits_a_full_disk_is_answered_as_saved(small_disk, fake_messages):
+    """auto_link's links are a second transaction: if it fails, the answer is still the committed entry."""
+    d = DaemonProcess(small_disk / "home", extra_env={"ANTHROPIC_API_KEY": "test",
+                                                      "ANTHROPIC_BASE_URL": fake_messages.base_url}).start()
+    try:
+        with d.client() as c:
+            cause = c.remember(type="context", title="Team skills",
+                               content="The team lacks Redis experience in production").id
+
+            def fill_then_confirm(body):  # while the advisor "thinks", the disk fills up
+                new = int(body["messages"][0]["content"].split("NEW:\n[id ")[1].split("]")[0])
+                with open(small_disk / "filler", "wb") as f:
+                    with contextlib.suppress(OSError):
+                        while True:
+                            f.write(b"\0" * (1 << 16))
+                            f.flush()
+                return json.dumps({"links": [{"source": cause, "relation": "causes", "target": new}]})
+
+            fake_messages.set_script(fill_then_confirm)
+            r = c.remember(type="project", title="Storage choice", auto_link=True,
+                           content="We chose SQLite for the cache because the team lacks Redis experience")
+            assert r.linked == [] and "follow-up failed (storage_full); the write is saved" in r.note
+            (small_disk / "filler").unlink()
+            assert c.get(r.id).title == "Storage choice" and c.expand(r.id).edges == []
+            assert [e.id for e in c.list(limit=5)] == [r.id, cause]  # written once: nothing invites a retry
+    finally:
+        d.stop()
     assert integrity(d.db) == "ok"
 
 
