@@ -205,9 +205,10 @@ def build_app(mcp: McpServer, token: str, host: str):
                     return
                 try:
                     changed, listed = await anyio.to_thread.run_sync(mcp.watch.poll, uris)
-                except ArbiterError as e:  # the daemon is down (and being revived): say so once, keep polling
+                except Exception as e:  # noqa: BLE001 - the daemon down (being revived) or a bug: say so once, keep polling
                     if not failing:
-                        say(f"could not poll for changes ({error_line(e)}); retrying every {mcp.poll_s:g}s")
+                        what = error_line(e) if isinstance(e, ArbiterError) else f"{type(e).__name__}: {e}"
+                        say(f"could not poll for changes ({what}); retrying every {mcp.poll_s:g}s")
                     failing = True
                     continue
                 failing = False
