@@ -20,6 +20,10 @@ this process on the home's database with the real pipeline. p50 is in-process (n
 `mean` is the mean over the three sets of their R@1, R@5 and R@10; `ΔR@5`
 is each set's R@5 change against "as shipped".
 
+Facts in recall (entries alone against entries with the fact hits, counted
+through their source entries) are measured on these homes by
+`python -m bench.facts_recall`, which reuses this module's homes and tables.
+
 `--graph` measures graph recall (`graph=true`) against "as shipped" on homes
 of their own that also hold what a daemon derives after a bulk write:
 entity links (the idle writer's backlog) and stored similarity associations
