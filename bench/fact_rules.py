@@ -33,7 +33,6 @@ RELATIONS = (
     "grandmother|grandpa|grandfather|niece|nephew|roommate|neighbor|neighbour|coworker|colleague|"
     "dog|cat|puppy|kitten|pet|bird|parrot|rabbit|bunny|hamster|horse|fish"
 )
-ANIMALS = frozenset("dog cat puppy kitten pet bird parrot rabbit bunny hamster horse fish".split())
 #: Capitalised words that open sentences but name no one.
 NOT_NAMES = frozenset("""
 I We You He She They It This That These Those There Here What When Where Why How Who Which Yes No Yeah Thanks
