@@ -73,6 +73,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- speaker", {"disable": ["speaker"]}, {}),
     ("- dates", {"disable": ["dates"]}, {}),
     ("- followups", {"disable": ["followups"]}, {}),
+    ("- when", {"disable": ["when"]}, {}),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

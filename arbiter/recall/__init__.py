@@ -22,7 +22,7 @@ import msgspec
 from arbiter._time import now_us, parse_time
 from arbiter.model import RecallParams, RecallResult
 from arbiter.entities import recall as entity_signals
-from arbiter.recall import _rank, _sql, past, score
+from arbiter.recall import _rank, _sql, dates, past, score
 from arbiter.recall.hits import render, unranked
 from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
 from arbiter.store.users import Viewer
@@ -56,6 +56,8 @@ class Tuning:
     speaker: float = score.SPEAKER_BOOST
     #: An entry valid from inside a date the query names: x(1 + date).
     date: float = score.DATE_BOOST
+    #: A "when" question favours entries that say when: x(1 + when).
+    when: float = score.WHEN_BOOST
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
@@ -276,7 +278,7 @@ def _score(
     reference: int,
     tuning: Tuning,
 ) -> list[Candidate]:
-    """Stages 4-6 plus voice and quantity (and the measured-off size, context, episodes), best first."""
+    """Stages 4-6 plus voice, quantity, dates, when and speaker (and the measured-off size, context, episodes), best first."""
     boosting = "boosts" not in off and (p.types or p.tag is not None)
     tags = _sql.tags(conn, [r[0] for r in rows]) if boosting and p.tag is not None else {}
     decaying = p.decay and "decay" not in off
@@ -285,6 +287,9 @@ def _score(
     quantifying = "quantity" not in off and tuning.quantity and "quantity" in query.cues
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
+    asking_when = "when" not in off and tuning.when and "when" in query.cues
+    says_when = {eid for eid, text in _sql.contents(conn, [r[0] for r in rows]) if dates.says_when(text)} \
+        if asking_when and rows else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     speakers = _sql.speakers(conn, [r[0] for r in rows]) if named else {}
     out = []
@@ -311,6 +316,9 @@ def _score(
             value *= f
         if dating:
             parts["date"] = f = score.dated(valid_from, query.when, strength=tuning.date)
+            value *= f
+        if asking_when:
+            parts["when"] = f = score.when(eid in says_when, strength=tuning.when)
             value *= f
         if eid in speakers:
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)

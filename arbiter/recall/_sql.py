@@ -136,6 +136,11 @@ def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
     )
 
 
+def contents(conn: apsw.Connection, ids: list[int]) -> list[tuple[int, str]]:
+    """(id, content) of the entries among `ids`."""
+    return conn.execute(f"SELECT id, content FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+
+
 def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
     """reply id -> (parent id, content) for the entries among `ids` whose title is "Re: <their parent's title>".
 

@@ -84,3 +84,26 @@ def _valid(year: int | None, month: int | None, day: int | None) -> bool:
     except ValueError:
         return False
     return True
+
+
+# A statement of when: a day relative to the speaker's now, a weekday, a
+# month, a year. Bare "week"/"month"/"year" are left out: they measure a
+# span ("for three years") as often as they place an event.
+_SAYS_WHEN = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago"
+    r"|(?:last|next|this) (?:week|weekend|month|year|night|morning|summer|winter|spring|fall|autumn"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+    r"|january|february|april|june|july|august|september|october|november|december"
+    r"|(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+
+
+def says_when(text: str) -> bool:
+    """True if `text` places something in time ("yesterday", "last weekend", "on Friday", "in June", "2022").
+
+    "May" and "March" are left out alone: as verbs they are far more common.
+    """
+    return _SAYS_WHEN.search(text) is not None
+

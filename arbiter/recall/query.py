@@ -73,6 +73,8 @@ _TIME = frozenset("when before after first recent recently ago latest last earli
 _QUANTITY_PAIRS = frozenset(
     ("how", w) for w in "many much long old often far big tall large fast heavy".split()
 ) | {("number", "of")}
+#: Besides "when": the wordings that ask for a time ("what year", "how long ago").
+_WHEN_PAIRS = frozenset(("what", w) for w in "year month day date time week".split()) | {("long", "ago")}
 _QUANTITY = frozenset("percentage percent total average amount count".split())
 _FIRST_PERSON = frozenset("i me my mine myself".split())
 _SECOND_PERSON = frozenset("you your yours yourself".split())
@@ -236,6 +238,8 @@ def _cues(tokens: list[tuple[str, str]]) -> frozenset[str]:
         cues.add("quantity")
     if words & _TIME:
         cues.add("time")
+    if "when" in words or any(p in pairs for p in _WHEN_PAIRS):
+        cues.add("when")
     return frozenset(cues)
 
 

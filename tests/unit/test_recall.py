@@ -6,7 +6,7 @@ import pytest
 
 from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
-from arbiter.recall import Tuning, maintain, recall, search
+from arbiter.recall import Tuning, dates, maintain, recall, search
 from arbiter.recall.hits import NO_WORDS
 from arbiter.store import entries, tenants, users
 
@@ -205,6 +205,29 @@ def test_the_answer_to_a_follow_up_question_is_found(db, tenant):
     assert ids(res)[:2] == [told, answer]
     assert res.hits[1].parts["followup_of"] == told
     assert answer not in ids(ask(db, tenant, question, conversation_id=chat, disable=["followups"]))
+
+
+def test_a_when_question_favours_the_turn_that_says_when(db, tenant):
+    # The talk about the group says more about it; the turn that answers "when" says when it happened.
+    talk = remember(db, tenant, "t", "The support group was so powerful, the support group stories moved me")
+    went = remember(db, tenant, "w", "I went to the support group yesterday")
+    question = "When did Caroline go to the support group?"
+    res = ask(db, tenant, question, explain=True)
+    assert ids(res) == [went, talk]
+    assert [h.parts["when"] for h in res.hits] == [1.5, 1.0]
+    assert ids(ask(db, tenant, question, disable=["when"])) == [talk, went]
+    # Not a "when" question: the stage stays out of it.
+    assert "when" not in ask(db, tenant, "support group", explain=True).hits[0].parts
+
+
+@pytest.mark.parametrize("text, says", [
+    ("I went there yesterday", True), ("We met last weekend", True), ("two weeks ago", True),
+    ("on Friday we hiked", True), ("back in June", True), ("since 2019", True),
+    ("I may go", False), ("they march on", False), ("I've known them for four years", False),
+    ("a weekly meeting", False),
+])
+def test_what_counts_as_saying_when(text, says):
+    assert dates.says_when(text) is says
 
 
 def test_a_turn_does_not_answer_its_own_speakers_question(db, tenant):

@@ -183,7 +183,9 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
         ("the total number of open tickets", {"quantity"}),
         ("How to roll back a deploy", {"howto"}),
         ("Why did the build fail?", {"howto"}),
-        ("When did we ship the release?", {"time"}),
+        ("When did we ship the release?", {"time", "when"}),
+        ("What year did we move to Berlin?", {"fact", "when"}),
+        ("How long ago did the user adopt the cat?", {"quantity", "time", "when"}),
         ("deploy checklist", set()),
     ],
 )
