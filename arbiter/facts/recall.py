@@ -61,7 +61,8 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     off = frozenset(p.disable)
     if "facts" in off or not p.query.strip():
         return []
-    query = analyze(p.query, tokenizer(conn), stopwords=frozenset() if "stopwords" in off else STOPWORDS)
+    tokenize = tokenizer(conn)
+    query = analyze(p.query, tokenize, stopwords=frozenset() if "stopwords" in off else STOPWORDS)
     if query.empty:
         return []
     expr = expression(query.terms, phrase=False, near=False)
@@ -99,6 +100,7 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
         {"t": v.tenant_id, "as_of": as_of, "known": known_at},
     ).fetchall()
     rows.sort(key=lambda r: (-relevance[r[0]] * r[4], r[0]))
+    rows = [r for r in rows if _answers(tokenize, query.terms, r[1], r[2], r[3])]
     return [
         FactHit(
             id=fid, subject=s, predicate=pred, object=o, confidence=conf, valid_from=format_time(vfrom),
@@ -108,6 +110,29 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
         )
         for fid, s, pred, o, conf, vfrom, vto, src in rows[:min(FACT_HITS, p.limit)]
     ]
+
+
+def _answers(tokenize, terms, subject: str, predicate: str, obj: str) -> bool:
+    """Does the fact say something the query asks about, beyond whom it is about?
+
+    A question names its subject ("the user", "Caroline") and what it wants
+    to know ("job", "dog"); a fact matched by its subject alone is about
+    whoever is asked after, not an answer (measured: nearly every
+    third-person and LoCoMo question matched some fact that way, and such
+    facts shown above the hits cost R@5 70-80 points; docs/retrieval.md).
+    A query that names only the subject ("Caroline") keeps all its facts.
+    """
+    said = {stem for _, stem in tokenize(f"{predicate.replace('_', ' ')} {obj}")}
+    if any(_holds(t, said) for t in terms):
+        return True
+    named = {stem for _, stem in tokenize(subject)}
+    return all(_holds(t, named) for t in terms)
+
+
+def _holds(term, stems: set[str]) -> bool:
+    if term.prefix:
+        return any(s.startswith(term.stem.rstrip("*")) for s in stems)
+    return all(w in stems for w in term.stem.split())
 
 
 def _count(conn: apsw.Connection, match: str) -> int:
