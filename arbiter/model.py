@@ -127,6 +127,9 @@ class RememberParams(TextParams):
     extract_entities: bool = False
     #: With an LLM key on the daemon, the advisor judges the link `candidates` and the ones it confirms are linked.
     auto_link: bool = False
+    #: Return link `candidates` (causal, similar) for the caller to judge. Off, the write skips finding them and
+    #: the entry's similarity edges are derived on the idle writer moments later; `auto_link` implies it.
+    candidates: bool = False
 
 
 class RememberManyParams(Params):
@@ -135,10 +138,11 @@ class RememberManyParams(Params):
     entries: Annotated[list[RememberParams], Meta(min_length=1, max_length=10_000)]
 
     def __post_init__(self) -> None:
-        # The LLM layers call a model per entry: that belongs to `remember`,
+        # The LLM layers call a model per entry, and link candidates are an
+        # answer for one caller about one entry: both belong to `remember`,
         # not to a bulk transaction. Refused rather than silently ignored.
         for i, e in enumerate(self.entries):
-            for flag in ("auto_tag", "auto_supersede", "extract_entities", "auto_link"):
+            for flag in ("auto_tag", "auto_supersede", "extract_entities", "auto_link", "candidates"):
                 if getattr(e, flag):
                     raise ValueError(f"entries[{i}].{flag}: not supported in remember_many; use remember")
 

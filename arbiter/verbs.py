@@ -74,7 +74,9 @@ def remember(ctx: Context, p: RememberParams):
     Content identical (up to case and whitespace) to an active entry of the
     same type writes nothing: the result is that entry, with `duplicate_of`
     (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede`/`extract_entities`/`auto_link` did;
-    `linked` holds the candidates the advisor confirmed (`auto_link`).
+    `linked` holds the candidates the advisor confirmed (`auto_link`). Link `candidates` are found only when
+    asked (`candidates`, or `auto_link`); the entry's automatic similarity edges are derived by the idle writer
+    moments after the answer unless candidates were asked for.
     """
     note = "; ".join(ctx.notes) or None
     # A write that retires something is never a no-op. Its references are checked first either way:
@@ -91,11 +93,16 @@ def remember(ctx: Context, p: RememberParams):
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
     similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
-    # Associations after entities: the entity edges and causal candidates read the new links.
-    candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now, v=ctx.viewer)
-    seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in candidates])}
-    candidates = [c for c in candidates if c.id in seen]  # derived from the whole tenant; shown if the writer sees it
-    associations.mark_derived(ctx.conn, entry_id)
+    candidates = []
+    if p.candidates or p.auto_link:
+        # After entities: the entity edges and causal candidates read the new links. Finding candidates
+        # derives the entry's similarity edges on the way.
+        candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now, v=ctx.viewer)
+        seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in candidates])}
+        candidates = [c for c in candidates if c.id in seen]  # derived from the whole tenant; shown if the writer sees it
+        associations.mark_derived(ctx.conn, entry_id)
+    # Otherwise the idle writer derives its similarity edges (`associations.catch_up`, as for bulk writes): they
+    # were most of the write's time (docs/architecture.md, Associations).
     stored = entries.get(ctx.conn, ctx.viewer, entry_id)
     return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
                       candidates=candidates)

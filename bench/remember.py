@@ -15,7 +15,18 @@ so runs compare like with like:
   the verb (the functions `remember` calls, wrapped here) and of the commit,
   p50 per call, and the whole call's CPU and wall time;
 - `socket`: the same calls through a real daemon on the copy, the round trip
-  (wall) and the daemon's own CPU time per call (user + system, from /proc).
+  (wall) and the daemon's own CPU time per call (user + system, from /proc);
+  then, since a `remember` that asks for no candidates leaves its similarity
+  edges to the idle writer, how long after the last answer the idle writer
+  has derived the burst's edges, and the daemon's CPU for the whole (writes
+  and catching up) per call;
+- `lag`: one write at a time on a quiet daemon, each followed by a wait until
+  the idle writer has derived its edges: how long after its answer (polled
+  on a read-only connection to the file, every 2 ms: a request would restart
+  the daemon's quiet spell).
+
+`--candidates` asks every write for its link candidates (what the MCP tool
+does): the association step then runs inside the write, as before.
 
 Run it with PYTHONPATH pointing at another tree to compare trees on the
 same home. Milliseconds; nothing is asserted.
@@ -105,6 +116,19 @@ def calls(n: int, seed: int, entities: int) -> list[dict]:
     return out
 
 
+def _derived_through(db) -> int:
+    row = db.execute("SELECT value FROM settings WHERE key = 'associations_through'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _wait_derived(db, entry_id: int, poll_s: float = 0.002) -> float:
+    """Seconds until the idle writer has derived the edges of every entry up to `entry_id`."""
+    t = time.perf_counter()
+    while _derived_through(db) < entry_id:
+        time.sleep(poll_s)
+    return time.perf_counter() - t
+
+
 def _copy(home: Path) -> Path:
     work = Path(tempfile.mkdtemp(prefix="arb-remember-")) / "home"
     shutil.copytree(home, work, ignore=shutil.ignore_patterns("*.sock", "*.lock", "*.log"))
@@ -171,6 +195,7 @@ def socket(home: Path, writes: list[dict]) -> dict[str, float]:
     """The round trip p50/p95 and the daemon's mean CPU per call, on a copy of the home."""
     work = _copy(home)
     daemon = BenchDaemon(work, "FULL")
+    db = connect(paths.db_path(work), readonly=True)
     try:
         with daemon.client() as c:
             c.ping()
@@ -178,15 +203,38 @@ def socket(home: Path, writes: list[dict]) -> dict[str, float]:
             cpu = _cpu_ms(daemon.proc.pid)
             for e in writes:
                 t = time.perf_counter()
-                c.remember(**e)
+                last = c.remember(**e).id
                 samples.append((time.perf_counter() - t) * 1000)
-            cpu = (_cpu_ms(daemon.proc.pid) - cpu) / len(writes)
+            writing = _cpu_ms(daemon.proc.pid) - cpu
+            settle = _wait_derived(db, last)
+            total = _cpu_ms(daemon.proc.pid) - cpu
     finally:
+        db.close()
         daemon.stop()
         shutil.rmtree(work.parent, ignore_errors=True)
     samples.sort()
     return {"round trip p50": statistics.median(samples), "round trip p95": samples[int(len(samples) * 0.95)],
-            "daemon CPU per call (mean)": cpu}
+            "daemon CPU per call (mean)": writing / len(writes),
+            "edges derived, after the last answer": settle * 1000,
+            "daemon CPU per call, with catching up": total / len(writes)}
+
+
+def lag(home: Path, writes: list[dict]) -> dict[str, float]:
+    """One write at a time on a quiet daemon: how long after its answer its similarity edges are derived."""
+    work = _copy(home)
+    daemon = BenchDaemon(work, "FULL")
+    db = connect(paths.db_path(work), readonly=True)
+    try:
+        with daemon.client() as c:
+            c.ping()
+            _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
+            samples = sorted(_wait_derived(db, c.remember(**e).id) * 1000 for e in writes)
+    finally:
+        db.close()
+        daemon.stop()
+        shutil.rmtree(work.parent, ignore_errors=True)
+    return {"edge lag p50": statistics.median(samples), "edge lag p95": samples[int(len(samples) * 0.95)],
+            "edge lag max": samples[-1]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,7 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entities", type=int, default=5_000)
     ap.add_argument("--singles", type=int, default=750)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--only", choices=("parts", "socket"))
+    ap.add_argument("--only", choices=("parts", "socket", "lag"))
+    ap.add_argument("--lags", type=int, default=40, help="writes timed one at a time for `lag`")
+    ap.add_argument("--candidates", action="store_true", help="every write asks for its link candidates")
     args = ap.parse_args(argv)
     print(f"seed {args.seed}", file=sys.stderr)
     marker = args.home / "remember-bench-built"
@@ -206,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         build(args.home, args.entries, args.entities, args.seed)
         marker.write_text(f"{args.entries} {args.entities}\n")
         print(f"built {args.entries:,} entries in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-    writes = calls(args.singles, args.seed, args.entities)
+    writes = [{**w, "candidates": args.candidates} for w in calls(args.singles, args.seed, args.entities)]
     with open("/proc/loadavg") as f:
         print(f"load average before: {f.read().split()[0]}")
     if args.only in (None, "parts"):
@@ -214,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:32} {ms:7.3f} ms")
     if args.only in (None, "socket"):
         for label, ms in socket(args.home, writes).items():
+            print(f"{label:32} {ms:7.3f} ms")
+    if args.only in (None, "lag") and not args.candidates:
+        for label, ms in lag(args.home, writes[:args.lags]).items():
             print(f"{label:32} {ms:7.3f} ms")
     with open("/proc/loadavg") as f:
         print(f"load average after: {f.read().split()[0]}")

@@ -15,9 +15,10 @@ Temporal and entity edges are functions of indexed columns (`conversation_id`,
 `valid_from`, the entity links), so they are computed when read: storing them
 would take ~15 rows an entry, about doubling the database, to save a few index
 seeks. Similarity edges cost a search and a comparison to find, so they are
-stored in `associations` — for `remember` at once, for `remember_many` by
-`catch_up` on the idle writer — and `rebuild` derives them again from the
-entries alone. Derivation for entry N only ever looks at entries with a lower
+stored in `associations` — at once by a `remember` that asks for link
+candidates (finding them derives the edges on the way), otherwise by
+`catch_up` on the idle writer moments later — and `rebuild` derives them
+again from the entries alone. Derivation for entry N only ever looks at entries with a lower
 id, so rebuilding gives exactly the edges incremental derivation gave.
 """
 
@@ -383,7 +384,8 @@ def mark_derived(conn: apsw.Connection, entry_id: int) -> None:
 
 
 def catch_up(conn: apsw.Connection, *, now: int, limit: int = 200) -> int:
-    """Derive the stored edges of up to `limit` entries written without them (bulk writes); how many were done.
+    """Derive the stored edges of up to `limit` entries written without them (bulk writes, a `remember` that
+    asked for no candidates, replies); how many were done.
 
     Runs on the idle writer; an entry's similarity edges lag it until then.
     """

@@ -35,11 +35,13 @@ from arbiter.model import RECALL_STAGES, RelationQualifier
 @click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
 @click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
 @click.option("--extract-entities", is_flag=True, help="LLM: add entities the lexical extraction missed.")
+@click.option("--candidates", "want_candidates", is_flag=True,
+              help="Suggest links to judge (a likely cause, a similar entry), printed as `candidate: arbiter link ...`.")
 @click.option("--auto-link", is_flag=True, help="LLM: link the candidates the advisor confirms (never supersedes).")
 @click.option("--team", help="Share it with this team (one you are in) at once; default: only you see it.")
 def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
              speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate, extract_entities,
-             auto_link, team):
+             want_candidates, auto_link, team):
     """Write one entry.
 
     \b
@@ -48,6 +50,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
       git log -1 | arbiter remember --type project --title "Last commit" --content -
       arbiter remember --type project --title "DB choice" --content "We picked Postgres" --entity Apollo
       arbiter remember --type context --title "Support group" --content "I went yesterday" --speaker Caroline
+      arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --candidates
       arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --auto-link
     """
     if content == "-":
@@ -60,7 +63,7 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
             parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from, speaker=speaker,
             auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
             permanent=permanent, allow_duplicate=allow_duplicate, extract_entities=extract_entities, team=team,
-            auto_link=auto_link,
+            auto_link=auto_link, candidates=want_candidates,
         )
     if e.duplicate_of is not None and not as_json:
         click.echo(f"already remembered as #{e.duplicate_of}")

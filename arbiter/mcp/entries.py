@@ -315,7 +315,8 @@ def remember(s: Session, a: RememberArgs) -> Written:
     e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
                supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
                conversation_id=conversation, entities=a.entities, permanent=a.permanent,
-               allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link)
+               allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
+               candidates=True)  # the model is the judge here: it always gets the links to consider
     if e.duplicate_of is not None:
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)

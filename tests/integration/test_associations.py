@@ -46,13 +46,25 @@ LONG = ("The billing service retries failed card payments three times with expon
         "and then marks the invoice overdue for the finance team")
 
 
+COUSIN = "Failed card payments get retried by the billing service; finance reviews overdue invoices weekly"
+
+
+def settled(client, entry_id, *edges):
+    """Wait until the idle writer has derived `entry_id`'s similarity edges to each of `edges`.
+
+    Polled slower than the daemon's quiet spell (IDLE_S): every request restarts it.
+    """
+    want = {(other, "similarity", "auto") for other in edges}
+    wait_for(lambda: want <= kinds(client, entry_id, "similarity"),
+             what=f"the idle writer to derive #{entry_id}'s similarity edges", interval=2 * IDLE_S)
+
+
 def test_similar_entries_are_linked_automatically_or_offered_as_candidates(client):
     first = client.remember(type="reference", title="Billing retries", content=LONG).id
     twin = client.remember(type="reference", title="Billing retries", content=LONG + " to review").id
-    assert (first, "similarity", "auto") in kinds(client, twin)
+    settled(client, twin, first)
     assert (twin, "similarity", "auto") in kinds(client, first)  # undirected
-    cousin = client.remember(type="reference", title="Card payments",
-                             content="Failed card payments get retried by the billing service; finance reviews overdue invoices weekly")
+    cousin = client.remember(type="reference", title="Card payments", content=COUSIN, candidates=True)
     similar = [c for c in cousin.candidates if c.kind == "similar"]
     assert similar and {c.target_id for c in similar} <= {first, twin}
     assert all(c.relation == "relates_to" and core.CANDIDATE <= c.score < core.AUTO for c in similar)
@@ -62,13 +74,41 @@ def test_similar_entries_are_linked_automatically_or_offered_as_candidates(clien
 def test_causal_candidates_point_from_cause_to_effect_and_link_confirms(client):
     cause = client.remember(type="context", title="Team skills", content="The team lacks Redis experience in production").id
     effect = client.remember(type="project", title="Storage choice",
-                             content="We chose SQLite for the cache because the team lacks Redis experience")
+                             content="We chose SQLite for the cache because the team lacks Redis experience",
+                             candidates=True)
     causal = [c for c in effect.candidates if c.kind == "causal"]
     assert [(c.source_id, c.target_id, c.relation) for c in causal] == [(cause, effect.id, "causes")]
     assert "causal word" in causal[0].reason
     rel = client.link(cause, "causes", effect.id)
     assert rel.relation == "causes"
     assert client.get(cause).valid_to is None  # a causal link retires nothing
+
+
+def test_without_candidates_the_write_is_the_same_and_its_edges_follow(daemon, client):
+    """Candidates are found only when asked; the entry, its entities and its near duplicates are the same either
+    way, and the similarity edges the asked write derived inline the idle writer derives moments after the plain one."""
+    with daemon.client(daemon.admin_token) as admin:
+        token = admin.tenant_create("plain").token
+    writes = [("Billing retries", LONG), ("Billing retries", LONG + " to review"), ("Card payments", COUSIN),
+              ("Storage choice", "We chose SQLite for the billing service because card payments failed twice")]
+    with daemon.client(token) as plain:
+        asked = [client.remember(type="reference", title=t, content=c, candidates=True) for t, c in writes]
+        quiet = [plain.remember(type="reference", title=t, content=c) for t, c in writes]
+        assert [sorted({c.kind for c in r.candidates}) for r in asked] == [[], [], ["similar"], ["causal"]]
+        assert all(r.candidates == [] for r in quiet)
+        theirs = {a.id: q.id for a, q in zip(asked, quiet)}
+
+        def shown(r, ids):
+            return (r.type, r.title, r.content, r.tags, r.duplicate_of, [ids[i] for i in r.similar],
+                    [(m.name, m.created) for m in r.entities])
+
+        assert [shown(a, theirs) for a in asked] == [shown(q, {i: i for i in theirs.values()}) for q in quiet]
+        edges = {(theirs[a.id], theirs[x.other_id], x.weight) for a in asked
+                 for x in client.associations(a.id, kind="similarity").associations}
+        assert edges  # the twin restates the first: an edge either way
+        wait_for(lambda: {(q.id, x.other_id, x.weight) for q in quiet
+                          for x in plain.associations(q.id, kind="similarity").associations} == edges,
+                 what="the idle writer to derive the plain writes' similarity edges", interval=2 * IDLE_S)
 
 
 def test_bulk_writes_get_their_edges_on_the_idle_writer(client):
@@ -115,7 +155,7 @@ def test_associations_never_cross_tenants_and_purge_removes_them(daemon, client)
         with pytest.raises(NotFound):
             other.associations(mine)
     twin = client.remember(type="reference", title="Billing retries", content=LONG + " twice").id
-    assert (mine, "similarity", "auto") in kinds(client, twin)
+    settled(client, twin, mine)
     assert theirs not in {a.other_id for a in client.associations(twin).associations}
     client.purge(mine)
     assert not any(a.other_id == mine for a in client.associations(twin).associations)
@@ -127,14 +167,19 @@ def test_bad_input(client):
     e = client.remember(type="project", title="x", content="y").id
     with pytest.raises(InvalidParams):
         client.call("associations", {"id": e, "kind": "telepathic"}, None)
+    with pytest.raises(InvalidParams) as refused:  # candidates answer one caller about one entry: not in bulk
+        client.remember_many([{"type": "project", "title": "x", "content": "z", "candidates": True}])
+    assert "entries[0].candidates" in refused.value.message
+    assert client.status().entries_active == 1
 
 
 def test_cli(daemon, home):
     ok(home, "remember", "--type", "project", "--title", "db", "--content", "We run PostgreSQL for billing.")
     proc = arbiter(home, "remember", "--type", "project", "--title", "ops", "--content",
-                   "We moved to PostgreSQL because the old MySQL PostgreSQL billing box failed")
+                   "We moved to PostgreSQL because the old MySQL PostgreSQL billing box failed", "--candidates")
     assert proc.returncode == 0
-    assert "candidate: arbiter link" in proc.stderr or "entities:" in proc.stderr
+    assert "candidate: arbiter link 1 causes 2" in proc.stderr
+    assert "--candidates" in ok(home, "remember", "--help")
     assert "both mention PostgreSQL" in ok(home, "associations", "2")
     assert js(home, "associations", "2", "--kind", "entity")["associations"][0]["other_id"] == 1
     assert "stored similarity edges" in ok(home, "associations", "--rebuild")
@@ -212,7 +257,8 @@ def test_a_candidate_the_writer_cannot_see_is_never_shown_to_the_advisor(llm, fa
         hidden = alice.remember(type="context", title="Secret", content=CAUSE[1] + " at all, says the audit").id
         own = bob.remember(type="context", title=CAUSE[0], content=CAUSE[1]).id
         # Alice's own write of the same text would be offered her entry: it is a candidate for who sees it.
-        assert hidden in {x.id for x in alice.remember(type="project", title="x", content=EFFECT[1]).candidates}
+        assert hidden in {x.id for x in alice.remember(type="project", title="x", content=EFFECT[1],
+                                                       candidates=True).candidates}
         fake_messages.set_script(lambda body: '{"links": []}')
         r = bob.remember(type="project", title=EFFECT[0], content=EFFECT[1], auto_link=True)
         assert {x.id for x in r.candidates} == {own}

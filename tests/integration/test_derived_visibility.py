@@ -12,7 +12,8 @@ import pytest
 
 from arbiter.client import Client
 from arbiter.errors import Conflict, NotFound
-from tests.conftest import as_user
+from arbiter.server import IDLE_S
+from tests.conftest import as_user, wait_for
 
 
 
@@ -87,7 +88,7 @@ def test_associations_list_only_edges_whose_both_ends_the_caller_sees(people):
         secret = alice.remember(type="context", title="Glimmerstone quarry", content=text)
         shared = alice.remember(type="context", title="Glimmerstone quarry", content=text + " again", team="core")
     with as_user(people, "bob") as bob:
-        mine = bob.remember(type="context", title="Glimmerstone quarry", content=text + " surely")
+        mine = bob.remember(type="context", title="Glimmerstone quarry", content=text + " surely", candidates=True)
         assert secret.id not in [c.id for c in mine.candidates]
         others = {a.other_id for a in bob.associations(mine.id).associations}
         assert secret.id not in others
@@ -96,8 +97,10 @@ def test_associations_list_only_edges_whose_both_ends_the_caller_sees(people):
             bob.associations(secret.id)
         assert secret.id not in {a.other_id for a in bob.associations(shared.id).associations}
     with as_user(people, "alice") as alice:
+        # `shared` was written without candidates: the idle writer derives its edges (polled slower than IDLE_S).
+        wait_for(lambda: shared.id in {a.other_id for a in alice.associations(secret.id).associations},
+                 what="the idle writer to derive the shared entry's edges", interval=2 * IDLE_S)
         assert mine.id not in {a.other_id for a in alice.associations(secret.id).associations}
-        assert shared.id in {a.other_id for a in alice.associations(secret.id).associations}
 
 
 # ---- facts ------------------------------------------------------------------------
