@@ -8,7 +8,14 @@ Each module registers its commands on the root group in `_common`; a new
 feature adds a module and one import line below.
 """
 
-from arbiter.cli._common import main
+import sys
+
+if "serve" in sys.argv[1:]:  # the daemon, before any import maps OpenSSL (arbiter/_openssl.py)
+    from arbiter import _openssl
+
+    _openssl.leave_out()
+
+from arbiter.cli._common import main  # noqa: E402
 from arbiter.cli import associations, backup, daemon, entities, entries, facts, graph, load, people, salience, transfer, ui  # noqa: F401  (they register their commands)
 
 __all__ = ["main"]

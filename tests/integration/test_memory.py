@@ -26,3 +26,15 @@ def test_a_briefing_with_topic_clusters_leaves_the_daemon_no_larger(daemon, clie
     # Idle work trims the heap; whatever the clustering imported would stay (networkx: 10+ MB).
     wait_for(lambda: rss_kb(daemon.proc.pid) - before < 3 * 1024, timeout=10,
              what="the daemon's RSS to come back within 3 MB of where it was")
+
+
+def test_the_daemon_maps_no_openssl(daemon, client):
+    # libcrypto alone is ~3.5 MB resident; the daemon hashes (tokens, content_hash, duplicate
+    # fingerprints) with Python's builtin digests instead (arbiter/_openssl.py).
+    first = client.remember(type="project", title="Deploy runbook", content="deploy on friday", tags=["ops"])
+    client.remember_many([{"type": "project", "title": f"note {i}", "content": f"deploy step {i}"} for i in range(50)])
+    assert client.get(first.id).content == "deploy on friday"
+    assert client.recall("deploy").hits
+    client.briefing()
+    maps = Path(f"/proc/{daemon.proc.pid}/maps").read_text()
+    assert "libcrypto" not in maps and "libssl" not in maps
