@@ -142,8 +142,9 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
             p = msgspec.structs.replace(p, tags=merged)
     if p.auto_supersede:
         found = recall_mod.recall(ctx.conn, ctx.viewer, RecallParams(query=p.title, types=[p.type], limit=20))
-        same = [h for h in found.hits if h.type == p.type][:AUTO_SUPERSEDE_CANDIDATES]
-        olds = llm_layers.shown(ctx.conn, ctx.viewer, [h.id for h in same], llm_layers.FINE_EXCERPT)
+        # Only the writer's own entries: a teammate's shared one is seen but not theirs to retire.
+        same = entries.own(ctx.conn, ctx.viewer, [h.id for h in found.hits if h.type == p.type])
+        olds = llm_layers.shown(ctx.conn, ctx.viewer, same[:AUTO_SUPERSEDE_CANDIDATES], llm_layers.FINE_EXCERPT)
         new = Candidate(
             id=0, type=p.type, date="new", superseded=False,
             text=llm_layers.cut(f"{p.title}\n{p.content}", llm_layers.FINE_EXCERPT),

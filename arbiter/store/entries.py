@@ -315,6 +315,16 @@ def list_entries(conn: apsw.Connection, v: Viewer, p: ListParams) -> list[Entry]
     return get_any(conn, v, ids, known_at=known_at)
 
 
+def own(conn: apsw.Connection, v: Viewer, ids: list[int]) -> list[int]:
+    """Those of `ids` that `v`'s user wrote, in their order: the only entries `v` may change or retire."""
+    if v.everyone or not ids:
+        return list(ids)
+    mine = {r[0] for r in conn.execute(
+        f"SELECT id FROM entries WHERE author_id = ? AND id IN ({','.join('?' * len(ids))})", (v.user_id, *ids)
+    )}
+    return [i for i in ids if i in mine]
+
+
 def require_author(conn: apsw.Connection, v: Viewer, entry_id: int, verb: str) -> None:
     """Forbidden unless `v`'s user wrote the entry (NotFound if they cannot see it)."""
     row = conn.execute(f"SELECT e.author_id FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()

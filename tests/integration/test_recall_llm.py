@@ -142,6 +142,28 @@ def test_auto_supersede_failure_still_writes_and_retires_nothing(llm, fake_messa
     assert {e.id for e in llm.list()} == {old, new.id}
 
 
+def test_auto_supersede_offers_only_the_writers_own_entries(llm_daemon, fake_messages):
+    """A teammate's shared entry is seen but not the writer's to retire: it is never a candidate (nor an error)."""
+    from arbiter.client import Client
+
+    with llm_daemon.client() as owner:
+        alice_token, bob_token = owner.user_add("alice").token, owner.user_add("bob").token
+    with Client(llm_daemon.socket, alice_token) as alice:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+        theirs = alice.remember(type="user", title="Editor theme", content="The team prefers a dark theme").id
+        alice.share(theirs, "core")
+    with Client(llm_daemon.socket, bob_token) as bob:
+        mine = bob.remember(type="user", title="Editor theme", content="Bob prefers a dark editor theme").id
+        assert {h.id for h in bob.recall("Editor theme", types=["user"]).hits} == {theirs, mine}
+        fake_messages.set_script([json.dumps({"ids": [theirs, mine]})])
+        new = bob.remember(type="user", title="Editor theme", content="Bob now prefers a light theme",
+                           auto_supersede=True)
+        assert new.note == f"auto_supersede retired #{mine}"
+        assert f"[id {theirs}]" not in fake_messages.requests[-1]["messages"][0]["content"]
+        assert bob.get(theirs).valid_to is None
+
+
 def test_the_fine_pass_sees_1500_bytes_of_each_candidate(llm, fake_messages):
     long_text = "deploy canary " + "x" * 1300 + " MARKER " + "y" * 2000
     ids = [llm.remember(type="learning", title="Long deploy note", content=long_text).id, *_deploy_notes(llm, 2)]
