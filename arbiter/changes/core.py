@@ -18,13 +18,18 @@ def _version(*parts) -> int:
 
 
 def entry_versions(conn, v: Viewer, ids: list[int]) -> list[EntryVersion]:
-    """A version per entry `v` sees among `ids`: its record time, its scope, and what supersedes it."""
+    """A version per entry `v` sees among `ids`: its record time, its scope, and what supersedes it that `v` sees.
+
+    As `superseded_by` does (store/entries.py `columns`): a link from an entry
+    `v` cannot see, made or removed, moves nothing of theirs.
+    """
     if not ids:
         return []
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
         f"SELECT e.id, coalesce(e.revised_at, e.recorded_at), e.scope_id, "
-        f"(SELECT group_concat(r.source_id) FROM relations r WHERE r.target_id = e.id AND r.relation = 'supersedes') "
+        f"(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.id = r.source_id "
+        f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}) "
         f"FROM entries e WHERE e.id IN ({marks}) AND {v.sees('e')} ORDER BY e.id",
         ids,
     ).fetchall()

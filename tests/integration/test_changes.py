@@ -39,3 +39,14 @@ def test_versions_move_with_every_visible_change_and_only_those(people):
         assert moved(lambda: alice.share(private, "core")) == [private]
         assert moved(lambda: alice.purge(private)) == [private]
         assert moved(lambda: bob.remember(type="project", title="Bob's new note", content="bob's own")) == []
+
+
+def test_a_supersedes_link_from_an_entry_the_caller_cannot_see_moves_no_version(people):
+    with as_user(people, "alice") as alice, as_user(people, "bob") as bob:
+        shared = alice.remember(type="project", title="Alice's shared plan", content="plan v1", team="core").id
+        secret = alice.remember(type="project", title="Alice's private plan", content="plan v2",
+                                supersedes_ids=[shared]).id
+        seen, hers = bob.changes([shared]), alice.changes([shared])
+        alice.unlink(secret, "supersedes", shared)  # the shared entry stays retired: nothing bob sees changed
+        assert bob.changes([shared]) == seen
+        assert alice.changes([shared]).entries != hers.entries  # its author saw the link go
