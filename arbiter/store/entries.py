@@ -422,7 +422,9 @@ def history(
 ) -> tuple[list[Entry], list, list[Revision]]:
     """The supersession chain through an entry, both ways, oldest first, and every recorded state of each.
 
-    With `known_at`, all three as the store held them then.
+    With `known_at`, all three as the store held them then. The walk goes
+    only through entries `v` sees: one they cannot see ends the chain there,
+    as it would if it were missing.
     """
     if not get_any(conn, v, [entry_id], known_at=known_at):
         raise NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""), path="id")
@@ -432,9 +434,10 @@ def history(
         WITH RECURSIVE chain(id) AS (
             SELECT ?
             UNION
-            SELECT CASE WHEN r.source_id = chain.id THEN r.target_id ELSE r.source_id END
+            SELECT e.id
             FROM relations r JOIN chain ON r.source_id = chain.id OR r.target_id = chain.id
-            WHERE r.relation = 'supersedes' AND r.tenant_id = ?{recorded}
+            JOIN entries e ON e.id = CASE WHEN r.source_id = chain.id THEN r.target_id ELSE r.source_id END
+            WHERE r.relation = 'supersedes' AND r.tenant_id = ?{recorded} AND {v.sees()}
         )
         SELECT id FROM chain LIMIT 1000
         """,

@@ -321,3 +321,17 @@ def test_a_private_entry_that_supersedes_a_shared_one_is_never_named_to_the_team
         assert bob.get(shared.id, as_of=before, known_at=time.time()).superseded_by == []
         assert [e.id for e in bob.history(shared.id).entries] == [shared.id]
         assert secret.id not in [h.id for h in bob.list(limit=100)]
+
+
+def test_history_never_walks_through_an_entry_the_reader_cannot_see(people):
+    with as_user(people, "alice") as alice:
+        first = alice.remember(type="project", title="Heron plan one", content="heron v1", team="core").id
+        hidden = alice.remember(type="project", title="Heron plan two", content="heron v2",
+                                supersedes_ids=[first]).id
+        last = alice.remember(type="project", title="Heron plan three", content="heron v3", team="core",
+                              supersedes_ids=[hidden]).id
+        assert [e.id for e in alice.history(first).entries] == [first, hidden, last]
+    with as_user(people, "bob") as bob:
+        # As if the private middle entry were missing (purged): the two shared ones are not one chain.
+        assert [e.id for e in bob.history(first).entries] == [first]
+        assert [e.id for e in bob.history(last).entries] == [last]
