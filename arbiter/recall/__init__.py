@@ -192,7 +192,7 @@ def search(
             rows = _sql.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, budget=budget)
         else:
             rows = past.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, known_at=known_at)
-        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning)
+        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, known_at=known_at)
         ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
@@ -277,8 +277,13 @@ def _score(
     suggested: frozenset[str],
     reference: int,
     tuning: Tuning,
+    *,
+    known_at: int | None = None,
 ) -> list[Candidate]:
-    """Stages 4-6 plus voice, quantity, dates, when and speaker (and the measured-off size, context, episodes), best first."""
+    """Stages 4-6 plus voice, quantity, dates, when and speaker (and the measured-off size, context, episodes), best first.
+
+    With `known_at`, `rows` rank the texts recorded then, and so does "when".
+    """
     boosting = "boosts" not in off and (p.types or p.tag is not None)
     tags = _sql.tags(conn, [r[0] for r in rows]) if boosting and p.tag is not None else {}
     decaying = p.decay and "decay" not in off
@@ -288,8 +293,8 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    says_when = {eid for eid, text in _sql.contents(conn, [r[0] for r in rows]) if dates.says_when(text)} \
-        if asking_when and rows else set()
+    says_when = {eid for eid, text in _sql.contents(conn, [r[0] for r in rows], known_at=known_at)
+                 if dates.says_when(text)} if asking_when and rows else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     speakers = _sql.speakers(conn, [r[0] for r in rows]) if named else {}
     out = []

@@ -136,9 +136,11 @@ def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
     )
 
 
-def contents(conn: apsw.Connection, ids: list[int]) -> list[tuple[int, str]]:
-    """(id, content) of the entries among `ids`."""
-    return conn.execute(f"SELECT id, content FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+def contents(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> list[tuple[int, str]]:
+    """(id, content) of the entries among `ids`, as recorded at `known_at` (default now): the text a pass ranked."""
+    return conn.execute(
+        f"SELECT e.id, e.content FROM {entries.states_at(known_at)} WHERE e.id IN ({','.join('?' * len(ids))})", ids
+    ).fetchall()
 
 
 def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:

@@ -15,8 +15,9 @@ the caller's scopes, read first): scores from the indexes compare, and no
 statistic of the past-text index (which holds every tenant) reaches a score.
 Past states are seen by whoever sees the entry today.
 
-This is the only place recall knows about record time; `search` swaps its
-pass function for `ranked_visible` below when `known_at` is given.
+This is where recall knows about record time; `search` swaps its pass
+function for `ranked_visible` below when `known_at` is given (and the "when"
+signal reads the candidates' texts at `known_at`, `_sql.contents`).
 """
 
 from __future__ import annotations

@@ -220,6 +220,17 @@ def test_a_when_question_favours_the_turn_that_says_when(db, tenant):
     assert "when" not in ask(db, tenant, "support group", explain=True).hits[0].parts
 
 
+def test_a_when_question_at_known_at_reads_the_text_recorded_then(db, tenant):
+    went = remember(db, tenant, "w", "I went to the support group")
+    with db:  # later, the entry comes to say when
+        entries.update(db, users.first_viewer(db, tenant),
+                       UpdateParams(id=went, content="I went to the support group yesterday"), now=T0 + DAY)
+    question = "When did I go to the support group?"
+    assert ask(db, tenant, question, explain=True, now=T0 + 2 * DAY).hits[0].parts["when"] == 1.5
+    then = ask(db, tenant, question, explain=True, known_at=format_time(T0 + DAY // 2), now=T0 + 2 * DAY)
+    assert ids(then) == [went] and then.hits[0].parts["when"] == 1.0
+
+
 @pytest.mark.parametrize("text, says", [
     ("I went there yesterday", True), ("We met last weekend", True), ("two weeks ago", True),
     ("on Friday we hiked", True), ("back in June", True), ("since 2019", True),
