@@ -387,8 +387,9 @@ def retire(conn: apsw.Connection, entry_id: int, *, now: int) -> bool:
 def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> bool:
     """Reopen a retired entry (valid again, as if never retired); False if it was active.
 
-    Refused (Conflict naming the relation) while a `supersedes` link retires
-    it: the newer entry would still claim to replace it. Unlink first.
+    Refused (Conflict naming the relation) while a `supersedes` link from an
+    entry `v` sees retires it: the newer entry would still claim to replace
+    it. Unlink first. A link from an entry `v` cannot see is removed instead.
     """
     row = conn.execute(f"SELECT e.valid_to FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
     if row is None:
@@ -396,17 +397,22 @@ def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> boo
     if row[0] is None:
         return False
     require_author(conn, v, entry_id, "restore")
-    link = conn.execute(
-        "SELECT id, source_id FROM relations WHERE target_id = ? AND relation = 'supersedes' ORDER BY id LIMIT 1",
+    links = conn.execute(
+        f"SELECT r.id, r.source_id, EXISTS (SELECT 1 FROM entries e WHERE e.id = r.source_id AND {v.sees()}) "
+        "FROM relations r WHERE r.target_id = ? AND r.relation = 'supersedes' ORDER BY r.id",
         (entry_id,),
-    ).fetchone()
-    if link:
-        rid, source = link
+    ).fetchall()
+    if seen := [(rid, source) for rid, source, visible in links if visible]:
+        rid, source = seen[0]
         raise Conflict(
             f"entry {entry_id} is retired by #{source}'s supersedes link (relation {rid}); "
             f"remove it first (arbiter unlink {source} supersedes {entry_id})",
             existing_id=rid,
         )
+    # A link from an entry its author no longer sees (unshared, or a team they left) is as missing to them,
+    # and they could neither see nor unlink it: it goes with the retirement it made.
+    if links:
+        conn.execute(f"DELETE FROM relations WHERE id IN ({','.join(str(int(rid)) for rid, _, _ in links)})")
     conn.execute(f"UPDATE entries SET valid_to = NULL, {_STAMP} WHERE id = ?", (now, entry_id))
     return True
 

@@ -335,3 +335,22 @@ def test_history_never_walks_through_an_entry_the_reader_cannot_see(people):
         # As if the private middle entry were missing (purged): the two shared ones are not one chain.
         assert [e.id for e in bob.history(first).entries] == [first]
         assert [e.id for e in bob.history(last).entries] == [last]
+
+
+def test_restore_is_not_blocked_by_a_link_from_an_entry_the_author_no_longer_sees(people):
+    with as_user(people, "alice") as alice:
+        mine = alice.remember(type="project", title="Ibis budget", content="ibis costs 10", team="core").id
+    with as_user(people, "bob") as bob:
+        newer = bob.remember(type="project", title="Ibis budget revised", content="ibis costs 12", team="core").id
+    with as_user(people, "alice") as alice:
+        alice.link(newer, "supersedes", mine)
+        with pytest.raises(Conflict):  # while she sees the newer entry, the link is hers to remove first
+            alice.restore(mine)
+    with as_user(people, "bob") as bob:
+        bob.unshare(newer)
+    with as_user(people, "alice") as alice:
+        # Bob's entry is as missing to her now: the link from it no longer holds her entry retired (nor names it).
+        assert alice.restore(mine)
+        assert alice.get(mine).valid_to is None
+    with as_user(people, "bob") as bob:
+        assert bob.history(newer).relations == []
