@@ -93,9 +93,9 @@ _SAYS_WHEN = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|ago"
     r"|(?:last|next|this) (?:week|weekend|month|year|night|morning|summer|winter|spring|fall|autumn"
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
-    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day"
     r"|january|february|april|june|july|august|september|october|november|december"
-    r"|(?:19|20)\d\d)\b",
+    r"|(?:in|since|of|by|until|before|after|during|from|back in) (?:19|20)\d\d)\b",
     re.IGNORECASE,
 )
 

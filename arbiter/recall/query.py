@@ -238,7 +238,8 @@ def _cues(tokens: list[tuple[str, str]]) -> frozenset[str]:
         cues.add("quantity")
     if words & _TIME:
         cues.add("time")
-    if "when" in words or any(p in pairs for p in _WHEN_PAIRS):
+    # "When did ...?" asks for a time; "what happens when the deploy fails" does not: only a leading "when".
+    if surfaces[:1] == ["when"] or any(p in pairs for p in _WHEN_PAIRS):
         cues.add("when")
     return frozenset(cues)
 

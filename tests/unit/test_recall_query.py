@@ -186,6 +186,7 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
         ("When did we ship the release?", {"time", "when"}),
         ("What year did we move to Berlin?", {"fact", "when"}),
         ("How long ago did the user adopt the cat?", {"quantity", "time", "when"}),
+        ("What happens when the deploy fails?", {"fact", "time"}),  # a condition, not a question about time
         ("deploy checklist", set()),
     ],
 )
