@@ -212,8 +212,11 @@ def build_app(mcp: McpServer, token: str, host: str):
                     failing = True
                     continue
                 failing = False
-            await subscriptions.broadcast(changed, listed)
-            await publish(changed, listed)
+            try:
+                await subscriptions.broadcast(changed, listed)
+                await publish(changed, listed)
+            except Exception as e:  # noqa: BLE001 - e.g. a session closing mid-send: the others still want news
+                say(f"could not send change notifications ({type(e).__name__}: {e})")
 
     async def opened() -> None:
         """Something is watched now: take its baseline at once, and poll from here on."""
