@@ -220,16 +220,19 @@ def table(results: dict[str, list[Row]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Ingest the homes if needed, run every variant (or `--only` some) on the three sets, print the table."""
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def parser(doc: str, *, work: Path) -> argparse.ArgumentParser:
+    """A bench's arguments for the three sets: where the data is, where its homes live; help from its docstring."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], epilog=doc.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lme", type=Path, default=Path("../shared/data/longmemeval_s_dev.json.gz"))
     ap.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo_dev.json.gz"))
-    ap.add_argument("--work", type=Path, default=Path("bench/results/devsets"), help="where the homes live")
+    ap.add_argument("--work", type=Path, default=work, help="where the homes live")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Ingest the homes if needed, run every variant (or `--only` some) on the three sets, print the table."""
+    ap = parser(__doc__, work=Path("bench/results/devsets"))
     ap.add_argument("--only", help="comma-separated variant labels")
     ap.add_argument("--graph", action="store_true", help="as shipped against graph=true, on homes with derived edges")
     args = ap.parse_args(argv)

@@ -49,7 +49,6 @@ ground-truth turns) yield any triple.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import shutil
@@ -72,7 +71,7 @@ from arbiter.recall.query import STOPWORDS, analyze, tokenizer
 from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
 from bench import fact_rules
-from bench.devsets import SETS, Row, _outcome, by_type, ensure_home, table
+from bench.devsets import SETS, Row, _outcome, by_type, ensure_home, parser, table
 from bench.longmemeval import harness
 from bench.longmemeval.metrics import scored
 from bench.longmemeval.phrasing import phrase
@@ -314,14 +313,7 @@ def coverage_table(covs: dict[str, Coverage]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Build (or reuse) the homes with facts, run the three variants on the three sets, print the tables."""
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("--lme", type=Path, default=Path("../shared/data/longmemeval_s_dev.json.gz"))
-    ap.add_argument("--locomo", type=Path, default=Path("../shared/data/locomo_dev.json.gz"))
-    ap.add_argument("--work", type=Path, default=Path("bench/results/facts-devsets"), help="where the homes live")
+    ap = parser(__doc__, work=Path("bench/results/facts-devsets"))
     args = ap.parse_args(argv)
 
     built = {"lme": ensure_facts(args.work / "lme", args.lme), "locomo": ensure_facts(args.work / "locomo", args.locomo)}

@@ -35,6 +35,7 @@ same home. Milliseconds; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import random
 import shutil
@@ -191,27 +192,34 @@ def parts(home: Path, writes: list[dict]) -> dict[str, float]:
     return out
 
 
-def socket(home: Path, writes: list[dict]) -> dict[str, float]:
-    """The round trip p50/p95 and the daemon's mean CPU per call, on a copy of the home."""
+@contextlib.contextmanager
+def _daemon_on_copy(home: Path):
+    """A real daemon on a fresh copy of the home: (daemon, a connected client, a read-only connection)."""
     work = _copy(home)
     daemon = BenchDaemon(work, "FULL")
     db = connect(paths.db_path(work), readonly=True)
     try:
         with daemon.client() as c:
             c.ping()
-            samples = []
-            cpu = _cpu_ms(daemon.proc.pid)
-            for e in writes:
-                t = time.perf_counter()
-                last = c.remember(**e).id
-                samples.append((time.perf_counter() - t) * 1000)
-            writing = _cpu_ms(daemon.proc.pid) - cpu
-            settle = _wait_derived(db, last)
-            total = _cpu_ms(daemon.proc.pid) - cpu
+            yield daemon, c, db
     finally:
         db.close()
         daemon.stop()
         shutil.rmtree(work.parent, ignore_errors=True)
+
+
+def socket(home: Path, writes: list[dict]) -> dict[str, float]:
+    """The round trip p50/p95 and the daemon's mean CPU per call, on a copy of the home."""
+    with _daemon_on_copy(home) as (daemon, c, db):
+        samples = []
+        cpu = _cpu_ms(daemon.proc.pid)
+        for e in writes:
+            t = time.perf_counter()
+            last = c.remember(**e).id
+            samples.append((time.perf_counter() - t) * 1000)
+        writing = _cpu_ms(daemon.proc.pid) - cpu
+        settle = _wait_derived(db, last)
+        total = _cpu_ms(daemon.proc.pid) - cpu
     samples.sort()
     return {"round trip p50": statistics.median(samples), "round trip p95": samples[int(len(samples) * 0.95)],
             "daemon CPU per call (mean)": writing / len(writes),
@@ -221,18 +229,9 @@ def socket(home: Path, writes: list[dict]) -> dict[str, float]:
 
 def lag(home: Path, writes: list[dict]) -> dict[str, float]:
     """One write at a time on a quiet daemon: how long after its answer its similarity edges are derived."""
-    work = _copy(home)
-    daemon = BenchDaemon(work, "FULL")
-    db = connect(paths.db_path(work), readonly=True)
-    try:
-        with daemon.client() as c:
-            c.ping()
-            _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
-            samples = sorted(_wait_derived(db, c.remember(**e).id) * 1000 for e in writes)
-    finally:
-        db.close()
-        daemon.stop()
-        shutil.rmtree(work.parent, ignore_errors=True)
+    with _daemon_on_copy(home) as (_, c, db):
+        _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
+        samples = sorted(_wait_derived(db, c.remember(**e).id) * 1000 for e in writes)
     return {"edge lag p50": statistics.median(samples), "edge lag p95": samples[int(len(samples) * 0.95)],
             "edge lag max": samples[-1]}
 
