@@ -8,6 +8,7 @@ import threading
 import msgspec
 
 from arbiter.changes.model import Changes, ChangesParams, EntryVersion
+from arbiter.store import entries
 from arbiter.store.users import Viewer
 from arbiter.verb import Context, Verb
 
@@ -20,7 +21,7 @@ def _version(*parts) -> int:
 def entry_versions(conn, v: Viewer, ids: list[int]) -> list[EntryVersion]:
     """A version per entry `v` sees among `ids`: its record time, its scope, and what supersedes it that `v` sees.
 
-    As `superseded_by` does (store/entries.py `columns`): a link from an entry
+    As `superseded_by` does (`entries.superseded_by`): a link from an entry
     `v` cannot see, made or removed, moves nothing of theirs.
     """
     if not ids:
@@ -28,8 +29,7 @@ def entry_versions(conn, v: Viewer, ids: list[int]) -> list[EntryVersion]:
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
         f"SELECT e.id, coalesce(e.revised_at, e.recorded_at), e.scope_id, "
-        f"(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.id = r.source_id "
-        f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}) "
+        f"{entries.superseded_by(v)} "
         f"FROM entries e WHERE e.id IN ({marks}) AND {v.sees('e')} ORDER BY e.id",
         ids,
     ).fetchall()

@@ -101,9 +101,9 @@ _SAYS_WHEN = re.compile(
 
 
 def says_when(text: str) -> bool:
-    """True if `text` places something in time ("yesterday", "last weekend", "on Friday", "in June", "2022").
+    """True if `text` places something in time ("yesterday", "last weekend", "on Friday", "in June", "in 2022").
 
-    "May" and "March" are left out alone: as verbs they are far more common.
+    "May" and "March" are left out alone (as verbs they are far more common),
+    and so are a bare year ("2048 MB") and plural weekdays ("on Mondays": a habit).
     """
     return _SAYS_WHEN.search(text) is not None
-

@@ -757,24 +757,31 @@ class Daemon:
         if after:  # a read verb's cache writes: done before answering, so the next request sees them
             await loop.run_in_executor(self._writer_pool, write_after, after)
         if verb.finish is not None and verb.needs_finish(params):
-            try:
-                result = await self._finish(verb, params, tenant, result)
-            except Exception as e:  # noqa: BLE001 - the first phase is committed: answering an error would invite a duplicate
-                if isinstance(e, apsw.FullError):
-                    self.log(STORAGE_FULL_LOG, key="storage_full")
-                    self._wrote.set()
-                    name = StorageFull.name
-                else:
-                    self.log("arbiter: a write's follow-up failed after the write committed\n"
-                             + traceback.format_exc(), key="follow-up failed")
-                    name = e.name if isinstance(e, ArbiterError) else ArbiterError.name
-                result = msgspec.structs.replace(
-                    result, note="; ".join(filter(None, [result.note, f"follow-up failed ({name}); the write is saved"]))
-                )
+            result = await self._finish(verb, params, tenant, result)
         return result
 
     async def _finish(self, verb: Verb, params, tenant: tuple[int, str, int | None], result):
-        """A write verb's second phase: `finish` on a reader (it sees the first write), its write on the writer."""
+        """A write verb's second phase; if it fails, the first write's `result` with a note saying so.
+
+        The first write is committed: answering an error would invite the caller to write it again.
+        """
+        try:
+            return await self._follow_up(verb, params, tenant, result)
+        except ArbiterError as e:  # the caller's kind of failure (an entry gone in between): no traceback
+            name = e.name
+        except apsw.FullError:
+            self.log(STORAGE_FULL_LOG, key="storage_full")
+            name = StorageFull.name
+        except Exception:  # noqa: BLE001 - a bug: logged, and the saved write is still answered as saved
+            self.log("arbiter: a write's follow-up failed after the write committed\n" + traceback.format_exc(),
+                     key="follow-up failed")
+            name = ArbiterError.name
+        return msgspec.structs.replace(
+            result, note="; ".join(filter(None, [result.note, f"follow-up failed ({name}); the write is saved"]))
+        )
+
+    async def _follow_up(self, verb: Verb, params, tenant: tuple[int, str, int | None], result):
+        """`finish` on a reader (it sees the first write), then the write it returns on the writer."""
         loop = asyncio.get_running_loop()
 
         def judge():

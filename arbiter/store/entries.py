@@ -39,14 +39,18 @@ def columns(v: Viewer, known_at: int | None = None) -> str:
     learns that a shared entry retired, never the id of the private entry that
     retired it. With `known_at`, only relations recorded by then count.
     """
-    by = f" AND r.created_at <= {int(known_at)}" if known_at is not None else ""
-    superseded_by = (
-        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.id = r.source_id "
-        f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}{by})"
-    )
     return (
         "e.id, e.type, e.title, e.content, e.tags, e.source, e.conversation_id, e.parent_id, "
-        f"e.recorded_at, e.valid_from, e.valid_to, e.revised_at, {superseded_by}, e.speaker, {_PEOPLE}"
+        f"e.recorded_at, e.valid_from, e.valid_to, e.revised_at, {superseded_by(v, known_at)}, e.speaker, {_PEOPLE}"
+    )
+
+
+def superseded_by(v: Viewer, known_at: int | None = None) -> str:
+    """SQL: the ids (comma-separated) of the entries `v` sees that supersede entry `e` (recorded by `known_at`)."""
+    by = f" AND r.created_at <= {int(known_at)}" if known_at is not None else ""
+    return (
+        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.id = r.source_id "
+        f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}{by})"
     )
 
 
