@@ -282,10 +282,10 @@ def _score(
 ) -> list[Candidate]:
     """Stages 4-6 plus voice, quantity, dates, when and speaker (and the measured-off size, context, episodes), best first.
 
-    With `known_at`, `rows` rank the texts recorded then, and so does "when".
+    With `known_at`, `rows` rank the texts recorded then, and so do "when" and the tag boost.
     """
     boosting = "boosts" not in off and (p.types or p.tag is not None)
-    tags = _sql.tags(conn, [r[0] for r in rows]) if boosting and p.tag is not None else {}
+    tags = _sql.tags(conn, [r[0] for r in rows], known_at=known_at) if boosting and p.tag is not None else {}
     decaying = p.decay and "decay" not in off
     voicing = "voice" not in off and tuning.voice and query.voice is not None
     sizing = bool(tuning.size_exponent)

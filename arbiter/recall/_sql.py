@@ -166,11 +166,13 @@ def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
     return {r: (parent, content) for r, parent, content in rows}
 
 
-def tags(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
-    """id -> tags (JSON text), for the tag boost."""
+def tags(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> dict[int, str]:
+    """id -> tags (JSON text) as recorded at `known_at` (default now), for the tag boost."""
     if not ids:
         return {}
-    return dict(conn.execute(f"SELECT id, tags FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids))
+    return dict(conn.execute(
+        f"SELECT e.id, e.tags FROM {entries.states_at(known_at)} WHERE e.id IN ({','.join('?' * len(ids))})", ids
+    ))
 
 
 def newest(conn: apsw.Connection, scope: int, match: str, count: int) -> int:

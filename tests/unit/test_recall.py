@@ -115,6 +115,18 @@ def test_type_and_tag_boosts_are_soft_in_search_mode(db, tenant):
     assert ids(res)[0] == tagged and res.hits[0].parts["boost"] == pytest.approx(1.2)
 
 
+def test_the_tag_boost_at_known_at_reads_the_tags_recorded_then(db, tenant):
+    plain = remember(db, tenant, "Canary deploys")
+    later = remember(db, tenant, "Canary deploys")
+    with db:  # later, the second entry is tagged
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=later, tags=["ops"]), now=T0 + DAY)
+    now = ask(db, tenant, "canary deploys", tag="ops", explain=True, now=T0 + 2 * DAY)
+    assert ids(now)[0] == later and now.hits[0].parts["boost"] > 1
+    then = ask(db, tenant, "canary deploys", tag="ops", explain=True, known_at=format_time(T0 + DAY // 2),
+               now=T0 + 2 * DAY)
+    assert {h.id: h.parts["boost"] for h in then.hits} == {plain: 1.0, later: 1.0}
+
+
 def test_filters_are_hard_in_browse_mode(db, tenant):
     conv = conversation(db, tenant)
     a = remember(db, tenant, "A", type="reference", tags=["ops"])
