@@ -33,20 +33,25 @@ from arbiter.store import fts
 # ?1..?2 at once, read from the entries' own `tags` (entry_tags is keyed by scope and tag, m022). The version
 # is a change marker (graph/tags.py): one step per scope and block says "changed". The unary + keeps SQLite
 # on the entries' id range rather than an index by scope.
-_RANGE = (
-    "FROM entries e, json_each(e.tags) j WHERE e.id BETWEEN ?1 AND ?2 AND e.valid_to IS NULL AND e.tags != '[]' "
-    "AND +e.scope_id IN (SELECT scope_id FROM deferred_scopes)"
-)
+def _range(*tag_aliases: str) -> str:
+    """FROM/WHERE over the deferred entries with ids in ?1..?2, joined to their tags once per alias."""
+    tags = ", ".join(f"json_each(e.tags) {a}" for a in tag_aliases)
+    return (
+        f"FROM entries e, {tags} WHERE e.id BETWEEN ?1 AND ?2 AND e.valid_to IS NULL AND e.tags != '[]' "
+        "AND +e.scope_id IN (SELECT scope_id FROM deferred_scopes)"
+    )
+
+
 _TAGS_RANGE = (
-    f"INSERT OR IGNORE INTO entry_tags(scope_id, tag, entry_id) SELECT e.scope_id, j.value, e.id {_RANGE}",
+    f"INSERT OR IGNORE INTO entry_tags(scope_id, tag, entry_id) SELECT e.scope_id, j.value, e.id {_range('j')}",
     "INSERT INTO tag_counts(scope_id, tag, n) SELECT scope_id, tag, count(*) "
-    f"FROM (SELECT DISTINCT e.id, e.scope_id, j.value AS tag {_RANGE}) GROUP BY 1, 2 "
+    f"FROM (SELECT DISTINCT e.id, e.scope_id, j.value AS tag {_range('j')}) GROUP BY 1, 2 "
     "ON CONFLICT DO UPDATE SET n = n + excluded.n",
     "INSERT INTO tag_pairs(scope_id, a, b, n) SELECT scope_id, a, b, count(*) "
-    f"FROM (SELECT DISTINCT e.id, e.scope_id, j.value AS a, k.value AS b {_RANGE.replace(' j ', ' j, json_each(e.tags) k ')} "
+    f"FROM (SELECT DISTINCT e.id, e.scope_id, j.value AS a, k.value AS b {_range('j', 'k')} "
     "AND j.value < k.value) GROUP BY 1, 2, 3 "
     "ON CONFLICT DO UPDATE SET n = n + excluded.n",
-    f"INSERT INTO tag_graph_version(scope_id, version) SELECT DISTINCT e.scope_id, 1 {_RANGE} "
+    f"INSERT INTO tag_graph_version(scope_id, version) SELECT DISTINCT e.scope_id, 1 {_range('j')} "
     "ON CONFLICT DO UPDATE SET version = version + 1",
 )
 
