@@ -25,6 +25,7 @@ import apsw
 from arbiter import paths
 from arbiter.errors import InvalidParams, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
+from arbiter.store import text
 from arbiter.store.db import MIGRATIONS
 from arbiter.store.tenants import hash_token
 from arbiter.verb import Context, Verb
@@ -82,7 +83,9 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
 def _open_readonly(path: Path) -> apsw.Connection:
     if not path.is_file():
         raise InvalidParams(f"{path} is not a file", path="path")
-    return apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    text.register(conn)  # the stored text is read through arbiter_text (store/text.py), checks included
+    return conn
 
 
 def verify(path: Path) -> BackupCheck:
@@ -128,6 +131,7 @@ def _fts_matches(path: Path) -> bool:
     file is not changed.
     """
     conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    text.register(conn)  # the index is checked against the text, which arbiter_text reads
     try:
         conn.execute("BEGIN")
         try:

@@ -16,7 +16,7 @@ import apsw
 from arbiter._time import now_us
 from arbiter.errors import SchemaTooNew
 from arbiter.facts.schema import FACT_SCOPES_SQL, FACTS_SQL
-from arbiter.store import fts
+from arbiter.store import fts, text
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -421,6 +421,74 @@ def _m020_deferred_index(conn: apsw.Connection) -> None:
     for scope_id, team_id in conn.execute("SELECT id, team_id FROM scopes ORDER BY id").fetchall():
         conn.execute(f"DROP TRIGGER {fts.table(scope_id)}_insert")
         conn.execute(fts.insert_trigger(scope_id, shared=team_id is not None))
+
+
+# The stored text compressed (m023, store/text.py): `content` becomes a VIRTUAL
+# generated column over `content_z`, in `entries` and `entry_revisions`, so no
+# reader changes. SQLite cannot turn a column into a generated one, and cannot
+# drop a column a view or trigger names: those are dropped and made again from
+# their own SQL, with `content_z` for `content` where a write must name what is
+# stored (an UPDATE OF list: SQLite fires it on the columns a statement sets,
+# and writers set `content_z`).
+_UPDATE_OF = re.compile(r"UPDATE OF ([^)]*?) ON", re.IGNORECASE | re.DOTALL)
+_CONTENT = re.compile(r"\bcontent\b")
+_READS_TEXT = re.compile(r"\bFROM (entries|entry_revisions)\b", re.IGNORECASE)
+
+#: The generated column's definition (m023). `content_z` is NOT NULL with an empty default, which
+#: arbiter_text refuses, so a write that leaves it out fails in the insert triggers that read `content`.
+CONTENT_COLUMN = "content TEXT GENERATED ALWAYS AS (arbiter_text(content_z)) VIRTUAL"
+
+_REVISION_TRIGGERS = {
+    "entries_revision_unstamped": """
+    CREATE TRIGGER entries_revision_unstamped
+    BEFORE UPDATE OF type, title, content_z, tags, source, valid_from, valid_to ON entries
+    WHEN new.revised_at IS old.revised_at AND (
+        new.type IS NOT old.type OR new.title IS NOT old.title OR new.content_z IS NOT old.content_z
+        OR new.tags IS NOT old.tags OR new.source IS NOT old.source
+        OR new.valid_from IS NOT old.valid_from OR new.valid_to IS NOT old.valid_to
+    ) BEGIN
+        SELECT RAISE(ABORT, 'a change to an entry must stamp revised_at (its record time)');
+    END
+    """,
+    # The past text is filed as it is stored: the blob, not unpacked and packed again.
+    "entries_revision": """
+    CREATE TRIGGER entries_revision AFTER UPDATE OF revised_at ON entries
+    WHEN new.revised_at IS NOT old.revised_at BEGIN
+        INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to,
+                                    type, title, content_z, tags, source, valid_from, valid_to)
+        VALUES (old.id, old.tenant_id, old.conversation_id, coalesce(old.revised_at, old.recorded_at),
+                new.revised_at, old.type, old.title, old.content_z, old.tags, old.source,
+                old.valid_from, old.valid_to);
+    END
+    """,
+}
+
+
+def _m023_compressed_text(conn: apsw.Connection) -> None:
+    """`content` as `arbiter_text(content_z)` in entries and entry_revisions; the views and triggers naming it remade."""
+    naming = [
+        (kind, name, sql)
+        for kind, name, table, sql in conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('view', 'trigger') ORDER BY rowid"
+        ).fetchall()
+        if _CONTENT.search(sql) and (table in ("entries", "entry_revisions") or _READS_TEXT.search(sql))
+    ]
+    for kind, name, _ in naming:
+        conn.execute(f"DROP {kind.upper()} {name}")
+    for table in ("entries", "entry_revisions"):
+        conn.execute(
+            f"""
+            ALTER TABLE {table} ADD COLUMN content_z BLOB NOT NULL DEFAULT x'';
+            UPDATE {table} SET content_z = arbiter_pack(content);
+            ALTER TABLE {table} DROP COLUMN content;
+            ALTER TABLE {table} ADD COLUMN {CONTENT_COLUMN};
+            """
+        )
+    for _, name, sql in naming:  # in their old order (triggers on one event fire in an order set by it)
+        sql = _REVISION_TRIGGERS.get(name) or _UPDATE_OF.sub(
+            lambda m: f"UPDATE OF {_CONTENT.sub('content_z', m.group(1))} ON", sql
+        )
+        conn.execute(sql)
 
 
 # Ordered, named, append-only. Each runs in its own transaction and is recorded
@@ -989,6 +1057,8 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     ),
     # The tag graph keeps one entry_tags B-tree, keyed by (scope, tag, entry): see M022_ENTRY_TAGS_ONE_TABLE.
     ("m022_entry_tags_one_table", M022_ENTRY_TAGS_ONE_TABLE),
+    # The stored text compressed, read through generated columns: see _m023_compressed_text and store/text.py.
+    ("m023_compressed_text", _m023_compressed_text),
 ]
 
 
@@ -1033,6 +1103,8 @@ def connect(
     conn.pragma("synchronous", synchronous)
     # Used by the recall_entries triggers (m004), so every connection that may write needs it.
     conn.create_scalar_function("arbiter_numerals", numerals, 1, deterministic=True)
+    # What the generated `content` columns read (m023): every connection that reads an entry's text needs it.
+    text.register(conn)
     from arbiter.salience import sql_salience  # salience imports the model, which needs no store
 
     conn.create_scalar_function("arbiter_salience", sql_salience, 8, deterministic=True)

@@ -22,7 +22,7 @@ import msgspec
 from arbiter._time import format_time, parse_time
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
-from arbiter.store import relations, tenants, users
+from arbiter.store import relations, tenants, text, users
 from arbiter.store.users import Viewer
 
 #: Who wrote an entry and the team it is shared with (null: private), by name.
@@ -136,7 +136,7 @@ def _dedupe(tags: list[str]) -> list[str]:
 
 
 _INSERT_COLUMNS = (
-    "id, tenant_id, author_id, scope_id, type, title, content, tags, source, conversation_id, parent_id, speaker, "
+    "id, tenant_id, author_id, scope_id, type, title, content_z, tags, source, conversation_id, parent_id, speaker, "
     "recorded_at, valid_from"
 )
 _ROW = "(" + ",".join("?" * 14) + ")"
@@ -187,7 +187,7 @@ def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path:
         relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
         relations.require_own(conn, v, old, "supersede it", path=f"{path}supersedes_ids[{i}]")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
-    return [None, tenant_id, v.user_id, scope, p.type, p.title, p.content, tags, p.source, p.conversation_id,
+    return [None, tenant_id, v.user_id, scope, p.type, p.title, text.pack(p.content), tags, p.source, p.conversation_id,
             p.parent_id, p.speaker, now, valid_from]
 
 
@@ -366,9 +366,9 @@ def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> En
         return current
     etype, title, _, tags, source = new
     conn.execute(
-        f"UPDATE entries SET type = ?, title = ?, content = ?, tags = ?, source = ?, {_STAMP} "
+        f"UPDATE entries SET type = ?, title = ?, content_z = ?, tags = ?, source = ?, {_STAMP} "
         "WHERE id = ? AND valid_to IS NULL",
-        (etype, title, content, msgspec.json.encode(tags).decode(), source, now, p.id),
+        (etype, title, text.pack(content), msgspec.json.encode(tags).decode(), source, now, p.id),
     )
     return get(conn, v, p.id)
 

@@ -78,6 +78,8 @@ def index_range(conn: apsw.Connection, scope_id: int, first: int, last: int, *, 
 def attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bool = True) -> None:
     """The view, vocabulary and triggers that keep scope N's index (an existing FTS5 table) in step with `entries`."""
     t, n = table(scope_id), int(scope_id)
+    # Writers set `content_z` once m023 made `content` generated from it (an UPDATE OF list names what is set).
+    stored = "content_z" if _has_column(conn, "entries", "content_z") else "content"
     conn.execute(
         f"""
         CREATE VIEW {t}_rows AS SELECT id, {_columns("entries", shared)} AS scope FROM entries WHERE scope_id = {n};
@@ -86,7 +88,7 @@ def attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bo
         CREATE TRIGGER {t}_delete AFTER DELETE ON entries WHEN old.scope_id = {n} BEGIN
             INSERT INTO {t}({t}, rowid, {_COLS}) VALUES ('delete', old.id, {_columns("old", shared)});
         END;
-        CREATE TRIGGER {t}_update AFTER UPDATE OF title, content, tags, source, conversation_id, scope_id ON entries
+        CREATE TRIGGER {t}_update AFTER UPDATE OF title, {stored}, tags, source, conversation_id, scope_id ON entries
         WHEN old.scope_id = {n} OR new.scope_id = {n} BEGIN
             INSERT INTO {t}({t}, rowid, {_COLS}) SELECT 'delete', old.id, {_columns("old", shared)}
                 WHERE old.scope_id = {n};
@@ -94,6 +96,10 @@ def attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bo
         END;
         """
     )
+
+
+def _has_column(conn: apsw.Connection, table_name: str, column: str) -> bool:
+    return any(r[1] == column for r in conn.execute(f"PRAGMA table_xinfo({table_name})"))
 
 
 def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:

@@ -24,7 +24,7 @@ from arbiter._time import format_time, parse_time
 from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
-from arbiter.store import relations, users
+from arbiter.store import relations, text, users
 from arbiter.store.deferred import deferred
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
@@ -54,7 +54,7 @@ from arbiter.verb import Context, Verb
 
 _encode = msgspec.json.Encoder().encode
 _INSERT = (
-    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, "
+    "INSERT INTO entries(tenant_id, type, title, content_z, tags, source, conversation_id, parent_id, "
     "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id) VALUES "
 )
 _ROW = "(" + ",".join("?" * 15) + ")"
@@ -254,7 +254,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     insert_pending()
                 author = people.user(rec.author, line)
                 pending.append((rec.id, (
-                    tenant, rec.type, rec.title, rec.content, _encode(list(dict.fromkeys(rec.tags))).decode(),
+                    tenant, rec.type, rec.title, text.pack(rec.content), _encode(list(dict.fromkeys(rec.tags))).decode(),
                     rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
                     ref(entries, rec.parent_id, line, "parent_id", "entry"),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
@@ -270,7 +270,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     ref(entries, rec.entry_id, line, "entry_id", "entry"), tenant,
                     ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
                     parse_time(rec.recorded_from, path="recorded_from"), parse_time(rec.recorded_to, path="recorded_to"),
-                    rec.type, rec.title, rec.content, _encode(rec.tags).decode(), rec.source,
+                    rec.type, rec.title, text.pack(rec.content), _encode(rec.tags).decode(), rec.source,
                     parse_time(rec.valid_from, path="valid_from"), _time(rec.valid_to, "valid_to"),
                 ))
                 counts["revisions"] += 1
@@ -372,7 +372,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     # Past states go in as rows: the record-time triggers fire only on updates, so nothing is re-derived.
     conn.executemany(
         "INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to, type, title, "
-        "content, tags, source, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", revisions,
+        "content_z, tags, source, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", revisions,
     )
     conn.executemany(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "

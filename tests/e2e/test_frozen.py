@@ -19,6 +19,8 @@ from pathlib import Path
 
 import apsw
 import pytest
+
+from arbiter.store import text
 from tests.conftest import isolated_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,6 +131,7 @@ def test_frozen_binary_serves_and_answers_every_core_command(served, home):
     assert proc.wait(15) == 0
     assert not (home / "arbiter.sock").exists()
     conn = apsw.Connection(str(home / "arbiter.db"))
+    text.register(conn)  # the check computes the generated `content` column (store/text.py)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     conn.close()
 

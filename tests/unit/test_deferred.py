@@ -38,8 +38,8 @@ def _rows(rng: random.Random, tenant: int, user: int, scopes: list[int], n: int)
 
 
 _INSERT = (
-    "INSERT INTO entries(tenant_id, type, title, content, tags, source, conversation_id, parent_id, "
-    "recorded_at, valid_from, valid_to, author_id, scope_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO entries(tenant_id, type, title, content_z, tags, source, conversation_id, parent_id, "
+    "recorded_at, valid_from, valid_to, author_id, scope_id) VALUES (?,?,?,arbiter_pack(?),?,?,?,?,?,?,?,?,?)"
 )
 
 

@@ -232,8 +232,9 @@ def test_slots_number_the_phrases_as_fts5_does(db, tok):
     db.register_fts5_function("count_phrases", count)
     with db:
         db.execute(
-            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, recorded_at, valid_from) "
-            "VALUES (1, 1, 1, 'project', 'deploy canary', 'the deploy canary \"quoted thing\" rollback', 0, 0)"
+            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content_z, recorded_at, valid_from) "
+            "VALUES (1, 1, 1, 'project', 'deploy canary', "
+            "arbiter_pack('the deploy canary \"quoted thing\" rollback'), 0, 0)"
         )
     for text in ['deploy canary rollback "quoted thing"', "deploy", "one two three four five six seven deploy"]:
         e = expression(analyze(text, tok).terms)

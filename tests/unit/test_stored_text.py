@@ -1,0 +1,179 @@
+"""The stored text (store/text.py, m023): compressed in the file, the same text to every reader."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from arbiter._time import US, format_time
+from arbiter.model import CONTENT_MAX_BYTES, ListParams, RememberParams, UpdateParams
+from arbiter.store import MIGRATIONS, entries, fts, open_database, tenants, text, users
+from arbiter.store import db as db_module
+
+T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
+WORDS = "zebra crossing narwhal deploy canary rollback über naïve 東京 🚀".split()
+
+
+def _prose(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+# ---- the codec -------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text() | st.text(min_size=2000, max_size=20_000))
+def test_any_text_packs_and_unpacks_to_itself(s):
+    blob = text.pack(s)
+    assert text.unpack(blob) == s
+    assert blob[0] in (text.PLAIN, text.DEFLATE)
+    assert len(blob) <= len(s.encode()) + 1  # never more than the codec byte over the text
+
+
+def test_a_huge_text_round_trips():
+    rng = random.Random(3)
+    s = _prose(rng, 400_000)  # ~3 MB, far past an entry's limit
+    blob = text.pack(s)
+    assert blob[0] == text.DEFLATE and len(blob) < len(s.encode()) // 2
+    assert text.unpack(blob) == s
+
+
+def test_tiny_and_incompressible_texts_are_stored_as_they_are():
+    assert text.pack("") == b"\x00"
+    assert text.pack("ok") == b"\x00ok"
+    short = "Prefers tabs over spaces."  # deflate's own framing would make it longer
+    assert text.pack(short) == b"\x00" + short.encode()
+
+
+def test_a_blob_that_is_not_a_stored_text_is_refused():
+    with pytest.raises(ValueError, match="codec 7"):
+        text.unpack(b"\x07abc")
+    with pytest.raises(ValueError):
+        text.unpack(b"")
+
+
+# ---- in the database ------------------------------------------------------------
+
+
+def _remember(db, v, content: str, *, now: int = T0, **kw) -> int:
+    with db:
+        return entries.remember(db, v, RememberParams(type="project", title=kw.pop("title", "t"), content=content, **kw),
+                                now=now)
+
+
+def test_the_file_holds_compressed_bytes_and_every_read_gives_the_text(db, tenant):
+    v = users.first_viewer(db, tenant)
+    before = "Target: Friday. " + _prose(random.Random(1), 80)
+    after = "Target: Monday. " + _prose(random.Random(2), 80)
+    eid = _remember(db, v, before)
+    stored = db.execute("SELECT content_z FROM entries WHERE id = ?", (eid,)).fetchone()[0]
+    assert stored != before.encode() and stored[0] == text.DEFLATE and len(stored) < len(before.encode()) * 0.7
+    assert before.encode() not in stored
+
+    with db:
+        fixed = entries.update(db, v, UpdateParams(id=eid, content=after), now=T0 + US)
+    assert fixed.content == after == entries.get(db, v, eid).content
+    # The past state keeps the blob as it was stored, byte for byte.
+    assert db.execute("SELECT content_z FROM entry_revisions WHERE entry_id = ?", (eid,)).fetchone()[0] == stored
+    assert entries.get(db, v, eid, known_at=T0).content == before
+    assert [e.content for e in entries.list_entries(db, v, ListParams(known_at=format_time(T0)))] == [before]
+    assert [e.content for e in entries.list_entries(db, v, ListParams())] == [after]
+    chain, _, states = entries.history(db, v, eid)
+    assert [e.content for e in chain] == [after]
+    assert [(r.change, r.fields, r.entry.content) for r in states] == \
+        [("remembered", [], before), ("updated", ["content"], after)]
+    t = fts.table(tenant)
+    assert [r[0] for r in db.execute(f"SELECT rowid FROM {t} WHERE {t} MATCH 'monday'")] == [eid]
+    assert [r[0] for r in db.execute(f"SELECT rowid FROM {t} WHERE {t} MATCH 'friday'")] == []
+    assert [r[0] for r in db.execute("SELECT entry_id FROM entry_revisions_fts f JOIN entry_revisions r ON r.id = f.rowid "
+                                      "WHERE entry_revisions_fts MATCH 'friday'")] == [eid]
+    for index in (t, "entry_revisions_fts"):
+        db.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_write_that_leaves_the_stored_text_out_fails(db, tenant):
+    with pytest.raises(ValueError, match="not a stored text"), db:
+        db.execute(
+            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, recorded_at, valid_from) "
+            "VALUES (?, ?, ?, 'project', 't', 0, 0)", (tenant, tenant, tenant),
+        )
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    conn = open_database(tmp_path_factory.mktemp("text") / "arbiter.db")
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+    yield conn, users.first_viewer(conn, tid)
+    conn.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=3000).filter(lambda s: s.strip() and len(s.encode()) <= CONTENT_MAX_BYTES))
+def test_any_entry_text_reads_back_identically(shared, s):
+    conn, v = shared
+    eid = _remember(conn, v, s)
+    assert entries.get(conn, v, eid).content == s
+    assert entries.get_any(conn, v, [eid])[0].content == s
+
+
+# ---- the migration -----------------------------------------------------------------
+
+
+def test_migrating_a_file_with_entries_and_revisions_compresses_them_in_place(tmp_path, monkeypatch):
+    """A file at the schema before m023, written as that schema wrote (the text in `content`), is converted."""
+    path = tmp_path / "old.db"
+    m023 = [name for name, _ in MIGRATIONS].index("m023_compressed_text")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:m023])
+    conn = open_database(path)
+    rng = random.Random(9)
+    texts = ["Target: Friday " + _prose(rng, 60), "ok", "naïve 東京 🚀 " * 40, _prose(rng, 3000)]
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+        team = users.create_team(conn, tid, "ops", now=T0)
+        users.join(conn, team, tid, now=T0)
+        team_scope = users.team_scope(conn, team)
+        for i, s in enumerate(texts):
+            conn.execute(
+                "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, recorded_at, valid_from) "
+                "VALUES (?, ?, ?, 'project', ?, ?, ?, ?)",
+                (tid, tid, team_scope if i == 2 else tid, f"title {i}", s, T0, T0),
+            )
+        conn.execute("UPDATE entries SET content = 'Target: Monday', revised_at = ? WHERE id = 1", (T0 + US,))
+        conn.execute("UPDATE entries SET content = 'shared and corrected', revised_at = ? WHERE id = 3", (T0 + US,))
+    recall_rows = conn.execute("SELECT * FROM recall_entries ORDER BY entry_id").fetchall()
+    conn.close()
+    monkeypatch.undo()
+
+    conn = open_database(path)
+    columns = {r[1]: r[6] for r in conn.execute("PRAGMA table_xinfo(entries)")}  # name -> hidden (2: virtual generated)
+    assert columns["content"] == 2 and columns["content_z"] == 0
+    assert [r[0] for r in conn.execute("SELECT content FROM entries ORDER BY id")] == \
+        ["Target: Monday", "ok", "shared and corrected", texts[3]]
+    assert [text.unpack(r[0]) for r in conn.execute("SELECT content_z FROM entries ORDER BY id")] == \
+        ["Target: Monday", "ok", "shared and corrected", texts[3]]
+    assert conn.execute("SELECT content_z FROM entries WHERE id = 4").fetchone()[0][0] == text.DEFLATE
+    assert [r[0] for r in conn.execute("SELECT content FROM entry_revisions ORDER BY id")] == [texts[0], texts[2]]
+    assert conn.execute("SELECT * FROM recall_entries ORDER BY entry_id").fetchall() == recall_rows
+    indexes = [fts.table(s) for s in fts.scopes(conn)] + ["entry_revisions_fts"]
+    for t in indexes:
+        conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+    # Writes after it: an update reaches every index (the triggers fire on content_z) and files the old blob.
+    alice = users.first_viewer(conn, tid)
+    with conn:
+        entries.update(conn, alice, UpdateParams(id=3, content="shared walrus"), now=T0 + 2 * US)
+        entries.update(conn, alice, UpdateParams(id=1, content="Target: Sunday"), now=T0 + 2 * US)
+    shared, private = fts.table(team_scope), fts.table(tid)
+    assert [r[0] for r in conn.execute(f"SELECT rowid FROM {shared} WHERE {shared} MATCH 'walrus'")] == [3]
+    assert [r[0] for r in conn.execute(f"SELECT rowid FROM {private} WHERE {private} MATCH 'sunday'")] == [1]
+    assert [r[0] for r in conn.execute(f"SELECT rowid FROM {private} WHERE {private} MATCH 'monday'")] == []
+    assert entries.get(conn, alice, 1, known_at=T0 + US).content == "Target: Monday"
+    assert entries.get(conn, alice, 1, known_at=T0).content == texts[0]
+    assert conn.execute("SELECT bytes FROM recall_entries WHERE entry_id = 1").fetchone()[0] == len("Target: Sunday")
+    for t in indexes:
+        conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('integrity-check', 1)")
+    conn.close()
