@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import stat
 import subprocess
@@ -145,7 +146,10 @@ def test_status_does_not_move_with_another_tenants_writes(two, daemon):
     mine, theirs = two
     mine.remember(type="user", title="mine", content="a little")
     before = mine.call("status", {}, dict)
-    theirs.remember_many([{"type": "reference", "title": f"bulk {i}", "content": "x" * 4000} for i in range(250)])
+    # Text that does not compress away (the file stores it deflated): ~1 MB however it is stored.
+    rng = random.Random(11)
+    theirs.remember_many([{"type": "reference", "title": f"bulk {i}", "content": "%x" % rng.getrandbits(16_000)}
+                          for i in range(250)])
     assert mine.call("status", {}, dict) == before  # every figure, raw off the wire
     with Client(daemon.socket, daemon.admin_token) as admin:
         assert admin.tenant_list().db_bytes > 1_000_000  # the admin still sees the file's size

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import random
+import re
+import zlib
+from pathlib import Path
 
+import apsw
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -177,3 +181,29 @@ def test_migrating_a_file_with_entries_and_revisions_compresses_them_in_place(tm
     for t in indexes:
         conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('integrity-check', 1)")
     conn.close()
+
+
+def _sqlar_uncompress(data: bytes, size: int) -> bytes:
+    """The `sqlite3` shell's sqlar_uncompress (shell.c): the blob itself if `size` is its length, else zlib's uncompress."""
+    if size <= 0 or size == len(data):
+        return data
+    out = zlib.decompress(data)
+    assert len(out) <= size
+    return out
+
+
+def test_the_readme_query_reads_the_text_without_arbiter(db, tenant, tmp_path):
+    """A plain SQLite connection (no arbiter_text) gets every text out with the query the README gives."""
+    v = users.first_viewer(db, tenant)
+    texts = ["ok", "Target: Friday " + _prose(random.Random(4), 300)]
+    ids = [_remember(db, v, s) for s in texts]
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    query = re.search(r"\n    (SELECT id, CAST\(CASE .*?FROM entries;)\n", readme, re.DOTALL).group(1)
+    plain = apsw.Connection(db.filename, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        with pytest.raises(apsw.SQLError, match="arbiter_text"):
+            plain.execute("SELECT content FROM entries").fetchall()
+        plain.create_scalar_function("sqlar_uncompress", _sqlar_uncompress, 2)
+        assert plain.execute(query).fetchall() == list(zip(ids, texts))
+    finally:
+        plain.close()
