@@ -99,6 +99,16 @@ LEXICON_VARIANTS: list[tuple[str, dict, object]] = [
     ("+ hyponyms and definition nouns x0.15", {}, (_wordnet(gloss=True), {"expand": 0.15, "expand_per_word": 8})),
     ("+ hyponyms and definition nouns x0.2, at most 2% of the documents", {},
      (_wordnet(gloss=True), {"expand": 0.2, "expand_per_word": 8, "expand_floor": 0})),
+    ("+ hyponyms and synonyms of the asked words only x0.3", {},
+     (_wordnet(), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
+    ("+ hyponyms depth 2 of the asked words only x0.3", {},
+     (_wordnet(depth=2), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
+    ("+ hyponyms and definition nouns of the asked words only x0.15", {},
+     (_wordnet(gloss=True), {"expand": 0.15, "expand_per_word": 8, "expand_asked": True})),
+    ("+ hyponyms and definition nouns of the asked words only x0.3", {},
+     (_wordnet(gloss=True), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
+    ("+ hyponyms and definition nouns of the asked words only x0.5", {},
+     (_wordnet(gloss=True), {"expand": 0.5, "expand_per_word": 8, "expand_asked": True})),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

@@ -111,6 +111,8 @@ class Tuning:
     expand_cap: int = 16
     expand_max_share: float = 0.02
     expand_floor: int = 1_000
+    #: Expand only the words the question asks for (`lexicon.asked`).
+    expand_asked: bool = False
     lexicon: lexicon.Lexicon | None = None
 
 
@@ -175,8 +177,11 @@ def search(
     if query.empty:
         return None
     expanding = tuning.expand and tuning.lexicon is not None
-    extra = lexicon.expand(query.terms, tuning.lexicon, tokenize, weight=tuning.expand,
-                           decay=tuning.expand_decay, skip=lexicon.names(query.text)) if expanding else []
+    extra = lexicon.expand(
+        query.terms, tuning.lexicon, tokenize, weight=tuning.expand, decay=tuning.expand_decay,
+        skip=lexicon.names(query.text),
+        only=lexicon.asked(tokenize(query.text), stopwords) if tuning.expand_asked else None,
+    ) if expanding else []
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     reference = as_of if as_of is not None else (now_us() if now is None else now)

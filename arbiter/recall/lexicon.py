@@ -57,9 +57,36 @@ def names(text: str) -> frozenset[str]:
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w']*)")
 
 
+_WH = frozenset("what which how number".split())
+_QUANTIFIER = frozenset("many much".split())
+_FILLER = frozenset("kind kinds type types sort sorts total number of is are was were the a an some any".split())
+
+
+def asked(tokens: Sequence[tuple[str, str]], stopwords: frozenset[str]) -> frozenset[str]:
+    """The words a question asks for: the content words right after "what", "which", "how many", "number of"
+    ("What activities...", "Which outdoor spot...", "the total number of siblings"), past "kind of", "the"...
+    """
+    words = [s for s, _ in tokens]
+    out: set[str] = set()
+    for i, w in enumerate(words):
+        if w not in _WH:
+            continue
+        j = i + 1
+        if w == "how":
+            if j >= len(words) or words[j] not in _QUANTIFIER:
+                continue
+            j += 1
+        while j < len(words) and words[j] in _FILLER:
+            j += 1
+        while j < len(words) and words[j] not in stopwords:
+            out.add(words[j])
+            j += 1
+    return frozenset(out)
+
+
 def expand(
     terms: Sequence[Term], lexicon: Lexicon, tokenize: Tokenize, *, weight: float, decay: float = 1.0,
-    skip: frozenset[str] = frozenset(),
+    skip: frozenset[str] = frozenset(), only: frozenset[str] | None = None,
 ) -> list[Term]:
     """The expansion terms for `terms`: each related word of each plain word term, once, not a query stem.
 
@@ -69,7 +96,7 @@ def expand(
     have = {t.stem for t in terms}
     out: dict[str, Term] = {}
     for t in terms:
-        if t.phrase or t.prefix or t.number or t.text in skip:
+        if t.phrase or t.prefix or t.number or t.text in skip or (only is not None and t.text not in only):
             continue
         for word, distance in lexicon.lookup(t.text):
             tokens = tokenize(word)

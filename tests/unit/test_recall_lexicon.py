@@ -5,7 +5,8 @@ from __future__ import annotations
 from arbiter._time import US
 from arbiter.model import RecallParams, RememberParams
 from arbiter.recall import DEFAULT, Tuning, recall
-from arbiter.recall.lexicon import Lexicon, names
+from arbiter.recall.lexicon import Lexicon, asked, names
+from arbiter.recall.query import STOPWORDS, tokenizer
 from arbiter.store import entries, users
 
 T0 = 1795168800 * US
@@ -40,6 +41,28 @@ def test_a_word_is_looked_up_by_its_lemma():
 
 def test_capitalized_words_inside_a_sentence_are_names():
     assert names("When did John call? Boxes came. Ask Mary") == {"john", "mary"}
+
+
+def test_the_asked_words_follow_what_which_and_how_many(db):
+    tokenize = tokenizer(db)
+
+    def words(q):
+        return asked(tokenize(q), STOPWORDS)
+
+    assert words("What is the total number of siblings I have?") == {"siblings"}
+    assert words("Which outdoor spot did Joanna visit?") == {"outdoor", "spot"}
+    assert words("What kind of art does Caroline make?") == {"art"}
+    assert words("How many dogs has Maria adopted?") == {"dogs"}
+    assert words("How long did I wait for the visa?") == set()
+    assert words("I'm going to the music store. Any tips?") == set()
+
+
+def test_only_the_asked_words_expand(db, tenant):
+    remember(db, tenant, "my older sister hiked the ridge")
+    tuning = Tuning(expand=0.3, lexicon=LEXICON, expand_asked=True)
+    assert '"hike"' not in ask(db, tenant, "Did my sibling enjoy the activities?", tuning).expression
+    res = ask(db, tenant, "Which activities did my sibling enjoy?", tuning)
+    assert '"hike"' in res.expression and '"sister"' not in res.expression
 
 
 def test_a_category_question_finds_a_member_word_entry(db, tenant):
