@@ -20,8 +20,13 @@ so runs compare like with like:
   edges to the idle writer, how long after the last answer the idle writer
   has derived the burst's edges, and the daemon's CPU for the whole (writes
   and catching up) per call;
+- `pages`: the first `--page-writes` calls again in this process, with the
+  WAL never checkpointed, reading the frames each commit appends: pages
+  written (WAL bytes) per `remember`, and which table or index each page
+  belongs to (SQLite's `dbstat`, after each commit);
 - `lag`: one write at a time on a quiet daemon, each followed by a wait until
-  the idle writer has derived its edges: how long after its answer (polled
+  the idle writer has derived its edges (and its round trip, as an agent
+  writing now and then meets it): how long after its answer (polled
   on a read-only connection to the file, every 2 ms: a request would restart
   the daemon's quiet spell).
 
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import struct
 import random
 import shutil
 import statistics
@@ -46,6 +52,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import apsw
 import msgspec
 
 from arbiter import paths, verbs
@@ -172,7 +179,7 @@ def parts(home: Path, writes: list[dict]) -> dict[str, float]:
             p = msgspec.convert(e, RememberParams)
             spent.clear()
             w, t = time.perf_counter(), time.process_time()
-            with _transaction(conn, write=True):
+            with _transaction(conn, write=True, small=verbs.VERBS["remember"].small):
                 verbs.remember(Context(conn, tenant, "default", now_us(), seen_as=viewer), p)
                 verb_done = time.process_time()
             done = time.process_time()
@@ -189,6 +196,58 @@ def parts(home: Path, writes: list[dict]) -> dict[str, float]:
     out = {label: statistics.median(v) for label, v in per_part.items()}
     out["whole call, CPU"] = statistics.median(whole)
     out["whole call, wall"] = statistics.median(wall)
+    return out
+
+
+_WAL_HEADER, _FRAME_HEADER = 32, 24
+
+
+def _owners(conn) -> dict[int, str]:
+    """Every page's table or index (dbstat); pointer-map pages and page 1 by their place in the file."""
+    owner = {pageno: name for name, pageno in conn.execute("SELECT name, pageno FROM dbstat")}
+    owner[1] = "page 1 (header)"
+    per_map = conn.pragma("page_size") // 5
+    for pageno in range(2, conn.pragma("page_count") + 1, per_map + 1):
+        owner[pageno] = "pointer map (auto_vacuum)"
+    return owner
+
+
+def pages(home: Path, writes: list[dict]) -> dict[str, float]:
+    """Pages each `remember`'s commit appends to the WAL (mean per call), by the object they belong to."""
+    work = _copy(home)
+    try:
+        path = paths.db_path(work)
+        conn = open_database(path)
+        writer_settings(conn)
+        conn.pragma("wal_autocheckpoint", 0)  # every commit's frames stay in the WAL to be read
+        conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
+        page_size = conn.pragma("page_size")
+        tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+        viewer = users.first_viewer(conn, tenant)
+        wal = Path(f"{path}-wal")
+        by_object: dict[str, int] = defaultdict(int)
+        frames = []
+        for e in writes:
+            start = max(wal.stat().st_size, _WAL_HEADER) if wal.exists() else _WAL_HEADER
+            with _transaction(conn, write=True, small=verbs.VERBS["remember"].small):
+                verbs.remember(Context(conn, tenant, "default", now_us(), seen_as=viewer),
+                               msgspec.convert(e, RememberParams))
+            with open(wal, "rb") as f:
+                f.seek(start)
+                data = f.read()
+            step = _FRAME_HEADER + page_size
+            written = [struct.unpack_from(">I", data, at)[0] for at in range(0, len(data) - step + 1, step)]
+            frames.append(len(written))
+            owner = _owners(conn)
+            for pageno in written:
+                by_object[owner.get(pageno, "freelist")] += 1
+        conn.close()
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
+    out = {"pages per call (p50)": statistics.median(frames), "pages per call (mean)": statistics.mean(frames),
+           "WAL KiB per call (mean)": statistics.mean(frames) * (page_size + _FRAME_HEADER) / 1024}
+    for name, n in sorted(by_object.items(), key=lambda kv: -kv[1]):
+        out[f"  {name}"] = n / len(writes)
     return out
 
 
@@ -231,9 +290,15 @@ def lag(home: Path, writes: list[dict]) -> dict[str, float]:
     """One write at a time on a quiet daemon: how long after its answer its similarity edges are derived."""
     with _daemon_on_copy(home) as (_, c, db):
         _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
-        samples = sorted(_wait_derived(db, c.remember(**e).id) * 1000 for e in writes)
+        samples, trips = [], []
+        for e in writes:
+            t = time.perf_counter()
+            entry_id = c.remember(**e).id
+            trips.append((time.perf_counter() - t) * 1000)
+            samples.append(_wait_derived(db, entry_id) * 1000)
+    samples.sort()
     return {"edge lag p50": statistics.median(samples), "edge lag p95": samples[int(len(samples) * 0.95)],
-            "edge lag max": samples[-1]}
+            "edge lag max": samples[-1], "round trip p50, a write at a time": statistics.median(trips)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--entities", type=int, default=5_000)
     ap.add_argument("--singles", type=int, default=750)
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--only", choices=("parts", "socket", "lag"))
+    ap.add_argument("--only", choices=("parts", "socket", "pages", "lag"))
+    ap.add_argument("--page-writes", type=int, default=50, help="writes whose WAL frames `pages` reads")
     ap.add_argument("--lags", type=int, default=40, help="writes timed one at a time for `lag`")
     ap.add_argument("--candidates", action="store_true", help="every write asks for its link candidates")
     args = ap.parse_args(argv)
@@ -264,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "socket"):
         for label, ms in socket(args.home, writes).items():
             print(f"{label:32} {ms:7.3f} ms")
+    if args.only in (None, "pages"):
+        for label, n in pages(args.home, writes[:args.page_writes]).items():
+            print(f"{label:32} {n:7.2f}")
     if args.only in (None, "lag") and not args.candidates:
         for label, ms in lag(args.home, writes[:args.lags]).items():
             print(f"{label:32} {ms:7.3f} ms")
