@@ -55,6 +55,9 @@ class Verb:
     params: type[msgspec.Struct]
     run: Callable[[Context, Any], msgspec.Struct]
     writes: bool = False
+    #: A write of a few rows (one entry, one link): its statement journals stay in memory, not in a
+    #: temporary file per statement (server._transaction). Bulk writes leave it False.
+    small: bool = False
     admin: bool = False
     public: bool = False  # needs no token (health checks)
     #: Where a read runs in the daemon. "reader": the reader pool (searches,

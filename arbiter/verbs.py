@@ -334,20 +334,20 @@ def tenant_list(ctx: Context, p: Empty):
 
 VERBS: dict[str, Verb] = {
     "remember": Verb(
-        RememberParams, remember, writes=True, prepare=prepare_remember,
+        RememberParams, remember, writes=True, small=True, prepare=prepare_remember,
         needs_prepare=lambda p: p.auto_tag or p.auto_supersede or p.extract_entities,
         finish=link_advice.judge, needs_finish=lambda p: p.auto_link,
     ),
     "remember_many": Verb(RememberManyParams, remember_many, writes=True),
     "get": Verb(GetParams, get, lane="loop"),
     "list": Verb(ListParams, list_, lane="quick"),
-    "update": Verb(UpdateParams, update, writes=True),
-    "forget": Verb(IdParams, forget, writes=True),
+    "update": Verb(UpdateParams, update, writes=True, small=True),
+    "forget": Verb(IdParams, forget, writes=True, small=True),
     "purge": Verb(IdParams, purge, writes=True),
-    "restore": Verb(IdParams, restore, writes=True),
+    "restore": Verb(IdParams, restore, writes=True, small=True),
     "history": Verb(HistoryParams, history, lane="quick"),
-    "link": Verb(LinkParams, link, writes=True),
-    "unlink": Verb(LinkParams, unlink, writes=True),
+    "link": Verb(LinkParams, link, writes=True, small=True),
+    "unlink": Verb(LinkParams, unlink, writes=True, small=True),
     "expand": Verb(ExpandParams, expand),
     "density": Verb(IdParams, density),
     "recall": Verb(RecallParams, recall),
@@ -435,7 +435,7 @@ def briefing(ctx: Context, p: BriefingParams):
 
 
 VERBS.update({
-    "reply": Verb(ReplyParams, reply, writes=True),
+    "reply": Verb(ReplyParams, reply, writes=True, small=True),
     "thread": Verb(ThreadParams, thread),
     "open_threads": Verb(OpenThreadsParams, open_threads),
     "backlinks": Verb(IdParams, backlinks, lane="quick"),

@@ -178,7 +178,7 @@ def writer_settings(conn: apsw.Connection) -> None:
 
 
 @contextlib.contextmanager
-def _transaction(conn: apsw.Connection, *, write: bool):
+def _transaction(conn: apsw.Connection, *, write: bool, small: bool = False):
     """A verb's transaction: a consistent snapshot for a read; for a write, the write lock first.
 
     A write verb reads before it writes (who the caller is, what exists). In
@@ -192,19 +192,36 @@ def _transaction(conn: apsw.Connection, *, write: bool):
     for the whole transaction), which cost a 100-fact apply 19 ms of its 56 ms
     of CPU (bench/facts.py). A failed verb is undone by the ROLLBACK below;
     its own `with conn` blocks are savepoints as before.
+
+    A `small` write (`Verb.small`: one entry, one link) keeps its statement
+    journals in memory. Every statement that fires triggers inside a
+    transaction keeps the pages it changes in a statement journal, so that it
+    can fail alone; SQLite holds the first 64 KiB (eight pages) in memory and
+    moves the rest to a temporary file, which it creates and deletes for each
+    such statement: an entry's insert changes ~20 pages, so every `remember`
+    paid for a file (0.2-0.25 ms of CPU, bench/remember.py). `temp_store` is
+    read when the transaction begins; the writer goes back to the default
+    after it, so bulk writes and idle upkeep, whose statements change
+    thousands of pages, still spill to a file instead of holding megabytes.
     """
     if not write:
         with conn:
             yield
         return
-    conn.execute("BEGIN IMMEDIATE")
+    if small:
+        conn.execute("PRAGMA temp_store = MEMORY")
     try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # the verb failed, or the commit did (a full disk): nothing of it stays
-            conn.execute("ROLLBACK")
-        raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # the verb failed, or the commit did (a full disk): nothing of it stays
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        if small:
+            conn.execute("PRAGMA temp_store = DEFAULT")
 
 
 def _error_frame(req_id, err: ArbiterError) -> bytes:
@@ -718,7 +735,7 @@ class Daemon:
             ctx = Context(conn, tenant[0], tenant[1], now_us(), self.services, notes=notes, user_id=tenant[2],
                           seen_as=self._viewers.get(tenant[2]))
             try:
-                with _transaction(conn, write=verb.writes):  # one verb, one transaction
+                with _transaction(conn, write=verb.writes, small=verb.small):  # one verb, one transaction
                     result = verb.run(ctx, params)
                     if verb.writes:
                         for later in ctx.after:
