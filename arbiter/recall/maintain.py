@@ -6,6 +6,8 @@ once per segment: on a 250K-entry tenant a conversation pass costs ~2.5 ms on
 23 segments and ~0.25 ms on one (bench/recall_speed.py). A writer that calls
 `compact` while idle keeps recall at the fast end; each call does a bounded
 amount of work (~2000 pages is ~0.15 s on a laptop) and says whether more remains.
+A few small segments left by single writes are merged among themselves, not
+into the large one (`WHOLE_MERGE_SHARE`).
 """
 
 from __future__ import annotations
@@ -15,20 +17,38 @@ import apsw
 from arbiter.store import fts
 
 
+#: A scope's index is merged into one segment only once the segments besides its largest hold this
+#: share of the largest's pages; until then they are merged among themselves. Merging everything
+#: rewrites the largest segment: one `remember` into a merged 250K-entry index made the idle writer
+#: rewrite all of it (~24K pages, 0.74 s of CPU in 13 steps, a write arriving meanwhile waiting up to
+#: 0.4 s for the step). A few small segments cost recall nothing measurable (tenant-wide recall on
+#: 250K entries: the same CPU time on 1 segment or 16; docs/benchmarks.md, remember round 5).
+WHOLE_MERGE_SHARE = 1 / 8
+
+
 def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
     """One bounded step of idle upkeep; True if more may remain.
 
     Merges up to `pages` pages of one scope index's segments (scopes one
-    after another, each down to one segment); once all are merged, gives up
-    to `pages` free pages back to the file system: merging frees the old
-    segments' pages, a tenth of the file or more after a bulk load. Runs in
-    the caller's transaction (or its own, outside one). Needs a writable
-    connection.
+    after another): all of them into one once the rest add up to
+    `WHOLE_MERGE_SHARE` of the largest (a bulk load), else only the smaller
+    ones, a level's four or more at a time (FTS5's `usermerge`). Once none
+    is left to merge, gives up to `pages` free pages back to the file
+    system: merging frees the old segments' pages, a tenth of the file or
+    more after a bulk load. Runs in the caller's transaction (or its own,
+    outside one). Needs a writable connection.
     """
     for scope in fts.scopes(conn):
         t = fts.table(scope)
+        # A segment's size in leaf pages: its %_idx rows name its leaves, page number shifted left by one.
+        sizes = [n for (n,) in conn.execute(f"SELECT max(pgno) >> 1 FROM {t}_idx GROUP BY segid")]
+        if len(sizes) < 2:
+            continue
+        largest = max(sizes)
+        whole = sum(sizes) - largest >= largest * WHOLE_MERGE_SHARE
         before = conn.total_changes()
-        conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('merge', ?)", (-abs(pages),))
+        # A positive count merges only levels holding `usermerge` segments, or carries on a merge begun earlier.
+        conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('merge', ?)", (-abs(pages) if whole else abs(pages),))
         # The command itself counts as one change; more means pages were written.
         if conn.total_changes() - before > 1:
             return True

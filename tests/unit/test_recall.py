@@ -476,6 +476,32 @@ def test_compaction_merges_segments_and_keeps_results(db, tenant):
     assert ids(ask(db, tenant, "canary flight", limit=200)) == before
 
 
+def test_compaction_leaves_a_large_segment_alone_for_a_few_small_writes(db, tenant):
+    with db:
+        for i in range(300):
+            remember(db, tenant, f"canary {i}", f"canary flight log " + " ".join(f"w{i}x{j}" for j in range(40)))
+    while maintain.compact(db, pages=50):
+        pass
+    table = "entries_fts_" + str(users.first_viewer(db, tenant).private_scope)
+    large = db.execute(f"SELECT segid, max(pgno) >> 1 FROM {table}_idx GROUP BY segid").fetchall()
+    assert len(large) == 1 and large[0][1] >= 25  # three one-page segments are less than an eighth of it
+    small = [remember(db, tenant, f"canary late {i}", "canary flight late") for i in range(3)]  # a segment each
+    while maintain.compact(db, pages=50):
+        pass
+    # The large segment was not rewritten (same id, same pages); the small ones are still found.
+    assert large[0] in db.execute(f"SELECT segid, max(pgno) >> 1 FROM {table}_idx GROUP BY segid").fetchall()
+    assert maintain.segments(db) == 4
+    assert set(small) <= set(ids(ask(db, tenant, "canary late", limit=10)))
+    # Once the small ones add up to an eighth of the large one, everything is merged into one.
+    with db:
+        for i in range(50):
+            remember(db, tenant, f"canary batch {i}", f"canary batch log " + " ".join(f"b{i}x{j}" for j in range(40)))
+    while maintain.compact(db, pages=50):
+        pass
+    assert maintain.segments(db) == 1
+    assert set(small) <= set(ids(ask(db, tenant, "canary late", limit=10)))
+
+
 def test_idle_upkeep_gives_freed_pages_back(db, tenant):
     assert (db.pragma("page_size"), db.pragma("auto_vacuum")) == (8192, 2)  # a new file: 8 KiB, incremental
     for batch in range(6):
