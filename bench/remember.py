@@ -24,9 +24,10 @@ so runs compare like with like:
   WAL never checkpointed, reading the frames each commit appends: pages
   written (WAL bytes) per `remember`, and which table or index each page
   belongs to (SQLite's `dbstat`, after each commit);
-- `lag`: one write at a time on a quiet daemon, each followed by a wait until
-  the idle writer has derived its edges (and its round trip, as an agent
-  writing now and then meets it): how long after its answer (polled
+- `lag`: one write at a time on a quiet daemon (`QUIET_S` after the last),
+  each followed by a wait until the idle writer has derived its edges (and
+  its round trip, as an agent writing now and then meets it): how long after
+  its answer (polled
   on a read-only connection to the file, every 2 ms: a request would restart
   the daemon's quiet spell).
 
@@ -286,12 +287,18 @@ def socket(home: Path, writes: list[dict]) -> dict[str, float]:
             "daemon CPU per call, with catching up": total / len(writes)}
 
 
+#: Seconds `lag` waits before each write, once the last one's edges are derived: the rest of the idle
+#: writer's work (its WAL checkpoint) is done by then, so the write meets a quiet daemon.
+QUIET_S = 1.0
+
+
 def lag(home: Path, writes: list[dict]) -> dict[str, float]:
     """One write at a time on a quiet daemon: how long after its answer its similarity edges are derived."""
     with _daemon_on_copy(home) as (_, c, db):
         _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
         samples, trips = [], []
         for e in writes:
+            time.sleep(QUIET_S)  # the idle writer's work after the last write (its checkpoint) is done
             t = time.perf_counter()
             entry_id = c.remember(**e).id
             trips.append((time.perf_counter() - t) * 1000)
