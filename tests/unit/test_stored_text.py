@@ -207,3 +207,26 @@ def test_the_readme_query_reads_the_text_without_arbiter(db, tenant, tmp_path):
         assert plain.execute(query).fetchall() == list(zip(ids, texts))
     finally:
         plain.close()
+
+
+def test_migrating_gives_back_the_space_the_text_took(tmp_path, monkeypatch):
+    """The rows shrink in place, which frees no page: the migration rebuilds the file (VACUUM) after it."""
+    path = tmp_path / "old.db"
+    m023 = [name for name, _ in MIGRATIONS].index("m023_compressed_text")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:m023])
+    conn = open_database(path)
+    rng = random.Random(12)
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+        conn.executemany(
+            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, recorded_at, valid_from) "
+            "VALUES (?, ?, ?, 'project', 't', ?, ?, ?)",
+            [(tid, tid, tid, _prose(rng, 400), T0, T0) for _ in range(300)],
+        )
+    before = conn.pragma("page_count")
+    conn.close()
+    monkeypatch.undo()
+    conn = open_database(path)
+    assert conn.pragma("page_count") < before * 0.8 and conn.pragma("freelist_count") == 0
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
