@@ -103,7 +103,7 @@ def remember(ctx: Context, p: RememberParams):
         associations.mark_derived(ctx.conn, entry_id)
     # Otherwise the idle writer derives its similarity edges (`associations.catch_up`, as for bulk writes): they
     # were most of the write's time (docs/architecture.md, Associations).
-    stored = entries.get(ctx.conn, ctx.viewer, entry_id)
+    stored = entries.written(ctx.viewer, entry_id, p, now=ctx.now) or entries.get(ctx.conn, ctx.viewer, entry_id)
     return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
                       candidates=candidates)
 

@@ -376,6 +376,26 @@ def test_remember_then_get(db, tenant):
     assert len(bytes.fromhex(e.content_hash)) == 32
 
 
+def test_what_remember_answers_is_what_get_reads_back(db, tenant):
+    v = users.first_viewer(db, tenant)
+    with db:
+        conv = tenants.create_conversation(db, v, "standup", now=T0).id
+        old = entries.remember(db, v, RememberParams(type="project", title="old", content="Target: Thursday."), now=T0)
+    cases = [
+        RememberParams(type="project", title="Ship v1", content="Target: Friday. ✓ «quoted»",
+                       tags=["release", "v1", "release"], source="standup"),
+        RememberParams(type="user", title="said", content="in a conversation", conversation_id=conv, speaker="bob",
+                       valid_from=format_time(T0 - 3600 * US)),
+        RememberParams(type="project", title="new", content="Target: Friday.", supersedes_ids=[old]),
+        RememberParams(type="context", title="reply", content="a reply is read back", parent_id=old),
+    ]
+    for p in cases:
+        with db:
+            eid = entries.remember(db, v, p, now=T0 + 5)
+        built = entries.written(v, eid, p, now=T0 + 5)
+        assert built is None if p.parent_id else built == entries.get(db, v, eid), p.title
+
+
 def test_get_of_a_missing_id_is_not_found(db, tenant):
     with pytest.raises(NotFound):
         entries.get(db, users.first_viewer(db, tenant), 12345)
