@@ -81,15 +81,16 @@ def remember(ctx: Context, p: RememberParams):
     note = "; ".join(ctx.notes) or None
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
+    row = None
     if not p.allow_duplicate and not p.supersedes_ids:
-        entries._row(ctx.conn, ctx.viewer, p, now=ctx.now, path="")
+        row = entries._row(ctx.conn, ctx.viewer, p, now=ctx.now, path="")
         existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.content)
         if existing is not None:
             stored = entries.get(ctx.conn, ctx.viewer, existing)
             known = [Mention(id=e.id, name=e.name, type=e.type, created=False)
                      for e in entities_mod.mentions(ctx.conn, ctx.tenant_id, existing)]
             return Remembered(**msgspec.structs.asdict(stored), note=note, entities=known, duplicate_of=existing)
-    entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now)
+    entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now, row=row)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
     similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)

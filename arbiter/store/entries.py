@@ -203,9 +203,14 @@ def _supersede(
         relations.insert(conn, v.tenant_id, new_id, "supersedes", old, now=now, at=row[-1])
 
 
-def remember(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str = "") -> int:
-    """Insert one entry by `v`'s user (and its `supersedes` edges); the caller owns the transaction."""
-    row = _row(conn, v, p, now=now, path=path)
+def remember(
+    conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str = "", row: list | None = None
+) -> int:
+    """Insert one entry by `v`'s user (and its `supersedes` edges); the caller owns the transaction.
+
+    `row`: `_row`'s for `p`, if the caller built it already (its references checked, its text packed).
+    """
+    row = row or _row(conn, v, p, now=now, path=path)
     conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES {_ROW}", row)
     new_id = conn.last_insert_rowid()
     _supersede(conn, v, new_id, p, row, now=now, path=path)
