@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -130,3 +131,27 @@ def daemon(home):
 def client(daemon):
     with daemon.client() as c:
         yield c
+
+
+@pytest.fixture
+def small_disk():
+    """A 16 MiB tmpfs (root only): a disk that really fills up."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    mount = Path(tempfile.mkdtemp(prefix="arb-disk-"))
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(mount, ignore_errors=True)
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=True)
+    shutil.rmtree(mount, ignore_errors=True)
+
+
+def fill(path: Path) -> None:
+    """Write zeros to `path` until its disk refuses more."""
+    with open(path, "wb") as f, contextlib.suppress(OSError):
+        while True:
+            f.write(b"\0" * (1 << 16))
+            f.flush()

@@ -380,7 +380,7 @@ class Daemon:
             f"arbiter: {ctx.get('message')}: {ctx.get('exception')!r}", key=str(ctx.get("message"))))
         try:
             self._writer = await loop.run_in_executor(
-                self._writer_pool, lambda: open_database(self.db_path, synchronous=self.synchronous)
+                self._writer_pool, lambda: open_database(self.db_path, synchronous=self.synchronous, say=self.log)
             )
             writer_settings(self._writer)
             await loop.run_in_executor(self._writer_pool, self._first_run, self._writer)

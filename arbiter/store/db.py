@@ -497,8 +497,11 @@ def _m023_compressed_text(conn: apsw.Connection) -> None:
 # give them back): on bench.load's 250K file the migration alone took it from
 # 2.23x to 2.83x of its text, the VACUUM after it to 1.74x, in 1.2 s
 # (docs/benchmarks.md, "Size"). It needs the file's size again in free disk
-# for its WAL while it runs.
+# for its WAL while it runs. The migration leaves a mark in `settings` in its
+# own transaction, so a VACUUM the disk cannot hold (or a crash before it) is
+# tried again at the next start instead of being forgotten or stopping one.
 _VACUUM_AFTER = {"m023_compressed_text"}
+_VACUUM_PENDING = "vacuum_pending"
 
 
 # Ordered, named, append-only. Each runs in its own transaction and is recorded
@@ -1129,8 +1132,11 @@ def schema_version(conn: apsw.Connection) -> int:
     return conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
 
 
-def migrate(conn: apsw.Connection) -> int:
-    """Apply pending migrations, each in its own transaction; return the version."""
+def migrate(conn: apsw.Connection, *, say: Callable[[str], None] = lambda _: None) -> int:
+    """Apply pending migrations, each in its own transaction, then any compaction they asked for; return the version.
+
+    `say` hears about the long step (compaction), to pass on to whoever waits.
+    """
     current = schema_version(conn)
     if current > len(MIGRATIONS):
         raise SchemaTooNew(
@@ -1152,14 +1158,31 @@ def migrate(conn: apsw.Connection) -> int:
                 "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
                 (version, name, now_us()),
             )
-    if current and any(name in _VACUUM_AFTER for name, _ in MIGRATIONS[current:]):
-        conn.execute("VACUUM")  # outside any transaction, as VACUUM must be
+            if current and name in _VACUUM_AFTER:
+                conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, 1)", (_VACUUM_PENDING,))
+    _compact_if_pending(conn, say)
     return len(MIGRATIONS)
 
 
-def open_database(path: str | os.PathLike, **settings) -> apsw.Connection:
-    """Connect and migrate: the writer's way in."""
+def _compact_if_pending(conn: apsw.Connection, say: Callable[[str], None]) -> None:
+    if not conn.execute("SELECT 1 FROM settings WHERE key = ?", (_VACUUM_PENDING,)).fetchone():
+        return
+    say("arbiter: compacting the database after its upgrade (once; it needs free disk the size of the file)")
+    try:
+        conn.execute("VACUUM")  # outside any transaction, as VACUUM must be
+    except apsw.FullError:
+        # The file works as it is, only larger: a full disk must not keep the daemon from starting.
+        say("arbiter: too little free disk to compact the database; it works as it is, and the next start tries again")
+        return
+    with conn:
+        conn.execute("DELETE FROM settings WHERE key = ?", (_VACUUM_PENDING,))
+
+
+def open_database(
+    path: str | os.PathLike, *, say: Callable[[str], None] = lambda _: None, **settings
+) -> apsw.Connection:
+    """Connect and migrate: the writer's way in (`say`: as `migrate`)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = connect(path, **settings)
-    migrate(conn)
+    migrate(conn, say=say)
     return conn

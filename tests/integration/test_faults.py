@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 import resource
 import select
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -23,7 +19,7 @@ from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import StorageFull, Unavailable
 from arbiter.store import connect
-from tests.conftest import DaemonProcess, isolated_env, wait_for
+from tests.conftest import DaemonProcess, fill, isolated_env, wait_for
 
 
 def integrity(db_path) -> str:
@@ -35,22 +31,6 @@ def integrity(db_path) -> str:
 
 
 # ---- a full disk ------------------------------------------------------------------------
-
-
-@pytest.fixture
-def small_disk():
-    """A 16 MiB tmpfs (root only): a disk that really fills up."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs to fill needs root")
-    mount = Path(tempfile.mkdtemp(prefix="arb-disk-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        shutil.rmtree(mount, ignore_errors=True)
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=True)
-    shutil.rmtree(mount, ignore_errors=True)
 
 
 def filler_batch(n: int) -> list[dict]:
@@ -113,11 +93,7 @@ def test_a_write_whose_follow_up_hits_a_full_disk_is_answered_as_saved(small_dis
 
             def fill_then_confirm(body):  # while the advisor "thinks", the disk fills up
                 new = int(body["messages"][0]["content"].split("NEW:\n[id ")[1].split("]")[0])
-                with open(small_disk / "filler", "wb") as f:
-                    with contextlib.suppress(OSError):
-                        while True:
-                            f.write(b"\0" * (1 << 16))
-                            f.flush()
+                fill(small_disk / "filler")
                 return json.dumps({"links": [{"source": cause, "relation": "causes", "target": new}]})
 
             fake_messages.set_script(fill_then_confirm)

@@ -15,6 +15,7 @@ from arbiter._time import US, format_time
 from arbiter.model import CONTENT_MAX_BYTES, ListParams, RememberParams, UpdateParams
 from arbiter.store import MIGRATIONS, entries, fts, open_database, tenants, text, users
 from arbiter.store import db as db_module
+from tests.conftest import fill
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 WORDS = "zebra crossing narwhal deploy canary rollback über naïve 東京 🚀".split()
@@ -230,6 +231,51 @@ def test_migrating_gives_back_the_space_the_text_took(tmp_path, monkeypatch):
     assert conn.pragma("page_count") < before * 0.8 and conn.pragma("freelist_count") == 0
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     conn.close()
+
+
+def test_a_compaction_the_disk_cannot_hold_waits_for_the_next_start(small_disk, monkeypatch):
+    """A full disk during the VACUUM after m023 leaves a working (larger) file and no one kept from starting."""
+    path = small_disk / "old.db"
+    m023 = [name for name, _ in MIGRATIONS].index("m023_compressed_text")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:m023])
+    conn = open_database(path)
+    rng = random.Random(13)
+    texts = [_prose(rng, 400) for _ in range(300)]
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+        conn.executemany(
+            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, recorded_at, valid_from) "
+            "VALUES (?, ?, ?, 'project', 't', ?, ?, ?)",
+            [(tid, tid, tid, s, T0, T0) for s in texts],
+        )
+    before = conn.pragma("page_count")
+    conn.close()
+    monkeypatch.undo()
+
+    heard = []
+
+    def say(message):  # the moment the compaction starts, the disk fills up
+        heard.append(message)
+        if "compacting" in message:
+            fill(small_disk / "filler")
+
+    conn = open_database(path, say=say)
+    assert len(heard) == 2 and "too little free disk" in heard[1]
+    assert [r[0] for r in conn.execute("SELECT content FROM entries ORDER BY id")] == texts
+    assert conn.pragma("page_count") >= before  # not compacted
+    conn.close()
+
+    (small_disk / "filler").unlink()
+    heard.clear()
+    conn = open_database(path, say=heard.append)
+    assert len(heard) == 1 and "compacting" in heard[0]
+    assert conn.pragma("page_count") < before * 0.8
+    assert [r[0] for r in conn.execute("SELECT content FROM entries ORDER BY id")] == texts
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+    heard.clear()
+    open_database(path, say=heard.append).close()
+    assert heard == []  # once
 
 
 def test_every_trigger_on_a_change_of_text_fires_on_what_writers_set(db, tenant):
