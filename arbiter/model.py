@@ -36,6 +36,9 @@ Tags = Annotated[list[Tag], Meta(max_length=32)]
 #: Who said or wrote an entry: a name ("Caroline") or a role ("user", "assistant").
 Speaker = Annotated[str, Meta(min_length=1, max_length=100, pattern=pattern(
     r"^[^\x00-\x1f\x7f]+$", "a speaker is a name on one line, without control characters"))]
+#: `update`'s speaker: the right one, or "" to remove it.
+SpeakerEdit = Annotated[str, Meta(max_length=100, pattern=pattern(
+    r"^(?:[^\x00-\x1f\x7f]+)?$", "a speaker is a name on one line, without control characters, or \"\" for none"))]
 Limit = Annotated[int, Meta(ge=1, le=1000)]
 
 TITLE_MAX_BYTES = 200
@@ -187,6 +190,8 @@ class UpdateParams(TextParams):
     content: str | None = None
     tags: Tags | None = None
     source: str | None = None
+    #: Who said it, corrected ("" removes it); past states keep the speaker they had.
+    speaker: SpeakerEdit | None = None
 
 
 class LinkParams(Params):
@@ -264,16 +269,14 @@ class ConversationListParams(Params):
     limit: Limit = 100
 
 
-class TenantCreateParams(Params):
-    name: Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=pattern(
-        r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "a tenant name is letters, digits, '.', '_' or '-', starting with a letter or digit"
-    ))]
-
-
-#: A user's or a team's name inside a tenant (it names a token file, so no slashes).
+#: A tenant's, a user's or a team's name (it names a token file, so no slashes).
 Name = Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=pattern(
     r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "a name is letters, digits, '.', '_' or '-', starting with a letter or digit"
 ))]
+
+
+class TenantCreateParams(Params):
+    name: Name
 
 
 class NameParams(Params):

@@ -25,8 +25,12 @@ PATTERNS: dict[str, str] = {}
 
 
 def pattern(regex: str, words: str) -> str:
-    """Declare a `Meta(pattern=...)` regex with its meaning in words; returns the regex."""
-    PATTERNS[regex] = words
+    """Declare a `Meta(pattern=...)` regex with its meaning in words; returns the regex.
+
+    Errors find their words by the regex, so one regex has one meaning.
+    """
+    if PATTERNS.setdefault(regex, words) != words:
+        raise ValueError(f"pattern {regex!r} already means {PATTERNS[regex]!r}")
     return regex
 
 

@@ -202,15 +202,17 @@ def list_(ctx: Context, p: ListParams):
 def update(ctx: Context, p: UpdateParams):
     """Correct an active entry in place; omitted fields keep their value. The id stays; `history` keeps the old state.
 
-    New text links the entities it mentions.
+    New text links the entities it mentions, a new speaker its entity.
     """
     before = entries.get(ctx.conn, ctx.viewer, p.id)
     entry = entries.update(ctx.conn, ctx.viewer, p, now=ctx.now)
     if entry.content != before.content:
         duplicates.remove(ctx.conn, ctx.tenant_id, entry.id, before.content)
         duplicates.add(ctx.conn, ctx.tenant_id, entry.id, entry.content)
-    if p.title is not None or p.content is not None:
-        written = RememberParams(type=entry.type, title=entry.title, content=entry.content)
+    if entry.speaker != before.speaker:
+        entities_mod.unlink_speaker(ctx.conn, entry.id)
+    if p.title is not None or p.content is not None or entry.speaker != before.speaker:
+        written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
         entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now, v=ctx.viewer)
     return entry
 

@@ -146,16 +146,23 @@ def list_(settings, as_json, types, tag, conversation, as_of, known_at, limit, b
 @click.option("--content", help="`-` reads stdin.")
 @click.option("--tag", "tags", multiple=True, help="Replace the tags. Repeatable.")
 @click.option("--source")
-def update(settings, as_json, entry_id, etype, title, content, tags, source):
-    """Correct an active entry in place (typos, tags).
+@click.option("--speaker", help="Who said it, corrected; `--speaker ''` removes it.")
+def update(settings, as_json, entry_id, etype, title, content, tags, source, speaker):
+    """Correct an active entry in place (typos, tags, who said it).
 
     To record that something changed in the world, remember the new fact with
     --supersedes instead: history keeps both.
+
+    \b
+    Examples:
+      arbiter update 12 --content "Deploys freeze on Fridays"
+      arbiter update 40 --speaker Melanie
     """
     if content == "-":
         content = sys.stdin.read()
     with settings.client() as c:
-        e = c.update(entry_id, type=etype, title=title, content=content, tags=list(tags) or None, source=source)
+        e = c.update(entry_id, type=etype, title=title, content=content, tags=list(tags) or None, source=source,
+                     speaker=speaker)
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
 
 

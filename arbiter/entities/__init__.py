@@ -39,8 +39,9 @@ from arbiter.entities.core import (
     mentions,
     resolve,
 )
-from arbiter.entities.link import given_in, link_entry, named_in
+from arbiter.entities.link import given_in, link_entry, named_in, unlink_speaker
 
 __all__ = [
     "Linker", "Resolution", "entries_mentioning", "given_in", "link_entry", "lookup", "mentions", "named_in", "resolve",
+    "unlink_speaker",
 ]

@@ -8,7 +8,7 @@ from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
-from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, Tags, TextParams, Time
+from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, SpeakerEdit, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
     "user: about the person; feedback: how they want you to work; project: work, tickets, decisions; "
@@ -92,6 +92,8 @@ class EntryView(Ref, kw_only=True):
     conversation_id: int | None
     parent_id: int | None
     superseded_by: list[int]
+    #: Who said or wrote it (a name, or "user" / "assistant").
+    speaker: str | None = None
 
     def text(self) -> str:
         lines = [Ref.text(self)]
@@ -105,6 +107,8 @@ class EntryView(Ref, kw_only=True):
         lines.append(f"recorded {self.recorded_at}{revised}; valid from {self.valid_from}")
         if self.source:
             lines.append(f"source: {self.source}")
+        if self.speaker:
+            lines.append(f"speaker: {self.speaker}")
         if self.conversation_id:
             lines.append(f"conversation {self.conversation_id}")
         return "\n".join([*lines, "", self.content])
@@ -114,6 +118,7 @@ def entry_view(e) -> EntryView:
     return EntryView(
         **ref_fields(e), content=e.content, source=e.source,
         conversation_id=e.conversation_id, parent_id=e.parent_id, superseded_by=list(e.superseded_by),
+        speaker=e.speaker,
     )
 
 
@@ -382,6 +387,8 @@ class UpdateArgs(Args, TextParams):
     content: Content | None = None
     tags: TagList | None = None
     source: Source = None
+    speaker: Annotated[SpeakerEdit | None, Meta(description=(
+        "Who said or wrote it, corrected: a person's name or 'user' / 'assistant'; '' removes it."))] = None
 
 
 @tool(UpdateArgs, Written, writes=True)
@@ -393,9 +400,10 @@ def update(s: Session, a: UpdateArgs) -> Written:
     not), do not update: remember the new fact with `supersedes_ids`, so
     the old one stays readable in history.
     """
-    fields = {f: getattr(a, f) for f in ("type", "title", "content", "tags", "source") if getattr(a, f) is not None}
+    named = ("type", "title", "content", "tags", "source", "speaker")
+    fields = {f: getattr(a, f) for f in named if getattr(a, f) is not None}
     if not fields:
-        raise InvalidParams("arguments: give at least one of type, title, content, tags, source", path="arguments")
+        raise InvalidParams(f"arguments: give at least one of {', '.join(named)}", path="arguments")
     e = s.call("update", a.id, **fields)
     s.changed(e.id)
     return Written(verb="Updated", entry=ref(e))

@@ -307,7 +307,7 @@ def _score(
 ) -> list[Candidate]:
     """Stages 4-6 plus voice, quantity, dates, when and speaker (and the measured-off size, context, episodes), best first.
 
-    With `known_at`, `rows` rank the texts recorded then, and so do "when" and the tag boost.
+    With `known_at`, `rows` rank the texts recorded then, and so do "when", speakers and the tag boost.
     """
     boosting = "boosts" not in off and (p.types or p.tag is not None)
     tags = _sql.tags(conn, [r[0] for r in rows], known_at=known_at) if boosting and p.tag is not None else {}
@@ -321,7 +321,7 @@ def _score(
     says_when = {eid for eid, text in _sql.contents(conn, [r[0] for r in rows], known_at=known_at)
                  if dates.says_when(text)} if asking_when and rows else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
-    speakers = _sql.speakers(conn, [r[0] for r in rows]) if named else {}
+    speakers = _sql.speakers(conn, [r[0] for r in rows], known_at=known_at) if named else {}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}

@@ -125,15 +125,14 @@ def replies(
     }
 
 
-def speakers(conn: apsw.Connection, ids: list[int]) -> dict[int, str]:
-    """id -> speaker, for the entries among `ids` that have one."""
+def speakers(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> dict[int, str]:
+    """id -> speaker as recorded at `known_at` (default now), for the entries among `ids` that have one."""
     if not ids:
         return {}
-    return dict(
-        conn.execute(
-            f"SELECT id, speaker FROM entries WHERE id IN ({','.join('?' * len(ids))}) AND speaker IS NOT NULL", ids
-        )
-    )
+    return dict(conn.execute(
+        f"SELECT e.id, e.speaker FROM {entries.states_at(known_at)} "
+        f"WHERE e.id IN ({','.join('?' * len(ids))}) AND e.speaker IS NOT NULL", ids
+    ))
 
 
 def contents(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> list[tuple[int, str]]:

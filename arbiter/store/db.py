@@ -491,6 +491,35 @@ def _m023_compressed_text(conn: apsw.Connection) -> None:
         conn.execute(sql)
 
 
+# Revisions keep the speaker (m024): `update` can correct who said an entry,
+# so a past state needs its own. Until now it could not change, so every
+# revision's speaker is its entry's. The revision triggers are m023's with
+# `speaker` among the recorded fields.
+M024_REVISION_SPEAKER = """
+    ALTER TABLE entry_revisions ADD COLUMN speaker TEXT;
+    UPDATE entry_revisions SET speaker = (SELECT e.speaker FROM entries e WHERE e.id = entry_revisions.entry_id);
+    DROP TRIGGER entries_revision_unstamped;
+    DROP TRIGGER entries_revision;
+    CREATE TRIGGER entries_revision_unstamped
+    BEFORE UPDATE OF type, title, content_z, tags, source, speaker, valid_from, valid_to ON entries
+    WHEN new.revised_at IS old.revised_at AND (
+        new.type IS NOT old.type OR new.title IS NOT old.title OR new.content_z IS NOT old.content_z
+        OR new.tags IS NOT old.tags OR new.source IS NOT old.source OR new.speaker IS NOT old.speaker
+        OR new.valid_from IS NOT old.valid_from OR new.valid_to IS NOT old.valid_to
+    ) BEGIN
+        SELECT RAISE(ABORT, 'a change to an entry must stamp revised_at (its record time)');
+    END;
+    CREATE TRIGGER entries_revision AFTER UPDATE OF revised_at ON entries
+    WHEN new.revised_at IS NOT old.revised_at BEGIN
+        INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to,
+                                    type, title, content_z, tags, source, speaker, valid_from, valid_to)
+        VALUES (old.id, old.tenant_id, old.conversation_id, coalesce(old.revised_at, old.recorded_at),
+                new.revised_at, old.type, old.title, old.content_z, old.tags, old.source, old.speaker,
+                old.valid_from, old.valid_to);
+    END;
+"""
+
+
 # Migrations after which an existing file is rebuilt with VACUUM (a new one has nothing to compact).
 # m023 rewrites every entries row: the rows shrink in place, leaving their
 # pages part empty (none free, so idle upkeep's incremental vacuum cannot
@@ -1072,6 +1101,8 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     ("m022_entry_tags_one_table", M022_ENTRY_TAGS_ONE_TABLE),
     # The stored text compressed, read through generated columns: see _m023_compressed_text and store/text.py.
     ("m023_compressed_text", _m023_compressed_text),
+    # Revisions keep the speaker, which `update` can now correct: see M024_REVISION_SPEAKER.
+    ("m024_revision_speaker", M024_REVISION_SPEAKER),
 ]
 
 

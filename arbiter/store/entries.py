@@ -73,7 +73,7 @@ def _state_arms(t: int) -> tuple[str, str]:
         f"""(
         SELECT r.entry_id AS id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id,
                x.parent_id, x.recorded_at, r.valid_from, r.valid_to,
-               nullif(r.recorded_from, x.recorded_at) AS revised_at, x.speaker, x.author_id, x.scope_id
+               nullif(r.recorded_from, x.recorded_at) AS revised_at, r.speaker, x.author_id, x.scope_id
         FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
         WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
     ) e""",
@@ -385,14 +385,15 @@ def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> En
         content,
         _dedupe(current.tags if p.tags is None else p.tags),
         current.source if p.source is None else (p.source or None),
+        current.speaker if p.speaker is None else (p.speaker or None),
     )
-    if new == (current.type, current.title, current.content, current.tags, current.source):
+    if new == (current.type, current.title, current.content, current.tags, current.source, current.speaker):
         return current
-    etype, title, _, tags, source = new
+    etype, title, _, tags, source, speaker = new
     conn.execute(
-        f"UPDATE entries SET type = ?, title = ?, content_z = ?, tags = ?, source = ?, {_STAMP} "
+        f"UPDATE entries SET type = ?, title = ?, content_z = ?, tags = ?, source = ?, speaker = ?, {_STAMP} "
         "WHERE id = ? AND valid_to IS NULL",
-        (etype, title, text.pack(content), msgspec.json.encode(tags).decode(), source, now, p.id),
+        (etype, title, text.pack(content), msgspec.json.encode(tags).decode(), source, speaker, now, p.id),
     )
     return get(conn, v, p.id)
 
@@ -491,7 +492,7 @@ def history(
     return entries, edges, revisions(conn, v, ids, edges, known_at=known_at)
 
 
-_REVISION_FIELDS = ("type", "title", "content", "tags", "source", "valid_from", "valid_to")
+_REVISION_FIELDS = ("type", "title", "content", "tags", "source", "speaker", "valid_from", "valid_to")
 
 
 def revisions(
@@ -512,7 +513,7 @@ def revisions(
         f"""
         SELECT r.entry_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, r.tags, r.source,
                r.conversation_id, e.parent_id, e.recorded_at, r.valid_from, r.valid_to,
-               nullif(r.recorded_from, e.recorded_at), e.speaker, {_PEOPLE}
+               nullif(r.recorded_from, e.recorded_at), r.speaker, {_PEOPLE}
         FROM entry_revisions r JOIN entries e ON e.id = r.entry_id
         WHERE {v.sees()} AND r.entry_id IN ({marks}) {past}
         UNION ALL

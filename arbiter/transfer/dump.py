@@ -71,14 +71,14 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     elif p.kind == "revision":
         rows = conn.execute(
             "SELECT r.id, r.entry_id, r.conversation_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, "
-            "r.tags, r.source, r.valid_from, r.valid_to FROM entry_revisions r JOIN entries e ON e.id = r.entry_id "
+            "r.tags, r.source, r.valid_from, r.valid_to, r.speaker FROM entry_revisions r JOIN entries e ON e.id = r.entry_id "
             f"WHERE {v.sees('e')} AND r.id > ? ORDER BY r.id LIMIT ?", args,
         ).fetchall()
         records = [
             RevisionRecord(
                 entry_id=r[1], conversation_id=r[2], recorded_from=format_time(r[3]), recorded_to=format_time(r[4]),
                 type=r[5], title=r[6], content=r[7], tags=_tags.decode(r[8]), source=r[9],
-                valid_from=format_time(r[10]), valid_to=format_time(r[11]),
+                valid_from=format_time(r[10]), valid_to=format_time(r[11]), speaker=r[12],
             )
             for r in rows
         ]

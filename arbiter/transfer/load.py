@@ -272,6 +272,7 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     parse_time(rec.recorded_from, path="recorded_from"), parse_time(rec.recorded_to, path="recorded_to"),
                     rec.type, rec.title, text.pack(rec.content), _encode(rec.tags).decode(), rec.source,
                     parse_time(rec.valid_from, path="valid_from"), _time(rec.valid_to, "valid_to"),
+                    rec.speaker is msgspec.UNSET, None if rec.speaker is msgspec.UNSET else rec.speaker,
                 ))
                 counts["revisions"] += 1
             elif isinstance(rec, RelationRecord):
@@ -372,7 +373,8 @@ def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     # Past states go in as rows: the record-time triggers fire only on updates, so nothing is re-derived.
     conn.executemany(
         "INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to, type, title, "
-        "content_z, tags, source, valid_from, valid_to) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", revisions,
+        "content_z, tags, source, valid_from, valid_to, speaker) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12, "
+        "CASE WHEN ?13 THEN (SELECT speaker FROM entries WHERE id = ?1) ELSE ?14 END)", revisions,
     )
     conn.executemany(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "

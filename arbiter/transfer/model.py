@@ -132,6 +132,8 @@ class RevisionRecord(Struct, kw_only=True, tag="revision", tag_field="kind"):
     source: str | None
     valid_from: str
     valid_to: str | None
+    #: Who said it in this state; absent (files before `update` could correct it): the entry's speaker.
+    speaker: str | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind", omit_defaults=True):

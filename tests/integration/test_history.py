@@ -27,6 +27,21 @@ def test_update_keeps_the_state_it_replaces_and_known_at_reads_it(client):
     assert [r.change for r in client.history(e.id, known_at=e.recorded_at).revisions] == ["remembered"]
 
 
+def test_a_corrected_speaker_is_a_revision_and_known_at_reads_the_old_one(client):
+    e = client.remember(type="context", title="Support group", content="It was powerful", speaker="Melanie")
+    fixed = client.update(e.id, speaker="Caroline")
+    assert fixed.speaker == "Caroline" and client.get(e.id).speaker == "Caroline"
+    assert client.get(e.id, known_at=e.recorded_at).speaker == "Melanie"
+    assert [(r.change, r.fields, r.entry.speaker) for r in client.history(e.id).revisions] == \
+        [("remembered", [], "Melanie"), ("updated", ["speaker"], "Caroline")]
+    assert client.update(e.id, speaker="").speaker is None  # "" removes it
+    assert client.get(e.id, known_at=fixed.revised_at).speaker == "Caroline"
+    with pytest.raises(InvalidParams) as bad:  # one line, and nothing changes
+        client.update(e.id, speaker="a\nb")
+    assert bad.value.path == "speaker" and "\n" not in str(bad.value)
+    assert len(client.history(e.id).revisions) == 3
+
+
 def test_recall_with_known_at_searches_the_text_as_it_stood(client):
     e = client.remember(type="project", title="Ship v1", content="We ship on Friday")
     client.remember(type="project", title="Other", content="Friday lunch is pizza")

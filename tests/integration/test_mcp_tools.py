@@ -123,7 +123,7 @@ def test_record_time_reads_what_was_known_then(home, daemon):
     async def body(session):
         first = await session.call_tool("remember", {"type": "project", "title": "Launch date", "content": "March 3"})
         entry = first.structured_content["entry"]
-        await session.call_tool("update", {"id": entry["id"], "content": "March 10"})
+        await session.call_tool("update", {"id": entry["id"], "content": "March 10", "speaker": "Caroline"})
         now = await session.call_tool("get", {"id": entry["id"]})
         then = await session.call_tool("get", {"id": entry["id"], "known_at": entry["recorded_at"]})
         found = await session.call_tool("recall", {"query": "launch date march", "known_at": entry["recorded_at"]})
@@ -132,10 +132,12 @@ def test_record_time_reads_what_was_known_then(home, daemon):
 
     now, then, found, history = run_session(home, body)
     assert now.structured_content["content"] == "March 10" and now.structured_content["revised_at"]
+    assert now.structured_content["speaker"] == "Caroline"
     assert then.structured_content["content"] == "March 3" and "revised_at" not in then.structured_content
+    assert "speaker" not in then.structured_content
     assert found.structured_content["hits"][0]["excerpt"] == "**March** 3"
     revisions = history.structured_content["revisions"]
-    assert [(r["change"], r["fields"]) for r in revisions] == [("remembered", []), ("updated", ["content"])]
+    assert [(r["change"], r["fields"]) for r in revisions] == [("remembered", []), ("updated", ["content", "speaker"])]
     assert revisions[0]["recorded_to"] == revisions[1]["recorded_from"]
 
 

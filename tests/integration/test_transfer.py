@@ -78,7 +78,8 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
             weight = rng.choice([{}, {}, {"salience": 0.9}, {"permanent": True}])
             ids.append(c.remember(type=rng.choice(["project", "learning", "user"]), title=f"entry {step}",
                                   content=f"content {step} about {' '.join(tags) or 'nothing'}", tags=tags,
-                                  valid_from=when, conversation_id=conv, **weight).id)
+                                  valid_from=when, conversation_id=conv, speaker=rng.choice([None, "Ana"]),
+                                  **weight).id)
         elif op == "reply":
             try:
                 ids.append(c.reply(rng.choice(ids), f"reply {step} on {' '.join(tags)}").id)
@@ -95,7 +96,8 @@ def build_history(c: Client, rng: random.Random, steps: int) -> None:
             c.forget(rng.choice(ids))
         elif op == "update":  # a correction: the old text becomes an earlier recorded state
             try:
-                c.update(rng.choice(ids), content=f"corrected at step {step}", tags=tags)
+                c.update(rng.choice(ids), content=f"corrected at step {step}", tags=tags,
+                         speaker=rng.choice([None, "Ana", "Bo", ""]))
             except (NotFound, InvalidParams):  # retired entries are not corrected
                 pass
         elif op == "entity":  # name things, sometimes fold one into another
@@ -252,6 +254,7 @@ def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path)
         records = [json.loads(line) for line in first[1:]]
         instants = sorted({r[k] for r in records for k in ("recorded_at", "revised_at", "recorded_from") if r.get(k)})
         assert any(r["kind"] == "revision" for r in records)  # the history holds corrections
+        assert any(r["kind"] == "revision" and r["speaker"] for r in records)  # of who said it too
         assert any(r["kind"] == "mention" for r in records)
         assert {r["kind"] for r in records} >= {"salience", "retirement"}
         assert [(r["entry_id"], r["reason"]) for r in records if r["kind"] == "retirement"] == \
@@ -263,8 +266,8 @@ def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path)
         assert [(e.name, e.type, sorted(e.aliases), e.mentions) for e in c.entities(limit=100)] == \
             [(e.name, e.type, sorted(e.aliases), e.mentions) for e in t.entities(limit=100)]
         for known in instants[:: max(1, len(instants) // 8)]:
-            mine = [(new_id[e.id], e.content, e.valid_to) for e in c.list(known_at=known, limit=1000)]
-            theirs = [(e.id, e.content, e.valid_to) for e in t.list(known_at=known, limit=1000)]
+            mine = [(new_id[e.id], e.content, e.speaker, e.valid_to) for e in c.list(known_at=known, limit=1000)]
+            theirs = [(e.id, e.content, e.speaker, e.valid_to) for e in t.list(known_at=known, limit=1000)]
             assert mine == theirs
             assert [new_id[h.id] for h in c.recall("corrected", known_at=known, limit=20).hits] == \
                 [h.id for h in t.recall("corrected", known_at=known, limit=20).hits]
@@ -618,3 +621,23 @@ def test_a_causes_qualifier_goes_through_export_and_import(daemon, target, tmp_p
     with target.client() as t:
         new_b = next(e.id for e in t.list(limit=10) if e.title == "t1")
         assert {(r.relation, r.qualifier) for r in t.expand(new_b).edges} == {("causes", "prevents"), ("supports", None)}
+
+
+def test_a_past_speaker_goes_through_export_and_import_and_older_files_take_the_entrys(daemon, target, tmp_path):
+    with daemon.client() as c:
+        e = c.remember(type="context", title="t", content="It was powerful", speaker="Melanie")
+        c.update(e.id, speaker="Caroline")
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    assert [json.loads(x)["speaker"] for x in lines if '"kind":"revision"' in x] == ["Melanie"]
+    # A file written before revisions kept a speaker: its revisions had their entry's, which could not change.
+    older = tmp_path / "older.jsonl"
+    older.write_text("\n".join(x.replace(',"speaker":"Melanie"', "") if '"kind":"revision"' in x else x
+                               for x in lines) + "\n")
+    for path, past in ((out, "Melanie"), (older, "Caroline")):
+        ok(target.home, "import", str(path))
+        with target.client() as t:
+            new = max(x.id for x in t.list(limit=10))
+            assert t.get(new).speaker == "Caroline"
+            assert t.get(new, known_at=t.history(new).revisions[0].recorded_from).speaker == past

@@ -220,6 +220,14 @@ def test_update_links_what_the_new_text_mentions(db, tenant):
     assert [e.name for e in entities.mentions(db, tenant, r.id)] == ["Redis"]
 
 
+def test_a_corrected_speaker_links_the_right_person(db, tenant):
+    r = remember(db, tenant, "the support group was powerful", speaker="Melanie")
+    run(db, tenant, "update", id=r.id, speaker="Caroline")
+    assert _how(db, r.id) == [("Caroline", "person", "speaker")]
+    run(db, tenant, "update", id=r.id, speaker="user")  # a role: no one is linked as speaker
+    assert _how(db, r.id) == []
+
+
 def test_retired_and_purged_entries_leave_the_mention_lists(db, tenant):
     a = remember(db, tenant, "Redis one")
     b = remember(db, tenant, "Redis two")

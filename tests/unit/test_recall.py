@@ -299,6 +299,18 @@ def test_a_speaker_named_in_the_query_is_favoured(db, tenant):
     assert hits[user].parts["speaker"] == 1.0
 
 
+def test_the_speaker_signal_at_known_at_reads_the_speaker_recorded_then(db, tenant):
+    mentions = remember(db, tenant, "t", "Melanie: Caroline, how was the support group?", speaker="Melanie")
+    said = remember(db, tenant, "t", "The support group was powerful, I went with friends.", speaker="Melanie")
+    with db:  # later, the second turn's speaker is corrected
+        entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=said, speaker="Caroline"), now=T0 + DAY)
+    question = "How was the support group for Caroline?"
+    now = {h.id: h.parts["speaker"] for h in ask(db, tenant, question, explain=True, now=T0 + 2 * DAY).hits}
+    assert now == {said: pytest.approx(1.5), mentions: 1.0}
+    then = ask(db, tenant, question, explain=True, known_at=format_time(T0 + DAY // 2), now=T0 + 2 * DAY)
+    assert {h.id: h.parts["speaker"] for h in then.hits} == {said: 1.0, mentions: 1.0}
+
+
 def test_memory_framing_words_can_be_kept_as_terms(db, tenant):
     remember(db, tenant, "Lisbon", "the conversation about Lisbon trams")
     shipped = ask(db, tenant, "remind me of our conversation about Lisbon", explain=True)

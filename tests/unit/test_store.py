@@ -136,6 +136,8 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("trigger", "entry_revisions_fts_insert"),
         ("trigger", "entry_revisions_fts_delete"),
     },
+    # The revision triggers made again with the speaker (a column of entry_revisions).
+    "m024_revision_speaker": {("trigger", "entries_revision_unstamped"), ("trigger", "entries_revision")},
     "m017_fact_scopes": {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
@@ -334,6 +336,32 @@ def test_content_hash_is_computed_on_read_after_the_column_is_dropped(tmp_path, 
     e = entries.get(conn, users.first_viewer(conn, tid), 1)
     assert e.content_hash == hashlib.sha256(b"zebra crossing").hexdigest()
     assert [r[0] for r in conn.execute(f"SELECT rowid FROM {fts.table(tid)} WHERE {fts.table(tid)} MATCH 'zebra'")] == [1]
+    conn.close()
+
+
+def test_revisions_made_before_speakers_could_change_take_their_entrys_speaker(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    m024 = [name for name, _ in MIGRATIONS].index("m024_revision_speaker")
+    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:m024])
+    conn = open_database(path)
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+        v = users.first_viewer(conn, tid)
+        said = entries.remember(conn, v, RememberParams(type="context", title="t", content="Friday",
+                                                        speaker="Caroline"), now=T0)
+        plain = entries.remember(conn, v, RememberParams(type="context", title="t", content="Friday"), now=T0)
+        for eid in (said, plain):
+            entries.update(conn, v, UpdateParams(id=eid, content="Monday"), now=T0 + US)
+    conn.close()
+    monkeypatch.undo()
+    conn = open_database(path)
+    v = users.first_viewer(conn, tid)
+    then = {e.id: (e.content, e.speaker) for e in entries.list_entries(conn, v, ListParams(known_at=format_time(T0)))}
+    assert then == {said: ("Friday", "Caroline"), plain: ("Friday", None)}
+    with conn:  # and from now on a correction of the speaker is a revision of its own
+        entries.update(conn, v, UpdateParams(id=said, speaker="Melanie"), now=T0 + 2 * US)
+    assert entries.get(conn, v, said, known_at=T0 + US).speaker == "Caroline"
+    assert entries.get(conn, v, said).speaker == "Melanie"
     conn.close()
 
 

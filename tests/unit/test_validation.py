@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from arbiter.model import LinkParams, ListParams, RecallParams, RememberParams, TenantCreateParams
-from arbiter.validation import PATTERNS, describe
+from arbiter.model import ONE_LINE, LinkParams, ListParams, RecallParams, RememberParams, TenantCreateParams
+from arbiter.validation import PATTERNS, describe, pattern
 from arbiter.verbs import VERBS
 
 
@@ -39,7 +39,7 @@ def said(root, doc: bytes) -> tuple[str, str | None]:
     (RememberParams, b'{"type":"user","title":"t","content":"c","conversation_id":"x"}',
      "must be an integer or null, not text", "conversation_id"),
     (TenantCreateParams, b'{"name":"-x"}',
-     "a tenant name is letters, digits, '.', '_' or '-', starting with a letter or digit", "name"),
+     "a name is letters, digits, '.', '_' or '-', starting with a letter or digit", "name"),
     (RememberParams, b'{"type":"user","title":"' + b"x" * 201 + b'","content":"c"}',
      "201 bytes is over the limit of 200", "title"),
     (RememberParams, b"[]", "must be an object, not a list", None),
@@ -67,3 +67,10 @@ def test_every_pattern_a_verb_uses_has_words():
     for verb in VERBS.values():
         walk(msgspec.inspect.type_info(verb.params), set())
     assert used and used <= set(PATTERNS)
+
+
+def test_a_regex_has_one_meaning():
+    # Errors find their words by the regex: a second meaning would silently replace the first.
+    assert pattern(ONE_LINE, PATTERNS[ONE_LINE]) == ONE_LINE
+    with pytest.raises(ValueError, match="already means"):
+        pattern(ONE_LINE, "a speaker is one line")
