@@ -52,15 +52,17 @@ def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
     spec: Spec = _local.spec
     if spec.avgdl is None:  # once per query unless given: FTS5 keeps these totals, no scan
         spec.avgdl = api.column_total_size(-1) / max(api.row_count, 1) or 1.0
-    w0, w1, w2, w3 = spec.weights[:4]
-    norm = spec.k1 * (1.0 - spec.b + spec.b * api.column_size(-1) / spec.avgdl)
-    k1p1 = spec.k1 + 1.0
+    # Called for every match: the spec's constants are bound once a query (`_local.terms`), and
+    # the arithmetic is the same expressions in the same order, so the scores are the same floats.
+    w0, w1, w2, w3, k1, one_minus_b, b, k1p1, phrases = _local.terms
+    norm = k1 * (one_minus_b + b * api.column_size(-1) / spec.avgdl)
     total = 0.0
     columns = api.phrase_columns
-    for i, idf in enumerate(spec.idf):
+    locations = api.phrase_locations
+    for i, idf in phrases:
         if not columns(i):  # cheap test first: most OR branches miss most rows
             continue
-        cols = api.phrase_locations(i)
+        cols = locations(i)
         f = w0 * len(cols[0]) + w1 * len(cols[1]) + w2 * len(cols[2]) + w3 * len(cols[3])
         if f:
             total += idf * f * k1p1 / (f + norm)
@@ -81,6 +83,8 @@ def ranked(
         conn.register_fts5_function(FUNCTION, _rank)
         _registered.add(conn)
     _local.spec = spec
+    w0, w1, w2, w3 = spec.weights[:4]
+    _local.terms = (w0, w1, w2, w3, spec.k1, 1.0 - spec.b, spec.b, spec.k1 + 1.0, tuple(enumerate(spec.idf)))
     try:
         return conn.execute(
             f"SELECT rowid, {FUNCTION}({table}) AS s FROM {table} "
@@ -88,7 +92,7 @@ def ranked(
             (match, min_rowid, depth),
         ).fetchall()
     finally:
-        _local.spec = None
+        _local.spec = _local.terms = None
 
 
 def idf(df: int, n: int) -> float:

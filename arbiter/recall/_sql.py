@@ -229,12 +229,33 @@ def ranked_visible(
     return kept[:depth]
 
 
-def snippet(conn: apsw.Connection, match: str, rowid: int, *, tokens: int = 24) -> str | None:
-    """FTS5's snippet (matched words in **bold**) of one row, from the index that holds it."""
-    row = conn.execute("SELECT scope_id FROM entries WHERE id = ?", (rowid,)).fetchone()
-    if row is None:
-        return None
-    t = fts.table(row[0])
+def hit_rows(
+    conn: apsw.Connection, v: Viewer, ids: list[int], texts: list[int], *, known_at: int | None = None
+) -> dict[int, tuple]:
+    """id -> what a hit shows, for the entries among `ids` that `v` sees (as recorded at `known_at`).
+
+    A row is (type, title, tags, source, conversation_id, recorded_at,
+    valid_from, valid_to, superseded, scope_id, content), and `content` is
+    read (inflated) only for the ids in `texts`, the hits that get an
+    excerpt; it is None for the others. `superseded` follows
+    `entries.superseded_by`: only superseding entries `v` sees count.
+    """
+    if not ids:
+        return {}
+    want = ",".join("?" * len(texts)) or "NULL"
+    rows = conn.execute(
+        "SELECT e.id, e.type, e.title, e.tags, e.source, e.conversation_id, e.recorded_at, e.valid_from, e.valid_to, "
+        f"{entries.superseded_by(v, known_at)} IS NOT NULL, e.scope_id, "
+        f"CASE WHEN e.id IN ({want}) THEN e.content END "
+        f"FROM {entries.states_at(known_at)} WHERE {v.sees()} AND e.id IN ({','.join('?' * len(ids))})",
+        (*texts, *ids),
+    )
+    return {r[0]: r[1:] for r in rows}
+
+
+def snippet(conn: apsw.Connection, match: str, rowid: int, scope: int, *, tokens: int = 24) -> str | None:
+    """FTS5's snippet (matched words in **bold**) of one row, from its scope's index."""
+    t = fts.table(scope)
     row = conn.execute(
         f"SELECT snippet({t}, -1, '**', '**', '…', ?) FROM {t} WHERE {t} MATCH ? AND rowid = ?",
         (tokens, match, rowid),

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import apsw
+import msgspec
 
-from arbiter._time import parse_time
+from arbiter._time import format_time, parse_time
 from arbiter.model import Entry, Hit, ListParams, RecallParams, RecallResult
 from arbiter.recall import _sql
 from arbiter.recall.query import TOKENIZER, expression
@@ -26,28 +27,50 @@ WINDOW = 24
 #: Texts longer than this get FTS5's own snippet() rather than a scan here.
 _SCAN_BYTES = 8 * 1024
 _LEAD_CHARS = 200
+_tags = msgspec.json.Decoder(list[str])
 
 
 def render(conn: apsw.Connection, v: Viewer, ranking: Ranking, p: RecallParams) -> RecallResult:
-    """The top `p.limit` candidates as hits, the first `p.excerpts` with excerpts."""
+    """The top `p.limit` candidates as hits, the first `p.excerpts` with excerpts.
+
+    Only the columns a hit shows are read, and the text (inflated from its
+    stored form) only for the hits that get an excerpt.
+    """
     top = ranking.candidates[: p.limit]
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
-    full = {e.id: e for e in entries.get_any(conn, v, [c.id for c in top], known_at=known_at)}
+    ids = [c.id for c in top]
+    rows = _sql.hit_rows(conn, v, ids, ids[: p.excerpts], known_at=known_at)
     stems = {s for t in ranking.query.terms for s in t.stem.split(" ")}
     hits = []
     for rank, c in enumerate(top):
-        e = full.get(c.id)
-        if e is None:
+        row = rows.get(c.id)
+        if row is None:
             continue
+        etype, title, tags, source, conv, recorded, valid_from, valid_to, superseded, scope, content = row
         text = None
         if rank < p.excerpts:
-            text = excerpt(conn, e.content, stems)
+            text = excerpt(conn, content, stems)
             if text is None and known_at is not None:  # the index holds today's text, not that state's
-                text = lead(e.content)
+                text = lead(content)
             elif text is None:
                 bag = expression(ranking.query.terms, phrase=False, near=False).text
-                text = _sql.snippet(conn, _sql.text_match(bag), e.id)
-        hits.append(_hit(e, c.score, p, excerpt=text, parts=c.parts if p.explain else None))
+                text = _sql.snippet(conn, _sql.text_match(bag), c.id, scope)
+        hits.append(Hit(
+            id=c.id,
+            type=etype,
+            title=title,
+            source=source,
+            tags=_tags.decode(tags),
+            conversation_id=conv,
+            valid_from=format_time(valid_from),
+            valid_to=format_time(valid_to),
+            recorded_at=format_time(recorded),
+            superseded=bool(superseded),
+            score=c.score,
+            scope="conversation" if p.conversation_id is not None and conv == p.conversation_id else "tenant",
+            excerpt=text,
+            parts=c.parts if p.explain else None,
+        ))
     return RecallResult(hits=hits, expression=ranking.expression if p.explain else None)
 
 
