@@ -11,7 +11,10 @@ every question: `graduated` (the question's conversation plus tenant fill),
 
 The home keeps the ingested tenant (a state file records the conversations),
 so later runs only query. Numbers are milliseconds per round trip, measured
-one request at a time on one connection. `--compact` then stops the daemon,
+one request at a time on one connection: `wall`, and `cpu`, the CPU the
+daemon (all its threads, from /proc's per-thread schedstat, nanoseconds)
+and the client's thread spent on it: on a shared machine the wall clock
+measures the neighbours too, the CPU time much less so. `--compact` then stops the daemon,
 merges the FTS index's segments with `arbiter.recall.maintain.compact` (what
 an idle daemon should do) and measures again.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -35,9 +39,10 @@ STATE = "recall-speed-state.json"
 BATCH = 2000
 
 
-def ingest(client, dataset_path: str, copies: int) -> dict:
-    """Write the dataset's haystacks `copies` times; returns the state to keep."""
+def ingest(client, dataset_path: str, copies: int, haystacks: int | None = None) -> dict:
+    """Write the dataset's haystacks (the first `haystacks` questions') `copies` times; returns the state to keep."""
     ds = load(dataset_path)
+    asked = ds.questions[:haystacks]
     questions = []
     buffer: list[RememberParams] = []
     written = 0
@@ -52,7 +57,7 @@ def ingest(client, dataset_path: str, copies: int) -> dict:
         print(f"\r  {written} entries, {written / (time.perf_counter() - started):.0f}/s", end="", file=sys.stderr)
 
     for copy in range(copies):
-        for q in ds.questions:
+        for q in asked:
             p = plan(q)
             conv = client.conversation_create(title=f"{q.question_id}#{copy}").id
             buffer.extend(
@@ -79,18 +84,44 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(samples), 3), "p95": round(q[94], 3), "p99": round(q[98], 3)}
 
 
-def time_variant(client, questions: list[dict], *, scoped: bool, disable: list[str], rounds: int) -> dict:
-    """Latency percentiles of `rounds` passes of one recall per question."""
-    samples = []
+def cpu_ns(pid: int | None) -> int | None:
+    """CPU nanoseconds all of a process's threads have run (Linux's schedstat); None where /proc has none."""
+    if pid is None:
+        return None
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except FileNotFoundError:  # a thread that ended meanwhile
+                pass
+    except FileNotFoundError:
+        return None
+    return total
+
+
+def time_variant(client, questions: list[dict], *, scoped: bool, disable: list[str], rounds: int,
+                 pid: int | None = None) -> dict:
+    """Wall and CPU percentiles of `rounds` passes of one recall per question."""
+    wall, cpu = [], []
     for _ in range(rounds):
         for q in questions:
             kwargs = {"limit": 10, "disable": disable}
             if scoped:
                 kwargs["conversation_id"] = q["conversation_id"]
+            served = cpu_ns(pid)
+            own = time.thread_time_ns()
             started = time.perf_counter()
             client.recall(q["question"], **kwargs)
-            samples.append((time.perf_counter() - started) * 1000)
-    return percentiles(samples)
+            wall.append((time.perf_counter() - started) * 1000)
+            own = time.thread_time_ns() - own
+            if served is not None:
+                cpu.append((cpu_ns(pid) - served + own) / 1e6)
+    out = {"wall": percentiles(wall)}
+    if cpu:
+        out["cpu"] = percentiles(cpu)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", type=Path, required=True, help="daemon home to build or reuse")
     ap.add_argument("--copies", type=int, default=5,
                     help="times to ingest the dataset (default 5: ~241K entries from the dev split)")
+    ap.add_argument("--haystacks", type=int,
+                    help="ingest only the first N questions' haystacks (40 of the dev split: ~20K entries a copy)")
     ap.add_argument("--rounds", type=int, default=3, help="passes over the questions per variant")
+    ap.add_argument("--no-wide", action="store_true", help="leave out the bm25 (tenant-wide) run")
     ap.add_argument("--disable", action="append", default=[],
                     help="extra graduated run with these stages off (comma-separated); repeatable")
     ap.add_argument("--wide-disable", action="append", default=[],
@@ -111,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     state_path = args.home / STATE
-    runs = [("graduated", True, []), ("bm25", False, [])]
+    runs = [("graduated", True, [])] + ([] if args.no_wide else [("bm25", False, [])])
     runs += [(f"graduated -{d}", True, d.split(",")) for d in args.disable]
     runs += [(f"bm25 -{d}", False, d.split(",")) for d in args.wide_disable]
     report: dict = {"variants": {}}
@@ -124,15 +158,16 @@ def main(argv: list[str] | None = None) -> int:
             for name, scoped, disable in runs:
                 key = f"{name} ({label})"
                 report["variants"][key] = time_variant(
-                    client, questions, scoped=scoped, disable=disable, rounds=args.rounds
+                    client, questions, scoped=scoped, disable=disable, rounds=args.rounds, pid=daemon.pid
                 )
+                report["variants"][key]["loadavg"] = os.getloadavg()[0]
                 print(f"{key:44s} {report['variants'][key]}", flush=True)
 
     if not state_path.exists():
         if not args.dataset:
             ap.error("--dataset is needed to build a new home")
         with Daemon(args.home, timeout=120) as daemon, daemon.client() as client:
-            state_path.write_text(json.dumps(ingest(client, args.dataset, args.copies)))
+            state_path.write_text(json.dumps(ingest(client, args.dataset, args.copies, args.haystacks)))
     state = json.loads(state_path.read_text())
     report.update(entries=state["entries"], ingest_s=state["ingest_s"], questions=state["questions"])
     db = args.home / "arbiter.db"

@@ -61,14 +61,16 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     off = frozenset(p.disable)
     if "facts" in off or not p.query.strip():
         return []
+    scopes = scopes_match(conn, v)
+    n, avgdl = _totals(conn, scopes)
+    if not n:  # no fact the caller sees (most homes): no query analysis, per-word counts or ranking
+        return []
     tokenize = tokenizer(conn)
     query = analyze(p.query, tokenize, stopwords=frozenset() if "stopwords" in off else STOPWORDS)
     if query.empty:
         return []
     expr = expression(query.terms, phrase=False, near=False)
-    scopes = scopes_match(conn, v)
     match = f"{{subject predicate object}} : ({expr.text}) AND {scopes}"
-    n, avgdl = _totals(conn, scopes)
     idf = [
         _rank.idf(_count(conn, f"{{subject predicate object}} : ({quote(t.text, prefix=t.prefix)}) AND {scopes}"), n)
         for t in query.terms
@@ -153,6 +155,7 @@ class _Lengths:
         self._registered: weakref.WeakSet = weakref.WeakSet()
 
     def __call__(self, conn: apsw.Connection, scopes: str) -> tuple[int, float]:
+        """(facts the scopes hold, their average length)."""
         n = _count(conn, scopes)
         key = (conn.filename or f"memory:{id(conn)}", scopes)
         with self._lock:
@@ -168,7 +171,7 @@ class _Lengths:
             avgdl = total / n if n else 1.0
             with self._lock:
                 self._cache[key] = (n, avgdl)
-        return max(n, 1), avgdl or 1.0
+        return n, avgdl or 1.0
 
 
 _SIZE = "arbiter_fact_size"

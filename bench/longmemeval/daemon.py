@@ -98,6 +98,11 @@ class Daemon:
                 raise
             exc.add_note(str(e))  # keep the error that ended the block in front
 
+    @property
+    def pid(self) -> int | None:
+        """The daemon's process id while it runs."""
+        return None if self._proc is None else self._proc.pid
+
     def client(self) -> Client:
         """A Client for this daemon's default tenant."""
         return connect(self.socket_path, self.token_file)
