@@ -428,13 +428,14 @@ def _replies(
     top = ranked[: tuning.reply_depth]
     scores = {c.id: c.score for c in top}
     offers: list[tuple[int, float, int, str]] = []  # (answer, lent score, lender, part)
+    nxt = _sql.following(conn, v, list(scores), as_of) if tuning.reply or (followups and tuning.followup) else {}
     if tuning.reply:
-        for q, a in _sql.replies(conn, v, list(scores), as_of, max_bytes=tuning.reply_bytes).items():
+        for q, a in _sql.replies(conn, nxt, max_bytes=tuning.reply_bytes).items():
             offers.append((a, tuning.reply * scores[q], q, "reply_to"))
     if followups and tuning.followup:
-        nxt = _sql.following(conn, v, list(scores), as_of)
-        answers = _sql.replies(conn, v, list(set(nxt.values())), as_of, max_bytes=tuning.reply_bytes)
-        for c, q in nxt.items():
+        after = _sql.following(conn, v, list({a for a, _ in nxt.values()}), as_of)
+        answers = _sql.replies(conn, after, max_bytes=tuning.reply_bytes)
+        for c, (q, _) in nxt.items():
             if q in answers:
                 offers.append((answers[q], tuning.followup * scores[c], c, "followup_of"))
     if not offers:

@@ -70,57 +70,48 @@ def candidates(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | No
     return {r[0]: r[1:] for r in rows}
 
 
-def following(
-    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, max_bytes: int | None = None
-) -> dict[int, int]:
-    """id -> the id of the next turn of its conversation visible to `v` (by valid time, then id).
+def following(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None) -> dict[int, tuple[int, int]]:
+    """id -> (the id of the next turn of its conversation visible to `v` (by valid time, then id), the id's size in bytes).
 
-    Only entries in a conversation, and with `max_bytes` only those at most
-    that long. Sizes, times and the next turn come from `recall_entries`
-    (narrow rows, indexed by conversation and time).
+    Only entries in a conversation. Sizes, times and the next turn come from
+    `recall_entries` (narrow rows, indexed by conversation and time).
     """
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="n")
-    size = "" if max_bytes is None else " AND q.bytes <= ?"
     rows = conn.execute(
         "SELECT q.entry_id, (SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
         f"AND (n.valid_from, n.entry_id) > (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
-        "ORDER BY n.valid_from, n.entry_id LIMIT 1) "
+        "ORDER BY n.valid_from, n.entry_id LIMIT 1), q.bytes "
         f"FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
-        f"AND q.conversation_id IS NOT NULL{size}",
-        (*binds, *ids, v.tenant_id, *(() if max_bytes is None else (max_bytes,))),
+        "AND q.conversation_id IS NOT NULL",
+        (*binds, *ids, v.tenant_id),
     ).fetchall()
-    return {q: a for q, a in rows if a is not None}
+    return {q: (a, size) for q, a, size in rows if a is not None}
 
 
-def replies(
-    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, max_bytes: int
-) -> dict[int, int]:
-    """question id -> the id of the turn that answers it, for the entries among `ids` that end in a question.
+def replies(conn: apsw.Connection, follows: dict[int, tuple[int, int]], *, max_bytes: int) -> dict[int, int]:
+    """question id -> the id of the turn that answers it, for the turns in `follows` (from `following`) that ask.
 
-    The answer is the next visible entry of the same conversation (`following`),
-    unless both have a speaker and it is the same one: a turn does not answer
-    its own speaker's question. Only the few short candidates' texts are read.
+    A turn asks if it is at most `max_bytes` long and ends in a question; the
+    answer is its next turn, unless both have a speaker and it is the same
+    one: a turn does not answer its own speaker's question. Only the few
+    short turns' texts are read, in the same query as the speakers.
     """
-    follows = following(conn, v, ids, as_of, max_bytes=max_bytes)
-    if not follows:
+    short = {q: a for q, (a, size) in follows.items() if size <= max_bytes}
+    if not short:
         return {}
-    said = dict(
-        conn.execute(
-            f"SELECT id, speaker FROM entries WHERE id IN ({','.join('?' * (2 * len(follows)))})",
-            [*follows, *follows.values()],
-        )
-    )
-    asked = {
-        q
-        for q, content in conn.execute(
-            f"SELECT id, content FROM entries WHERE id IN ({','.join('?' * len(follows))})", list(follows)
-        )
-        if content.rstrip().endswith("?")
-    }
+    said, asked = {}, set()
+    for eid, speaker, content in conn.execute(
+        f"SELECT id, speaker, CASE WHEN id IN ({','.join('?' * len(short))}) THEN content END FROM entries "
+        f"WHERE id IN ({','.join('?' * (2 * len(short)))})",
+        [*short, *short, *short.values()],
+    ):
+        said[eid] = speaker
+        if content is not None and content.rstrip().endswith("?"):
+            asked.add(eid)
     return {
-        q: a for q, a in follows.items()
+        q: a for q, a in short.items()
         if q in asked and (said.get(q) is None or said.get(a) is None or said[q] != said[a])
     }
 
