@@ -248,6 +248,8 @@ def test_a_when_question_at_known_at_reads_the_text_recorded_then(db, tenant):
     ("on Friday we hiked", True), ("back in June", True), ("since 2019", True),
     ("I may go", False), ("they march on", False), ("I've known them for four years", False),
     ("a weekly meeting", False), ("the cache takes 2048 MB", False), ("we swim on Mondays", False),
+    # any case, in ASCII text (lowercased, then matched) and in other text (matched ignoring case)
+    ("LAST WEEKEND", True), ("Café on Friday", True), ("İN 2019 we moved", True), ("a CAFÉ on Mondays", False),
 ])
 def test_what_counts_as_saying_when(text, says):
     assert dates.says_when(text) is says
