@@ -116,9 +116,8 @@ def excerpt(conn: apsw.Connection, text: str, stems: set[str], *, window: int = 
     if not tokens:
         return lead(text)
     prefixes = tuple(s[:-1] for s in stems if s.endswith("*"))
-    hits = [
-        i for i, (_, _, stem, *_) in enumerate(tokens) if stem in stems or (prefixes and stem.startswith(prefixes))
-    ]
+    # t[2] is the stem: indexing, not unpacking (`_, _, stem, *_`), is a third of the cost a token
+    hits = [i for i, t in enumerate(tokens) if t[2] in stems or (prefixes and t[2].startswith(prefixes))]
     best, best_count = 0, -1
     counts: dict[str, int] = {}
     lo = hi = 0  # hits[lo:hi] lie in the window being scored
