@@ -122,19 +122,23 @@ def vm_kb(pid: int, field_name: str) -> int:
 class BenchDaemon:
     """`python -m arbiter serve` on `home`, stopped with SIGTERM."""
 
-    def __init__(self, home: Path, synchronous: str):
+    def __init__(self, home: Path, synchronous: str, *, tree: Path | None = None):
+        """`tree`: run another checkout's code (its folder on PYTHONPATH and as the working directory)."""
         self.home = home
+        self.tree = tree
         env = isolated_env(home, ARBITER_SYNCHRONOUS=synchronous)
+        if tree is not None:
+            env["PYTHONPATH"] = str(tree)
         self.log = open(home / "bench-daemon.log", "wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "arbiter", "serve"], env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT, cwd=tree)
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
                 self.log.close()
                 raise SystemExit(f"daemon exited: {(home / 'bench-daemon.log').read_text()[-2000:]}")
             try:
-                with Client(paths.socket_path(home), None, timeout=1) as c:
+                with Client(paths.socket_path(home), None, timeout=1, check_code=tree is None) as c:
                     c.ping()
                 break
             except Unavailable:
@@ -144,7 +148,7 @@ class BenchDaemon:
                 time.sleep(0.02)
 
     def client(self) -> Client:
-        return Client.from_home(self.home, timeout=600)
+        return Client.from_home(self.home, timeout=600, check_code=self.tree is None)
 
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGTERM)

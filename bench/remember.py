@@ -31,6 +31,10 @@ so runs compare like with like:
   on a read-only connection to the file, every 2 ms: a request would restart
   the daemon's quiet spell).
 
+`--against TREE` runs `socket` on this tree's daemon and TREE's (another
+checkout, e.g. a `git worktree` of the commit before) at once, each write
+sent to both in turn, so that both meet the same load on a shared machine.
+
 `--candidates` asks every write for its link candidates (what the MCP tool
 does): the association step then runs inside the write, as before.
 
@@ -253,10 +257,10 @@ def pages(home: Path, writes: list[dict]) -> dict[str, float]:
 
 
 @contextlib.contextmanager
-def _daemon_on_copy(home: Path):
-    """A real daemon on a fresh copy of the home: (daemon, a connected client, a read-only connection)."""
+def _daemon_on_copy(home: Path, tree: Path | None = None):
+    """A real daemon on a fresh copy of the home (`tree`'s code, if given): (daemon, a connected client, a read-only connection)."""
     work = _copy(home)
-    daemon = BenchDaemon(work, "FULL")
+    daemon = BenchDaemon(work, "FULL", tree=tree)
     db = connect(paths.db_path(work), readonly=True)
     try:
         with daemon.client() as c:
@@ -292,6 +296,29 @@ def socket(home: Path, writes: list[dict]) -> dict[str, float]:
 QUIET_S = 1.0
 
 
+def interleaved(home: Path, writes: list[dict], against: Path) -> dict[str, float]:
+    """`socket` for this tree and `against` at once, each on its own copy: every write goes to both in turn
+    (which first alternates), so both meet the same load on a shared machine."""
+    with _daemon_on_copy(home) as (ours, c, _), _daemon_on_copy(home, against) as (theirs, d, _):
+        trips: dict[str, list[float]] = {"this tree": [], "against": []}
+        cpu = {"this tree": _cpu_ms(ours.proc.pid), "against": _cpu_ms(theirs.proc.pid)}
+        for i, e in enumerate(writes):
+            pair = [("this tree", c), ("against", d)]
+            for label, client in pair if i % 2 == 0 else pair[::-1]:
+                t = time.perf_counter()
+                client.remember(**e)
+                trips[label].append((time.perf_counter() - t) * 1000)
+        cpu = {"this tree": _cpu_ms(ours.proc.pid) - cpu["this tree"],
+               "against": _cpu_ms(theirs.proc.pid) - cpu["against"]}
+    out = {}
+    for label, samples in trips.items():
+        samples.sort()
+        out[f"{label}: round trip p50"] = statistics.median(samples)
+        out[f"{label}: round trip p95"] = samples[int(len(samples) * 0.95)]
+        out[f"{label}: daemon CPU per call"] = cpu[label] / len(writes)
+    return out
+
+
 def lag(home: Path, writes: list[dict]) -> dict[str, float]:
     """One write at a time on a quiet daemon: how long after its answer its similarity edges are derived."""
     with _daemon_on_copy(home) as (_, c, db):
@@ -319,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page-writes", type=int, default=50, help="writes whose WAL frames `pages` reads")
     ap.add_argument("--lags", type=int, default=40, help="writes timed one at a time for `lag`")
     ap.add_argument("--candidates", action="store_true", help="every write asks for its link candidates")
+    ap.add_argument("--against", type=Path, help="another checkout: `socket` runs its daemon and ours interleaved")
     args = ap.parse_args(argv)
     print(f"seed {args.seed}", file=sys.stderr)
     marker = args.home / "remember-bench-built"
@@ -335,9 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         for label, ms in parts(args.home, writes).items():
             print(f"{label:32} {ms:7.3f} ms")
     if args.only in (None, "socket"):
-        for label, ms in socket(args.home, writes).items():
+        measured = interleaved(args.home, writes, args.against) if args.against else socket(args.home, writes)
+        for label, ms in measured.items():
             print(f"{label:32} {ms:7.3f} ms")
-    if args.only in (None, "pages"):
+    if args.only in (None, "pages") and args.page_writes:
         for label, n in pages(args.home, writes[:args.page_writes]).items():
             print(f"{label:32} {n:7.2f}")
     if args.only in (None, "lag") and not args.candidates:
