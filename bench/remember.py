@@ -31,7 +31,7 @@ so runs compare like with like:
   on a read-only connection to the file, every 2 ms: a request would restart
   the daemon's quiet spell).
 
-`--against TREE` runs `socket` on this tree's daemon and TREE's (another
+`--against TREE` runs `socket` and `lag` on this tree's daemon and TREE's (another
 checkout, e.g. a `git worktree` of the commit before) at once, each write
 sent to both in turn, so that both meet the same load on a shared machine.
 
@@ -319,20 +319,31 @@ def interleaved(home: Path, writes: list[dict], against: Path) -> dict[str, floa
     return out
 
 
-def lag(home: Path, writes: list[dict]) -> dict[str, float]:
-    """One write at a time on a quiet daemon: how long after its answer its similarity edges are derived."""
-    with _daemon_on_copy(home) as (_, c, db):
-        _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
-        samples, trips = [], []
-        for e in writes:
-            time.sleep(QUIET_S)  # the idle writer's work after the last write (its checkpoint) is done
-            t = time.perf_counter()
-            entry_id = c.remember(**e).id
-            trips.append((time.perf_counter() - t) * 1000)
-            samples.append(_wait_derived(db, entry_id) * 1000)
-    samples.sort()
-    return {"edge lag p50": statistics.median(samples), "edge lag p95": samples[int(len(samples) * 0.95)],
-            "edge lag max": samples[-1], "round trip p50, a write at a time": statistics.median(trips)}
+def lag(home: Path, writes: list[dict], against: Path | None = None) -> dict[str, float]:
+    """One write at a time on a quiet daemon: its round trip, and how long after its answer its similarity
+    edges are derived. With `against`, that checkout's daemon too, each write sent to both in turn."""
+    with contextlib.ExitStack() as stack:
+        daemons = {"": stack.enter_context(_daemon_on_copy(home))}
+        if against is not None:
+            daemons = {"this tree: ": daemons[""], "against: ": stack.enter_context(_daemon_on_copy(home, against))}
+        for _, _, db in daemons.values():
+            _wait_derived(db, db.execute("SELECT max(id) FROM entries").fetchone()[0])
+        samples = {label: [] for label in daemons}
+        trips = {label: [] for label in daemons}
+        for i, e in enumerate(writes):
+            order = list(daemons.items())
+            for label, (_, c, db) in order if i % 2 == 0 else order[::-1]:
+                time.sleep(QUIET_S)  # the idle writer's work after the last write (its checkpoint) is done
+                t = time.perf_counter()
+                entry_id = c.remember(**e).id
+                trips[label].append((time.perf_counter() - t) * 1000)
+                samples[label].append(_wait_derived(db, entry_id) * 1000)
+    out = {}
+    for label in daemons:
+        lags = sorted(samples[label])
+        out |= {f"{label}edge lag p50": statistics.median(lags), f"{label}edge lag p95": lags[int(len(lags) * 0.95)],
+                f"{label}edge lag max": lags[-1], f"{label}round trip p50, a write at a time": statistics.median(trips[label])}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page-writes", type=int, default=50, help="writes whose WAL frames `pages` reads")
     ap.add_argument("--lags", type=int, default=40, help="writes timed one at a time for `lag`")
     ap.add_argument("--candidates", action="store_true", help="every write asks for its link candidates")
-    ap.add_argument("--against", type=Path, help="another checkout: `socket` runs its daemon and ours interleaved")
+    ap.add_argument("--against", type=Path, help="another checkout: `socket` and `lag` run its daemon and ours interleaved")
     args = ap.parse_args(argv)
     print(f"seed {args.seed}", file=sys.stderr)
     marker = args.home / "remember-bench-built"
@@ -370,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, n in pages(args.home, writes[:args.page_writes]).items():
             print(f"{label:32} {n:7.2f}")
     if args.only in (None, "lag") and not args.candidates:
-        for label, ms in lag(args.home, writes[:args.lags]).items():
+        for label, ms in lag(args.home, writes[:args.lags], args.against).items():
             print(f"{label:32} {ms:7.3f} ms")
     with open("/proc/loadavg") as f:
         print(f"load average after: {f.read().split()[0]}")
