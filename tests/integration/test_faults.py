@@ -66,7 +66,7 @@ def test_a_full_disk_refuses_writes_serves_reads_and_recovers(small_disk):
 
             filler.unlink()
             wal = Path(f"{d.db}-wal")
-            # Idle, the daemon checkpoints with TRUNCATE: the WAL gives its space back.
+            # Idle after a write found the disk full, the daemon checkpoints with TRUNCATE: the WAL gives its space back.
             wait_for(lambda: not wal.exists() or wal.stat().st_size == 0, timeout=20, what="the WAL to be truncated")
             ids = c.remember_many([{"type": "user", "title": f"after {i}", "content": "room again " * 30}
                                    for i in range(50)])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from arbiter.server import _transaction
+from arbiter.server import IDLE_CHECKPOINT_PAGES, Daemon, _transaction, writer_settings
+from arbiter.store import open_database
 
 
 @pytest.fixture
@@ -42,3 +43,29 @@ def test_a_small_write_leaves_the_writer_journaling_to_a_file(table):
         table.execute("INSERT INTO t(k, v) VALUES (0, 'twice')")
     assert table.pragma("temp_store") == 0
     assert table.execute("SELECT v FROM t WHERE k = 0").fetchone() == ("kept",)
+
+
+def test_the_idle_checkpoint_leaves_a_small_wal_until_it_grows_or_the_disk_fills(tmp_path):
+    # Each checkpoint resets the WAL, and the next commit pays a second fsync for a new header: a few
+    # single writes' pages stay in the WAL until there are IDLE_CHECKPOINT_PAGES of them.
+    d = Daemon(home=tmp_path, db_path=tmp_path / "arbiter.db", socket_path=tmp_path / "arbiter.sock")
+    d._writer = open_database(d.db_path)
+    writer_settings(d._writer)
+    d._idle_checkpoint_bytes = IDLE_CHECKPOINT_PAGES * (d._writer.pragma("page_size") + 24)
+    wal = tmp_path / "arbiter.db-wal"
+    try:
+        with _transaction(d._writer, write=True):
+            d._writer.execute("CREATE TABLE t(v)")
+            d._writer.execute("INSERT INTO t VALUES ('small')")
+        size = wal.stat().st_size
+        assert d._checkpoint() and wal.stat().st_size == size > 0
+        d._storage_full = True  # a write failed for a full disk: the space goes back at once
+        assert d._checkpoint() and wal.stat().st_size == 0 and not d._storage_full
+        for n in range(IDLE_CHECKPOINT_PAGES // 100 + 1):  # ~100 pages a transaction
+            with _transaction(d._writer, write=True):
+                d._writer.executemany("INSERT INTO t VALUES (randomblob(800))", [()] * 1000)
+        assert wal.stat().st_size >= d._idle_checkpoint_bytes
+        assert d._checkpoint() and wal.stat().st_size == 0
+        assert d._writer.execute("SELECT count(*) FROM t").fetchone() == (1 + 1000 * (n + 1),)
+    finally:
+        d._writer.close()
