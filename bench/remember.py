@@ -38,8 +38,10 @@ sent to both in turn, so that both meet the same load on a shared machine.
 `--candidates` asks every write for its link candidates (what the MCP tool
 does): the association step then runs inside the write, as before.
 
-Run it with PYTHONPATH pointing at another tree to compare trees on the
-same home. Milliseconds; nothing is asserted.
+To compare trees on the same home, run it from the other checkout (`cd`
+there as well as PYTHONPATH: `python -m` puts the working directory first
+on the path, so PYTHONPATH alone runs the code of the folder you are in),
+or use `--against`. Milliseconds; nothing is asserted.
 """
 
 from __future__ import annotations
