@@ -524,9 +524,11 @@ M024_REVISION_SPEAKER = """
 # m023 rewrites every entries row: the rows shrink in place, leaving their
 # pages part empty (none free, so idle upkeep's incremental vacuum cannot
 # give them back): on bench.load's 250K file the migration alone took it from
-# 2.23x to 2.83x of its text, the VACUUM after it to 1.74x, in 1.2 s
-# (docs/benchmarks.md, "Size"). It needs the file's size again in free disk
-# for its WAL while it runs. The migration leaves a mark in `settings` in its
+# 2.23x to 2.83x of its text, the VACUUM after it to 1.74x (the two 17.2 s;
+# docs/benchmarks.md, "Size"). While it runs it needs free disk for a
+# temporary copy of the compacted file (in SQLite's temporary directory:
+# SQLITE_TMPDIR, else /var/tmp or /tmp) and as much again for the WAL it
+# copies back through, next to the file. The migration leaves a mark in `settings` in its
 # own transaction, so a VACUUM the disk cannot hold (or a crash before it) is
 # tried again at the next start instead of being forgotten or stopping one.
 _VACUUM_AFTER = {"m023_compressed_text"}
@@ -1198,7 +1200,8 @@ def migrate(conn: apsw.Connection, *, say: Callable[[str], None] = lambda _: Non
 def _compact_if_pending(conn: apsw.Connection, say: Callable[[str], None]) -> None:
     if not conn.execute("SELECT 1 FROM settings WHERE key = ?", (_VACUUM_PENDING,)).fetchone():
         return
-    say("arbiter: compacting the database after its upgrade (once; it needs free disk the size of the file)")
+    say("arbiter: compacting the database after its upgrade (once; it needs free disk up to twice the size of "
+        "the file, half of it in the temporary directory)")
     try:
         conn.execute("VACUUM")  # outside any transaction, as VACUUM must be
     except apsw.FullError:
