@@ -3,7 +3,6 @@
     python -m bench.devsets                      # ingest once into bench/results/devsets, then measure
     python -m bench.devsets --only "as shipped,- voice"
     python -m bench.devsets --graph              # homes with entity links and associations: as shipped vs graph=true
-    python -m bench.devsets --lexicon            # WordNet query expansion (needs Debian's wordnet-base)
 
 The sets (issue 11's discipline: a change is kept only if it raises the mean
 of the three without costing any one more than 2 points of R@5):
@@ -75,42 +74,6 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- dates", {"disable": ["dates"]}, {}),
     ("- followups", {"disable": ["followups"]}, {}),
     ("- when", {"disable": ["when"]}, {}),
-]
-
-
-def _wordnet(**choices):
-    """A variant's Tuning changes with a WordNet lexicon (`bench.wordnet`), built when the variant runs."""
-    def build(**tuning) -> dict:
-        from bench import wordnet
-
-        return {"lexicon": wordnet.lexicon(wordnet.Choices(**choices)), **tuning}
-
-    return build
-
-
-#: Query expansion from WordNet's noun hierarchy (`--lexicon`): measured, not kept (docs/retrieval.md).
-LEXICON_VARIANTS: list[tuple[str, dict, object]] = [
-    ("+ hyponyms and synonyms x0.15 (first sense; 8 a word)", {}, (_wordnet(), {"expand": 0.15, "expand_per_word": 8})),
-    ("+ hyponyms and synonyms x0.3", {}, (_wordnet(), {"expand": 0.3, "expand_per_word": 8})),
-    ("+ hyponyms depth 2 x0.15", {}, (_wordnet(depth=2), {"expand": 0.15, "expand_per_word": 8})),
-    ("+ hyponyms of two senses x0.15", {}, (_wordnet(senses=2), {"expand": 0.15, "expand_per_word": 8})),
-    ("+ synonyms only x0.3", {}, (_wordnet(depth=0), {"expand": 0.3, "expand_per_word": 8})),
-    ("+ hyponyms of every kind of noun x0.15", {}, (_wordnet(lexfiles=None), {"expand": 0.15, "expand_per_word": 8})),
-    ("+ hyponyms and definition nouns x0.15", {}, (_wordnet(gloss=True), {"expand": 0.15, "expand_per_word": 8})),
-    ("+ hyponyms and definition nouns x0.2 in at most 2% of the documents", {},
-     (_wordnet(gloss=True), {"expand": 0.2, "expand_per_word": 8, "expand_floor": 0})),
-    ("+ hyponyms and synonyms of the asked words only x0.3", {},
-     (_wordnet(), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
-    ("+ hyponyms depth 2 of the asked words only x0.3", {},
-     (_wordnet(depth=2), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
-    ("+ hyponyms and meronyms of the asked words only x0.3", {},
-     (_wordnet(relations=("~", "%m", "%p")), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
-    ("+ hyponyms and definition nouns of the asked words only x0.15", {},
-     (_wordnet(gloss=True), {"expand": 0.15, "expand_per_word": 8, "expand_asked": True})),
-    ("+ hyponyms and definition nouns of the asked words only x0.3", {},
-     (_wordnet(gloss=True), {"expand": 0.3, "expand_per_word": 8, "expand_asked": True})),
-    ("+ hyponyms and definition nouns of the asked words only x0.5", {},
-     (_wordnet(gloss=True), {"expand": 0.5, "expand_per_word": 8, "expand_asked": True})),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
@@ -272,8 +235,6 @@ def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, work=Path("bench/results/devsets"))
     ap.add_argument("--only", help="comma-separated variant labels")
     ap.add_argument("--graph", action="store_true", help="as shipped against graph=true, on homes with derived edges")
-    ap.add_argument("--lexicon", action="store_true",
-                    help="as shipped against WordNet query expansions (needs Debian's wordnet-base)")
     args = ap.parse_args(argv)
 
     suffix = "-graph" if args.graph else ""
@@ -288,15 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [v for v in VARIANTS if wanted is None or v[0] in wanted or v[0] == "as shipped"]
     if args.graph:
         chosen = [VARIANTS[0], ("+ graph", {"graph": True}, {})]
-    if args.lexicon:
-        chosen = [VARIANTS[0], *(v for v in LEXICON_VARIANTS if wanted is None or v[0] in wanted)]
     for key, conn in conns.items():  # warm the page cache and the term statistics before timing
         measure(conn, tenants[key], states[key].questions, "as-written", {}, {})
     results: dict[str, list[Row]] = {}
     for label, params, tuning_changes in chosen:
-        if isinstance(tuning_changes, tuple):  # (build, tuning): a variant whose Tuning needs building
-            build, changes = tuning_changes
-            tuning_changes = build(**changes)
         results[label] = [
             measure(conns[key], tenants[key], states[key].questions, phrasing, params, tuning_changes)
             for _, key, phrasing in SETS

@@ -22,7 +22,7 @@ import msgspec
 from arbiter._time import now_us, parse_time
 from arbiter.model import RecallParams, RecallResult
 from arbiter.entities import recall as entity_signals
-from arbiter.recall import _rank, _sql, dates, lexicon, past, score
+from arbiter.recall import _rank, _sql, dates, past, score
 from arbiter.recall.hits import render, unranked
 from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
 from arbiter.store.users import Viewer
@@ -100,20 +100,6 @@ class Tuning:
     #: `rank_budget` of its matches. `arbiter_rank` costs microseconds a
     #: match, and a word in most of a 250K tenant cost half a second.
     rank_budget: int = 10_000
-    #: Lexicon expansion (recall/lexicon.py), measured and off: no lexicon
-    #: ships (docs/retrieval.md). A query word's related words join as terms
-    #: with idf x `expand`; further ones x `expand_decay` a step; at most
-    #: `expand_per_word` a word and `expand_cap` in all, none in more than
-    #: `expand_max_share` of the documents and more than `expand_floor`.
-    expand: float = 0.0
-    expand_decay: float = 1.0
-    expand_per_word: int = 5
-    expand_cap: int = 16
-    expand_max_share: float = 0.02
-    expand_floor: int = 1_000
-    #: Expand only the words the question asks for (`lexicon.asked`).
-    expand_asked: bool = False
-    lexicon: lexicon.Lexicon | None = None
 
 
 DEFAULT = Tuning()
@@ -172,26 +158,15 @@ def search(
     off = frozenset(p.disable)
     need = max(p.limit, depth or 0)
     stopwords = frozenset() if "stopwords" in off else ENGLISH if "framing" in off else STOPWORDS
-    tokenize = tokenizer(conn)
-    query = analyze(p.query if text is None else text, tokenize, stopwords=stopwords)
+    query = analyze(p.query if text is None else text, tokenizer(conn), stopwords=stopwords)
     if query.empty:
         return None
-    expanding = tuning.expand and tuning.lexicon is not None
-    extra = lexicon.expand(
-        query.terms, tuning.lexicon, tokenize, weight=tuning.expand, decay=tuning.expand_decay,
-        skip=lexicon.names(query.text),
-        only=lexicon.asked(tokenize(query.text), stopwords) if tuning.expand_asked else None,
-    ) if expanding else []
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     reference = as_of if as_of is not None else (now_us() if now is None else now)
     suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
     # Statistics of the scopes `v` sees whole: BM25 over exactly what they may read.
-    n, df = _rank.FREQUENCIES.get(conn, v.scopes, [s for t in (*query.terms, *extra) for s in t.stem.split(" ")])
-    if extra:
-        extra = lexicon.select(extra, df, n, max_share=tuning.expand_max_share, cap=tuning.expand_cap,
-                               per_word=tuning.expand_per_word, floor=tuning.expand_floor)
-    weight = {t.stem: t.weight for t in extra}
+    n, df = _rank.FREQUENCIES.get(conn, v.scopes, [s for t in query.terms for s in t.stem.split(" ")])
     idf = {stem: _rank.idf(d, n) for stem, d in df.items()}
     rows, tokens = _rank.totals(conn, v.scopes)  # one average length, whatever index a pass reads
     avgdl = tokens / max(rows, 1) or 1.0
@@ -201,7 +176,7 @@ def search(
     def run(terms, pass_depth: int, **scope: int) -> tuple[str, list[Candidate]]:
         expr = expression(terms, phrase=tuning.phrase, near=tuning.near)
         spec = _rank.Spec(
-            idf=[factor[branch] * weight.get(stems[0], 1.0) * sum(idf[s] for s in stems) for branch, stems in expr.slots],
+            idf=[factor[branch] * sum(idf[s] for s in stems) for branch, stems in expr.slots],
             weights=weights,
             k1=tuning.k1,
             b=tuning.b,
@@ -237,20 +212,20 @@ def search(
         )
         if not terms:
             return Ranking(query=query, candidates=[])
-        match, ranked = run([*terms, *extra], tuning.tenant_depth)
+        match, ranked = run(terms, tuning.tenant_depth)
         return Ranking(query=query, candidates=ranked, expression=match)
 
     terms = query.terms
     if tuning.common_share < 1.0 and "common" not in off:
         terms = select_terms(terms, df, n, tuning.common_share, n * len(terms), floor=tuning.common_floor)
-    main, local = run([*terms, *extra], tuning.conversation_depth, conversation_id=p.conversation_id)
+    main, local = run(terms, tuning.conversation_depth, conversation_id=p.conversation_id)
     passes = [("conversation", tuning.conversation_weight, local)]
     if "tenant_fill" not in off and not _settled(len(local), need, tuning):
         terms = query.terms if "select" in off else select_terms(
             query.terms, df, n, tuning.df_max_share, tuning.fill_budget, floor=tuning.common_floor
         )
         if terms:
-            _, ranked = run([*terms, *extra], tuning.tenant_depth, besides=p.conversation_id)
+            _, ranked = run(terms, tuning.tenant_depth, besides=p.conversation_id)
             passes.append(("tenant", tuning.tenant_weight, ranked))
     return Ranking(query=query, candidates=fuse(passes, k=tuning.rrf_k), expression=main)
 

@@ -115,10 +115,6 @@ class Term:
     phrase: bool = False
     number: bool = False
     prefix: bool = False
-    #: Its idf is scaled by this: below 1 for a term the query did not say (a lexicon expansion).
-    weight: float = 1.0
-    #: For an expansion, the query word it came from.
-    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
