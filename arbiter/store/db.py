@@ -1202,7 +1202,11 @@ def _compact_if_pending(conn: apsw.Connection, say: Callable[[str], None]) -> No
         return
     say("arbiter: compacting the database after its upgrade (once; it needs free disk up to twice the size of "
         "the file, half of it in the temporary directory)")
+    # A file made before incremental auto-vacuum (connect) gets it in the same rebuild: a VACUUM is the only way
+    # to switch it on, and idle upkeep's incremental_vacuum gives back nothing without it. (The page size cannot
+    # change in WAL mode.)
     try:
+        conn.pragma("auto_vacuum", "INCREMENTAL")
         conn.execute("VACUUM")  # outside any transaction, as VACUUM must be
     except apsw.FullError:
         # The file works as it is, only larger: a full disk must not keep the daemon from starting.

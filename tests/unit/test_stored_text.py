@@ -210,37 +210,11 @@ def test_the_readme_query_reads_the_text_without_arbiter(db, tenant, tmp_path):
         plain.close()
 
 
-def test_migrating_gives_back_the_space_the_text_took(tmp_path, monkeypatch):
-    """The rows shrink in place, which frees no page: the migration rebuilds the file (VACUUM) after it."""
-    path = tmp_path / "old.db"
+def _file_before_m023(path, monkeypatch, texts: list[str]) -> int:
+    """A file at the schema before m023 holding `texts` as that schema stored them; its page count."""
     m023 = [name for name, _ in MIGRATIONS].index("m023_compressed_text")
     monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:m023])
     conn = open_database(path)
-    rng = random.Random(12)
-    with conn:
-        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
-        conn.executemany(
-            "INSERT INTO entries(tenant_id, author_id, scope_id, type, title, content, recorded_at, valid_from) "
-            "VALUES (?, ?, ?, 'project', 't', ?, ?, ?)",
-            [(tid, tid, tid, _prose(rng, 400), T0, T0) for _ in range(300)],
-        )
-    before = conn.pragma("page_count")
-    conn.close()
-    monkeypatch.undo()
-    conn = open_database(path)
-    assert conn.pragma("page_count") < before * 0.8 and conn.pragma("freelist_count") == 0
-    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    conn.close()
-
-
-def test_a_compaction_the_disk_cannot_hold_waits_for_the_next_start(small_disk, monkeypatch):
-    """A full disk during the VACUUM after m023 leaves a working (larger) file and no one kept from starting."""
-    path = small_disk / "old.db"
-    m023 = [name for name, _ in MIGRATIONS].index("m023_compressed_text")
-    monkeypatch.setattr(db_module, "MIGRATIONS", MIGRATIONS[:m023])
-    conn = open_database(path)
-    rng = random.Random(13)
-    texts = [_prose(rng, 400) for _ in range(300)]
     with conn:
         tid, _ = tenants.create_tenant(conn, "alice", now=T0)
         conn.executemany(
@@ -248,9 +222,39 @@ def test_a_compaction_the_disk_cannot_hold_waits_for_the_next_start(small_disk, 
             "VALUES (?, ?, ?, 'project', 't', ?, ?, ?)",
             [(tid, tid, tid, s, T0, T0) for s in texts],
         )
-    before = conn.pragma("page_count")
+    pages = conn.pragma("page_count")
     conn.close()
     monkeypatch.undo()
+    return pages
+
+
+def test_migrating_gives_back_the_space_the_text_took(tmp_path, monkeypatch):
+    """The rows shrink in place, which frees no page: the migration rebuilds the file (VACUUM) after it.
+
+    A file made before incremental auto-vacuum (made here by hand) gets it in the same rebuild, so idle
+    upkeep can give back what index merging frees from then on.
+    """
+    path = tmp_path / "old.db"
+    made = apsw.Connection(str(path))
+    made.execute("CREATE TABLE t(x); DROP TABLE t")  # the file exists, with auto_vacuum = NONE
+    made.close()
+    rng = random.Random(12)
+    texts = [_prose(rng, 400) for _ in range(300)]
+    before = _file_before_m023(path, monkeypatch, texts)
+    conn = open_database(path)
+    assert conn.pragma("page_count") < before * 0.8 and conn.pragma("freelist_count") == 0
+    assert conn.pragma("auto_vacuum") == 2  # incremental
+    assert [r[0] for r in conn.execute("SELECT content FROM entries ORDER BY id")] == texts
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.close()
+
+
+def test_a_compaction_the_disk_cannot_hold_waits_for_the_next_start(small_disk, monkeypatch):
+    """A full disk during the VACUUM after m023 leaves a working (larger) file and no one kept from starting."""
+    path = small_disk / "old.db"
+    rng = random.Random(13)
+    texts = [_prose(rng, 400) for _ in range(300)]
+    before = _file_before_m023(path, monkeypatch, texts)
 
     heard = []
 
