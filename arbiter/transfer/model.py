@@ -34,7 +34,7 @@ from arbiter.facts.model import (
     OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, PREDICATE_RE, SUBJECT_MAX_BYTES, BatchOrigin, BatchStatus, Confidence,
     FactStatus, Finding, _check_part,
 )
-from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationQualifier, RelationType, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationQualifier, RelationType, Speaker, Tags, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
 #: 2: entries carry author, team and speaker, conversations their author; salience inputs and retirement
@@ -107,7 +107,7 @@ class EntryRecord(Struct, kw_only=True, tag="entry", tag_field="kind"):
     #: When this state was recorded, if the entry changed after `recorded_at` (earlier states: `revision` records).
     revised_at: str | None = None
     #: Who said it, if it was said in a conversation (a name or a role).
-    speaker: str | None = None
+    speaker: Speaker | None = None
     #: The user who wrote it and the team it is shared with (None: private to its author). Format 1: none.
     author: str | None = None
     team: str | None = None
@@ -133,7 +133,7 @@ class RevisionRecord(Struct, kw_only=True, tag="revision", tag_field="kind"):
     valid_from: str
     valid_to: str | None
     #: Who said it in this state; absent (files before `update` could correct it): the entry's speaker.
-    speaker: str | None | msgspec.UnsetType = msgspec.UNSET
+    speaker: Speaker | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind", omit_defaults=True):

@@ -305,7 +305,9 @@ def test_a_malformed_line_is_named_and_nothing_changes(daemon, target, tmp_path)
     e1, e2 = entry[0], entry[1]
     for number, broken in [(len(lines) - 1, lines[-2][:-5]),  # cut short: not JSON
                            (e2 + 1, lines[e2].replace('"type":"', '"type":"nonsense-')),  # not in the vocabulary
-                           (e1 + 1, lines[e1].replace('"valid_from":"2026', '"valid_from":"yesterday'))]:
+                           (e1 + 1, lines[e1].replace('"valid_from":"2026', '"valid_from":"yesterday')),
+                           (e1 + 1, re.sub(r'"speaker":(null|"[^"]*")', r'"speaker":"a\\nb"', lines[e1])),  # two lines
+                           ]:
         bad = list(lines)
         bad[number - 1] = broken
         f = tmp_path / "bad.jsonl"
