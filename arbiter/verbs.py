@@ -209,9 +209,10 @@ def update(ctx: Context, p: UpdateParams):
     if entry.content != before.content:
         duplicates.remove(ctx.conn, ctx.tenant_id, entry.id, before.content)
         duplicates.add(ctx.conn, ctx.tenant_id, entry.id, entry.content)
-    if entry.speaker != before.speaker:
+    respoken = entry.speaker != before.speaker
+    if respoken:
         entities_mod.unlink_speaker(ctx.conn, entry.id)
-    if p.title is not None or p.content is not None or entry.speaker != before.speaker:
+    if p.title is not None or p.content is not None or respoken:
         written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
         entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now, v=ctx.viewer)
     return entry

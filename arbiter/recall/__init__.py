@@ -285,7 +285,7 @@ def _score(
     With `known_at`, `rows` rank the texts recorded then, and so do "when", speakers and the tag boost.
     """
     boosting = "boosts" not in off and (p.types or p.tag is not None)
-    tags = _sql.tags(conn, [r[0] for r in rows], known_at=known_at) if boosting and p.tag is not None else {}
+    tags = _sql.at(conn, [r[0] for r in rows], "tags", known_at=known_at) if boosting and p.tag is not None else {}
     decaying = p.decay and "decay" not in off
     voicing = "voice" not in off and tuning.voice and query.voice is not None
     sizing = bool(tuning.size_exponent)
@@ -293,10 +293,10 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    says_when = {eid for eid, text in _sql.contents(conn, [r[0] for r in rows], known_at=known_at)
-                 if dates.says_when(text)} if asking_when and rows else set()
+    says_when = {eid for eid, text in _sql.at(conn, [r[0] for r in rows], "content", known_at=known_at).items()
+                 if dates.says_when(text)} if asking_when else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
-    speakers = _sql.speakers(conn, [r[0] for r in rows], known_at=known_at) if named else {}
+    speakers = _sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at) if named else {}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}

@@ -1,8 +1,8 @@
 """Recall's SQL: scope filters, ranked passes, candidate rows, snippets.
 
 Reads the tenant's own FTS index (store/fts.py, its `scope` column) and
-`recall_entries` (migration m004_recall_index), and the tags of candidates
-from `entries`.
+`recall_entries` (migration m004_recall_index), and what the signals and hits
+show of candidates from `entries` (as recorded at `known_at` for a past read).
 """
 
 from __future__ import annotations
@@ -116,21 +116,18 @@ def replies(conn: apsw.Connection, follows: dict[int, tuple[int, int]], *, max_b
     }
 
 
-def speakers(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> dict[int, str]:
-    """id -> speaker as recorded at `known_at` (default now), for the entries among `ids` that have one."""
+def at(conn: apsw.Connection, ids: list[int], column: str, *, known_at: int | None = None) -> dict:
+    """id -> `column` of the entries among `ids` as recorded at `known_at` (default now), where it is not null.
+
+    What a signal reads of the candidates a pass ranked (their text, tags,
+    speaker): a `known_at` recall ranks past states, so it reads those.
+    """
     if not ids:
         return {}
     return dict(conn.execute(
-        f"SELECT e.id, e.speaker FROM {entries.states_at(known_at)} "
-        f"WHERE e.id IN ({','.join('?' * len(ids))}) AND e.speaker IS NOT NULL", ids
+        f"SELECT e.id, e.{column} FROM {entries.states_at(known_at)} "
+        f"WHERE e.id IN ({','.join('?' * len(ids))}) AND e.{column} IS NOT NULL", ids
     ))
-
-
-def contents(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> list[tuple[int, str]]:
-    """(id, content) of the entries among `ids`, as recorded at `known_at` (default now): the text a pass ranked."""
-    return conn.execute(
-        f"SELECT e.id, e.content FROM {entries.states_at(known_at)} WHERE e.id IN ({','.join('?' * len(ids))})", ids
-    ).fetchall()
 
 
 def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
@@ -154,15 +151,6 @@ def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
         marked,
     )
     return {r: (parent, content) for r, parent, content in rows}
-
-
-def tags(conn: apsw.Connection, ids: list[int], *, known_at: int | None = None) -> dict[int, str]:
-    """id -> tags (JSON text) as recorded at `known_at` (default now), for the tag boost."""
-    if not ids:
-        return {}
-    return dict(conn.execute(
-        f"SELECT e.id, e.tags FROM {entries.states_at(known_at)} WHERE e.id IN ({','.join('?' * len(ids))})", ids
-    ))
 
 
 def newest(conn: apsw.Connection, scope: int, match: str, count: int) -> int:

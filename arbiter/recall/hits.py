@@ -67,7 +67,7 @@ def render(conn: apsw.Connection, v: Viewer, ranking: Ranking, p: RecallParams) 
             recorded_at=format_time(recorded),
             superseded=bool(superseded),
             score=c.score,
-            scope="conversation" if p.conversation_id is not None and conv == p.conversation_id else "tenant",
+            scope=_scope(p, conv),
             excerpt=text,
             parts=c.parts if p.explain else None,
         ))
@@ -156,8 +156,13 @@ def lead(text: str) -> str:
     return flat if len(flat) <= _LEAD_CHARS else flat[:_LEAD_CHARS].rstrip() + "…"
 
 
+def _scope(p: RecallParams, conversation_id: int | None) -> str:
+    """Where a hit was found: in the conversation the recall is scoped to, or elsewhere in the tenant."""
+    return "conversation" if p.conversation_id is not None and conversation_id == p.conversation_id else "tenant"
+
+
 def _hit(e: Entry, value: float, p: RecallParams, *, excerpt: str | None, parts: dict | None) -> Hit:
-    pinned = p.conversation_id is not None and e.conversation_id == p.conversation_id
+    """A browse hit, from an entry read whole (`render` builds ranked hits from the few columns they show)."""
     return Hit(
         id=e.id,
         type=e.type,
@@ -170,7 +175,7 @@ def _hit(e: Entry, value: float, p: RecallParams, *, excerpt: str | None, parts:
         recorded_at=e.recorded_at,
         superseded=bool(e.superseded_by),
         score=value,
-        scope="conversation" if pinned else "tenant",
+        scope=_scope(p, e.conversation_id),
         excerpt=excerpt,
         parts=parts,
     )

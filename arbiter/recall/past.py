@@ -17,7 +17,7 @@ Past states are seen by whoever sees the entry today.
 
 This is where recall knows about record time; `search` swaps its pass
 function for `ranked_visible` below when `known_at` is given (and the "when"
-signal reads the candidates' texts at `known_at`, `_sql.contents`).
+signal reads the candidates' texts at `known_at`, `_sql.at`).
 """
 
 from __future__ import annotations

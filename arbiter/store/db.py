@@ -438,30 +438,35 @@ _READS_TEXT = re.compile(r"\bFROM (entries|entry_revisions)\b", re.IGNORECASE)
 #: arbiter_text refuses, so a write that leaves it out fails in the insert triggers that read `content`.
 CONTENT_COLUMN = "content TEXT GENERATED ALWAYS AS (arbiter_text(content_z)) VIRTUAL"
 
-_REVISION_TRIGGERS = {
-    "entries_revision_unstamped": """
+def _revision_triggers(recorded: tuple[str, ...]) -> dict[str, str]:
+    """The two triggers that keep record time (m007's, remade by m023 and m024), for the `recorded` columns.
+
+    `entries_revision_unstamped` refuses a change to any of them that does not
+    stamp `revised_at`; `entries_revision` files the replaced state. The past
+    text is filed as it is stored: the blob, not unpacked and packed again.
+    """
+    changed = " OR ".join(f"new.{c} IS NOT old.{c}" for c in recorded)
+    return {
+        "entries_revision_unstamped": f"""
     CREATE TRIGGER entries_revision_unstamped
-    BEFORE UPDATE OF type, title, content_z, tags, source, valid_from, valid_to ON entries
-    WHEN new.revised_at IS old.revised_at AND (
-        new.type IS NOT old.type OR new.title IS NOT old.title OR new.content_z IS NOT old.content_z
-        OR new.tags IS NOT old.tags OR new.source IS NOT old.source
-        OR new.valid_from IS NOT old.valid_from OR new.valid_to IS NOT old.valid_to
-    ) BEGIN
+    BEFORE UPDATE OF {", ".join(recorded)} ON entries
+    WHEN new.revised_at IS old.revised_at AND ({changed}) BEGIN
         SELECT RAISE(ABORT, 'a change to an entry must stamp revised_at (its record time)');
     END
     """,
-    # The past text is filed as it is stored: the blob, not unpacked and packed again.
-    "entries_revision": """
+        "entries_revision": f"""
     CREATE TRIGGER entries_revision AFTER UPDATE OF revised_at ON entries
     WHEN new.revised_at IS NOT old.revised_at BEGIN
         INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to,
-                                    type, title, content_z, tags, source, valid_from, valid_to)
+                                    {", ".join(recorded)})
         VALUES (old.id, old.tenant_id, old.conversation_id, coalesce(old.revised_at, old.recorded_at),
-                new.revised_at, old.type, old.title, old.content_z, old.tags, old.source,
-                old.valid_from, old.valid_to);
+                new.revised_at, {", ".join(f"old.{c}" for c in recorded)});
     END
     """,
-}
+    }
+
+
+_REVISION_TRIGGERS = _revision_triggers(("type", "title", "content_z", "tags", "source", "valid_from", "valid_to"))
 
 
 def _m023_compressed_text(conn: apsw.Connection) -> None:
@@ -494,30 +499,19 @@ def _m023_compressed_text(conn: apsw.Connection) -> None:
 # Revisions keep the speaker (m024): `update` can correct who said an entry,
 # so a past state needs its own. Until now it could not change, so every
 # revision's speaker is its entry's. The revision triggers are m023's with
-# `speaker` among the recorded fields.
-M024_REVISION_SPEAKER = """
-    ALTER TABLE entry_revisions ADD COLUMN speaker TEXT;
-    UPDATE entry_revisions SET speaker = (SELECT e.speaker FROM entries e WHERE e.id = entry_revisions.entry_id);
-    DROP TRIGGER entries_revision_unstamped;
-    DROP TRIGGER entries_revision;
-    CREATE TRIGGER entries_revision_unstamped
-    BEFORE UPDATE OF type, title, content_z, tags, source, speaker, valid_from, valid_to ON entries
-    WHEN new.revised_at IS old.revised_at AND (
-        new.type IS NOT old.type OR new.title IS NOT old.title OR new.content_z IS NOT old.content_z
-        OR new.tags IS NOT old.tags OR new.source IS NOT old.source OR new.speaker IS NOT old.speaker
-        OR new.valid_from IS NOT old.valid_from OR new.valid_to IS NOT old.valid_to
-    ) BEGIN
-        SELECT RAISE(ABORT, 'a change to an entry must stamp revised_at (its record time)');
-    END;
-    CREATE TRIGGER entries_revision AFTER UPDATE OF revised_at ON entries
-    WHEN new.revised_at IS NOT old.revised_at BEGIN
-        INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to,
-                                    type, title, content_z, tags, source, speaker, valid_from, valid_to)
-        VALUES (old.id, old.tenant_id, old.conversation_id, coalesce(old.revised_at, old.recorded_at),
-                new.revised_at, old.type, old.title, old.content_z, old.tags, old.source, old.speaker,
-                old.valid_from, old.valid_to);
-    END;
-"""
+# `speaker` among the recorded columns.
+def _m024_revision_speaker(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        ALTER TABLE entry_revisions ADD COLUMN speaker TEXT;
+        UPDATE entry_revisions SET speaker = (SELECT e.speaker FROM entries e WHERE e.id = entry_revisions.entry_id);
+        DROP TRIGGER entries_revision_unstamped;
+        DROP TRIGGER entries_revision;
+        """
+    )
+    recorded = ("type", "title", "content_z", "tags", "source", "speaker", "valid_from", "valid_to")
+    for sql in _revision_triggers(recorded).values():
+        conn.execute(sql)
 
 
 # Migrations after which an existing file is rebuilt with VACUUM (a new one has nothing to compact).
@@ -1103,8 +1097,8 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     ("m022_entry_tags_one_table", M022_ENTRY_TAGS_ONE_TABLE),
     # The stored text compressed, read through generated columns: see _m023_compressed_text and store/text.py.
     ("m023_compressed_text", _m023_compressed_text),
-    # Revisions keep the speaker, which `update` can now correct: see M024_REVISION_SPEAKER.
-    ("m024_revision_speaker", M024_REVISION_SPEAKER),
+    # Revisions keep the speaker, which `update` can now correct: see _m024_revision_speaker.
+    ("m024_revision_speaker", _m024_revision_speaker),
 ]
 
 
