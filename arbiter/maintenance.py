@@ -57,9 +57,10 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
     )
     pruned = conn.changes()
     n_clusters = clusters.refresh(conn, tenant_id)
-    merged = False
+    merged, step = False, 1
     for _ in range(FTS_STEPS):
-        if not compact(conn):
+        step = compact(conn, start=step)
+        if not step:
             break
         merged = True
     report = MaintenanceReport(

@@ -26,19 +26,26 @@ from arbiter.store import fts
 WHOLE_MERGE_SHARE = 1 / 8
 
 
-def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
-    """One bounded step of idle upkeep; True if more may remain.
+def compact(conn: apsw.Connection, *, pages: int = 2000, start: int = 1) -> int:
+    """One bounded step of idle upkeep; where the next step goes on from (its `start`), 0 once nothing is left.
 
     Merges up to `pages` pages of one scope index's segments (scopes one
-    after another): all of them into one once the rest add up to
-    `WHOLE_MERGE_SHARE` of the largest (a bulk load), else only the smaller
-    ones, a level's four or more at a time (FTS5's `usermerge`). Once none
-    is left to merge, gives up to `pages` free pages back to the file
-    system: merging frees the old segments' pages, a tenth of the file or
-    more after a bulk load. Runs in the caller's transaction (or its own,
-    outside one). Needs a writable connection.
+    after another, in id order from `start`): all of them into one once the
+    rest add up to `WHOLE_MERGE_SHARE` of the largest (a bulk load), else
+    only the smaller ones, a level's four or more at a time (FTS5's
+    `usermerge`). Once none is left to merge, gives up to `pages` free pages
+    back to the file system: merging frees the old segments' pages, a tenth
+    of the file or more after a bulk load. Runs in the caller's transaction
+    (or its own, outside one). Needs a writable connection.
+
+    A caller that passes each answer on as the next `start` reads every
+    scope's segment sizes once a pass: started from the first scope each
+    time, a pass over scopes that all need merging read them once a step, a
+    cost that grew with the square of the scopes (2,000 tenants written in
+    a burst: ~10 ms a step, one step per scope).
     """
-    for scope in fts.scopes(conn):
+    ids = fts.scopes(conn, start)
+    for scope in ids:
         t = fts.table(scope)
         # A segment's size in leaf pages: its %_idx rows name its leaves, page number shifted left by one.
         sizes = [n for (n,) in conn.execute(f"SELECT max(pgno) >> 1 FROM {t}_idx GROUP BY segid")]
@@ -49,14 +56,15 @@ def compact(conn: apsw.Connection, *, pages: int = 2000) -> bool:
         before = conn.total_changes()
         # A positive count merges only levels holding `usermerge` segments, or carries on a merge begun earlier.
         conn.execute(f"INSERT INTO {t}({t}, rank) VALUES ('merge', ?)", (-abs(pages) if whole else abs(pages),))
-        # The command itself counts as one change; more means pages were written.
+        # The command itself counts as one change; more means pages were written, and more may remain here.
         if conn.total_changes() - before > 1:
-            return True
+            return scope
+    past = ids[-1] + 1 if ids else start  # every scope is done: the next step only gives pages back
     # Only a file created with auto_vacuum=INCREMENTAL (store.db.connect) can shrink this way.
     if conn.pragma("auto_vacuum") != 2 or not conn.pragma("freelist_count"):
-        return False
+        return 0
     conn.execute(f"PRAGMA incremental_vacuum({abs(int(pages))})").fetchall()
-    return conn.pragma("freelist_count") > 0
+    return past if conn.pragma("freelist_count") > 0 else 0
 
 
 def segments(conn: apsw.Connection, scope: int | None = None) -> int:

@@ -294,6 +294,7 @@ class Daemon:
         self._idle.set()
         self._requests = 0  # requests started, to tell a quiet spell from a busy one
         self._wrote = asyncio.Event()  # a write since the index was last fully merged
+        self._compact_from = 1  # the scope idle merging goes on from (recall.maintain.compact)
         self._wrote.set()  # a database opened after a bulk load may need merging
         self._active = asyncio.Event()  # requests since the last idle work
         self._active.set()
@@ -498,7 +499,9 @@ class Daemon:
         with self._writer:
             if entity_backlog.step(self._writer, now=now_us()):
                 return True
-            more = compact(self._writer)
+            resume = compact(self._writer, start=self._compact_from)
+            self._compact_from = resume or 1  # a finished pass starts from the first scope next time
+            more = bool(resume)
         with self._writer:
             return associations.catch_up(self._writer, now=now_us(), limit=_ASSOCIATION_STEP) > 0 or more
 

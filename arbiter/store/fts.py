@@ -121,9 +121,9 @@ def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
     conn.execute(f"INSERT INTO {t}({t}) VALUES ('rebuild')")
 
 
-def scopes(conn: apsw.Connection) -> list[int]:
-    """Every scope, which is every index."""
-    return [r[0] for r in conn.execute("SELECT id FROM scopes ORDER BY id")]
+def scopes(conn: apsw.Connection, start: int = 1) -> list[int]:
+    """Every scope from `start` on, which is every index, in id order."""
+    return [r[0] for r in conn.execute("SELECT id FROM scopes WHERE id >= ? ORDER BY id", (start,))]
 
 
 def totals(conn: apsw.Connection, scope_id: int) -> tuple[int, int]:

@@ -516,6 +516,31 @@ def test_compaction_leaves_a_large_segment_alone_for_a_few_small_writes(db, tena
     assert set(small) <= set(ids(ask(db, tenant, "canary late", limit=10)))
 
 
+def test_a_compaction_pass_reads_each_scope_once_not_once_a_step(db, tenant):
+    """Passing each step's answer on as the next `start`, a pass over many scopes stays linear in them."""
+    scopes = [tenant] + [tenants.create_tenant(db, f"t{n}", now=T0)[0] for n in range(7)]
+    for tid in scopes:
+        for n in range(2):  # two transactions: two segments in every scope's index
+            remember(db, tid, f"canary {tid} {n}", "canary flight log")
+    reads = []
+
+    def tracer(cursor, sql, bindings):
+        if "GROUP BY segid" in sql:
+            reads.append(sql)
+        return True
+
+    db.exec_trace = tracer
+    step = 1
+    while step := maintain.compact(db, pages=50, start=step):
+        pass
+    db.exec_trace = None
+    assert maintain.segments(db) == len(scopes)  # every index merged into one segment
+    # Each scope read when it is merged and once more when the next step goes on from it; read from
+    # the first scope at every step, the pass would read 8 + 8 + 7 + ... + 1 = 44.
+    assert len(reads) == 2 * len(scopes)
+    assert len(set(reads)) == len(scopes)
+
+
 def test_idle_upkeep_gives_freed_pages_back(db, tenant):
     assert (db.pragma("page_size"), db.pragma("auto_vacuum")) == (8192, 2)  # a new file: 8 KiB, incremental
     for batch in range(6):
