@@ -215,7 +215,7 @@ def build(
             "entities",
             [f"**{_md(name, 60)}** ({etype}) ×{n}" for name, etype, n in top],
             lambda items, hidden: [
-                "- Most-mentioned entities (`entity show NAME` for their memories): " + ", ".join(items)
+                "- Most-mentioned entities (`entity_context` for their memories): " + ", ".join(items)
                 + (f", … {hidden} more" if hidden else "") + "."
             ] if items else [],
             floor=min(5, len(top)),

@@ -247,7 +247,7 @@ def briefing_lines(conn: apsw.Connection, v: Viewer) -> list[str]:
         (tenant_id,),
     ).fetchone()[0]
     if not active and not waiting:
-        return ["- Facts: none yet (propose them with `facts_propose` when the user states something lasting)."]
+        return ["- Facts: none yet (propose them with `propose_facts` when the user states something lasting)."]
     head = f"- Facts: {active} active" + (f", {waiting} batch{'es' if waiting > 1 else ''} awaiting review" if waiting else "")
     scored = sorted(
         ((s, n, ents, BY_SLUG[slug]) for slug, (s, n, ents, _, _) in seen(conn, v).items() if n and slug in BY_SLUG),

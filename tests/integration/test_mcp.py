@@ -72,6 +72,22 @@ def test_initialize_instructions_are_the_briefing(memory, tmp_path):
     assert "started one" not in (tmp_path / "stderr").read_text()
 
 
+def test_the_briefing_names_only_tools_the_model_can_call(memory, tmp_path):
+    """A command-like code span in the instructions (snake_case, or `word NAME`) is a tool or one of its arguments."""
+    daemon, built = memory
+
+    async def body(session, init):
+        tools = (await session.list_tools()).tools
+        return init.instructions, {t.name for t in tools} | {p for t in tools for p in t.input_schema["properties"]}
+
+    with open(tmp_path / "stderr", "w") as err:
+        text, callable_names = anyio.run(_session, _server(daemon.home), err, body)
+    spans = set(re.findall(r"`([^`]+)`", text))
+    command_like = {s for s in spans if re.fullmatch(r"[a-z]+(_[a-z]+)+|[a-z]+ [a-z]+ [A-Z]+", s)}
+    assert {"propose_facts", "entity_context"} <= command_like  # the facts line and the entities line
+    assert command_like <= callable_names, command_like - callable_names
+
+
 def test_tools_are_listed_and_each_one_works(memory, tmp_path):
     daemon, built = memory
     ids = built.ids
