@@ -235,6 +235,10 @@ class Client:
         """Retire an entry; False if it was already retired."""
         return self.call("forget", {"id": id}, ForgetResult).forgotten
 
+    def forget_with_replies(self, id: int) -> ForgetResult:
+        """Retire an entry; the result says whether it was active, and which of your replies below it went too (`also`)."""
+        return self.call("forget", {"id": id}, ForgetResult)
+
     def restore(self, id: int) -> bool:
         """Reopen a retired entry; False if it was active."""
         return self.call("restore", {"id": id}, RestoreResult).restored

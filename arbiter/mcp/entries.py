@@ -416,21 +416,28 @@ class IdArgs(Args):
 class Forgot(View):
     id: int
     forgotten: bool
+    #: Your replies below it, retired with it.
+    also: list[int] = []
 
     def text(self) -> str:
-        return f"Retired #{self.id}." if self.forgotten else f"#{self.id} was already retired."
+        if not self.forgotten:
+            return f"#{self.id} was already retired."
+        also = ", and your replies under it: " + ", ".join(f"#{i}" for i in self.also) if self.also else ""
+        return f"Retired #{self.id}{also}."
 
 
 @tool(IdArgs, Forgot, writes=True)
 def forget(s: Session, a: IdArgs) -> Forgot:
-    """Retire an entry that is wrong or no longer true: it leaves searches but stays in history.
+    """Retire an entry you wrote that is wrong or no longer true: it leaves searches but stays in history.
 
-    When a newer entry replaces it, use `remember` with `supersedes_ids`
-    instead, so the replacement is recorded.
+    Your own replies below it retire with it (listed in `also`); a
+    teammate's stay. Another author's entry is refused: reply to it. When a
+    newer entry replaces it, use `remember` with `supersedes_ids` instead,
+    so the replacement is recorded.
     """
-    done = s.call("forget", a.id)
-    s.changed(a.id)
-    return Forgot(id=a.id, forgotten=done)
+    done = s.call("forget_with_replies", a.id)
+    s.changed(a.id, *done.also)
+    return Forgot(id=a.id, forgotten=done.forgotten, also=done.also)
 
 
 class Restored(View):
@@ -445,7 +452,8 @@ class Restored(View):
 def restore(s: Session, a: IdArgs) -> Restored:
     """Bring back an entry retired by mistake (with `forget`): it holds again, as if never retired.
 
-    An entry retired because a newer one supersedes it stays retired while
+    Only this entry: replies `forget` retired with it (its `also`) stay
+    retired until each is restored. An entry retired because a newer one supersedes it stays retired while
     that link stands (the error names it): the newer entry is the current
     fact. Only if the replacement itself was the mistake, `unlink` it first.
     """

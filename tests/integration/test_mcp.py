@@ -147,7 +147,8 @@ def test_tools_are_listed_and_each_one_works(memory, tmp_path):
     with daemon.client() as c:
         assert c.get(int(re.findall(r"#(\d+)", _text(out["said"]))[1])).speaker == "Caroline"
     assert "relates_to" in _text(out["link"])
-    assert _text(out["forget"]) == f"Retired #{out['new_id']}."
+    reply_id = int(re.search(r"#(\d+)", _text(out["reply"]).split(":", 1)[1])[1])
+    assert _text(out["forget"]) == f"Retired #{out['new_id']}, and your replies under it: #{reply_id}."
 
 
 def test_daemon_errors_are_tool_errors_with_the_daemons_message(memory, tmp_path):

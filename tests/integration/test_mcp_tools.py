@@ -112,7 +112,8 @@ def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memo
     assert results["update"].structured_content["entry"]["tags"] == ["ticket", "p2"]
     assert results["unlink"].structured_content["removed"] is True
     assert results["forget"].structured_content == {"id": results["update"].structured_content["entry"]["id"],
-                                                     "forgotten": True}
+                                                     "forgotten": True,
+                                                     "also": [results["reply"].structured_content["entry"]["id"]]}
     assert len(results["remember_many"].structured_content["ids"]) == 3
     assert results["restore"].structured_content == {"id": results["forget"].structured_content["id"], "restored": True}
     assert results["share"].structured_content["team"] == "mcp-tools"
@@ -379,3 +380,21 @@ def test_a_conversation_older_than_the_newest_thousand_is_resumed(home, daemon):
     assert missing.is_error and text(missing) == "not_found: conversation 987654 not found (at id)"
     started = run_session(home, lambda s: s.call_tool("conversation", {}), "--conversation", str(old))
     assert started.structured_content["id"] == old
+
+
+def test_forget_says_which_replies_it_retired_with_the_entry(home, daemon):
+    async def body(session):
+        root = (await session.call_tool("remember", {"type": "project", "title": "Cache plan", "content": "LRU"}))
+        root_id = root.structured_content["entry"]["id"]
+        replies = [(await session.call_tool("reply", {"parent_id": root_id, "content": f"step {i}"}))
+                   .structured_content["entry"]["id"] for i in range(2)]
+        forgot = await session.call_tool("forget", {"id": root_id})
+        restored = await session.call_tool("restore", {"id": root_id})
+        return root_id, replies, forgot, restored
+
+    root_id, replies, forgot, restored = run_session(home, body)
+    assert forgot.structured_content == {"id": root_id, "forgotten": True, "also": replies}
+    assert text(forgot) == f"Retired #{root_id}, and your replies under it: #{replies[0]}, #{replies[1]}."
+    assert restored.structured_content["restored"] is True
+    with daemon.client() as c:  # restore reopens the one entry, as its description says: replies are restored each
+        assert [e.id for e in c.list()] == [root_id]
