@@ -66,13 +66,13 @@ class McpServer:
             "ping": lambda p: {},
             "tools/list": lambda p: {"tools": self._tools},
             "tools/call": self.call_tool,
-            "resources/list": lambda p: resources.list_resources(self.session, p.get("cursor")),
+            "resources/list": lambda p: resources.list_resources(self.session, _optional_str(p, "cursor")),
             "resources/templates/list": lambda p: resources.list_templates(),
             "resources/read": lambda p: resources.read_resource(self.session, _str(p, "uri")),
             "resources/subscribe": self.subscribe,
             "resources/unsubscribe": self.unsubscribe,
             "prompts/list": lambda p: resources.list_prompts(),
-            "prompts/get": lambda p: resources.get_prompt(_str(p, "name"), p.get("arguments")),
+            "prompts/get": lambda p: resources.get_prompt(_str(p, "name"), _optional_object(p, "arguments")),
         }
 
     def initialize(self, params: dict) -> dict:
@@ -201,6 +201,20 @@ def _str(params: dict, key: str) -> str:
     return value
 
 
+def _optional_str(params: dict, key: str) -> str | None:
+    value = params.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidParams(f"{key}: must be a string", path=key)
+    return value
+
+
+def _optional_object(params: dict, key: str) -> dict | None:
+    value = params.get(key)
+    if value is not None and not isinstance(value, dict):
+        raise InvalidParams(f"{key}: must be an object", path=key)
+    return value
+
+
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}
 
 
@@ -238,7 +252,9 @@ def serve_stdio(server: McpServer, stdin: IO[bytes] | None = None, stdout: IO[by
         except msgspec.DecodeError as e:
             out, after = [_error(None, PARSE_ERROR, f"parse_error: {e}")], []
         else:
-            if isinstance(message, list):  # a JSON-RPC batch (protocol 2025-03-26)
+            if message == []:
+                out, after = [_error(None, INVALID_REQUEST, "invalid_request: an empty batch")], []
+            elif isinstance(message, list):  # a JSON-RPC batch (protocol 2025-03-26)
                 answered = [server.handle(m) for m in message]
                 batch = [r for r, _ in answered if r is not None]
                 out, after = ([batch] if batch else []), [n for _, ns in answered for n in ns]

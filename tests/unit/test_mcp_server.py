@@ -76,3 +76,18 @@ def test_a_tool_error_is_a_result_the_model_reads_not_a_protocol_error():
     (answer,) = exchange(request(1, "tools/call", {"name": "get", "arguments": {"id": 0}}))
     assert answer["result"]["isError"] is True
     assert answer["result"]["content"] == [{"type": "text", "text": "invalid_params: id: must be at least 1"}]
+
+
+def test_params_of_the_wrong_shape_are_invalid_params_not_internal_errors():
+    answers = exchange(
+        request(1, "resources/list", {"cursor": 5}),
+        request(2, "prompts/get", {"name": "what_do_we_know", "arguments": "subject"}),
+        request(3, "prompts/get", {"name": "what_do_we_know", "arguments": ["subject"]}),
+        b"[]",
+    )
+    assert [(a["id"], a["error"]["code"], a["error"]["message"]) for a in answers] == [
+        (1, -32602, "invalid_params: cursor: must be a string"),
+        (2, -32602, "invalid_params: arguments: must be an object"),
+        (3, -32602, "invalid_params: arguments: must be an object"),
+        (None, -32600, "invalid_request: an empty batch"),
+    ]
