@@ -513,8 +513,14 @@ class Unlinked(View):
         return f"Removed #{self.source_id} {self.relation} #{self.target_id}."
 
 
-@tool(LinkArgs, Unlinked, writes=True)
-def unlink(s: Session, a: LinkArgs) -> Unlinked:
+class UnlinkArgs(Args):
+    source_id: EntryId
+    relation: Annotated[RelationType, Meta(description="The relation to remove, as `link` made it.")]
+    target_id: EntryId
+
+
+@tool(UnlinkArgs, Unlinked, writes=True)
+def unlink(s: Session, a: UnlinkArgs) -> Unlinked:
     """Remove a relation added by mistake. What it already did stays: a target it retired stays retired."""
     removed = s.call("unlink", a.source_id, a.relation, a.target_id)
     s.changed(a.source_id, a.target_id)
@@ -700,7 +706,8 @@ def conversation(s: Session, a: ConversationArgs) -> ConversationView:
     """This session's conversation: the scope your writes go to and that `recall` searches first.
 
     With `title`, start a new one; with `id`, resume an earlier one (its
-    entries come first again); with neither, say which one is current.
+    entries come first again; `conversations` lists them); with neither,
+    say which one is current.
     """
     if a.id is not None and a.title is not None:
         raise InvalidParams("arguments: give id (resume) or title (start), not both", path="arguments")
@@ -714,3 +721,40 @@ def conversation(s: Session, a: ConversationArgs) -> ConversationView:
     c = s.call("conversation_get", wanted)
     s.conversation_id = c.id
     return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
+
+
+class ConversationsArgs(Args):
+    limit: Annotated[int, Meta(ge=1, le=100, description="At most this many, newest first.")] = 20
+
+
+class ConversationLine(Struct, kw_only=True):
+    id: int
+    title: str
+    created_at: str
+
+
+class ConversationsView(View):
+    conversations: list[ConversationLine]
+    #: Older conversations exist beyond `limit`.
+    more: bool
+    current: int | None = None
+
+    def text(self) -> str:
+        lines = [f"{len(self.conversations)} conversations, newest first:"]
+        lines += [f"- #{c.id} {c.title!r} (since {c.created_at[:16].replace('T', ' ')})"
+                  + (" (this session's)" if c.id == self.current else "") for c in self.conversations]
+        if not self.conversations:
+            lines.append("(none)")
+        if self.more:
+            lines.append("more: older ones exist (raise limit)")
+        return "\n".join(lines)
+
+
+@tool(ConversationsArgs, ConversationsView)
+def conversations(s: Session, a: ConversationsArgs) -> ConversationsView:
+    """The conversations you can resume, newest first: to continue an earlier session's work,
+    find it here and pass its id to `conversation`."""
+    found = s.call("conversation_list", a.limit + 1)
+    return ConversationsView(
+        conversations=[ConversationLine(id=c.id, title=c.title, created_at=c.created_at) for c in found[:a.limit]],
+        more=len(found) > a.limit, current=s.conversation_id)

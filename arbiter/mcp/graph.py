@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
-from arbiter.mcp.entries import Content, EntryView, Ref, Said, TagList, Title, Type, Written, entry_view, ref, ref_fields
+from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
+                                  ref_fields)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, flat, tool
 from arbiter.model import TextParams
 
@@ -18,6 +19,7 @@ class ReplyArgs(Args, TextParams):
     type: Annotated[Type | None, Meta(description="Defaults to the parent's type.")] = None
     tags: Annotated[TagList | None, Meta(description="Defaults to the parent's tags.")] = None
     speaker: Said = None
+    source: Source = None
 
 
 @tool(ReplyArgs, Written, writes=True)
@@ -30,7 +32,8 @@ def reply(s: Session, a: ReplyArgs) -> Written:
     whenever the entry is another author's: never update it, reply. Type,
     title, tags and conversation default to the parent's.
     """
-    e = s.call("reply", a.parent_id, a.content, title=a.title, type=a.type, tags=a.tags, speaker=a.speaker)
+    e = s.call("reply", a.parent_id, a.content, title=a.title, type=a.type, tags=a.tags, speaker=a.speaker,
+               source=a.source)
     s.changed(e.id, a.parent_id)
     return Written(verb=f"Replied under #{a.parent_id}:", entry=ref(e), conversation_id=e.conversation_id)
 

@@ -60,6 +60,7 @@ CASES = {
     "recall": lambda ids, mine: {"query": "deadlock invoices payments"},
     "list": lambda ids, mine: {"tag": "runbook", "limit": 3},
     "conversation": lambda ids, mine: {},
+    "conversations": lambda ids, mine: {"limit": 5},
     "reply": lambda ids, mine: {"parent_id": mine, "content": "Raised the timeout to 120 s."},
     "thread": lambda ids, mine: {"id": ids["login-r2"]},
     "around": lambda ids, mine: {"id": ids["login-r1"]},
@@ -398,3 +399,40 @@ def test_forget_says_which_replies_it_retired_with_the_entry(home, daemon):
     assert restored.structured_content["restored"] is True
     with daemon.client() as c:  # restore reopens the one entry, as its description says: replies are restored each
         assert [e.id for e in c.list()] == [root_id]
+
+
+def test_tool_arguments_match_their_verbs(home, daemon):
+    """`reply` takes the verb's `source`; `unlink` takes no `qualifier` (the verb ignores it: it was accepted and dropped)."""
+    with daemon.client() as c:
+        a, b = (c.remember(type="project", title=f"t{i}", content=f"c{i}").id for i in range(2))
+        c.link(a, "causes", b, qualifier="enables")
+
+    async def body(session):
+        replied = await session.call_tool("reply", {"parent_id": a, "content": "Fixed.", "source": "PR 42"})
+        qualified = await session.call_tool("unlink", {"source_id": a, "relation": "causes", "target_id": b,
+                                                       "qualifier": "prevents"})
+        return replied, qualified
+
+    replied, qualified = run_session(home, body)
+    with daemon.client() as c:
+        assert c.get(replied.structured_content["entry"]["id"]).source == "PR 42"
+        assert [r.relation for r in c.around(a).relations] == ["causes"]  # the refused unlink removed nothing
+    assert qualified.is_error and text(qualified) == "invalid_params: qualifier: unknown field"
+
+
+def test_conversations_lists_what_the_conversation_tool_resumes(home, daemon):
+    with daemon.client() as c:
+        older, newer = (c.conversation_create(title).id for title in ("Planning Q1", "Incident review"))
+
+    async def body(session):
+        listed = await session.call_tool("conversations", {"limit": 1})
+        everything = await session.call_tool("conversations", {})
+        resumed = await session.call_tool("conversation", {"id": everything.structured_content["conversations"][1]["id"]})
+        return listed, everything, resumed
+
+    listed, everything, resumed = run_session(home, body)
+    assert [c["id"] for c in listed.structured_content["conversations"]] == [newer]
+    assert listed.structured_content["more"] is True
+    assert [c["id"] for c in everything.structured_content["conversations"]] == [newer, older]
+    assert text(everything).splitlines()[1].startswith(f"- #{newer} 'Incident review' (since ")
+    assert resumed.structured_content["id"] == older
