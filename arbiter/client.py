@@ -220,6 +220,12 @@ class Client:
         """Write many entries in one transaction; returns their ids in order."""
         return self.call("remember_many", {"entries": entries}, RememberManyResult).ids
 
+    def remember_batch(self, entries: list[RememberParams | dict], *, new_conversation: str | None = None
+                       ) -> RememberManyResult:
+        """`remember_many`, answering in full: the ids, and the conversation `new_conversation` started with them."""
+        params = {"entries": entries, "new_conversation": new_conversation}
+        return self.call("remember_many", params, RememberManyResult)
+
     def get(self, id: int, *, as_of: str | float | None = None, known_at: str | float | None = None) -> Entry:
         """One entry valid now (or at `as_of`), as recorded now (or at `known_at`)."""
         return self.call("get", {"id": id, "as_of": as_of, "known_at": known_at}, Entry)

@@ -32,6 +32,7 @@ Tag = Annotated[str, Meta(
 #: One line: a title shows in every listing, so it may not break one.
 ONE_LINE = pattern(r"^[^\x00-\x1f\x7f]*$", "a title is one line, without newlines or control characters")
 Title = Annotated[str, Meta(pattern=ONE_LINE)]
+ConversationTitle = Annotated[str, Meta(min_length=1, max_length=200, pattern=ONE_LINE)]
 Tags = Annotated[list[Tag], Meta(max_length=32)]
 #: Who said or wrote an entry: a name ("Caroline") or a role ("user", "assistant").
 Speaker = Annotated[str, Meta(min_length=1, max_length=100, pattern=pattern(
@@ -111,6 +112,9 @@ class RememberParams(TextParams):
     tags: Tags = []
     source: str | None = None
     conversation_id: Id | None = None
+    #: Start a conversation with this title and write into it, in the write's own transaction: a refused
+    #: write or a duplicate starts none. The result's `conversation_id` names it. Not with `conversation_id`.
+    new_conversation: ConversationTitle | None = None
     parent_id: Id | None = None
     supersedes_ids: Annotated[list[Id], Meta(max_length=64)] = []
     valid_from: Time | None = None
@@ -139,6 +143,10 @@ class RememberManyParams(Params):
     """Write many entries in one transaction (all or nothing)."""
 
     entries: Annotated[list[RememberParams], Meta(min_length=1, max_length=10_000)]
+    #: Start a conversation with this title and write every entry into it, in the same transaction (none is
+    #: started if the batch is refused); the result's `conversation_id` names it. Not with an entry's own
+    #: `conversation_id` or `new_conversation`.
+    new_conversation: ConversationTitle | None = None
 
     def __post_init__(self) -> None:
         # The LLM layers call a model per entry, and link candidates are an
@@ -262,7 +270,7 @@ class RecallParams(Params):
 
 
 class ConversationCreateParams(Params):
-    title: Annotated[str, Meta(min_length=1, max_length=200, pattern=ONE_LINE)]
+    title: ConversationTitle
 
 
 class ConversationListParams(Params):
@@ -392,6 +400,8 @@ class EntryList(Struct, kw_only=True):
 
 class RememberManyResult(Struct, kw_only=True):
     ids: list[int]
+    #: The conversation `new_conversation` started.
+    conversation_id: int | None = None
 
 
 class ForgetResult(Struct, kw_only=True):

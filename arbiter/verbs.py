@@ -48,6 +48,7 @@ from arbiter.model import (
     UnlinkResult,
     UpdateParams,
 )
+from arbiter.errors import InvalidParams
 from arbiter.facts import recall as fact_recall
 from arbiter.recall import llm as llm_layers
 from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
@@ -79,6 +80,8 @@ def remember(ctx: Context, p: RememberParams):
     moments after the answer unless candidates were asked for.
     """
     note = "; ".join(ctx.notes) or None
+    if p.new_conversation is not None and p.conversation_id is not None:
+        raise InvalidParams("new_conversation: not with conversation_id", path="new_conversation")
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
     row = None
@@ -90,6 +93,9 @@ def remember(ctx: Context, p: RememberParams):
             known = [Mention(id=e.id, name=e.name, type=e.type, created=False)
                      for e in entities_mod.mentions(ctx.conn, ctx.tenant_id, existing)]
             return Remembered(**msgspec.structs.asdict(stored), note=note, entities=known, duplicate_of=existing)
+    if p.new_conversation is not None:  # only now: a duplicate or a refused write starts none
+        started = tenants.create_conversation(ctx.conn, ctx.viewer, p.new_conversation, now=ctx.now)
+        p, row = msgspec.structs.replace(p, conversation_id=started.id, new_conversation=None), None
     entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now, row=row)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
     similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
@@ -168,6 +174,18 @@ def remember_many(ctx: Context, p: RememberManyParams):
     are not checked. Given entities are linked now; extraction runs after the
     answer, on the idle writer (seconds later).
     """
+    for i, e in enumerate(p.entries):
+        if e.new_conversation is not None:
+            raise InvalidParams("new_conversation: give it once, for the whole batch",
+                                path=f"entries[{i}].new_conversation")
+        if p.new_conversation is not None and e.conversation_id is not None:
+            raise InvalidParams("conversation_id: not with the batch's new_conversation",
+                                path=f"entries[{i}].conversation_id")
+    started = None
+    if p.new_conversation is not None:  # in the batch's transaction: a refused batch starts none
+        started = tenants.create_conversation(ctx.conn, ctx.viewer, p.new_conversation, now=ctx.now).id
+        p = msgspec.structs.replace(
+            p, entries=[msgspec.structs.replace(e, conversation_id=started) for e in p.entries], new_conversation=None)
     ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now, ctx.viewer)
     for entry_id, item in zip(ids, p.entries):
@@ -178,7 +196,7 @@ def remember_many(ctx: Context, p: RememberManyParams):
         )
     # Extraction and duplicate keys after acknowledging (arbiter/entities/backlog.py).
     entity_backlog.queue(ctx.conn, ctx.tenant_id, ids)
-    return RememberManyResult(ids=ids)
+    return RememberManyResult(ids=ids, conversation_id=started)
 
 
 def get(ctx: Context, p: GetParams):

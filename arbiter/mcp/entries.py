@@ -301,8 +301,8 @@ class RememberArgs(Args, TextParams):
     ))] = False
 
 
-def _scope(s: Session, everywhere: bool) -> int | None:
-    return None if everywhere else s.conversation_for_write()
+def _scope(s: Session, everywhere: bool) -> dict:
+    return {} if everywhere else s.write_scope()
 
 
 @tool(RememberArgs, Written, writes=True)
@@ -316,15 +316,16 @@ def remember(s: Session, a: RememberArgs) -> Written:
     `supersedes_ids` (the old one retires and stays in history). Reuse
     existing tags. Several entries at once: `remember_many`.
     """
-    conversation = _scope(s, a.everywhere)
     e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
                supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
-               conversation_id=conversation, entities=a.entities, permanent=a.permanent,
+               **_scope(s, a.everywhere), entities=a.entities, permanent=a.permanent,
                allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
                candidates=True)  # the model is the judge here: it always gets the links to consider
     if e.duplicate_of is not None:
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)
+    conversation = None if a.everywhere else e.conversation_id
+    s.started(conversation)
     s.changed(e.id, *a.supersedes_ids, *(r.source_id if r.target_id == e.id else r.target_id for r in e.linked))
     made = {(r.source_id, r.relation, r.target_id) for r in e.linked}
     suggested = [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
@@ -366,14 +367,18 @@ class WrittenMany(View):
 def remember_many(s: Session, a: RememberManyArgs) -> WrittenMany:
     """Store many NEW entries in one call (imports, a batch of notes, a session's findings).
 
-    All are written or none. Same fields as `remember` for each entry;
-    returns their ids in order. Far faster than one `remember` per entry.
+    All are written or none; returns their ids in order. Far faster than
+    one `remember` per entry. Each entry takes `remember`'s type, title,
+    content, tags, supersedes_ids, source, valid_from and speaker; unlike
+    `remember`, a batch is not checked for duplicates: `recall` first.
     """
-    conversation = _scope(s, a.everywhere)
-    items = [{**_fields(i), "conversation_id": conversation} for i in a.entries]
-    ids = s.call("remember_many", items)
-    s.changed(*ids, *(i for item in a.entries for i in item.supersedes_ids))
-    return WrittenMany(ids=ids, conversation_id=conversation)
+    scope = _scope(s, a.everywhere)
+    items = [{**_fields(i), "conversation_id": scope.get("conversation_id")} for i in a.entries]
+    done = s.call("remember_batch", items, new_conversation=scope.get("new_conversation"))
+    conversation = scope.get("conversation_id") or done.conversation_id
+    s.started(conversation)
+    s.changed(*done.ids, *(i for item in a.entries for i in item.supersedes_ids))
+    return WrittenMany(ids=done.ids, conversation_id=conversation)
 
 
 def _fields(item: Item) -> dict:

@@ -85,8 +85,9 @@ class Session:
     """What a tool runs with: the daemon, this MCP session's conversation, and what changed.
 
     `call(method, ...)` is a `Client` method call (revived once if the daemon
-    died). The session's conversation is created on the first write that
-    needs it (`conversation_for_write`) unless the client named one.
+    died). Unless the client named one, the session's conversation is started
+    by the first write that goes in it, in that write's own transaction
+    (`write_scope`, then `started`): a refused or duplicate write starts none.
     """
 
     def __init__(self, calls: Callable[..., Any], *, conversation_id: int | None = None):
@@ -99,12 +100,16 @@ class Session:
         """Record entries a write touched (their resources get change notifications)."""
         self.changed_ids.update(ids)
 
-    def conversation_for_write(self) -> int:
-        """This session's conversation, started now if it has none yet."""
+    def write_scope(self) -> dict:
+        """A write's arguments for this session's conversation: its id, or the title that starts it with the write."""
         if self.conversation_id is None:
-            started = self.call("conversation_create", f"MCP session {format_time(now_us())[:16].replace('T', ' ')}")
-            self.conversation_id = started.id
-        return self.conversation_id
+            return {"new_conversation": f"MCP session {format_time(now_us())[:16].replace('T', ' ')}"}
+        return {"conversation_id": self.conversation_id}
+
+    def started(self, conversation_id: int | None) -> None:
+        """A write in `write_scope` went through: its conversation is this session's from now on."""
+        if self.conversation_id is None:
+            self.conversation_id = conversation_id
 
 
 @dataclass(frozen=True)

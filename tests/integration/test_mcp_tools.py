@@ -436,3 +436,41 @@ def test_conversations_lists_what_the_conversation_tool_resumes(home, daemon):
     assert [c["id"] for c in everything.structured_content["conversations"]] == [newer, older]
     assert text(everything).splitlines()[1].startswith(f"- #{newer} 'Incident review' (since ")
     assert resumed.structured_content["id"] == older
+
+
+def test_a_refused_or_duplicate_first_write_starts_no_conversation(home, daemon):
+    with daemon.client() as c:
+        c.remember(type="reference", title="Staging host", content="staging runs on box-7")
+
+    async def body(session):
+        refused = await session.call_tool("remember", {"type": "project", "title": "t", "content": "new",
+                                                       "supersedes_ids": [999_999]})
+        duplicate = await session.call_tool("remember", {"type": "reference", "title": "Staging",
+                                                         "content": "staging runs on box-7"})
+        refused_many = await session.call_tool("remember_many", {"entries": [
+            {"type": "project", "title": "a", "content": "a"}, {"type": "project", "title": "x" * 201, "content": "b"}]})
+        before = await session.call_tool("conversation", {})
+        wrote = await session.call_tool("remember", {"type": "project", "title": "Plan", "content": "Q1 plan"})
+        wrote_many = await session.call_tool("remember_many", {"entries": [{"type": "project", "title": "b", "content": "b"}]})
+        return refused, duplicate, refused_many, before, wrote, wrote_many
+
+    refused, duplicate, refused_many, before, wrote, wrote_many = run_session(home, body)
+    assert refused.is_error and refused_many.is_error and duplicate.structured_content["duplicate_of"]
+    assert before.structured_content == {"id": None, "title": None, "created_at": None}
+    started = wrote.structured_content["conversation_id"]
+    assert started and wrote_many.structured_content["conversation_id"] == started
+    with daemon.client() as c:
+        assert [conv.id for conv in c.conversation_list()] == [started]
+
+
+def test_remember_many_starts_the_sessions_conversation_with_its_batch(home, daemon):
+    async def body(session):
+        first = await session.call_tool("remember_many", {"entries": [{"type": "project", "title": "a", "content": "a"}]})
+        then = await session.call_tool("remember", {"type": "project", "title": "b", "content": "b"})
+        return first, then
+
+    first, then = run_session(home, body)
+    started = first.structured_content["conversation_id"]
+    assert started and then.structured_content["conversation_id"] == started
+    with daemon.client() as c:
+        assert c.get(first.structured_content["ids"][0]).conversation_id == started
