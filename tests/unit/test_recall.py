@@ -520,6 +520,26 @@ def test_a_conversation_without_matches_is_filled_from_the_tenant(db, tenant):
     assert ask(db, tenant, "canary", conversation_id=conv, disable=["tenant_fill"]).hits == []
 
 
+def test_the_conversation_pass_leaves_out_words_most_of_the_tenant_uses(db, tenant):
+    # A floor of 0 so a small tenant shows the rule: "project" is in every document, "canary" in one of 20.
+    conv = conversation(db, tenant)
+    for i in range(19):
+        remember(db, tenant, f"Note {i}", f"project note {i}", conversation_id=conv)
+    canary = remember(db, tenant, "Canary", "project canary", conversation_id=conv)
+    wide, common = Tuning(common_floor=0), Tuning(common_floor=0, common_share=1.0)
+
+    def ask_(query, tuning):
+        with db:
+            params = RecallParams(query=query, conversation_id=conv, limit=30, explain=True)
+            return recall(db, users.first_viewer(db, tenant), params, now=T0, tuning=tuning)
+
+    dropped, kept, alone = ask_("project canary", wide), ask_("project canary", common), ask_("project", wide)
+    assert '"canary"' in dropped.expression and '"project"' not in dropped.expression
+    assert ids(dropped)[0] == canary
+    assert '"project"' in kept.expression and len(kept.hits) == 20
+    assert '"project"' in alone.expression and alone.hits  # the rarest word always stays
+
+
 def test_other_tenants_are_never_searched(db, tenant):
     with db:
         mallory = tenants.create_tenant(db, "mallory", now=T0)[0]
