@@ -105,6 +105,16 @@ def test_the_top_three_carry_excerpts_with_matches_in_bold(db, tenant):
     assert all(h.excerpt is None for h in hits[3:])
 
 
+def test_a_word_counts_most_in_the_title_then_tags_content_and_source(db, tenant):
+    # The same length, one match each; written worst first, so equal scores would list them the other way round.
+    source = remember(db, tenant, "alpha beta", "gamma delta", tags=["epsilon"], source="zephyr")
+    content = remember(db, tenant, "alpha beta", "zephyr delta", tags=["epsilon"], source="eta")
+    tags = remember(db, tenant, "alpha beta", "gamma delta", tags=["zephyr"], source="eta")
+    title = remember(db, tenant, "zephyr beta", "gamma delta", tags=["epsilon"], source="eta")
+    assert ids(ask(db, tenant, "zephyr")) == [title, tags, content, source]
+    assert ids(ask(db, tenant, "zephyr", disable=["weights"])) == sorted([title, tags, content, source])
+
+
 def test_type_and_tag_boosts_are_soft_in_search_mode(db, tenant):
     plain = remember(db, tenant, "Canary deploys", type="project")
     typed = remember(db, tenant, "Canary deploys", type="reference")
@@ -538,6 +548,21 @@ def test_the_conversation_pass_leaves_out_words_most_of_the_tenant_uses(db, tena
     assert ids(dropped)[0] == canary
     assert '"project"' in kept.expression and len(kept.hits) == 20
     assert '"project"' in alone.expression and alone.hits  # the rarest word always stays
+
+
+def test_a_teams_strong_match_is_not_crowded_out_by_many_private_ones(db, tenant):
+    # Each index the reader searches gives its best; the best of all of them are kept.
+    with db:
+        uid = users.create_user(db, tenant, "ann", now=T0)[0]
+        users.join(db, users.create_team(db, tenant, "core", now=T0), uid, now=T0)
+        ann = users.viewer(db, tenant, uid, "ann")
+        for i in range(40):
+            entries.remember(db, ann, RememberParams(type="project", title=f"Note {i}",
+                                                     content=f"a long note on many things, aurora among them {i}"), now=T0)
+        strong = entries.remember(db, ann, RememberParams(type="project", title="Aurora", content="aurora",
+                                                          team="core"), now=T0)
+    with db:
+        assert [h.id for h in recall(db, ann, RecallParams(query="aurora"), now=T0).hits][0] == strong
 
 
 def test_other_tenants_are_never_searched(db, tenant):
