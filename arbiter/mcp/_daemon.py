@@ -23,6 +23,8 @@ READS = frozenset({
     "conversation_get", "thread",
     "open_threads", "backlinks", "around", "tag_cooccurrence", "topic_clusters", "topic_cluster", "briefing",
     "facts", "fact_history", "batch_list", "batch_show", "predicates", "aspects", "changes",
+    "associations", "entities", "entity_show", "whoami", "user_list", "team_list", "tenant_list", "export_page",
+    "graph_view",
 })
 
 

@@ -221,13 +221,17 @@ def test_a_daemon_that_dies_mid_session_is_restarted(home, tmp_path):
         read = await session.call_tool("get", {"id": entry})  # a read is retried after the restart
         restarted = int(re.search(r"started one \(pid (\d+)", errlog.read_text())[1])
         kill_and_wait(restarted)
+        entities = await session.call_tool("entities", {})  # every tool that only reads, not just the core ones
+        restarted = int(re.findall(r"started one \(pid (\d+)", errlog.read_text())[-1])
+        kill_and_wait(restarted)
         write = await session.call_tool("remember", {"type": "project", "title": "x", "content": "y"})
-        return read, write
+        return read, entities, write
 
     try:
         with open(errlog, "w") as err:
-            read, write = anyio.run(_session, _server(home), err, body)
+            read, entities, write = anyio.run(_session, _server(home), err, body)
         assert not read.is_error and "box-7" in _text(read)
+        assert not entities.is_error, _text(entities)
         assert write.is_error and "restarted" in _text(write) and "check with `get`" in _text(write)
     finally:
         daemon.stop()
