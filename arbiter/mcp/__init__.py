@@ -72,11 +72,17 @@ def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None =
     from arbiter.mcp.server import McpServer, serve_stdio
 
     server = McpServer(session, instructions)
+
+    def fresh_instructions() -> str:
+        # Its own connection: the briefing never waits behind a tool call on the shared one.
+        with Client(socket_path, token) as fresh:
+            return fresh.briefing().text + session_note(session.conversation_id)
+
     try:
         if http:
             from arbiter.mcp.http import serve_http
 
-            serve_http(server, home=home, host=http[0], port=http[1])
+            serve_http(server, home=home, host=http[0], port=http[1], instructions=fresh_instructions)
         else:
             serve_stdio(server)
     finally:

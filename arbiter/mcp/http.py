@@ -30,6 +30,7 @@ import asyncio
 import hmac
 import secrets
 from pathlib import Path
+from typing import Callable
 
 import anyio
 import mcp_types as types
@@ -165,15 +166,37 @@ class Listening(ListenHandler):
 
 
 class _Server(Server):
-    """The SDK's lowlevel server, telling handshake clients that resources' `listChanged` is sent (after writes)."""
+    """The SDK's lowlevel server, telling handshake clients that resources' `listChanged` is sent (after writes),
+    and each client the briefing as it is when it connects (`fresh`), not as it was when the server started."""
+
+    def __init__(self, *args, fresh: Callable[[], str] | None = None, **kwargs):
+        self._fresh = fresh
+        super().__init__(*args, **kwargs)
+
+    @property
+    def instructions(self) -> str | None:
+        """Read by the SDK for each `initialize` and `server/discover`."""
+        if self._fresh is not None:
+            try:
+                self._instructions = self._fresh()
+            except ArbiterError as e:  # the daemon is down: the last briefing read, rather than none
+                say(f"could not read the briefing for a new client ({error_line(e)}); sent the last one")
+        return self._instructions
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        self._instructions = value
 
     def create_initialization_options(self, notification_options=None, *args, **kwargs):
         return super().create_initialization_options(
             notification_options or NotificationOptions(resources_changed=True), *args, **kwargs)
 
 
-def build_app(mcp: McpServer, token: str, host: str):
-    """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the bearer check."""
+def build_app(mcp: McpServer, token: str, host: str, instructions: Callable[[], str] | None = None):
+    """The ASGI app: the SDK's streamable HTTP endpoint at /mcp, behind the bearer check.
+
+    `instructions` reads the briefing for each client that connects (one server outlives many sessions).
+    """
     subscriptions = Subscriptions()
     bus = InMemorySubscriptionBus()
     # One tool call (or poll) at a time: the session's record of what a call changed is shared by every
@@ -296,17 +319,19 @@ def build_app(mcp: McpServer, token: str, host: str):
         on_call_tool=call_tool, on_list_resources=list_resources, on_list_resource_templates=list_templates,
         on_read_resource=read_resource, on_subscribe_resource=subscribe, on_unsubscribe_resource=unsubscribe,
         on_subscriptions_listen=listening, on_list_prompts=list_prompts, on_get_prompt=get_prompt,
+        fresh=instructions,
     )
     app = server.streamable_http_app(host=host)
     return BearerOnly(app, token)
 
 
-def serve_http(mcp: McpServer, *, home: Path, host: str, port: int) -> None:
-    """Serve until interrupted."""
+def serve_http(mcp: McpServer, *, home: Path, host: str, port: int,
+               instructions: Callable[[], str] | None = None) -> None:
+    """Serve until interrupted; `instructions` reads each connecting client's briefing."""
     import uvicorn
 
     if host not in LOOPBACK:
         raise ValueError(f"{host!r} is not a loopback address")
-    app = build_app(mcp, http_token(home), host)
+    app = build_app(mcp, http_token(home), host, instructions)
     say(f"serving MCP over HTTP at http://{host}:{port}/mcp")
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -122,6 +122,23 @@ def test_http_serves_tools_resources_and_prompts_with_the_token(served):
     assert len(prompts.prompts) == 2
 
 
+def test_each_http_client_gets_the_briefing_as_it_is_when_it_connects(served):
+    served, home = served
+    token = (home / "mcp-http.token").read_text().strip()
+
+    async def instructions() -> tuple[str, str]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with streamable_http_client(served.url, http_client=http) as (read, write):
+                async with ClientSession(read, write) as session:
+                    init = await session.initialize()
+                    return init.instructions, (await session.discover()).instructions
+
+    with Client.from_home(home) as c:  # written after the server started, before this client connects
+        c.remember(type="project", title="Quarterly plan for Nebula", content="Nebula ships in June")
+    handshake, discovered = anyio.run(instructions)
+    assert "Quarterly plan for Nebula" in handshake and "Quarterly plan for Nebula" in discovered
+
+
 def test_http_binds_loopback_only(home):
     out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--http", "0.0.0.0:8765"], env=isolated_env(home),
                          cwd=REPO, capture_output=True, text=True, timeout=30)
