@@ -76,7 +76,7 @@ def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None =
     def fresh_instructions() -> str:
         # Its own connection: the briefing never waits behind a tool call on the shared one.
         with Client(socket_path, token) as fresh:
-            return fresh.briefing().text + session_note(session.conversation_id)
+            return fresh.briefing().text + session_note(conversation_id)  # where each new client starts
 
     try:
         if http:

@@ -46,7 +46,7 @@ from arbiter.mcp import resources
 from arbiter.errors import ArbiterError
 from arbiter.mcp._daemon import say
 from arbiter.mcp.server import McpServer, RpcError
-from arbiter.mcp.tool import error_line
+from arbiter.mcp.tool import Session, error_line
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -202,6 +202,9 @@ def build_app(mcp: McpServer, token: str, host: str, instructions: Callable[[], 
     # One tool call (or poll) at a time: the session's record of what a call changed is shared by every
     # client, and a poll between a write and its own notifications would tell them twice.
     calling = anyio.Lock()
+    # Each client's own conversation (by MCP session id), all starting where the server was told to start.
+    sessions: dict[str, Session] = {}
+    start = mcp.session.conversation_id
     polling: list[asyncio.Task] = []
 
     def watched() -> set[str] | None:
@@ -276,8 +279,19 @@ def build_app(mcp: McpServer, token: str, host: str, instructions: Callable[[], 
     async def list_tools(ctx, params):
         return types.ListToolsResult.model_validate(await run("tools/list", params))
 
+    def session_of(ctx) -> Session:
+        """The client's Session (its conversation, what its calls changed); sessions the SDK ended are dropped."""
+        if (open_ids := live()) is not None:
+            for ended in set(sessions) - open_ids:
+                del sessions[ended]
+        sid = _session_id(ctx)
+        if sid not in sessions:
+            sessions[sid] = Session(mcp.session.call, conversation_id=start)
+        return sessions[sid]
+
     async def call_tool(ctx, params):
         async with calling:
+            mcp.session = session_of(ctx)  # tool calls run one at a time, so the server's session is the caller's
             result = await run("tools/call", params)
             touched = resources.touched_uris(mcp.session) if mcp.session.wrote else set()
             if touched and (uris := watched()):

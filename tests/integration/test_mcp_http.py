@@ -139,6 +139,36 @@ def test_each_http_client_gets_the_briefing_as_it_is_when_it_connects(served):
     assert "Quarterly plan for Nebula" in handshake and "Quarterly plan for Nebula" in discovered
 
 
+def test_each_http_client_has_a_conversation_of_its_own(served):
+    served, home = served
+    token = (home / "mcp-http.token").read_text().strip()
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, AsyncExitStack() as stack:
+            async def session() -> ClientSession:
+                read, write = await stack.enter_async_context(streamable_http_client(served.url, http_client=http))
+                s = await stack.enter_async_context(ClientSession(read, write))
+                await s.initialize()
+                return s
+
+            one, two = await session(), await session()
+            wrote = [await s.call_tool("remember", {"type": "project", "title": f"Agent {n} notes",
+                                                    "content": f"agent {n} works on caching"})
+                     for n, s in ((1, one), (2, two))]
+            await one.call_tool("conversation", {"title": "Agent 1 starts over"})
+            current = [await s.call_tool("conversation", {}) for s in (one, two)]
+            found = await two.call_tool("recall", {"query": "caching"})
+            return wrote, current, found
+
+    wrote, current, found = anyio.run(main)
+    first, second = (w.structured_content["conversation_id"] for w in wrote)
+    assert first and second and first != second
+    assert current[0].structured_content["title"] == "Agent 1 starts over"
+    assert current[1].structured_content["id"] == second  # one agent's switch is not another's
+    assert found.structured_content["conversation_id"] == second
+    assert found.structured_content["hits"][0]["id"] == wrote[1].structured_content["entry"]["id"]
+
+
 def test_http_binds_loopback_only(home):
     out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--http", "0.0.0.0:8765"], env=isolated_env(home),
                          cwd=REPO, capture_output=True, text=True, timeout=30)
