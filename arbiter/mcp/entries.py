@@ -221,14 +221,17 @@ class Recalled(Page):
         lines = []
         if self.facts:
             lines.append("Facts (true now):")
-            lines += [f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since "
-                      f"{f.valid_from[:10]}{', from ' + ', '.join(f'#{i}' for i in f.sources) if f.sources else ''})"
-                      for f in self.facts]
+            lines += [_fact_line(f) for f in self.facts]
         lines.append(f"{len(self.hits)} hits for {self.query!r}{where}:")
         lines += self.hit_text(self.hits)
         if self.note:
             lines.append(f"note: {self.note}")
         return "\n".join(lines) + self.footer()
+
+
+def _fact_line(f: RecalledFact) -> str:
+    sources = ", from " + ", ".join(f"#{i}" for i in f.sources) if f.sources else ""
+    return f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since {f.valid_from[:10]}{sources})"
 
 
 def _hit_lines(h: Hit) -> list[str]:
@@ -641,7 +644,10 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
                           valid_from=f.valid_from, sources=f.sources) for f in res.facts] if not offset else []
     out = Recalled(query=a.query, conversation_id=conversation, hits=page, note=res.note, more=False,
                    next_cursor=None, facts=facts)
-    shown = _fit(out, page, len(a.query) + 80, a.max_chars)
+    # The lines around the hits count too: the heading and footer, the facts under their heading, the note.
+    facts_chars = 18 + sum(len(_fact_line(f)) + 1 for f in facts) if facts else 0
+    note_chars = len(res.note) + 7 if res.note else 0
+    shown = _fit(out, page, len(a.query) + 80 + facts_chars + note_chars, a.max_chars)
     out.hits = page[:shown]
     out.more = len(res.hits) > offset + shown
     out.next_cursor = str(offset + shown) if out.more else None

@@ -474,3 +474,20 @@ def test_remember_many_starts_the_sessions_conversation_with_its_batch(home, dae
     assert started and then.structured_content["conversation_id"] == started
     with daemon.client() as c:
         assert c.get(first.structured_content["ids"][0]).conversation_id == started
+
+
+def test_recall_counts_its_facts_in_the_budget(home, daemon):
+    with daemon.client() as c:
+        ids = c.remember_many([{"type": "user", "title": f"Kayak trip {i}", "content": f"Paddled the kayak on lake {i}. "
+                                "It rained; we camped on the shore and cooked over the fire." * 2} for i in range(12)])
+        c.facts_propose([{"subject": "user", "predicate": f"owns_kayak_{i}", "sources": [ids[i]],
+                          "object": f"a red sea kayak number {i}, seventeen feet long, bought second hand in the spring"}
+                         for i in range(5)], apply=True)
+
+    async def body(session):
+        return await session.call_tool("recall", {"query": "kayak", "max_chars": 2000, "everywhere": True})
+
+    r = run_session(home, body)
+    assert len(r.structured_content["facts"]) == 5 and len(r.structured_content["hits"]) > 1
+    assert len(text(r)) <= 2000, len(text(r))
+    assert r.structured_content["more"] is True
