@@ -65,6 +65,23 @@ def test_a_private_entry_is_missing_for_everyone_else_across_every_verb(people):
         assert bob.status().relations == 0
 
 
+def test_counts_leave_out_what_the_caller_cannot_see(people):
+    # A link from a shared entry to a private one has one end bob cannot see: it is missing for him, and so
+    # are a teammate's private entries in every total he reads.
+    with as_user(people, "bob") as bob:
+        relations = bob.status().relations
+    with as_user(people, "alice") as alice:
+        shared = alice.remember(type="project", title="Tapir plan", content="tapir launch", team="core")
+        private = alice.remember(type="feedback", title="Tapir doubts", content="tapir risks")
+        alice.link(shared.id, "relates_to", private.id)
+        assert alice.status().relations >= 1
+    with as_user(people, "bob") as bob:
+        assert bob.status().relations == relations
+        active = len(bob.list(limit=1000))
+        assert bob.status().entries_active == active
+        assert f"You see {active} active entries" in bob.briefing().text
+
+
 def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(people):
     with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Quokka migration", content="quokka cutover plan")
