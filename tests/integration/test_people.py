@@ -65,7 +65,7 @@ def test_a_private_entry_is_missing_for_everyone_else_across_every_verb(people):
         assert bob.status().relations == 0
 
 
-def test_counts_leave_out_what_the_caller_cannot_see(people):
+def test_counts_names_and_duplicates_leave_out_what_the_caller_cannot_see(people):
     # A link from a shared entry to a private one has one end bob cannot see: it is missing for him, and so
     # are a teammate's private entries in every total he reads.
     with as_user(people, "bob") as bob:
@@ -75,11 +75,29 @@ def test_counts_leave_out_what_the_caller_cannot_see(people):
         private = alice.remember(type="feedback", title="Tapir doubts", content="tapir risks")
         alice.link(shared.id, "relates_to", private.id)
         assert alice.status().relations >= 1
+        for i in range(3):
+            alice.remember(type="project", title=f"Tapir vendor {i}", content="tapir parts",
+                           entities=["Quillfeather Labs"])
+        chat = alice.conversation_create("Tapir chat")
+        alice.remember(type="project", title="Tapir chat note", content="tapir notes", conversation_id=chat.id)
+        secret = alice.remember(type="project", title="Tapir secret", content="The tapir budget is 40K.")
     with as_user(people, "bob") as bob:
         assert bob.status().relations == relations
-        active = len(bob.list(limit=1000))
-        assert bob.status().entries_active == active
-        assert f"You see {active} active entries" in bob.briefing().text
+        listed = bob.list(limit=1000)
+        assert bob.status().entries_active == len(listed)
+        text = bob.briefing().text
+        assert f"You see {len(listed)} active entries" in text
+        mine = sum(e.author == "bob" and e.team is None for e in listed)
+        shared = sum(e.author == "bob" and e.team is not None for e in listed)
+        pool = sum(e.author != "bob" for e in listed)
+        assert (f"Active entries: {mine} personal (only you see them), {shared} you shared with a team, "
+                f"{pool} in your teams' pool from teammates.") in text
+        assert "Quillfeather" not in text
+        assert chat.id not in [c.id for c in bob.conversation_list()]
+        assert bob.status().conversations == len(bob.conversation_list())
+        # The same words as alice's private entry are no duplicate for bob: his own entry is written.
+        again = bob.remember(type="project", title="Tapir budget", content="the tapir budget is 40k.")
+        assert again.duplicate_of is None and again.id != secret.id
 
 
 def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(people):
