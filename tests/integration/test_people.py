@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -71,8 +72,11 @@ def test_counts_names_and_duplicates_leave_out_what_the_caller_cannot_see(people
     with as_user(people, "bob") as bob:
         relations = bob.status().relations
     with as_user(people, "alice") as alice:
-        shared = alice.remember(type="project", title="Tapir plan", content="tapir launch", team="core")
-        private = alice.remember(type="feedback", title="Tapir doubts", content="tapir risks")
+        shared = alice.remember(type="project", title="Tapir plan", content="tapir launch", team="core",
+                                tags=["tapir-ops"], entities=["Bramblewick"])
+        private = alice.remember(type="feedback", title="Tapir doubts", content="tapir risks",
+                                 tags=["tapir-ops"], entities=["Bramblewick"])
+        alice.update(private.id, content="tapir risks, revised")
         alice.link(shared.id, "relates_to", private.id)
         assert alice.status().relations >= 1
         for i in range(3):
@@ -83,6 +87,12 @@ def test_counts_names_and_duplicates_leave_out_what_the_caller_cannot_see(people
         secret = alice.remember(type="project", title="Tapir secret", content="The tapir budget is 40K.")
     with as_user(people, "bob") as bob:
         assert bob.status().relations == relations
+        density = bob.density(shared.id)
+        assert (density.in_degree, density.out_degree, density.relations) == (0, 0, [])
+        assert private.id not in [n.entry.id for n in bob.around(shared.id).shared_tags]
+        assert private.id not in [a.other_id for a in bob.associations(shared.id).associations]
+        revisions = [msgspec.json.decode(r) for r in bob.export_page("revision").records]
+        assert private.id not in [r["entry_id"] for r in revisions]
         listed = bob.list(limit=1000)
         assert bob.status().entries_active == len(listed)
         text = bob.briefing().text
@@ -137,16 +147,23 @@ def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(peo
 
 
 def test_leaving_a_team_hides_its_pool_at_once_but_not_what_one_wrote(people):
+    with as_user(people, "carol") as carol:
+        older = carol.remember(type="project", title="Burrow diet", content="diet notes", tags=["burrow"])
     with as_user(people, "alice") as alice:
         alice.team_add("ops")
         alice.team_join("ops", "carol")
-        pool = alice.remember(type="project", title="Wombat rota", content="wombat on-call rota", team="ops")
+        pool = alice.remember(type="project", title="Wombat rota", content="wombat on-call rota", team="ops",
+                              tags=["burrow"])
     with as_user(people, "carol") as carol:
-        own = carol.remember(type="project", title="Wombat notes", content="wombat handover notes", team="ops")
+        own = carol.remember(type="project", title="Wombat notes", content="wombat handover notes", team="ops",
+                             tags=["burrow"])
         assert {h.id for h in carol.recall("wombat").hits} == {pool.id, own.id}
+        assert [n.entry.id for n in carol.around(own.id).shared_tags] == [pool.id, older.id]
         left = carol.team_leave("ops", "carol")
         assert left.changed and not left.member
         assert [h.id for h in carol.recall("wombat").hits] == [own.id]
+        # The team's pool no longer takes a place among the nearest: the one neighbour asked for is hers.
+        assert [n.entry.id for n in carol.around(own.id, k=1).shared_tags] == [older.id]
         with pytest.raises(NotFound):
             carol.get(pool.id)
         assert carol.team_leave("ops", "carol").changed is False
