@@ -78,7 +78,8 @@ def test_counts_names_and_duplicates_leave_out_what_the_caller_cannot_see(people
                                  tags=["tapir-ops"], entities=["Bramblewick"])
         alice.update(private.id, content="tapir risks, revised")
         alice.link(shared.id, "relates_to", private.id)
-        assert alice.status().relations >= 1
+        alice.link(private.id, "supports", shared.id)
+        assert alice.status().relations >= 2
         for i in range(3):
             alice.remember(type="project", title=f"Tapir vendor {i}", content="tapir parts",
                            entities=["Quillfeather Labs"])
@@ -88,8 +89,11 @@ def test_counts_names_and_duplicates_leave_out_what_the_caller_cannot_see(people
     with as_user(people, "bob") as bob:
         assert bob.status().relations == relations
         density = bob.density(shared.id)
-        assert (density.in_degree, density.out_degree, density.relations) == (0, 0, [])
-        assert private.id not in [n.entry.id for n in bob.around(shared.id).shared_tags]
+        assert (density.in_degree, density.out_degree, density.relations, density.reach_2hop) == (0, 0, [], 0)
+        around = bob.around(shared.id)
+        assert private.id not in [n.entry.id for n in around.shared_tags] + [r.entry.id for r in around.relations]
+        graph = bob.expand(shared.id)
+        assert graph.edges == [] and private.id not in [n.id for n in graph.nodes]
         assert private.id not in [a.other_id for a in bob.associations(shared.id).associations]
         revisions = [msgspec.json.decode(r) for r in bob.export_page("revision").records]
         assert private.id not in [r["entry_id"] for r in revisions]
