@@ -111,6 +111,25 @@ def test_near_duplicates_come_back_as_similar(db, tenant):
     assert remember(db, tenant, "Lunch is at noon on Tuesdays in the big room").similar == []
 
 
+def test_a_pair_the_index_proposes_is_similar_only_from_seven_tenths_of_its_word_pairs(db, tenant):
+    text = ("the staging database is rebuilt every night at two from the production snapshot taken at midnight "
+            "by the backup job on the old cluster")
+    loose = ("the staging database is rebuilt every night at blue from the production copy blue at new noon "
+             "the noon job on the old cluster")
+    mine, theirs = duplicates.words(text), duplicates.words(loose)
+    assert set(duplicates.bands(mine)) & set(duplicates.bands(theirs))  # a candidate of each other
+    assert 0.3 < duplicates.jaccard(mine, theirs) < 0.7
+    remember(db, tenant, text)
+    assert remember(db, tenant, loose).similar == []
+
+
+def test_a_retired_entry_is_not_similar(db, tenant):
+    text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
+    old = remember(db, tenant, text)
+    run(db, tenant, "forget", id=old.id)
+    assert remember(db, tenant, text.replace("two", "three")).similar == []
+
+
 def test_update_moves_the_fingerprint(db, tenant):
     e = remember(db, tenant, "old words")
     run(db, tenant, "update", id=e.id, content="new words")
@@ -126,6 +145,19 @@ def test_lsh_finds_high_jaccard_pairs():
 
 
 # ---- maintenance -------------------------------------------------------------------
+
+
+def test_maintenance_touches_only_its_own_tenant(db, tenant):
+    from arbiter.store import tenants
+
+    with db:
+        other = tenants.create_tenant(db, "mallory", now=NOW - 200 * DAY)[0]
+    theirs = remember(db, other, "old and never read", now=NOW - 200 * DAY)
+    mine = remember(db, tenant, "old and never read too", now=NOW - 200 * DAY)
+    with db:
+        report = maintenance.run(db, tenant, now=NOW)
+    assert report.retired == [mine.id] and report.salience_computed == 1
+    assert run(db, other, "get", id=theirs.id).valid_to is None
 
 
 def test_maintenance_retires_low_salience_with_a_reason_and_keeps_the_rest(db, tenant):
