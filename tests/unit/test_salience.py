@@ -123,6 +123,14 @@ def test_a_pair_the_index_proposes_is_similar_only_from_seven_tenths_of_its_word
     assert remember(db, tenant, loose).similar == []
 
 
+def test_similar_entries_come_most_similar_first(db, tenant):
+    text = ("the staging database is rebuilt every night at two from the production snapshot taken at midnight "
+            "by the backup job on the old cluster")
+    close = remember(db, tenant, text.replace("old cluster", "new cluster"))  # 0.84 of the word pairs shared
+    far = remember(db, tenant, text.replace("two", "three").replace("midnight", "noon"))  # 0.70
+    assert remember(db, tenant, text).similar == [close.id, far.id]
+
+
 def test_a_retired_entry_is_not_similar(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     old = remember(db, tenant, text)
