@@ -171,8 +171,13 @@ def test_leaving_a_team_hides_its_pool_at_once_but_not_what_one_wrote(people):
         with pytest.raises(NotFound):
             carol.get(pool.id)
         assert carol.team_leave("ops", "carol").changed is False
+        scores = [(h.id, h.score) for h in carol.recall("wombat handover").hits]
     with as_user(people, "alice") as alice:
         assert {h.id for h in alice.recall("wombat").hits} == {pool.id, own.id}
+        alice.remember(type="project", title="Wombat pool", content="wombat " + "rota " * 200, team="ops")
+    with as_user(people, "carol") as carol:
+        # The pool she left is no part of her ranking statistics.
+        assert [(h.id, h.score) for h in carol.recall("wombat handover").hits] == scores
 
 
 def test_cascades_touch_only_the_callers_own_replies(people):
