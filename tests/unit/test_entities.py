@@ -271,6 +271,15 @@ def test_merge_folds_names_links_and_relations_and_records_it(db, tenant):
     assert [e.name for e in run(db, tenant, "entities").entities] == ["PostgreSQL", "Apollo"]
 
 
+def test_a_relation_between_the_two_merged_entities_goes_with_the_merge(db, tenant):
+    remember(db, tenant, "x", entities=["Postgres DB", "PostgreSQL", "Apollo"])
+    run(db, tenant, "entity_relate", source="Postgres DB", relation="part_of", target="PostgreSQL")
+    run(db, tenant, "entity_relate", source="Postgres DB", relation="part_of", target="Apollo")
+    run(db, tenant, "entity_merge", keep="PostgreSQL", other="Postgres DB")
+    shown = run(db, tenant, "entity_show", name="PostgreSQL")
+    assert [(r.relation, r.target.name) for r in shown.relations] == [("part_of", "Apollo")]  # never to itself
+
+
 def test_merge_refusals_change_nothing(db, tenant):
     remember(db, tenant, "x", entities=["Apollo"])
     with pytest.raises(InvalidParams) as e:
@@ -319,6 +328,28 @@ def test_another_tenants_entities_are_missing(db, tenant):
     with pytest.raises(NotFound):
         run(db, other, "entity_show", name="Apollo")
     assert run(db, other, "entities").entities == []
+
+
+def test_a_writer_s_names_never_meet_an_entity_only_another_user_sees(db, tenant):
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+
+    def write(user, content, **kw):
+        spec = verbs.VERBS["remember"]
+        params = msgspec.convert(dict(type="project", title="Note", content=content, **kw), spec.params)
+        with db:
+            return spec.run(Context(db, tenant, "alice", NOW, user_id=user), params)
+
+    secret = write(ann, "private", entities=["International Business Machines Corporation", "Project Apollo",
+                                             "Zephyr"])
+    known = {m.name: m.id for m in secret.entities}
+    # For ben (who sees none of them) a near spelling is a new entity, with no "possibly the same as".
+    near = write(ben, "mine", entities=["International Busines Machines", "Project Apollonia"])
+    assert [(m.created, m.possibly_same_as) for m in near.entities] == [(True, []), (True, [])]
+    assert not {m.id for m in near.entities} & set(known.values())
+    assert write(ben, "we deploy Zephyr today").entities == []  # a lone capitalised word links no unseen entity
+    # For ann, who sees it, the word links her entity (tests above show near names meeting a seen entity).
+    assert [m.id for m in write(ann, "we deploy Zephyr today").entities] == [known["Zephyr"]]
 
 
 def test_a_capitalised_word_links_only_a_known_entity(db, tenant):
