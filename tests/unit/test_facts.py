@@ -102,6 +102,24 @@ def test_multi_valued_predicates_keep_every_object_and_duplicates_reinforce(db, 
     assert now["jazz"].id == first.id and now["jazz"].confidence == 0.8 and now["jazz"].sources == [e1, e2]
 
 
+def test_at_the_same_instant_a_new_fact_corrects_the_active_one_but_batch_mates_contradict(alice):
+    at = "2025-06-01T00:00:00Z"
+    active = alice.propose(F(valid_from=at), apply=True).facts[0]
+    fixed = alice.propose(F(obj="Globex", confidence=0.9, valid_from=at), apply=True).facts[0]
+    assert (fixed.finding, fixed.supersedes_fact_id) == ("supersede", active.id)
+    first, second = alice.propose(F(subject="bob", obj="Initech", confidence=0.9, valid_from=at),
+                                  F(subject="bob", obj="Hooli", confidence=0.9, valid_from=at), apply=True).facts
+    assert (first.finding, second.finding) == ("accept", "contradiction") and second.status == "rejected"
+    assert [f.object for f in alice.facts(subject="bob")] == ["Initech"]
+
+
+def test_a_less_sure_duplicate_reinforces_without_lowering_the_confidence(alice):
+    first = alice.propose(F(predicate="enjoys", obj="jazz", confidence=0.9), apply=True).facts[0]
+    again = alice.propose(F(predicate="enjoys", obj="jazz", confidence=0.6), apply=True).facts[0]
+    assert again.finding == "reinforce"
+    assert [(f.id, f.confidence) for f in alice.facts(predicate="enjoys")] == [(first.id, 0.9)]
+
+
 def test_within_a_batch_the_later_functional_fact_supersedes_the_earlier(alice):
     b = alice.propose(F(obj="Globex", valid_from="2025-06-01T00:00:00Z"),
                       F(obj="Acme", valid_from="2024-01-01T00:00:00Z"), apply=True)
