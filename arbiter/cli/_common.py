@@ -130,8 +130,19 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
 
 
+def _fail(line: str):
+    click.echo(f"arbiter: error: {line}", err=True)
+    sys.exit(1)
+
+
 def handle_errors(f):
-    """Turn ArbiterError into one stderr line and exit 1 (tracebacks with ARBITER_DEBUG=1)."""
+    """Turn ArbiterError into one stderr line and exit 1 (tracebacks with ARBITER_DEBUG=1).
+
+    So do the errors of the user's own machine, which are theirs to fix: a
+    file or folder missing or of the wrong kind, a port in use (OSError), an
+    argument or input that is not UTF-8 (Python keeps such bytes as
+    surrogates, which no request can carry).
+    """
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
@@ -141,8 +152,19 @@ def handle_errors(f):
             if os.environ.get("ARBITER_DEBUG"):
                 raise
             where = f" (at {e.path})" if e.path and e.path not in e.message else ""
-            click.echo(f"arbiter: error: {e.message}{where}", err=True)
-            sys.exit(1)
+            _fail(f"{e.message}{where}")
+        except BrokenPipeError:
+            raise  # `arbiter list | head`: click ends quietly
+        except OSError as e:
+            if os.environ.get("ARBITER_DEBUG"):
+                raise
+            _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e))
+        except UnicodeEncodeError as e:
+            if os.environ.get("ARBITER_DEBUG") or "surrogates" not in e.reason:
+                raise
+            bad = e.object[e.start:e.end].encode("utf-8", "surrogateescape")
+            _fail(f"{e.object[max(0, e.start - 20):e.end + 20]!r} is not UTF-8 text (byte {bad.hex(' ')}): "
+                  "arguments and input must be UTF-8")
 
     return wrapper
 
@@ -158,7 +180,7 @@ def command(group, name=None, **kw):
 
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="arbiter")
-@click.option("--home", type=click.Path(path_type=Path), envvar="ARBITER_HOME",
+@click.option("--home", type=click.Path(path_type=Path, file_okay=False), envvar="ARBITER_HOME",
               help="Data folder (env ARBITER_HOME; default ~/.local/share/arbiter).")
 @click.option("--socket", type=click.Path(path_type=Path), envvar="ARBITER_SOCKET",
               help="Daemon socket (env ARBITER_SOCKET; default HOME/arbiter.sock).")

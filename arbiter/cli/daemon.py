@@ -18,7 +18,8 @@ from arbiter.errors import Unavailable
 
 
 @main.command()
-@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--home", type=click.Path(path_type=Path, file_okay=False),
+              help="Data folder (overrides the global option).")
 @click.option("--socket", type=click.Path(path_type=Path), help="Socket path (overrides the global option).")
 @click.option("--db", type=click.Path(path_type=Path), envvar="ARBITER_DB",
               help="Database file (env ARBITER_DB; default HOME/arbiter.db).")
@@ -100,7 +101,8 @@ def _loopback(ctx, param, value):
 
 
 @main.command()
-@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--home", type=click.Path(path_type=Path, file_okay=False),
+              help="Data folder (overrides the global option).")
 @click.option("--timeout", type=click.FloatRange(0), default=30, show_default=True,
               help="Seconds to wait for the daemon to finish its requests and exit.")
 @click.pass_obj
@@ -137,7 +139,8 @@ def stop(settings: Settings, home, timeout):
 
 
 @main.command()
-@click.option("--home", type=click.Path(path_type=Path), help="Data folder (overrides the global option).")
+@click.option("--home", type=click.Path(path_type=Path, file_okay=False),
+              help="Data folder (overrides the global option).")
 @click.option("--tenant", help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
 @click.option("--conversation", type=click.IntRange(1), envvar="ARBITER_CONVERSATION",
               help="Resume this conversation (env ARBITER_CONVERSATION); default: the first write starts one.")

@@ -9,6 +9,7 @@ import click
 
 from arbiter import paths
 from arbiter.cli._common import Settings, _emit, command, main
+from arbiter.errors import InvalidParams
 
 
 @command(main, "export")
@@ -38,6 +39,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
     to_stdout = str(file) == "-"
     if to_stdout and as_json:
         raise click.UsageError("--json prints a summary on stdout: give a FILE to export to")
+    if not to_stdout and not file.parent.is_dir():
+        raise InvalidParams(f"{file.parent} is not a folder", path="file")
     out = sys.stdout.buffer if to_stdout else open(file.with_name(file.name + ".partial"), "wb")
     bar = Progress(None, "export", unit="records", file=sys.stderr) if progress else None
     try:
@@ -95,7 +98,6 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     """
     from arbiter.cli._progress import Progress
     from arbiter.client import Client
-    from arbiter.errors import InvalidParams
     from arbiter.transfer import files, sources
 
     lines = None

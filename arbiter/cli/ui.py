@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from arbiter.cli._common import Settings, handle_errors, main
+from arbiter.errors import Unavailable
 
 
 @main.command()
@@ -30,7 +31,10 @@ def ui(settings: Settings, port, open_browser):
 
     with settings.client() as c:  # fail now, not in the browser, if there is no daemon or token
         me = c.whoami()
-    server = UIServer(settings.client, port=port)
+    try:
+        server = UIServer(settings.client, port=port)
+    except OSError as e:
+        raise Unavailable(f"cannot serve the web view on 127.0.0.1:{port}: {e.strerror or e}") from None
     click.echo(f"arbiter ui: {server.url}  (as {me.user}: it shows what they see; Ctrl-C to stop)")
     if open_browser:
         import webbrowser

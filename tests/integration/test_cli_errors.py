@@ -1,0 +1,64 @@
+"""What the command line says when the world is not as a command expects: one line, exit 1, nothing changed.
+
+Files and folders that are missing or are the wrong kind, a port in use,
+bytes that are not UTF-8: each is the user's to fix, so each is a sentence
+naming it, never a traceback.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+from tests.conftest import isolated_env
+from tests.integration.test_cli import fails, js, ok, one_line_error
+
+
+def test_export_into_a_missing_folder_is_one_line_and_writes_nothing(home, tmp_path):
+    target = tmp_path / "no-such-folder" / "memory.jsonl"
+    said = one_line_error(home, "export", str(target), "--no-progress")
+    assert str(target.parent) in said
+    assert not target.parent.exists()
+
+
+def test_a_home_that_is_a_file_is_a_usage_error_for_clients_and_the_daemon(tmp_path):
+    not_a_folder = tmp_path / "home"
+    not_a_folder.write_text("a file, not a folder\n")
+    for args in (("list",), ("serve",), ("serve", "--home", str(not_a_folder)), ("stop", "--home", str(not_a_folder))):
+        err = fails(not_a_folder, *args, code=2)
+        assert "'--home'" in err and "is a file" in err, err
+    assert not_a_folder.read_text() == "a file, not a folder\n"
+
+
+def test_a_home_that_cannot_be_made_is_one_line(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert str(blocked) in one_line_error(blocked / "home", "serve")
+
+
+def test_load_of_a_missing_file_is_a_usage_error(home, tmp_path):
+    err = fails(home, "load", str(tmp_path / "nope.jsonl"), code=2)
+    assert "does not exist" in err
+
+
+def test_ui_on_a_port_in_use_names_the_port(daemon):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        said = one_line_error(daemon.home, "ui", "--port", str(port))
+    assert f"127.0.0.1:{port}" in said
+
+
+def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_is_written(daemon):
+    before = js(daemon.home, "status")["entries_active"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "arbiter", "remember", "--type", "project", "--title", b"caf\xe9", "--content", "c"],
+        env=isolated_env(daemon.home), capture_output=True, timeout=30,
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "UTF-8" in err
+    assert js(daemon.home, "status")["entries_active"] == before
+
