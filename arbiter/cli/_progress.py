@@ -37,6 +37,7 @@ class Progress:
         self.done = 0
         self.started = time.monotonic()
         self._last = self.started  # plain lines: the first after `every_s`, not at once
+        self._shown = False
 
     def __enter__(self) -> "Progress":
         return self
@@ -68,6 +69,7 @@ class Progress:
                 self._last = now
         elif now - self._last >= self.every_s:
             click.echo(self.line(), file=self.file)
+            self._shown = True
             self._last = now
 
     def _draw(self) -> None:
@@ -77,8 +79,11 @@ class Progress:
             filled = int(width * min(self.done, self.total) / self.total)
             bar = "[" + "#" * filled + "-" * (width - filled) + "]  "
         click.echo("\r" + bar + self.line() + "\x1b[K", file=self.file, nl=False)
+        self._shown = True
 
     def finish(self) -> None:
+        if not self.done and not self._shown:
+            return  # nothing happened (no daemon, a bad first line): the error alone says why
         if self.interactive:
             self._draw()
             click.echo(file=self.file)

@@ -143,6 +143,10 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
         if bar:
             bar.finish()
     issue_tokens(done)
+    if not done:  # a header and nothing after it: say so, rather than print nothing
+        _emit({} if everything else {settings.tenant: files.ImportSummary()}, as_json,
+              lambda _: click.echo(f"nothing to import: {file} holds no records"))
+        return
 
     def human(done):
         for tenant, s in done.items():

@@ -62,3 +62,24 @@ def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_is_written(dae
     assert "UTF-8" in err
     assert js(daemon.home, "status")["entries_active"] == before
 
+
+def test_commands_with_progress_fail_in_one_line_without_a_daemon(daemon, tmp_path):
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"type": "learning", "title": "Tabs", "content": "Use tabs in Go"}\n')
+    exported = tmp_path / "memory.jsonl"
+    js(daemon.home, "remember", "--type", "learning", "--title", "Spaces", "--content", "Use spaces in Python")
+    js(daemon.home, "export", str(exported))
+    daemon.stop()
+    for args in (("export", str(tmp_path / "again.jsonl")), ("import", str(exported)), ("load", str(notes))):
+        assert "arbiter serve" in one_line_error(daemon.home, *args), args
+    assert not (tmp_path / "again.jsonl").exists()
+
+
+def test_importing_a_file_with_no_records_says_so(daemon, tmp_path):
+    header_only = tmp_path / "empty.jsonl"
+    ok(daemon.home, "export", str(header_only), "--no-progress")
+    assert ok(daemon.home, "import", str(header_only)).strip() == f"nothing to import: {header_only} holds no records"
+    assert js(daemon.home, "import", str(header_only))["default"]["entries"] == 0
+    blank = tmp_path / "memory.jsonl"
+    blank.write_text("\n")
+    assert "nothing to import" in ok(daemon.home, "import", "--from", "mcp-memory", str(blank))
