@@ -43,7 +43,13 @@ def entities_(settings, as_json, query, etype, limit):
 
 @main.group()
 def entity():
-    """Inspect and curate one entity: show, merge, rename, relate."""
+    """Inspect and curate one entity: show, merge, rename, relate.
+
+    \b
+    Example:
+      arbiter entity show PostgreSQL
+      arbiter entity merge PostgreSQL Postgres
+    """
 
 
 @command(entity, "show")
@@ -102,9 +108,9 @@ def rename(settings, as_json, name, new_name):
     _emit(e, as_json, lambda e: click.echo(entity_line(e)))
 
 
-@command(entity, "relate")
+@command(entity, "relate", epilog="RELATION is one of: " + ", ".join(ENTITY_RELATIONS) + ".")
 @click.argument("source")
-@click.argument("relation", type=click.Choice(ENTITY_RELATIONS))
+@click.argument("relation", type=click.Choice(ENTITY_RELATIONS), metavar="RELATION")
 @click.argument("target")
 @click.option("--weight", type=click.FloatRange(0, 100, min_open=True), default=1.0, show_default=True,
               help="Added to the relation's weight if it exists.")

@@ -12,7 +12,7 @@ from arbiter import paths
 from arbiter.cli._common import (
     _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main,
 )
-from arbiter.model import RECALL_STAGES, RelationQualifier
+from arbiter.model import RECALL_STAGES, RELATION_TYPES, RelationQualifier
 
 
 @command(main)
@@ -169,7 +169,14 @@ def update(settings, as_json, entry_id, etype, title, content, tags, source, spe
 @command(main)
 @click.argument("entry_id", type=int)
 def forget(settings, as_json, entry_id):
-    """Retire an entry (it stays readable with --as-of). Safe to repeat."""
+    """Retire an entry (it stays readable with --as-of; `arbiter restore` undoes it). Safe to repeat.
+
+    Your replies under it are retired with it, never a teammate's.
+
+    \b
+    Example:
+      arbiter forget 12
+    """
     with settings.client() as c:
         done = c.forget(entry_id)
     _emit(
@@ -198,7 +205,14 @@ def restore(settings, as_json, entry_id):
 @command(main)
 @click.argument("entry_id", type=int)
 def purge(settings, as_json, entry_id):
-    """Delete an entry for good: its row, relations and index rows."""
+    """Delete an entry for good: its row, its history, relations and index rows (cannot be undone).
+
+    To retire an entry and keep it readable with --as-of, use `arbiter forget`.
+
+    \b
+    Example:
+      arbiter purge 12
+    """
     with settings.client() as c:
         c.purge(entry_id)
     _emit({"id": entry_id, "purged": True}, as_json, lambda _: click.echo(f"#{entry_id} purged"))
@@ -209,9 +223,12 @@ def _relation_line(r) -> str:
     return f"{r.source_id} {r.relation}{qualified} {r.target_id}  (relation {r.id})"
 
 
-@command(main)
+_RELATION_LIST = "RELATION is one of: " + ", ".join(RELATION_TYPES) + "."
+
+
+@command(main, epilog=_RELATION_LIST)
 @click.argument("source", type=int)
-@click.argument("relation", type=_RELATIONS)
+@click.argument("relation", type=_RELATIONS, metavar="RELATION")
 @click.argument("target", type=int)
 @click.option("--qualifier", type=click.Choice(get_args(RelationQualifier)),
               help="Only with causes: enables (an enabling condition) or prevents (a preventing factor).")
@@ -232,12 +249,17 @@ def link(settings, as_json, source, relation, target, qualifier):
     _emit(r, as_json, lambda r: click.echo(_relation_line(r)))
 
 
-@command(main)
+@command(main, epilog=_RELATION_LIST)
 @click.argument("source", type=int)
-@click.argument("relation", type=_RELATIONS)
+@click.argument("relation", type=_RELATIONS, metavar="RELATION")
 @click.argument("target", type=int)
 def unlink(settings, as_json, source, relation, target):
-    """Remove a relation (a retired target stays retired)."""
+    """Remove a relation (a retired target stays retired: `arbiter restore` it).
+
+    \b
+    Example:
+      arbiter unlink 7 supersedes 3 && arbiter restore 3
+    """
     with settings.client() as c:
         c.unlink(source, relation, target)
     _emit({"removed": True}, as_json, lambda _: click.echo(f"unlinked {source} {relation} {target}"))
@@ -372,7 +394,12 @@ def expand(settings, as_json, entry_id, depth, as_of, known_at):
 @command(main)
 @click.argument("entry_id", type=int)
 def density(settings, as_json, entry_id):
-    """How connected an entry is: degrees, relation labels, 2-hop reach."""
+    """How connected an entry is: degrees, relation labels, 2-hop reach.
+
+    \b
+    Example:
+      arbiter density 7
+    """
     with settings.client() as c:
         d = c.density(entry_id)
     _emit(d, as_json, lambda d: click.echo(
@@ -382,7 +409,13 @@ def density(settings, as_json, entry_id):
 
 @command(main)
 def status(settings, as_json):
-    """What the daemon holds for this tenant."""
+    """What the daemon holds for this tenant: who you are, counts, last write and maintenance.
+
+    \b
+    Example:
+      arbiter status
+      arbiter status --json | jq .entries_active
+    """
     with settings.client() as c:
         s = c.status()
     def human(s):
@@ -398,13 +431,25 @@ def status(settings, as_json):
 
 @main.group()
 def conversation():
-    """Conversations scope recall: their entries are searched first."""
+    """Conversations scope recall: their entries are searched first.
+
+    \b
+    Example:
+      arbiter conversation add "Release planning"      # prints its id, say 4
+      arbiter remember --type project --title "Freeze" --content "From Dec 1" --conversation 4
+      arbiter recall "freeze" --conversation 4
+    """
 
 
 @command(conversation, "add")
 @click.argument("title")
 def conversation_add(settings, as_json, title):
-    """Create a conversation and print its id."""
+    """Create a conversation and print its id.
+
+    \b
+    Example:
+      arbiter conversation add "Release planning"
+    """
     with settings.client() as c:
         conv = c.conversation_create(title)
     _emit(conv, as_json, lambda conv: click.echo(f"conversation {conv.id}  {conv.title}"))
@@ -412,7 +457,12 @@ def conversation_add(settings, as_json, title):
 
 @command(conversation, "list")
 def conversation_list(settings, as_json):
-    """Conversations, newest first."""
+    """Conversations, newest first.
+
+    \b
+    Example:
+      arbiter conversation list
+    """
     with settings.client() as c:
         convs = c.conversation_list()
     _emit(convs, as_json, lambda cs: [click.echo(f"{x.id}  {x.title}  ({_date(x.created_at)})") for x in cs])
@@ -420,13 +470,24 @@ def conversation_list(settings, as_json):
 
 @main.group()
 def tenant():
-    """Tenants: separate memories behind separate tokens (admin)."""
+    """Tenants: separate memories behind separate tokens (admin).
+
+    \b
+    Example:
+      arbiter tenant add acme
+      arbiter --tenant acme remember --type project --title "Kickoff" --content "Monday 10:00"
+    """
 
 
 @command(tenant, "add")
 @click.argument("name")
 def tenant_add(settings, as_json, name):
-    """Create a tenant; print its token once and save it under HOME/tenants/NAME.token."""
+    """Create a tenant; print its token once and save it under HOME/tenants/NAME.token.
+
+    \b
+    Example:
+      arbiter tenant add acme
+    """
     with settings.client(admin=True) as c:
         created = c.tenant_create(name)
     path = paths.token_path(settings.home, name)
@@ -436,7 +497,12 @@ def tenant_add(settings, as_json, name):
 
 @command(tenant, "list")
 def tenant_list(settings, as_json):
-    """All tenants."""
+    """All tenants, oldest first (needs the admin token).
+
+    \b
+    Example:
+      arbiter tenant list
+    """
     with settings.client(admin=True) as c:
         ts = c.tenant_list().tenants
     _emit(ts, as_json, lambda ts: [click.echo(f"{t.name}  ({_date(t.created_at)})") for t in ts])

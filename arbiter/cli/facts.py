@@ -43,7 +43,13 @@ def _show_facts(items) -> None:
 
 @main.group()
 def fact():
-    """Propose facts, extract them from entries, and read a fact's lineage."""
+    """Propose facts, extract them from entries, and read a fact's lineage.
+
+    \b
+    Example:
+      arbiter fact propose --subject user --predicate works_at --object "Acme Corp" --source 12 --apply
+      arbiter fact history 3
+    """
 
 
 @command(fact, "propose")
@@ -162,7 +168,13 @@ def facts_cmd(settings, as_json, subject, predicate, status, as_of, known_at, li
 
 @main.group()
 def batch():
-    """Audit and decide patch batches: list, show, evaluate, apply, reject."""
+    """Audit and decide patch batches: list, show, evaluate, apply, reject.
+
+    \b
+    Example:
+      arbiter batch list --status proposed
+      arbiter batch show 4 && arbiter batch apply 4
+    """
 
 
 @command(batch, "list")
@@ -189,14 +201,13 @@ def batch_list(settings, as_json, status, limit):
 
 
 def _batch_command(name: str, method: str, doc: str):
-    @command(batch, name)
+    @command(batch, name, help=doc)  # click reads the help when the command is made: a later __doc__ is unseen
     @click.argument("batch_id", type=int)
     def run(settings, as_json, batch_id):
         with settings.client() as c:
             b = getattr(c, method)(batch_id)
         _emit(b, as_json, _show_batch)
 
-    run.__doc__ = doc
     return run
 
 

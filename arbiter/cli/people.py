@@ -28,7 +28,13 @@ def user():
 @command(user, "add")
 @click.argument("name")
 def user_add(settings, as_json, name):
-    """Add a user (first user only); print the token once and save it (0600) under HOME/tenants/TENANT/NAME.token."""
+    """Add a user (first user only); print the token once and save it (0600) under HOME/tenants/TENANT/NAME.token.
+
+    \b
+    Example:
+      arbiter user add bob
+      arbiter --user bob whoami
+    """
     with settings.client() as c:
         created = c.user_add(name)
     path = paths.user_token_path(settings.home, settings.tenant, name)
@@ -38,7 +44,12 @@ def user_add(settings, as_json, name):
 
 @command(user, "list")
 def user_list(settings, as_json):
-    """The tenant's users and their teams."""
+    """The tenant's users and their teams.
+
+    \b
+    Example:
+      arbiter user list
+    """
     with settings.client() as c:
         found = c.user_list()
     _emit(found, as_json, lambda r: [
@@ -50,7 +61,12 @@ def user_list(settings, as_json):
 @command(user, "rotate")
 @click.argument("name")
 def user_rotate(settings, as_json, name):
-    """A new token for NAME (yourself, or anyone as the first user); the old one stops working at once."""
+    """A new token for NAME (yourself, or anyone as the first user); the old one stops working at once.
+
+    \b
+    Example:
+      arbiter user rotate bob
+    """
     with settings.client() as c:
         created = c.user_rotate(name)
     path = paths.user_token_path(settings.home, settings.tenant, name)
@@ -78,7 +94,12 @@ def _membership(m) -> None:
 @command(team, "add")
 @click.argument("name")
 def team_add(settings, as_json, name):
-    """Create a team; you become its first member."""
+    """Create a team; you become its first member.
+
+    \b
+    Example:
+      arbiter --user alice team add core
+    """
     with settings.client() as c:
         m = c.team_add(name)
     _emit(m, as_json, _membership)
@@ -88,7 +109,12 @@ def team_add(settings, as_json, name):
 @click.argument("team_name", metavar="TEAM")
 @click.argument("user_name", metavar="USER")
 def team_join(settings, as_json, team_name, user_name):
-    """Add USER to TEAM (a member, or the first user, does this); joining twice changes nothing."""
+    """Add USER to TEAM (a member, or the first user, does this); joining twice changes nothing.
+
+    \b
+    Example:
+      arbiter --user alice team join core bob
+    """
     with settings.client() as c:
         m = c.team_join(team_name, user_name)
     _emit(m, as_json, _membership)
@@ -98,7 +124,12 @@ def team_join(settings, as_json, team_name, user_name):
 @click.argument("team_name", metavar="TEAM")
 @click.argument("user_name", metavar="USER")
 def team_leave(settings, as_json, team_name, user_name):
-    """Take USER out of TEAM: at once they stop seeing what it shares (except what they wrote)."""
+    """Take USER out of TEAM: at once they stop seeing what it shares (except what they wrote).
+
+    \b
+    Example:
+      arbiter --user alice team leave core bob
+    """
     with settings.client() as c:
         m = c.team_leave(team_name, user_name)
     _emit(m, as_json, _membership)
@@ -106,7 +137,12 @@ def team_leave(settings, as_json, team_name, user_name):
 
 @command(team, "list")
 def team_list(settings, as_json):
-    """The tenant's teams and their members."""
+    """The tenant's teams and their members.
+
+    \b
+    Example:
+      arbiter team list
+    """
     with settings.client() as c:
         found = c.team_list()
     _emit(found, as_json, lambda r: [
@@ -137,7 +173,12 @@ def share(settings, as_json, entry_id, team_name):
 @command(main, "unshare")
 @click.argument("entry_id", metavar="ID", type=int)
 def unshare(settings, as_json, entry_id):
-    """Make the thread rooted at ID private again: each entry goes back to its own author alone."""
+    """Make the thread rooted at ID private again: each entry goes back to its own author alone.
+
+    \b
+    Example:
+      arbiter unshare 42
+    """
     with settings.client() as c:
         s = c.unshare(entry_id)
     _emit(s, as_json, _shared)
@@ -145,7 +186,12 @@ def unshare(settings, as_json, entry_id):
 
 @command(main, "whoami")
 def whoami(settings, as_json):
-    """Who this token is: tenant, user and teams."""
+    """Who this token is: tenant, user and teams.
+
+    \b
+    Example:
+      arbiter --user bob whoami
+    """
     with settings.client() as c:
         w = c.whoami()
     _emit(w, as_json, lambda w: click.echo(

@@ -1,0 +1,36 @@
+"""Every command's --help answers a user's first questions: what it does, and an example to copy."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from arbiter.cli import main
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()):
+    for name, cmd in sorted(group.commands.items()):
+        yield path + (name,), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, path + (name,))
+
+
+COMMANDS = [path for path, _ in _commands(main)]
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_every_command_says_what_it_does_with_an_example(path):
+    out = CliRunner().invoke(main, [*path, "--help"], terminal_width=80)
+    assert out.exit_code == 0, out.output
+    usage, _, rest = out.output.partition("\n\n")
+    assert rest.split("Options:")[0].strip(), f"{' '.join(path)} --help says nothing about what it does"
+    assert "Example" in out.output, f"{' '.join(path)} --help has no example"
+
+
+@pytest.mark.parametrize("path", [("link",), ("unlink",), ("entity", "relate")], ids=" ".join)
+def test_a_relation_argument_reads_as_one_word_in_usage(path):
+    """The usage line names the argument; the choices are listed below it, not broken across lines."""
+    out = CliRunner().invoke(main, [*path, "--help"], terminal_width=80).output
+    assert out.splitlines()[0].endswith("SOURCE RELATION TARGET"), out
+    assert "supersedes" in out or "depends_on" in out
