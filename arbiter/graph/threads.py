@@ -119,7 +119,10 @@ def thread(
     """The thread through `entry_id`: its root (whatever its state) and the visible replies, oldest first.
 
     With `known_at`, as recorded then: the texts of that time, and no reply written later.
+    With `as_of`, `entry_id` must have held then (as `get` asks), else NotFound saying when it did.
     """
+    if as_of is not None:
+        entries.get(conn, v, entry_id, as_of=as_of, known_at=known_at)
     root_id = root_of(conn, v, entry_id, known_at=known_at)
     depth = descendants(conn, v, root_id)
     (root,) = entries.get_any(conn, v, [root_id], known_at=known_at)

@@ -1,0 +1,21 @@
+"""Reads from the command line at a time the entry did not hold: the same one-line answer as `get`."""
+
+from __future__ import annotations
+
+from tests.integration.test_cli import js, ok, one_line_error
+
+BEFORE = "2000-01-01T00:00:00Z"
+
+
+def test_thread_as_of_before_the_entry_says_when_it_held_as_get_does(daemon):
+    h = daemon.home
+    root = js(h, "remember", "--type", "project", "--title", "Deploy", "--content", "to staging first")
+    reply = js(h, "reply", str(root["id"]), "--content", "staging is green")
+    said = one_line_error(h, "thread", str(reply["id"]), "--as-of", BEFORE)
+    assert said == one_line_error(h, "get", str(reply["id"]), "--as-of", BEFORE)
+    assert "not found at" in said and reply["valid_from"] in said
+    assert "not found at" in one_line_error(h, "thread", str(root["id"]), "--as-of", BEFORE)
+    now = js(h, "thread", str(reply["id"]), "--as-of", reply["valid_from"])
+    assert (now["root"]["id"], [r["id"] for r in now["replies"]]) == (root["id"], [reply["id"]])
+    assert ok(h, "thread", str(reply["id"])).splitlines()[1].strip().startswith(f"#{reply['id']}")
+
