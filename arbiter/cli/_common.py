@@ -123,7 +123,7 @@ def _show_list(items) -> None:
     for e in items:
         click.echo(entry_line(e))
     if not items:
-        click.echo("(nothing)", err=True)
+        click.echo("(no entries)", err=True)
 
 
 def json_option(f):

@@ -423,7 +423,13 @@ def status(settings, as_json):
 
         for k, v in msgspec.structs.asdict(s).items():
             if k == "last_maintenance":
-                v = maintenance_line(v) if v is not None else None
+                v = maintenance_line(v) if v is not None else "none"
+            elif isinstance(v, list):
+                v = ", ".join(v) or "none"
+            elif isinstance(v, float):
+                v = f"{v:.3f}"
+            elif v is None:
+                v = "none"
             click.echo(f"{k}: {v}")
 
     _emit(s, as_json, human)
@@ -465,7 +471,8 @@ def conversation_list(settings, as_json):
     """
     with settings.client() as c:
         convs = c.conversation_list()
-    _emit(convs, as_json, lambda cs: [click.echo(f"{x.id}  {x.title}  ({_date(x.created_at)})") for x in cs])
+    _emit(convs, as_json, lambda cs: [click.echo(f"{x.id}  {x.title}  ({_date(x.created_at)})") for x in cs]
+          or click.echo("(no conversations)", err=True))
 
 
 @main.group()

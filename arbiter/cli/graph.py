@@ -73,7 +73,8 @@ def threads(settings, as_json, limit):
 
     def human(ts):
         for t in ts:
-            click.echo(f"{entry_line(t.root)}  {t.replies} replies, last {_date(t.last_activity)} (#{t.last_reply.id})")
+            replies = f"{t.replies} repl{'y' if t.replies == 1 else 'ies'}"
+            click.echo(f"{entry_line(t.root)}  {replies}, last {_date(t.last_activity)} (#{t.last_reply.id})")
         if not ts:
             click.echo("(no open threads)", err=True)
 
@@ -155,6 +156,8 @@ def tags(settings, as_json, tag, limit):
             click.echo(f"{t.count:>6}  {t.tag}")
         for p in co.pairs:
             click.echo(f"{p.count:>6}  {p.a} + {p.b}")
+        if not co.tags and not co.pairs:
+            click.echo("(no tags)", err=True)
 
     _emit(co, as_json, human)
 

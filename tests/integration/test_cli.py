@@ -273,7 +273,7 @@ def test_open_threads_list_without_crashing(daemon):
     root = js(h, "remember", "--type", "project", "--title", "Deploy runbook", "--content", "Step one")
     js(h, "reply", str(root["id"]), "--content", "Looks good")
     out = ok(h, "threads").splitlines()
-    assert out[0].startswith(f"#{root['id']}  [project]  Deploy runbook  (") and "1 replies" in out[0]
+    assert out[0].startswith(f"#{root['id']}  [project]  Deploy runbook  (") and "1 reply," in out[0]
 
 
 def test_list_pages_past_a_thousand_and_unknown_conversations_are_not_found(daemon):

@@ -19,3 +19,21 @@ def test_thread_as_of_before_the_entry_says_when_it_held_as_get_does(daemon):
     assert (now["root"]["id"], [r["id"] for r in now["replies"]]) == (root["id"], [reply["id"]])
     assert ok(h, "thread", str(reply["id"])).splitlines()[1].strip().startswith(f"#{reply['id']}")
 
+
+def test_status_and_threads_read_as_words(daemon):
+    h = daemon.home
+    text = ok(h, "status")
+    assert "None" not in text and "[]" not in text
+    assert "teams: none" in text.splitlines() and "last_maintenance: none" in text.splitlines()
+    root = js(h, "remember", "--type", "project", "--title", "Rollout", "--content", "canary at 5%")
+    js(h, "reply", str(root["id"]), "--content", "canary is healthy")
+    assert "  1 reply, last " in ok(h, "threads")
+
+
+def test_an_empty_list_says_so_on_stderr_and_prints_nothing(daemon):
+    from tests.integration.test_cli import arbiter
+
+    for args, words in ((("list",), "(no entries)"), (("conversation", "list"), "(no conversations)"),
+                        (("tags",), "(no tags)"), (("threads",), "(no open threads)")):
+        proc = arbiter(daemon.home, *args)
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (0, "", words), args
