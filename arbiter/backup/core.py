@@ -170,8 +170,8 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise Unavailable(
-                f"a daemon is serving {socket_path}; stop it before restoring (arbiter restore never "
-                "replaces a database in use)"
+                f"a daemon is serving {socket_path}; stop it before restoring (`arbiter stop`; "
+                "`arbiter backup restore` never replaces a database in use)"
             ) from None
         staged = db_path.with_name(db_path.name + ".restoring")
         for suffix in ("", "-wal", "-shm", "-journal"):

@@ -17,7 +17,8 @@ import msgspec
 
 from arbiter import __version__, paths
 from arbiter.errors import ArbiterError, Unauthorized, Unavailable
-from arbiter.model import ENTRY_TYPES, RELATION_TYPES
+from arbiter.model import ENTRY_TYPES, RELATION_TYPES, Name
+from arbiter.validation import describe
 
 EXAMPLES = """
 \b
@@ -126,6 +127,16 @@ def _show_list(items) -> None:
         click.echo("(no entries)", err=True)
 
 
+def _name(ctx, param, value: str | None) -> str | None:
+    """A tenant or user name as the daemon takes one: checked before it becomes part of a token file's path."""
+    if value is None:
+        return None
+    try:
+        return msgspec.convert(value, Name)
+    except msgspec.ValidationError as e:
+        raise click.BadParameter(describe(e)[0]) from None
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
 
@@ -184,9 +195,9 @@ def command(group, name=None, **kw):
               help="Data folder (env ARBITER_HOME; default ~/.local/share/arbiter).")
 @click.option("--socket", type=click.Path(path_type=Path), envvar="ARBITER_SOCKET",
               help="Daemon socket (env ARBITER_SOCKET; default HOME/arbiter.sock).")
-@click.option("--tenant", default=paths.DEFAULT_TENANT, envvar="ARBITER_TENANT", show_default=True,
+@click.option("--tenant", default=paths.DEFAULT_TENANT, envvar="ARBITER_TENANT", show_default=True, callback=_name,
               help="Tenant whose token to use (env ARBITER_TENANT).")
-@click.option("--user", envvar="ARBITER_USER",
+@click.option("--user", envvar="ARBITER_USER", callback=_name,
               help="Act as this user of the tenant, with the token `arbiter user add` saved "
                    "(env ARBITER_USER; default the tenant's first user, who holds the tenant token).")
 @click.pass_context

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from arbiter.cli._common import _emit, command, main
 from arbiter.model import AssociationKind
@@ -30,6 +31,9 @@ def associations(settings, as_json, entry_id, kind, limit, rebuild):
     """
     if rebuild == (entry_id is not None):
         raise click.UsageError("give ENTRY_ID, or --rebuild alone")
+    given = click.get_current_context().get_parameter_source
+    if rebuild and (kind is not None or given("limit") is not ParameterSource.DEFAULT):
+        raise click.UsageError("--kind and --limit read ENTRY_ID's associations: not with --rebuild")
     with settings.client() as c:
         if rebuild:
             done = c.associations_rebuild()

@@ -12,7 +12,7 @@ import click
 from arbiter import paths
 from arbiter._lock import lock_owner
 from arbiter.cli._common import (
-    Settings, handle_errors, main,
+    Settings, _name, handle_errors, main,
 )
 from arbiter.errors import Unavailable
 
@@ -141,12 +141,12 @@ def stop(settings: Settings, home, timeout):
 @main.command()
 @click.option("--home", type=click.Path(path_type=Path, file_okay=False),
               help="Data folder (overrides the global option).")
-@click.option("--tenant", help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
+@click.option("--tenant", callback=_name, help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
 @click.option("--conversation", type=click.IntRange(1), envvar="ARBITER_CONVERSATION",
               help="Resume this conversation (env ARBITER_CONVERSATION); default: the first write starts one.")
 @click.option("--http", "http", metavar="HOST:PORT", callback=_loopback,
               help="Serve streamable HTTP on this loopback address instead of stdio (bearer token required).")
-@click.option("--user", help="Act as this user of the tenant (overrides the global --user / ARBITER_USER).")
+@click.option("--user", callback=_name, help="Act as this user of the tenant (overrides the global --user / ARBITER_USER).")
 @click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
               help="Act as whoever this token file's token names (instead of --tenant/--user).")
 @click.pass_obj

@@ -158,6 +158,8 @@ def update(settings, as_json, entry_id, etype, title, content, tags, source, spe
       arbiter update 12 --content "Deploys freeze on Fridays"
       arbiter update 40 --speaker Melanie
     """
+    if (etype, title, content, tags, source, speaker) == (None, None, None, (), None, None):
+        raise click.UsageError("nothing to update: give --title, --content, --tag, --type, --source or --speaker")
     if content == "-":
         content = sys.stdin.read()
     with settings.client() as c:

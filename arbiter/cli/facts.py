@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 
 import click
+from click.core import ParameterSource
 
 from arbiter.cli._common import _date, _emit, command, main
 from arbiter.errors import InvalidParams
 
 _STATUSES = click.Choice(["candidate", "active", "rejected"])
 _BATCH_STATUSES = click.Choice(["proposed", "evaluated", "applied", "rejected"])
+#: `fact propose`'s parameters that describe the one fact given on the command line, and their flags.
+_ONE_FACT = {"subject": "--subject", "predicate": "--predicate", "obj": "--object", "confidence": "--confidence",
+             "valid_from": "--valid-from", "sources": "--source", "aspects": "--aspect"}
 
 
 def fact_line(f) -> str:
@@ -76,8 +80,10 @@ def propose(settings, as_json, subject, predicate, obj, confidence, valid_from, 
       arbiter fact propose --subject "release" --predicate due_on --object 2026-12-01 --team core --apply
     """
     if path is not None:
-        if (subject, predicate, obj) != (None, None, None):
-            raise click.UsageError("give either --file or --subject/--predicate/--object, not both")
+        given = click.get_current_context().get_parameter_source
+        one_fact = [flag for name, flag in _ONE_FACT.items() if given(name) is not ParameterSource.DEFAULT]
+        if one_fact:
+            raise click.UsageError(f"{', '.join(one_fact)} describe one fact: with --file, each line carries its own")
         facts = []
         for n, line in enumerate(path, 1):
             if line.strip():

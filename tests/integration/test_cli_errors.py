@@ -83,3 +83,32 @@ def test_importing_a_file_with_no_records_says_so(daemon, tmp_path):
     blank = tmp_path / "memory.jsonl"
     blank.write_text("\n")
     assert "nothing to import" in ok(daemon.home, "import", "--from", "mcp-memory", str(blank))
+
+
+def test_tenant_and_user_are_names_before_they_become_a_token_path(home):
+    for args in (("--user", "../../admin"), ("--tenant", "a/b")):
+        err = fails(home, *args, "list", code=2)
+        assert "a name is letters, digits" in err, (args, err)
+    assert "'--tenant': must not be empty" in fails(home, "--tenant", "", "list", code=2)
+    err = fails(home, "list", code=2, env={"ARBITER_USER": "../x"})
+    assert "a name is letters, digits" in err
+
+
+def test_flags_that_would_be_dropped_are_refused(home, tmp_path):
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text('{"subject": "user", "predicate": "works_at", "object": "Acme"}\n')
+    err = fails(home, "fact", "propose", "--file", str(facts), "--confidence", "0.3", "--source", "4", code=2)
+    assert "--confidence, --source describe one fact" in err
+    err = fails(home, "associations", "--rebuild", "--kind", "entity", code=2)
+    assert "not with --rebuild" in err
+
+
+def test_backup_restore_under_a_running_daemon_names_itself(daemon, tmp_path):
+    copy = tmp_path / "copy.db"
+    ok(daemon.home, "backup", "create", str(copy))
+    said = one_line_error(daemon.home, "backup", "restore", str(copy))
+    assert "arbiter stop" in said and "`arbiter backup restore` never replaces" in said
+
+
+def test_update_with_nothing_to_change_is_a_usage_error(home):
+    assert "nothing to update" in fails(home, "update", "12", code=2)

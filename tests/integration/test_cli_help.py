@@ -23,7 +23,7 @@ COMMANDS = [path for path, _ in _commands(main)]
 def test_every_command_says_what_it_does_with_an_example(path):
     out = CliRunner().invoke(main, [*path, "--help"], terminal_width=80)
     assert out.exit_code == 0, out.output
-    usage, _, rest = out.output.partition("\n\n")
+    _, _, rest = out.output.partition("\n\n")
     assert rest.split("Options:")[0].strip(), f"{' '.join(path)} --help says nothing about what it does"
     assert "Example" in out.output, f"{' '.join(path)} --help has no example"
 
