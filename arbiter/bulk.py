@@ -58,6 +58,14 @@ def _parse(line: bytes) -> RememberParams:
     return p
 
 
+def _resume(acked: int, *, fix: bool = False) -> str:
+    """What is written and how to go on, for a load stopped after `acked` lines."""
+    then = "fix it and " if fix else ""
+    if acked == 0:
+        return f"nothing is written: {then}load the file again"
+    return f"lines 1-{acked} are written, {then}resume with --skip {acked}"
+
+
 def load(
     client: Client,
     lines: Iterable[bytes],
@@ -86,8 +94,8 @@ def load(
                 ids = client.call("remember_many", msgspec.Raw(b'{"entries":[' + b",".join(batch) + b"]}"), dict)["ids"]
             except ArbiterError as e:
                 raise LoadStopped(
-                    f"the batch of lines {acked + 1}-{through} was refused: {e.message}; lines 1-{acked} are "
-                    f"written, resume with --skip {acked}", path=e.path, lines_written=acked,
+                    f"the batch of lines {acked + 1}-{through} was refused: {e.message}; {_resume(acked)}",
+                    path=e.path, lines_written=acked,
                 ) from None
             first_id = first_id or ids[0]
             last_id = ids[-1]
@@ -108,7 +116,7 @@ def load(
         except ValueError as e:
             flush(number - 1)
             raise LoadStopped(
-                f"line {number}: {e}; lines 1-{acked} are written, fix it and resume with --skip {acked}",
+                f"line {number}: {e}; {_resume(acked, fix=True)}",
                 path=f"line {number}", lines_written=acked,
             ) from None
         encoded = line.strip()

@@ -112,3 +112,9 @@ def test_backup_restore_under_a_running_daemon_names_itself(daemon, tmp_path):
 
 def test_update_with_nothing_to_change_is_a_usage_error(home):
     assert "nothing to update" in fails(home, "update", "12", code=2)
+
+
+def test_a_load_stopped_at_its_first_line_says_nothing_is_written(daemon):
+    line = '{"type": "user", "title": "t", "content": "c", "bogus": 1}\n'
+    said = one_line_error(daemon.home, "load", "-", "--no-progress", input=line)
+    assert said.endswith("nothing is written: fix it and load the file again") and "1-0" not in said
