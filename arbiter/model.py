@@ -6,6 +6,7 @@ store. New fields get defaults; existing field types never change.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 
@@ -64,13 +65,23 @@ def _check_bytes(field: str, value: str | None, limit: int, *, required: bool = 
         raise ValueError(f"{field}: {size} bytes is over the limit of {limit}")
 
 
+_ONE_LINE = re.compile(ONE_LINE)
+
+
+def _check_source(value: str | None) -> None:
+    """A source shows on a line of its own (`source: standup` in `get`), so it may not break one."""
+    _check_bytes("source", value, SOURCE_MAX_BYTES)
+    if value is not None and not _ONE_LINE.match(value):
+        raise ValueError("source: a source is one line, without newlines or control characters")
+
+
 class TextParams(Params):
     """Params carrying an entry's text: title, content and source limits, in UTF-8 bytes."""
 
     def __post_init__(self) -> None:
         _check_bytes("title", getattr(self, "title", None), TITLE_MAX_BYTES, required=True)
         _check_bytes("content", getattr(self, "content", None), CONTENT_MAX_BYTES, required=True)
-        _check_bytes("source", getattr(self, "source", None), SOURCE_MAX_BYTES)
+        _check_source(getattr(self, "source", None))
 
 
 class Empty(Params):

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from arbiter import __version__
+from arbiter import __version__, validation
 from arbiter._time import format_time, now_us, parse_time
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
@@ -192,9 +192,10 @@ def _fresh() -> dict[str, set]:
 
 
 def _words(e: Exception) -> str:
-    text = str(e)
-    message, sep, where = text.rpartition(" - at `$.")
-    return f"{message} (at {where.rstrip('`')})" if sep else text
+    if isinstance(e, msgspec.ValidationError):  # the words remember would use ("a title is one line, ...")
+        words, path = validation.describe(e)
+        return f"{path}: {words}" if path and not words.startswith(f"{path}:") else words
+    return str(e)
 
 
 def _check_header(line: bytes) -> Header:

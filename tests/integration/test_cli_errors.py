@@ -7,6 +7,7 @@ naming it, never a traceback.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -118,3 +119,22 @@ def test_a_load_stopped_at_its_first_line_says_nothing_is_written(daemon):
     line = '{"type": "user", "title": "t", "content": "c", "bogus": 1}\n'
     said = one_line_error(daemon.home, "load", "-", "--no-progress", input=line)
     assert said.endswith("nothing is written: fix it and load the file again") and "1-0" not in said
+
+
+def test_a_source_and_an_imported_title_are_one_line_as_remember_asks_of_a_title(daemon, tmp_path):
+    h = daemon.home
+    for source in ("standup\nnotes", "red \x1b[31m"):
+        said = one_line_error(h, "remember", "--type", "project", "--title", "Ship", "--content", "c", "--source", source)
+        assert said.startswith("arbiter: error: source: a source is one line"), said
+    e = js(h, "remember", "--type", "project", "--title", "Ship", "--content", "Friday", "--source", "standup")
+    assert "source" in one_line_error(h, "update", str(e["id"]), "--source", "x\ny")
+    exported = tmp_path / "memory.jsonl"
+    ok(h, "export", str(exported), "--no-progress")
+    ok(h, "purge", str(e["id"]))
+    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    for field, value in (("title", "two\nlines"), ("title", "red \x1b[31m"), ("source", "a\nb")):
+        bad = [{**r, field: value} if r["kind"] == "entry" else r for r in records]
+        exported.write_text("".join(json.dumps(r) + "\n" for r in bad))
+        said = one_line_error(h, "import", str(exported), "--no-progress")
+        assert field in said and "one line" in said, said
+        assert js(h, "list") == [] and js(h, "status")["entries_retired"] == 0
