@@ -28,19 +28,19 @@ Time = int | float | str
 Id = Annotated[int, Meta(ge=1, le=2**63 - 1)]
 Tag = Annotated[str, Meta(
     min_length=1, max_length=64,
-    pattern=pattern(r"^[^\s\x00-\x1f]+$", "a tag cannot contain spaces or control characters"),
+    pattern=pattern(r"^[^\s\x00-\x1f]+\Z", "a tag cannot contain spaces or control characters"),
 )]
 #: One line: a title shows in every listing, so it may not break one.
-ONE_LINE = pattern(r"^[^\x00-\x1f\x7f]*$", "a title is one line, without newlines or control characters")
+ONE_LINE = pattern(r"^[^\x00-\x1f\x7f]*\Z", "a title is one line, without newlines or control characters")
 Title = Annotated[str, Meta(pattern=ONE_LINE)]
 ConversationTitle = Annotated[str, Meta(min_length=1, max_length=200, pattern=ONE_LINE)]
 Tags = Annotated[list[Tag], Meta(max_length=32)]
 #: Who said or wrote an entry: a name ("Caroline") or a role ("user", "assistant").
 Speaker = Annotated[str, Meta(min_length=1, max_length=100, pattern=pattern(
-    r"^[^\x00-\x1f\x7f]+$", "a speaker is a name on one line, without control characters"))]
+    r"^[^\x00-\x1f\x7f]+\Z", "a speaker is a name on one line, without control characters"))]
 #: `update`'s speaker: the right one, or "" to remove it.
 SpeakerEdit = Annotated[str, Meta(max_length=100, pattern=pattern(
-    r"^(?:[^\x00-\x1f\x7f]+)?$", "a speaker is a name on one line, without control characters, or \"\" for none"))]
+    r"^(?:[^\x00-\x1f\x7f]+)?\Z", "a speaker is a name on one line, without control characters, or \"\" for none"))]
 Limit = Annotated[int, Meta(ge=1, le=1000)]
 
 TITLE_MAX_BYTES = 200
@@ -97,7 +97,7 @@ EntityRelationType = Literal[
 #: An entity name: 1–128 characters, no control characters, not blank at either end.
 EntityName = Annotated[
     str, Meta(min_length=1, max_length=128, pattern=pattern(
-        r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?$",
+        r"^[^\x00-\x1f\x7f\s](?:[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s])?\Z",
         "an entity name has no control characters and no space at either end",
     ))
 ]
@@ -290,7 +290,7 @@ class ConversationListParams(Params):
 
 #: A tenant's, a user's or a team's name (it names a token file, so no slashes).
 Name = Annotated[str, Meta(min_length=1, max_length=NAME_MAX, pattern=pattern(
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", "a name is letters, digits, '.', '_' or '-', starting with a letter or digit"
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z", "a name is letters, digits, '.', '_' or '-', starting with a letter or digit"
 ))]
 
 

@@ -1,7 +1,7 @@
 """msgspec validation errors in words: one mechanism for every params type.
 
 msgspec says what failed in its own terms (``Expected `str` matching regex
-'^[^\\s\\x00-\\x1f]+$' - at `$.tags[0]```). `describe` turns that into the
+'^[^\\s\\x00-\\x1f]+\\Z' - at `$.tags[0]```). `describe` turns that into the
 field's path and a sentence a person reads ("a tag cannot contain spaces or
 control characters"), from three sources:
 

@@ -228,7 +228,7 @@ class EntityEventRecord(Struct, kw_only=True, tag="entity_event", tag_field="kin
 class PredicateRecord(Struct, kw_only=True, tag="predicate", tag_field="kind"):
     """A declared predicate: the tenant's schema (ones only registered by applying a fact are re-registered so)."""
 
-    name: Annotated[str, Meta(pattern=pattern(r"^[a-z][a-z0-9_]*$", "a snake_case predicate name"), max_length=64)]
+    name: Annotated[str, Meta(pattern=pattern(r"^[a-z][a-z0-9_]*\Z", "a snake_case predicate name"), max_length=64)]
     functional: bool
     declared_at: str
 
@@ -342,7 +342,7 @@ class ImportBatchParams(Params):
     ended is not written, and the answer says where to go on from.
     """
 
-    digest: Annotated[str, Meta(pattern=pattern(r"^[0-9a-f]{64}$", "the file's sha256: 64 lowercase hex digits"))]
+    digest: Annotated[str, Meta(pattern=pattern(r"^[0-9a-f]{64}\Z", "the file's sha256: 64 lowercase hex digits"))]
     lines: Annotated[int, Meta(ge=1)]
     first_line: Annotated[int, Meta(ge=1)]
     records: Annotated[list[Record], Meta(max_length=10_000)]

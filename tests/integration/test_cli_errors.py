@@ -138,3 +138,17 @@ def test_a_source_and_an_imported_title_are_one_line_as_remember_asks_of_a_title
         said = one_line_error(h, "import", str(exported), "--no-progress")
         assert field in said and "one line" in said, said
         assert js(h, "list") == [] and js(h, "status")["entries_retired"] == 0
+
+
+def test_a_trailing_newline_is_not_one_line_either(daemon):
+    """`$` in a pattern also matches before a final newline: "Ship\\n" passed for one line."""
+    h = daemon.home
+    base = ("remember", "--type", "project", "--content", "c")
+    for extra, field in ((("--title", "Ship\n"), "title"), (("--title", "t", "--tag", "release\n"), "tags[0]"),
+                         (("--title", "t", "--speaker", "Bob\n"), "speaker"),
+                         (("--title", "t", "--entity", "Apollo\n"), "entities[0]")):
+        assert f"error: {field}:" in one_line_error(h, *base, *extra), extra
+    assert "name:" in one_line_error(h, "tenant", "add", "evil\n")
+    assert "speaker" in one_line_error(h, "update", "1", "--speaker", "Bob\n")
+    assert js(h, "list") == [] and [t["name"] for t in js(h, "tenant", "list")] == ["default"]
+    assert sorted(p.name for p in (h / "tenants").iterdir()) == ["default.token"]
