@@ -40,9 +40,14 @@ def normalize_predicate(name: str) -> str:
     return _NON_WORD.sub("_", name.strip().lower()).strip("_")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _check_part(field: str, value: str, limit: int) -> None:
     if not value.strip():
         raise ValueError(f"{field}: must not be empty")
+    if _CONTROL.search(" ".join(value.split())):  # whitespace folds to one space; nothing else may hide in a line
+        raise ValueError(f"{field}: a fact's part is one line of text, without control characters")
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > limit:
         raise ValueError(f"{field}: {size} bytes is over the limit of {limit}")

@@ -152,3 +152,14 @@ def test_a_trailing_newline_is_not_one_line_either(daemon):
     assert "speaker" in one_line_error(h, "update", "1", "--speaker", "Bob\n")
     assert js(h, "list") == [] and [t["name"] for t in js(h, "tenant", "list")] == ["default"]
     assert sorted(p.name for p in (h / "tenants").iterdir()) == ["default.token"]
+
+
+def test_a_fact_with_a_control_character_is_refused_and_no_batch_is_made(daemon):
+    h = daemon.home
+    for part, value in (("--object", "Acme \x1b[31mCorp"), ("--subject", "us\x07er")):
+        args = {"--subject": "user", "--predicate": "works_at", "--object": "Acme", part: value}
+        said = one_line_error(h, "fact", "propose", *[x for kv in args.items() for x in kv])
+        assert part.removeprefix("--") in said and "control characters" in said, said
+    assert js(h, "batch", "list") == []
+    spaced = js(h, "fact", "propose", "--subject", "user", "--predicate", "works_at", "--object", "Acme\n\tCorp")
+    assert spaced["facts"][0]["object"] == "Acme Corp"
