@@ -8,12 +8,50 @@ naming it, never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
 
+from click.testing import CliRunner
+
+from arbiter.cli import main
 from tests.conftest import isolated_env
-from tests.integration.test_cli import fails, js, ok, one_line_error
+from tests.integration import test_cli as as_a_process
+
+
+def run(home, *args: str, input: str | None = None, env: dict | None = None):
+    """`arbiter ARGS` in this process with click's runner (a real daemon still answers on its socket).
+
+    The developer's ARBITER_*/ANTHROPIC_* variables are dropped, as `isolated_env` does for a child.
+    Anything but a clean exit (a traceback) propagates and fails the test.
+    """
+    clean = {k: None for k in os.environ if k.startswith(("ARBITER_", "ANTHROPIC_"))}
+    return CliRunner().invoke(main, list(args), input=input, env={**clean, "ARBITER_HOME": str(home), **(env or {})},
+                              catch_exceptions=False)
+
+
+def ok(home, *args, **kw) -> str:
+    result = run(home, *args, **kw)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def js(home, *args, **kw):
+    return json.loads(ok(home, *args, "--json", **kw))
+
+
+def fails(home, *args, code: int = 1, **kw) -> str:
+    """A command that must fail with exit `code`; returns its stderr."""
+    result = run(home, *args, **kw)
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result.stderr
+
+
+def one_line_error(home, *args, **kw) -> str:
+    lines = fails(home, *args, **kw).strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
 
 
 def test_export_into_a_missing_folder_is_one_line_and_writes_nothing(home, tmp_path):
@@ -27,7 +65,7 @@ def test_a_home_that_is_a_file_is_a_usage_error_for_clients_and_the_daemon(tmp_p
     not_a_folder = tmp_path / "home"
     not_a_folder.write_text("a file, not a folder\n")
     for args in (("list",), ("serve",), ("serve", "--home", str(not_a_folder)), ("stop", "--home", str(not_a_folder))):
-        err = fails(not_a_folder, *args, code=2)
+        err = as_a_process.fails(not_a_folder, *args, code=2)
         assert "'--home'" in err and "is a file" in err, err
     assert not_a_folder.read_text() == "a file, not a folder\n"
 
@@ -35,7 +73,7 @@ def test_a_home_that_is_a_file_is_a_usage_error_for_clients_and_the_daemon(tmp_p
 def test_a_home_that_cannot_be_made_is_one_line(tmp_path):
     blocked = tmp_path / "a-file"
     blocked.write_text("")
-    assert str(blocked) in one_line_error(blocked / "home", "serve")
+    assert str(blocked) in as_a_process.one_line_error(blocked / "home", "serve")  # the daemon, as a process
 
 
 def test_load_of_a_missing_file_is_a_usage_error(home, tmp_path):
@@ -48,7 +86,7 @@ def test_ui_on_a_port_in_use_names_the_port(daemon):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        said = one_line_error(daemon.home, "ui", "--port", str(port))
+        said = as_a_process.one_line_error(daemon.home, "ui", "--port", str(port))  # it would serve forever
     assert f"127.0.0.1:{port}" in said
 
 

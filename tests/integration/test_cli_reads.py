@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.integration.test_cli import js, ok, one_line_error
+from tests.integration.test_cli_errors import js, ok, one_line_error, run
 
 BEFORE = "2000-01-01T00:00:00Z"
 
@@ -31,9 +31,7 @@ def test_status_and_threads_read_as_words(daemon):
 
 
 def test_an_empty_list_says_so_on_stderr_and_prints_nothing(daemon):
-    from tests.integration.test_cli import arbiter
-
     for args, words in ((("list",), "(no entries)"), (("conversation", "list"), "(no conversations)"),
                         (("tags",), "(no tags)"), (("threads",), "(no open threads)")):
-        proc = arbiter(daemon.home, *args)
-        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (0, "", words), args
+        result = run(daemon.home, *args)
+        assert (result.exit_code, result.stdout, result.stderr.strip()) == (0, "", words), args
