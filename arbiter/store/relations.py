@@ -152,7 +152,7 @@ def link(
         _require_entries(conn, v, [source_id], "source_id")
         _require_entries(conn, v, [target_id], "target_id")
     if REGISTRY[relation].on_insert is not None:
-        require_own(conn, v, target_id, f"{relation} it")
+        require_own(conn, v, target_id, f"retire it with {relation}")
     existing = conn.execute(
         "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND relation = ?",
         (source_id, target_id, relation),

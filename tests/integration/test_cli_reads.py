@@ -1,4 +1,4 @@
-"""Reads from the command line at a time the entry did not hold: the same one-line answer as `get`."""
+"""What the command line prints for reads and refusals: the words a user sees, the same across commands."""
 
 from __future__ import annotations
 
@@ -35,3 +35,15 @@ def test_an_empty_list_says_so_on_stderr_and_prints_nothing(daemon):
                         (("tags",), "(no tags)"), (("threads",), "(no open threads)")):
         result = run(daemon.home, *args)
         assert (result.exit_code, result.stdout, result.stderr.strip()) == (0, "", words), args
+
+
+def test_superseding_a_teammates_entry_is_refused_in_grammatical_words(daemon):
+    h = daemon.home
+    ok(h, "user", "add", "alice")
+    ok(h, "team", "add", "core")
+    ok(h, "team", "join", "core", "alice")
+    theirs = js(h, "remember", "--type", "project", "--title", "Plan", "--content", "v1", "--team", "core")
+    mine = js(h, "--user", "alice", "remember", "--type", "project", "--title", "Plan B", "--content", "v2")
+    said = one_line_error(h, "--user", "alice", "link", str(mine["id"]), "supersedes", str(theirs["id"]))
+    assert f"entry {theirs['id']} is another user's: you cannot retire it with supersedes" in said
+    assert js(h, "get", str(theirs["id"]))["valid_to"] is None
