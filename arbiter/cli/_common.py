@@ -192,7 +192,7 @@ def command(group, name=None, **kw):
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="arbiter")
 @click.option("--home", type=click.Path(path_type=Path, file_okay=False), envvar="ARBITER_HOME",
-              help="Data folder (env ARBITER_HOME; default ~/.local/share/arbiter).")
+              help="Data folder (env ARBITER_HOME; default $XDG_DATA_HOME/arbiter, else ~/.local/share/arbiter).")
 @click.option("--socket", type=click.Path(path_type=Path), envvar="ARBITER_SOCKET",
               help="Daemon socket (env ARBITER_SOCKET; default HOME/arbiter.sock).")
 @click.option("--tenant", default=paths.DEFAULT_TENANT, envvar="ARBITER_TENANT", show_default=True, callback=_name,

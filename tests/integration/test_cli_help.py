@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -34,3 +36,11 @@ def test_a_relation_argument_reads_as_one_word_in_usage(path):
     out = CliRunner().invoke(main, [*path, "--help"], terminal_width=80).output
     assert out.splitlines()[0].endswith("SOURCE RELATION TARGET"), out
     assert "supersedes" in out or "depends_on" in out
+
+
+def test_the_default_home_is_where_help_says(tmp_path):
+    """--help names $XDG_DATA_HOME/arbiter as the default home, and a client looks there."""
+    assert "$XDG_DATA_HOME/arbiter" in CliRunner().invoke(main, ["--help"]).output
+    env = {k: None for k in os.environ if k.startswith("ARBITER_")}
+    out = CliRunner().invoke(main, ["status"], env={**env, "XDG_DATA_HOME": str(tmp_path)})
+    assert out.exit_code == 1 and str(tmp_path / "arbiter" / "arbiter.sock") in out.stderr
