@@ -522,7 +522,8 @@ class Daemon:
             except FileNotFoundError:
                 pass
             self._release_locks()
-        self.log("arbiter: stopped")
+        if hasattr(self, "_writer"):  # a start that failed to open the database says why, and only that
+            self.log("arbiter: stopped")
 
     def _close_writer(self) -> None:
         self._flush_accesses()  # what reads queued since the last flush

@@ -14,7 +14,7 @@ from typing import Callable, Literal
 import apsw
 
 from arbiter._time import now_us
-from arbiter.errors import SchemaTooNew
+from arbiter.errors import InvalidParams, SchemaTooNew
 from arbiter.facts.schema import FACT_SCOPES_SQL, FACTS_SQL
 from arbiter.store import fts, text
 
@@ -1215,6 +1215,10 @@ def open_database(
 ) -> apsw.Connection:
     """Connect and migrate: the writer's way in (`say`: as `migrate`)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = connect(path, **settings)
+    try:
+        conn = connect(path, **settings)
+    except (apsw.NotADBError, apsw.CantOpenError) as e:  # `serve --db` given a folder or another kind of file
+        raise InvalidParams(f"cannot open {path} as a database: {str(e).partition(': ')[2] or e}") \
+            from None
     migrate(conn, say=say)
     return conn

@@ -201,3 +201,14 @@ def test_a_fact_with_a_control_character_is_refused_and_no_batch_is_made(daemon)
     assert js(h, "batch", "list") == []
     spaced = js(h, "fact", "propose", "--subject", "user", "--predicate", "works_at", "--object", "Acme\n\tCorp")
     assert spaced["facts"][0]["object"] == "Acme Corp"
+
+
+def test_serve_on_a_db_that_is_not_a_database_is_one_line_and_leaves_it_alone(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n" * 100)
+    for db in (notes, tmp_path):
+        said = as_a_process.one_line_error(tmp_path / "home", "serve", "--db", str(db))
+        assert said == f"arbiter: error: cannot open {db} as a database: " + (
+            "file is not a database" if db == notes else "unable to open database file")
+    assert notes.read_text() == "not a database\n" * 100
+    assert not (tmp_path / "home" / "arbiter.sock").exists()
