@@ -1216,9 +1216,26 @@ def open_database(
     """Connect and migrate: the writer's way in (`say`: as `migrate`)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
+        _refuse_foreign(path)
         conn = connect(path, **settings)
     except (apsw.NotADBError, apsw.CantOpenError) as e:  # `serve --db` given a folder or another kind of file
         raise InvalidParams(f"cannot open {path} as a database: {str(e).partition(': ')[2] or e}") \
             from None
     migrate(conn, say=say)
     return conn
+
+
+def _refuse_foreign(path: str | os.PathLike) -> None:
+    """Refuse another program's SQLite file before touching it: connecting turns on WAL, migrating adds our tables."""
+    if not Path(path).is_file() or Path(path).stat().st_size == 0:
+        return
+    probe = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        tables = [r[0] for r in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    finally:
+        probe.close()
+    if tables and "schema_version" not in tables:
+        raise InvalidParams(
+            f"{path} is another program's SQLite database (tables: {', '.join(tables[:3])}"
+            f"{', ...' if len(tables) > 3 else ''}): Arbiter adds its schema only to a new file or one of its own"
+        )

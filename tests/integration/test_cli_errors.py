@@ -212,3 +212,17 @@ def test_serve_on_a_db_that_is_not_a_database_is_one_line_and_leaves_it_alone(tm
             "file is not a database" if db == notes else "unable to open database file")
     assert notes.read_text() == "not a database\n" * 100
     assert not (tmp_path / "home" / "arbiter.sock").exists()
+
+
+def test_serve_on_another_programs_sqlite_database_refuses_and_changes_nothing(tmp_path):
+    import sqlite3
+
+    other = tmp_path / "notes.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes(body TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('mine')")
+    conn.close()
+    before = other.read_bytes()
+    said = as_a_process.one_line_error(tmp_path / "home", "serve", "--db", str(other))
+    assert said.startswith(f"arbiter: error: {other} is another program's SQLite database (tables: notes)")
+    assert other.read_bytes() == before and not (tmp_path / "notes.sqlite-wal").exists()
