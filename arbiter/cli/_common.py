@@ -81,6 +81,11 @@ def _emit(obj, as_json: bool, human) -> None:
         human(obj)
 
 
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 entry`, `3 entries`: a count with its noun in the right number."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
 def _date(text: str | None) -> str:
     return (text or "")[:10]
 

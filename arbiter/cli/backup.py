@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from arbiter import paths
-from arbiter.cli._common import Settings, _emit, command, handle_errors, json_option, main
+from arbiter.cli._common import Settings, _emit, command, counted, handle_errors, json_option, main
 
 
 @main.group()
@@ -59,8 +59,8 @@ def backup_verify(as_json, file):
 
     def human(c):
         if c.ok:
-            click.echo(f"ok: schema {c.schema_version}, {c.tenants} tenants, {c.entries} entries, "
-                       f"{c.relations} relations")
+            click.echo(f"ok: schema {c.schema_version}, {counted(c.tenants, 'tenant')}, "
+                       f"{counted(c.entries, 'entry', 'entries')}, {counted(c.relations, 'relation')}")
         else:
             for p in c.problems:
                 click.echo(f"problem: {p}")

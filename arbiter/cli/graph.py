@@ -7,7 +7,7 @@ import sys
 import click
 
 from arbiter.cli._common import (
-    _TYPES, _date, _emit, _show_list, command, entry_line, main,
+    _TYPES, _date, _emit, _show_list, command, counted, entry_line, main,
 )
 
 
@@ -73,7 +73,7 @@ def threads(settings, as_json, limit):
 
     def human(ts):
         for t in ts:
-            replies = f"{t.replies} repl{'y' if t.replies == 1 else 'ies'}"
+            replies = counted(t.replies, "reply", "replies")
             click.echo(f"{entry_line(t.root)}  {replies}, last {_date(t.last_activity)} (#{t.last_reply.id})")
         if not ts:
             click.echo("(no open threads)", err=True)
@@ -163,7 +163,7 @@ def tags(settings, as_json, tag, limit):
 
 
 def _show_cluster(cl) -> None:
-    click.echo(f"{cl.name}  ({cl.entries} entries, {cl.named_by})  {cl.description}")
+    click.echo(f"{cl.name}  ({counted(cl.entries, 'entry', 'entries')}, {cl.named_by})  {cl.description}")
     click.echo("  tags: " + ", ".join(cl.tags))
 
 

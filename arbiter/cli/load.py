@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from arbiter.cli._common import Settings, _emit, command, main
+from arbiter.cli._common import Settings, _emit, command, counted, main
 
 
 def _count_lines(path: Path) -> int:
@@ -55,6 +55,7 @@ def load(settings: Settings, as_json, file, skip, batch_size, progress):
         if stream is not sys.stdin.buffer:
             stream.close()
     _emit(summary, as_json, lambda s: click.echo(
-        f"loaded {s.written} entries (#{s.first_id}-#{s.last_id}) in {s.seconds:.1f}s, {s.entries_per_s:,.0f}/s"
-        if s.written else f"nothing to load ({s.lines} lines read)"
+        f"loaded {counted(s.written, 'entry', 'entries')} (#{s.first_id}-#{s.last_id}) in {s.seconds:.1f}s, "
+        f"{s.entries_per_s:,.0f}/s"
+        if s.written else f"nothing to load ({counted(s.lines, 'line')} read)"
     ))

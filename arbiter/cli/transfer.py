@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from arbiter import paths
-from arbiter.cli._common import Settings, _emit, command, main
+from arbiter.cli._common import Settings, _emit, command, counted, main
 from arbiter.errors import InvalidParams
 
 
@@ -60,9 +60,10 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
         file.with_name(file.name + ".partial").replace(file)
     if not to_stdout or as_json:
         _emit(summary, as_json, lambda s: click.echo(
-            f"exported {s.entries} entries ({s.revisions} earlier states), {s.relations} relations, "
-            f"{s.conversations} conversations" + (f", {s.facts} facts" if s.facts else "")
-            + (f" of {s.tenants} tenants" if everything else "") + f" to {file}"
+            f"exported {counted(s.entries, 'entry', 'entries')} ({counted(s.revisions, 'earlier state')}), "
+            f"{counted(s.relations, 'relation')}, {counted(s.conversations, 'conversation')}"
+            + (f", {counted(s.facts, 'fact')}" if s.facts else "")
+            + (f" of {counted(s.tenants, 'tenant')}" if everything else "") + f" to {file}"
         ))
 
 
@@ -155,12 +156,13 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
                 click.echo(f"{who}already imported ({s.finished_at}): nothing changed")
             else:
                 resumed = f" (went on from line {s.resumed_at})" if s.resumed_at else ""
-                people = f", {len(s.new_users)} users, {s.teams} teams" if everything else ""
-                click.echo(f"{who}imported {s.entries} entries ({s.revisions} earlier states), {s.relations} "
-                           f"relations, {s.conversations} conversations"
-                           + (f", {s.facts} facts" if s.facts else "") + f"{people}{resumed}")
+                people = f", {counted(len(s.new_users), 'user')}, {counted(s.teams, 'team')}" if everything else ""
+                click.echo(f"{who}imported {counted(s.entries, 'entry', 'entries')} "
+                           f"({counted(s.revisions, 'earlier state')}), {counted(s.relations, 'relation')}, "
+                           f"{counted(s.conversations, 'conversation')}"
+                           + (f", {counted(s.facts, 'fact')}" if s.facts else "") + f"{people}{resumed}")
                 if s.private:
-                    click.echo(f"{who}{s.private} entries were shared with a team you are not in here: "
+                    click.echo(f"{who}{counted(s.private, 'entry', 'entries')} shared with a team you are not in here: "
                                "they are yours alone (share their threads with `arbiter share`)")
 
     _emit({tenant or settings.tenant: s for tenant, s in done.items()}, as_json, lambda _: human(done))

@@ -47,3 +47,16 @@ def test_superseding_a_teammates_entry_is_refused_in_grammatical_words(daemon):
     said = one_line_error(h, "--user", "alice", "link", str(mine["id"]), "supersedes", str(theirs["id"]))
     assert f"entry {theirs['id']} is another user's: you cannot retire it with supersedes" in said
     assert js(h, "get", str(theirs["id"]))["valid_to"] is None
+
+
+def test_summaries_count_in_the_right_number(daemon, tmp_path):
+    h = daemon.home
+    conv = js(h, "conversation", "add", "Standup")
+    js(h, "remember", "--type", "project", "--title", "Ship", "--content", "Friday", "--conversation", str(conv["id"]))
+    out = tmp_path / "memory.jsonl"
+    said = ok(h, "export", str(out), "--no-progress").strip()
+    assert said == f"exported 1 entry (0 earlier states), 0 relations, 1 conversation to {out}"
+    ok(h, "purge", "1")
+    assert ok(h, "import", str(out), "--no-progress").strip() == (
+        "imported 1 entry (0 earlier states), 0 relations, 1 conversation")
+    assert ok(h, "backup", "verify", str(h / "arbiter.db")).strip().endswith(", 1 tenant, 1 entry, 0 relations")
