@@ -283,6 +283,10 @@ class RecallParams(Params):
 class ConversationCreateParams(Params):
     title: ConversationTitle
 
+    def __post_init__(self) -> None:
+        if not self.title.strip():  # `conversation list` would show a blank line for it
+            raise ValueError("title: must not be empty")
+
 
 class ConversationListParams(Params):
     limit: Limit = 100

@@ -226,3 +226,9 @@ def test_serve_on_another_programs_sqlite_database_refuses_and_changes_nothing(t
     said = as_a_process.one_line_error(tmp_path / "home", "serve", "--db", str(other))
     assert said.startswith(f"arbiter: error: {other} is another program's SQLite database (tables: notes)")
     assert other.read_bytes() == before and not (tmp_path / "notes.sqlite-wal").exists()
+
+
+def test_a_blank_conversation_title_is_refused_as_a_blank_entry_title_is(daemon):
+    for title in ("", "   "):
+        assert one_line_error(daemon.home, "conversation", "add", title) == "arbiter: error: title: must not be empty"
+    assert js(daemon.home, "conversation", "list") == []
