@@ -46,11 +46,19 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def _check_part(field: str, value: str, limit: int) -> None:
     if not value.strip():
         raise ValueError(f"{field}: must not be empty")
-    if _CONTROL.search(" ".join(value.split())):  # whitespace folds to one space; nothing else may hide in a line
-        raise ValueError(f"{field}: a fact's part is one line of text, without control characters")
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > limit:
         raise ValueError(f"{field}: {size} bytes is over the limit of {limit}")
+
+
+def check_printable(field: str, value: str) -> None:
+    """A fact's part is a line of text: whitespace folds to one space, and nothing else may hide in it (ESC, BEL).
+
+    Checked where a fact comes in (a proposal, an import), not on records built from stored rows, so an export
+    of what an older version stored still runs.
+    """
+    if _CONTROL.search(" ".join(value.split())):
+        raise ValueError(f"{field}: a fact's part is one line of text, without control characters")
 
 
 class FactProposal(Params):
@@ -69,6 +77,8 @@ class FactProposal(Params):
         _check_part("subject", self.subject, SUBJECT_MAX_BYTES)
         _check_part("object", self.object, OBJECT_MAX_BYTES)
         _check_part("predicate", self.predicate, PREDICATE_MAX_BYTES)
+        check_printable("subject", self.subject)
+        check_printable("object", self.object)
         name = normalize_predicate(self.predicate)
         if not PREDICATE_RE.match(name):
             raise ValueError(f"predicate: {self.predicate!r} has no letters to make a snake_case name of")

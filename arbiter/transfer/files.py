@@ -21,6 +21,8 @@ from arbiter import __version__, validation
 from arbiter._time import format_time, now_us, parse_time
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
+from arbiter.facts.model import check_printable
+from arbiter.model import _check_source
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     FORMAT,
@@ -235,6 +237,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
             if (value := getattr(rec, name)) is not None:
                 parse_time(value, path=name)
     elif isinstance(rec, EntryRecord):
+        _check_source(rec.source)  # as remember does (here, not in the record: an export builds it from stored rows)
         known("conversation", rec.conversation_id, "conversation_id")
         known("entry", rec.parent_id, "parent_id")
         for name in ("recorded_at", "valid_from", "valid_to", "revised_at"):
@@ -242,6 +245,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
                 parse_time(value, path=name)
         seen["entry"].add(rec.id)
     elif isinstance(rec, RevisionRecord):
+        _check_source(rec.source)
         known("entry", rec.entry_id, "entry_id")
         known("conversation", rec.conversation_id, "conversation_id")
         for name in ("recorded_from", "recorded_to", "valid_from", "valid_to"):
@@ -290,6 +294,8 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         if rec.status == "applied":
             seen["applied"].add(rec.id)
     elif isinstance(rec, FactRecord):
+        check_printable("subject", rec.subject)
+        check_printable("object", rec.object)
         known("fact_batch", rec.batch_id, "batch_id")
         known("entity", rec.subject_entity_id, "subject_entity_id")
         known("entity", rec.object_entity_id, "object_entity_id")

@@ -34,7 +34,7 @@ from arbiter.facts.model import (
     OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, PREDICATE_RE, SUBJECT_MAX_BYTES, BatchOrigin, BatchStatus, Confidence,
     FactStatus, Finding, _check_part,
 )
-from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationQualifier, RelationType, Speaker, Tags, Title, _check_bytes, _check_source, CONTENT_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Params, RelationQualifier, RelationType, Speaker, Tags, Title, _check_bytes, CONTENT_MAX_BYTES, SOURCE_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Bumped when a record changes incompatibly; an importer refuses a newer one.
 #: 2: entries carry author, team and speaker, conversations their author; salience inputs and retirement
@@ -115,7 +115,7 @@ class EntryRecord(Struct, kw_only=True, tag="entry", tag_field="kind"):
     def __post_init__(self) -> None:
         _check_bytes("title", self.title, TITLE_MAX_BYTES, required=True)
         _check_bytes("content", self.content, CONTENT_MAX_BYTES, required=True)
-        _check_source(self.source)
+        _check_bytes("source", self.source, SOURCE_MAX_BYTES)
 
 
 class RevisionRecord(Struct, kw_only=True, tag="revision", tag_field="kind"):
@@ -134,9 +134,6 @@ class RevisionRecord(Struct, kw_only=True, tag="revision", tag_field="kind"):
     valid_to: str | None
     #: Who said it in this state; absent (files before `update` could correct it): the entry's speaker.
     speaker: Speaker | None | msgspec.UnsetType = msgspec.UNSET
-
-    def __post_init__(self) -> None:
-        _check_source(self.source)
 
 
 class RelationRecord(Struct, kw_only=True, tag="relation", tag_field="kind", omit_defaults=True):

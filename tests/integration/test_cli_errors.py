@@ -232,3 +232,20 @@ def test_a_blank_conversation_title_is_refused_as_a_blank_entry_title_is(daemon)
     for title in ("", "   "):
         assert one_line_error(daemon.home, "conversation", "add", title) == "arbiter: error: title: must not be empty"
     assert js(daemon.home, "conversation", "list") == []
+
+
+
+def test_an_export_of_what_an_older_version_stored_still_runs_and_its_import_names_the_line(daemon, tmp_path):
+    """An entry stored before sources had to be one line still exports; importing it is refused in words."""
+    from arbiter.store import connect
+
+    h = daemon.home
+    e = js(h, "remember", "--type", "project", "--title", "Ship", "--content", "Friday", "--source", "standup")
+    conn = connect(daemon.db)  # as an older Arbiter wrote it
+    with conn:
+        conn.execute("UPDATE entries SET source = ?, revised_at = recorded_at + 1 WHERE id = ?", ("stand\nup", e["id"]))
+    conn.close()
+    out = tmp_path / "memory.jsonl"
+    assert ok(h, "export", str(out), "--no-progress").startswith("exported 1 entry (1 earlier state)")
+    said = one_line_error(h, "import", str(out), "--no-progress")
+    assert "source: a source is one line" in said and "nothing was imported" in said
