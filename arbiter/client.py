@@ -142,7 +142,7 @@ class Client:
             except (FileNotFoundError, ConnectionRefusedError):
                 sock.close()
                 raise Unavailable(
-                    f"no arbiter daemon on {self.socket_path} (start one with `arbiter serve`)"
+                    f"no daemon on {self.socket_path}: start it with `arbiter serve`"
                 ) from None
             except BlockingIOError:
                 sock.close()

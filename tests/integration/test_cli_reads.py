@@ -60,3 +60,11 @@ def test_summaries_count_in_the_right_number(daemon, tmp_path):
     assert ok(h, "import", str(out), "--no-progress").strip() == (
         "imported 1 entry (0 earlier states), 0 relations, 1 conversation")
     assert ok(h, "backup", "verify", str(h / "arbiter.db")).strip().endswith(", 1 tenant, 1 entry, 0 relations")
+
+
+def test_no_daemon_reads_the_same_whether_the_home_has_a_token_or_not(daemon, tmp_path):
+    fresh = one_line_error(tmp_path, "status")
+    daemon.stop()
+    stopped = one_line_error(daemon.home, "status")
+    assert fresh.replace(str(tmp_path), "HOME") == stopped.replace(str(daemon.home), "HOME")
+    assert stopped == f"arbiter: error: no daemon on {daemon.socket}: start it with `arbiter serve`"
