@@ -13,7 +13,6 @@ one serves the home.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 import apsw
 
 from arbiter import paths
+from arbiter._lock import take_lock
 from arbiter.errors import InvalidParams, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
 from arbiter.store import text
@@ -151,7 +151,7 @@ def _fts_matches(path: Path) -> bool:
 
 
 def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=print) -> Path | None:
-    """Put `backup` in place of `db_path`; refuse while a daemon serves `socket_path`.
+    """Put `backup` in place of `db_path`; refuse while a daemon serves that file (on any socket) or `socket_path`.
 
     The current database (with its -wal and -shm) is renamed aside, never
     deleted; its new name is returned (None if there was none). Tokens: a
@@ -164,15 +164,21 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
     if not check.ok:
         raise InvalidParams(f"{backup} failed its checks: {'; '.join(check.problems[:3])}", path="path")
     socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(paths.lock_path(socket_path), os.O_RDWR | os.O_CREAT, 0o600)
+    db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    held: list[int] = []
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise Unavailable(
-                f"a daemon is serving {socket_path}; stop it before restoring (`arbiter stop`; "
-                "`arbiter backup restore` never replaces a database in use)"
-            ) from None
+        # Both of a daemon's locks (server._claim): the database's is what a daemon serving this file on
+        # another socket holds, the socket's what one serving another file here holds; none may start meanwhile.
+        for lock in (db_path, socket_path):
+            owner = take_lock(paths.lock_path(lock), f"{os.getpid()}\n", held)
+            if owner is not None:
+                pid, _, where = owner.partition("\n")
+                serving = f"{db_path}" + (f" on {where.strip()}" if where.strip() else "") if lock == db_path \
+                    else f"on {socket_path}"
+                raise Unavailable(
+                    f"a daemon (pid {pid or '?'}) is serving {serving}; stop it before restoring "
+                    "(`arbiter stop`; `arbiter backup restore` never replaces a database in use)"
+                )
         staged = db_path.with_name(db_path.name + ".restoring")
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{staged}{suffix}").unlink(missing_ok=True)
@@ -188,7 +194,8 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
         os.replace(staged, db_path)
         return aside
     finally:
-        os.close(fd)
+        for fd in held:
+            os.close(fd)
 
 
 def _copy(src: Path, dest: Path) -> None:

@@ -84,6 +84,26 @@ def test_restore_refuses_a_serving_home_then_puts_the_backup_back(daemon, tmp_pa
         again.stop()
 
 
+def test_restore_refuses_a_home_whose_database_is_served_on_another_socket(home, tmp_path):
+    """The database's own lock refuses: the home's socket is free, the file is not."""
+    elsewhere = home / "alt.sock"
+    served = DaemonProcess(home, extra_env={"ARBITER_SOCKET": str(elsewhere)})
+    served.socket = elsewhere
+    served.start()
+    try:
+        with served.client() as c:
+            _fill(c, 2, prefix="before")
+        ok(home, "--socket", str(elsewhere), "backup", "create", str(tmp_path / "b.db"))
+        err = fails(home, "backup", "restore", str(tmp_path / "b.db"))
+        assert "stop it" in err and str(elsewhere) in err
+        assert not list(home.glob("arbiter.db.before-restore-*"))  # nothing was moved aside
+        with served.client() as c:  # the daemon still writes into the file it serves, and reads it back
+            late = _fill(c, 1, prefix="after")
+            assert [e.id for e in c.list(limit=10) if e.title == "after 0"] == late
+    finally:
+        served.stop()
+
+
 def test_restore_into_a_new_home_issues_new_tokens(daemon, tmp_path):
     with daemon.client() as c:
         _fill(c, 3)
