@@ -325,6 +325,7 @@ def remember(s: Session, a: RememberArgs) -> Written:
                allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
                candidates=True)  # the model is the judge here: it always gets the links to consider
     if e.duplicate_of is not None:
+        s.wrote = False
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
                        entities=[m.name for m in e.entities], duplicate_of=e.duplicate_of)
     conversation = None if a.everywhere else e.conversation_id
@@ -444,6 +445,7 @@ def forget(s: Session, a: IdArgs) -> Forgot:
     so the replacement is recorded.
     """
     done = s.call("forget_with_replies", a.id)
+    s.wrote = done.forgotten
     s.changed(a.id, *done.also)
     return Forgot(id=a.id, forgotten=done.forgotten, also=done.also)
 
@@ -466,6 +468,7 @@ def restore(s: Session, a: IdArgs) -> Restored:
     fact. Only if the replacement itself was the mistake, `unlink` it first.
     """
     done = s.call("restore", a.id)
+    s.wrote = done
     s.changed(a.id)
     return Restored(id=a.id, restored=done)
 
@@ -726,6 +729,7 @@ def conversation(s: Session, a: ConversationArgs) -> ConversationView:
         c = s.call("conversation_create", a.title)
         s.conversation_id = c.id
         return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
+    s.wrote = False  # resuming or asking changes nothing
     wanted = a.id if a.id is not None else s.conversation_id
     if wanted is None:
         return ConversationView(id=None, title=None, created_at=None)

@@ -29,7 +29,7 @@ From those the server derives everything else, the same way for every tool:
   one line starts with its stable code (`not_found: entry 7 not found`);
 - `writes=True` marks a tool that changes memory: the server then tells
   subscribed clients which resources changed (call `s.changed(id)` for each
-  entry the tool touched).
+  entry the tool touched; set `s.wrote = False` when a call changed nothing).
 
 A feature's tools live in `arbiter/mcp/<feature>.py` (never inside the
 feature's own package, which may import the store) and are listed in
@@ -94,6 +94,8 @@ class Session:
         self.call = calls
         self.conversation_id = conversation_id
         self.changed_ids: set[int] = set()
+        #: The current call changed memory, so subscribers are told. A write tool's call that turns out to
+        #: change nothing (a duplicate, an entry already retired) sets it back to False.
         self.wrote = False
 
     def changed(self, *ids: int) -> None:
@@ -217,11 +219,12 @@ def call_tool(session: Session, name: str, arguments: dict | None) -> dict:
     if t is None:
         return _error(f"method_not_found: no tool named {name!r}")
     try:
-        result = t.run(session, decode_args(t, arguments))
+        args = decode_args(t, arguments)
+        session.wrote = t.writes  # a write tool that finds nothing to change clears it (`Session.wrote`)
+        result = t.run(session, args)
     except ArbiterError as e:
+        session.wrote = False  # a refused write changed nothing: a verb is one transaction
         return _error(error_line(e))
-    if t.writes:
-        session.wrote = True
     # The View itself, not its builtins: the stdio encoder writes Structs directly.
     return {"content": [{"type": "text", "text": result.text()}], "structuredContent": result, "isError": False}
 

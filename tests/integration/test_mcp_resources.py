@@ -89,3 +89,31 @@ def test_prompts_teach_the_loop(home, daemon):
     assert errors[0].startswith("invalid_params: arguments.subject")
     assert errors[1].startswith("invalid_params: arguments.extra")
     assert errors[2].startswith("not_found: no prompt")
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_write_tool_that_changed_nothing_notifies_nothing(home, daemon):
+    with daemon.client() as c:
+        kept = c.remember(type="project", title="Kept", content="kept v1")
+        retired = c.remember(type="project", title="Retired", content="retired v1").id
+        c.forget(retired)
+    seen = []
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification):
+            seen.append(message.method)
+
+    async def body(session):
+        await session.subscribe_resource("arbiter://briefing")
+        await session.call_tool("conversation", {})  # which one is current: a read
+        await session.call_tool("remember", {"type": "project", "title": "Kept again", "content": "kept v1"})
+        await session.call_tool("forget", {"id": retired})  # already retired
+        await session.call_tool("restore", {"id": kept.id})  # not retired
+        quiet = list(seen)
+        await session.call_tool("forget", {"id": kept.id})
+        await session.send_ping()  # stdio sends a call's notifications after its result: they are in by the pong
+        return quiet
+
+    quiet = run_session(home, body, message_handler=on_message)
+    assert quiet == []
+    assert seen == ["notifications/resources/updated", "notifications/resources/list_changed"]
