@@ -504,6 +504,9 @@ class Association(Struct, kw_only=True):
     sub_type: str
     weight: float
     evidence: str
+    #: The other entry's type and title (filled in by the `associations` verb), so a reader need not `get` it.
+    other_type: str = ""
+    other_title: str = ""
 
 
 

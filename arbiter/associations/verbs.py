@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from arbiter.associations import core
 from arbiter.associations.model import Associations, AssociationsParams, AssociationsRebuilt
 from arbiter.model import Empty
@@ -12,8 +14,11 @@ from arbiter.verb import Context, Verb
 def associations(ctx: Context, p: AssociationsParams) -> Associations:
     """What Arbiter derived around an entry (temporal, entity, similarity), with the evidence for each."""
     entries.get(ctx.conn, ctx.viewer, p.id)  # not_found for a missing, retired or foreign id
-    found = core.of(ctx.conn, ctx.viewer, p.id, p.kind)  # only edges to entries the caller sees
-    return Associations(id=p.id, associations=found[: p.limit])
+    found = core.of(ctx.conn, ctx.viewer, p.id, p.kind)[: p.limit]  # only edges to entries the caller sees
+    others = {e.id: e for e in entries.get_any(ctx.conn, ctx.viewer, sorted({a.other_id for a in found}))}
+    return Associations(id=p.id, associations=[
+        msgspec.structs.replace(a, other_type=others[a.other_id].type, other_title=others[a.other_id].title)
+        if a.other_id in others else a for a in found])
 
 
 def associations_rebuild(ctx: Context, p: Empty) -> AssociationsRebuilt:

@@ -20,13 +20,17 @@ class AssociationsArgs(Args):
 
 class AssociationView(View):
     other_id: int
+    #: The other entry's type and title.
+    type: str
+    title: str
     kind: AssociationKind
     sub_type: str
     weight: float
     evidence: str
 
     def text(self) -> str:
-        return f"#{self.other_id} {self.kind}/{self.sub_type} ({self.weight:.2f}): {self.evidence}"
+        return (f"#{self.other_id} [{self.type}] {self.title}: {self.kind}/{self.sub_type} ({self.weight:.2f}): "
+                f"{self.evidence}")
 
 
 class AssociationsView(View):
@@ -49,6 +53,7 @@ def associations(s: Session, a: AssociationsArgs) -> AssociationsView:
     """
     found = s.call("associations", a.id, kind=a.kind, limit=a.limit)
     return AssociationsView(id=found.id, associations=[
-        AssociationView(other_id=x.other_id, kind=x.kind, sub_type=x.sub_type, weight=x.weight, evidence=x.evidence)
+        AssociationView(other_id=x.other_id, type=x.other_type, title=x.other_title, kind=x.kind, sub_type=x.sub_type,
+                        weight=x.weight, evidence=x.evidence)
         for x in found.associations
     ])

@@ -491,3 +491,14 @@ def test_recall_counts_its_facts_in_the_budget(home, daemon):
     assert len(r.structured_content["facts"]) == 5 and len(r.structured_content["hits"]) > 1
     assert len(text(r)) <= 2000, len(text(r))
     assert r.structured_content["more"] is True
+
+
+def test_associations_name_the_entries_they_point_at(home, daemon):
+    with daemon.client() as c:
+        one = c.remember(type="project", title="Kubernetes upgrade plan", content="Upgrade Kubernetes to 1.31.").id
+        two = c.remember(type="reference", title="Cluster runbook", content="Kubernetes nodes drain first.").id
+
+    r = run_session(home, lambda session: session.call_tool("associations", {"id": one, "kind": "entity"}))
+    (found,) = r.structured_content["associations"]
+    assert (found["other_id"], found["type"], found["title"]) == (two, "reference", "Cluster runbook")
+    assert text(r).splitlines()[1].startswith(f"#{two} [reference] Cluster runbook: entity/Kubernetes")
