@@ -185,6 +185,8 @@ def _inline(node, defs: dict):
             continue  # the Struct's class name: noise to a model and a client
         if key == "properties":
             out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
+        elif key == "description":
+            out[key] = inspect.cleandoc(value)  # a nested Struct's docstring, indented as in its source
         else:
             out[key] = _inline(value, defs)
     branches = out.get("anyOf")

@@ -91,3 +91,11 @@ def test_params_of_the_wrong_shape_are_invalid_params_not_internal_errors():
         (3, -32602, "invalid_params: arguments: must be an object"),
         (None, -32600, "invalid_request: an empty batch"),
     ]
+
+
+def test_schema_descriptions_read_as_written_not_as_indented_source():
+    load_tools()
+    for t in TOOLS.values():
+        listing = t.listing()
+        for schema in (listing["inputSchema"], listing["outputSchema"]):
+            assert "\n    " not in json.dumps(schema).replace("\\n", "\n"), t.name
