@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
+from arbiter.mcp import session_note
 from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
                                   ref_fields)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, flat, tool
@@ -231,7 +232,7 @@ class BriefingView(View):
     conversation_id: int | None
 
     def text(self) -> str:
-        return self.briefing
+        return self.briefing + session_note(self.conversation_id)  # as the instructions end
 
 
 @tool(NoArgs, BriefingView)

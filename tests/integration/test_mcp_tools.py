@@ -267,11 +267,13 @@ def test_recall_searches_the_sessions_conversation_first(home, daemon):
         wide = await session.call_tool("recall", {"query": "cache eviction", "everywhere": True})
         there = await session.call_tool("recall", {"query": "cache eviction", "conversation_id": other})
         current = await session.call_tool("conversation", {})
-        return wrote, scoped, wide, there, current
+        briefing = await session.call_tool("get_memory_briefing", {})
+        return wrote, scoped, wide, there, current, briefing
 
-    wrote, scoped, wide, there, current = run_session(home, body)
+    wrote, scoped, wide, there, current, briefing = run_session(home, body)
     mine = wrote.structured_content["conversation_id"]
     assert mine and mine != other and current.structured_content["id"] == mine
+    assert f"This session is conversation #{mine}" in text(briefing)  # as the instructions say it
     hits = scoped.structured_content["hits"]
     assert scoped.structured_content["conversation_id"] == mine
     assert hits[0]["id"] == wrote.structured_content["entry"]["id"] and hits[0]["scope"] == "conversation"
