@@ -80,6 +80,7 @@ def remember(ctx: Context, p: RememberParams):
     moments after the answer unless candidates were asked for.
     """
     note = "; ".join(ctx.notes) or None
+    _check_new_conversation(p.new_conversation)
     if p.new_conversation is not None and p.conversation_id is not None:
         raise InvalidParams("new_conversation: not with conversation_id", path="new_conversation")
     # A write that retires something is never a no-op. Its references are checked first either way:
@@ -113,6 +114,11 @@ def remember(ctx: Context, p: RememberParams):
     stored = entries.written(ctx.viewer, entry_id, p, now=ctx.now) or entries.get(ctx.conn, ctx.viewer, entry_id)
     return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
                       candidates=candidates)
+
+
+def _check_new_conversation(title: str | None) -> None:
+    if title is not None and not title.strip():  # as conversation_create refuses it
+        raise InvalidParams("new_conversation: must not be empty", path="new_conversation")
 
 
 AUTO_DEADLINE_S = 15.0
@@ -174,6 +180,7 @@ def remember_many(ctx: Context, p: RememberManyParams):
     are not checked. Given entities are linked now; extraction runs after the
     answer, on the idle writer (seconds later).
     """
+    _check_new_conversation(p.new_conversation)
     for i, e in enumerate(p.entries):
         if e.new_conversation is not None:
             raise InvalidParams("new_conversation: give it once, for the whole batch",

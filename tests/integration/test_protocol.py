@@ -163,6 +163,8 @@ BAD_REQUESTS = [
     ("missing conversation", "remember", remember_params(conversation_id=99999), NotFound, "conversation_id"),
     ("a new conversation and an existing one", "remember", remember_params(conversation_id=1, new_conversation="x"),
      InvalidParams, "new_conversation"),
+    ("a blank new conversation", "remember", remember_params(new_conversation="   "), InvalidParams,
+     "new_conversation"),
     ("a refused write starts no conversation", "remember", remember_params(new_conversation="x", parent_id=99999),
      NotFound, "parent_id"),
     ("a batch's new conversation and an entry's own", "remember_many",
