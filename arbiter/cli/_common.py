@@ -167,7 +167,10 @@ def handle_errors(f):
         except ArbiterError as e:
             if os.environ.get("ARBITER_DEBUG"):
                 raise
-            where = f" (at {e.path})" if e.path and e.path not in e.message else ""
+            # A place inside a list or object (supersedes_ids[0], facts[2].object) says which one; a top-level
+            # field's value is already in the message ("entry 999 not found", not "... (at id)").
+            nested = e.path is not None and ("[" in e.path or "." in e.path)
+            where = f" (at {e.path})" if nested and e.path not in e.message else ""
             _fail(f"{e.message}{where}")
         except BrokenPipeError:
             raise  # `arbiter list | head`: click ends quietly

@@ -68,3 +68,13 @@ def test_no_daemon_reads_the_same_whether_the_home_has_a_token_or_not(daemon, tm
     stopped = one_line_error(daemon.home, "status")
     assert fresh.replace(str(tmp_path), "HOME") == stopped.replace(str(daemon.home), "HOME")
     assert stopped == f"arbiter: error: no daemon on {daemon.socket}: start it with `arbiter serve`"
+
+
+def test_a_missing_id_reads_the_same_in_every_command(daemon):
+    h = daemon.home
+    for args in (("get", "999"), ("forget", "999"), ("restore", "999"), ("purge", "999"), ("history", "999"),
+                 ("reinforce", "999"), ("thread", "999"), ("backlinks", "999"), ("density", "999")):
+        assert one_line_error(h, *args).startswith("arbiter: error: entry 999 not found"), args
+        assert "(at " not in one_line_error(h, *args), args
+    said = one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", "999")
+    assert said == "arbiter: error: entry 999 not found (at supersedes_ids[0])"
