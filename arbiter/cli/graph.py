@@ -105,7 +105,8 @@ def backlinks(settings, as_json, entry_id):
 
 @command(main)
 @click.argument("entry_id", type=int)
-@click.option("-k", "k", type=click.IntRange(1, 50), default=5, show_default=True, help="Entries per list.")
+@click.option("-k", "--limit", "k", type=click.IntRange(1, 50), default=5, show_default=True,
+              help="Entries per list (as --limit elsewhere).")
 def around(settings, as_json, entry_id, k):
     """ENTRY_ID's neighbourhood: thread, shared tags, `#ID` references, relations.
 

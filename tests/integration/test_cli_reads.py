@@ -78,3 +78,12 @@ def test_a_missing_id_reads_the_same_in_every_command(daemon):
         assert "(at " not in one_line_error(h, *args), args
     said = one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", "999")
     assert said == "arbiter: error: entry 999 not found (at supersedes_ids[0])"
+
+
+def test_around_takes_limit_as_every_list_does(daemon):
+    h = daemon.home
+    root = js(h, "remember", "--type", "project", "--title", "Root", "--content", "the root")
+    for n in range(3):
+        js(h, "reply", str(root["id"]), "--content", f"reply {n}")
+    assert len(js(h, "around", str(root["id"]), "--limit", "2")["children"]) == 2
+    assert js(h, "around", str(root["id"]), "--limit", "2") == js(h, "around", str(root["id"]), "-k", "2")
