@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from arbiter.mcp.tool import Args, EntryId, Session, View, day, tool
+from arbiter.mcp.tool import Args, EntryId, Session, View, count, day, tool
 from arbiter.model import EntityName, EntityRelationType, EntityType
 
 Name = Annotated[EntityName, Meta(description="An entity's name or one of its aliases, any case.")]
@@ -133,7 +133,7 @@ class SalienceView(View):
 
     def text(self) -> str:
         kind = "permanent; " if self.permanent else ""
-        return f"#{self.id} salience {self.salience:.2f} ({kind}{self.reinforcements} reinforcements)"
+        return f"#{self.id} salience {self.salience:.2f} ({kind}{count(self.reinforcements, 'reinforcement')})"
 
 
 class ReinforceArgs(Args):

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
-from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, day, flat, tool
+from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, day, flat, tool
 from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, SpeakerEdit, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
@@ -222,7 +222,7 @@ class Recalled(Page):
         if self.facts:
             lines.append("Facts (true now):")
             lines += [_fact_line(f) for f in self.facts]
-        lines.append(f"{len(self.hits)} hits for {self.query!r}{where}:")
+        lines.append(f"{count(len(self.hits), 'hit')} for {self.query!r}{where}:")
         lines += self.hit_text(self.hits)
         if self.note:
             lines.append(f"note: {self.note}")
@@ -245,7 +245,7 @@ class Listed(Page):
     entries: list[Hit]
 
     def text(self) -> str:
-        lines = [f"{len(self.entries)} entries, newest first:", *self.hit_text(self.entries)]
+        lines = [f"{count(len(self.entries), 'entry', 'entries')}, newest first:", *self.hit_text(self.entries)]
         if not self.entries:
             lines.append("(none)")
         return "\n".join(lines) + self.footer()
@@ -364,7 +364,7 @@ class WrittenMany(View):
     def text(self) -> str:
         span = f"#{self.ids[0]}" if len(self.ids) == 1 else f"#{self.ids[0]} … #{self.ids[-1]}"
         where = f" in conversation {self.conversation_id}" if self.conversation_id else ""
-        return f"Remembered {len(self.ids)} entries{where}: {span}"
+        return f"Remembered {count(len(self.ids), 'entry', 'entries')}{where}: {span}"
 
 
 @tool(RememberManyArgs, WrittenMany, writes=True)
@@ -581,7 +581,7 @@ class HistoryView(View):
     revisions: list[RevisionView]
 
     def text(self) -> str:
-        lines = [f"{len(self.entries)} entries in the chain, oldest first:"]
+        lines = [f"{count(len(self.entries), 'entry', 'entries')} in the chain, oldest first:"]
         lines += [f"- {e.text()}" for e in self.entries]
         lines += [f"  {r.text()}" for r in self.relations]
         if self.revisions:
@@ -755,7 +755,7 @@ class ConversationsView(View):
     current: int | None = None
 
     def text(self) -> str:
-        lines = [f"{len(self.conversations)} conversations, newest first:"]
+        lines = [f"{count(len(self.conversations), 'conversation')}, newest first:"]
         lines += [f"- #{c.id} {c.title!r} (since {c.created_at[:16].replace('T', ' ')})"
                   + (" (this session's)" if c.id == self.current else "") for c in self.conversations]
         if not self.conversations:

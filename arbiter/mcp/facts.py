@@ -7,7 +7,7 @@ from typing import Annotated
 from msgspec import Meta, Struct
 
 from arbiter.facts.model import OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, SUBJECT_MAX_BYTES
-from arbiter.mcp.tool import Args, AsOf, Session, View, tool
+from arbiter.mcp.tool import Args, AsOf, Session, View, count, tool
 from arbiter.model import Name
 
 Subject = Annotated[str, Meta(min_length=1, max_length=SUBJECT_MAX_BYTES, description=(
@@ -147,7 +147,7 @@ class AspectsView(View):
     def text(self) -> str:
         known = [a for a in self.aspects if a.facts]
         gaps = [a.name for a in self.aspects if not a.facts]
-        lines = [f"- {a.name} ({a.category}): {a.score}/100, {a.facts} facts" for a in known] or ["No facts yet."]
+        lines = [f"- {a.name} ({a.category}): {a.score}/100, {count(a.facts, 'fact')}" for a in known] or ["No facts yet."]
         if gaps:
             lines.append("Nothing known yet about: " + ", ".join(gaps) + ".")
         return "\n".join(lines)

@@ -9,7 +9,7 @@ from msgspec import Meta
 from arbiter.mcp import session_note
 from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
                                   ref_fields)
-from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, flat, tool
+from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, flat, tool
 from arbiter.model import TextParams
 
 
@@ -56,7 +56,7 @@ class ThreadView(View):
     replies: list[Reply]
 
     def text(self) -> str:
-        lines = ["Root: " + self.root.text(), "", f"{len(self.replies)} replies:"]
+        lines = ["Root: " + self.root.text(), "", f"{count(len(self.replies), 'reply', 'replies')}:"]
         for r in self.replies:
             lines += [f"{'  ' * (r.depth - 1)}- {Ref.text(r)} reply to #{r.parent_id}", f"{'  ' * r.depth}{r.excerpt}"]
         return "\n".join(lines)
@@ -151,7 +151,7 @@ class BacklinksView(View):
     links: list[Backlink]
 
     def text(self) -> str:
-        lines = [f"{len(self.links)} backlinks to #{self.id}:"]
+        lines = [f"{count(len(self.links), 'backlink')} to #{self.id}:"]
         for b in self.links:
             kind = f"relation {b.relation}" if b.kind == "relation" else b.kind
             lines.append(f"- {kind}: {b.entry.text()}")
@@ -206,7 +206,7 @@ class TopicView(View):
     recent: list[Recent]
 
     def text(self) -> str:
-        lines = [f"Topic {self.name!r} ({self.size} entries): {self.description}", f"Tags: {', '.join(self.tags)}",
+        lines = [f"Topic {self.name!r} ({count(self.size, 'entry', 'entries')}): {self.description}", f"Tags: {', '.join(self.tags)}",
                  "Most recent:"]
         for r in self.recent:
             lines += [f"- {Ref.text(r)}", f"  {r.excerpt}"]

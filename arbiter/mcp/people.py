@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from arbiter.mcp.tool import Args, EntryId, Session, View, tool
+from arbiter.mcp.tool import Args, EntryId, Session, View, count, tool
 from arbiter.model import Name
 
 TeamName = Annotated[Name, Meta(description="A team you are in (`whoami` lists them).")]
@@ -50,7 +50,7 @@ class SharedView(View):
 
     def text(self) -> str:
         where = f"shared with team {self.team}" if self.team else "private again (each entry to its own author)"
-        return f"Thread #{self.root_id} ({len(self.ids)} entries) is now {where}."
+        return f"Thread #{self.root_id} ({count(len(self.ids), 'entry', 'entries')}) is now {where}."
 
 
 @tool(ShareArgs, SharedView, writes=True)

@@ -242,6 +242,11 @@ def day(text: str | None) -> str:
     return (text or "")[:10]
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """`1 entry`, `3 entries`: a count in the right number."""
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
 def flat(text: str, limit: int) -> str:
     """`text` on one line, cut to `limit` characters with an ellipsis."""
     one = " ".join(text.split())

@@ -36,6 +36,6 @@ def test_entity_tools_and_remember_fields(daemon, tmp_path):
     assert [line.split(" [")[0] for line in _text(out["entities"]).splitlines()] == ["Apollo", "Alice"]
     context = _text(out["context"])
     assert "Alice works_on Apollo" in context and context.count("\n- #") == 2
-    assert _text(out["reinforce"]) == f"#{first.id} salience 0.75 (1 reinforcements)"
+    assert _text(out["reinforce"]) == f"#{first.id} salience 0.75 (1 reinforcement)"
     assert out["missing"].is_error and _text(out["missing"]).startswith("not_found:")
     assert out["bad"].is_error and _text(out["bad"]).startswith("invalid_params:")

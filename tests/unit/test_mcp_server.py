@@ -99,3 +99,11 @@ def test_schema_descriptions_read_as_written_not_as_indented_source():
         listing = t.listing()
         for schema in (listing["inputSchema"], listing["outputSchema"]):
             assert "\n    " not in json.dumps(schema).replace("\\n", "\n"), t.name
+
+
+def test_counts_read_in_the_right_number():
+    from arbiter.mcp.entries import WrittenMany
+    from arbiter.mcp.people import SharedView
+
+    assert WrittenMany(ids=[7], conversation_id=None).text() == "Remembered 1 entry: #7"
+    assert SharedView(root_id=7, team="core", ids=[7]).text() == "Thread #7 (1 entry) is now shared with team core."
