@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from arbiter import associations
 from arbiter.associations import core
-from arbiter.model import RememberParams
+from arbiter.model import RememberParams, UpdateParams
 from arbiter.recall.query import STOPWORDS, tokenizer
 from arbiter.store import entries, open_database, tenants, users
 
@@ -84,3 +84,76 @@ def test_words_equal_the_token_by_token_path(text):
         stem for surface, stem in by_token(text) if surface not in STOPWORDS and not stem.isdigit()
     )
     conn.close()
+
+
+NEAR = ["billing invoice payment retries backoff finance overdue ledger",
+        "billing invoice payment retries backoff finance overdue refund",
+        "billing invoice payment retries backoff finance ledger refund"]
+
+
+def _write(db, tenant, text, *, v=None, hour=1, derive=True):
+    with db:
+        eid = entries.remember(db, v or users.first_viewer(db, tenant),
+                               RememberParams(type="context", title=text[:20], content=text, valid_from=hour * 3600),
+                               now=NOW)
+        if derive:
+            associations.derive(db, tenant, eid, now=NOW)
+    return eid
+
+
+def test_rebuild_gives_the_edges_incremental_derivation_gave_near_duplicates(tmp_path):
+    db = open_database(tmp_path / "a.db")
+    with db:
+        tenant, _ = tenants.create_tenant(db, "t", now=1)
+    a, b, c = (_write(db, tenant, text) for text in NEAR)
+    assert {(x, y) for _, x, y, _ in stored(db)} == {(a, b), (a, c), (b, c)}  # every pair shares 7 of 9 words
+    # Three later entries closer to `second` than `first` is: its edge to `first` must survive a rebuild.
+    base = "alpha bravo charlie delta echo foxtrot golf hotel"
+    first = _write(db, tenant, base.replace("golf hotel", "india juliet"))  # 6 of 10 words shared with `base`
+    second = _write(db, tenant, base)
+    for word in ("kilo", "lima", "mike"):
+        _write(db, tenant, base.replace("hotel", word))  # 7 of 9
+    incremental = stored(db)
+    assert (first, second) in {(x, y) for _, x, y, _ in incremental}
+    with db:
+        associations.rebuild(db, tenant, now=NOW + 1)
+    assert stored(db) == incremental
+
+
+def test_rebuild_drops_an_edge_the_entries_no_longer_support(tmp_path):
+    db = open_database(tmp_path / "a.db")
+    with db:
+        tenant, _ = tenants.create_tenant(db, "t", now=1)
+    a, b = (_write(db, tenant, text) for text in NEAR[:2])
+    assert {(x, y) for _, x, y, _ in stored(db)} == {(a, b)}
+    with db:
+        entries.update(db, users.first_viewer(db, tenant),
+                       UpdateParams(id=b, content="gateway webhook timeout deploy rollback customer card"), now=NOW + 1)
+        associations.rebuild(db, tenant, now=NOW + 2)
+    assert stored(db) == set()
+
+
+def test_proximity_reaches_24_hours_and_no_further(tmp_path):
+    db = open_database(tmp_path / "a.db")
+    with db:
+        tenant, _ = tenants.create_tenant(db, "t", now=1)
+    first = _write(db, tenant, "alpha", hour=100, derive=False)
+    near = _write(db, tenant, "beta", hour=120, derive=False)
+    _write(db, tenant, "gamma", hour=130, derive=False)
+    with db:
+        found = core.temporal(db, users.first_viewer(db, tenant), core._row(db, tenant, first))
+    assert [(x.other_id, x.weight) for x in found if x.sub_type == "proximity"] == [(near, round(1 / 21, 4))]
+
+
+def test_similar_candidates_are_only_entries_the_writer_sees(tmp_path):
+    db = open_database(tmp_path / "a.db")
+    with db:
+        tenant, _ = tenants.create_tenant(db, "t", now=1)
+        ann, ben = (users.viewer(db, tenant, users.create_user(db, tenant, n, now=1)[0], n) for n in ("ann", "ben"))
+    hidden = _write(db, tenant, NEAR[0], v=ann, derive=False)
+    mine = _write(db, tenant, "billing invoice payment retries backoff customer refund webhook", v=ben, derive=False)
+    with db:
+        for_ben = associations.derive(db, tenant, mine, now=NOW, v=ben)
+        for_ann = associations.derive(db, tenant, mine, now=NOW, v=ann)
+    assert [c.id for c in for_ann if c.kind == "similar"] == [hidden]  # 5 of 11 words: a candidate, for who sees it
+    assert [c.id for c in for_ben if c.kind == "similar"] == []
