@@ -57,6 +57,10 @@ def test_a_blob_that_is_not_a_stored_text_is_refused():
         text.unpack(b"\x07abc")
     with pytest.raises(ValueError):
         text.unpack(b"")
+    # A blob whose bytes are not UTF-8 is damaged, in either codec: refused, never read with replacement marks.
+    for damaged in (bytes([text.DEFLATE]) + zlib.compress(b"caf\xe9 " * 20), bytes([text.PLAIN]) + b"caf\xe9"):
+        with pytest.raises(ValueError):
+            text.unpack(damaged)
 
 
 # ---- in the database ------------------------------------------------------------
