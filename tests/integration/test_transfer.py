@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -541,6 +542,34 @@ def test_a_users_export_holds_what_they_see_with_authors_and_teams(daemon, targe
             assert set(got) == {"Lisbon", "Postgres"}
             assert [t.get(e).title for e in got["Postgres"].sources] == ["core plan"]
             assert [(b.author, b.team) for b in t.batch_list().batches] == [("default", "core"), ("default", None)]
+
+
+def test_a_reply_whose_parent_the_reader_no_longer_sees_is_exported_without_it(daemon, target, tmp_path):
+    with _people(daemon) as c:
+        root = c["alice"].remember(type="project", title="Quagga plan", content="quagga", team="core")
+        reply = c["bob"].reply(root.id, "quagga: agreed")
+        later = c["bob"].remember(type="project", title="Quagga later", content="quagga later")
+        c["alice"].unshare(root.id)  # each entry goes back to its author's private scope
+        lines = export_lines(c["bob"])
+        entries = {r["id"]: r for r in _records(lines, "entry")}
+        assert root.id not in entries and entries[reply.id]["parent_id"] is None
+        # Pages go on after the last id they gave: none is given twice, none is skipped.
+        first = c["bob"].export_page("entry", limit=1)
+        (one,) = [msgspec.json.decode(r)["id"] for r in first.records]
+        rest = [msgspec.json.decode(r)["id"] for r in c["bob"].export_page("entry", after=one).records]
+        assert one not in rest and sorted([one, *rest]) == sorted(entries) and later.id in entries
+
+
+def test_entity_relations_keep_their_weight_through_export_and_import(daemon, target, tmp_path):
+    with daemon.client() as c:
+        c.remember(type="project", title="stack", content="the stack", entities=["Postgres", "Apollo"])
+        c.entity_relate("Postgres", "part_of", "Apollo", weight=2.5)
+    out = tmp_path / "e.jsonl"
+    ok(daemon.home, "export", str(out))
+    ok(target.home, "import", str(out))
+    with target.client() as t:
+        assert [(r.relation, r.target.name, r.weight) for r in t.entity_show("Postgres").relations] == [
+            ("part_of", "Apollo", 2.5)]
 
 
 def test_another_user_importing_the_same_file_gets_their_own_copy(daemon, target, tmp_path):
