@@ -246,6 +246,20 @@ def test_the_briefing_shows_a_teammates_shared_open_thread_by_full_id(people):
         assert "Narwhal" not in carol.briefing().text
 
 
+def test_once_unshared_a_thread_is_no_one_s_open_thread_through_the_others_entries(people):
+    with as_user(people, "alice") as alice:
+        root = alice.remember(type="project", title="Gecko plan", content="gecko rollout", team="core")
+    with as_user(people, "bob") as bob:
+        reply = bob.reply(root.id, "gecko: agreed")
+        assert root.id in [t.root.id for t in bob.open_threads().threads]
+    with as_user(people, "alice") as alice:
+        alice.unshare(root.id)  # each entry goes back to its author: alice's root, bob's reply
+        assert root.id not in [t.root.id for t in alice.open_threads().threads]  # its one reply is bob's
+    with as_user(people, "bob") as bob:
+        thread = bob.thread(reply.id)
+        assert (thread.root.id, thread.replies) == (reply.id, [])  # the top of what he sees is his reply
+
+
 def test_people_bad_input_gets_clear_errors_and_changes_nothing(people):
     with as_user(people, "bob") as bob:
         with pytest.raises(NotFound, match="no team 'nope'"):

@@ -175,6 +175,16 @@ def test_decay_prefers_recent_entries_and_can_be_switched_off(db, tenant):
     assert [h.parts["decay"] for h in res.hits] == [1.0, 0.1]
 
 
+def test_decay_counts_age_at_as_of(db, tenant):
+    old = remember(db, tenant, "Ship date", "ship on Friday", valid_from=format_time(T0 - 400 * DAY))
+    new = remember(db, tenant, "Ship date", "ship on Monday", valid_from=format_time(T0 - 200 * DAY))
+    then = {h.id: h.parts["decay"] for h in ask(db, tenant, "ship", as_of=format_time(T0 - 199 * DAY),
+                                                explain=True).hits}
+    assert then == {new: 1.0, old: 0.6}  # 1 and 201 days old at as_of (half-life 90 days)
+    now = {h.id: h.parts["decay"] for h in ask(db, tenant, "ship", explain=True).hits}
+    assert now == {new: 0.6, old: 0.5}  # 201 and 401 days old now
+
+
 def test_voice_prefers_the_askers_own_words(db, tenant):
     told = remember(db, tenant, "Gift", "You could buy your sister a scarf, you know")
     mine = remember(db, tenant, "Gift", "I want to buy my sister a scarf for her birthday")
@@ -248,6 +258,18 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
     res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
     assert res[strong].score > res[again].score and "reply_to" not in res[strong].parts
     assert res[strong].score == pytest.approx(res[strong].parts["bm25"] * res[strong].parts["decay"])
+
+
+def test_every_matching_question_near_the_top_lends_to_its_answer(db, tenant):
+    chat = conversation(db, tenant)
+    said = {}
+    for i, (q, a) in enumerate([("Anything new in the adoption process?", "We met the agency on Monday."),
+                                ("How is the adoption process going?", "Slowly, the paperwork is endless."),
+                                ("Any adoption process news?", "Not yet, still waiting.")]):
+        said[remember(db, tenant, "q", q, conversation_id=chat, valid_from=format_time(T0 - (300 - 60 * i) * US))] = (
+            remember(db, tenant, "a", a, conversation_id=chat, valid_from=format_time(T0 - (270 - 60 * i) * US)))
+    hits = {h.id: h for h in ask(db, tenant, "adoption process", explain=True).hits}
+    assert {a: hits[a].parts["reply_to"] for a in said.values()} == {a: q for q, a in said.items()}
 
 
 def test_a_follow_up_answer_gets_seven_tenths_of_the_turn_it_follows(db, tenant):

@@ -181,6 +181,8 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
         ("How many tickets are open?", {"fact", "quantity"}),
         ("How long did the migration take", {"quantity"}),
         ("the total number of open tickets", {"quantity"}),
+        ("the average commute per week", {"quantity"}),  # an amount asked without "how" or "number of"
+        ("total spent on groceries", {"quantity"}),
         ("How to roll back a deploy", {"howto"}),
         ("Why did the build fail?", {"howto"}),
         ("When did we ship the release?", {"time", "when"}),
