@@ -96,7 +96,13 @@ def ranked(
 
 
 def idf(df: int, n: int) -> float:
-    """BM25's idf, as FTS5 computes it (never negative)."""
+    """BM25's idf, as FTS5 computes it (never negative).
+
+    `df` is capped at `n`: read inside a transaction holding uncommitted
+    writes, a term's document count includes the new rows before the index's
+    row total does, and an idf below zero would rank the best match last.
+    """
+    df = min(df, n)
     return math.log((n - df + 0.5) / (df + 0.5) + 1.0)
 
 

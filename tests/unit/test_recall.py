@@ -6,7 +6,7 @@ import pytest
 
 from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
-from arbiter.recall import Tuning, dates, maintain, recall, search
+from arbiter.recall import Tuning, _rank, dates, maintain, recall, search
 from arbiter.recall.hits import NO_WORDS
 from arbiter.store import entries, tenants, users
 
@@ -728,3 +728,13 @@ def test_words_new_to_the_index_are_found_once_written(db, tenant):
     assert ids(ask(db, tenant, "zeppelin hangar")) == [eid]
     conv = conversation(db, tenant)
     assert ids(ask(db, tenant, "zeppelin hangar", conversation_id=conv)) == [eid]
+
+
+
+def test_idf_is_never_negative_and_falls_as_more_documents_hold_the_word():
+    """A document count above the row total (read mid-transaction) must not rank the best match last."""
+    for n in (1, 3, 50):
+        values = [_rank.idf(df, n) for df in range(0, 2 * n + 2)]
+        assert all(v >= 0 for v in values)
+        assert values == sorted(values, reverse=True)
+        assert values[0] > values[n]  # a rare word outweighs one every document holds
