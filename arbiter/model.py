@@ -75,6 +75,11 @@ def _check_source(value: str | None) -> None:
         raise ValueError("source: a source is one line, without newlines or control characters")
 
 
+def _not_blank(field: str, value: str | None) -> None:
+    if value is not None and not value.strip():  # a listing would show a blank line for it
+        raise ValueError(f"{field}: must not be empty")
+
+
 class TextParams(Params):
     """Params carrying an entry's text: title, content and source limits, in UTF-8 bytes."""
 
@@ -149,6 +154,12 @@ class RememberParams(TextParams):
     #: the entry's similarity edges are derived on the idle writer moments later; `auto_link` implies it.
     candidates: bool = False
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _not_blank("new_conversation", self.new_conversation)
+        if self.new_conversation is not None and self.conversation_id is not None:
+            raise ValueError("new_conversation: not with conversation_id")
+
 
 class RememberManyParams(Params):
     """Write many entries in one transaction (all or nothing)."""
@@ -167,6 +178,11 @@ class RememberManyParams(Params):
             for flag in ("auto_tag", "auto_supersede", "extract_entities", "auto_link", "candidates"):
                 if getattr(e, flag):
                     raise ValueError(f"entries[{i}].{flag}: not supported in remember_many; use remember")
+            if e.new_conversation is not None:
+                raise ValueError(f"entries[{i}].new_conversation: give it once, for the whole batch")
+            if self.new_conversation is not None and e.conversation_id is not None:
+                raise ValueError(f"entries[{i}].conversation_id: not with the batch's new_conversation")
+        _not_blank("new_conversation", self.new_conversation)
 
 
 class IdParams(Params):
@@ -284,8 +300,7 @@ class ConversationCreateParams(Params):
     title: ConversationTitle
 
     def __post_init__(self) -> None:
-        if not self.title.strip():  # `conversation list` would show a blank line for it
-            raise ValueError("title: must not be empty")
+        _not_blank("title", self.title)
 
 
 class ConversationListParams(Params):

@@ -48,7 +48,6 @@ from arbiter.model import (
     UnlinkResult,
     UpdateParams,
 )
-from arbiter.errors import InvalidParams
 from arbiter.facts import recall as fact_recall
 from arbiter.recall import llm as llm_layers
 from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
@@ -80,9 +79,6 @@ def remember(ctx: Context, p: RememberParams):
     moments after the answer unless candidates were asked for.
     """
     note = "; ".join(ctx.notes) or None
-    _check_new_conversation(p.new_conversation)
-    if p.new_conversation is not None and p.conversation_id is not None:
-        raise InvalidParams("new_conversation: not with conversation_id", path="new_conversation")
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
     row = None
@@ -114,11 +110,6 @@ def remember(ctx: Context, p: RememberParams):
     stored = entries.written(ctx.viewer, entry_id, p, now=ctx.now) or entries.get(ctx.conn, ctx.viewer, entry_id)
     return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
                       candidates=candidates)
-
-
-def _check_new_conversation(title: str | None) -> None:
-    if title is not None and not title.strip():  # as conversation_create refuses it
-        raise InvalidParams("new_conversation: must not be empty", path="new_conversation")
 
 
 AUTO_DEADLINE_S = 15.0
@@ -180,14 +171,6 @@ def remember_many(ctx: Context, p: RememberManyParams):
     are not checked. Given entities are linked now; extraction runs after the
     answer, on the idle writer (seconds later).
     """
-    _check_new_conversation(p.new_conversation)
-    for i, e in enumerate(p.entries):
-        if e.new_conversation is not None:
-            raise InvalidParams("new_conversation: give it once, for the whole batch",
-                                path=f"entries[{i}].new_conversation")
-        if p.new_conversation is not None and e.conversation_id is not None:
-            raise InvalidParams("conversation_id: not with the batch's new_conversation",
-                                path=f"entries[{i}].conversation_id")
     started = None
     if p.new_conversation is not None:  # in the batch's transaction: a refused batch starts none
         started = tenants.create_conversation(ctx.conn, ctx.viewer, p.new_conversation, now=ctx.now).id
