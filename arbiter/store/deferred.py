@@ -17,7 +17,8 @@ no faster: the cost is the text signals, not the trigger).
 
 Only inserts are deferred: nothing may update or delete an entry inserted in
 the block before the block ends (its update trigger would remove index rows
-not yet written). The import inserts in such blocks and nothing else.
+not yet written). The import and `remember_many` insert in such blocks and
+nothing else.
 """
 
 from __future__ import annotations

@@ -190,6 +190,11 @@ def _entity(conn, tenant: int, rec: EntityRecord, ents: _Map) -> None:
 
 def import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     """Write one batch of an export file (lines `first_line`..) into this tenant, ids remapped; resumable, never twice."""
+    with text.packing():  # the index upkeep reads the batch's texts back: handed back, not inflated again
+        return _import_batch(ctx, p)
+
+
+def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conn, tenant, v = ctx.conn, ctx.tenant_id, ctx.viewer
     if p.authors:
         users.require_owner(conn, v, "importing with each record's author (import --all)")

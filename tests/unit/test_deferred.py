@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from arbiter.store import deferred, fts, open_database, tenants, users
+from arbiter.model import RememberParams
+from arbiter.store import deferred, entries, fts, open_database, tenants, users
 
 T0 = 1_790_000_000_000_000
 WORDS = "alpha beta gamma delta omega release deploy budget kernel parser".split()
@@ -90,3 +91,26 @@ def test_a_failed_block_leaves_nothing_deferred_and_outside_a_transaction_it_ref
     with conn:  # and the triggers index as before
         conn.executemany(_INSERT, rows)
     assert _state(conn, scopes)["tag_counts"]
+
+
+def test_remember_many_indexes_as_remember_does(tmp_path):
+    # A batch indexes its rows set-based after inserting them; one by one, the triggers do: the same indexes.
+    rng = random.Random(11)
+    items = [RememberParams(type="project", title=f"title {i}", content=" ".join(rng.choices(WORDS, k=12)),
+                            tags=rng.sample(WORDS[:6], rng.randint(0, 3)), team="core" if i % 3 == 0 else None)
+             for i in range(120)]
+    states = []
+    for name, write in (("one.db", "one"), ("many.db", "many")):
+        conn, tenant, user, scopes = _home(tmp_path / name)
+        v = users.first_viewer(conn, tenant)
+        with conn:
+            if write == "one":
+                for p in items:
+                    entries.remember(conn, v, p, now=T0)
+            else:
+                entries.remember_many(conn, v, items[:50], now=T0)
+                entries.remember_many(conn, v, items[50:], now=T0)
+        assert conn.execute("SELECT count(*) FROM deferred_scopes").fetchone()[0] == 0
+        states.append(_state(conn, scopes))
+    assert states[0] == states[1]
+    assert states[1]["tag_pairs"] and all(states[1][s]["alpha"] for s in scopes)

@@ -52,6 +52,21 @@ def test_tiny_and_incompressible_texts_are_stored_as_they_are():
     assert text.pack(short) == b"\x00" + short.encode()
 
 
+def test_a_text_packed_inside_packing_reads_back_as_itself_and_the_block_lets_it_go():
+    rng = random.Random(5)
+    first, second = _prose(rng, 200), _prose(rng, 200)
+    with text.packing():
+        a, b = text.pack(first), text.pack(second)
+        assert text.unpack(a) is first and text.unpack(b) is second  # handed back, not inflated again
+        with text.packing():  # a nested block shares the outer one's texts and leaves them to it
+            assert text.unpack(a) is first
+        assert text.unpack(b) is second
+        other = zlib.compress(_prose(rng, 50).encode())  # packed elsewhere: inflated as always
+        assert text.unpack(b"\x01" + other) == zlib.decompress(other).decode()
+    read = text.unpack(a)  # outside: inflated, the block's texts let go
+    assert read == first and read is not first
+
+
 def test_a_blob_that_is_not_a_stored_text_is_refused():
     with pytest.raises(ValueError, match="codec 7"):
         text.unpack(b"\x07abc")
