@@ -336,7 +336,7 @@ def _fit(doc: _Doc, max_bytes: int) -> tuple[str, list[str]]:
     if cut:
         text = doc.render(
             f"_Cut to stay under {max_bytes // 1024} KB: {'; '.join(cut)}. "
-            "`recall`, `list`, `topic_cluster` and `get_memory_briefing` reach the rest._"
+            "`recall`, `list`, `open_threads`, `topic_clusters` and `topic_cluster` reach the rest._"
         )
     data = text.encode()
     if len(data) > max_bytes:  # every list at its floor and still too long: very long titles

@@ -1,4 +1,4 @@
-"""MCP tools for entities and salience: `entities`, `entity_context`, `relate`, `reinforce`."""
+"""MCP tools for entities and salience: `entities`, `entity_context`, `relate`, `entity_merge`, `entity_rename`, `reinforce`."""
 
 from __future__ import annotations
 
@@ -122,6 +122,7 @@ def relate(s: Session, a: RelateArgs) -> RelationLine:
     entries are `link`, not this.
     """
     r = s.call("entity_relate", a.source, a.relation, a.target, weight=a.weight)
+    s.wrote = False  # entity relations appear in no resource (the briefing names entities, not their relations)
     return RelationLine(source=r.source.name, relation=r.relation, target=r.target.name, weight=r.weight)
 
 
@@ -146,6 +147,47 @@ def reinforce(s: Session, a: ReinforceArgs) -> SalienceView:
     higher and is kept longer. Use it when an entry proved useful or the user says it matters.
     """
     x = s.call("reinforce", a.id)
-    s.changed(a.id)
+    s.wrote = False  # salience shows in no resource: the entry reads the same, the briefing does not rank by it
     return SalienceView(id=x.id, salience=x.salience, reinforcements=x.reinforcements, permanent=x.permanent)
 
+
+
+class MergeArgs(Args):
+    keep: Annotated[Name, Meta(description="The entity to keep (its name stays the name).")]
+    other: Annotated[Name, Meta(description="The entity folded into it: its names become aliases of `keep`.")]
+
+
+class EntityChanged(View):
+    verb: str
+    entity: EntityLine
+
+    def text(self) -> str:
+        return f"{self.verb}: {self.entity.text()}"
+
+
+@tool(MergeArgs, EntityChanged, writes=True)
+def entity_merge(s: Session, a: MergeArgs) -> EntityChanged:
+    """Fold two entities that are one thing into one: `other`'s name and aliases become aliases of
+    `keep`, and its mentions and relations move to it. Use it when `remember` says a name "may be the
+    same as" another (Postgres / PostgreSQL, Bob / Robert Smith) and you know they are the same.
+    Never merge things that are merely related (a project and its repository): `relate` them.
+    """
+    e = s.call("entity_merge", a.keep, a.other)
+    s.listed = False  # entries and their list read the same; the briefing's entity names may not
+    return EntityChanged(verb=f"Merged {a.other!r} into {e.name!r}", entity=_line(e))
+
+
+class RenameArgs(Args):
+    name: Name
+    new_name: Annotated[EntityName, Meta(description="The new name; the old one stays an alias.")]
+
+
+@tool(RenameArgs, EntityChanged, writes=True)
+def entity_rename(s: Session, a: RenameArgs) -> EntityChanged:
+    """Give an entity its proper name (a misspelling, a nickname that became the main name, a project
+    renamed); the old name stays an alias, so entries that use it still find it. A name another
+    entity already answers to is refused: if they are one thing, `entity_merge` them.
+    """
+    e = s.call("entity_rename", a.name, a.new_name)
+    s.listed = False
+    return EntityChanged(verb=f"Renamed {a.name!r}", entity=_line(e))

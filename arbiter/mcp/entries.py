@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
-from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, day, flat, tool
+from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, day, fit, flat, tool
 from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, SpeakerEdit, Tags, TextParams, Time
 
 Type = Annotated[EntryType, Meta(description=(
@@ -132,6 +132,13 @@ class Suggestion(View):
     reason: str
 
 
+class SameAs(Struct, kw_only=True):
+    """An entity `remember` resolved, and existing entities with names close to its own (not merged unasked)."""
+
+    name: str
+    others: list[str]
+
+
 class Written(View):
     """An entry as a write left it."""
 
@@ -147,6 +154,8 @@ class Written(View):
     suggested_links: list[Suggestion] = []
     #: `auto_link`: the links made, as "#source relation #target".
     linked: list[str] = []
+    #: Entities it mentions whose names are close to another's: one thing under two names? (`entity_merge`)
+    possibly_same: list[SameAs] = []
 
     def text(self) -> str:
         out = f"{self.verb} {self.entry.text()}"
@@ -156,6 +165,9 @@ class Written(View):
             out += f"; conversation {self.conversation_id}"
         if self.entities:
             out += "\nentities: " + ", ".join(self.entities)
+        for x in self.possibly_same:
+            out += (f"\nentity {x.name!r} may be the same as " + ", ".join(repr(n) for n in x.others)
+                    + ": if it is, `entity_merge` them")
         if self.similar:
             out += ("\nnearly the same as " + ", ".join(f"#{i}" for i in self.similar)
                     + ": reply to, link or supersede it rather than keep both")
@@ -266,7 +278,8 @@ def _fit(page: Page, hits: list[Hit], header: int, max_chars: int) -> int:
     return n
 
 
-def _offset(cursor: str | None) -> int:
+def page_offset(cursor: str | None) -> int:
+    """The position a `cursor` this server returned points at (0 for none)."""
     if cursor is None:
         return 0
     if not cursor.isdigit():
@@ -335,8 +348,9 @@ def remember(s: Session, a: RememberArgs) -> Written:
     suggested = [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
                             reason=c.reason) for c in e.candidates
                  if (c.source_id, c.relation, c.target_id) not in made]
+    same = [SameAs(name=m.name, others=[o.name for o in m.possibly_same_as]) for m in e.entities if m.possibly_same_as]
     return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
-                   note=e.note, entities=[m.name for m in e.entities], similar=e.similar,
+                   note=e.note, entities=[m.name for m in e.entities], similar=e.similar, possibly_same=same,
                    suggested_links=suggested, linked=[f"#{r.source_id} {r.relation} #{r.target_id}" for r in e.linked])
 
 
@@ -573,36 +587,59 @@ class RevisionView(View):
 class HistoryArgs(Args):
     id: EntryId
     known_at: KnownAt = None
+    max_chars: MaxChars = DEFAULT_MAX_CHARS
+    cursor: Cursor = None
 
 
-class HistoryView(View):
+class HistoryView(Page):
+    """A page of an entry's history: the chain's entries, the relations joining them, then recorded states."""
+
     entries: list[Ref]
     relations: list[RelationView]
     revisions: list[RevisionView]
+    #: How many entries, relations and recorded states the whole history holds (a page shows a stretch of them).
+    total: int
 
     def text(self) -> str:
-        lines = [f"{count(len(self.entries), 'entry', 'entries')} in the chain, oldest first:"]
-        lines += [f"- {e.text()}" for e in self.entries]
-        lines += [f"  {r.text()}" for r in self.relations]
-        if self.revisions:
-            lines.append("Recorded states, oldest first:")
-            lines += [f"- {r.text()}" for r in self.revisions]
-        return "\n".join(lines)
+        return "\n".join(self._lines) + self.footer()
 
 
 @tool(HistoryArgs, HistoryView)
 def history(s: Session, a: HistoryArgs) -> HistoryView:
     """The supersession chain through an entry, both ways, oldest first (what it replaced and what
-    replaced it), and every recorded state of each: what was written, corrected, retired, restored, when."""
+    replaced it), and every recorded state of each: what was written, corrected, retired, restored, when.
+
+    A long history comes in pages that fit `max_chars`: page with `cursor` while `more` is true.
+    """
     h = s.call("history", a.id, known_at=a.known_at)
-    return HistoryView(
-        entries=[ref(e) for e in h.entries],
-        relations=[RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
-                                created_at=r.created_at) for r in h.relations],
-        revisions=[RevisionView(id=r.entry.id, recorded_from=r.recorded_from, recorded_to=r.recorded_to,
-                                change=r.change, fields=r.fields, title=r.entry.title,
-                                excerpt=flat(r.entry.content, 160)) for r in h.revisions],
-    )
+    items: list = [ref(e) for e in h.entries]
+    items += [RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
+                           created_at=r.created_at, qualifier=r.qualifier) for r in h.relations]
+    items += [RevisionView(id=r.entry.id, recorded_from=r.recorded_from, recorded_to=r.recorded_to, change=r.change,
+                           fields=r.fields, title=r.entry.title, excerpt=flat(r.entry.content, 160)) for r in h.revisions]
+    start = page_offset(a.cursor)
+    if start > len(items):
+        raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
+    blocks, kind = [], None
+    for i, x in enumerate(items[start:], start):
+        block = []
+        if type(x) is not kind:  # each kind's heading, where its first line on this page is
+            kind = type(x)
+            block.append({Ref: f"{count(len(h.entries), 'entry', 'entries')} in the chain, oldest first:",
+                          RelationView: "Relations along the chain:",
+                          RevisionView: "Recorded states, oldest first:"}[kind])
+        block.append(f"{'  ' if kind is RelationView else '- '}{x.text()}")
+        blocks.append(block)
+    shown = fit(blocks, a.max_chars - 100)
+    page = items[start:start + shown]
+    more = start + shown < len(items)
+    out = HistoryView(entries=[x for x in page if type(x) is Ref], total=len(items),
+                      relations=[x for x in page if type(x) is RelationView],
+                      revisions=[x for x in page if type(x) is RevisionView],
+                      more=more, next_cursor=str(start + shown) if more else None)
+    head = [f"(items {start + 1}-{start + shown} of {len(items)})"] if start or more else []
+    out._lines = head + [line for block in blocks[:shown] for line in block]
+    return out
 
 
 class RecallArgs(Args):
@@ -637,7 +674,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     session's conversation is searched first (`everywhere` for the whole
     memory alike). Page with `cursor` while `more` is true.
     """
-    offset = _offset(a.cursor)
+    offset = page_offset(a.cursor)
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
     want = min(RECALL_DEPTH, offset + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
@@ -682,7 +719,7 @@ class ListArgs(Args):
 def list_(s: Session, a: ListArgs) -> Listed:
     """Browse entries newest first with hard filters (types, tag, conversation), each with its opening
     lines. Page with `cursor` while `more` is true. For a topic, prefer `topic_cluster`; to search, `recall`."""
-    before = _offset(a.cursor) or None
+    before = page_offset(a.cursor) or None
     items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
                    known_at=a.known_at, limit=a.limit + 1, before_id=before)
     page = [Hit(**ref_fields(e), score=0.0, scope="tenant",

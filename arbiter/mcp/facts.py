@@ -7,7 +7,7 @@ from typing import Annotated
 from msgspec import Meta, Struct
 
 from arbiter.facts.model import OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, SUBJECT_MAX_BYTES
-from arbiter.mcp.tool import Args, AsOf, Session, View, count, tool
+from arbiter.mcp.tool import Args, AsOf, NoArgs, Session, View, count, tool
 from arbiter.model import Name
 
 Subject = Annotated[str, Meta(min_length=1, max_length=SUBJECT_MAX_BYTES, description=(
@@ -161,3 +161,75 @@ def aspects(s: Session, a: AspectsArgs) -> AspectsView:
     r = s.call("aspects", a.subject)
     return AspectsView(aspects=[AspectLine(slug=x.slug, name=x.name, category=x.category, score=x.score,
                                            facts=x.facts) for x in r.aspects])
+
+
+class FactIdArgs(Args):
+    id: Annotated[int, Meta(ge=1, description="A fact id (the number shown as fact #ID).")]
+
+
+class FactState(Struct, kw_only=True):
+    """One recorded state of a fact: from `recorded_at` it was `status`, held until `valid_to` (null: open)."""
+
+    fact_id: int
+    status: str
+    valid_to: str | None
+    confidence: float
+    recorded_at: str
+
+
+class FactHistoryView(View):
+    facts: list[FactLine]
+    revisions: list[FactState]
+
+    def text(self) -> str:
+        lines = [f"{count(len(self.facts), 'fact')} in the lineage, oldest first:"]
+        lines += [f"- {f.status}: {_text(f)}" + (f" (replaces #{f.supersedes_fact_id})" if f.supersedes_fact_id else "")
+                  for f in self.facts]
+        lines.append("Recorded states, oldest first:")
+        lines += [f"- #{r.fact_id} {r.status} at {r.recorded_at}" + (f", held until {r.valid_to}" if r.valid_to else "")
+                  + f" ({r.confidence:g})" for r in self.revisions]
+        return "\n".join(lines)
+
+
+@tool(FactIdArgs, FactHistoryView)
+def fact_history(s: Session, a: FactIdArgs) -> FactHistoryView:
+    """How a fact changed: the facts it replaced and those that replaced it (oldest first: where the
+    user worked before, and since when), and every recorded state of each (a candidate, active,
+    rejected; when it stopped holding). Use it for "what was X before" or "since when"; `facts` with `as_of`
+    answers what held at one instant."""
+    h = s.call("fact_history", a.id)
+    return FactHistoryView(facts=[line(f) for f in h.facts], revisions=[
+        FactState(fact_id=r.fact_id, status=r.status, valid_to=r.valid_to, confidence=r.confidence,
+                  recorded_at=r.recorded_at) for r in h.revisions])
+
+
+class PredicateLine(Struct, kw_only=True):
+    name: str
+    #: One current value per subject (a new fact replaces the old one); false: several may hold at once.
+    functional: bool
+    builtin: bool
+    active_facts: int
+
+
+class PredicatesView(View):
+    predicates: list[PredicateLine]
+
+    def text(self) -> str:
+        def names(functional: bool) -> str:
+            return ", ".join(p.name + (f" ({p.active_facts})" if p.active_facts else "")
+                             for p in self.predicates if p.functional == functional) or "(none)"
+
+        return (f"Single-valued (a new fact replaces the current one): {names(True)}\n"
+                f"Multi-valued (facts accumulate): {names(False)}\n"
+                "(N): facts holding now.")
+
+
+@tool(NoArgs, PredicatesView)
+def predicates(s: Session, a: NoArgs) -> PredicatesView:
+    """The relations facts use, and how each behaves: single-valued (works_at, lives_in: a new fact
+    replaces the current one) or multi-valued (knows, enjoys: facts accumulate), with how many facts
+    hold now. Check it before `propose_facts` to reuse an existing predicate rather than coin a
+    near-synonym; a new predicate is multi-valued."""
+    return PredicatesView(predicates=[
+        PredicateLine(name=p.name, functional=p.functional, builtin=p.builtin, active_facts=p.active_facts)
+        for p in s.call("predicates").predicates])

@@ -7,9 +7,10 @@ from typing import Annotated, Literal
 from msgspec import Meta
 
 from arbiter.mcp import session_note
-from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
-                                  ref_fields)
-from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, flat, tool
+from arbiter.errors import InvalidParams
+from arbiter.mcp.entries import (DEFAULT_MAX_CHARS, Content, Cursor, EntryView, MaxChars, Page, Ref, Said, Source, TagList,
+                                  Title, Type, Written, entry_view, page_offset, ref, ref_fields)
+from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, NoArgs, Session, View, count, cut, fit, flat, tool
 from arbiter.model import TextParams
 
 
@@ -43,6 +44,8 @@ class ThreadArgs(Args):
     id: EntryId
     as_of: AsOf = None
     known_at: KnownAt = None
+    max_chars: MaxChars = DEFAULT_MAX_CHARS
+    cursor: Cursor = None
 
 
 class Reply(Ref, kw_only=True):
@@ -51,24 +54,63 @@ class Reply(Ref, kw_only=True):
     excerpt: str
 
 
-class ThreadView(View):
-    root: EntryView
+class ThreadView(Page):
+    """A page of a thread: its root in full on the first page, then replies oldest first."""
+
+    root_id: int
     replies: list[Reply]
+    root: EntryView | None = None
+    #: What was cut to fit `max_chars`, and how to read it whole.
+    note: str | None = None
 
     def text(self) -> str:
-        lines = ["Root: " + self.root.text(), "", f"{count(len(self.replies), 'reply', 'replies')}:"]
-        for r in self.replies:
-            lines += [f"{'  ' * (r.depth - 1)}- {Ref.text(r)} reply to #{r.parent_id}", f"{'  ' * r.depth}{r.excerpt}"]
-        return "\n".join(lines)
+        return "\n".join(self._lines) + self.footer()
+
+
+#: Room kept for the lines around a page's items: its heading, a note, the footer naming the cursor.
+FRAME_CHARS = 200
+
+
+def _reply_lines(r: Reply) -> list[str]:
+    return [f"{'  ' * (r.depth - 1)}- {Ref.text(r)} reply to #{r.parent_id}", f"{'  ' * r.depth}{r.excerpt}"]
 
 
 @tool(ThreadArgs, ThreadView)
 def thread(s: Session, a: ThreadArgs) -> ThreadView:
-    """Read a whole thread (root and replies, oldest first) from any entry in it. Read it before replying."""
+    """Read a whole thread (root and replies, oldest first) from any entry in it. Read it before replying.
+
+    A long thread comes in pages that fit `max_chars`: page with `cursor` while `more` is true.
+    """
     t = s.call("thread", a.id, as_of=a.as_of, known_at=a.known_at)
     replies = [Reply(**ref_fields(r), parent_id=r.parent_id,
                      depth=t.depth[r.id], excerpt=flat(r.content, 240)) for r in t.replies]
-    return ThreadView(root=entry_view(t.root), replies=replies)
+    start = page_offset(a.cursor)
+    if start > len(replies):
+        raise InvalidParams("cursor: past the thread's end (it lost replies since): read it again without cursor",
+                            path="cursor")
+    out = ThreadView(root_id=t.root.id, replies=[], more=False, next_cursor=None)
+    budget, lines = a.max_chars - FRAME_CHARS, []
+    if a.cursor is None:  # the first page: the root, cut to fit if it must be
+        out.root = entry_view(t.root)
+        over = len(out.root.text()) + 6 - budget // 2 if replies else len(out.root.text()) + 6 - budget
+        if over > 0:
+            whole = len(out.root.content)
+            out.root.content = cut(out.root.content, whole - over)
+            out.note = (f"the root's content is cut to {len(out.root.content)} of {whole} characters: "
+                        f"`get` {t.root.id} reads it whole")
+        lines = ["Root: " + out.root.text(), *([f"note: {out.note}"] if out.note else []), ""]
+    blocks = [_reply_lines(r) for r in replies[start:]]
+    shown = fit(blocks, budget - sum(len(line) + 1 for line in lines), at_least=0 if a.cursor is None else 1)
+    out.replies = replies[start:start + shown]
+    if start or shown < len(replies):
+        lines.append(f"Replies {start + 1}-{start + shown} of {len(replies)}:" if shown else
+                     f"{count(len(replies), 'reply', 'replies')} (on the next page):")
+    else:
+        lines.append(f"{count(len(replies), 'reply', 'replies')}:")
+    out._lines = lines + [line for block in blocks[:shown] for line in block]
+    out.more = start + shown < len(replies)
+    out.next_cursor = str(start + shown) if out.more else None
+    return out
 
 
 class AroundArgs(Args):
@@ -223,10 +265,6 @@ def topic_cluster(s: Session, a: TopicArgs) -> TopicView:
         for e in r.entries])
 
 
-class NoArgs(Args):
-    pass
-
-
 class BriefingView(View):
     briefing: str
     conversation_id: int | None
@@ -241,3 +279,147 @@ def get_memory_briefing(s: Session, a: NoArgs) -> BriefingView:
     guidance, named topics, open threads, recent activity. Call it again after many writes or when
     unsure what the memory holds."""
     return BriefingView(briefing=s.call("briefing").text, conversation_id=s.conversation_id)
+
+
+class OpenThreadsArgs(Args):
+    limit: Annotated[int, Meta(ge=1, le=100, description="At most this many threads, most recent activity first.")] = 15
+
+
+class OpenThread(View):
+    """An open thread: an active root with active replies."""
+
+    root: Ref
+    replies: int
+    last_activity: str
+    last_reply: Ref
+    #: Who wrote the root, and the team the thread is shared with (absent: private).
+    author: str | None = None
+    team: str | None = None
+
+    def text(self) -> str:
+        shared = f", shared with {self.team}" if self.team else ""
+        by = f" by {self.author}" if self.author else ""
+        return (f"- {self.root.text()}{by}{shared}: {count(self.replies, 'reply', 'replies')}, last "
+                f"{self.last_activity[:16].replace('T', ' ')}: #{self.last_reply.id} {self.last_reply.title}")
+
+
+class OpenThreadsView(View):
+    threads: list[OpenThread]
+    #: More open threads exist beyond `limit`.
+    more: bool = False
+
+    def text(self) -> str:
+        if not self.threads:
+            return "No open threads (no entry has an active reply)."
+        lines = [f"{count(len(self.threads), 'open thread')}, most recent activity first:",
+                 *(t.text() for t in self.threads)]
+        if self.more:
+            lines.append("more: older open threads exist (raise limit)")
+        return "\n".join(lines)
+
+
+@tool(OpenThreadsArgs, OpenThreadsView)
+def open_threads(s: Session, a: OpenThreadsArgs) -> OpenThreadsView:
+    """The threads still going on (an entry with active replies), most recent activity first,
+    teammates' shared threads included: the briefing's open threads, in full.
+
+    Before starting a new entry on a subject, look here: a follow-up belongs in its thread,
+    as a `reply` to the root (read it with `thread` first).
+    """
+    found = s.call("open_threads", a.limit + 1).threads
+    return OpenThreadsView(threads=[
+        OpenThread(root=ref(t.root), replies=t.replies, last_activity=t.last_activity, last_reply=ref(t.last_reply),
+                   author=t.author, team=t.team) for t in found[:a.limit]], more=len(found) > a.limit)
+
+
+class ExpandArgs(Args):
+    id: EntryId
+    depth: Annotated[int, Meta(ge=1, le=2, description="Hops to walk: 1 (its links) or 2 (their links too).")] = 1
+    limit: Annotated[int, Meta(ge=1, le=50, description="At most this many entries in the subgraph.")] = 30
+    as_of: AsOf = None
+    known_at: KnownAt = None
+
+
+class Node(Ref, kw_only=True):
+    #: Hops from the entry asked about (0: the entry itself).
+    hops: int
+
+
+class Edge(View):
+    """An explicit relation (`link`), or with `kind` one Arbiter derived (temporal, entity, similarity)."""
+
+    source_id: int
+    relation: str
+    target_id: int
+    kind: str | None = None
+    weight: float | None = None
+
+    def text(self) -> str:
+        if self.kind:
+            return f"#{self.source_id} ~ #{self.target_id} ({self.kind}/{self.relation}, {self.weight:.2f})"
+        return f"#{self.source_id} {self.relation} #{self.target_id}"
+
+
+class ExpandView(View):
+    id: int
+    nodes: list[Node]
+    edges: list[Edge]
+    #: The entry limit cut the walk short.
+    truncated: bool = False
+
+    def text(self) -> str:
+        lines = [f"Subgraph around #{self.id} ({count(len(self.nodes), 'entry', 'entries')}):"]
+        lines += [f"- {Ref.text(n)}" + (f" (hop {n.hops})" if n.hops else " (start)") for n in self.nodes]
+        lines.append("Edges:" if self.edges else "Edges: none (no relation or association touches it)")
+        lines += [f"- {e.text()}" for e in self.edges]
+        if self.truncated:
+            lines.append("truncated: more entries are linked; raise limit, or expand from one of the entries above")
+        return "\n".join(lines)
+
+
+@tool(ExpandArgs, ExpandView)
+def expand(s: Session, a: ExpandArgs) -> ExpandView:
+    """Walk the graph out from an entry, one or two hops: the entries linked to it by relations
+    (supersedes, supports, causes, ...) and by what Arbiter associated with it (close in time, same
+    names, similar text), with every edge among them. Use it to trace a chain of decisions or causes
+    past the direct neighbours. For one entry's immediate surroundings (thread, tags, #ID mentions)
+    `around` says more; for derived links with their evidence, `associations`.
+    """
+    g = s.call("expand", a.id, depth=a.depth, limit=a.limit, as_of=a.as_of, known_at=a.known_at)
+    nodes = sorted(g.nodes, key=lambda e: (g.depth.get(e.id, 0), e.id))
+    return ExpandView(
+        id=a.id, nodes=[Node(**ref_fields(e), hops=g.depth.get(e.id, 0)) for e in nodes],
+        edges=[Edge(source_id=r.source_id, relation=r.relation, target_id=r.target_id) for r in g.edges]
+        + [Edge(source_id=x.source_id, relation=x.sub_type, target_id=x.target_id, kind=x.kind, weight=x.weight)
+           for x in g.associations],
+        truncated=g.truncated,
+    )
+
+
+class TopicLine(View):
+    name: str
+    description: str
+    tags: list[str]
+    entries: int
+
+    def text(self) -> str:
+        return f"- {self.name} ({count(self.entries, 'entry', 'entries')}): {self.description} [tags: {', '.join(self.tags)}]"
+
+
+class TopicsView(View):
+    topics: list[TopicLine]
+
+    def text(self) -> str:
+        if not self.topics:
+            return "No topics yet (topics form from tags that recur together)."
+        return "\n".join([f"{count(len(self.topics), 'topic')}, largest first:", *(t.text() for t in self.topics)])
+
+
+@tool(NoArgs, TopicsView)
+def topic_clusters(s: Session, a: NoArgs) -> TopicsView:
+    """Every topic of this memory (groups of tags that recur together), largest first, with their tags:
+    the briefing's topic map without its cut. Read one topic's entries with `topic_cluster` and one
+    of its tags."""
+    found = s.call("topic_clusters").clusters
+    return TopicsView(topics=[TopicLine(name=c.name, description=c.description, tags=c.tags, entries=c.entries)
+                              for c in found])

@@ -117,19 +117,20 @@ class Subscriptions:
             if listed:
                 await session.send_notification(types.ResourceListChangedNotification())
 
-    async def notify(self, ctx, touched: set[str]) -> None:
-        """Tell each subscribed session which of `touched` it watches, and that the list changed; the caller
-        (subscribed or not) on its own request's stream."""
+    async def notify(self, ctx, touched: set[str], listed: bool) -> None:
+        """Tell each subscribed session which of `touched` it watches, and (if `listed`) that the list changed;
+        the caller (subscribed or not) on its own request's stream."""
         caller = _session_id(ctx)
-        listed = types.ResourceListChangedNotification()
+        moved = [types.ResourceListChangedNotification()] if listed else []
         for sid, (session, uris) in list(self._by_session.items()):
             if sid == caller:
                 continue
             for uri in sorted(uris & touched):
                 await session.send_notification(_updated(uri))  # dropped by the transport if its GET stream is closed
-            await session.send_notification(listed)
+            for note in moved:
+                await session.send_notification(note)
         _, mine = self._by_session.get(caller, (None, set()))
-        for note in [*(_updated(uri) for uri in sorted(mine & touched)), listed]:
+        for note in [*(_updated(uri) for uri in sorted(mine & touched)), *moved]:
             await ctx.session.send_notification(note, related_request_id=ctx.request_id)
 
 
@@ -294,14 +295,15 @@ def build_app(mcp: McpServer, token: str, host: str, instructions: Callable[[], 
             mcp.session = session_of(ctx)  # tool calls run one at a time, so the server's session is the caller's
             result = await run("tools/call", params)
             touched = resources.touched_uris(mcp.session) if mcp.session.wrote else set()
+            listed = bool(touched) and mcp.session.listed
             if touched and (uris := watched()):
                 try:  # what changed anywhere, told now (the next poll would tell it again otherwise)
                     touched.update((await anyio.to_thread.run_sync(mcp.watch.poll, uris))[0])
                 except ArbiterError as e:  # the write stands; the next poll finds what this one missed
                     say(f"could not poll for changes after a write ({error_line(e)})")
         if touched:
-            await subscriptions.notify(ctx, touched)
-            await publish(touched, True)
+            await subscriptions.notify(ctx, touched, listed)
+            await publish(touched, listed)
         return types.CallToolResult.model_validate(result)
 
     async def subscribe(ctx, params):

@@ -104,7 +104,7 @@ class McpServer:
                 changed.update(self.watch.poll(self.subscribed)[0])
             except ArbiterError as e:  # the write stands; the next poll finds what this one missed
                 say(f"could not poll for changes after a write ({error_line(e)})")
-        return out + [_updated(uri) for uri in sorted(changed)] + [LIST_CHANGED]
+        return out + [_updated(uri) for uri in sorted(changed)] + ([LIST_CHANGED] if self.session.listed else [])
 
     def subscribe(self, params: dict) -> dict:
         uri = _str(params, "uri")

@@ -29,7 +29,8 @@ From those the server derives everything else, the same way for every tool:
   one line starts with its stable code (`not_found: entry 7 not found`);
 - `writes=True` marks a tool that changes memory: the server then tells
   subscribed clients which resources changed (call `s.changed(id)` for each
-  entry the tool touched; set `s.wrote = False` when a call changed nothing).
+  entry the tool touched; set `s.wrote = False` when a call changed nothing
+  a resource shows, `s.listed = False` when it changed the briefing alone).
 
 A feature's tools live in `arbiter/mcp/<feature>.py` (never inside the
 feature's own package, which may import the store) and are listed in
@@ -68,6 +69,10 @@ class Args(Params):
     """Base of every tool's arguments: unknown arguments are refused, as the socket refuses them."""
 
 
+class NoArgs(Args):
+    """A tool that takes no arguments (any given is refused)."""
+
+
 class View(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Base of every tool's result: the Struct is the structured content, `text()` what the model reads.
 
@@ -94,9 +99,13 @@ class Session:
         self.call = calls
         self.conversation_id = conversation_id
         self.changed_ids: set[int] = set()
-        #: The current call changed memory, so subscribers are told. A write tool's call that turns out to
-        #: change nothing (a duplicate, an entry already retired) sets it back to False.
+        #: The current call changed something a resource shows, so subscribers are told. A write tool's call
+        #: that turns out to change nothing a client sees (a duplicate, an entry already retired, a salience
+        #: bump) sets it back to False.
         self.wrote = False
+        #: The current write changed the resource list (entries written, retired, retitled): `list_changed`
+        #: follows it. A write that changes only the briefing (an entity renamed) sets it to False.
+        self.listed = True
 
     def changed(self, *ids: int) -> None:
         """Record entries a write touched (their resources get change notifications)."""
@@ -223,6 +232,7 @@ def call_tool(session: Session, name: str, arguments: dict | None) -> dict:
     try:
         args = decode_args(t, arguments)
         session.wrote = t.writes  # a write tool that finds nothing to change clears it (`Session.wrote`)
+        session.listed = True
         result = t.run(session, args)
     except ArbiterError as e:
         session.wrote = False  # a refused write changed nothing: a verb is one transaction
@@ -251,3 +261,21 @@ def flat(text: str, limit: int) -> str:
     """`text` on one line, cut to `limit` characters with an ellipsis."""
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
+
+
+def fit(blocks, budget: int, *, at_least: int = 1) -> int:
+    """How many of `blocks` (each a list of text lines) fit in `budget` characters, one newline a line.
+
+    At least `at_least` of them, over budget or not: a page that shows nothing would never end.
+    """
+    used = 0
+    for n, block in enumerate(blocks):
+        used += sum(len(line) + 1 for line in block)
+        if used > budget and n >= at_least:
+            return n
+    return len(blocks)
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters (lines kept), with an ellipsis where it was cut."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"

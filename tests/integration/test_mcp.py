@@ -88,6 +88,25 @@ def test_the_briefing_names_only_tools_the_model_can_call(memory, tmp_path):
     assert command_like <= callable_names, command_like - callable_names
 
 
+def test_a_cut_briefing_names_the_tools_that_reach_what_it_cut(home, daemon, tmp_path):
+    with daemon.client() as c:
+        roots = c.remember_many([{"type": "project", "title": f"Open question number {i}: " + "which queue? " * 6,
+                                  "content": f"question {i}", "tags": [f"topic-{i}", f"area-{i % 9}", f"team-{i % 5}", "question"]}
+                                 for i in range(100)])
+        for root in roots:
+            c.reply(root, "still open")
+
+    async def body(session, init):
+        tools = (await session.list_tools()).tools
+        return init.instructions, {t.name for t in tools}
+
+    with open(tmp_path / "stderr", "w") as err:
+        text, tools = anyio.run(_session, _server(home), err, body)
+    note = text[text.index("_Cut to stay under"):]
+    named = set(re.findall(r"`([a-z_]+)`", note))
+    assert "open_threads" in named and named <= tools, named - tools
+
+
 def test_tools_are_listed_and_each_one_works(memory, tmp_path):
     daemon, built = memory
     ids = built.ids

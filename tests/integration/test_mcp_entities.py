@@ -39,3 +39,28 @@ def test_entity_tools_and_remember_fields(daemon, tmp_path):
     assert _text(out["reinforce"]) == f"#{first.id} salience 0.75 (1 reinforcement)"
     assert out["missing"].is_error and _text(out["missing"]).startswith("not_found:")
     assert out["bad"].is_error and _text(out["bad"]).startswith("invalid_params:")
+
+
+def test_remember_names_lookalike_entities_and_the_model_merges_or_renames_them(daemon):
+    from tests.integration.test_mcp_tools import run_session
+
+    with daemon.client() as c:
+        c.remember(type="project", title="Stack", content="The API runs on PostgreSQL.", entities=["PostgreSQL", "Redis"])
+
+    async def body(session):
+        said = await session.call_tool("remember", {"type": "project", "title": "DB", "content": "Backups of PostgresSQL"})
+        merged = await session.call_tool("entity_merge", {"keep": "PostgreSQL", "other": "PostgresSQL"})
+        renamed = await session.call_tool("entity_rename", {"name": "postgresql", "new_name": "Postgres"})
+        taken = await session.call_tool("entity_rename", {"name": "Postgres", "new_name": "redis"})
+        bad = await session.call_tool("entity_merge", {"keep": "Postgres", "other": ""})
+        return said, merged, renamed, taken, bad
+
+    said, merged, renamed, taken, bad = run_session(daemon.home, body)
+    assert said.structured_content["possibly_same"] == [{"name": "PostgresSQL", "others": ["PostgreSQL"]}]
+    assert "entity 'PostgresSQL' may be the same as 'PostgreSQL': if it is, `entity_merge` them" in _text(said)
+    assert merged.structured_content["entity"]["aliases"] == ["PostgresSQL"]
+    assert _text(merged).startswith("Merged 'PostgresSQL' into 'PostgreSQL': PostgreSQL [")
+    assert renamed.structured_content["entity"]["name"] == "Postgres"
+    assert set(renamed.structured_content["entity"]["aliases"]) == {"PostgreSQL", "PostgresSQL"}
+    assert taken.is_error and _text(taken).startswith("conflict: ")  # another entity answers to it
+    assert bad.is_error and _text(bad).startswith("invalid_params: other:")

@@ -34,3 +34,27 @@ def test_an_agent_proposes_facts_and_reads_what_is_true_now(daemon):
     career = next(a for a in scores.structured_content["aspects"] if a["slug"] == "career")
     assert career["facts"] == 1 and "Nothing known yet about" in text(scores)
     assert bad.is_error and text(bad).startswith("invalid_params")
+
+
+def test_fact_history_shows_what_a_fact_replaced_and_predicates_say_how_each_behaves(daemon):
+    with daemon.client() as c:
+        first = c.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Acme",
+                                  "valid_from": "2024-01-01T00:00:00Z"}], apply=True).facts[0].id
+        now = c.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Globex"}], apply=True).facts[0].id
+        c.facts_propose([{"subject": "user", "predicate": "enjoys_kayaking_with", "object": "Ana"}], apply=True)
+
+    async def body(session):
+        return (await session.call_tool("fact_history", {"id": now}), await session.call_tool("predicates", {}),
+                await session.call_tool("fact_history", {"id": 0}), await session.call_tool("predicates", {"x": 1}))
+
+    history, predicates, zero, extra = run_session(daemon.home, body)
+    facts = history.structured_content["facts"]
+    assert [(f["id"], f["object"]) for f in facts] == [(first, "Acme"), (now, "Globex")]
+    assert facts[0]["valid_to"] and facts[1]["supersedes_fact_id"] == first
+    assert f"(replaces #{first})" in text(history)
+    by_name = {p["name"]: p for p in predicates.structured_content["predicates"]}
+    assert by_name["works_at"]["functional"] is True and by_name["works_at"]["active_facts"] == 1
+    assert by_name["enjoys_kayaking_with"]["functional"] is False and not by_name["enjoys_kayaking_with"]["builtin"]
+    assert "works_at (1)" in text(predicates).splitlines()[0]
+    assert text(zero) == "invalid_params: id: must be at least 1"
+    assert text(extra) == "invalid_params: x: unknown field"

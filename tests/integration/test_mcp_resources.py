@@ -117,3 +117,38 @@ def test_a_write_tool_that_changed_nothing_notifies_nothing(home, daemon):
     quiet = run_session(home, body, message_handler=on_message)
     assert quiet == []
     assert seen == ["notifications/resources/updated", "notifications/resources/list_changed"]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_entity_and_salience_writes_notify_only_what_a_resource_shows(home, daemon):
+    with daemon.client() as c:
+        entry = c.remember(type="project", title="Stack", content="Apollo runs on PostgreSQL.",
+                           entities=["Apollo", "Apollo Server"]).id
+    seen = []
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification):
+            seen.append((message.method, str(getattr(message.params, "uri", ""))))
+
+    async def body(session):
+        for uri in ("arbiter://briefing", f"arbiter://entry/{entry}"):
+            await session.subscribe_resource(uri)
+        entry_before = (await session.read_resource(f"arbiter://entry/{entry}")).contents[0].text
+        briefing_before = (await session.read_resource("arbiter://briefing")).contents[0].text
+        # Salience and entity relations show in no resource: the entry and the briefing read the same after.
+        await session.call_tool("reinforce", {"id": entry})
+        await session.call_tool("relate", {"source": "Apollo", "relation": "depends_on", "target": "PostgreSQL"})
+        await session.send_ping()
+        quiet = list(seen)
+        same = ((await session.read_resource(f"arbiter://entry/{entry}")).contents[0].text == entry_before and
+                (await session.read_resource("arbiter://briefing")).contents[0].text == briefing_before)
+        # A merge changes the entity names the briefing lists, and nothing of the entry list.
+        await session.call_tool("entity_merge", {"keep": "Apollo", "other": "Apollo Server"})
+        await session.send_ping()
+        merged = seen[len(quiet):]
+        return quiet, same, merged, briefing_before, (await session.read_resource("arbiter://briefing")).contents[0].text
+
+    quiet, same, merged, before, after = run_session(home, body, message_handler=on_message)
+    assert quiet == [] and same
+    assert merged == [("notifications/resources/updated", "arbiter://briefing")]
+    assert "Apollo Server" in before and "Apollo Server" not in after

@@ -81,17 +81,25 @@ CASES = {
     "whoami": lambda ids, mine: {},
     "share": lambda ids, mine: {"id": mine, "team": "mcp-tools"},
     "unshare": lambda ids, mine: {"id": mine},
+    "open_threads": lambda ids, mine: {"limit": 5},
+    "expand": lambda ids, mine: {"id": ids["adr-queue"], "depth": 2},
+    "topic_clusters": lambda ids, mine: {},
+    "fact_history": lambda ids, mine: {"id": 1},  # the fact `propose_facts` made (it runs first, in tool order)
+    "predicates": lambda ids, mine: {},
+    "entity_merge": lambda ids, mine: {"keep": "Kibana", "other": "Kibana UI"},
+    "entity_rename": lambda ids, mine: {"name": "Kibana", "new_name": "Kibana Dashboards"},
 }
 #: Order matters for the ones that change `mine`: link before unlink, forget last.
-ORDER = ["update", "link", "unlink", "reply", "share", "unshare"]
+ORDER = ["update", "link", "unlink", "reply", "share", "unshare", "entity_merge", "entity_rename"]
 LAST = ["forget", "restore"]
 
 
 def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memory):
     daemon, built = memory
 
-    with daemon.client() as c:  # `share` needs a team the session's user is in
+    with daemon.client() as c:  # `share` needs a team the session's user is in; the entity tools, two entities
         c.team_add("mcp-tools")
+        c.remember(type="reference", title="Dashboards", content="Logs are read in Kibana.", entities=["Kibana UI"])
 
     async def body(session):
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -119,6 +127,10 @@ def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memo
     assert results["restore"].structured_content == {"id": results["forget"].structured_content["id"], "restored": True}
     assert results["share"].structured_content["team"] == "mcp-tools"
     assert set(results["unshare"].structured_content["ids"]) == set(results["share"].structured_content["ids"])
+    assert sorted(results["entity_rename"].structured_content["entity"]["aliases"]) == ["Kibana", "Kibana UI"]
+    assert results["fact_history"].structured_content["facts"][0]["object"] == "Acme"
+    assert any(e["relation"] == "supports" and e["target_id"] == built["adr-queue"] and "kind" not in e
+               for e in results["expand"].structured_content["edges"])
 
 
 def test_record_time_reads_what_was_known_then(home, daemon):
