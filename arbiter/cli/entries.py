@@ -317,10 +317,14 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, 
            half_life_days, floor, disable, expand, rerank, rerank_fine, graph):
     """Search memory. The top three hits show the passage that matched.
 
+    --json prints the whole result as the protocol returns it: an object with
+    `hits`, `facts`, `searched`, `note` and (with --explain) `expression`.
+
     \b
     Example:
       arbiter recall "deploy checklist" --conversation 4 --limit 5
       arbiter recall "what did we decide about caching" --explain --disable voice
+      arbiter recall "deploy" --json | jq '.hits[].id'
     """
     with settings.client() as c:
         llm = {k: (v or True) for k, v in (("expand", expand), ("rerank", rerank), ("rerank_fine", rerank_fine))
@@ -328,12 +332,7 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, 
         res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of, known_at=known_at,
                        limit=limit, explain=explain, intent=intent, decay=decay, half_life_days=half_life_days,
                        floor=floor, disable=list(disable), graph=graph, **llm)
-    if as_json:
-        click.echo(msgspec.json.encode(res.hits).decode())
-        if res.note:  # stdout stays the list of hits
-            click.echo(f"note: {res.note}", err=True)
-    else:
-        _show_hits(res)
+    _emit(res, as_json, _show_hits)
 
 
 def _revision_line(r) -> str:

@@ -117,7 +117,7 @@ def test_frozen_binary_serves_and_answers_every_core_command(served, home):
     assert {"id", "type", "title", "valid_from", "valid_to"} <= first.keys()
     link = cli.json("link", str(second["id"]), "supersedes", str(first["id"]))
     assert (link["source_id"], link["relation"], link["target_id"]) == (second["id"], "supersedes", first["id"])
-    hits = cli.json("recall", "release target")
+    hits = cli.json("recall", "release target")["hits"]
     assert [h["id"] for h in hits] == [second["id"]]
     assert cli.json("forget", str(second["id"])) == {"id": second["id"], "forgotten": True}
     gone = cli("get", str(second["id"]), ok=False)

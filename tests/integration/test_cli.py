@@ -197,10 +197,25 @@ def test_recall_says_when_a_query_has_no_searchable_word_and_stars_search_prefix
         proc = arbiter(h, "recall", query)
         assert proc.returncode == 0 and proc.stdout == ""
         assert "note: no searchable word in the query" in proc.stderr
-        proc = arbiter(h, "recall", query, "--json")
-        assert json.loads(proc.stdout) == [] and "no searchable word" in proc.stderr
-    assert [x["id"] for x in js(h, "recall", "depl*")] == [e["id"]]
-    assert js(h, "recall", "depl") == []
+        res = js(h, "recall", query)
+        assert res["hits"] == [] and "no searchable word" in res["note"]
+    assert [x["id"] for x in js(h, "recall", "depl*")["hits"]] == [e["id"]]
+    assert js(h, "recall", "depl")["hits"] == []
+
+
+def test_recall_json_is_the_whole_result_with_facts_and_note(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "user", "--title", "New job", "--content", "I work at Acme Corp now")
+    ok(h, "fact", "propose", "--subject", "user", "--predicate", "works_at", "--object", "Acme Corp",
+       "--source", str(e["id"]), "--apply")
+    res = js(h, "recall", "where does the user work", "--explain")
+    assert {"hits", "facts", "searched", "note", "expression"} <= res.keys()
+    assert [x["id"] for x in res["hits"]] == [e["id"]] and ENTRY_KEYS <= res["hits"][0].keys()
+    assert [(f["predicate"], f["object"]) for f in res["facts"]] == [("works_at", "Acme Corp")]
+    assert res["expression"]
+    proc = arbiter(h, "recall", "🚀", "--json")
+    assert proc.returncode == 0 and proc.stderr == ""  # the note is in the object, not beside it
+    assert "no searchable word" in json.loads(proc.stdout)["note"]
 
 
 def test_recall_conversation_status_and_tenants(daemon):
@@ -211,16 +226,16 @@ def test_recall_conversation_status_and_tenants(daemon):
     e = js(h, "remember", "--type", "project", "--title", "Deploy checklist", "--content", "run the migrations first",
            "--conversation", str(conv["id"]))
     js(h, "remember", "--type", "feedback", "--title", "Unrelated", "--content", "tabs over spaces")
-    hits = js(h, "recall", "deploy migrations", "--limit", "5")
+    hits = js(h, "recall", "deploy migrations", "--limit", "5")["hits"]
     assert isinstance(hits, list) and hits[0]["id"] == e["id"]
     assert all(ENTRY_KEYS <= x.keys() for x in hits)
     assert js(h, "recall", "deploy", "--conversation", str(conv["id"]), "--type", "project",
-              "--as-of", "2100-01-01T00:00:00Z")[0]["id"] == e["id"]
+              "--as-of", "2100-01-01T00:00:00Z")["hits"][0]["id"] == e["id"]
     assert LINE.match(ok(h, "recall", "deploy").splitlines()[0])
-    assert js(h, "recall", "xylophone") == []
+    assert js(h, "recall", "xylophone")["hits"] == []
     tagged = js(h, "remember", "--type", "learning", "--title", "Deploy lesson", "--content", "deploy on tuesdays",
                 "--tag", "ops")
-    assert tagged["id"] in [x["id"] for x in js(h, "recall", "deploy", "--tag", "ops", "--limit", "5")]
+    assert tagged["id"] in [x["id"] for x in js(h, "recall", "deploy", "--tag", "ops", "--limit", "5")["hits"]]
     s = js(h, "status")
     assert (s["tenant"], s["entries_active"], s["conversations"]) == ("default", 3, 1)
     added = js(h, "tenant", "add", "team")
@@ -254,8 +269,8 @@ def test_known_at_history_and_restore_from_the_command_line(daemon):
     e = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday")
     ok(h, "update", str(e["id"]), "--content", "Target: Monday")
     assert js(h, "get", str(e["id"]), "--known-at", e["recorded_at"])["content"] == "Target: Friday"
-    assert [x["id"] for x in js(h, "recall", "friday", "--known-at", e["recorded_at"])] == [e["id"]]
-    assert js(h, "recall", "friday") == []
+    assert [x["id"] for x in js(h, "recall", "friday", "--known-at", e["recorded_at"])["hits"]] == [e["id"]]
+    assert js(h, "recall", "friday")["hits"] == []
     assert ok(h, "forget", str(e["id"]))
     assert ok(h, "restore", str(e["id"])).strip() == f"#{e['id']} restored"
     assert ok(h, "restore", str(e["id"])).strip() == f"#{e['id']} was already active"
@@ -317,7 +332,7 @@ def test_speaker_is_written_shown_and_named_in_recall(daemon):
        "Melanie: Caroline, how was the support group?", "--speaker", "Melanie")
     assert said["speaker"] == "Caroline"
     assert "speaker: Caroline" in ok(h, "get", str(said["id"]))
-    hits = js(h, "recall", "How was the support group for Caroline?")
+    hits = js(h, "recall", "How was the support group for Caroline?")["hits"]
     assert hits[0]["id"] == said["id"]
     assert "speaker" in one_line_error(h, "remember", "--type", "context", "--title", "t", "--content", "c",
                                        "--speaker", "a\nb")
