@@ -12,11 +12,20 @@ from arbiter.cli._common import Settings, _emit, command, counted, main
 from arbiter.errors import InvalidParams
 
 
+#: The words `backup create` uses for the same refusal, and the way out.
+_EXISTS = "{} already exists; choose a new file name (or --force to replace it)"
+
+
+def _exists(file: Path) -> bool:
+    return file.exists() or file.is_symlink()
+
+
 @command(main, "export")
 @click.argument("file", default="-", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @click.option("--all", "everything", is_flag=True, help="Every tenant (needs the admin token).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
-def export_cmd(settings: Settings, as_json, file, everything, progress):
+@click.option("--force", is_flag=True, help="Replace FILE if it exists (by default an existing file is refused).")
+def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     """Write this tenant's memory to FILE (default `-`, stdout) as JSON Lines.
 
     Line 1 is a header (format version, Arbiter version, time); then every
@@ -25,7 +34,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
     database's ids. A user's export holds what that user sees; `--all`
     holds every tenant whole, with its users, teams and memberships (never
     tokens). Derived data (the search index, tag graph, topic names) is
-    rebuilt on import, not exported.
+    rebuilt on import, not exported. An existing FILE is refused, as
+    `backup create` refuses one, unless --force.
 
     \b
     Examples:
@@ -41,6 +51,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
         raise click.UsageError("--json prints a summary on stdout: give a FILE to export to")
     if not to_stdout and not file.parent.is_dir():
         raise InvalidParams(f"{file.parent} is not a folder", path="file")
+    if not to_stdout and not force and _exists(file):
+        raise InvalidParams(_EXISTS.format(file), path="file")
     out = sys.stdout.buffer if to_stdout else open(file.with_name(file.name + ".partial"), "wb")
     bar = Progress(None, "export", unit="records", file=sys.stderr) if progress else None
     try:
@@ -57,7 +69,10 @@ def export_cmd(settings: Settings, as_json, file, everything, progress):
             bar.finish()
     if not to_stdout:
         out.close()
-        file.with_name(file.name + ".partial").replace(file)
+        partial = file.with_name(file.name + ".partial")
+        if not force and _exists(file):  # made while the export ran: kept, and the export beside it
+            raise InvalidParams(_EXISTS.format(file) + f"; the export is in {partial}", path="file")
+        partial.replace(file)
     if not to_stdout or as_json:
         _emit(summary, as_json, lambda s: click.echo(
             f"exported {counted(s.entries, 'entry', 'entries')} ({counted(s.revisions, 'earlier state')}), "

@@ -61,6 +61,20 @@ def test_export_into_a_missing_folder_is_one_line_and_writes_nothing(home, tmp_p
     assert not target.parent.exists()
 
 
+def test_export_refuses_an_existing_file_as_backup_does_unless_forced(daemon, tmp_path):
+    h = daemon.home
+    js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday")
+    target = tmp_path / "memory.jsonl"
+    target.write_text("keep me\n")
+    said = one_line_error(h, "export", str(target), "--no-progress")
+    assert f"{target} already exists; choose a new file name" in said and "--force" in said
+    assert target.read_text() == "keep me\n" and sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl"]
+    backup = one_line_error(h, "backup", "create", str(target))
+    assert backup.startswith(said.split(" (or --force")[0])  # the same words for the same refusal
+    assert js(h, "export", str(target), "--force")["entries"] == 1
+    assert target.read_text().count("\n") > 1 and sorted(p.name for p in tmp_path.iterdir()) == ["memory.jsonl"]
+
+
 def test_a_home_that_is_a_file_is_a_usage_error_for_clients_and_the_daemon(tmp_path):
     not_a_folder = tmp_path / "home"
     not_a_folder.write_text("a file, not a folder\n")
