@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -151,6 +153,44 @@ def _fail(line: str):
     sys.exit(1)
 
 
+_PLACE = re.compile(r"(\w+)(?:\[(\d+)\])?")
+
+
+def _as_typed(path: str) -> str | None:
+    """How the user typed the wire field at the head of `path`: `--conversation`, `--tag 'two words'`, `ENTRY_ID`.
+
+    A command's parameter is named for the wire field it fills (`--conversation`
+    is `conversation_id`), so click knows both spellings; a field the command
+    has no parameter for (None) keeps its wire name.
+    """
+    ctx = click.get_current_context(silent=True)
+    place = _PLACE.match(path)
+    if ctx is None or place is None:
+        return None
+    param = next((p for p in ctx.command.params if p.name == place[1]), None)
+    if param is None:
+        return None
+    typed = param.human_readable_name if isinstance(param, click.Argument) else max(param.opts, key=len)
+    given = ctx.params.get(param.name)
+    if place[2] is not None and isinstance(given, (list, tuple)) and int(place[2]) < len(given):
+        value = str(given[int(place[2])])  # which of the repeated values, still on one line
+        typed += " " + (shlex.quote(value) if value.isprintable() else repr(value))
+    return typed + path[place.end():]
+
+
+def _in_flags(e: ArbiterError) -> str:
+    """The error's one line, naming the flag or argument the user typed where the daemon named a wire field."""
+    if e.path is None:
+        return e.message
+    typed = _as_typed(e.path)
+    if e.message.startswith(f"{e.path}: "):  # the daemon's own checks: "conversation_id: must be at least 1"
+        return f"{typed or e.path}: {e.message[len(e.path) + 2:]}"
+    # A place inside a list or object (supersedes_ids[0], facts[2].object) says which one; a top-level
+    # field's value is already in the message ("entry 999 not found", not "... (at id)").
+    nested = "[" in e.path or "." in e.path
+    return e.message + (f" (at {typed or e.path})" if nested and e.path not in e.message else "")
+
+
 def handle_errors(f):
     """Turn ArbiterError into one stderr line and exit 1 (tracebacks with ARBITER_DEBUG=1).
 
@@ -167,11 +207,7 @@ def handle_errors(f):
         except ArbiterError as e:
             if os.environ.get("ARBITER_DEBUG"):
                 raise
-            # A place inside a list or object (supersedes_ids[0], facts[2].object) says which one; a top-level
-            # field's value is already in the message ("entry 999 not found", not "... (at id)").
-            nested = e.path is not None and ("[" in e.path or "." in e.path)
-            where = f" (at {e.path})" if nested and e.path not in e.message else ""
-            _fail(f"{e.message}{where}")
+            _fail(_in_flags(e))
         except BrokenPipeError:
             raise  # `arbiter list | head`: click ends quietly
         except OSError as e:

@@ -12,11 +12,11 @@ _KINDS = click.Choice(AssociationKind.__args__)
 
 
 @command(main, "associations")
-@click.argument("entry_id", type=int, required=False)
+@click.argument("id", metavar="ENTRY_ID", type=int, required=False)
 @click.option("--kind", type=_KINDS, help="Only this kind of association.")
 @click.option("--limit", type=click.IntRange(1, 200), default=50, show_default=True)
 @click.option("--rebuild", is_flag=True, help="Derive the stored associations again from the entries (no ENTRY_ID).")
-def associations(settings, as_json, entry_id, kind, limit, rebuild):
+def associations(settings, as_json, id, kind, limit, rebuild):
     """What Arbiter derived around ENTRY_ID: temporal, entity and similarity edges, with the evidence.
 
     Associations are derived, never asserted, and never retire anything; to
@@ -29,7 +29,7 @@ def associations(settings, as_json, entry_id, kind, limit, rebuild):
       arbiter associations 42 --kind entity
       arbiter associations --rebuild
     """
-    if rebuild == (entry_id is not None):
+    if rebuild == (id is not None):
         raise click.UsageError("give ENTRY_ID, or --rebuild alone")
     given = click.get_current_context().get_parameter_source
     if rebuild and (kind is not None or given("limit") is not ParameterSource.DEFAULT):
@@ -39,7 +39,7 @@ def associations(settings, as_json, entry_id, kind, limit, rebuild):
             done = c.associations_rebuild()
             _emit(done, as_json, lambda d: click.echo(f"rebuilt: {d.edges} stored similarity edges"))
             return
-        found = c.associations(entry_id, kind=kind, limit=limit)
+        found = c.associations(id, kind=kind, limit=limit)
 
     def show(result):
         for a in result.associations:

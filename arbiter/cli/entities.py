@@ -20,9 +20,9 @@ def entity_line(e) -> str:
 
 @command(main, "entities")
 @click.argument("query", required=False, default="")
-@click.option("--type", "etype", type=_ENTITY_TYPES, help="Only entities of this type.")
+@click.option("--type", "type", type=_ENTITY_TYPES, help="Only entities of this type.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
-def entities_(settings, as_json, query, etype, limit):
+def entities_(settings, as_json, query, type, limit):
     """List known entities, most mentioned first; QUERY matches the start of a name or alias.
 
     \b
@@ -30,7 +30,7 @@ def entities_(settings, as_json, query, etype, limit):
       arbiter entities post --type tool
     """
     with settings.client() as c:
-        found = c.entities(query, type=etype, limit=limit)
+        found = c.entities(query, type=type, limit=limit)
 
     def show(items):
         for e in items:

@@ -16,32 +16,32 @@ from arbiter.model import RECALL_STAGES, RELATION_TYPES, RelationQualifier
 
 
 @command(main)
-@click.option("--type", "etype", type=_TYPES, required=True, help="What kind of entry this is.")
+@click.option("--type", "type", type=_TYPES, required=True, help="What kind of entry this is.")
 @click.option("--title", required=True, help="One line, at most 200 bytes.")
 @click.option("--content", help="The body; `-` reads it from stdin. Required.")
 @click.option("--tag", "tags", multiple=True, help="Repeatable.")
 @click.option("--source", help="Where this came from (at most 200 bytes).")
-@click.option("--conversation", type=int, help="Pin to a conversation id.")
-@click.option("--parent", type=int, help="Reply to this entry (threads).")
-@click.option("--supersedes", type=int, multiple=True, help="Retire this entry in favour of the new one. Repeatable.")
+@click.option("--conversation", "conversation_id", type=int, help="Pin to a conversation id.")
+@click.option("--parent", "parent_id", type=int, help="Reply to this entry (threads).")
+@click.option("--supersedes", "supersedes_ids", type=int, multiple=True, help="Retire this entry in favour of the new one. Repeatable.")
 @click.option("--valid-from", help="When this became true (RFC 3339 or epoch seconds; default now; never in the future).")
 @click.option("--speaker", help="Who said it: a name (Caroline) or a role (user, assistant). Recall matches names "
               "in a query to it.")
 @click.option("--auto-tag", is_flag=True, help="LLM: add 2–4 tags, reusing the tenant's vocabulary.")
 @click.option("--auto-supersede", is_flag=True, help="LLM: retire older entries this one directly contradicts.")
-@click.option("--entity", "entity_names", multiple=True, metavar="NAME",
+@click.option("--entity", "entities", multiple=True, metavar="NAME",
               help="An entity this entry is about (beside those found in its text). Repeatable.")
 @click.option("--salience", type=click.FloatRange(0, 1), help="Initial salience (default 0.5).")
 @click.option("--permanent", is_flag=True, help="Salience never below 0.8; maintenance never retires it.")
 @click.option("--allow-duplicate", is_flag=True, help="Write even if an active entry of this type says the same.")
 @click.option("--extract-entities", is_flag=True, help="LLM: add entities the lexical extraction missed.")
-@click.option("--candidates", "want_candidates", is_flag=True,
+@click.option("--candidates", "candidates", is_flag=True,
               help="Suggest links to judge (a likely cause, a similar entry), printed as `candidate: arbiter link ...`.")
 @click.option("--auto-link", is_flag=True, help="LLM: link the candidates the advisor confirms (never supersedes).")
 @click.option("--team", help="Share it with this team (one you are in) at once; default: only you see it.")
-def remember(settings, as_json, etype, title, content, tags, source, conversation, parent, supersedes, valid_from,
-             speaker, auto_tag, auto_supersede, entity_names, salience, permanent, allow_duplicate, extract_entities,
-             want_candidates, auto_link, team):
+def remember(settings, as_json, type, title, content, tags, source, conversation_id, parent_id, supersedes_ids,
+             valid_from, speaker, auto_tag, auto_supersede, entities, salience, permanent, allow_duplicate,
+             extract_entities, candidates, auto_link, team):
     """Write one entry.
 
     \b
@@ -59,11 +59,11 @@ def remember(settings, as_json, etype, title, content, tags, source, conversatio
         raise click.UsageError("--content is required (use --content - to read it from stdin)")
     with settings.client() as c:
         e = c.remember(
-            type=etype, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation,
-            parent_id=parent, supersedes_ids=list(supersedes), valid_from=valid_from, speaker=speaker,
-            auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entity_names), salience=salience,
+            type=type, title=title, content=content, tags=list(tags), source=source, conversation_id=conversation_id,
+            parent_id=parent_id, supersedes_ids=list(supersedes_ids), valid_from=valid_from, speaker=speaker,
+            auto_tag=auto_tag, auto_supersede=auto_supersede, entities=list(entities), salience=salience,
             permanent=permanent, allow_duplicate=allow_duplicate, extract_entities=extract_entities, team=team,
-            auto_link=auto_link, candidates=want_candidates,
+            auto_link=auto_link, candidates=candidates,
         )
     if e.duplicate_of is not None and not as_json:
         click.echo(f"already remembered as #{e.duplicate_of}")
@@ -91,10 +91,10 @@ _KNOWN_AT_HELP = "Read the memory as it was recorded then: its text, tags and va
 
 
 @command(main)
-@click.argument("entry_id", type=int)
+@click.argument("id", metavar="ENTRY_ID", type=int)
 @click.option("--as-of", help="Read the entry as it stood then (RFC 3339 or epoch seconds).")
 @click.option("--known-at", help=_KNOWN_AT_HELP)
-def get(settings, as_json, entry_id, as_of, known_at):
+def get(settings, as_json, id, as_of, known_at):
     """Show one entry (retired ones only with --as-of).
 
     --as-of is valid time (what held in the world then), --known-at record
@@ -105,20 +105,20 @@ def get(settings, as_json, entry_id, as_of, known_at):
       arbiter get 4 --known-at 2026-11-20T10:00:00Z
     """
     with settings.client() as c:
-        e = c.get(entry_id, as_of=as_of, known_at=known_at)
+        e = c.get(id, as_of=as_of, known_at=known_at)
     _emit(e, as_json, _show_entry)
 
 
 @command(main, "list")
 @click.option("--type", "types", type=_TYPES, multiple=True, help="Only these types. Repeatable.")
 @click.option("--tag", help="Only entries with this tag.")
-@click.option("--conversation", type=int, help="Only entries pinned to this conversation.")
+@click.option("--conversation", "conversation_id", type=int, help="Only entries pinned to this conversation.")
 @click.option("--as-of", help="The set as it stood then.")
 @click.option("--known-at", help=_KNOWN_AT_HELP)
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="Entries per page.")
 @click.option("--before", "before_id", type=click.IntRange(min=1), help="Only entries older than this id (the next page).")
 @click.option("--all", "everything", is_flag=True, help="Every matching entry, fetched page by page.")
-def list_(settings, as_json, types, tag, conversation, as_of, known_at, limit, before_id, everything):
+def list_(settings, as_json, types, tag, conversation_id, as_of, known_at, limit, before_id, everything):
     """Browse entries newest first; filters are hard filters.
 
     \b
@@ -127,7 +127,7 @@ def list_(settings, as_json, types, tag, conversation, as_of, known_at, limit, b
       arbiter list --before 1200          # the page after one that ended at #1200
       arbiter list --all --json > everything.json
     """
-    query = dict(types=list(types), tag=tag, conversation_id=conversation, as_of=as_of, known_at=known_at, limit=limit)
+    query = dict(types=list(types), tag=tag, conversation_id=conversation_id, as_of=as_of, known_at=known_at, limit=limit)
     items = []
     with settings.client() as c:
         while True:
@@ -140,14 +140,14 @@ def list_(settings, as_json, types, tag, conversation, as_of, known_at, limit, b
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-@click.option("--type", "etype", type=_TYPES)
+@click.argument("id", metavar="ENTRY_ID", type=int)
+@click.option("--type", "type", type=_TYPES)
 @click.option("--title")
 @click.option("--content", help="`-` reads stdin.")
 @click.option("--tag", "tags", multiple=True, help="Replace the tags. Repeatable.")
 @click.option("--source")
 @click.option("--speaker", help="Who said it, corrected; `--speaker ''` removes it.")
-def update(settings, as_json, entry_id, etype, title, content, tags, source, speaker):
+def update(settings, as_json, id, type, title, content, tags, source, speaker):
     """Correct an active entry in place (typos, tags, who said it).
 
     To record that something changed in the world, remember the new fact with
@@ -158,19 +158,19 @@ def update(settings, as_json, entry_id, etype, title, content, tags, source, spe
       arbiter update 12 --content "Deploys freeze on Fridays"
       arbiter update 40 --speaker Melanie
     """
-    if (etype, title, content, tags, source, speaker) == (None, None, None, (), None, None):
+    if (type, title, content, tags, source, speaker) == (None, None, None, (), None, None):
         raise click.UsageError("nothing to update: give --title, --content, --tag, --type, --source or --speaker")
     if content == "-":
         content = sys.stdin.read()
     with settings.client() as c:
-        e = c.update(entry_id, type=etype, title=title, content=content, tags=list(tags) or None, source=source,
+        e = c.update(id, type=type, title=title, content=content, tags=list(tags) or None, source=source,
                      speaker=speaker)
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-def forget(settings, as_json, entry_id):
+@click.argument("id", metavar="ENTRY_ID", type=int)
+def forget(settings, as_json, id):
     """Retire an entry (it stays readable with --as-of; `arbiter restore` undoes it). Safe to repeat.
 
     Your replies under it are retired with it, never a teammate's.
@@ -180,16 +180,16 @@ def forget(settings, as_json, entry_id):
       arbiter forget 12
     """
     with settings.client() as c:
-        done = c.forget(entry_id)
+        done = c.forget(id)
     _emit(
-        {"id": entry_id, "forgotten": done}, as_json,
-        lambda _: click.echo(f"#{entry_id} forgotten" if done else f"#{entry_id} was already retired"),
+        {"id": id, "forgotten": done}, as_json,
+        lambda _: click.echo(f"#{id} forgotten" if done else f"#{id} was already retired"),
     )
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-def restore(settings, as_json, entry_id):
+@click.argument("id", metavar="ENTRY_ID", type=int)
+def restore(settings, as_json, id):
     """Reopen a retired entry (a forget undone). Refused while a `supersedes` link retires it: unlink that first.
 
     \b
@@ -197,16 +197,16 @@ def restore(settings, as_json, entry_id):
       arbiter restore 4
     """
     with settings.client() as c:
-        done = c.restore(entry_id)
+        done = c.restore(id)
     _emit(
-        {"id": entry_id, "restored": done}, as_json,
-        lambda _: click.echo(f"#{entry_id} restored" if done else f"#{entry_id} was already active"),
+        {"id": id, "restored": done}, as_json,
+        lambda _: click.echo(f"#{id} restored" if done else f"#{id} was already active"),
     )
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-def purge(settings, as_json, entry_id):
+@click.argument("id", metavar="ENTRY_ID", type=int)
+def purge(settings, as_json, id):
     """Delete an entry for good: its row, its history, relations and index rows (cannot be undone).
 
     To retire an entry and keep it readable with --as-of, use `arbiter forget`.
@@ -216,8 +216,8 @@ def purge(settings, as_json, entry_id):
       arbiter purge 12
     """
     with settings.client() as c:
-        c.purge(entry_id)
-    _emit({"id": entry_id, "purged": True}, as_json, lambda _: click.echo(f"#{entry_id} purged"))
+        c.purge(id)
+    _emit({"id": id, "purged": True}, as_json, lambda _: click.echo(f"#{id} purged"))
 
 
 def _relation_line(r) -> str:
@@ -229,12 +229,12 @@ _RELATION_LIST = "RELATION is one of: " + ", ".join(RELATION_TYPES) + "."
 
 
 @command(main, epilog=_RELATION_LIST)
-@click.argument("source", type=int)
+@click.argument("source_id", metavar="SOURCE", type=int)
 @click.argument("relation", type=_RELATIONS, metavar="RELATION")
-@click.argument("target", type=int)
+@click.argument("target_id", metavar="TARGET", type=int)
 @click.option("--qualifier", type=click.Choice(get_args(RelationQualifier)),
               help="Only with causes: enables (an enabling condition) or prevents (a preventing factor).")
-def link(settings, as_json, source, relation, target, qualifier):
+def link(settings, as_json, source_id, relation, target_id, qualifier):
     """Relate two entries: SOURCE RELATION TARGET.
 
     `supersedes` also retires TARGET. `causes` may take a qualifier: none is
@@ -247,15 +247,15 @@ def link(settings, as_json, source, relation, target, qualifier):
       arbiter link 4 causes 9 --qualifier enables
     """
     with settings.client() as c:
-        r = c.link(source, relation, target, qualifier=qualifier)
+        r = c.link(source_id, relation, target_id, qualifier=qualifier)
     _emit(r, as_json, lambda r: click.echo(_relation_line(r)))
 
 
 @command(main, epilog=_RELATION_LIST)
-@click.argument("source", type=int)
+@click.argument("source_id", metavar="SOURCE", type=int)
 @click.argument("relation", type=_RELATIONS, metavar="RELATION")
-@click.argument("target", type=int)
-def unlink(settings, as_json, source, relation, target):
+@click.argument("target_id", metavar="TARGET", type=int)
+def unlink(settings, as_json, source_id, relation, target_id):
     """Remove a relation (a retired target stays retired: `arbiter restore` it).
 
     \b
@@ -263,8 +263,8 @@ def unlink(settings, as_json, source, relation, target):
       arbiter unlink 7 supersedes 3 && arbiter restore 3
     """
     with settings.client() as c:
-        c.unlink(source, relation, target)
-    _emit({"removed": True}, as_json, lambda _: click.echo(f"unlinked {source} {relation} {target}"))
+        c.unlink(source_id, relation, target_id)
+    _emit({"removed": True}, as_json, lambda _: click.echo(f"unlinked {source_id} {relation} {target_id}"))
 
 
 def _show_hits(result) -> None:
@@ -289,7 +289,7 @@ def _show_hits(result) -> None:
 
 @command(main)
 @click.argument("query")
-@click.option("--conversation", type=int, help="Search this conversation first, then the whole tenant.")
+@click.option("--conversation", "conversation_id", type=int, help="Search this conversation first, then the whole tenant.")
 @click.option("--type", "types", type=_TYPES, multiple=True, help="Prefer these types. Repeatable.")
 @click.option("--tag", help="Prefer entries with this tag.")
 @click.option("--as-of", help="Rank the set as it stood then.")
@@ -313,7 +313,7 @@ def _show_hits(result) -> None:
               help="LLM cascade: reorder the top 8 again with excerpts (default: the daemon's strong model).")
 @click.option("--graph", is_flag=True,
               help="Also walk associations and relations from the top hits, weighted by the question's intent.")
-def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, limit, explain, intent, decay,
+def recall(settings, as_json, query, conversation_id, types, tag, as_of, known_at, limit, explain, intent, decay,
            half_life_days, floor, disable, expand, rerank, rerank_fine, graph):
     """Search memory. The top three hits show the passage that matched.
 
@@ -329,7 +329,7 @@ def recall(settings, as_json, query, conversation, types, tag, as_of, known_at, 
     with settings.client() as c:
         llm = {k: (v or True) for k, v in (("expand", expand), ("rerank", rerank), ("rerank_fine", rerank_fine))
                if v is not None}
-        res = c.recall(query, conversation_id=conversation, types=list(types), tag=tag, as_of=as_of, known_at=known_at,
+        res = c.recall(query, conversation_id=conversation_id, types=list(types), tag=tag, as_of=as_of, known_at=known_at,
                        limit=limit, explain=explain, intent=intent, decay=decay, half_life_days=half_life_days,
                        floor=floor, disable=list(disable), graph=graph, **llm)
     _emit(res, as_json, _show_hits)
@@ -343,9 +343,9 @@ def _revision_line(r) -> str:
 
 
 @command(main)
-@click.argument("entry_id", type=int)
+@click.argument("id", metavar="ENTRY_ID", type=int)
 @click.option("--known-at", help="The history as it was recorded then.")
-def history(settings, as_json, entry_id, known_at):
+def history(settings, as_json, id, known_at):
     """The supersession chain through an entry (oldest first), then every recorded change to each.
 
     \b
@@ -354,7 +354,7 @@ def history(settings, as_json, entry_id, known_at):
       arbiter history 2 --json | jq '.revisions[] | [.recorded_from, .change]'
     """
     with settings.client() as c:
-        h = c.history(entry_id, known_at=known_at)
+        h = c.history(id, known_at=known_at)
 
     def human(h):
         _show_list(h.entries)
@@ -367,11 +367,11 @@ def history(settings, as_json, entry_id, known_at):
 
 
 @command(main)
-@click.argument("entry_id", type=int)
+@click.argument("id", metavar="ENTRY_ID", type=int)
 @click.option("--depth", type=click.IntRange(1, 2), default=1, show_default=True)
 @click.option("--as-of", help="The graph among entries valid then.")
 @click.option("--known-at", help=_KNOWN_AT_HELP)
-def expand(settings, as_json, entry_id, depth, as_of, known_at):
+def expand(settings, as_json, id, depth, as_of, known_at):
     """The entries related to ENTRY_ID, up to two hops away.
 
     \b
@@ -379,7 +379,7 @@ def expand(settings, as_json, entry_id, depth, as_of, known_at):
       arbiter expand 7 --depth 2 --as-of 2026-11-20T10:00:00Z
     """
     with settings.client() as c:
-        g = c.expand(entry_id, depth=depth, as_of=as_of, known_at=known_at)
+        g = c.expand(id, depth=depth, as_of=as_of, known_at=known_at)
 
     def human(g):
         for n in g.nodes:
@@ -393,8 +393,8 @@ def expand(settings, as_json, entry_id, depth, as_of, known_at):
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-def density(settings, as_json, entry_id):
+@click.argument("id", metavar="ENTRY_ID", type=int)
+def density(settings, as_json, id):
     """How connected an entry is: degrees, relation labels, 2-hop reach.
 
     \b
@@ -402,7 +402,7 @@ def density(settings, as_json, entry_id):
       arbiter density 7
     """
     with settings.client() as c:
-        d = c.density(entry_id)
+        d = c.density(id)
     _emit(d, as_json, lambda d: click.echo(
         f"#{d.id}  in {d.in_degree}  out {d.out_degree}  reach(2) {d.reach_2hop}  relations: "
         + (", ".join(d.relations) or "none")))

@@ -103,8 +103,8 @@ def propose(settings, as_json, subject, predicate, obj, confidence, valid_from, 
 
 
 @command(fact, "history")
-@click.argument("fact_id", type=int)
-def history(settings, as_json, fact_id):
+@click.argument("id", metavar="FACT_ID", type=int)
+def history(settings, as_json, id):
     """A fact's supersession lineage, oldest first, and every state recorded for it.
 
     \b
@@ -112,7 +112,7 @@ def history(settings, as_json, fact_id):
       arbiter fact history 3
     """
     with settings.client() as c:
-        h = c.fact_history(fact_id)
+        h = c.fact_history(id)
 
     def human(h):
         _show_facts(h.facts)
@@ -208,10 +208,10 @@ def batch_list(settings, as_json, status, limit):
 
 def _batch_command(name: str, method: str, doc: str):
     @command(batch, name, help=doc)  # click reads the help when the command is made: a later __doc__ is unseen
-    @click.argument("batch_id", type=int)
-    def run(settings, as_json, batch_id):
+    @click.argument("id", metavar="BATCH_ID", type=int)
+    def run(settings, as_json, id):
         with settings.client() as c:
-            b = getattr(c, method)(batch_id)
+            b = getattr(c, method)(id)
         _emit(b, as_json, _show_batch)
 
     return run

@@ -15,11 +15,11 @@ from arbiter.cli._common import (
 @click.argument("parent_id", type=int)
 @click.option("--content", help="The reply; `-` reads it from stdin. Required.")
 @click.option("--title", help="Default: 'Re: <parent title>'.")
-@click.option("--type", "etype", type=_TYPES, help="Default: the parent's type.")
+@click.option("--type", "type", type=_TYPES, help="Default: the parent's type.")
 @click.option("--tag", "tags", multiple=True, help="Repeatable. Default: the parent's tags.")
 @click.option("--source", help="Where this came from.")
 @click.option("--speaker", help="Who said it: a name (Caroline) or a role (user, assistant).")
-def reply(settings, as_json, parent_id, content, title, etype, tags, source, speaker):
+def reply(settings, as_json, parent_id, content, title, type, tags, source, speaker):
     """Reply in a thread: a new entry under PARENT_ID.
 
     \b
@@ -32,16 +32,16 @@ def reply(settings, as_json, parent_id, content, title, etype, tags, source, spe
     if content is None:
         raise click.UsageError("--content is required (use --content - to read it from stdin)")
     with settings.client() as c:
-        e = c.reply(parent_id, content, title=title, type=etype, tags=list(tags) or None, source=source,
+        e = c.reply(parent_id, content, title=title, type=type, tags=list(tags) or None, source=source,
                     speaker=speaker)
     _emit(e, as_json, lambda e: click.echo(entry_line(e)))
 
 
 @command(main)
-@click.argument("entry_id", type=int)
+@click.argument("id", metavar="ENTRY_ID", type=int)
 @click.option("--as-of", help="The thread as it stood then.")
 @click.option("--known-at", help="The thread as it was recorded then (past texts, no later replies).")
-def thread(settings, as_json, entry_id, as_of, known_at):
+def thread(settings, as_json, id, as_of, known_at):
     """The thread through ENTRY_ID: its root and replies, oldest first.
 
     \b
@@ -49,7 +49,7 @@ def thread(settings, as_json, entry_id, as_of, known_at):
       arbiter thread 12
     """
     with settings.client() as c:
-        t = c.thread(entry_id, as_of=as_of, known_at=known_at)
+        t = c.thread(id, as_of=as_of, known_at=known_at)
 
     def human(t):
         click.echo(entry_line(t.root))
@@ -82,8 +82,8 @@ def threads(settings, as_json, limit):
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-def backlinks(settings, as_json, entry_id):
+@click.argument("id", metavar="ENTRY_ID", type=int)
+def backlinks(settings, as_json, id):
     """What points at ENTRY_ID: replies, `#ID` mentions, incoming relations.
 
     \b
@@ -91,7 +91,7 @@ def backlinks(settings, as_json, entry_id):
       arbiter backlinks 12
     """
     with settings.client() as c:
-        b = c.backlinks(entry_id)
+        b = c.backlinks(id)
 
     def human(b):
         for link in b.links:
@@ -104,10 +104,10 @@ def backlinks(settings, as_json, entry_id):
 
 
 @command(main)
-@click.argument("entry_id", type=int)
+@click.argument("id", metavar="ENTRY_ID", type=int)
 @click.option("-k", "--limit", "k", type=click.IntRange(1, 50), default=5, show_default=True,
               help="Entries per list (as --limit elsewhere).")
-def around(settings, as_json, entry_id, k):
+def around(settings, as_json, id, k):
     """ENTRY_ID's neighbourhood: thread, shared tags, `#ID` references, relations.
 
     \b
@@ -115,7 +115,7 @@ def around(settings, as_json, entry_id, k):
       arbiter around 12 -k 3
     """
     with settings.client() as c:
-        a = c.around(entry_id, k=k)
+        a = c.around(id, k=k)
 
     def human(a):
         click.echo(entry_line(a.entry))

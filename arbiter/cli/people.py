@@ -106,9 +106,9 @@ def team_add(settings, as_json, name):
 
 
 @command(team, "join")
-@click.argument("team_name", metavar="TEAM")
-@click.argument("user_name", metavar="USER")
-def team_join(settings, as_json, team_name, user_name):
+@click.argument("team", metavar="TEAM")
+@click.argument("user", metavar="USER")
+def team_join(settings, as_json, team, user):
     """Add USER to TEAM (a member, or the first user, does this); joining twice changes nothing.
 
     \b
@@ -116,14 +116,14 @@ def team_join(settings, as_json, team_name, user_name):
       arbiter --user alice team join core bob
     """
     with settings.client() as c:
-        m = c.team_join(team_name, user_name)
+        m = c.team_join(team, user)
     _emit(m, as_json, _membership)
 
 
 @command(team, "leave")
-@click.argument("team_name", metavar="TEAM")
-@click.argument("user_name", metavar="USER")
-def team_leave(settings, as_json, team_name, user_name):
+@click.argument("team", metavar="TEAM")
+@click.argument("user", metavar="USER")
+def team_leave(settings, as_json, team, user):
     """Take USER out of TEAM: at once they stop seeing what it shares (except what they wrote).
 
     \b
@@ -131,7 +131,7 @@ def team_leave(settings, as_json, team_name, user_name):
       arbiter --user alice team leave core bob
     """
     with settings.client() as c:
-        m = c.team_leave(team_name, user_name)
+        m = c.team_leave(team, user)
     _emit(m, as_json, _membership)
 
 
@@ -156,9 +156,9 @@ def _shared(s) -> None:
 
 
 @command(main, "share")
-@click.argument("entry_id", metavar="ID", type=int)
-@click.option("--team", "team_name", required=True, help="A team you are in.")
-def share(settings, as_json, entry_id, team_name):
+@click.argument("id", metavar="ID", type=int)
+@click.option("--team", "team", required=True, help="A team you are in.")
+def share(settings, as_json, id, team):
     """Share the thread rooted at ID (an entry you wrote) with a team: every reply follows, whoever wrote it.
 
     \b
@@ -166,13 +166,13 @@ def share(settings, as_json, entry_id, team_name):
       arbiter share 42 --team core
     """
     with settings.client() as c:
-        s = c.share(entry_id, team_name)
+        s = c.share(id, team)
     _emit(s, as_json, _shared)
 
 
 @command(main, "unshare")
-@click.argument("entry_id", metavar="ID", type=int)
-def unshare(settings, as_json, entry_id):
+@click.argument("id", metavar="ID", type=int)
+def unshare(settings, as_json, id):
     """Make the thread rooted at ID private again: each entry goes back to its own author alone.
 
     \b
@@ -180,7 +180,7 @@ def unshare(settings, as_json, entry_id):
       arbiter unshare 42
     """
     with settings.client() as c:
-        s = c.unshare(entry_id)
+        s = c.unshare(id)
     _emit(s, as_json, _shared)
 
 

@@ -21,8 +21,8 @@ def maintenance_line(r) -> str:
 
 
 @command(main)
-@click.argument("entry_id", type=int)
-def reinforce(settings, as_json, entry_id):
+@click.argument("id", metavar="ENTRY_ID", type=int)
+def reinforce(settings, as_json, id):
     """Reinforce an entry: +0.15 salience (up to +0.6), so it ranks higher and is never retired soon.
 
     \b
@@ -30,7 +30,7 @@ def reinforce(settings, as_json, entry_id):
       arbiter reinforce 12
     """
     with settings.client() as c:
-        s = c.reinforce(entry_id)
+        s = c.reinforce(id)
     _emit(s, as_json, lambda s: click.echo(f"#{s.id}  salience {s.salience:.3f}  ({s.reinforcements} reinforcements)"))
 
 

@@ -162,7 +162,7 @@ def test_times_as_rfc3339_and_epoch_seconds(daemon):
         assert [x["id"] for x in js(h, "list", "--as-of", as_of)] == [g["id"], e["id"]]
     assert "not found" in one_line_error(h, "get", str(e["id"]), "--as-of", str(t0 - 1))
     assert js(h, "list", "--as-of", format_time(t0 * US - 1)) == []
-    assert "as_of" in one_line_error(h, "list", "--as-of", "next week")
+    assert "--as-of: " in one_line_error(h, "list", "--as-of", "next week")
 
 
 def test_link_unlink_expand_density_update_purge(daemon):
@@ -320,8 +320,35 @@ def test_a_title_must_be_one_line_and_errors_are_in_words(daemon):
     line = one_line_error(h, "remember", "--type", "user", "--title", "Ship\nv1", "--content", "c")
     assert "a title is one line" in line and "regex" not in line
     line = one_line_error(h, "remember", "--type", "user", "--title", "t", "--content", "c", "--tag", "two words")
-    assert "a tag cannot contain spaces" in line and "tags[0]" in line
+    assert "a tag cannot contain spaces" in line and "--tag 'two words'" in line
     assert js(h, "list") == []
+
+
+def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday")
+    said = {
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--conversation", "0"): "--conversation: ",
+        ("list", "--conversation", "0"): "--conversation: ",
+        ("recall", "x", "--conversation", "-3"): "--conversation: ",
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--parent", "0"): "--parent: ",
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--valid-from", "soon"): "--valid-from: ",
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", str(e["id"]),
+         "--supersedes", "0"): "--supersedes 0: must be at least 1",
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", "999"):
+            "entry 999 not found (at --supersedes 999)",
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--entity", ""): "--entity '': ",
+        ("get", "0"): "ENTRY_ID: must be at least 1",
+        ("get", str(e["id"]), "--as-of", "soon"): "--as-of: ",
+        ("link", "0", "relates_to", str(e["id"])): "SOURCE: must be at least 1",
+        ("fact", "history", "0"): "FACT_ID: must be at least 1",
+    }
+    for args, words in said.items():
+        line = one_line_error(h, *args)
+        assert words in line, (args, line)
+        assert not any(wire in line for wire in ("conversation_id", "parent_id", "supersedes_ids", "valid_from",
+                                                  "as_of", "entities[", "source_id", "id:")), line
+    assert [x["id"] for x in js(h, "list")] == [e["id"]]  # and nothing was written
 
 
 def test_speaker_is_written_shown_and_named_in_recall(daemon):

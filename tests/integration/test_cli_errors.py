@@ -177,7 +177,7 @@ def test_a_source_and_an_imported_title_are_one_line_as_remember_asks_of_a_title
     h = daemon.home
     for source in ("standup\nnotes", "red \x1b[31m"):
         said = one_line_error(h, "remember", "--type", "project", "--title", "Ship", "--content", "c", "--source", source)
-        assert said.startswith("arbiter: error: source: a source is one line"), said
+        assert said.startswith("arbiter: error: --source: a source is one line"), said
     e = js(h, "remember", "--type", "project", "--title", "Ship", "--content", "Friday", "--source", "standup")
     assert "source" in one_line_error(h, "update", str(e["id"]), "--source", "x\ny")
     exported = tmp_path / "memory.jsonl"
@@ -196,11 +196,11 @@ def test_a_trailing_newline_is_not_one_line_either(daemon):
     """`$` in a pattern also matches before a final newline: "Ship\\n" passed for one line."""
     h = daemon.home
     base = ("remember", "--type", "project", "--content", "c")
-    for extra, field in ((("--title", "Ship\n"), "title"), (("--title", "t", "--tag", "release\n"), "tags[0]"),
-                         (("--title", "t", "--speaker", "Bob\n"), "speaker"),
-                         (("--title", "t", "--entity", "Apollo\n"), "entities[0]")):
+    for extra, field in ((("--title", "Ship\n"), "--title"), (("--title", "t", "--tag", "release\n"), "--tag 'release\\n'"),
+                         (("--title", "t", "--speaker", "Bob\n"), "--speaker"),
+                         (("--title", "t", "--entity", "Apollo\n"), "--entity 'Apollo\\n'")):
         assert f"error: {field}:" in one_line_error(h, *base, *extra), extra
-    assert "name:" in one_line_error(h, "tenant", "add", "evil\n")
+    assert "NAME:" in one_line_error(h, "tenant", "add", "evil\n")
     assert "speaker" in one_line_error(h, "update", "1", "--speaker", "Bob\n")
     assert js(h, "list") == [] and [t["name"] for t in js(h, "tenant", "list")] == ["default"]
     assert sorted(p.name for p in (h / "tenants").iterdir()) == ["default.token"]
@@ -244,7 +244,7 @@ def test_serve_on_another_programs_sqlite_database_refuses_and_changes_nothing(t
 
 def test_a_blank_conversation_title_is_refused_as_a_blank_entry_title_is(daemon):
     for title in ("", "   "):
-        assert one_line_error(daemon.home, "conversation", "add", title) == "arbiter: error: title: must not be empty"
+        assert one_line_error(daemon.home, "conversation", "add", title) == "arbiter: error: TITLE: must not be empty"
     assert js(daemon.home, "conversation", "list") == []
 
 
