@@ -299,6 +299,7 @@ class Daemon:
         self._active = asyncio.Event()  # requests since the last idle work
         self._active.set()
         self._lock_fds: list[int] = []
+        self._made: list[Path] = []  # folders and lock files this start created, deepest last (`_unclaim`)
         self.maintenance_interval_s = maintenance_interval_s
         self.min_salience = min_salience
         self._accesses: collections.deque = collections.deque(maxlen=ACCESS_QUEUE_MAX)
@@ -318,19 +319,41 @@ class Daemon:
         a daemon of another database from replacing a live socket. Each lock file
         holds the owner's pid, for `arbiter stop` and for the refusal message.
         """
-        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.db_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        held = take_lock(paths.lock_path(self.db_path), f"{os.getpid()}\n{self.socket_path}\n", self._lock_fds)
+        for folder in (self.socket_path.parent, self.db_path.parent):
+            missing = [d for d in (folder, *folder.parents) if not d.exists()]
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._made.extend(reversed(missing))
+        db_lock, socket_lock = paths.lock_path(self.db_path), paths.lock_path(self.socket_path)
+        fresh = not db_lock.exists()
+        held = take_lock(db_lock, f"{os.getpid()}\n{self.socket_path}\n", self._lock_fds)
         if held is not None:
+            self._unclaim()
             pid, _, where = held.partition("\n")
             raise Unavailable(f"another arbiter daemon (pid {pid or '?'}) is already serving {self.db_path}"
                               + (f" on {where.strip()}" if where.strip() else ""))
-        if take_lock(paths.lock_path(self.socket_path), f"{os.getpid()}\n", self._lock_fds) is not None:
-            self._release_locks()
+        self._made += [db_lock] if fresh else []
+        fresh = not socket_lock.exists()
+        if take_lock(socket_lock, f"{os.getpid()}\n", self._lock_fds) is not None:
+            self._unclaim()
             raise Unavailable(f"another arbiter daemon is already serving on {self.socket_path}")
+        self._made += [socket_lock] if fresh else []
         # We hold the lock, so any socket file left here belongs to a dead daemon.
         if self.socket_path.exists() or self.socket_path.is_symlink():
             self.socket_path.unlink()
+
+    def _unclaim(self) -> None:
+        """A start refused before the database opened leaves nothing: the lock files and folders it made go.
+
+        Only files it made, and only while it still holds their locks (a daemon
+        that meanwhile opened one finds it locked and is refused as it would be).
+        """
+        for made in reversed(self._made):
+            try:
+                made.rmdir() if made.is_dir() else made.unlink()
+            except OSError:  # a folder something else wrote into meanwhile stays
+                pass
+        self._made = []
+        self._release_locks()
 
     def _release_locks(self) -> None:
         for fd in self._lock_fds:
@@ -521,7 +544,10 @@ class Daemon:
                 self.socket_path.unlink()
             except FileNotFoundError:
                 pass
-            self._release_locks()
+            if hasattr(self, "_writer"):
+                self._release_locks()
+            else:  # refused before the database opened (another program's file, a folder...)
+                self._unclaim()
         if hasattr(self, "_writer"):  # a start that failed to open the database says why, and only that
             self.log("arbiter: stopped")
 

@@ -225,7 +225,9 @@ def test_serve_on_a_db_that_is_not_a_database_is_one_line_and_leaves_it_alone(tm
         assert said == f"arbiter: error: cannot open {db} as a database: " + (
             "file is not a database" if db == notes else "unable to open database file")
     assert notes.read_text() == "not a database\n" * 100
-    assert not (tmp_path / "home" / "arbiter.sock").exists()
+    # Nothing left behind: no lock file beside either, no home made for the refused daemon.
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    assert not tmp_path.with_name(tmp_path.name + ".lock").exists()
 
 
 def test_serve_on_another_programs_sqlite_database_refuses_and_changes_nothing(tmp_path):
@@ -239,7 +241,13 @@ def test_serve_on_another_programs_sqlite_database_refuses_and_changes_nothing(t
     before = other.read_bytes()
     said = as_a_process.one_line_error(tmp_path / "home", "serve", "--db", str(other))
     assert said.startswith(f"arbiter: error: {other} is another program's SQLite database (tables: notes)")
-    assert other.read_bytes() == before and not (tmp_path / "notes.sqlite-wal").exists()
+    assert other.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["notes.sqlite"]
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "keep.txt").write_text("mine")  # a home that was there stays, with what it held
+    as_a_process.one_line_error(home, "serve", "--db", str(other))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "notes.sqlite"]
+    assert [p.name for p in home.iterdir()] == ["keep.txt"]
 
 
 def test_a_blank_conversation_title_is_refused_as_a_blank_entry_title_is(daemon):
