@@ -29,6 +29,7 @@ from arbiter.model import (
     ConversationList,
     Density,
     Entry,
+    EntryDetail,
     EntryList,
     ForgetResult,
     Graph,
@@ -226,9 +227,9 @@ class Client:
         params = {"entries": entries, "new_conversation": new_conversation}
         return self.call("remember_many", params, RememberManyResult)
 
-    def get(self, id: int, *, as_of: str | float | None = None, known_at: str | float | None = None) -> Entry:
-        """One entry valid now (or at `as_of`), as recorded now (or at `known_at`)."""
-        return self.call("get", {"id": id, "as_of": as_of, "known_at": known_at}, Entry)
+    def get(self, id: int, *, as_of: str | float | None = None, known_at: str | float | None = None) -> EntryDetail:
+        """One entry valid now (or at `as_of`), as recorded now (or at `known_at`), with its salience now."""
+        return self.call("get", {"id": id, "as_of": as_of, "known_at": known_at}, EntryDetail)
 
     def list(self, **params) -> list[Entry]:
         """Browse newest first; `types`, `tag`, `conversation_id`, `as_of`, `known_at`, `limit`, `before_id`."""

@@ -731,6 +731,15 @@ class SalienceInfo(Struct, kw_only=True):
     reinforcements: int
 
 
+class EntryDetail(Entry, kw_only=True):
+    """What `get` returns: the entry, and its salience now.
+
+    Salience is not versioned: it is the value now, whatever `as_of` or `known_at` ask.
+    """
+
+    salience: SalienceInfo
+
+
 class MaintainParams(Params):
     """Run maintenance now. `min_salience`: retire non-permanent entries below it (0 retires nothing)."""
 

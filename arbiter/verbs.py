@@ -24,6 +24,7 @@ from arbiter.model import (
     ConversationList,
     ConversationListParams,
     Empty,
+    EntryDetail,
     EntryList,
     ExpandParams,
     ForgetResult,
@@ -190,14 +191,18 @@ def remember_many(ctx: Context, p: RememberManyParams):
 
 
 def get(ctx: Context, p: GetParams):
-    """One entry visible now (or at `as_of`), as recorded now (or at `known_at`).
+    """One entry visible now (or at `as_of`), as recorded now (or at `known_at`), with its salience now.
 
     Missing is `not_found`; so is retired, with a message saying since when
-    (an `as_of` before then shows it).
+    (an `as_of` before then shows it). `salience` (its value, reads,
+    reinforcements, permanence) is the entry's now whatever the times asked:
+    it is not versioned. A read is counted moments after it answers (the
+    access log is written in batches).
     """
     entry = entries.get(ctx.conn, ctx.viewer, p.id, as_of=_as_of(p.as_of), known_at=_known_at(p.known_at))
     ctx.accessed.append((entry.id, "get"))
-    return entry
+    now = salience_mod.info(ctx.conn, ctx.tenant_id, entry.id, now=ctx.now)
+    return EntryDetail(**msgspec.structs.asdict(entry), salience=now)
 
 
 def list_(ctx: Context, p: ListParams):

@@ -123,8 +123,21 @@ def _show_entry(e) -> None:
     ]
     for x in extras:
         click.echo(x)
+    if s := getattr(e, "salience", None):
+        click.echo("salience: " + salience_words(s))
     click.echo()
     click.echo(e.content)
+
+
+def salience_words(s) -> str:
+    """`0.512 (initial 0.5 · read 3 times, last 2026-11-23 · reinforced 1 time · permanent)`."""
+    parts = [f"initial {s.initial:g}", "never read" if not s.access_count else
+             f"read {counted(s.access_count, 'time')}, last {_date(s.last_access)}"]
+    if s.reinforcements:
+        parts.append(f"reinforced {counted(s.reinforcements, 'time')}")
+    if s.permanent:
+        parts.append("permanent")
+    return f"{s.salience:.3f} ({' · '.join(parts)})"
 
 
 def _show_list(items) -> None:

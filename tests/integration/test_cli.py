@@ -11,7 +11,7 @@ import pytest
 
 from arbiter import __version__
 from arbiter._time import US, format_time
-from tests.conftest import isolated_env
+from tests.conftest import isolated_env, wait_for
 
 LINE = re.compile(r"^#(\d+)  \[(\w+)\]  (.+)  \((\d{4}-\d\d-\d\d)(?: · (superseded|retired))?\)$")
 
@@ -349,6 +349,25 @@ def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
         assert not any(wire in line for wire in ("conversation_id", "parent_id", "supersedes_ids", "valid_from",
                                                   "as_of", "entities[", "source_id", "id:")), line
     assert [x["id"] for x in js(h, "list")] == [e["id"]]  # and nothing was written
+
+
+def test_get_shows_salience_reads_reinforcements_and_permanence(daemon):
+    h = daemon.home
+    e = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday", "--salience", "0.3")
+    first = js(h, "get", str(e["id"]))["salience"]  # its own read is counted after it answers
+    assert (first["initial"], first["access_count"], first["last_access"], first["reinforcements"],
+            first["permanent"]) == (0.3, 0, None, 0, False)
+    assert "salience: " in ok(h, "get", str(e["id"])) and "(initial 0.3 · " in ok(h, "get", str(e["id"]))
+    ok(h, "reinforce", str(e["id"]))
+    later = wait_for(lambda: (s := js(h, "get", str(e["id"]))["salience"])["access_count"] >= 3 and s,
+                     what="the reads counted")
+    assert later["reinforcements"] == 1 and later["salience"] > first["salience"] and later["last_access"]
+    assert "reinforced 1 time" in ok(h, "get", str(e["id"]))
+    kept = js(h, "remember", "--type", "project", "--title", "Keep", "--content", "forever", "--permanent")
+    line = ok(h, "get", str(kept["id"])).splitlines()[1]
+    assert line == "salience: 0.800 (initial 0.5 · never read · permanent)"
+    then = js(h, "get", str(e["id"]), "--as-of", e["valid_from"])["salience"]  # the value now, at any time asked
+    assert then["reinforcements"] == 1
 
 
 def test_speaker_is_written_shown_and_named_in_recall(daemon):
