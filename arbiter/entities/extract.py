@@ -6,8 +6,10 @@ What counts as a name (each a `Found(name, type)`, first occurrence first):
   frameworks, tools), matched case-insensitively and named canonically
   ("postgres" is PostgreSQL), type from the dictionary;
 - CamelCase words ("MemoryGraph", "PostgreSQL");
-- ALL-CAPS acronyms of 2–10 characters ("AWS", "SLA"), minus a few shouts
-  and units (`NOT_ACRONYMS`);
+- ALL-CAPS acronyms of 3–10 characters ("AWS", "SLA"), minus a few shouts
+  and units (`NOT_ACRONYMS`); a pair of capitals ("DB", "PR", "QA", "UI")
+  is mostly a common noun abbreviated, so, like a single capitalised word,
+  it only links an entity that already exists (`capitalised`);
 - file paths ("src/app/main.py", "~/notes.md") and URLs;
 - @-mentions ("@alice", a person);
 - capitalised multi-word names ("met Alice Smith"); at a sentence start a
@@ -143,21 +145,27 @@ good first second third finally also however overall sometimes usually recently 
 use using click add create make get set see try note check open save go run new keep find consider choose
 """.split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z][\w-]*\b")
+# Two capitals: an abbreviated common noun far more often than a name ("DB choice", "PR merged", "QA sign-off").
+_PAIR = re.compile(r"\b[A-Z]{2}\b")
 
 
 def capitalised(text: str, found: list[Found]) -> list[str]:
-    """Single capitalised words not at a sentence start and not part of `found`: names only if already known.
+    """Single capitalised words not at a sentence start, and pairs of capitals, not part of `found`: names only if known.
 
     "Apollo" alone is no evidence of an entity (a new one is made only by the
     patterns above), but once "Apollo" is an entity, a later "deploy Apollo"
-    mentions it. The caller links these only to entities that exist.
+    mentions it. So with "DB": a title "DB choice" makes no entity, but once
+    someone names one "DB" (`--entity DB`), later mentions link it. The caller
+    links these only to entities that exist.
     """
     text = text[:SCAN_MAX]
     seen = {key(f.name) for f in found}
     out: list[str] = []
-    for m in _CAPITALISED.finditer(text):
+    words = [m for m in _CAPITALISED.finditer(text) if not _sentence_start(text, m.start())]
+    words += [m for m in _PAIR.finditer(text) if m.group() not in NOT_ACRONYMS]
+    for m in sorted(words, key=lambda m: m.start()):
         k = key(m.group())
-        if k not in seen and not _sentence_start(text, m.start()):
+        if k not in seen:
             seen.add(k)
             out.append(m.group())
     return out[:PER_ENTRY_MAX]
@@ -232,6 +240,8 @@ def extract(text: str) -> list[Found]:
                 continue
             if pattern is _ACRONYM and (sum(c.isalpha() for c in word) < 2 or word.casefold() in SENTENCE_OPENERS):
                 continue  # "YOU", "WHAT": shouting, not an acronym
+            if pattern is _ACRONYM and _PAIR.fullmatch(word):
+                continue  # "DB": known names only (`capitalised`)
             add(m.start(), word, "other")
     ordered = sorted(found.values(), key=lambda item: item[0])
     return [f for _, f in ordered[:PER_ENTRY_MAX]]

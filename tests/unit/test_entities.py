@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from arbiter import duplicates, entities, verbs
 from arbiter._time import US
 from arbiter.entities import backlog, core, names
-from arbiter.entities.extract import TERMS, extract
+from arbiter.entities.extract import TERMS, Found, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.model import RememberManyParams, RememberParams
@@ -57,6 +57,23 @@ def test_the_dictionary_holds_200_terms():
 ])
 def test_extraction_finds_names_in_order(text, expected):
     assert [(f.name, f.type) for f in extract(text)] == expected
+
+
+@pytest.mark.parametrize("title", [
+    "DB choice", "PR merged after QA sign-off", "UI rework for the ID page", "OS upgrade", "HR asked for the CV",
+])
+def test_a_pair_of_capitals_makes_no_entity_it_is_an_abbreviated_noun(title):
+    assert extract(f"{title}\nWe picked Postgres") == [Found("PostgreSQL", "tool")]
+
+
+def test_a_pair_of_capitals_links_an_entity_that_exists_and_longer_acronyms_still_count(db, tenant):
+    first = remember(db, tenant, "We picked Postgres", title="DB choice")
+    assert [m.name for m in first.entities] == ["PostgreSQL"] and entities.lookup(db, tenant, "DB") is None
+    named = remember(db, tenant, "the reporting database", entities=["DB"])  # someone names it: now it is one
+    later = remember(db, tenant, "migrated the DB on AWS with NASA")
+    assert _how(db, later.id) == [("AWS", "tool", "extracted"), ("DB", "other", "extracted"),
+                                  ("NASA", "other", "extracted")]
+    assert named.entities[0].name == "DB"
 
 
 def test_extraction_is_deterministic_and_dedupes_by_case():
