@@ -16,6 +16,11 @@ Each entry gets a few integer keys in `entry_sketches`:
 
 At most five index rows an entry instead of a text search per `remember`:
 the lookup is five B-tree probes whatever the tenant's size.
+
+A bulk write (`remember_many`) leaves its entries' keys to the idle writer
+(`entities/backlog.py`), seconds after it answers. Until then `remember`
+compares its text with those entries directly, the newest `PENDING_COMPARED`
+of them; past that, its `note` says how many it has not compared yet.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ _BUCKET_MASK = _BANDS * _ROWS - 1  # 16 buckets: the hash's low 4 bits
 _WORD = re.compile(r"\w+")
 _FINGERPRINT_TAG = 1 << 62  # fingerprints and band keys never collide
 _VERIFY = 20  # candidates (most bands shared first) checked by their exact Jaccard
+#: Entries of a bulk write not yet indexed that `remember` compares directly, newest first (bench.pending_duplicates).
+PENDING_COMPARED = 50
 
 
 def words(text: str) -> frozenset[str]:
@@ -109,14 +116,40 @@ def remove(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -
 
 
 def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> int | None:
-    """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace."""
+    """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace.
+
+    Among the indexed entries, else among the newest a bulk write left unindexed (`pending`).
+    """
+    key = fingerprint(content)
     row = conn.execute(
         "SELECT s.entry_id FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
         f"WHERE s.tenant_id = ? AND s.key = ? AND e.valid_to IS NULL AND e.type = ? AND {v.sees()} "
         "ORDER BY s.entry_id LIMIT 1",
-        (v.tenant_id, fingerprint(content), type),
+        (v.tenant_id, key, type),
     ).fetchone()
-    return row[0] if row else None
+    if row:
+        return row[0]
+    same = [eid for eid, kind, text in pending(conn, v) if kind == type and fingerprint(text) == key]
+    return min(same, default=None)
+
+
+def pending(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
+    """(id, type, content) of the newest active entries `v` sees whose keys a bulk write left to the idle writer."""
+    # CROSS JOIN: the backlog drives (newest first, stopping at `limit`); else the planner scans every entry
+    # of the tenant by its time index and sorts them.
+    return conn.execute(
+        f"SELECT e.id, e.type, e.content FROM entity_backlog b CROSS JOIN entries e ON e.id = b.entry_id "
+        f"WHERE b.tenant_id = ? AND e.valid_to IS NULL AND {v.sees()} ORDER BY b.entry_id DESC LIMIT ?",
+        (v.tenant_id, limit),
+    ).fetchall()
+
+
+def not_compared(conn: apsw.Connection, v: Viewer) -> int:
+    """How many unindexed entries of `v`'s tenant `remember` left out of its comparison (past `PENDING_COMPARED`)."""
+    return conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM entity_backlog WHERE tenant_id = ? LIMIT -1 OFFSET ?)",
+        (v.tenant_id, PENDING_COMPARED),
+    ).fetchone()[0]
 
 
 def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | None = None,
@@ -147,6 +180,7 @@ def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: 
         f"ORDER BY n DESC LIMIT {_VERIFY}) s JOIN entries e ON e.id = s.entry_id WHERE e.valid_to IS NULL "
         f"AND {v.sees()}",
         (v.tenant_id, *band_keys),
-    )
-    scored = [(jaccard(mine, words(text)), eid) for eid, text in rows if eid != exclude]
+    ).fetchall()
+    rows += [(eid, text) for eid, _, text in pending(conn, v)]  # and a bulk write's, not indexed yet
+    scored = {(jaccard(mine, words(text)), eid) for eid, text in rows if eid != exclude}
     return [eid for score, eid in sorted(scored, key=lambda s: (-s[0], -s[1])) if score >= threshold][:limit]

@@ -74,7 +74,10 @@ def remember(ctx: Context, p: RememberParams):
 
     Content identical (up to case and whitespace) to an active entry of the
     same type writes nothing: the result is that entry, with `duplicate_of`
-    (unless `allow_duplicate`). `note` says what `auto_tag`/`auto_supersede`/`extract_entities`/`auto_link` did;
+    (unless `allow_duplicate`); `similar` lists near-identical entries. Both
+    checks also compare the newest entries a `remember_many` left for the idle
+    writer to index; `note` says how many past those were not compared.
+    `note` says what `auto_tag`/`auto_supersede`/`extract_entities`/`auto_link` did;
     `linked` holds the candidates the advisor confirmed (`auto_link`). Link `candidates` are found only when
     asked (`candidates`, or `auto_link`); the entry's automatic similarity edges are derived by the idle writer
     moments after the answer unless candidates were asked for.
@@ -97,6 +100,9 @@ def remember(ctx: Context, p: RememberParams):
     entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now, row=row)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
     similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
+    if left := duplicates.not_compared(ctx.conn, ctx.viewer):
+        note = "; ".join(filter(None, [note, f"not compared with {left} entries a bulk write just made (the "
+                                             "duplicate and similar checks see them once indexed, within seconds)"]))
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
     candidates = []
     if p.candidates or p.auto_link:

@@ -150,6 +150,8 @@ def test_frozen_binary_behaves_like_python_m_arbiter(served, home):
     ]
     for args in cases:
         a, b = frozen_cli(*args, ok=False), python_cli(*args, ok=False)
+        if args[0] == "get" and a.returncode == 0:  # salience counts the read between the two, and time
+            a.stdout, b.stdout = (json.dumps({**json.loads(x.stdout), "salience": None}) for x in (a, b))
         assert (a.returncode, a.stdout) == (b.returncode, b.stdout), args
         assert a.stderr.replace(str(frozen_cli.argv0[0]), "arbiter") == b.stderr, args
 

@@ -49,6 +49,18 @@ def test_the_daemon_maintains_on_its_own(home):
         d.stop()
 
 
+def test_remember_right_after_a_bulk_write_finds_its_copies(daemon, home, client):
+    # Long enough that, once the idle writer has indexed it (it may have), all of its MinHash bands exist.
+    text = ("The canary pipeline runs the schema migrations before the web servers restart on release night, "
+            "then the smoke tests check the login page, the billing export and the search box, and the on-call "
+            "engineer signs the release off in the channel before anyone goes home for the weekend")
+    first, = client.remember_many([{"type": "project", "title": "Bulk", "content": text}])
+    said = js(home, "remember", "--type", "project", "--title", "Again", "--content", text + " again")
+    assert said["similar"] == [first]
+    proc = arbiter(home, "remember", "--type", "project", "--title", "Same", "--content", text.lower())
+    assert proc.returncode == 0 and proc.stdout == f"already remembered as #{first}\n"
+
+
 def test_cli_duplicate_reinforce_maintain(daemon, home):
     ok(home, "remember", "--type", "project", "--title", "Ship", "--content", "Ship on Friday", "--permanent")
     proc = arbiter(home, "remember", "--type", "project", "--title", "Ship", "--content", "ship on  friday")

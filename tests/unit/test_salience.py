@@ -11,7 +11,7 @@ import pytest
 
 from arbiter import duplicates, maintenance, salience, verbs
 from arbiter._time import US
-from arbiter.entities import clusters
+from arbiter.entities import backlog, clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
 from arbiter.verb import Context
@@ -129,6 +129,26 @@ def test_similar_entries_come_most_similar_first(db, tenant):
     close = remember(db, tenant, text.replace("old cluster", "new cluster"))  # 0.84 of the word pairs shared
     far = remember(db, tenant, text.replace("two", "three").replace("midnight", "noon"))  # 0.70
     assert remember(db, tenant, text).similar == [close.id, far.id]
+
+
+def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_them(db, tenant):
+    text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
+    bulk = [{"type": "project", "title": "Bulk", "content": text}]
+    filler = [{"type": "context", "title": f"n{i}", "content": f"filler {i}"} for i in range(duplicates.PENDING_COMPARED)]
+    first = run(db, tenant, "remember_many", entries=bulk).ids[0]
+    assert backlog.pending(db, tenant) == 1  # its keys are not written yet
+    near = remember(db, tenant, text.replace("two", "three"))
+    assert near.similar == [first] and near.note is None
+    assert remember(db, tenant, text.upper()).duplicate_of == first
+    # Past the newest PENDING_COMPARED unindexed entries, the answer says how many it did not compare.
+    run(db, tenant, "remember_many", entries=filler + [{"type": "context", "title": "x", "content": "y z"}])
+    partial = remember(db, tenant, text.replace("two", "four"))
+    assert partial.similar == [near.id] and "not compared with 2 entries a bulk write just made" in partial.note
+    with db:
+        backlog.drain(db, now=NOW)
+    assert remember(db, tenant, "unrelated words").note is None  # all indexed: nothing left out
+    assert duplicates.pending(db, users.first_viewer(db, tenant)) == []
+    assert remember(db, tenant, f"  {text} ").duplicate_of == first  # now through its key
 
 
 def test_a_retired_entry_is_not_similar(db, tenant):

@@ -1,0 +1,76 @@
+"""What `remember`'s duplicate and similar checks cost while a bulk write's keys are still unwritten.
+
+    python -m bench.pending_duplicates                  # 1000 pending entries of 80 words, 200 checks
+    python -m bench.pending_duplicates --pending 5000 --words 200
+
+`remember_many` leaves its entries' fingerprints and MinHash bands to the
+idle writer (`entities/backlog.py`); until it has written them, `remember`
+compares its text with the newest `duplicates.PENDING_COMPARED` of them
+directly. This measures both checks (`duplicate_of`, then `similar`) in
+this process on a fresh database, with the backlog full and after it is
+drained, in CPU and wall milliseconds a `remember`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+
+from arbiter import duplicates
+from arbiter._time import now_us
+from arbiter.entities import backlog
+from arbiter.model import RememberParams
+from arbiter.store import entries, tenants, users
+from arbiter.store.db import open_database
+
+
+def _checks(conn, v, texts: list[str]) -> tuple[float, float]:
+    """(CPU ms, wall ms) a `remember`'s two checks take, averaged over `texts`."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for text in texts:
+        duplicates.duplicate_of(conn, v, "context", text)
+        duplicates.similar(conn, v, text)
+    return ((time.process_time() - cpu) / len(texts) * 1e3, (time.perf_counter() - wall) / len(texts) * 1e3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pending", type=int, default=1000, help="entries a bulk write left unindexed")
+    ap.add_argument("--words", type=int, default=80, help="words an entry")
+    ap.add_argument("--checks", type=int, default=200, help="remember checks timed")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    print(f"seed {args.seed}; {args.pending} pending entries of {args.words} words; "
+          f"PENDING_COMPARED {duplicates.PENDING_COMPARED}")
+    rnd = random.Random(args.seed)
+    vocabulary = [f"w{i}" for i in range(3000)]
+
+    def text() -> str:
+        return " ".join(rnd.choice(vocabulary) for _ in range(args.words))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        conn = open_database(Path(tmp) / "bench.db", synchronous="NORMAL")
+        now = now_us()
+        with conn:
+            tenant, _ = tenants.create_tenant(conn, "default", now=now)
+            v = users.first_viewer(conn, tenant)
+            ids = entries.remember_many(
+                conn, v, [RememberParams(type="context", title="t", content=text()) for _ in range(args.pending)],
+                now=now)
+            backlog.queue(conn, tenant, ids)
+        probes = [text() for _ in range(args.checks)]
+        cpu, wall = _checks(conn, v, probes)
+        print(f"backlog full:    {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
+        with conn:
+            backlog.drain(conn, now=now)
+        cpu, wall = _checks(conn, v, probes)
+        print(f"backlog drained: {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
+        conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
