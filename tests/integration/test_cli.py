@@ -70,6 +70,7 @@ def test_remember_get_list_and_their_shapes(daemon):
     assert (e["type"], e["title"], e["content"], e["tags"], e["source"], e["valid_to"]) == (
         "project", "Ship v1", "Target: Friday", ["release", "v1"], "standup", None)
     got = js(h, "get", str(e["id"]))
+    assert got.pop("salience")["id"] == e["id"]  # get adds the entry's salience now
     assert got == {k: v for k, v in e.items() if k in got}  # remember may add a `note`
     line = ok(h, "remember", "--type", "feedback", "--title", "Prefers tabs", "--content", "In Go files").strip()
     m = LINE.match(line)
