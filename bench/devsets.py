@@ -3,6 +3,7 @@
     python -m bench.devsets                      # ingest once into bench/results/devsets, then measure
     python -m bench.devsets --only "as shipped,- voice"
     python -m bench.devsets --graph              # homes with entity links and associations: as shipped vs graph=true
+    python -m bench.devsets --ideas              # the ideas measured and not (yet) kept, against as shipped
 
 The sets (issue 11's discipline: a change is kept only if it raises the mean
 of the three without costing any one more than 2 points of R@5):
@@ -74,6 +75,25 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- dates", {"disable": ["dates"]}, {}),
     ("- followups", {"disable": ["followups"]}, {}),
     ("- when", {"disable": ["when"]}, {}),
+]
+
+_MIN = 60 * 1_000_000
+#: Ideas measured against "as shipped" and not (or not yet) kept: `--ideas` runs them.
+#: Session evidence (issue 11): `episodes` groups a pass's candidates by valid time
+#: (the harnesses date a session's turns at its date + 60 s a turn); `context` lends
+#: a share of the best neighbour's score; `coverage` multiplies an episode's members
+#: by 1 + w x the idf-weighted share of the query's terms the episode holds.
+IDEAS: list[tuple[str, dict, dict]] = [
+    *((f"+ episodes {w}", {}, {"episode_weight": w}) for w in (0.1, 0.2, 0.3, 0.5)),
+    *((f"+ episodes 0.2, gap {g} min", {}, {"episode_weight": 0.2, "episode_gap_us": g * _MIN}) for g in (1, 5, 30, 120)),
+    *((f"+ episodes 0.2, best {m}", {}, {"episode_weight": 0.2, "episode_members": m}) for m in (1, 5, 10)),
+    *((f"+ context {s}", {}, {"context": s}) for s in (0.1, 0.2, 0.3, 0.5)),
+    ("+ context 0.2, 1 min", {}, {"context": 0.2, "episode_us": _MIN}),
+    *((f"+ coverage {w}", {}, {"coverage": w}) for w in (0.1, 0.2, 0.3, 0.5, 1.0)),
+    ("+ coverage 0.2, gap 2 h", {}, {"coverage": 0.2, "episode_gap_us": 120 * _MIN}),
+    *((f"+ coverage gain {w}", {}, {"coverage": w, "coverage_mode": "gain"}) for w in (0.2, 0.5, 1.0)),
+    *((f"+ coverage {w}, every match", {}, {"coverage": w, "coverage_mode": "all"}) for w in (0.1, 0.2)),
+    *((f"+ episodes 0.2, coverage {w}", {}, {"episode_weight": 0.2, "coverage": w}) for w in (0.1, 0.2, 0.3)),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
@@ -235,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, work=Path("bench/results/devsets"))
     ap.add_argument("--only", help="comma-separated variant labels")
     ap.add_argument("--graph", action="store_true", help="as shipped against graph=true, on homes with derived edges")
+    ap.add_argument("--ideas", action="store_true", help="the measured ideas (IDEAS) instead of the stages")
     args = ap.parse_args(argv)
 
     suffix = "-graph" if args.graph else ""
@@ -246,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     conns = {k: connect(h / "arbiter.db", readonly=True) for k, h in homes.items()}
     tenants = {k: c.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0] for k, c in conns.items()}
     wanted = None if not args.only else {x.strip() for x in args.only.split(",")}
-    chosen = [v for v in VARIANTS if wanted is None or v[0] in wanted or v[0] == "as shipped"]
+    pool = [VARIANTS[0], *IDEAS] if args.ideas else VARIANTS
+    chosen = [v for v in pool if wanted is None or v[0] in wanted or v[0] == "as shipped"]
     if args.graph:
         chosen = [VARIANTS[0], ("+ graph", {"graph": True}, {})]
     for key, conn in conns.items():  # warm the page cache and the term statistics before timing

@@ -61,6 +61,8 @@ class Tuning:
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
+    coverage: float = score.COVERAGE_WEIGHT
+    coverage_mode: str = "episode"
     #: Replies: the turn after a top candidate that asks a question gets this
     #: share of the question's score (when that is more than its own); the
     #: top `reply_depth` candidates of a pass are looked at.
@@ -181,6 +183,7 @@ def search(
             k1=tuning.k1,
             b=tuning.b,
             avgdl=avgdl,
+            matched={} if covering else None,
         )
         match = _sql.scoped(_sql.text_match(expr.text), v.tenant_id, **scope)
         if known_at is None:
@@ -193,6 +196,8 @@ def search(
         else:
             rows = past.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, known_at=known_at)
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, known_at=known_at)
+        if covering:
+            ranked = _coverage(conn, v, ranked, spec, tuning, as_of)
         ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
@@ -202,6 +207,7 @@ def search(
             ranked = _threads(conn, ranked, query)
         return match, ranked
 
+    covering = bool(tuning.coverage) and "coverage" not in off
     named = entity_signals.NONE
     if (tuning.entity_boost and "entities" not in off) or (tuning.cluster_boost and "clusters" not in off):
         named = entity_signals.query_entities(conn, v, p.query if text is None else text, stopwords=STOPWORDS)
@@ -345,6 +351,25 @@ def _score(
             c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
     return out
+
+
+def _coverage(conn, v, ranked: list[Candidate], spec: _rank.Spec, tuning: Tuning, as_of) -> list[Candidate]:
+    """The episode coverage factor on a pass's candidates, re-sorted."""
+    masks = spec.matched or {}
+    pool = list(ranked)
+    if tuning.coverage_mode == "all":
+        have = {c.id for c in ranked}
+        rest = _sql.candidates(conn, v, [i for i in masks if i not in have], as_of)
+        pool += [Candidate(i, r[0], r[1], r[2], 0.0) for i, r in rest.items()]
+    factors = score.coverage(
+        pool, [masks.get(c.id, 0) for c in pool], spec.idf, weight=tuning.coverage,
+        gap_us=tuning.episode_gap_us, mode=tuning.coverage_mode,
+    )[: len(ranked)]
+    for c, f in zip(ranked, factors):
+        c.parts["coverage"] = f
+        c.score *= f
+    ranked.sort(key=lambda c: (-c.score, c.id))
+    return ranked
 
 
 def _entity_signals(

@@ -69,6 +69,9 @@ CONTEXT_SHARE = 0.0
 EPISODE_GAP_US = 10 * 60 * 1_000_000
 EPISODE_WEIGHT = 0.0
 EPISODE_MEMBERS = 3
+#: Coverage: an episode's members x(1 + COVERAGE_WEIGHT x the idf-weighted
+#: share of the query's terms the episode's candidates hold between them.
+COVERAGE_WEIGHT = 0.0
 #: Size: score x (SIZE_PIVOT / bytes) ** SIZE_EXPONENT, capped to [SIZE_MIN, SIZE_MAX]
 #: (measured: a length prior on top of BM25's own costs R@1, so off).
 SIZE_PIVOT = 1000
@@ -262,6 +265,18 @@ def episodes(
     out = [1.0] * len(candidates)
     if not weight or not candidates:
         return out
+    groups = episode_groups(candidates, gap_us=gap_us)
+    mass = [sum(sorted((max(candidates[i].score, 0.0) for i in g), reverse=True)[:members]) for g in groups]
+    best = max(mass) or 1.0
+    for g, m in zip(groups, mass):
+        f = (m / best) ** weight if m > 0 else 0.0
+        for i in g:
+            out[i] = f
+    return out
+
+
+def episode_groups(candidates: Sequence[P], *, gap_us: int = EPISODE_GAP_US) -> list[list[int]]:
+    """Candidates' indexes grouped into episodes: runs of one conversation at most `gap_us` apart in valid time."""
     order = sorted(
         (i for i, c in enumerate(candidates) if c.conversation_id is not None),
         key=lambda i: (candidates[i].conversation_id, candidates[i].valid_from),
@@ -278,12 +293,35 @@ def episodes(
         run.append(i)
     if run:
         groups.append(run)
-    mass = [sum(sorted((max(candidates[i].score, 0.0) for i in g), reverse=True)[:members]) for g in groups]
-    best = max(mass) or 1.0
-    for g, m in zip(groups, mass):
-        f = (m / best) ** weight if m > 0 else 0.0
+    return groups
+
+
+def coverage(
+    candidates: Sequence[P], matched: Sequence[int], idf: Sequence[float], *, weight: float = COVERAGE_WEIGHT,
+    gap_us: int = EPISODE_GAP_US, mode: str = "episode",
+) -> list[float]:
+    """Episode coverage: x(1 + weight x the idf-weighted share of the query's terms its episode holds).
+
+    `matched[i]` is candidate i's bit mask of the query's phrases (bit j for
+    `idf[j]`). An exchange can be about the question as a whole while no
+    single turn of it holds all of the question's words.
+    """
+    out = [1.0] * len(candidates)
+    total = sum(idf)
+    if not weight or not candidates or total <= 0:
+        return out
+
+    def share(mask: int) -> float:
+        return sum(x for j, x in enumerate(idf) if mask >> j & 1) / total
+
+    for g in episode_groups(candidates, gap_us=gap_us):
+        union = 0
         for i in g:
-            out[i] = f
+            union |= matched[i]
+        whole = share(union)
+        for i in g:
+            c = whole - share(matched[i]) if mode == "gain" else whole
+            out[i] = 1.0 + weight * c
     return out
 
 
