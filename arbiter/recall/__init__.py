@@ -46,8 +46,6 @@ class Tuning:
     phrase_factor: float = 1.0
     near_factor: float = 1.0
     voice: float = score.VOICE_STRENGTH
-    context: float = score.CONTEXT_SHARE
-    episode_us: int = score.EPISODE_US
     size_exponent: float = score.SIZE_EXPONENT
     #: A question asking for a quantity ("how many", "how long", "total")
     #: favours entries that hold a numeral: x(1 + quantity).
@@ -58,11 +56,12 @@ class Tuning:
     date: float = score.DATE_BOOST
     #: A "when" question favours entries that say when: x(1 + when).
     when: float = score.WHEN_BOOST
+    #: Episodes: a pass's candidates of one conversation valid within
+    #: `episode_gap_us` of each other form an episode, and each is multiplied
+    #: by (its episode's mass / the best episode's mass) ** episode_weight.
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
-    coverage: float = score.COVERAGE_WEIGHT
-    coverage_mode: str = "episode"
     #: Replies: the turn after a top candidate that asks a question gets this
     #: share of the question's score (when that is more than its own); the
     #: top `reply_depth` candidates of a pass are looked at.
@@ -183,7 +182,6 @@ def search(
             k1=tuning.k1,
             b=tuning.b,
             avgdl=avgdl,
-            matched={} if covering else None,
         )
         match = _sql.scoped(_sql.text_match(expr.text), v.tenant_id, **scope)
         if known_at is None:
@@ -196,8 +194,6 @@ def search(
         else:
             rows = past.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, known_at=known_at)
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, known_at=known_at)
-        if covering:
-            ranked = _coverage(conn, v, ranked, spec, tuning, as_of)
         ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
@@ -207,7 +203,6 @@ def search(
             ranked = _threads(conn, ranked, query)
         return match, ranked
 
-    covering = bool(tuning.coverage) and "coverage" not in off
     named = entity_signals.NONE
     if (tuning.entity_boost and "entities" not in off) or (tuning.cluster_boost and "clusters" not in off):
         named = entity_signals.query_entities(conn, v, p.query if text is None else text, stopwords=STOPWORDS)
@@ -286,7 +281,7 @@ def _score(
     *,
     known_at: int | None = None,
 ) -> list[Candidate]:
-    """Stages 4-6 plus voice, quantity, dates, when and speaker (and the measured-off size, context, episodes), best first.
+    """Stages 4-6 plus voice, quantity, dates, when, speaker and episodes (and the measured-off size), best first.
 
     With `known_at`, `rows` rank the texts recorded then, and so do "when", speakers and the tag boost.
     """
@@ -338,11 +333,7 @@ def _score(
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
             value *= f
         out.append(Candidate(eid, etype, conv, valid_from, value, parts))
-    if tuning.context:
-        for c, extra in zip(out, score.context(out, share=tuning.context, window_us=tuning.episode_us)):
-            c.parts["context"] = extra
-            c.score += extra
-    if tuning.episode_weight:
+    if tuning.episode_weight and "episodes" not in off:
         factors = score.episodes(
             out, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
         )
@@ -351,25 +342,6 @@ def _score(
             c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
     return out
-
-
-def _coverage(conn, v, ranked: list[Candidate], spec: _rank.Spec, tuning: Tuning, as_of) -> list[Candidate]:
-    """The episode coverage factor on a pass's candidates, re-sorted."""
-    masks = spec.matched or {}
-    pool = list(ranked)
-    if tuning.coverage_mode == "all":
-        have = {c.id for c in ranked}
-        rest = _sql.candidates(conn, v, [i for i in masks if i not in have], as_of)
-        pool += [Candidate(i, r[0], r[1], r[2], 0.0) for i, r in rest.items()]
-    factors = score.coverage(
-        pool, [masks.get(c.id, 0) for c in pool], spec.idf, weight=tuning.coverage,
-        gap_us=tuning.episode_gap_us, mode=tuning.coverage_mode,
-    )[: len(ranked)]
-    for c, f in zip(ranked, factors):
-        c.parts["coverage"] = f
-        c.score *= f
-    ranked.sort(key=lambda c: (-c.score, c.id))
-    return ranked
 
 
 def _entity_signals(

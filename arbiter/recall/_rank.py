@@ -46,9 +46,6 @@ class Spec:
     k1: float = K1
     b: float = B
     avgdl: float | None = field(default=None, repr=False)
-    #: When a dict, each ranked row's id -> bit mask of the phrases it matched
-    #: (bit i for `idf[i]`): which of the query's words a candidate holds.
-    matched: dict[int, int] | None = field(default=None, repr=False)
 
 
 def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
@@ -60,7 +57,6 @@ def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
     w0, w1, w2, w3, k1, one_minus_b, b, k1p1, phrases = _local.terms
     norm = k1 * (one_minus_b + b * api.column_size(-1) / spec.avgdl)
     total = 0.0
-    mask = 0
     columns = api.phrase_columns
     locations = api.phrase_locations
     for i, idf in phrases:
@@ -70,9 +66,6 @@ def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
         f = w0 * len(cols[0]) + w1 * len(cols[1]) + w2 * len(cols[2]) + w3 * len(cols[3])
         if f:
             total += idf * f * k1p1 / (f + norm)
-            mask |= 1 << i
-    if spec.matched is not None:
-        spec.matched[api.rowid] = mask
     return total
 
 

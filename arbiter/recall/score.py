@@ -2,11 +2,9 @@
 
 A candidate's score in one pass is
 
-    bm25 x boost x intent x decay x voice x quantity x date x speaker
+    bm25 x boost x intent x decay x voice x quantity x date x when x speaker x episode
 
-(a length prior, episode context and episodes exist for measurement, all
-off), and
-passes are fused by weighted reciprocal rank. Each factor is its own entry
+(a length prior exists for measurement, off), and passes are fused by weighted reciprocal rank. Each factor is its own entry
 in `Hit.parts` under `explain=true`, so a ranking can be read, not guessed.
 The constants are the chosen values; docs/retrieval.md has the measurements
 behind them.
@@ -58,20 +56,14 @@ PARTIES = frozenset({"user", "assistant"})
 REPLY_SHARE = 1.0
 #: Follow-ups: the answer to a short question asked right after a matching turn gets this share of its score.
 FOLLOWUP_SHARE = 0.7
-#: Context: entries of one conversation recorded this close together form an
-#: episode, and a candidate gains this share of its best episode neighbour
-#: (measured: no gain on the dev split, so off).
-EPISODE_US = 30 * 60 * 1_000_000
-CONTEXT_SHARE = 0.0
-#: Episodes: candidates of one conversation recorded at most EPISODE_GAP_US
-#: apart form an episode; each is multiplied by (episode mass / best
-#: episode mass) ** EPISODE_WEIGHT, the mass being its best EPISODE_MEMBERS scores.
+#: Episodes: a pass's candidates of one conversation valid at most
+#: EPISODE_GAP_US apart form an episode; each is multiplied by (episode mass /
+#: best episode mass) ** EPISODE_WEIGHT, the mass being its best
+#: EPISODE_MEMBERS scores. Measured on the three sets: weights 0.1-0.3, gaps
+#: 10 min-2 h and 3-5 members all give the same mean (docs/retrieval.md).
 EPISODE_GAP_US = 10 * 60 * 1_000_000
-EPISODE_WEIGHT = 0.0
+EPISODE_WEIGHT = 0.2
 EPISODE_MEMBERS = 3
-#: Coverage: an episode's members x(1 + COVERAGE_WEIGHT x the idf-weighted
-#: share of the query's terms the episode's candidates hold between them.
-COVERAGE_WEIGHT = 0.0
 #: Size: score x (SIZE_PIVOT / bytes) ** SIZE_EXPONENT, capped to [SIZE_MIN, SIZE_MAX]
 #: (measured: a length prior on top of BM25's own costs R@1, so off).
 SIZE_PIVOT = 1000
@@ -219,109 +211,47 @@ class _Placed(Protocol):
 P = TypeVar("P", bound=_Placed)
 
 
-def context(
-    candidates: Sequence[P], *, share: float = CONTEXT_SHARE, window_us: int = EPISODE_US, reach: int = 2
-) -> list[float]:
-    """Episode context: each candidate gains `share` of its best neighbour's score.
-
-    Neighbours are the `reach` nearest candidates on each side, in time, of the
-    same conversation and recorded within `window_us`: an exchange about a
-    topic is evidence that each of its turns concerns that topic, even one that
-    names it in other words.
-    """
-    out = [0.0] * len(candidates)
-    if not share:
-        return out
-    order = sorted(
-        (i for i, c in enumerate(candidates) if c.conversation_id is not None),
-        key=lambda i: (candidates[i].conversation_id, candidates[i].valid_from),
-    )
-    for pos, i in enumerate(order):
-        me = candidates[i]
-        best = 0.0
-        for j in (*range(max(0, pos - reach), pos), *range(pos + 1, min(len(order), pos + reach + 1))):
-            other = candidates[order[j]]
-            if other.conversation_id == me.conversation_id and abs(other.valid_from - me.valid_from) <= window_us:
-                best = max(best, other.score)
-        out[i] = share * best
-    return out
-
-
 def episodes(
     candidates: Sequence[P], *, weight: float = EPISODE_WEIGHT, gap_us: int = EPISODE_GAP_US, members: int = EPISODE_MEMBERS
 ) -> list[float]:
     """Episode evidence: a factor per candidate, shared by every candidate of one episode.
 
-    An episode is a run of candidates of one conversation whose recording
-    times are at most `gap_us` apart. Its mass is the sum of its best
-    `members` scores; each candidate is multiplied by
-    `(mass / best mass) ** weight`. An exchange that keeps returning to the
-    query's words is more likely the one asked about than a single turn that
-    mentions them in passing. Every member gets the same factor, so the order
-    inside an episode is left alone: the earlier form (a share of the best
-    neighbour's score added to each turn) lifted the neighbours of the best
-    turn past it.
+    An episode is a run of a pass's candidates of one conversation whose
+    valid times are at most `gap_us` apart (a turn is valid from when it was
+    said, unless the writer says otherwise). Its mass is the sum of its best
+    `members` scores; each member is multiplied by
+    `(mass / best mass) ** weight`. A turn's own words are thin evidence:
+    an exchange that keeps returning to the query's words is more likely the
+    one asked about than a turn that mentions them in passing, so the weaker
+    turns of that exchange rise over lone mentions elsewhere. Every member
+    gets the same factor, so the order inside an episode is left alone (a
+    share of the best neighbour's score added to each turn lifted the
+    neighbours of the best turn past it). An entry outside any conversation
+    is a whole of its own: its factor is 1.
     """
     out = [1.0] * len(candidates)
     if not weight or not candidates:
         return out
-    groups = episode_groups(candidates, gap_us=gap_us)
-    mass = [sum(sorted((max(candidates[i].score, 0.0) for i in g), reverse=True)[:members]) for g in groups]
-    best = max(mass) or 1.0
-    for g, m in zip(groups, mass):
-        f = (m / best) ** weight if m > 0 else 0.0
-        for i in g:
-            out[i] = f
-    return out
-
-
-def episode_groups(candidates: Sequence[P], *, gap_us: int = EPISODE_GAP_US) -> list[list[int]]:
-    """Candidates' indexes grouped into episodes: runs of one conversation at most `gap_us` apart in valid time."""
     order = sorted(
         (i for i, c in enumerate(candidates) if c.conversation_id is not None),
         key=lambda i: (candidates[i].conversation_id, candidates[i].valid_from),
     )
-    groups: list[list[int]] = [[i] for i, c in enumerate(candidates) if c.conversation_id is None]
-    run: list[int] = []
+    groups: list[list[int]] = []
     for i in order:
-        if run:
-            last = candidates[run[-1]]
-            me = candidates[i]
-            if last.conversation_id != me.conversation_id or me.valid_from - last.valid_from > gap_us:
-                groups.append(run)
-                run = []
-        run.append(i)
-    if run:
-        groups.append(run)
-    return groups
-
-
-def coverage(
-    candidates: Sequence[P], matched: Sequence[int], idf: Sequence[float], *, weight: float = COVERAGE_WEIGHT,
-    gap_us: int = EPISODE_GAP_US, mode: str = "episode",
-) -> list[float]:
-    """Episode coverage: x(1 + weight x the idf-weighted share of the query's terms its episode holds).
-
-    `matched[i]` is candidate i's bit mask of the query's phrases (bit j for
-    `idf[j]`). An exchange can be about the question as a whole while no
-    single turn of it holds all of the question's words.
-    """
-    out = [1.0] * len(candidates)
-    total = sum(idf)
-    if not weight or not candidates or total <= 0:
+        if groups:
+            last, me = candidates[groups[-1][-1]], candidates[i]
+            if last.conversation_id == me.conversation_id and me.valid_from - last.valid_from <= gap_us:
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    mass = [sum(sorted((max(candidates[i].score, 0.0) for i in g), reverse=True)[:members]) for g in groups]
+    best = max(mass, default=0.0)
+    if best <= 0:
         return out
-
-    def share(mask: int) -> float:
-        return sum(x for j, x in enumerate(idf) if mask >> j & 1) / total
-
-    for g in episode_groups(candidates, gap_us=gap_us):
-        union = 0
+    for g, m in zip(groups, mass):
+        f = (m / best) ** weight
         for i in g:
-            union |= matched[i]
-        whole = share(union)
-        for i in g:
-            c = whole - share(matched[i]) if mode == "gain" else whole
-            out[i] = 1.0 + weight * c
+            out[i] = f
     return out
 
 

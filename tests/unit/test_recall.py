@@ -348,6 +348,24 @@ def test_a_when_question_favours_the_turn_that_says_when(db, tenant):
     assert "when" not in ask(db, tenant, "support group", explain=True).hits[0].parts
 
 
+def test_a_turn_of_an_exchange_about_the_query_outranks_a_lone_mention(db, tenant):
+    # Both weak turns say "starter" once; the one said a minute after a turn about the
+    # sourdough starter is about it, the one a day later is about a car.
+    chat = conversation(db, tenant)
+    said = remember(db, tenant, "t", "My sourdough starter bubbled overnight, the sourdough smells great",
+                    conversation_id=chat, now=T0)
+    after = remember(db, tenant, "t", "Keep the starter warm and it rises again", conversation_id=chat, now=T0 + 60 * US)
+    lone = remember(db, tenant, "t", "The starter of the old car failed", conversation_id=chat, now=T0 + DAY)
+    question = "How is the sourdough starter?"
+    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=T0 + 2 * DAY)
+    assert ids(res) == [said, after, lone]
+    episode = {h.id: h.parts["episode"] for h in res.hits}
+    assert episode[said] == episode[after] == 1.0 > episode[lone]
+    off = ask(db, tenant, question, conversation_id=chat, explain=True, now=T0 + 2 * DAY, disable=["episodes"])
+    assert ids(off) == [said, lone, after]  # on its own words the lone mention is the better match
+    assert all("episode" not in h.parts for h in off.hits)
+
+
 def test_a_when_question_at_known_at_reads_the_text_recorded_then(db, tenant):
     went = remember(db, tenant, "w", "I went to the support group")
     with db:  # later, the entry comes to say when

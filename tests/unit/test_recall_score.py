@@ -1,4 +1,4 @@
-"""Recall stages 3-7 as pure functions: boosts, intent, decay, voice, context, term selection, fusion."""
+"""Recall stages 3-7 as pure functions: boosts, intent, decay, voice, episodes, term selection, fusion."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_voice_favours_the_asker_s_own_words():
     assert score.voice(8, 0, "self", strength=0.0) == 1.0
 
 
-# ---- context -------------------------------------------------------------------------------
+# ---- episodes -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -85,19 +85,6 @@ class Placed:
     conversation_id: int | None
     valid_from: int
     score: float
-
-
-def test_context_lends_a_share_of_the_best_neighbour():
-    minute = 60 * 1_000_000
-    items = [
-        Placed(1, 0, 10.0),
-        Placed(1, minute, 2.0),
-        Placed(1, 10 * DAY, 50.0),  # same conversation, another day: not a neighbour
-        Placed(2, minute, 40.0),  # another conversation
-        Placed(None, minute, 30.0),  # unscoped: no episode
-    ]
-    assert score.context(items, share=0.5) == [1.0, 5.0, 0.0, 0.0, 0.0]
-    assert score.context(items, share=0.0) == [0.0] * 5
 
 
 def test_quantity_favours_entries_holding_a_numeral():
@@ -115,10 +102,10 @@ def test_episodes_share_one_factor_and_keep_the_order_inside():
         Placed(1, 0, 10.0),
         Placed(1, minute, 6.0),  # same episode as the first: mass 16
         Placed(1, DAY, 8.0),  # same conversation, a day later: an episode of its own
-        Placed(None, minute, 4.0),  # unscoped: an episode of its own
+        Placed(None, minute, 4.0),  # outside any conversation: a whole of its own, left alone
     ]
     f = score.episodes(items, weight=1.0, gap_us=10 * minute, members=3)
-    assert f == pytest.approx([1.0, 1.0, 0.5, 0.25])
+    assert f == pytest.approx([1.0, 1.0, 0.5, 1.0])
     assert f[0] * items[0].score > f[1] * items[1].score
     assert score.episodes(items, weight=0.0) == [1.0] * 4
     assert score.episodes(items, weight=1.0, gap_us=10 * minute, members=1)[:3] == pytest.approx([1.0, 1.0, 0.8])
