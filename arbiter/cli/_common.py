@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 import msgspec
+from click.core import ParameterSource
 
 from arbiter import __version__, paths
 from arbiter.errors import ArbiterError, Unauthorized, Unavailable
@@ -167,26 +168,34 @@ def _fail(line: str):
 
 
 _PLACE = re.compile(r"(\w+)(?:\[(\d+)\])?")
+_LAST = re.compile(r"\.(\w+)(?:\[(\d+)\])?$")
 
 
 def _as_typed(path: str) -> str | None:
-    """How the user typed the wire field at the head of `path`: `--conversation`, `--tag 'two words'`, `ENTRY_ID`.
+    """How the user typed the wire field `path` names: `--conversation`, `--tag 'two words'`, `ENTRY_ID`.
 
     A command's parameter is named for the wire field it fills (`--conversation`
-    is `conversation_id`), so click knows both spellings; a field the command
-    has no parameter for (None) keeps its wire name.
+    is `conversation_id`), so click knows both spellings. A field inside the
+    request's objects is a parameter's too when the user gave it (`fact propose
+    --subject ''` fills `facts[0].subject`). A field no parameter fills (None)
+    keeps its wire name.
     """
     ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    params = {p.name: p for p in ctx.command.params}
     place = _PLACE.match(path)
-    if ctx is None or place is None:
-        return None
-    param = next((p for p in ctx.command.params if p.name == place[1]), None)
-    if param is None:
-        return None
+    if place is None or place[1] not in params:
+        place = _LAST.search(path)
+        given = place is not None and place[1] in params and ctx.get_parameter_source(place[1]) not in (
+            None, ParameterSource.DEFAULT)
+        if not given:
+            return None
+    param = params[place[1]]
     typed = param.human_readable_name if isinstance(param, click.Argument) else max(param.opts, key=len)
-    given = ctx.params.get(param.name)
-    if place[2] is not None and isinstance(given, (list, tuple)) and int(place[2]) < len(given):
-        value = str(given[int(place[2])])  # which of the repeated values, still on one line
+    value = ctx.params.get(param.name)
+    if place[2] is not None and isinstance(value, (list, tuple)) and int(place[2]) < len(value):
+        value = str(value[int(place[2])])  # which of the repeated values, still on one line
         typed += " " + (shlex.quote(value) if value.isprintable() else repr(value))
     return typed + path[place.end():]
 

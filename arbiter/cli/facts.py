@@ -13,7 +13,7 @@ from arbiter.errors import InvalidParams
 _STATUSES = click.Choice(["candidate", "active", "rejected"])
 _BATCH_STATUSES = click.Choice(["proposed", "evaluated", "applied", "rejected"])
 #: `fact propose`'s parameters that describe the one fact given on the command line, and their flags.
-_ONE_FACT = {"subject": "--subject", "predicate": "--predicate", "obj": "--object", "confidence": "--confidence",
+_ONE_FACT = {"subject": "--subject", "predicate": "--predicate", "object": "--object", "confidence": "--confidence",
              "valid_from": "--valid-from", "sources": "--source", "aspects": "--aspect"}
 
 
@@ -59,7 +59,7 @@ def fact():
 @command(fact, "propose")
 @click.option("--subject", help="Who or what the fact is about.")
 @click.option("--predicate", help="The relation, e.g. works_at (normalised to snake_case).")
-@click.option("--object", "obj", help="The value.")
+@click.option("--object", "object", help="The value.")
 @click.option("--confidence", type=float, default=1.0, show_default=True)
 @click.option("--valid-from", help="When it became true (default now).")
 @click.option("--source", "sources", type=int, multiple=True, help="An entry it was drawn from (repeatable).")
@@ -69,7 +69,7 @@ def fact():
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="Minimum confidence to pass.")
 @click.option("--apply", "apply_", is_flag=True, help="Evaluate and apply the batch now (through the same gate).")
 @click.option("--team", help="Share the batch's facts with this team (one you are in); default private to you.")
-def propose(settings, as_json, subject, predicate, obj, confidence, valid_from, sources, aspects, path, origin,
+def propose(settings, as_json, subject, predicate, object, confidence, valid_from, sources, aspects, path, origin,
             threshold, apply_, team):
     """Propose candidate facts as one patch batch; they stay invisible until the batch is applied.
 
@@ -92,9 +92,9 @@ def propose(settings, as_json, subject, predicate, obj, confidence, valid_from, 
                 except ValueError:
                     raise InvalidParams(f"{path.name} line {n}: not JSON", path=f"facts[{len(facts)}]") from None
     else:
-        if None in (subject, predicate, obj):
+        if None in (subject, predicate, object):
             raise click.UsageError("--subject, --predicate and --object are required (or --file)")
-        facts = [{"subject": subject, "predicate": predicate, "object": obj, "confidence": confidence,
+        facts = [{"subject": subject, "predicate": predicate, "object": object, "confidence": confidence,
                   "valid_from": valid_from, "sources": list(sources), "aspects": list(aspects)}]
         facts = [{k: v for k, v in facts[0].items() if v is not None}]
     with settings.client() as c:

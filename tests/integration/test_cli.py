@@ -343,13 +343,19 @@ def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
         ("get", str(e["id"]), "--as-of", "soon"): "--as-of: ",
         ("link", "0", "relates_to", str(e["id"])): "SOURCE: must be at least 1",
         ("fact", "history", "0"): "FACT_ID: must be at least 1",
+        ("fact", "propose", "--subject", "", "--predicate", "works_at", "--object", "Acme"): "--subject: ",
+        ("fact", "propose", "--subject", "u", "--predicate", "works_at", "--object", "Acme", "--source", "0"):
+            "--source 0: must be at least 1",
     }
     for args, words in said.items():
         line = one_line_error(h, *args)
         assert words in line, (args, line)
         assert not any(wire in line for wire in ("conversation_id", "parent_id", "supersedes_ids", "valid_from",
-                                                  "as_of", "entities[", "source_id", "id:")), line
+                                                  "as_of", "entities[", "source_id", "id:", "facts[")), line
     assert [x["id"] for x in js(h, "list")] == [e["id"]]  # and nothing was written
+    # From a file, a fact's field is no flag's: its wire name says which line's.
+    said = one_line_error(h, "fact", "propose", "--file", "-", input='{"subject": "", "predicate": "p", "object": "o"}\n')
+    assert said == "arbiter: error: facts[0].subject: must not be empty"
 
 
 def test_get_shows_salience_reads_reinforcements_and_permanence(daemon):
