@@ -242,6 +242,41 @@ def test_http_notifies_every_subscribed_client_of_a_write(served):
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_http_tells_only_what_a_resource_shows(home, daemon):
+    # A server of its own: the module's one may still hold a poll baseline from the tests before.
+    with daemon.client() as c:
+        entry = c.remember(type="project", title="Hosts", content="Web runs on Ganymede.",
+                           entities=["Ganymede", "Ganymede Host"]).id
+    served = HttpServer(home, home / "mcp-http.stderr")
+    token = (home / "mcp-http.token").read_text().strip()
+    seen = []
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification):
+            seen.append((message.method, str(getattr(message.params, "uri", ""))))
+
+    async def main():
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(streamable_http_client(served.url, http_client=http))
+            session = await stack.enter_async_context(ClientSession(read, write, message_handler=on_message))
+            await session.initialize()
+            await session.subscribe_resource("arbiter://briefing")
+            await session.subscribe_resource(f"arbiter://entry/{entry}")
+            await session.call_tool("reinforce", {"id": entry})  # salience: in no resource
+            quiet = list(seen)
+            await session.call_tool("entity_merge", {"keep": "Ganymede", "other": "Ganymede Host"})
+            return quiet, seen[len(quiet):]  # the caller's notifications ride its call's stream: in by the result
+
+    try:
+        quiet, merged = anyio.run(main)
+    finally:
+        served.stop()
+    assert quiet == []
+    # The briefing lists entity names; the entries and their list read the same.
+    assert merged == [("notifications/resources/updated", "arbiter://briefing")]
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 def test_a_subscriber_that_left_does_not_break_a_write(served):
     served, home = served
     token = (home / "mcp-http.token").read_text().strip()
