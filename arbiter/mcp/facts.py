@@ -95,6 +95,7 @@ def propose_facts(s: Session, a: ProposeArgs) -> ProposedView:
     facts = [{"subject": f.subject, "predicate": f.predicate, "object": f.object, "confidence": f.confidence,
               "sources": f.sources, "valid_from": f.valid_from} for f in a.facts]
     b = s.call("facts_propose", facts, apply=a.apply, team=a.team)
+    s.listed = False  # facts are no entries: the briefing's facts line moves (held batches too), not the entry list
     return ProposedView(batch_id=b.id, status=b.status, facts=[line(f) for f in b.facts], note=b.note)
 
 

@@ -120,7 +120,7 @@ def test_a_write_tool_that_changed_nothing_notifies_nothing(home, daemon):
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-def test_entity_and_salience_writes_notify_only_what_a_resource_shows(home, daemon):
+def test_entity_salience_and_fact_writes_notify_only_what_a_resource_shows(home, daemon):
     with daemon.client() as c:
         entry = c.remember(type="project", title="Stack", content="Apollo runs on PostgreSQL.",
                            entities=["Apollo", "Apollo Server"]).id
@@ -142,13 +142,16 @@ def test_entity_and_salience_writes_notify_only_what_a_resource_shows(home, daem
         quiet = list(seen)
         same = ((await session.read_resource(f"arbiter://entry/{entry}")).contents[0].text == entry_before and
                 (await session.read_resource("arbiter://briefing")).contents[0].text == briefing_before)
-        # A merge changes the entity names the briefing lists, and nothing of the entry list.
+        # A merge changes the entity names the briefing lists, and nothing of the entry list; so do facts
+        # (the briefing's facts line counts them, and batches held for review).
         await session.call_tool("entity_merge", {"keep": "Apollo", "other": "Apollo Server"})
+        await session.call_tool("propose_facts", {"facts": [{"subject": "Apollo", "predicate": "uses",
+                                                             "object": "PostgreSQL"}], "apply": False})
         await session.send_ping()
         merged = seen[len(quiet):]
         return quiet, same, merged, briefing_before, (await session.read_resource("arbiter://briefing")).contents[0].text
 
     quiet, same, merged, before, after = run_session(home, body, message_handler=on_message)
     assert quiet == [] and same
-    assert merged == [("notifications/resources/updated", "arbiter://briefing")]
+    assert merged == [("notifications/resources/updated", "arbiter://briefing")] * 2
     assert "Apollo Server" in before and "Apollo Server" not in after
