@@ -31,6 +31,8 @@ MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
 Cursor = Annotated[Annotated[str, Meta(max_length=32)] | None, Meta(description="The `next_cursor` of the previous page.")]
 
 DEFAULT_MAX_CHARS = 8000
+#: Room a paged result keeps for the lines around its items: a heading, a note, the footer naming the cursor.
+FRAME_CHARS = 200
 EXCERPT_CHARS = 400
 
 
@@ -621,7 +623,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
     if start > len(items):
         raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
     blocks, kind = [], None
-    for i, x in enumerate(items[start:], start):
+    for x in items[start:]:
         block = []
         if type(x) is not kind:  # each kind's heading, where its first line on this page is
             kind = type(x)
@@ -630,7 +632,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
                           RevisionView: "Recorded states, oldest first:"}[kind])
         block.append(f"{'  ' if kind is RelationView else '- '}{x.text()}")
         blocks.append(block)
-    shown = fit(blocks, a.max_chars - 100)
+    shown = fit(blocks, a.max_chars - FRAME_CHARS)
     page = items[start:start + shown]
     more = start + shown < len(items)
     out = HistoryView(entries=[x for x in page if type(x) is Ref], total=len(items),

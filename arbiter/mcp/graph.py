@@ -8,8 +8,8 @@ from msgspec import Meta
 
 from arbiter.mcp import session_note
 from arbiter.errors import InvalidParams
-from arbiter.mcp.entries import (DEFAULT_MAX_CHARS, Content, Cursor, EntryView, MaxChars, Page, Ref, Said, Source, TagList,
-                                  Title, Type, Written, entry_view, page_offset, ref, ref_fields)
+from arbiter.mcp.entries import (DEFAULT_MAX_CHARS, FRAME_CHARS, Content, Cursor, EntryView, MaxChars, Page, Ref, Said,
+                                  Source, TagList, Title, Type, Written, entry_view, page_offset, ref, ref_fields)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, NoArgs, Session, View, count, cut, fit, flat, tool
 from arbiter.model import TextParams
 
@@ -67,10 +67,6 @@ class ThreadView(Page):
         return "\n".join(self._lines) + self.footer()
 
 
-#: Room kept for the lines around a page's items: its heading, a note, the footer naming the cursor.
-FRAME_CHARS = 200
-
-
 def _reply_lines(r: Reply) -> list[str]:
     return [f"{'  ' * (r.depth - 1)}- {Ref.text(r)} reply to #{r.parent_id}", f"{'  ' * r.depth}{r.excerpt}"]
 
@@ -85,14 +81,15 @@ def thread(s: Session, a: ThreadArgs) -> ThreadView:
     replies = [Reply(**ref_fields(r), parent_id=r.parent_id,
                      depth=t.depth[r.id], excerpt=flat(r.content, 240)) for r in t.replies]
     start = page_offset(a.cursor)
-    if start > len(replies):
+    if a.cursor is not None and start >= len(replies):
         raise InvalidParams("cursor: past the thread's end (it lost replies since): read it again without cursor",
                             path="cursor")
     out = ThreadView(root_id=t.root.id, replies=[], more=False, next_cursor=None)
     budget, lines = a.max_chars - FRAME_CHARS, []
     if a.cursor is None:  # the first page: the root, cut to fit if it must be
         out.root = entry_view(t.root)
-        over = len(out.root.text()) + 6 - budget // 2 if replies else len(out.root.text()) + 6 - budget
+        room = budget // 2 if replies else budget  # with replies, the root takes at most half the page
+        over = len("Root: " + out.root.text()) - room
         if over > 0:
             whole = len(out.root.content)
             out.root.content = cut(out.root.content, whole - over)
