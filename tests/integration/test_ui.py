@@ -266,3 +266,32 @@ def test_the_entry_panel_names_author_and_team_in_chromium(team_ui, browser, tmp
     wait_for(lambda: _js(browser, "window.arbiter.selected") == ids["own"], what="bob's note to open")
     assert "by bob · private" in browser.find_element(By.ID, "entry-who").text
     browser.save_screenshot(str(tmp_path / "desktop-team.png"))
+
+
+def test_a_title_holding_html_is_shown_as_text_in_the_hover_label(daemon, browser):
+    """force-graph writes a string label into its tooltip as HTML: a title's markup must stay text."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    title = 'Plan <b id="injected">bold</b><img id="injected-img" src="x">'
+    with daemon.client() as c:
+        target = c.remember(type="project", title=title, content="A title with markup in it.").id
+        c.remember(type="project", title="Another note", content="So the graph has two nodes.")
+    server = UIServer(daemon.client)
+    server.start()
+    try:
+        browser.get(server.url)
+        _settled(browser)
+        x, y = _js(browser, f"""(() => {{
+            const g = window.arbiter.graph, n = g.graphData().nodes.find(n => n.id === {target});
+            const p = g.graph2ScreenCoords(n.x, n.y); return [p.x, p.y]; }})()""")
+        canvas = browser.find_element(By.CSS_SELECTOR, "#graph canvas")
+        size = canvas.size
+        ActionChains(browser).move_to_element_with_offset(canvas, x - size["width"] / 2, y - size["height"] / 2).perform()
+        label = wait_for(lambda: _js(browser, "(document.querySelector('.float-tooltip-kap') || {}).textContent"),
+                         what="the hover label")
+        assert label == f"#{target} {title}"
+        assert not _js(browser, "document.getElementById('injected') || document.getElementById('injected-img')")
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -118,12 +118,13 @@ function renderGraph() {
       .width(box.clientWidth)
       .height(box.clientHeight)
       .nodeId("id")
-      .nodeLabel((n) => `#${n.id} ${n.title}`)
+      // force-graph puts a string label into its tooltip as HTML: hand it an element holding text.
+      .nodeLabel((n) => el("span", {}, `#${n.id} ${n.title}`))
       .nodeColor((n) => (state.hits.size && !state.hits.has(n.id) ? colour(n.cluster) + "40" : colour(n.cluster)))
       .nodeRelSize(4)
       .linkColor((l) => (l.relation === "reply" ? "#c8ccd0" : "#8c959f"))
       .linkDirectionalArrowLength((l) => (l.relation === "reply" ? 0 : 3))
-      .linkLabel((l) => l.relation)
+      .linkLabel((l) => el("span", {}, l.relation))
       .cooldownTicks(120)
       .nodeCanvasObjectMode(() => "after")
       .nodeCanvasObject((n, ctx) => {
