@@ -86,12 +86,14 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
             (ctx.tenant_id, at, p.limit + 1),
         ).fetchall()
     else:
+        # Known by `at` through an entry they see recorded by then, and dated so: an entity another user's
+        # earlier private entry created must not show, on the slider or in its date, before theirs named it.
         rows = ctx.conn.execute(
-            "SELECT n.id, n.name, n.type, n.created_at, count(*) AS uses FROM entities n "
+            "SELECT n.id, n.name, n.type, max(n.created_at, min(e.recorded_at)), count(*) AS uses FROM entities n "
             "JOIN entry_entities m ON m.entity_id = n.id JOIN entries e ON e.id = m.entry_id "
-            f"WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? AND {v.sees('e')} "
-            "GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
-            (ctx.tenant_id, at, p.limit + 1),
+            f"WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? AND e.recorded_at <= ? "
+            f"AND {v.sees('e')} GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
+            (ctx.tenant_id, at, at, p.limit + 1),
         ).fetchall()
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]

@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -292,6 +293,28 @@ def test_a_title_holding_html_is_shown_as_text_in_the_hover_label(daemon, browse
                          what="the hover label")
         assert label == f"#{target} {title}"
         assert not _js(browser, "document.getElementById('injected') || document.getElementById('injected-img')")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_entity_shows_for_a_teammate_only_from_when_an_entry_they_see_names_it(daemon):
+    """alice's private note creates an entity; bob names it later: his view must not show it, or date it, before."""
+    from arbiter.client import Client
+
+    with daemon.client() as owner:
+        tokens = {name: owner.user_add(name).token for name in ("alice", "bob")}
+    with Client(daemon.socket, tokens["alice"]) as alice, Client(daemon.socket, tokens["bob"]) as bob:
+        secret = alice.remember(type="project", title="Alice only", content="A private worry.", entities=["Zed Secretco"])
+        own = bob.remember(type="project", title="Bob's note", content="Bob meets them.", entities=["Zed Secretco"])
+    server = UIServer(lambda: Client(daemon.socket, tokens["bob"]))
+    server.start()
+    try:
+        between = urllib.parse.quote(secret.recorded_at)
+        status, body = _get(server.url + f"api/graph?view=entities&as_of={between}")
+        assert status == 200 and json.loads(body)["nodes"] == []
+        nodes = json.loads(_get(server.url + "api/graph?view=entities")[1])["nodes"]
+        assert [(n["title"], n["valid_from"]) for n in nodes] == [("Zed Secretco", own.recorded_at)]
     finally:
         server.shutdown()
         server.server_close()
