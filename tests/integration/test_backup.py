@@ -121,6 +121,25 @@ def test_restore_into_a_new_home_issues_new_tokens(daemon, tmp_path):
         d.stop()
 
 
+def test_a_restored_database_is_its_owners_alone(daemon, tmp_path):
+    """The daemon makes its database 0600 (umask 077); a restore run under a common umask (022) must too."""
+    import os
+    import stat
+
+    with daemon.client() as c:
+        _fill(c, 2)
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    assert stat.S_IMODE(daemon.db.stat().st_mode) == 0o600
+    fresh = tmp_path / "h"
+    old = os.umask(0o022)  # the restore's process inherits it
+    try:
+        proc = arbiter(fresh, "backup", "restore", str(tmp_path / "b.db"))
+    finally:
+        os.umask(old)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_IMODE(paths.db_path(fresh).stat().st_mode) == 0o600
+
+
 def test_verify_finds_damage_and_names_it(daemon, tmp_path):
     with daemon.client() as c:
         _fill(c, 500)
