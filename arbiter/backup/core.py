@@ -13,6 +13,7 @@ one serves the home.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import time
@@ -23,7 +24,7 @@ import apsw
 
 from arbiter import paths
 from arbiter._lock import take_lock
-from arbiter.errors import InvalidParams, Unavailable
+from arbiter.errors import InvalidParams, StorageFull, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
 from arbiter.store import text
 from arbiter.store.db import MIGRATIONS
@@ -46,6 +47,18 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         raise InvalidParams(f"{dest.parent} is not a folder", path="path")
     partial = dest.with_name(dest.name + ".partial")
     partial.unlink(missing_ok=True)
+    try:
+        return (yield from _copy_to(source, dest, partial, step_pages))
+    except (apsw.FullError, OSError) as e:
+        if isinstance(e, OSError) and e.errno != errno.ENOSPC:
+            raise
+        # The backup's disk, not the database's: the daemon's own "disk full" would send the user to the wrong disk.
+        raise StorageFull(f"no space left for the backup in {dest.parent}: nothing was written there, "
+                          "and the database is unchanged", path="path") from None
+
+
+def _copy_to(source: apsw.Connection, dest: Path, partial: Path, step_pages: int) -> Iterator[None]:
+    """`create`'s copy into `partial`, renamed to `dest` once whole and synced."""
     started = time.perf_counter()
     steps = 0
     longest = 0.0
@@ -71,8 +84,12 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         partial.unlink(missing_ok=True)
         raise
     target.close()
-    with open(partial, "rb+") as f:
-        os.fsync(f.fileno())
+    try:
+        with open(partial, "rb+") as f:
+            os.fsync(f.fileno())
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, dest)
     return BackupCreated(
         path=str(dest), bytes=dest.stat().st_size, pages=pages, steps=steps,

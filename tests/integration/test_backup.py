@@ -140,6 +140,24 @@ def test_a_restored_database_is_its_owners_alone(daemon, tmp_path):
     assert stat.S_IMODE(paths.db_path(fresh).stat().st_mode) == 0o600
 
 
+def test_a_backup_onto_a_full_disk_says_so_and_leaves_nothing(daemon, small_disk):
+    """The backup's disk fills, not the database's: the error points at the backup and writes go on."""
+    from arbiter.errors import StorageFull
+    from tests.conftest import fill
+
+    with daemon.client() as c:
+        _fill(c, 50)
+    fill(small_disk / "ballast")
+    with Client(daemon.socket, daemon.admin_token) as admin, pytest.raises(StorageFull) as e:
+        admin.backup_create(small_disk / "b.db")
+    assert e.value.path == "path"  # the request's target, not the daemon's own storage
+    assert [p.name for p in small_disk.iterdir()] == ["ballast"]  # no .partial left behind
+    with daemon.client() as c:
+        assert len(_fill(c, 1, prefix="after")) == 1
+    daemon.stop()
+    assert "database is full" not in daemon.log
+
+
 def test_verify_finds_damage_and_names_it(daemon, tmp_path):
     with daemon.client() as c:
         _fill(c, 500)
