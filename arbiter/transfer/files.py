@@ -189,8 +189,10 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
 
 
 def _fresh() -> dict[str, set]:
-    """The ids (names, for people) each kind has had so far in a tenant's part; `applied`: applied fact batches."""
-    return {k: set() for k in ("conversation", "entry", "entity", "user", "team", "fact_batch", "applied", "fact")}
+    """The ids (names, for people) each kind has had so far in a tenant's part; `applied`: applied fact batches;
+    `relation`: (source, relation, target) triples."""
+    return {k: set() for k in ("conversation", "entry", "entity", "user", "team", "fact_batch", "applied", "fact",
+                               "relation")}
 
 
 def _words(e: Exception) -> str:
@@ -224,12 +226,27 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         if old is not None and old not in seen[kind]:
             raise InvalidParams(f"{name} {old!r} names no {kind} earlier in the file", path=name)
 
+    def first(kind: str, key, name: str) -> None:
+        # A second record under one id would leave its references meaning either.
+        if key in seen[kind]:
+            raise InvalidParams(f"{name} {key!r}: a second {kind.replace('_', ' ')} with it in the file", path=name)
+        seen[kind].add(key)
+
+    def window(start: str, end: str | None, names: str, *, empty: bool) -> None:
+        # The store never writes a window that ends before it starts (nor, on the record axis, an empty one).
+        if end is not None and (parse_time(end) - parse_time(start) < (0 if empty else 1)):
+            raise InvalidParams(f"{names}: the window ends before it starts", path=names.split(",")[0])
+
+    def joins(a: int, b: int, what: str) -> None:
+        if a == b:
+            raise InvalidParams(f"a {what} cannot join {a} to itself", path="target_id")
+
     if isinstance(rec, UserRecord):
         parse_time(rec.created_at, path="created_at")
-        seen["user"].add(rec.name)
+        first("user", rec.name, "name")
     elif isinstance(rec, TeamRecord):
         parse_time(rec.created_at, path="created_at")
-        seen["team"].add(rec.name)
+        first("team", rec.name, "name")
     elif isinstance(rec, MemberRecord):
         known("team", rec.team, "team")
         known("user", rec.user, "user")
@@ -243,7 +260,8 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         for name in ("recorded_at", "valid_from", "valid_to", "revised_at"):
             if (value := getattr(rec, name)) is not None:
                 parse_time(value, path=name)
-        seen["entry"].add(rec.id)
+        window(rec.valid_from, rec.valid_to, "valid_from, valid_to", empty=True)
+        first("entry", rec.id, "id")
     elif isinstance(rec, RevisionRecord):
         _check_source(rec.source)
         known("entry", rec.entry_id, "entry_id")
@@ -251,6 +269,8 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         for name in ("recorded_from", "recorded_to", "valid_from", "valid_to"):
             if (value := getattr(rec, name)) is not None:
                 parse_time(value, path=name)
+        window(rec.recorded_from, rec.recorded_to, "recorded_from, recorded_to", empty=False)
+        window(rec.valid_from, rec.valid_to, "valid_from, valid_to", empty=True)
     elif isinstance(rec, SalienceRecord):
         known("entry", rec.entry_id, "entry_id")
         if rec.last_access is not None:
@@ -261,15 +281,17 @@ def _check_record(rec, seen: dict[str, set]) -> None:
     elif isinstance(rec, RelationRecord):
         known("entry", rec.source_id, "source_id")
         known("entry", rec.target_id, "target_id")
+        joins(rec.source_id, rec.target_id, "relation")
+        first("relation", (rec.source_id, rec.relation, rec.target_id), "relation")
         parse_time(rec.created_at, path="created_at")
     elif isinstance(rec, ConversationRecord):
         parse_time(rec.created_at, path="created_at")
-        seen["conversation"].add(rec.id)
+        first("conversation", rec.id, "id")
     elif isinstance(rec, EntityRecord):
         for value in (rec.created_at, rec.updated_at, rec.retired_at, *(n.created_at for n in rec.names)):
             if value is not None:
                 parse_time(value, path="created_at")
-        seen["entity"].add(rec.id)
+        first("entity", rec.id, "id")
     elif isinstance(rec, EntityMergeRecord):
         known("entity", rec.id, "id")
         known("entity", rec.into, "into")
@@ -279,6 +301,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
     elif isinstance(rec, EntityRelationRecord):
         known("entity", rec.source_id, "source_id")
         known("entity", rec.target_id, "target_id")
+        joins(rec.source_id, rec.target_id, "entity relation")
         parse_time(rec.created_at, path="created_at")
         parse_time(rec.updated_at, path="updated_at")
     elif isinstance(rec, EntityEventRecord):
@@ -290,7 +313,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         for name in ("created_at", "evaluated_at", "decided_at"):
             if (value := getattr(rec, name)) is not None:
                 parse_time(value, path=name)
-        seen["fact_batch"].add(rec.id)
+        first("fact_batch", rec.id, "id")
         if rec.status == "applied":
             seen["applied"].add(rec.id)
     elif isinstance(rec, FactRecord):
@@ -306,7 +329,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
             if value is not None:
                 parse_time(value, path="states")
         fact_records.check_states(rec, rec.batch_id in seen["applied"])
-        seen["fact"].add(rec.id)
+        first("fact", rec.id, "id")
     elif isinstance(rec, FactLinkRecord):
         known("fact", rec.id, "id")
         known("fact", rec.supersedes_fact_id, "supersedes_fact_id")

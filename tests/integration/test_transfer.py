@@ -319,6 +319,50 @@ def test_a_malformed_line_is_named_and_nothing_changes(daemon, target, tmp_path)
         assert t.status().entries_active + t.status().entries_retired == 0
 
 
+def test_records_the_store_could_not_hold_are_named_before_anything_is_written(daemon, target, tmp_path):
+    """Each of these once went in (two entries under one id, a window ending before it starts) or ended in an
+    internal error on the daemon (an entry related to itself, a relation twice, an empty record window)."""
+    with daemon.client() as c:
+        a = c.remember(type="project", title="First", content="Apollo uses PostgreSQL.", entities=["Apollo", "PostgreSQL"])
+        b = c.remember(type="project", title="Second", content="Another note.")
+        c.update(a.id, content="Apollo uses PostgreSQL 16.")
+        c.link(b.id, "relates_to", a.id)
+        c.entity_relate("Apollo", "uses", "PostgreSQL")
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    at = {kind: next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == kind)
+          for kind in ("entry", "revision", "relation", "entity_relation")}
+
+    def forged(kind: str, **change) -> str:
+        return json.dumps({**json.loads(lines[at[kind]]), **change})
+
+    entry, relation = json.loads(lines[at["entry"]]), json.loads(lines[at["relation"]])
+    revision = json.loads(lines[at["revision"]])
+    cases = [
+        (at["entry"] + 1, [lines[at["entry"]]]),  # the same entry id twice
+        (at["entry"], [forged("entry", valid_to="2000-01-01T00:00:00Z")]),  # valid before it begins
+        (at["revision"], [forged("revision", recorded_to=revision["recorded_from"])]),  # an empty record window
+        (at["relation"], [forged("relation", target_id=relation["source_id"])]),  # an entry related to itself
+        (at["relation"] + 1, [forged("relation", id=relation["id"] + 100)]),  # the same relation twice
+        (at["entity_relation"], [forged("entity_relation", target_id=json.loads(lines[at["entity_relation"]])["source_id"])]),
+    ]
+    assert entry["valid_from"] > "2000"
+    for index, (replace_at, new_lines) in enumerate(cases):
+        bad = list(lines)
+        if index in (0, 4):  # a repeat goes in after the original
+            bad[replace_at:replace_at] = new_lines
+        else:
+            bad[replace_at:replace_at + 1] = new_lines
+        f = tmp_path / f"bad{index}.jsonl"
+        f.write_text("\n".join(bad) + "\n")
+        err = fails(target.home, "import", str(f))
+        assert f"line {replace_at + 1}:" in err and "nothing was imported" in err, (index, err)
+        assert "internal error" not in err
+    with target.client() as t:
+        assert t.status().entries_active + t.status().entries_retired == 0
+
+
 def test_a_fact_history_the_gate_did_not_pass_is_refused(daemon, target, tmp_path):
     with daemon.client() as c:
         c.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Acme"}], apply=True)
