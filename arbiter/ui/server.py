@@ -25,10 +25,11 @@ from urllib.parse import parse_qs, urlsplit
 import msgspec
 
 from arbiter.client import Client
-from arbiter.errors import ArbiterError, InvalidParams, NotFound
+from arbiter.errors import ArbiterError, DaemonOutdated, InvalidParams, NotFound, Unavailable
 
 _STATIC = resources.files("arbiter.ui") / "static"
-_STATUS = {NotFound: HTTPStatus.NOT_FOUND, InvalidParams: HTTPStatus.BAD_REQUEST}
+_STATUS = {NotFound: HTTPStatus.NOT_FOUND, InvalidParams: HTTPStatus.BAD_REQUEST,
+           Unavailable: HTTPStatus.SERVICE_UNAVAILABLE, DaemonOutdated: HTTPStatus.SERVICE_UNAVAILABLE}
 # The page and its scripts come from us alone; the token in the URL never leaks through a Referer.
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'",
@@ -139,10 +140,18 @@ class _Handler(BaseHTTPRequestHandler):
                 else:
                     raise NotFound(f"no API route {route!r}", path="route")
             self._send(HTTPStatus.OK, _encode(body), "application/json")
+        except DaemonOutdated:
+            # `arbiter ui` checked the daemon's code when it started: a mismatch now means the daemon was
+            # restarted on other code (an upgrade) and this server is the one left behind, not the daemon.
+            self._error(DaemonOutdated("the daemon was restarted on other code than this web view's (an upgrade?): "
+                                       "restart `arbiter ui` (Ctrl-C, then run it again)"))
         except ArbiterError as e:
-            status = next((s for cls, s in _STATUS.items() if isinstance(e, cls)), HTTPStatus.INTERNAL_SERVER_ERROR)
-            error = {"error": {"code": e.code, "name": e.name, "message": e.message, "path": e.path}}
-            self._send(status, _encode(error), "application/json")
+            self._error(e)
+
+    def _error(self, e: ArbiterError) -> None:
+        status = next((s for cls, s in _STATUS.items() if isinstance(e, cls)), HTTPStatus.INTERNAL_SERVER_ERROR)
+        error = {"error": {"code": e.code, "name": e.name, "message": e.message, "path": e.path}}
+        self._send(status, _encode(error), "application/json")
 
     def _send(self, status: HTTPStatus, body: bytes, kind: str) -> None:
         self.send_response(status)

@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -315,6 +316,39 @@ def test_an_entity_shows_for_a_teammate_only_from_when_an_entry_they_see_names_i
         assert status == 200 and json.loads(body)["nodes"] == []
         nodes = json.loads(_get(server.url + "api/graph?view=entities")[1])["nodes"]
         assert [(n["title"], n["valid_from"]) for n in nodes] == [("Zed Secretco", own.recorded_at)]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_after_the_daemon_restarts_on_new_code_the_page_says_to_restart_the_view(home, tmp_path):
+    """An upgrade restarts the daemon on new code while `arbiter ui` keeps the old: restarting the daemon
+    (what every other client says) would not help; the view is the one to restart. Daemon down: 503."""
+    import arbiter
+    from arbiter.client import Client
+    from tests.conftest import DaemonProcess
+
+    upgraded = tmp_path / "upgraded"
+    shutil.copytree(Path(arbiter.__file__).parent, upgraded / "arbiter",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    with open(upgraded / "arbiter" / "verbs.py", "a") as f:
+        f.write("\n# an upgrade\n")
+    first = DaemonProcess(home).start()
+    server = UIServer(lambda: Client(first.socket, first.token))
+    server.start()
+    try:
+        assert _get(server.url + "api/whoami")[0] == 200
+        first.stop()
+        status, body = _get(server.url + "api/whoami")
+        assert status == 503 and json.loads(body)["error"]["name"] == "unavailable"
+        again = DaemonProcess(home, extra_env={"PYTHONPATH": str(upgraded)}, cwd=upgraded).start()
+        try:
+            status, body = _get(server.url + "api/graph")
+            error = json.loads(body)["error"]
+            assert status == 503 and error["name"] == "daemon_outdated"
+            assert "arbiter ui" in error["message"] and "arbiter serve" not in error["message"]
+        finally:
+            again.stop()
     finally:
         server.shutdown()
         server.server_close()
