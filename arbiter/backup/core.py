@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 
 from arbiter import paths
-from arbiter._lock import take_lock
+from arbiter._lock import lock_owner, take_lock
 from arbiter.errors import InvalidParams, StorageFull, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
 from arbiter.store import text
@@ -108,6 +108,7 @@ def _open_readonly(path: Path) -> apsw.Connection:
 def verify(path: Path) -> BackupCheck:
     """Run SQLite's integrity and foreign-key checks and FTS5's index check on a backup file."""
     path = Path(path)
+    _not_served(path)
     conn = _open_readonly(path)
     try:
         return _checks(conn, path)
@@ -117,6 +118,18 @@ def verify(path: Path) -> BackupCheck:
         return BackupCheck(path=str(path), ok=False, problems=[f"corrupt: {e}"])
     finally:
         conn.close()
+
+
+def _not_served(path: Path) -> None:
+    """Refuse a database a daemon serves: FTS5's check is spelled as an INSERT, so it takes the write lock,
+    and the daemon's writes would wait on it (then fail) for as long as the check runs."""
+    for lock in dict.fromkeys((paths.lock_path(path), paths.lock_path(path.resolve()))):
+        owner = lock_owner(lock)
+        if owner is not None:
+            raise Unavailable(
+                f"a daemon (pid {owner.partition(chr(10))[0] or '?'}) is serving {path}: check a copy of it "
+                "(`arbiter backup create FILE`, then `arbiter backup verify FILE`), or stop the daemon first",
+                path="path")
 
 
 def _checks(conn: apsw.Connection, path: Path) -> BackupCheck:

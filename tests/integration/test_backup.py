@@ -177,6 +177,16 @@ def test_verify_finds_damage_and_names_it(daemon, tmp_path):
         arbiter(daemon.home, "backup", "verify", str(tmp_path / "text.db")).stdout
 
 
+def test_verify_refuses_the_database_a_daemon_serves(daemon, tmp_path):
+    """Its index check takes SQLite's write lock: on the live file, the daemon's writes waited, then failed."""
+    with daemon.client() as c:
+        _fill(c, 3)
+    err = fails(daemon.home, "backup", "verify", str(daemon.db))
+    assert "is serving" in err and "backup create" in err
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    assert js(daemon.home, "backup", "verify", str(tmp_path / "b.db"))["ok"]
+
+
 def test_verify_checks_the_full_text_index(daemon, tmp_path):
     import apsw
 
