@@ -201,8 +201,16 @@ def _markdown(folder: Path) -> Iterator[bytes]:
     yield _header(format_time(newest * US), "markdown")
     notes = []
     for p in files:
-        text = p.read_text(encoding="utf-8", errors="replace")
+        name = os.fsdecode(p.relative_to(folder))
+        try:
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:  # replacement marks would stand in for the note's words, silently
+            raise InvalidParams(f"{name}: not UTF-8 text (byte {e.start}); save it as UTF-8 or move it out of "
+                                "the folder; nothing was imported", path="file") from None
         meta, body = _front_matter(text)
+        if len(body.strip().encode()) > CONTENT_MAX_BYTES:  # cut, its end would be lost without a word
+            raise InvalidParams(f"{name}: {len(body.strip().encode()):,} bytes of text, over the {CONTENT_MAX_BYTES:,} "
+                                "an entry holds: split the note; nothing was imported", path="file")
         title = str(meta.get("title") or p.stem)
         tags = meta.get("tags") or []
         tags = [tags] if isinstance(tags, str) else list(tags)
@@ -218,7 +226,7 @@ def _markdown(folder: Path) -> Iterator[bytes]:
     for i, (p, title, body, tags, meta) in enumerate(notes, start=1):
         when = format_time(int(p.stat().st_mtime) * US)
         yield _encode(EntryRecord(
-            id=i, type="learning", title=_cut(title, TITLE_MAX_BYTES), content=_cut(body or title, CONTENT_MAX_BYTES),
+            id=i, type="learning", title=_cut(title, TITLE_MAX_BYTES), content=body or _cut(title, CONTENT_MAX_BYTES),
             tags=tags, source=_cut(os.fsdecode(p.relative_to(folder)), 200), conversation_id=None, parent_id=None,
             recorded_at=when, valid_from=_when(meta.get("created") or meta.get("date"), when), valid_to=None,
         ))

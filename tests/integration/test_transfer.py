@@ -466,6 +466,26 @@ def test_import_markdown_notes(target):
     assert "is a folder" in fails(target.home, "import", str(DATA / "notes"), code=2)
 
 
+def test_a_note_markdown_cannot_carry_whole_is_named_and_nothing_is_imported(target, tmp_path):
+    """A note that is not UTF-8 went in with replacement marks for its words, and one over an entry's size
+    was cut at 64 KiB: either lost the note's text without a word."""
+    notes = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", notes)
+    (notes / "Café.md").write_bytes("Notes from the café in Zürich.\n".encode("latin-1"))
+    err = fails(target.home, "import", "--from", "markdown", str(notes))
+    assert "Café.md: not UTF-8" in err and "nothing was imported" in err
+    (notes / "Café.md").unlink()
+    (notes / "Long.md").write_text("A long note.\n" + "word " * 14000)
+    err = fails(target.home, "import", "--from", "markdown", str(notes))
+    assert "Long.md: 70,012 bytes" in err and "nothing was imported" in err
+    with target.client() as t:
+        assert t.status().entries_active == 0
+    (notes / "Long.md").write_text("A long note.\n" + "word " * 13000)  # under the limit: whole
+    ok(target.home, "import", "--from", "markdown", str(notes))
+    with target.client() as t:
+        assert len(next(e for e in t.list(limit=10) if e.title == "Long").content) == 12 + 1 + 5 * 13000 - 1
+
+
 # ---- the round-trip property ------------------------------------------------------------
 
 
