@@ -116,9 +116,13 @@ def _mcp_memory(path: Path) -> Iterator[bytes]:
     yield _header(when, "mcp-memory")
     ids = {name: i for i, name in enumerate(entities, start=1)}
     for name, (kind, observations) in entities.items():
+        content = "\n".join(observations)
+        if len(content.encode()) > CONTENT_MAX_BYTES:  # cut, its last observations would be lost without a word
+            raise InvalidParams(f"{path.name}: the observations of {name!r} hold {len(content.encode()):,} bytes, over "
+                                f"the {CONTENT_MAX_BYTES:,} an entry holds; nothing was imported", path="file")
         yield _encode(EntryRecord(
             id=ids[name], type="reference", title=_cut(name, TITLE_MAX_BYTES),
-            content=_cut("\n".join(observations) or name, CONTENT_MAX_BYTES),
+            content=content or _cut(name, CONTENT_MAX_BYTES),
             tags=[t for t in [_tag(kind or "")] if t], source="mcp-memory", conversation_id=None, parent_id=None,
             recorded_at=when, valid_from=when, valid_to=None,
         ))

@@ -452,6 +452,18 @@ def test_import_from_the_mcp_memory_server(target):
     assert "already imported" in ok(target.home, "import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl"))
 
 
+def test_mcp_memory_observations_an_entry_cannot_hold_are_named(target, tmp_path):
+    """They were cut at 64 KiB: the entity's last observations were lost without a word."""
+    f = tmp_path / "memory.jsonl"
+    lines = [{"type": "entity", "name": "Big", "entityType": "person", "observations": [f"fact {i} " + "x" * 990]}
+             for i in range(70)]
+    f.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    err = fails(target.home, "import", "--from", "mcp-memory", str(f))
+    assert "'Big'" in err and "nothing was imported" in err
+    with target.client() as t:
+        assert t.status().entries_active == 0
+
+
 def test_import_markdown_notes(target):
     text = ok(target.home, "import", "--from", "markdown", str(DATA / "notes"))
     assert text.startswith("imported 3 entries (0 earlier states), 4 relations")
