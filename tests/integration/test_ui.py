@@ -352,3 +352,26 @@ def test_after_the_daemon_restarts_on_new_code_the_page_says_to_restart_the_view
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_page_says_when_it_is_empty_and_when_it_draws_only_the_newest(daemon, browser):
+    """Empty, it asked to click a node there was none of; past the limit it called the newest "the first"."""
+    from selenium.webdriver.common.by import By
+
+    server = UIServer(daemon.client)
+    server.start()
+    try:
+        browser.get(server.url)
+        wait_for(lambda: _js(browser, "window.arbiter.loads") == 1, what="the empty page to load")
+        assert "nothing remembered yet" in browser.find_element(By.ID, "status").text
+        assert "Click a node" not in browser.find_element(By.ID, "detail").text
+        with daemon.client() as c:
+            c.remember_many([{"type": "project", "title": f"n{i}", "content": f"note {i}"} for i in range(2001)])
+        browser.get(server.url)
+        wait_for(lambda: _js(browser, "window.arbiter.loads") == 1, timeout=30, what="2,000 nodes to load")
+        assert browser.find_element(By.ID, "status").text == \
+            "2000 entries, 0 links (the newest 2000 entries; older ones are not drawn)"
+        assert "Click a node" in browser.find_element(By.ID, "detail").text
+    finally:
+        server.shutdown()
+        server.server_close()

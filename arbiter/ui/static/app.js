@@ -59,7 +59,18 @@ async function load() {
   }
   const d = state.data;
   const what = d.view === "entities" ? "entities" : "entries";
-  status(`${d.nodes.length} ${what}, ${d.edges.length} links` + (d.truncated ? " (the first shown)" : ""));
+  if (!d.nodes.length) {
+    // Say why the page is blank, and never ask to click a node that is not there.
+    status(state.asOf ? `no ${what} as of then` : d.view === "entities" ? "no entities named yet"
+      : "nothing remembered yet: the graph fills as you or your agents remember");
+    if (!state.selected) $("detail").replaceChildren();
+  } else {
+    // The verb returns the newest: say so, or a reader takes them for the first.
+    status(`${d.nodes.length} ${what}, ${d.edges.length} links` +
+      (d.truncated ? ` (the newest ${d.nodes.length} ${what}; older ones are not drawn)` : ""));
+    if (!state.selected && !$("detail").children.length)
+      $("detail").replaceChildren(el("p", { className: "hint" }, "Click a node to read the entry."));
+  }
   window.arbiter.nodes = d.nodes.length;
   window.arbiter.edges = d.edges.length;
   window.arbiter.loads += 1;
