@@ -53,23 +53,23 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
         raise InvalidParams(f"{file.parent} is not a folder", path="file")
     if not to_stdout and not force and _exists(file):
         raise InvalidParams(_EXISTS.format(file), path="file")
-    out = sys.stdout.buffer if to_stdout else open(file.with_name(file.name + ".partial"), "wb")
+    partial = file.with_name(file.name + ".partial")
     bar = Progress(None, "export", unit="records", file=sys.stderr) if progress else None
     try:
         with settings.client(admin=everything) as c:
             tenants = [t.name for t in c.tenant_list().tenants] if everything else None
-            summary = files.export(c, out, tenants=tenants, progress=bar.update if bar else (lambda n: None))
+            tick = bar.update if bar else (lambda n: None)
+            # A file is checked, and made again, if writes during the export left it naming what it lacks.
+            summary = files.export(c, sys.stdout.buffer, tenants=tenants, progress=tick) if to_stdout else \
+                files.export_whole(c, partial, tenants=tenants, progress=tick)
     except BaseException:
         if not to_stdout:
-            out.close()
-            file.with_name(file.name + ".partial").unlink(missing_ok=True)
+            partial.unlink(missing_ok=True)
         raise
     finally:
         if bar:
             bar.finish()
     if not to_stdout:
-        out.close()
-        partial = file.with_name(file.name + ".partial")
         if not force and _exists(file):  # made while the export ran: kept, and the export beside it
             raise InvalidParams(_EXISTS.format(file) + f"; the export is in {partial}", path="file")
         partial.replace(file)

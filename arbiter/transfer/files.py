@@ -20,7 +20,7 @@ import msgspec
 from arbiter import __version__, validation
 from arbiter._time import format_time, now_us, parse_time
 from arbiter.client import Client
-from arbiter.errors import ArbiterError, InvalidParams
+from arbiter.errors import ArbiterError, Conflict, InvalidParams
 from arbiter.facts.model import check_printable
 from arbiter.model import _check_source
 from arbiter.transfer import facts as fact_records
@@ -110,6 +110,37 @@ def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
                     progress(n)
                 after = page.next
     return summary
+
+
+def export_whole(client: Client, path, *, tenants: list[str] | None = None, attempts: int = 3,
+                 progress: Callable[[int], None] = lambda n: None) -> ExportSummary:
+    """`export` to the file `path`, made again if writes during it left the file naming records it lacks.
+
+    An export reads page by page, not in one snapshot: an entry written after
+    the entry pages, then linked to an older one, puts a relation in the file
+    whose end is not in it, and the import refuses the file. When the
+    caller's memory version moved during the export (`--all`: always), the
+    file gets import's whole check; a file that fails it is made again, up to
+    `attempts` times, then refused (Conflict).
+    """
+    for _ in range(attempts):
+        before = _version(client, tenants)
+        with open(path, "wb") as out:
+            summary = export(client, out, tenants=tenants, progress=progress)
+        if before is not None and before == _version(client, tenants):
+            return summary
+        try:
+            check(path)
+            return summary
+        except InvalidParams:
+            continue
+    raise Conflict(f"the memory changed while it was exported, {attempts} times over, and each file named records "
+                   "written after it had read them: export again when fewer writes are going on", path="file")
+
+
+def _version(client: Client, tenants: list[str] | None) -> int | None:
+    """The caller's memory version (`changes`); None for an admin's export of tenants, which has none."""
+    return client.changes().memory if tenants is None else None
 
 
 def _tenant_name(client: Client) -> str:

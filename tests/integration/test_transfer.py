@@ -282,6 +282,35 @@ def test_round_trip_into_a_fresh_home_answers_the_same(daemon, target, tmp_path)
         same_facts(c, t, first, again)
 
 
+def test_an_export_while_an_agent_writes_is_a_file_that_imports(daemon, target, tmp_path):
+    """An export reads page by page: an entry written after the entry pages and linked to an older one put a
+    relation in the file whose end was not in it, and the whole file was refused at import."""
+    with daemon.client() as c:
+        first = c.remember(type="project", title="Older", content="Written before the export.").id
+    writes = []
+
+    def agent(n: int) -> None:  # the exporter's progress callback: runs between pages, as a concurrent writer would
+        if not writes:
+            with daemon.client() as w:
+                writes.append(w.remember(type="project", title="Late", content="Written during the export.").id)
+                w.link(writes[0], "relates_to", first)
+
+    out = tmp_path / "m.jsonl"
+    with daemon.client() as c:
+        summary = files.export_whole(c, out, progress=agent)
+    assert summary.entries == 2 and summary.relations == 1
+    assert ok(target.home, "import", str(out)).startswith("imported 2 entries")
+
+    def busy(n: int) -> None:  # writes during every attempt: refused, never a file that will not import
+        with daemon.client() as w:
+            late = w.remember(type="project", title=f"Busy {len(writes)}", content=f"Again {len(writes)}.").id
+            writes.append(late)
+            w.link(late, "relates_to", first)
+
+    with daemon.client() as c, pytest.raises(Conflict):
+        files.export_whole(c, tmp_path / "busy.jsonl", progress=busy)
+
+
 def test_reimport_is_a_noop_that_says_so(daemon, target, tmp_path):
     with daemon.client() as c:
         build_history(c, random.Random(3), 20)
