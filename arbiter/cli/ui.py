@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import click
+
+from arbiter import paths
 
 from arbiter.cli._common import Settings, handle_errors, main
 from arbiter.errors import Unavailable
@@ -36,13 +41,27 @@ def ui(settings: Settings, port, open_browser):
     except OSError as e:
         raise Unavailable(f"cannot serve the web view on 127.0.0.1:{port}: {e.strerror or e}") from None
     click.echo(f"arbiter ui: {server.url}  (as {me.user}: it shows what they see; Ctrl-C to stop)")
-    if open_browser:
-        import webbrowser
-
-        webbrowser.open(server.url)
+    opener = None
     try:
+        if open_browser:
+            import webbrowser
+
+            # Never the URL itself on the browser's command line: every local user can read it (ps,
+            # /proc/PID/cmdline), and the token is all that guards the page. A 0600 page that redirects to it.
+            opener = _redirect_page(settings.home, server.url)
+            webbrowser.open(opener.as_uri())
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+        if opener is not None:
+            opener.unlink(missing_ok=True)
+
+
+def _redirect_page(home: Path, url: str) -> Path:
+    """A page only this user can read that sends the browser on to `url`."""
+    path = home / f"ui-open-{os.getpid()}.html"
+    paths.write_secret(path, f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={url}">'
+                             f'<title>Arbiter</title><a href="{url}">Open Arbiter</a>\n')
+    return path

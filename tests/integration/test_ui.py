@@ -375,3 +375,33 @@ def test_the_page_says_when_it_is_empty_and_when_it_draws_only_the_newest(daemon
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_open_never_puts_the_token_on_a_command_line(daemon, tmp_path):
+    """`ui --open` ran the browser with the URL, token and all, as an argument any local user reads (ps)."""
+    import signal
+    import stat
+    import subprocess
+    import sys
+
+    from tests.conftest import isolated_env
+
+    said = tmp_path / "browser-args"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {said}\n')
+    browser.chmod(0o700)
+    ui = subprocess.Popen([sys.executable, "-m", "arbiter", "ui", "--open"], stdout=subprocess.PIPE, text=True,
+                          env=isolated_env(daemon.home, BROWSER=f"{browser} %s"))
+    try:
+        url = ui.stdout.readline().split()[2]
+        token = url.rstrip("/").rsplit("/", 1)[1]
+        argument = wait_for(lambda: said.exists() and said.read_text(), what="the browser to be started")
+        assert token not in argument and argument.startswith("file://")
+        page = Path(urllib.parse.unquote(argument.removeprefix("file://")))
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and url in page.read_text()
+        assert _get(url)[0] == 200
+    finally:
+        ui.send_signal(signal.SIGINT)
+        ui.wait(10)
+        ui.stdout.close()
+    assert not page.exists()  # gone with the server
