@@ -212,8 +212,16 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
         staged = db_path.with_name(db_path.name + ".restoring")
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{staged}{suffix}").unlink(missing_ok=True)
-        _copy(backup, staged)
-        _keep_tokens(staged, home, log)
+        try:
+            _copy(backup, staged)
+            tokens = _keep_tokens(staged, home)
+        except BaseException as e:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{staged}{suffix}").unlink(missing_ok=True)
+            if isinstance(e, apsw.FullError) or isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                raise StorageFull(f"no space left in {db_path.parent} for the restored database: nothing was "
+                                  "changed; free some space and restore again", path="path") from None
+            raise
         aside = None
         if db_path.exists():
             aside = db_path.with_name(f"{db_path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}")
@@ -222,6 +230,10 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
                     os.replace(f"{db_path}{suffix}", f"{aside}{suffix}")
             os.replace(db_path, aside)
         os.replace(staged, db_path)
+        # Only now: written before the swap, a failure would have left the old database behind tokens it lacks.
+        for path, token, message in tokens:
+            paths.write_secret(path, token)
+            log(message)
         return aside
     finally:
         for fd in held:
@@ -245,8 +257,13 @@ def _copy(src: Path, dest: Path) -> None:
         os.fsync(f.fileno())
 
 
-def _keep_tokens(db: Path, home: Path, log) -> None:
+def _keep_tokens(db: Path, home: Path) -> list[tuple[Path, str, str]]:
+    """Give `db` a new token for each tenant, user and the admin whose token file in `home` does not match it.
+
+    Returns the (file, token, message) to write once `db` is in place.
+    """
     conn = apsw.Connection(str(db))
+    tokens = []
     try:
         with conn:
             has_users = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'users'").fetchone()
@@ -265,17 +282,17 @@ def _keep_tokens(db: Path, home: Path, log) -> None:
                     conn.execute("UPDATE tenants SET token_hash = ? WHERE id = ?", (hash_token(token), tenant_id))
                 if user_id is not None:
                     conn.execute("UPDATE users SET token_hash = ? WHERE id = ?", (hash_token(token), user_id))
-                paths.write_secret(path, token)
-                log(f"arbiter: new token for {'tenant' if first else 'user'} {name if first else user!r} in {path}")
+                tokens.append((path, token,
+                               f"arbiter: new token for {'tenant' if first else 'user'} {name if first else user!r} in {path}"))
             row = conn.execute("SELECT value FROM settings WHERE key = 'admin_token_hash'").fetchone()
             path = paths.admin_token_path(home)
             if row is not None and not _matches(path, row[0]):
                 token = "arbadm_" + secrets.token_urlsafe(32)
                 conn.execute("UPDATE settings SET value = ? WHERE key = 'admin_token_hash'", (hash_token(token),))
-                paths.write_secret(path, token)
-                log(f"arbiter: new admin token in {path}")
+                tokens.append((path, token, f"arbiter: new admin token in {path}"))
     finally:
         conn.close()
+    return tokens
 
 
 def _matches(path: Path, token_hash: bytes) -> bool:

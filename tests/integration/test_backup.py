@@ -158,6 +158,28 @@ def test_a_backup_onto_a_full_disk_says_so_and_leaves_nothing(daemon, small_disk
     assert "database is full" not in daemon.log
 
 
+def test_a_restore_onto_a_full_disk_says_so_and_changes_nothing(daemon, small_disk, tmp_path):
+    """SQLite's FullError escaped as a traceback and left a half-copied arbiter.db.restoring behind."""
+    from tests.conftest import fill
+
+    with daemon.client() as c:
+        _fill(c, 2000)  # a backup larger than what is left on the disk below
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    fresh = small_disk / "h"
+    ok(fresh, "backup", "restore", str(tmp_path / "b.db"))
+    tokens = {p: p.read_text() for p in fresh.rglob("*.token")}
+    before = paths.db_path(fresh).read_bytes()
+    for p in tokens:  # the backup no longer matches these: a restore would issue new ones
+        p.write_text("arb_someone-elses\n")
+    tokens = {p: p.read_text() for p in tokens}
+    fill(small_disk / "ballast")
+    proc = arbiter(fresh, "backup", "restore", str(tmp_path / "b.db"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr and "no space left" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in fresh.iterdir() if not p.name.endswith(".lock")) == ["admin.token", "arbiter.db", "tenants"]
+    assert paths.db_path(fresh).read_bytes() == before
+    assert {p: p.read_text() for p in tokens} == tokens  # not replaced by tokens of a database that never landed
+
+
 def test_verify_finds_damage_and_names_it(daemon, tmp_path):
     with daemon.client() as c:
         _fill(c, 500)
