@@ -365,6 +365,9 @@ def test_the_page_says_when_it_is_empty_and_when_it_draws_only_the_newest(daemon
         wait_for(lambda: _js(browser, "window.arbiter.loads") == 1, what="the empty page to load")
         assert "nothing remembered yet" in browser.find_element(By.ID, "status").text
         assert "Click a node" not in browser.find_element(By.ID, "detail").text
+        _js(browser, "search('*')")  # recall says why it searched nothing; the page showed a bare "0 hits"
+        wait_for(lambda: browser.find_elements(By.ID, "recall-note"), what="recall's note")
+        assert "no searchable word" in browser.find_element(By.ID, "recall-note").text
         with daemon.client() as c:
             c.remember_many([{"type": "project", "title": f"n{i}", "content": f"note {i}"} for i in range(2001)])
         browser.get(server.url)

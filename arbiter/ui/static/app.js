@@ -225,7 +225,9 @@ async function search(query) {
     return;
   }
   const drawn = new Set(state.data.nodes.map((n) => n.id));
-  $("hits").replaceChildren(el("h2", {}, `Recall: ${result.hits.length} hits`), el("ul", {}, ...result.hits.map((h) =>
+  // recall's note says why nothing was searched or found ("no searchable word..."): a bare "0 hits" does not.
+  $("hits").replaceChildren(el("h2", {}, `Recall: ${result.hits.length} hits`),
+    result.note ? el("p", { className: "hint", id: "recall-note" }, result.note) : null, el("ul", {}, ...result.hits.map((h) =>
     el("li", {}, el("button", { className: "link hit", onclick: () => select(h.id) },
       `#${h.id} ${h.title}` + (drawn.has(h.id) ? "" : " (not drawn)"))))));
   // Hits are entries: in the entities view they are listed, not drawn.
