@@ -414,6 +414,28 @@ def test_a_fact_history_the_gate_did_not_pass_is_refused(daemon, target, tmp_pat
     assert "1 fact" in ok(target.home, "import", str(out)).strip().split(", ")
 
 
+@pytest.mark.parametrize("format", [1, 2])
+def test_a_file_an_older_arbiter_wrote_imports(target, format):
+    """Written by Arbiter at the commit before format 2 (1) and before format 3 (2): a supersession, an update,
+    a link and a reply; both times of every state come back."""
+    name = f"export-format-{format}.jsonl"
+    assert json.loads((DATA / name).read_text().splitlines()[0])["format"] == format
+    assert ok(target.home, "import", str(DATA / name)).startswith("imported 4 entries (2 earlier states), 2 relations")
+    with target.client() as t:
+        slips = next(e for e in t.list(limit=10) if e.title == "Apollo slips")
+        plan = next(e for e in t.history(slips.id).entries if e.title == "Apollo plan")
+        assert plan.superseded_by == [slips.id] and plan.valid_from == "2026-03-01T00:00:00.000000Z"
+        assert slips.content == "Apollo ships in June"
+        earlier = next(r for r in map(json.loads, (DATA / name).read_text().splitlines())
+                       if r["kind"] == "revision" and r["title"] == "Apollo slips")
+        assert t.get(slips.id, known_at=earlier["recorded_from"]).content == "Apollo ships in May"
+        assert t.get(slips.id, known_at=earlier["recorded_to"]).content == "Apollo ships in June"
+        assert [(b.entry.title, b.relation) for b in t.backlinks(slips.id).links if b.kind == "relation"] == \
+            [("Pick Postgres", "supports")]
+        assert t.thread(slips.id).replies[0].content == "Agreed on June"
+        assert t.entity_show("PostgreSQL").entity.mentions == 2
+
+
 def test_a_newer_format_is_a_clear_error(target, tmp_path):
     f = tmp_path / "future.jsonl"
     f.write_text(json.dumps({"kind": "arbiter-export", "format": files.FORMAT + 1, "arbiter": "9.0",
