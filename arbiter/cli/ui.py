@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from arbiter import paths
-
 from arbiter.cli._common import Settings, handle_errors, main
 from arbiter.errors import Unavailable
 
