@@ -242,13 +242,13 @@ def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams],
     """Insert many entries (and their `supersedes` edges); ids in order. The caller owns the transaction.
 
     Every entry is checked before any is written. Rows go in as one multi-row
-    INSERT per 250 (`_ROWS_PER_INSERT`), not one statement each: a statement that fires the FTS
-    trigger makes FTS5 flush its pending terms (the statement savepoint), so
-    one statement per entry writes one tiny index segment per entry. Measured:
-    twice the entries per second. Their scopes' indexes and tag graph are
-    written after them, set-based, as the import does (store/deferred.py):
-    nothing in the batch updates an entry it inserted (`supersedes` names
-    entries that existed before it, and runs after the block).
+    INSERT per 250 (`_ROWS_PER_INSERT`), not one statement each (twice the
+    entries per second when each statement still fired the FTS trigger, which
+    made FTS5 flush a tiny segment per statement). Their scopes' indexes and
+    tag graph are written after them, set-based, as the import does
+    (store/deferred.py): nothing in the batch updates an entry it inserted
+    (`supersedes` names entries that existed before it, and runs after the
+    block).
     """
     with text.packing():
         rows = [_row(conn, v, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
