@@ -24,12 +24,17 @@ import apsw
 
 from arbiter import paths
 from arbiter._lock import lock_owner, take_lock
-from arbiter.errors import InvalidParams, StorageFull, Unavailable
+from arbiter.errors import Conflict, InvalidParams, StorageFull, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
 from arbiter.store import text
 from arbiter.store.db import MIGRATIONS
 from arbiter.store.tenants import hash_token
 from arbiter.verb import Context, Verb
+
+#: The targets of the backups being made in this process. The daemon runs every step on its writer thread,
+#: one at a time, so a set needs no lock.
+_UNDER_WAY: set[Path] = set()
+
 
 def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES) -> Iterator[None]:
     """Copy `source`'s main database to `dest`, yielding between steps; returns a `BackupCreated`.
@@ -45,9 +50,13 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         raise InvalidParams(f"{dest} already exists; choose a new file name", path="path")
     if not dest.parent.is_dir():
         raise InvalidParams(f"{dest.parent} is not a folder", path="path")
+    if dest in _UNDER_WAY:  # its start would delete the other's .partial under it, and both would fail
+        raise Conflict(f"a backup to {dest} is already being made: wait for it, or choose another file name",
+                       path="path")
+    _UNDER_WAY.add(dest)
     partial = dest.with_name(dest.name + ".partial")
-    partial.unlink(missing_ok=True)
     try:
+        partial.unlink(missing_ok=True)
         return (yield from _copy_to(source, dest, partial, step_pages))
     except (apsw.FullError, OSError) as e:
         if isinstance(e, OSError) and e.errno != errno.ENOSPC:
@@ -55,6 +64,8 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         # The backup's disk, not the database's: the daemon's own "disk full" would send the user to the wrong disk.
         raise StorageFull(f"no space left for the backup in {dest.parent}: nothing was written there, "
                           "and the database is unchanged", path="path") from None
+    finally:
+        _UNDER_WAY.discard(dest)
 
 
 def _copy_to(source: apsw.Connection, dest: Path, partial: Path, step_pages: int) -> Iterator[None]:

@@ -1,0 +1,38 @@
+"""Backups on files, without a daemon: what the daemon's writer thread runs, one step at a time."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+
+from arbiter.backup import core
+from arbiter.errors import Conflict
+
+
+def _run(steps):
+    try:
+        while True:
+            next(steps)
+    except StopIteration as done:
+        return done.value
+
+
+def test_a_second_backup_to_the_same_file_while_the_first_runs_is_refused(tmp_path):
+    """It deleted the first's .partial under it: both ended in internal errors (ReadOnlyError, IOError), no file."""
+    source = apsw.Connection(str(tmp_path / "source.db"))
+    source.execute("CREATE TABLE t(x)")
+    with source:
+        source.executemany("INSERT INTO t VALUES (randomblob(2000))", [()] * 200)
+    dest = tmp_path / "b.db"
+    first = core.create(source, dest, step_pages=1)
+    next(first)  # one page copied, the rest to come
+    with pytest.raises(Conflict):
+        next(core.create(source, dest, step_pages=1))
+    done = _run(first)
+    assert done.path == str(dest) and done.steps > 1
+    copy = apsw.Connection(str(dest))
+    assert copy.execute("SELECT count(*) FROM t").fetchone()[0] == 200
+    copy.close()
+    (tmp_path / "b.db").unlink()
+    _run(core.create(source, dest, step_pages=64))  # the name is free again once the first is done
+    source.close()
