@@ -33,6 +33,26 @@ from arbiter.errors import ArbiterError, NotFound
 TOOL_MODULES = ["entries", "graph", "associations", "facts", "entities", "people"]
 
 
+#: Daemon verbs deliberately without a tool, and why (docs/architecture.md, "MCP"). A tool costs every session its
+#: description and schemas in the model's context, so a verb gets one when a model working in a memory needs it.
+#: `tests/unit/test_mcp_daemon.py` keeps every verb either reached by a tool or named here.
+WITHOUT_TOOL = {
+    **dict.fromkeys(("batch_list", "batch_show", "batch_evaluate", "batch_apply", "batch_reject"), (
+        "propose_facts applies through the gate in one call; a batch held for review is a human's to decide")),
+    "predicate_declare": "tenant-wide, once and for good, and it changes how the gate treats every user's facts",
+    "fact_extract": "asks the daemon's LLM to read entries: the model on the other end reads them itself",
+    "tag_cooccurrence": "the briefing's tag vocabulary, pairs and families, and topic_cluster's tags, say it",
+    "graph_view": "the web view's layout of a whole memory; expand is the model's walk",
+    **dict.fromkeys(("export_page", "export_page_admin", "import_batch", "backup_create"), (
+        "whole memories to and from files on the daemon's machine: an operator's job")),
+    **dict.fromkeys(("tenant_create", "tenant_list", "user_add", "user_rotate", "user_list", "team_add", "team_join",
+                     "team_leave", "team_list"), "administration: an operator's (whoami, share and unshare are tools)"),
+    **dict.fromkeys(("maintain", "associations_rebuild"), "upkeep the daemon runs itself; an operator may force it"),
+    "purge": "irreversible: forget retires and restore undoes it; purging is the user's call",
+    **dict.fromkeys(("ping", "status"), "the server checks the daemon itself; the briefing carries the totals"),
+}
+
+
 def load_tools() -> None:
     """Import every tool module, so TOOLS holds every tool."""
     for name in TOOL_MODULES:
