@@ -133,22 +133,27 @@ def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> i
     return min(same, default=None)
 
 
+# CROSS JOIN: the backlog drives (newest first); else the planner scans every entry of the tenant by its
+# time index and sorts them.
+def _pending_sql(v: Viewer) -> str:
+    return (f"FROM entity_backlog b CROSS JOIN entries e ON e.id = b.entry_id "
+            f"WHERE b.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
+
+
 def pending(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
     """(id, type, content) of the newest active entries `v` sees whose keys a bulk write left to the idle writer."""
-    # CROSS JOIN: the backlog drives (newest first, stopping at `limit`); else the planner scans every entry
-    # of the tenant by its time index and sorts them.
     return conn.execute(
-        f"SELECT e.id, e.type, e.content FROM entity_backlog b CROSS JOIN entries e ON e.id = b.entry_id "
-        f"WHERE b.tenant_id = ? AND e.valid_to IS NULL AND {v.sees()} ORDER BY b.entry_id DESC LIMIT ?",
-        (v.tenant_id, limit),
+        f"SELECT e.id, e.type, e.content {_pending_sql(v)} ORDER BY b.entry_id DESC LIMIT ?", (limit,)
     ).fetchall()
 
 
 def not_compared(conn: apsw.Connection, v: Viewer) -> int:
-    """How many unindexed entries of `v`'s tenant `remember` left out of its comparison (past `PENDING_COMPARED`)."""
+    """How many of the entries `pending` stands for it left out (past `PENDING_COMPARED`).
+
+    Counted over the same rows as `pending`: another user's private bulk write must not show in the count.
+    """
     return conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM entity_backlog WHERE tenant_id = ? LIMIT -1 OFFSET ?)",
-        (v.tenant_id, PENDING_COMPARED),
+        f"SELECT count(*) FROM (SELECT 1 {_pending_sql(v)} LIMIT -1 OFFSET ?)", (PENDING_COMPARED,)
     ).fetchone()[0]
 
 

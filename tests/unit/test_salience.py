@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from arbiter.store import users
-
 import math
 
 import msgspec
@@ -14,16 +12,17 @@ from arbiter._time import US
 from arbiter.entities import backlog, clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
+from arbiter.store import users
 from arbiter.verb import Context
 
 NOW = 1795168800 * US
 DAY = 86_400 * US
 
 
-def run(db, tenant, verb: str, *, now=NOW, **params):
+def run(db, tenant, verb: str, *, now=NOW, user_id=None, **params):
     spec = verbs.VERBS[verb]
     with db:
-        return spec.run(Context(db, tenant, "alice", now), msgspec.convert(params, spec.params))
+        return spec.run(Context(db, tenant, "alice", now, user_id=user_id), msgspec.convert(params, spec.params))
 
 
 def remember(db, tenant, content: str, *, now=NOW, **kw):
@@ -149,6 +148,19 @@ def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_
     assert remember(db, tenant, "unrelated words").note is None  # all indexed: nothing left out
     assert duplicates.pending(db, users.first_viewer(db, tenant)) == []
     assert remember(db, tenant, f"  {text} ").duplicate_of == first  # now through its key
+
+
+def test_another_users_unindexed_bulk_write_is_not_counted_or_compared(db, tenant):
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
+    private = [{"type": "project", "title": f"n{i}", "content": f"{text} {i}"}
+               for i in range(duplicates.PENDING_COMPARED + 2)]
+    run(db, tenant, "remember_many", user_id=ben, entries=private)
+    mine = run(db, tenant, "remember", user_id=ann, type="project", title="Mine", content=text)
+    assert (mine.similar, mine.duplicate_of, mine.note) == ([], None, None)
+    theirs = run(db, tenant, "remember", user_id=ben, type="project", title="Theirs", content=text)
+    assert theirs.similar and "not compared with 2 entries" in theirs.note
 
 
 def test_a_retired_entry_is_not_similar(db, tenant):
