@@ -95,10 +95,12 @@ _KNOWN_AT_HELP = "Read the memory as it was recorded then: its text, tags and va
 @click.option("--as-of", help="Read the entry as it stood then (RFC 3339 or epoch seconds).")
 @click.option("--known-at", help=_KNOWN_AT_HELP)
 def get(settings, as_json, id, as_of, known_at):
-    """Show one entry (retired ones only with --as-of).
+    """Show one entry (retired ones only with --as-of), with its salience.
 
     --as-of is valid time (what held in the world then), --known-at record
     time (what the memory said then, before later corrections); they combine.
+    The salience line (value, initial, reads, reinforcements, permanent) is
+    the entry's now, whatever time is asked: salience is not versioned.
 
     \b
     Example:
