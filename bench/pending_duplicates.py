@@ -8,7 +8,9 @@ idle writer (`entities/backlog.py`); until it has written them, `remember`
 compares its text with the newest `duplicates.PENDING_COMPARED` of them
 directly. This measures both checks (`duplicate_of`, then `similar`) in
 this process on a fresh database, with the backlog full and after it is
-drained, in CPU and wall milliseconds a `remember`.
+drained, in CPU and wall milliseconds a `remember`; and the count its
+`note` gives of the pending entries left out (`duplicates.not_compared`),
+which walks the whole backlog.
 """
 
 from __future__ import annotations
@@ -34,6 +36,14 @@ def _checks(conn, v, texts: list[str]) -> tuple[float, float]:
         duplicates.duplicate_of(conn, v, "context", text)
         duplicates.similar(conn, v, text)
     return ((time.process_time() - cpu) / len(texts) * 1e3, (time.perf_counter() - wall) / len(texts) * 1e3)
+
+
+def _count(conn, v, runs: int = 20) -> float:
+    """CPU ms of `remember`'s count of the pending entries it did not compare."""
+    cpu = time.process_time()
+    for _ in range(runs):
+        duplicates.not_compared(conn, v)
+    return (time.process_time() - cpu) / runs * 1e3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         probes = [text() for _ in range(args.checks)]
         cpu, wall = _checks(conn, v, probes)
         print(f"backlog full:    {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
+        print(f"not compared:    {_count(conn, v):.2f} ms CPU a remember to count them")
         with conn:
             backlog.drain(conn, now=now)
         cpu, wall = _checks(conn, v, probes)
