@@ -62,10 +62,11 @@ def test_a_long_history_comes_in_pages(home, daemon):
         whole = await session.call_tool("history", {"id": entry})
         pages = await _pages(session, "history", {"id": entry, "max_chars": 1000})
         bad = await session.call_tool("history", {"id": entry, "cursor": "9999"})
+        end = await session.call_tool("history", {"id": entry, "cursor": str(whole.structured_content["total"])})
         junk = await session.call_tool("history", {"id": entry, "cursor": "next"})
-        return whole, pages, bad, junk
+        return whole, pages, bad, junk, end
 
-    whole, pages, bad, junk = run_session(home, body)
+    whole, pages, bad, junk, end = run_session(home, body)
     assert whole.structured_content["total"] == 1 + 39  # the entry and its 39 recorded states
     assert len(text(whole)) <= 8000
     states = [r["recorded_from"] for p in pages for r in p.structured_content["revisions"]]
@@ -75,6 +76,7 @@ def test_a_long_history_comes_in_pages(home, daemon):
     assert text(pages[1]).startswith("(items ")
     assert bad.is_error and text(bad) == "invalid_params: cursor: past the history's end: read it again without cursor"
     assert junk.is_error and text(junk) == "invalid_params: cursor: not a cursor this tool returned"
+    assert end.is_error and text(end) == text(bad)  # at the end exactly, as past it: no empty "items 41-40" page
 
 
 def test_open_threads_and_expand(home, daemon):
