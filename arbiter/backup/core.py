@@ -50,10 +50,12 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         raise InvalidParams(f"{dest} already exists; choose a new file name", path="path")
     if not dest.parent.is_dir():
         raise InvalidParams(f"{dest.parent} is not a folder", path="path")
-    if dest in _UNDER_WAY:  # its start would delete the other's .partial under it, and both would fail
+    # By the folder's real path: "/a/../a/b.db" or a link to /a names the same .partial as "/a/b.db".
+    target = dest.parent.resolve() / dest.name
+    if target in _UNDER_WAY:  # its start would delete the other's .partial under it, and both would fail
         raise Conflict(f"a backup to {dest} is already being made: wait for it, or choose another file name",
                        path="path")
-    _UNDER_WAY.add(dest)
+    _UNDER_WAY.add(target)
     partial = dest.with_name(dest.name + ".partial")
     try:
         partial.unlink(missing_ok=True)
@@ -65,7 +67,7 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         raise StorageFull(f"no space left for the backup in {dest.parent}: nothing was written there, "
                           "and the database is unchanged", path="path") from None
     finally:
-        _UNDER_WAY.discard(dest)
+        _UNDER_WAY.discard(target)
 
 
 def _copy_to(source: apsw.Connection, dest: Path, partial: Path, step_pages: int) -> Iterator[None]:

@@ -26,8 +26,11 @@ def test_a_second_backup_to_the_same_file_while_the_first_runs_is_refused(tmp_pa
     dest = tmp_path / "b.db"
     first = core.create(source, dest, step_pages=1)
     next(first)  # one page copied, the rest to come
-    with pytest.raises(Conflict):
-        next(core.create(source, dest, step_pages=1))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path)
+    for same in (dest, tmp_path / "sub" / ".." / "b.db", tmp_path / "link" / "b.db"):  # one file, however named
+        with pytest.raises(Conflict):
+            next(core.create(source, same, step_pages=1))
     done = _run(first)
     assert done.path == str(dest) and done.steps > 1
     copy = apsw.Connection(str(dest))
