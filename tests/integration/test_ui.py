@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -134,6 +133,20 @@ def browser():
         shutil.rmtree(profile, ignore_errors=True)
 
 
+
+def _point_at(browser, entry_id: int):
+    """Move the pointer over the node of `entry_id` where the canvas drew it; the canvas element."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    x, y = _js(browser, f"""(() => {{
+        const g = window.arbiter.graph, n = g.graphData().nodes.find(n => n.id === {entry_id});
+        const p = g.graph2ScreenCoords(n.x, n.y); return [p.x, p.y]; }})()""")
+    canvas = browser.find_element(By.CSS_SELECTOR, "#graph canvas")
+    size = canvas.size
+    ActionChains(browser).move_to_element_with_offset(canvas, x - size["width"] / 2, y - size["height"] / 2).perform()
+    return canvas
+
 def _js(driver, expr: str):
     return driver.execute_script(f"return {expr};")
 
@@ -160,12 +173,7 @@ def test_the_page_in_chromium(ui, memory, browser, tmp_path):
 
     # Click a node where the canvas drew it.
     target = memory["ids"][29]
-    x, y = _js(browser, f"""(() => {{
-        const g = window.arbiter.graph, n = g.graphData().nodes.find(n => n.id === {target});
-        const p = g.graph2ScreenCoords(n.x, n.y); return [p.x, p.y]; }})()""")
-    canvas = browser.find_element(By.CSS_SELECTOR, "#graph canvas")
-    size = canvas.size
-    ActionChains(browser).move_to_element_with_offset(canvas, x - size["width"] / 2, y - size["height"] / 2).perform()
+    canvas = _point_at(browser, target)
     # The graph finds what the pointer is over on its next frame: click once it shows the pointer cursor.
     wait_for(lambda: "clickable" in canvas.get_attribute("class"), what="the pointer to be over the node")
     ActionChains(browser).click().perform()
@@ -272,8 +280,6 @@ def test_the_entry_panel_names_author_and_team_in_chromium(team_ui, browser, tmp
 
 def test_a_title_holding_html_is_shown_as_text_in_the_hover_label(daemon, browser):
     """force-graph writes a string label into its tooltip as HTML: a title's markup must stay text."""
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
 
     title = 'Plan <b id="injected">bold</b><img id="injected-img" src="x">'
     with daemon.client() as c:
@@ -284,12 +290,7 @@ def test_a_title_holding_html_is_shown_as_text_in_the_hover_label(daemon, browse
     try:
         browser.get(server.url)
         _settled(browser)
-        x, y = _js(browser, f"""(() => {{
-            const g = window.arbiter.graph, n = g.graphData().nodes.find(n => n.id === {target});
-            const p = g.graph2ScreenCoords(n.x, n.y); return [p.x, p.y]; }})()""")
-        canvas = browser.find_element(By.CSS_SELECTOR, "#graph canvas")
-        size = canvas.size
-        ActionChains(browser).move_to_element_with_offset(canvas, x - size["width"] / 2, y - size["height"] / 2).perform()
+        _point_at(browser, target)
         label = wait_for(lambda: _js(browser, "(document.querySelector('.float-tooltip-kap') || {}).textContent"),
                          what="the hover label")
         assert label == f"#{target} {title}"
