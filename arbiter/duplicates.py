@@ -118,7 +118,7 @@ def remove(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -
 def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> int | None:
     """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace.
 
-    Among the indexed entries, else among the newest a bulk write left unindexed (`pending`).
+    Among the indexed entries, else among the newest a bulk write left unindexed (`unindexed`).
     """
     key = fingerprint(content)
     row = conn.execute(
@@ -129,31 +129,31 @@ def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> i
     ).fetchone()
     if row:
         return row[0]
-    same = [eid for eid, kind, text in pending(conn, v) if kind == type and fingerprint(text) == key]
+    same = [eid for eid, kind, text in unindexed(conn, v) if kind == type and fingerprint(text) == key]
     return min(same, default=None)
 
 
 # CROSS JOIN: the backlog drives (newest first); else the planner scans every entry of the tenant by its
 # time index and sorts them.
-def _pending_sql(v: Viewer) -> str:
+def _unindexed_sql(v: Viewer) -> str:
     return (f"FROM entity_backlog b CROSS JOIN entries e ON e.id = b.entry_id "
             f"WHERE b.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
 
 
-def pending(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
+def unindexed(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
     """(id, type, content) of the newest active entries `v` sees whose keys a bulk write left to the idle writer."""
     return conn.execute(
-        f"SELECT e.id, e.type, e.content {_pending_sql(v)} ORDER BY b.entry_id DESC LIMIT ?", (limit,)
+        f"SELECT e.id, e.type, e.content {_unindexed_sql(v)} ORDER BY b.entry_id DESC LIMIT ?", (limit,)
     ).fetchall()
 
 
 def not_compared(conn: apsw.Connection, v: Viewer) -> int:
-    """How many of the entries `pending` stands for it left out (past `PENDING_COMPARED`).
+    """How many of the entries `unindexed` stands for it left out (past `PENDING_COMPARED`).
 
-    Counted over the same rows as `pending`: another user's private bulk write must not show in the count.
+    Counted over the same rows as `unindexed`: another user's private bulk write must not show in the count.
     """
     return conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 {_pending_sql(v)} LIMIT -1 OFFSET ?)", (PENDING_COMPARED,)
+        f"SELECT count(*) FROM (SELECT 1 {_unindexed_sql(v)} LIMIT -1 OFFSET ?)", (PENDING_COMPARED,)
     ).fetchone()[0]
 
 
@@ -186,6 +186,6 @@ def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: 
         f"AND {v.sees()}",
         (v.tenant_id, *band_keys),
     ).fetchall()
-    rows += [(eid, text) for eid, _, text in pending(conn, v)]  # and a bulk write's, not indexed yet
+    rows += [(eid, text) for eid, _, text in unindexed(conn, v)]  # and a bulk write's, not indexed yet
     scored = {(jaccard(mine, words(text)), eid) for eid, text in rows if eid != exclude}
     return [eid for score, eid in sorted(scored, key=lambda s: (-s[0], -s[1])) if score >= threshold][:limit]

@@ -146,7 +146,7 @@ def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_
     with db:
         backlog.drain(db, now=NOW)
     assert remember(db, tenant, "unrelated words").note is None  # all indexed: nothing left out
-    assert duplicates.pending(db, users.first_viewer(db, tenant)) == []
+    assert duplicates.unindexed(db, users.first_viewer(db, tenant)) == []
     assert remember(db, tenant, f"  {text} ").duplicate_of == first  # now through its key
 
 
