@@ -84,6 +84,31 @@ def visible_sql(v: Viewer, x: str = "x") -> str:
     )
 
 
+def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
+    """SQL: (created_at, updated_at) of the entities row `x` as `v` may know them.
+
+    A viewer who sees the whole tenant gets the row's own. Anyone else gets
+    the times of what they see: created_at is the earliest `recorded_at` of
+    an entry they see that mentions it or an active fact they see that names
+    it (never before the row's), updated_at the latest (never before that).
+    The row's times may be another user's: a private note that created,
+    retyped or merged the entity would otherwise say someone wrote about it then.
+    """
+    if whole(v):
+        return f"{x}.created_at", f"{x}.updated_at"
+    seen = (
+        f"SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')} "
+        f"UNION ALL SELECT f.recorded_at FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' "
+        f"AND {v.sees('f')} "
+        f"UNION ALL SELECT f.recorded_at FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' "
+        f"AND {v.sees('f')}"
+    )
+    first = f"max({x}.created_at, coalesce((SELECT min(t) FROM ({seen})), {x}.created_at))"
+    last = f"max({x}.created_at, coalesce((SELECT max(t) FROM ({seen})), {x}.created_at))"  # ≥ first
+    return first, last
+
+
 def mentions_sql(v: Viewer, x: str = "x") -> str:
     """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
     if whole(v):
@@ -310,8 +335,9 @@ def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, li
 # ---- reading -------------------------------------------------------------------
 
 def _columns(v: Viewer) -> str:
+    created, updated = times_sql(v)
     return (
-        "x.id, x.name, x.type, x.description, x.created_at, x.updated_at, x.merged_into, "
+        f"x.id, x.name, x.type, x.description, {created}, {updated}, x.merged_into, "
         "(SELECT json_group_array(name) FROM (SELECT name FROM entity_names WHERE entity_id = x.id AND is_alias "
         f"ORDER BY id)), {mentions_sql(v)}"
     )

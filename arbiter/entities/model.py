@@ -69,7 +69,9 @@ class Entity(Struct, kw_only=True):
     type: str
     aliases: list[str]
     description: str | None
+    #: When it was created; in a tenant of several users, the first entry (or active fact) the caller sees naming it.
     created_at: str
+    #: When it last changed (renamed, merged, typed); with several users, the last entry or fact the caller sees naming it.
     updated_at: str
     mentions: int
     merged_into: int | None = None

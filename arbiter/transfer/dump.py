@@ -132,18 +132,23 @@ def _entity_seen(v: Viewer, column: str) -> str:
 
 
 def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
+    # Dated as the exporter knows them (entities_core.times_sql), not by another user's earlier private note.
+    created_at, updated_at = entities_core.times_sql(v, "n")
     rows = conn.execute(
-        "SELECT id, name, type, description, created_at, updated_at, retired_at FROM entities "
-        f"WHERE {_entity_seen(v, 'id')} AND id > ? ORDER BY id LIMIT ?", (p.after, p.limit),
+        f"SELECT n.id, n.name, n.type, n.description, {created_at}, {updated_at}, n.retired_at FROM entities n "
+        f"WHERE {_entity_seen(v, 'n.id')} AND n.id > ? ORDER BY n.id LIMIT ?", (p.after, p.limit),
     ).fetchall()
+    # A name is never older than that for someone who does not see the whole tenant (merged names keep their own).
+    first = {r[0]: 0 if entities_core.whole(v) else r[4] for r in rows}
     names: dict[int, list[EntityNameRecord]] = {}
     if rows:
         for entity_id, name, alias, created in conn.execute(
             "SELECT entity_id, name, is_alias, created_at FROM entity_names WHERE tenant_id = ? AND entity_id "
             "BETWEEN ? AND ? ORDER BY id", (v.tenant_id, rows[0][0], rows[-1][0]),
         ):
-            names.setdefault(entity_id, []).append(
-                EntityNameRecord(name=name, alias=bool(alias), created_at=format_time(created)))
+            if entity_id in first:
+                names.setdefault(entity_id, []).append(EntityNameRecord(
+                    name=name, alias=bool(alias), created_at=format_time(max(created, first[entity_id]))))
     return _rows_page(rows, lambda r: EntityRecord(
         id=r[0], name=r[1], type=r[2], description=r[3], created_at=format_time(r[4]),
         updated_at=format_time(r[5]), retired_at=format_time(r[6]), names=names.get(r[0], []),

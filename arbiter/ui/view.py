@@ -13,6 +13,7 @@ from collections import Counter
 import msgspec
 
 from arbiter._time import format_time
+from arbiter.entities.core import times_sql
 from arbiter.graph import clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
@@ -86,10 +87,11 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
             (ctx.tenant_id, at, p.limit + 1),
         ).fetchall()
     else:
-        # Known by `at` through an entry they see recorded by then, and dated so: an entity another user's
-        # earlier private entry created must not show, on the slider or in its date, before theirs named it.
+        # Known by `at` through an entry they see recorded by then, and dated as they know it (entities'
+        # times_sql): an entity another user's earlier private entry created must not show, on the slider or in
+        # its date, before theirs named it.
         rows = ctx.conn.execute(
-            "SELECT n.id, n.name, n.type, max(n.created_at, min(e.recorded_at)), count(*) AS uses FROM entities n "
+            f"SELECT n.id, n.name, n.type, {times_sql(v, 'n')[0]}, count(*) AS uses FROM entities n "
             "JOIN entry_entities m ON m.entity_id = n.id JOIN entries e ON e.id = m.entry_id "
             f"WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? AND e.recorded_at <= ? "
             f"AND {v.sees('e')} GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",

@@ -8,6 +8,7 @@ them: not listed, not counted, not ranked, not named.
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from arbiter.client import Client
@@ -58,6 +59,33 @@ def test_an_entity_only_private_entries_mention_is_missing_for_everyone_else(peo
     with as_user(people, "carol") as carol:
         assert not {"Zorbulon Dynamics", "Quillfeather Labs"} & names(carol)
         assert carol.status().entities == len(carol.entities(limit=1000))
+
+
+def test_an_entitys_times_are_the_callers_own_not_those_of_anothers_private_note(people):
+    """alice's private note creates "Vantablue Apollo"; bob names it later: his show, list and export date it by his."""
+    with as_user(people, "alice") as alice:
+        secret = alice.remember(type="project", title="Vantablue Apollo worry", content="A private worry.",
+                                entities=["Vantablue Apollo"])
+    with as_user(people, "bob") as bob:
+        first = bob.remember(type="project", title="Bob meets them", content="Bob meets them.",
+                             entities=["Vantablue Apollo"])
+        later = bob.remember(type="project", title="Bob again", content="Bob meets them again.",
+                             entities=["Vantablue Apollo"])
+        assert secret.recorded_at < first.recorded_at < later.recorded_at
+        shown = bob.entity_show("Vantablue Apollo").entity
+        assert (shown.created_at, shown.updated_at) == (first.recorded_at, later.recorded_at)
+        listed = [e for e in bob.entities("vantablue") if e.name == "Vantablue Apollo"]
+        assert [(e.created_at, e.updated_at) for e in listed] == [(first.recorded_at, later.recorded_at)]
+        records, after = [], 0
+        while after is not None:
+            page = bob.export_page("entity", after=after)
+            records += [msgspec.json.decode(r) for r in page.records]
+            after = page.next
+        mine = [r for r in records if r["name"] == "Vantablue Apollo"]
+        assert [(r["created_at"], r["updated_at"]) for r in mine] == [(first.recorded_at, later.recorded_at)]
+        assert {n["created_at"] for r in mine for n in r["names"]} == {first.recorded_at}
+    with as_user(people, "alice") as alice:
+        assert alice.entity_show("Vantablue Apollo").entity.created_at == secret.recorded_at
 
 
 def test_entity_relations_show_only_between_entities_the_caller_sees(people):
