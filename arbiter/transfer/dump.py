@@ -190,6 +190,11 @@ def _entity_relations(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 
 
 def _entity_events(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
+    # An event records an action on the tenant's one namespace, whoever's entries it touched: a merge's
+    # detail lists every entry it moved. Only an export of the whole tenant (a one-user tenant, --all)
+    # carries them; a user's export would name other users' private entries.
+    if not entities_core.whole(v):
+        return ExportPage(records=[], next=None)
     rows = conn.execute(
         f"SELECT id, entity_id, kind, detail, at FROM entity_events WHERE tenant_id = ? AND {_entity_seen(v, 'entity_id')} "
         "AND id > ? ORDER BY id LIMIT ?",

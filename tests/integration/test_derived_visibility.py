@@ -240,3 +240,24 @@ def test_status_shows_the_tenant_wide_maintenance_report_only_in_a_one_user_tena
     with as_user(people, "bob") as bob:
         status = bob.status()
         assert (status.last_maintenance, status.average_salience, status.entity_clusters) == (None, None, 0)
+
+
+def test_a_users_export_carries_no_entity_event_naming_anothers_private_entries(people):
+    """A merge's event records the entries it moved, whoever wrote them: only a whole-tenant export carries events."""
+    with as_user(people, "alice") as alice:
+        secret = alice.remember(type="project", title="Orbix worry", content="A private worry.",
+                                entities=["Orbix Corpwide"])
+    with as_user(people, "bob") as bob:
+        bob.remember(type="project", title="Orbix one", content="Bob on them.", entities=["Orbix Corpwide"])
+        bob.remember(type="project", title="Orbix two", content="Bob again.", entities=["Orbix Incwide"])
+        bob.entity_merge("Orbix Incwide", "Orbix Corpwide")
+        records, after = [], 0
+        while after is not None:
+            page = bob.export_page("entity_event", after=after)
+            records += [msgspec.json.decode(r) for r in page.records]
+            after = page.next
+        assert records == []  # before: the merge's record listed alice's entry among those it moved
+    daemon, _ = people
+    with daemon.client(daemon.admin_token) as admin:  # the whole tenant's export (--all) keeps the record
+        events = [msgspec.json.decode(r) for r in admin.export_page("entity_event", tenant="default").records]
+    assert any(e["event"] == "merge" and secret.id in msgspec.json.decode(e["detail"])["entries"] for e in events)
