@@ -245,7 +245,7 @@ def test_status_shows_the_tenant_wide_maintenance_report_only_in_a_one_user_tena
 def test_a_users_export_carries_no_entity_event_naming_anothers_private_entries(people):
     """A merge's event records the entries it moved, whoever wrote them: only a whole-tenant export carries events."""
     with as_user(people, "alice") as alice:
-        secret = alice.remember(type="project", title="Orbix worry", content="A private worry.",
+        secret = alice.remember(type="project", title="Orbix worry", content="A private worry about Orbix.",
                                 entities=["Orbix Corpwide"])
     with as_user(people, "bob") as bob:
         bob.remember(type="project", title="Orbix one", content="Bob on them.", entities=["Orbix Corpwide"])
