@@ -115,10 +115,12 @@ def remove(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -
     )
 
 
-def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> int | None:
+def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str, *,
+                 pending: list[tuple[int, str, str]] | None = None) -> int | None:
     """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace.
 
-    Among the indexed entries, else among the newest a bulk write left unindexed (`unindexed`).
+    Among the indexed entries, else among the newest a bulk write left unindexed (`pending`: `unindexed`'s
+    rows, read here unless the caller has them).
     """
     key = fingerprint(content)
     row = conn.execute(
@@ -129,7 +131,8 @@ def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str) -> i
     ).fetchone()
     if row:
         return row[0]
-    same = [eid for eid, kind, text in unindexed(conn, v) if kind == type and fingerprint(text) == key]
+    pending = unindexed(conn, v) if pending is None else pending
+    same = [eid for eid, kind, text in pending if kind == type and fingerprint(text) == key]
     return min(same, default=None)
 
 
@@ -158,18 +161,19 @@ def not_compared(conn: apsw.Connection, v: Viewer) -> int:
 
 
 def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | None = None,
-            threshold: float = SIMILAR, limit: int = 5) -> list[int]:
+            threshold: float = SIMILAR, limit: int = 5, pending: list[tuple[int, str, str]] | None = None) -> list[int]:
     """Active entries `v` sees whose word bigrams are at least `threshold` Jaccard-similar to `content`, most similar first."""
     mine = words(content)
     # The fingerprint too: identical text too short for bands.
-    return _similar(conn, v, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit)
+    return _similar(conn, v, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit, pending)
 
 
-def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str) -> list[int]:
+def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
+            pending: list[tuple[int, str, str]] | None = None) -> list[int]:
     """Index a new entry's keys and return what `similar` finds for `v` (what `remember` does), hashing its text once."""
     mine = words(content)
     own = [fingerprint(content), *bands(mine)]
-    found = _similar(conn, v, mine, own, entry_id, SIMILAR, 5)
+    found = _similar(conn, v, mine, own, entry_id, SIMILAR, 5, pending)
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
         [(v.tenant_id, k, entry_id) for k in own],
@@ -178,7 +182,8 @@ def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str) -> li
 
 
 def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: list[int],
-             exclude: int | None, threshold: float, limit: int) -> list[int]:
+             exclude: int | None, threshold: float, limit: int,
+             pending: list[tuple[int, str, str]] | None) -> list[int]:
     rows = conn.execute(
         f"SELECT e.id, e.content FROM (SELECT entry_id, count(*) AS n FROM entry_sketches "
         f"WHERE tenant_id = ? AND key IN ({','.join('?' * len(band_keys))}) GROUP BY entry_id "
@@ -186,6 +191,7 @@ def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: 
         f"AND {v.sees()}",
         (v.tenant_id, *band_keys),
     ).fetchall()
-    rows += [(eid, text) for eid, _, text in unindexed(conn, v)]  # and a bulk write's, not indexed yet
+    pending = unindexed(conn, v) if pending is None else pending
+    rows += [(eid, text) for eid, _, text in pending]  # and a bulk write's, not indexed yet
     scored = {(jaccard(mine, words(text)), eid) for eid, text in rows if eid != exclude}
     return [eid for score, eid in sorted(scored, key=lambda s: (-s[0], -s[1])) if score >= threshold][:limit]

@@ -86,9 +86,11 @@ def remember(ctx: Context, p: RememberParams):
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
     row = None
+    # What a bulk write left unindexed, read once for the duplicate check, `similar` and the note.
+    pending = duplicates.unindexed(ctx.conn, ctx.viewer)
     if not p.allow_duplicate and not p.supersedes_ids:
         row = entries._row(ctx.conn, ctx.viewer, p, now=ctx.now, path="")
-        existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.content)
+        existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.content, pending=pending)
         if existing is not None:
             stored = entries.get(ctx.conn, ctx.viewer, existing)
             known = [Mention(id=e.id, name=e.name, type=e.type, created=False)
@@ -99,8 +101,9 @@ def remember(ctx: Context, p: RememberParams):
         p, row = msgspec.structs.replace(p, conversation_id=started.id, new_conversation=None), None
     entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now, row=row)
     mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
-    similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content)
-    if left := duplicates.not_compared(ctx.conn, ctx.viewer):
+    similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content, pending=pending)
+    # Fewer rows than the comparison takes means none was left out: no count to read.
+    if len(pending) == duplicates.PENDING_COMPARED and (left := duplicates.not_compared(ctx.conn, ctx.viewer)):
         note = "; ".join(filter(None, [note, f"not compared with {left} entries a bulk write just made (the "
                                              "duplicate and similar checks see them once indexed, within seconds)"]))
     salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
