@@ -1,6 +1,6 @@
 """MCP cost over the daemon: the same daemon, driven through `arbiter mcp` and through the socket.
 
-    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--json]
+    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--node] [--json]
 
 Starts its own `arbiter serve` on a temporary home and one `arbiter mcp`
 over stdio, driven by the official MCP Python SDK client (what an agent's
@@ -23,6 +23,13 @@ client does), and measures:
   * `same`: the socket, with the request the tool sends the daemon (the
     session's conversation, 11 hits, 11 excerpts);
   * `plain`: the socket, `Client.recall(q, limit=10)`;
+  * with `--node`, two more: `node`, the same `recall` tool call through the
+    official TypeScript SDK client (`Client` + `StdioClientTransport`, on a
+    third `arbiter mcp`), which validates each result against the output
+    schema it compiled with Ajv when it listed the tools, as it does by
+    default; and `node_unchecked`, that call with the validation skipped.
+    Needs Node; the pinned SDK is installed into .ci/node (as .ci/run does)
+    when it is not there yet;
 - the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon;
 - the `changes` verb a subscribed server polls each second, p50 through the
   socket with 10 watched ids: on an idle memory (the memory version comes
@@ -34,7 +41,8 @@ once a second throughout: compare recall with and without it.
 
 "MCP adds" is the median of the per-query differences `sdk - same` (and
 `raw - same` for the server alone, `sdk - unchecked` for the client's
-output validation). Entries are bench.load's synthetic text
+output validation; with `--node`, `node - same` and `node - node_unchecked`
+for the TypeScript client). Entries are bench.load's synthetic text
 (300-800 bytes, Zipf vocabulary); queries are 2-3 mid-frequency words.
 Numbers are printed; nothing is asserted.
 """
@@ -63,6 +71,9 @@ from bench.longmemeval.daemon import isolated_env
 TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0)}
 BATCH = 500
 WAYS = ("sdk", "unchecked", "raw", "same", "plain")
+NODE_WAYS = ("node", "node_unchecked")
+NODE_SDK = "@modelcontextprotocol/sdk@1.32.2"  # keep in step with .ci/run
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _children(pid: int) -> list[int]:
@@ -107,6 +118,44 @@ class RawMcp:
         self.proc.wait(30)
 
 
+def node_modules() -> Path:
+    """Where the pinned TypeScript SDK is installed (.ci/node, as .ci/run does): installed there if missing."""
+    if shutil.which("node") is None:
+        raise SystemExit("--node needs Node.js (node and npm on PATH): install nodejs and npm, or run without --node")
+    prefix = REPO / ".ci" / "node"
+    name, version = NODE_SDK.rsplit("@", 1)
+    installed = prefix / "node_modules" / name / "package.json"
+    if not installed.exists() or json.loads(installed.read_text())["version"] != version:
+        if shutil.which("npm") is None:
+            raise SystemExit(f"--node needs {NODE_SDK} in .ci/node and npm to install it: run .ci/run")
+        print(f"installing {NODE_SDK} into {prefix}", file=sys.stderr)
+        subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(prefix), NODE_SDK],
+                       check=True)
+    return prefix / "node_modules"
+
+
+class NodeMcp:
+    """bench/mcp_node.mjs: the TypeScript SDK client on its own `arbiter mcp`, one JSON line each way per call."""
+
+    def __init__(self, home: Path, conversation: int):
+        self.proc = subprocess.Popen(["node", str(REPO / "bench" / "mcp_node.mjs"), str(node_modules())],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.tools = self.ask(command=sys.executable, args=["-m", "arbiter", "mcp"], env=isolated_env(home),
+                              conversation=conversation)["tools"]
+
+    def ask(self, **message) -> dict:
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the Node client exited ({self.proc.wait(30)}); its error is above")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
 def _ns(fn) -> int:
     t = time.perf_counter_ns()
     fn()
@@ -114,7 +163,7 @@ def _ns(fn) -> int:
 
 
 async def _measure(home: Path, client, singles: list[dict], socket_singles: list[dict], bulk: list[dict],
-                   queries: list[str], subscribe: bool = False) -> dict:
+                   queries: list[str], subscribe: bool = False, node: bool = False) -> dict:
     params = StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp"], env=isolated_env(home))
     out: dict = {}
     with open(home / "mcp.stderr", "w") as err:
@@ -156,7 +205,9 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
 
                 raw = RawMcp(home)
                 raw.rpc("tools/call", {"name": "conversation", "arguments": {"id": conversation}})
-                samples: dict[str, list[int]] = {w: [] for w in WAYS}
+                ts = NodeMcp(home, conversation) if node else None
+                ways = WAYS + NODE_WAYS if node else WAYS
+                samples: dict[str, list[int]] = {w: [] for w in ways}
 
                 async def unchecked(name, result):  # stands in for ClientSession.validate_tool_result
                     pass
@@ -174,10 +225,16 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                                "raw": _ns(lambda: raw.rpc("tools/call", {"name": "recall", "arguments": {"query": q}})),
                                "same": _ns(lambda: client.recall(q, conversation_id=conversation, limit=11, excerpts=11)),
                                "plain": _ns(lambda: client.recall(q, limit=10))}
+                        if ts:
+                            node_ns = ts.ask(query=q)
+                            got["node"], got["node_unchecked"] = node_ns["checked"], node_ns["unchecked"]
                         if timed:
-                            for w in WAYS:
+                            for w in ways:
                                 samples[w].append(got[w])
                 raw.close()
+                if ts:
+                    ts.close()
+                    out["node_tools"] = ts.tools
                 out["mcp_peak_rss_mb"] = round(vm_kb(pid, "VmHWM") / 1024, 1)
     out["entries"] = client.status().entries_active  # before the probes below write theirs
     ids = [e.id for e in client.list(limit=10)]
@@ -188,7 +245,7 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
         fresh.append(_ns(lambda: client.changes(ids)))
     out["changes_idle_p50_ms"] = round(percentile(idle, 50), 2)
     out["changes_after_write_p50_ms"] = round(percentile(fresh, 50), 2)
-    for w in WAYS:
+    for w in samples:
         out[f"recall_{w}_p50_ms"] = round(percentile(samples[w], 50), 2)
         out[f"recall_{w}_p95_ms"] = round(percentile(samples[w], 95), 2)
     out["recall_mcp_adds_p50_ms"] = round(
@@ -197,6 +254,11 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
         statistics.median(a - b for a, b in zip(samples["raw"], samples["same"])) / 1e6, 2)
     out["recall_validation_p50_ms"] = round(
         statistics.median(a - b for a, b in zip(samples["sdk"], samples["unchecked"])) / 1e6, 2)
+    if node:
+        out["recall_node_adds_p50_ms"] = round(
+            statistics.median(a - b for a, b in zip(samples["node"], samples["same"])) / 1e6, 2)
+        out["recall_node_validation_p50_ms"] = round(
+            statistics.median(a - b for a, b in zip(samples["node"], samples["node_unchecked"])) / 1e6, 2)
     return out
 
 
@@ -211,7 +273,7 @@ def run(args) -> dict:
     daemon = BenchDaemon(home, "FULL")
     try:
         with daemon.client() as c:
-            res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries, args.subscribe)
+            res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries, args.subscribe, args.node)
         res["queries"] = len(queries)
         res["daemon_peak_rss_mb"] = round(vm_kb(daemon.proc.pid, "VmHWM") / 1024, 1)
         return res
@@ -227,8 +289,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--subscribe", action="store_true", help="subscribe first: the server polls for changes throughout")
+    ap.add_argument("--node", action="store_true",
+                    help=f"also time the official TypeScript SDK client ({NODE_SDK}; needs Node)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.node:
+        node_modules()  # before anything is written: fail or install first
     res = run(args)
     if args.json:
         print(json.dumps(res, indent=2))
@@ -237,12 +303,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'':26}{'MCP':>10}{'socket':>10}")
     print(f"{'remember (items/s)':26}{res['remember_mcp_per_s']:>10}{res['remember_socket_per_s']:>10}")
     print(f"{'remember_many (items/s)':26}{res['remember_many_mcp_per_s']:>10}{res['remember_many_socket_per_s']:>10}")
-    print(f"{'recall (ms)':26}" + "".join(f"{w:>10}" for w in WAYS))
+    ways = WAYS + NODE_WAYS if args.node else WAYS
+    print(f"{'recall (ms)':26}" + "".join(f"{w:>15}" for w in ways))
     for q in ("p50", "p95"):
-        print(f"{'  ' + q:26}" + "".join(f"{res[f'recall_{w}_{q}_ms']:>10}" for w in WAYS))
+        print(f"{'  ' + q:26}" + "".join(f"{res[f'recall_{w}_{q}_ms']:>15}" for w in ways))
     print(f"MCP adds to recall (median per query): {res['recall_mcp_adds_p50_ms']} ms with the SDK client, "
           f"{res['recall_server_adds_p50_ms']} ms in arbiter mcp alone, {res['recall_validation_p50_ms']} ms "
           "in the SDK client's output validation")
+    if args.node:
+        print(f"with the TypeScript SDK client ({res['node_tools']} tools listed): MCP adds "
+              f"{res['recall_node_adds_p50_ms']} ms, {res['recall_node_validation_p50_ms']} ms of it in its "
+              "output validation")
     print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
     print(f"changes (10 ids, socket p50): {res['changes_idle_p50_ms']} ms idle, "
           f"{res['changes_after_write_p50_ms']} ms right after a write"

@@ -1,0 +1,67 @@
+// The official TypeScript MCP SDK client for `python -m bench.mcp --node`.
+//
+//     node bench/mcp_node.mjs NODE_MODULES_DIR
+//
+// Reads JSON lines on stdin, answers each with one JSON line on stdout:
+//   {"command", "args", "env", "conversation"}  ->  {"tools": n}
+//     spawns `arbiter mcp` over stdio, lists its tools (the client compiles
+//     each output schema with Ajv then), joins the bench's conversation;
+//   {"query"}  ->  {"checked": ns, "unchecked": ns}
+//     the `recall` tool with its defaults, timed twice back to back: with the
+//     client's output validation as it is by default, then with it skipped
+//     (a diagnostic, like the Python run's `unchecked`).
+// End of input closes the client. The SDK is loaded from NODE_MODULES_DIR
+// (the bench installs it into .ci/node, out of the source tree).
+
+import { createRequire } from "node:module";
+import path from "node:path";
+import readline from "node:readline";
+
+const require = createRequire(path.join(path.resolve(process.argv[2]), "_"));
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { AjvJsonSchemaValidator } = require("@modelcontextprotocol/sdk/validation/ajv");
+
+// The SDK's default validator, behind a switch: `callTool` runs the compiled
+// validator unless `skip` is set, so one session serves both timings.
+let skip = false;
+const ajv = new AjvJsonSchemaValidator();
+const switchable = {
+  getValidator(schema) {
+    const check = ajv.getValidator(schema);
+    return (input) => (skip ? { valid: true, data: input, errorMessage: undefined } : check(input));
+  },
+};
+
+let client;
+
+async function recall(query) {
+  const t = process.hrtime.bigint();
+  const r = await client.callTool({ name: "recall", arguments: { query } });
+  const ns = Number(process.hrtime.bigint() - t);
+  if (r.isError) throw new Error(`recall ${JSON.stringify(query)}: ${r.content[0].text}`);
+  return ns;
+}
+
+async function handle(message) {
+  if (message.query === undefined) {
+    client = new Client({ name: "bench-node", version: "0" }, { jsonSchemaValidator: switchable });
+    await client.connect(new StdioClientTransport({ command: message.command, args: message.args, env: message.env }));
+    const { tools } = await client.listTools();
+    const joined = await client.callTool({ name: "conversation", arguments: { id: message.conversation } });
+    if (joined.isError) throw new Error(`conversation: ${joined.content[0].text}`);
+    return { tools: tools.length };
+  }
+  const checked = await recall(message.query);
+  skip = true;
+  try {
+    return { checked, unchecked: await recall(message.query) };
+  } finally {
+    skip = false;
+  }
+}
+
+for await (const line of readline.createInterface({ input: process.stdin })) {
+  process.stdout.write(JSON.stringify(await handle(JSON.parse(line))) + "\n");
+}
+await client?.close();
