@@ -4,6 +4,7 @@
     python -m bench.devsets --only "as shipped,- voice"
     python -m bench.devsets --graph              # homes with entity links and associations: as shipped vs graph=true
     python -m bench.devsets --ideas              # the ideas measured and not kept (or the shipped ones' neighbours)
+    python -m bench.devsets --reach              # how many misses share no query word with their evidence
 
 The sets (issue 11's discipline: a change is kept only if it raises the mean
 of the three without costing any one more than 2 points of R@5):
@@ -29,6 +30,13 @@ through their source entries) are measured on these homes by
 of their own that also hold what a daemon derives after a bulk write:
 entity links (the idle writer's backlog) and stored similarity associations
 (`associations.catch_up`), and prints R@5 per question type beside the table.
+
+`--reach` splits each set's misses at k = 1, 5, 10 (as shipped) by whether
+any of the question's evidence entries holds a query term (stem) other than
+a word of its own speaker's name: a miss whose evidence holds none is out
+of reach of any ranking that scores an entry by its own words (only the
+replies, follow-ups and episodes signals, which lend a neighbour's score,
+can bring it in).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import msgspec
 
 from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
+from arbiter.recall.query import analyze, tokenizer
 from arbiter._time import now_us
 from arbiter import associations
 from arbiter.entities import backlog
@@ -251,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated variant labels")
     ap.add_argument("--graph", action="store_true", help="as shipped against graph=true, on homes with derived edges")
     ap.add_argument("--ideas", action="store_true", help="the measured ideas (IDEAS) instead of the stages")
+    ap.add_argument("--reach", action="store_true", help="misses split by whether their evidence shares a query word")
     args = ap.parse_args(argv)
 
     suffix = "-graph" if args.graph else ""
@@ -266,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [v for v in pool if wanted is None or v[0] in wanted or v[0] == "as shipped"]
     if args.graph:
         chosen = [VARIANTS[0], ("+ graph", {"graph": True}, {})]
+    if args.reach:
+        print(reach_table({name: reach(conns[key], tenants[key], states[key].questions, phrasing)
+                           for name, key, phrasing in SETS}), flush=True)
+        return 0
     for key, conn in conns.items():  # warm the page cache and the term statistics before timing
         measure(conn, tenants[key], states[key].questions, "as-written", {}, {})
     results: dict[str, list[Row]] = {}
@@ -278,6 +292,55 @@ def main(argv: list[str] | None = None) -> int:
     if args.graph:
         print(by_type(results), flush=True)
     return 0
+
+
+KS = (1, 5, 10)
+
+
+def reach(conn, tenant: int, questions: Sequence[harness.QuestionState], phrasing: str) -> dict[str, dict]:
+    """Per k: hits and misses of the shipped ranking, each split by whether its evidence shares a query word.
+
+    "Shares" means an evidence entry's title or content holds a stem of the
+    analysed query's terms, not counting the words of that entry's own
+    speaker's name (LoCoMo's turns begin with it, and a question naming a
+    person would otherwise share a word with every turn that person said).
+    """
+    viewer = users.first_viewer(conn, tenant)
+    tokenize = tokenizer(conn)
+    stems = lambda text: {stem for _, stem in tokenize(text)}  # noqa: E731
+    out = {k: {"hit, shares": 0, "hit, none": 0, "miss, shares": 0, "miss, none": 0} for k in KS}
+    for q in questions:
+        if not scored(_outcome(q), "official"):
+            continue
+        text = phrase(q.question, phrasing)
+        wanted = {t.stem for t in analyze(text, tokenize).terms if not t.prefix}
+        shares = False
+        for title, content, speaker in conn.execute(
+            f"SELECT title, content, speaker FROM entries WHERE id IN ({','.join('?' * len(q.truth_ids))})",
+            tuple(q.truth_ids),
+        ):
+            own = stems(speaker or "")
+            shares = shares or bool((wanted - own) & stems(f"{title} {content}"))
+        with conn:
+            ranked = [h.id for h in recall(conn, viewer, RecallParams(query=text, conversation_id=q.conversation_id,
+                                                                       limit=max(KS))).hits]
+        for k in KS:
+            hit = hit_at(ranked, set(q.truth_ids), k)
+            out[k][f"{'hit' if hit else 'miss'}, {'shares' if shares else 'none'}"] += 1
+    return out
+
+
+def reach_table(results: dict[str, dict]) -> str:
+    """Per set and k, the share of scored questions in each of the four cells."""
+    lines = ["| set | k | R@k | misses, evidence shares a query word | misses, shares none | hits, shares none |",
+             "|---|--:|--:|--:|--:|--:|"]
+    for name, per_k in results.items():
+        for k, c in per_k.items():
+            n = sum(c.values())
+            pct = lambda x: f"{100 * x / n:.1f}"  # noqa: E731
+            lines.append(f"| {name} | {k} | {pct(c['hit, shares'] + c['hit, none'])} | {pct(c['miss, shares'])} "
+                         f"| {pct(c['miss, none'])} | {pct(c['hit, none'])} |")
+    return "\n".join(lines)
 
 
 def by_type(results: dict[str, list[Row]]) -> str:

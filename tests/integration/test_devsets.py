@@ -67,3 +67,17 @@ def test_graph_mode_derives_the_edges_and_compares_graph_recall(tmp_path: Path) 
     rows = [line.split(" | ")[0].lstrip("| ") for line in run.stdout.splitlines()]
     assert "as shipped" in rows and "+ graph" in rows
     assert "| set | type | as shipped R@5 | + graph R@5 |" in run.stdout
+
+
+def test_reach_counts_a_reply_that_shares_only_its_speakers_name_as_out_of_words_reach(tmp_path: Path) -> None:
+    args = ["--lme", DATA / "longmemeval_tiny.json", "--locomo", DATA / "locomo_tiny.json", "--work", tmp_path]
+    run = subprocess.run([sys.executable, "-m", "bench.devsets", *map(str, args), "--reach"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    # "What is Caroline excited about in the adoption process?" is answered by
+    # "Caroline: I'm thrilled to make a family...": only her name is shared, and
+    # a speaker's own name does not count. It ranks second, behind the question
+    # that lends it its score: a miss at 1, a hit at 5 and 10, both out of reach.
+    assert "| LoCoMo | 1 | 75.0 | 0.0 | 25.0 | 0.0 |" in run.stdout
+    assert "| LoCoMo | 5 | 100.0 | 0.0 | 0.0 | 25.0 |" in run.stdout
+    assert "| LME | 10 | 100.0 | 0.0 | 0.0 | 0.0 |" in run.stdout
