@@ -98,6 +98,7 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"episodes {w}", {}, {"episode_weight": w}) for w in (0.1, 0.15, 0.25, 0.3, 0.5)),
     *((f"episodes, gap {g} min", {}, {"episode_gap_us": g * _MIN}) for g in (1, 5, 30, 120)),
     *((f"episodes, best {m}", {}, {"episode_members": m}) for m in (1, 5, 10)),
+    ("replies weighed by the lender's factors", {}, {"reply_own_factors": False}),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

@@ -71,6 +71,10 @@ class Tuning:
     followup: float = score.FOLLOWUP_SHARE
     reply_depth: int = 10
     reply_bytes: int = 300
+    #: A reply or follow-up answer borrows its lender's match to the query but
+    #: is weighed by its own entry factors (who said it, whether it holds a
+    #: figure or says when...), not the lender's.
+    reply_own_factors: bool = True
     conversation_weight: float = score.CONVERSATION_WEIGHT
     tenant_weight: float = score.TENANT_WEIGHT
     rrf_k: int = score.RRF_K
@@ -198,7 +202,10 @@ def search(
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
         if known_at is None and "replies" not in off:
-            ranked = _replies(conn, v, ranked, as_of, tuning, followups="followups" not in off)
+            ranked = _replies(
+                conn, v, ranked, as_of, tuning, followups="followups" not in off,
+                own=lambda rows: _score(conn, rows, query, p, off, suggested, reference, tuning, episodes=False),
+            )
         if known_at is None and "threads" not in off:
             ranked = _threads(conn, ranked, query)
         return match, ranked
@@ -280,6 +287,7 @@ def _score(
     tuning: Tuning,
     *,
     known_at: int | None = None,
+    episodes: bool = True,
 ) -> list[Candidate]:
     """Stages 4-6 plus voice, quantity, dates, when, speaker and episodes (and the measured-off size), best first.
 
@@ -333,7 +341,7 @@ def _score(
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
             value *= f
         out.append(Candidate(eid, etype, conv, valid_from, value, parts))
-    if tuning.episode_weight and "episodes" not in off:
+    if episodes and tuning.episode_weight and "episodes" not in off:
         factors = score.episodes(
             out, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
         )
@@ -379,8 +387,20 @@ def _entity_signals(
     return ranked
 
 
+#: The factors of a candidate's score that describe the entry itself rather than its match to the query.
+ENTRY_FACTORS = ("boost", "intent", "decay", "voice", "quantity", "date", "when", "speaker", "size")
+
+
+def _own(c: Candidate) -> float:
+    f = 1.0
+    for part in ENTRY_FACTORS:
+        f *= c.parts.get(part, 1.0)
+    return f
+
+
 def _replies(
-    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool
+    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool,
+    own=None,
 ) -> list[Candidate]:
     """Replies and follow-ups: the answer to a question inherits the score of what the question was about.
 
@@ -414,13 +434,20 @@ def _replies(
         return ranked
     by_id = {c.id: c for c in ranked}
     rows = _sql.candidates(conn, v, [a for a, *_ in offers if a not in by_id], as_of)
+    fresh = {}
+    if tuning.reply_own_factors and own is not None and rows:
+        fresh = {c.id: c for c in own([(a, 0.0, row) for a, row in rows.items()])}
     for a, share, lender, part in offers:
         c = by_id.get(a)
         if c is None:
             if a not in rows:
                 continue
             etype, conv, valid_from = rows[a][:3]
-            c = by_id[a] = Candidate(a, etype, conv, valid_from, 0.0, {"bm25": 0.0})
+            c = by_id[a] = fresh.get(a) or Candidate(a, etype, conv, valid_from, 0.0, {"bm25": 0.0})
+        if tuning.reply_own_factors and own is not None:
+            lent = by_id[lender]
+            mine = _own(lent)
+            share = share / mine * _own(c) if mine > 0 else share
         if share > c.score:
             c.parts[part] = float(lender)
             c.score = share

@@ -27,10 +27,11 @@ def test_the_three_sets_every_stage_one_table(tmp_path: Path) -> None:
     assert set(rows) == {"as shipped", "- replies"}
     # Tiny LongMemEval: the three officially scored questions all rank first, in both phrasings.
     assert "| 100.0 / 100.0 / 100.0 | 1.000 | 100.0 / 100.0 / 100.0 | 1.000 |" in rows["as shipped"]
-    # Tiny LoCoMo: the reply to "Anything you're excited about...?" holds the
-    # answer and shares only the speaker's name with the question; the
-    # question lifts it from rank 2 to rank 1 (MRR 0.875 against 0.8125).
-    assert "| 75.0 / 100.0 / 100.0 | 0.875 |" in rows["as shipped"]
+    # Tiny LoCoMo: Caroline's reply to Melanie's "Anything you're excited
+    # about...?" holds the answer and shares only her name with the question;
+    # the question lends it its match and, said by the person asked about, it
+    # ranks first (rank 4 without replies: MRR 1 against 0.8125).
+    assert rows["as shipped"].startswith("| as shipped" + " | 100.0 / 100.0 / 100.0 | 1.000" * 3 + " | 100.0 |")
     assert "| 75.0 / 100.0 / 100.0 | 0.812 |" in rows["- replies"]
     # A second run reuses the homes and measures the same.
     again = subprocess.run(
@@ -76,8 +77,8 @@ def test_reach_counts_a_reply_that_shares_only_its_speakers_name_as_out_of_words
     assert run.returncode == 0, run.stderr
     # "What is Caroline excited about in the adoption process?" is answered by
     # "Caroline: I'm thrilled to make a family...": only her name is shared, and
-    # a speaker's own name does not count. It ranks second, behind the question
-    # that lends it its score: a miss at 1, a hit at 5 and 10, both out of reach.
-    assert "| LoCoMo | 1 | 75.0 | 0.0 | 25.0 | 0.0 |" in run.stdout
+    # a speaker's own name does not count. The question before it lends it its
+    # match: a hit at every k, out of words' reach.
+    assert "| LoCoMo | 1 | 100.0 | 0.0 | 0.0 | 25.0 |" in run.stdout
     assert "| LoCoMo | 5 | 100.0 | 0.0 | 0.0 | 25.0 |" in run.stdout
     assert "| LME | 10 | 100.0 | 0.0 | 0.0 | 0.0 |" in run.stdout

@@ -260,6 +260,27 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
     assert res[strong].score == pytest.approx(res[strong].parts["bm25"] * res[strong].parts["decay"])
 
 
+def test_a_reply_borrows_the_questions_match_but_is_weighed_by_its_own_speaker(db, tenant):
+    # Melanie asks; Caroline answers. The question is about Caroline, so her
+    # answer is weighed x1.5 as hers, not x1 as the asker's turn is.
+    chat = conversation(db, tenant)
+    asked = remember(db, tenant, "q", "Melanie: Anything you're excited about in the adoption process?",
+                     conversation_id=chat, speaker="Melanie", valid_from=format_time(T0 - 180 * US))
+    answer = remember(db, tenant, "a", "Caroline: I'm thrilled to make a family for kids who need one.",
+                      conversation_id=chat, speaker="Caroline", valid_from=format_time(T0 - 120 * US))
+    question = "What is Caroline excited about in the adoption process?"
+    res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    assert res[asked].parts["speaker"] == 1.0 and res[answer].parts["speaker"] == pytest.approx(1.5)
+    assert res[answer].parts["reply_to"] == asked
+    assert res[answer].score == pytest.approx(res[asked].score * 1.5)
+    assert ids(ask(db, tenant, question, conversation_id=chat))[:2] == [answer, asked]
+    # Weighed by the lender's factors instead (as before), the answer only ties the question it follows.
+    with db:
+        old = {h.id: h for h in recall(db, users.first_viewer(db, tenant), RecallParams(query=question, explain=True),
+                                       now=T0 + DAY, tuning=Tuning(reply_own_factors=False)).hits}
+    assert old[answer].score == pytest.approx(old[asked].score)
+
+
 def test_every_matching_question_near_the_top_lends_to_its_answer(db, tenant):
     chat = conversation(db, tenant)
     said = {}
