@@ -99,6 +99,7 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"episodes, gap {g} min", {}, {"episode_gap_us": g * _MIN}) for g in (1, 5, 30, 120)),
     *((f"episodes, best {m}", {}, {"episode_members": m}) for m in (1, 5, 10)),
     ("replies weighed by the lender's factors", {}, {"reply_own_factors": False}),
+    *((f"reply share {r}", {}, {"reply": r}) for r in (0.9, 0.99, 1.01, 1.1)),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
