@@ -6,10 +6,11 @@
 //   {"command", "args", "env", "conversation"}  ->  {"tools": n}
 //     spawns `arbiter mcp` over stdio, lists its tools (the client compiles
 //     each output schema with Ajv then), joins the bench's conversation;
-//   {"query"}  ->  {"checked": ns, "unchecked": ns}
+//   {"query"}  ->  {"checked": ns, "unchecked": ns, "validate": ns}
 //     the `recall` tool with its defaults, timed twice back to back: with the
-//     client's output validation as it is by default, then with it skipped
-//     (a diagnostic, like the Python run's `unchecked`).
+//     client's output validation as it is by default, and with it skipped (a
+//     diagnostic, like the Python run's `unchecked`); `validate` is the
+//     checked call's validation alone, timed around the compiled validator.
 // End of input closes the client. The SDK is loaded from NODE_MODULES_DIR
 // (the bench installs it into .ci/node, out of the source tree).
 
@@ -25,15 +26,23 @@ const { AjvJsonSchemaValidator } = require("@modelcontextprotocol/sdk/validation
 // The SDK's default validator, behind a switch: `callTool` runs the compiled
 // validator unless `skip` is set, so one session serves both timings.
 let skip = false;
+let validateNs = 0;
 const ajv = new AjvJsonSchemaValidator();
 const switchable = {
   getValidator(schema) {
     const check = ajv.getValidator(schema);
-    return (input) => (skip ? { valid: true, data: input, errorMessage: undefined } : check(input));
+    return (input) => {
+      if (skip) return { valid: true, data: input, errorMessage: undefined };
+      const t = process.hrtime.bigint();
+      const result = check(input);
+      validateNs = Number(process.hrtime.bigint() - t);
+      return result;
+    };
   },
 };
 
 let client;
+let calls = 0;
 
 async function recall(query) {
   const t = process.hrtime.bigint();
@@ -52,13 +61,16 @@ async function handle(message) {
     if (joined.isError) throw new Error(`conversation: ${joined.content[0].text}`);
     return { tools: tools.length };
   }
-  const checked = await recall(message.query);
-  skip = true;
-  try {
-    return { checked, unchecked: await recall(message.query) };
-  } finally {
-    skip = false;
+  // The two calls take turns going first, so that repeating the same query
+  // favours neither.
+  const ns = {};
+  for (const unchecked of calls++ % 2 === 0 ? [false, true] : [true, false]) {
+    skip = unchecked;
+    ns[unchecked ? "unchecked" : "checked"] = await recall(message.query);
+    if (!unchecked) ns.validate = validateNs;
   }
+  skip = false;
+  return ns;
 }
 
 for await (const line of readline.createInterface({ input: process.stdin })) {

@@ -33,7 +33,7 @@ def test_the_typescript_client_times_recall_on_the_same_daemon(tmp_path):
     assert res["node_tools"] > 0  # it listed the tools, so it compiled their output schemas
     for way in ("node", "node_unchecked", "same"):
         assert res[f"recall_{way}_p50_ms"] > 0
-    assert "recall_node_adds_p50_ms" in res and "recall_node_validation_p50_ms" in res
+    assert {"recall_node_adds_p50_ms", "recall_node_validation_p50_ms", "recall_node_validate_p50_ms"} <= set(res)
     assert list(tmp_path.iterdir()) == []  # its home is gone
 
 
