@@ -10,14 +10,17 @@ client does), and measures:
   (`Client.remember`), the two calls alternating entry by entry;
 - `remember_many` in batches of 500: items/s through MCP, then the socket;
 - `recall` round trips, p50/p95, for the same queries one at a time (after
-  one untimed pass over them all). Each query is timed back to back four
-  ways, so a busy machine slows all four alike:
+  one untimed pass over them all). Each query is timed back to back these
+  ways, in a shuffled order, so a busy machine slows them all alike and
+  none gains from running the query again right after another:
   * `sdk`: the MCP `recall` tool with default arguments (conversation-first,
     10 hits with excerpts, structured content), through the SDK client,
     which also validates each result against the tool's output schema;
   * `unchecked`: the same call with the SDK client's output validation
     switched off for it (a diagnostic: `sdk - unchecked` is what that
     validation costs; no client is expected to run this way);
+  * `validate`: the `sdk` call's output validation alone, timed around
+    `ClientSession.validate_tool_result`;
   * `raw`: the same tool call with JSON lines written and read by hand on a
     second `arbiter mcp` (the server's cost without the SDK client's);
   * `same`: the socket, with the request the tool sends the daemon (the
@@ -72,7 +75,7 @@ from bench.longmemeval.daemon import isolated_env
 
 TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0)}
 BATCH = 500
-WAYS = ("sdk", "unchecked", "raw", "same", "plain")
+WAYS = ("sdk", "unchecked", "validate", "raw", "same", "plain")
 NODE_WAYS = ("node", "node_unchecked", "node_validate")
 NODE_SDK = "@modelcontextprotocol/sdk@1.32.2"  # keep in step with .ci/run
 REPO = Path(__file__).resolve().parents[1]
@@ -214,23 +217,51 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                 async def unchecked(name, result):  # stands in for ClientSession.validate_tool_result
                     pass
 
+                validated = []
+                checked = session.validate_tool_result
+
+                async def timed_validation(name, result):
+                    t = time.perf_counter_ns()
+                    await checked(name, result)
+                    validated.append(time.perf_counter_ns() - t)
+
+                async def through_sdk(q: str, validation) -> int:
+                    session.validate_tool_result = validation
+                    t = time.perf_counter_ns()
+                    await tool("recall", {"query": q})
+                    ns = time.perf_counter_ns() - t
+                    del session.validate_tool_result
+                    return ns
+
+                async def sdk(q):
+                    return {"sdk": await through_sdk(q, timed_validation), "validate": validated[-1]}
+
+                async def sdk_unchecked(q):
+                    return {"unchecked": await through_sdk(q, unchecked)}
+
+                async def raw_mcp(q):
+                    return {"raw": _ns(lambda: raw.rpc("tools/call", {"name": "recall", "arguments": {"query": q}}))}
+
+                async def same(q):
+                    return {"same": _ns(lambda: client.recall(q, conversation_id=conversation, limit=11, excerpts=11))}
+
+                async def plain(q):
+                    return {"plain": _ns(lambda: client.recall(q, limit=10))}
+
+                async def node_client(q):
+                    got = ts.ask(query=q)
+                    return {"node": got["checked"], "node_unchecked": got["unchecked"], "node_validate": got["validate"]}
+
+                # Each query goes through every way in a shuffled order: the same request again right away is
+                # a little faster (~0.06 ms on the socket), so a fixed order would favour the later ways.
+                steps = [sdk, sdk_unchecked, raw_mcp, same, plain, *([node_client] if ts else [])]
+                shuffle = random.Random(0).shuffle
                 for timed in (False, True):
                     for q in queries:
-                        t = time.perf_counter_ns()
-                        await tool("recall", {"query": q})
-                        sdk = time.perf_counter_ns() - t
-                        session.validate_tool_result = unchecked
-                        t = time.perf_counter_ns()
-                        await tool("recall", {"query": q})
-                        del session.validate_tool_result
-                        got = {"sdk": sdk, "unchecked": time.perf_counter_ns() - t,
-                               "raw": _ns(lambda: raw.rpc("tools/call", {"name": "recall", "arguments": {"query": q}})),
-                               "same": _ns(lambda: client.recall(q, conversation_id=conversation, limit=11, excerpts=11)),
-                               "plain": _ns(lambda: client.recall(q, limit=10))}
-                        if ts:
-                            node_ns = ts.ask(query=q)
-                            got.update(node=node_ns["checked"], node_unchecked=node_ns["unchecked"],
-                                       node_validate=node_ns["validate"])
+                        shuffle(steps)
+                        got = {}
+                        for step in steps:
+                            got.update(await step(q))
                         if timed:
                             for w in ways:
                                 samples[w].append(got[w])
@@ -249,7 +280,7 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
     out["changes_idle_p50_ms"] = round(percentile(idle, 50), 2)
     out["changes_after_write_p50_ms"] = round(percentile(fresh, 50), 2)
     for w in samples:
-        digits = 3 if w == "node_validate" else 2  # tens of microseconds
+        digits = 3 if w.endswith("validate") else 2  # the TypeScript client's takes tens of microseconds
         out[f"recall_{w}_p50_ms"] = round(percentile(samples[w], 50), digits)
         out[f"recall_{w}_p95_ms"] = round(percentile(samples[w], 95), digits)
     out["recall_mcp_adds_p50_ms"] = round(
@@ -313,11 +344,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{'  ' + q:26}" + "".join(f"{res[f'recall_{w}_{q}_ms']:>15}" for w in ways))
     print(f"MCP adds to recall (median per query): {res['recall_mcp_adds_p50_ms']} ms with the SDK client, "
           f"{res['recall_server_adds_p50_ms']} ms in arbiter mcp alone, {res['recall_validation_p50_ms']} ms "
-          "in the SDK client's output validation")
+          f"in the SDK client's output validation (timed alone: {res['recall_validate_p50_ms']} ms p50)")
     if args.node:
         print(f"with the TypeScript SDK client ({res['node_tools']} tools listed): MCP adds "
               f"{res['recall_node_adds_p50_ms']} ms, {res['recall_node_validation_p50_ms']} ms of it in its "
-              f"output validation (timed around the validator alone: {res['recall_node_validate_p50_ms']} ms p50)")
+              f"output validation (timed alone: {res['recall_node_validate_p50_ms']} ms p50)")
     print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
     print(f"changes (10 ids, socket p50): {res['changes_idle_p50_ms']} ms idle, "
           f"{res['changes_after_write_p50_ms']} ms right after a write"
