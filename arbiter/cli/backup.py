@@ -80,8 +80,9 @@ def backup_restore(settings: Settings, file, db):
     """Replace the home's database with FILE. The daemon must be stopped (refused otherwise).
 
     FILE is verified first. The current database is renamed aside
-    (arbiter.db.before-restore-TIMESTAMP), not deleted. Tenants whose token
-    files in this home do not match the backup get new tokens.
+    (arbiter.db.before-restore-TIMESTAMP), not deleted. Tenants, users and
+    the admin whose token files in this home do not match the backup get new
+    tokens.
 
     \b
     Example:

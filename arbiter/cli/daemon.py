@@ -36,9 +36,9 @@ from arbiter.errors import Unavailable
 @click.option("--idle-timeout", type=click.FloatRange(0.1), default=600.0, show_default=True,
               help="Seconds after which a connection with nothing in flight and nothing sent is closed.")
 @click.option("--fast-model", default="claude-haiku-4-5", show_default=True, envvar="ARBITER_FAST_MODEL",
-              help="LLM for expand, rerank, auto-tag and topic names (needs ANTHROPIC_API_KEY).")
+              help="LLM for expand, rerank, auto-tag, extract-entities and topic names (needs ANTHROPIC_API_KEY).")
 @click.option("--strong-model", default="claude-sonnet-4-6", show_default=True, envvar="ARBITER_STRONG_MODEL",
-              help="LLM for rerank_fine and auto-supersede.")
+              help="LLM for rerank_fine, auto-supersede, auto-link and fact extract.")
 @click.option("--maintenance-interval", type=click.FloatRange(min=1), default=3600, show_default=True,
               envvar="ARBITER_MAINTENANCE_INTERVAL",
               help="Seconds between maintenance runs (salience, retiring, entity clusters, WAL), each at a quiet spell.")

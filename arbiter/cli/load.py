@@ -26,10 +26,12 @@ def load(settings: Settings, as_json, file, skip, batch_size, progress):
     """Write the entries in FILE (JSON Lines, `-` for stdin), one `remember` object per line.
 
     Each line holds the `remember` fields: type, title, content, and
-    optionally tags, source, conversation_id, parent_id, supersedes_ids,
-    valid_from. Lines go in `remember_many` batches, each all or nothing. A
-    bad line stops the load once the lines before it are written; the error
-    names the line and the --skip that resumes after fixing it.
+    optionally tags, source, speaker, team, entities, conversation_id,
+    parent_id, supersedes_ids, valid_from, salience, permanent (the LLM flags
+    and candidates belong to `remember`). Lines go in `remember_many`
+    batches, each all or nothing. A bad line stops the load once the lines
+    before it are written; the error names the line and the --skip that
+    resumes after fixing it.
 
     \b
     Example:

@@ -23,7 +23,7 @@ def maintenance_line(r) -> str:
 @command(main)
 @click.argument("id", metavar="ENTRY_ID", type=int)
 def reinforce(settings, as_json, id):
-    """Reinforce an entry: +0.15 salience (up to +0.6), so it ranks higher and is never retired soon.
+    """Reinforce an entry: +0.15 salience (up to +0.6), so maintenance keeps it longer.
 
     \b
     Example:

@@ -30,12 +30,13 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
 
     Line 1 is a header (format version, Arbiter version, time); then every
     conversation, entry (its current state with both time axes, its author
-    and team), earlier recorded state of an entry, and relation, with this
-    database's ids. A user's export holds what that user sees; `--all`
-    holds every tenant whole, with its users, teams and memberships (never
-    tokens). Derived data (the search index, tag graph, topic names) is
-    rebuilt on import, not exported. An existing FILE is refused, as
-    `backup create` refuses one, unless --force.
+    and team), earlier recorded state of an entry, relation, entity and fact
+    (with every state it was recorded in), with this database's ids. A
+    user's export holds what that user sees; `--all` holds every tenant
+    whole, with its users, teams and memberships (never tokens). Derived
+    data (the search index, tag graph, topic names) is rebuilt on import,
+    not exported. An existing FILE is refused, as `backup create` refuses
+    one, unless --force.
 
     \b
     Examples:
