@@ -152,3 +152,26 @@ def test_every_path_architecture_names_exists():
     # `store/db.py:MIGRATIONS` names something in that file
     undefined = sorted({token for token, path, name in named if name and name not in _exists(path).read_text()})
     assert not undefined
+
+
+def _section(text: str, start: str, end: str) -> str:
+    return text[text.index(start):text.index(end, text.index(start))]
+
+
+def test_architecture_lists_every_migration_in_order():
+    from arbiter.store.db import MIGRATIONS
+
+    table = re.findall(r"^\| `(m\d{3}_\w+)` \|", (ROOT / "docs" / "architecture.md").read_text(), re.M)
+    assert table == [name for name, *_ in MIGRATIONS]
+
+
+def test_architecture_files_tables_name_every_module():
+    """A newcomer finds every public module of `arbiter/` in "Shape", and every module of `arbiter/mcp/` in "MCP"."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    shape = _section(text, "Files:", "\n## ")
+    modules = [p.name for p in (ROOT / "arbiter").glob("[!_]*.py")]
+    packages = [f"arbiter/{p.parent.name}/" for p in (ROOT / "arbiter").glob("*/__init__.py")]
+    assert [m for m in modules + packages if f"{m}`" not in shape] == []
+    mcp = _section(text, "## MCP: the front door", "**Adding a tool")
+    tools = [p.name for p in (ROOT / "arbiter" / "mcp").glob("*.py") if p.name != "__init__.py"]
+    assert [m for m in tools if f"`{m}`" not in mcp] == []
