@@ -6,6 +6,8 @@ guidance, topic map (with the most-mentioned entities), open threads, recent act
 byte budget (8 KB by default): when it would not, the least useful lists are
 shortened first (recent activity, then the tag vocabulary, tag pairs and
 families, entities, open threads, topic clusters), and a closing line says what was cut.
+Every list shown in part, whether a query's cap or the budget left items out,
+ends with how many more there are and which tool lists them (`_Part`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ MAX_FAMILY_PAIRS = 5
 CLUSTER_TAGS_SHOWN = 10
 TITLE_CHARS = 90
 NAMING_BUDGET_S = 12.0
+TAGS_HINT = "`topic_clusters` groups them by topic"
 
 GUIDANCE = [
     "- **Search before writing.** When a request overlaps a topic below, `recall` (or `topic_cluster` with one of "
@@ -63,23 +66,33 @@ def _md(text: str, limit: int = 0) -> str:
 
 @dataclass
 class _Part:
-    """A trimmable list inside a section; `render(kept items, hidden count)` makes its lines."""
+    """A list inside a section: `items` are those read (a query's cap may leave some unread), `total` how many exist.
+
+    `render(kept items, more)` makes its lines; `more` is "" when every item
+    is shown, else "… N more (`hint`)", N counting both the items the byte
+    budget cut and those never read: a model told nothing would believe it
+    saw the whole list.
+    """
 
     what: str
     items: list[str]
-    render: Callable[[list[str], int], list[str]]
-    keep: int = -1
+    render: Callable[[list[str], str], list[str]]
+    hint: str
+    total: int = -1
     floor: int = 0
+    keep: int = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.keep < 0:
-            self.keep = len(self.items)
+        self.keep = len(self.items)
+        self.total = max(self.total, len(self.items))
 
     def lines(self) -> list[str]:
-        return self.render(self.items[: self.keep], len(self.items) - self.keep)
+        hidden = self.total - self.keep
+        return self.render(self.items[: self.keep], f"… {hidden} more ({self.hint})" if hidden else "")
 
     @property
     def cut(self) -> int:
+        """Items read but dropped to fit the byte budget."""
         return len(self.items) - self.keep
 
 
@@ -96,11 +109,17 @@ class _Doc:
         return "\n".join(out).rstrip() + "\n"
 
 
-def _bullets(items: list[str], hidden: int, more: str = "") -> list[str]:
-    lines = list(items)
-    if hidden:
-        lines.append(f"- … {hidden} more{more}")
-    return lines
+def _bullets(items: list[str], more: str) -> list[str]:
+    return items + [f"- {more}"] if more else list(items)
+
+
+def _inline(head: str, empty: str = "") -> Callable[[list[str], str], list[str]]:
+    """One line: `head` then the items and `more`, comma-separated (`empty` when no item is left, none if "")."""
+    def render(items: list[str], more: str) -> list[str]:
+        if not items:
+            return [head + empty + "."] if empty else []
+        return [head + ", ".join(items + ([more] if more else [])) + "."]
+    return render
 
 
 def build(
@@ -125,7 +144,7 @@ def build(
     named, fresh = clusters.name(
         conn, v, shapes[:MAX_CLUSTERS], advisor=advisor, now=now, deadline=naming_deadline
     )
-    open_threads = threads.open_threads(conn, v, limit=MAX_THREADS)
+    open_threads, thread_count = threads.open_threads_counted(conn, v, limit=MAX_THREADS)
     doc = _Doc()
 
     # 1. identity and totals
@@ -153,36 +172,33 @@ def build(
         + "."
     ])
     vocabulary = tags.vocabulary(conn, v, top=MAX_VOCABULARY, strongest=MAX_PAIRS)
-    extra_tags = vocabulary.distinct - len(vocabulary.tags)
     vocab_items = [f"`{t.tag}` ×{t.count}" for t in vocabulary.tags]
     doc.blocks.append(_Part(
         "tags of the vocabulary",
         vocab_items,
-        lambda items, hidden: [
-            "- Tag vocabulary (by use on active entries): "
-            + (", ".join(items) if items else "no tags yet")
-            + (f", … and {hidden + extra_tags} more" if hidden + extra_tags else "")
-            + "."
-        ],
+        _inline("- Tag vocabulary (by use on active entries): ", "no tags yet"),
+        TAGS_HINT,
+        total=vocabulary.distinct,
         floor=min(10, len(vocab_items)),
     ))
     conv = tags.conventions(conn, v)
-    fam_items = []
-    for fp in conv.family_pairs[:MAX_FAMILY_PAIRS]:
-        fam_items.append(
-            f"  - `{fp.a.name}` ({', '.join(fp.a.members[:6])}) with `{fp.b.name}` ({', '.join(fp.b.members[:6])}): "
-            f"on the same entry {fp.together}×"
-        )
-    paired = {f.name for fp in conv.family_pairs[:MAX_FAMILY_PAIRS] for f in (fp.a, fp.b)}
-    for fam in conv.families:
-        if fam.name not in paired and len(fam_items) < MAX_FAMILY_PAIRS + 3:
-            fam_items.append(f"  - `{fam.name}`: {', '.join(fam.members[:8])} ({fam.uses} uses)")
-    if fam_items:
+    # Every family is named once: in a pair of families that co-occur, else alone.
+    fam_items = [
+        f"  - `{fp.a.name}` ({', '.join(fp.a.members[:6])}) with `{fp.b.name}` ({', '.join(fp.b.members[:6])}): "
+        f"on the same entry {fp.together}×"
+        for fp in conv.family_pairs
+    ]
+    paired = {f.name for fp in conv.family_pairs for f in (fp.a, fp.b)}
+    alone = [f"  - `{fam.name}`: {', '.join(fam.members[:8])} ({fam.uses} uses)"
+             for fam in conv.families if fam.name not in paired]
+    if fam_items or alone:
         doc.blocks.append(_Part(
             "tag families",
-            fam_items,
-            lambda items, hidden: (["- Tag families (tags of one shape; use one of each family that applies):"]
-                                   + _bullets(items, hidden) if items else []),
+            fam_items[:MAX_FAMILY_PAIRS] + alone[:3],
+            lambda items, more: (["- Tag families (tags of one shape; use one of each family that applies):"]
+                                 + _bullets(items, more and "  " + more) if items else []),
+            TAGS_HINT,
+            total=len(fam_items) + len(alone),
         ))
     pair_items = [
         f"`{p.a}` + `{p.b}` ×{p.count}" for p in vocabulary.pairs if p.count >= 2
@@ -191,7 +207,9 @@ def build(
         doc.blocks.append(_Part(
             "tag pairs",
             pair_items,
-            lambda items, hidden: ["- Tags that travel together: " + ", ".join(items) + "."] if items else [],
+            _inline("- Tags that travel together: "),
+            "`topic_cluster TAG` for a tag's topic",
+            total=vocabulary.paired,
         ))
 
     # 3. guidance
@@ -200,24 +218,24 @@ def build(
     # 4. topic map
     if named:
         cluster_items = [_cluster_line(c) for c in named]
-        hidden_clusters = len(shapes) - len(named)
         doc.blocks.append(_Part(
             "topic clusters",
             cluster_items,
-            lambda items, hidden: _bullets(items, hidden + hidden_clusters, " (`topic_cluster TAG` lists any)"),
+            _bullets,
+            "`topic_clusters` lists them all",
+            total=len(shapes),
             floor=min(3, len(cluster_items)),
         ))
     else:
         doc.blocks.append(["- No topic clusters yet (they need at least three tags that share entries)."])
-    top = most_mentioned(conn, v)
+    top, mentioned = most_mentioned(conn, v)
     if top:
         doc.blocks.append(_Part(
             "entities",
             [f"**{_md(name, 60)}** ({etype}) ×{n}" for name, etype, n in top],
-            lambda items, hidden: [
-                "- Most-mentioned entities (`entity_context` for their memories): " + ", ".join(items)
-                + (f", … {hidden} more" if hidden else "") + "."
-            ] if items else [],
+            _inline("- Most-mentioned entities of the latest entries (`entity_context` for their memories): "),
+            "`entities` lists every entity",
+            total=mentioned,
             floor=min(5, len(top)),
         ))
 
@@ -225,7 +243,10 @@ def build(
     doc.blocks.append(["", "## 5. Open threads (newest activity first; continue with `reply`)"])
     if open_threads:
         doc.blocks.append(_Part(
-            "open threads", _thread_lines(open_threads), _bullets, floor=min(3, len(open_threads))
+            "open threads", _thread_lines(open_threads), _bullets,
+            "`open_threads` lists them all",
+            total=thread_count,
+            floor=min(3, len(open_threads)),
         ))
     else:
         doc.blocks.append(["- None."])
@@ -238,6 +259,8 @@ def build(
             "recent entries",
             [f"- #{eid} [{etype}] {_md(title, TITLE_CHARS)} ({_date(rec)[:10]})" for eid, etype, title, rec in recent],
             _bullets,
+            "`list` pages through them, newest first",
+            total=active,
             floor=min(3, len(recent)),
         ))
     else:
@@ -250,19 +273,24 @@ def build(
     )
 
 
-def most_mentioned(conn: apsw.Connection, v: Viewer, *, limit: int = MAX_ENTITIES) -> list[tuple[str, str, int]]:
-    """(name, type, mentions) of the entities most mentioned by the latest `ENTITY_WINDOW` active entries `v` sees.
+def most_mentioned(
+    conn: apsw.Connection, v: Viewer, *, limit: int = MAX_ENTITIES
+) -> tuple[list[tuple[str, str, int]], int]:
+    """(name, type, mentions) of the entities most mentioned by the latest `ENTITY_WINDOW` active entries `v` sees,
+    and how many different entities those entries mention.
 
     A window, not the whole tenant: counting every link of a 250K-entry
     tenant costs ~100 ms, and what the latest entries talk about is what a
     new session needs.
     """
-    return conn.execute(
-        "SELECT x.name, x.type, count(*) AS n FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
+    rows = conn.execute(
+        "SELECT x.name, x.type, count(*) AS n, count(*) OVER () "
+        "FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
         f"WHERE l.entry_id IN (SELECT e.id FROM entries e WHERE {v.sees()} AND e.valid_to IS NULL "
         "ORDER BY e.id DESC LIMIT ?) GROUP BY x.id ORDER BY n DESC, x.name LIMIT ?",
         (ENTITY_WINDOW, limit),
     ).fetchall()
+    return [r[:3] for r in rows], rows[0][3] if rows else 0
 
 
 def _identity(conn: apsw.Connection, v: Viewer, tenant_name: str) -> list[str]:
@@ -296,14 +324,18 @@ def _cluster_line(c: TopicCluster) -> str:
 
 
 def _thread_lines(open_threads: list[ThreadSummary]) -> list[str]:
-    """One line per thread, grouped by who sees it (private first, then each team), newest activity first."""
+    """One item per thread, grouped by who sees it (private first, then each team), newest activity first.
+
+    A group's heading rides on its first thread's item, so the budget cuts
+    threads, never a heading alone, and the count of those left out is of threads.
+    """
     if all(t.team is None for t in open_threads):
         return [_thread_line(t) for t in open_threads]
     out = []
     for team in sorted({t.team for t in open_threads}, key=lambda x: (x is not None, x or "")):
         group = [t for t in open_threads if t.team == team]
         heading = "Private (yours)" if team is None else f"Shared with team `{team}` (reply to continue them)"
-        out += [f"- {heading}:"] + ["  " + _thread_line(t) for t in group]
+        out += [f"- {heading}:\n  " + _thread_line(group[0])] + ["  " + _thread_line(t) for t in group[1:]]
     return out
 
 

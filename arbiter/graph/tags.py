@@ -109,6 +109,15 @@ def pairs(conn: apsw.Connection, v: Viewer, *, tag: str | None = None, limit: in
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
+def pair_count(conn: apsw.Connection, v: Viewer, *, at_least: int = 1) -> int:
+    """How many pairs of tags share at least `at_least` active entries `v` sees."""
+    return conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))} "
+        "GROUP BY a, b HAVING sum(n) >= ?)",
+        (at_least,),
+    ).fetchone()[0]
+
+
 def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list[TagPair]:
     """The pairs of the heaviest weight classes that together stay within `max_pairs`, sorted by (a, b).
 
@@ -165,11 +174,12 @@ def majority_counts(conn: apsw.Connection, v: Viewer, group_of: dict[str, int]) 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """The most used tags, how many different tags there are, and the strongest pairs."""
+    """The most used tags, how many different tags there are, the strongest pairs and how many share 2+ entries."""
 
     tags: tuple[TagCount, ...]
     distinct: int
     pairs: tuple[TagPair, ...]
+    paired: int
 
 
 def vocabulary(conn: apsw.Connection, v: Viewer, *, top: int, strongest: int) -> Vocabulary:
@@ -178,7 +188,7 @@ def vocabulary(conn: apsw.Connection, v: Viewer, *, top: int, strongest: int) ->
         conn, v, f"vocabulary {top} {strongest}",
         lambda: Vocabulary(
             tags=tuple(counts(conn, v, limit=top)), distinct=distinct(conn, v),
-            pairs=tuple(pairs(conn, v, limit=strongest)),
+            pairs=tuple(pairs(conn, v, limit=strongest)), paired=pair_count(conn, v, at_least=2),
         ),
     )
 

@@ -151,6 +151,11 @@ def children(conn: apsw.Connection, v: Viewer, parent_id: int, *, limit: int, ex
 
 def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[ThreadSummary]:
     """Active roots `v` sees with active replies they see, newest activity first (teammates' shared threads too)."""
+    return open_threads_counted(conn, v, limit=limit)[0]
+
+
+def open_threads_counted(conn: apsw.Connection, v: Viewer, *, limit: int) -> tuple[list[ThreadSummary], int]:
+    """The first `limit` of `open_threads`, and how many open threads `v` sees in all (they are all ranked anyway)."""
     # One pass over the active replies (a covering index: entries_thread), then
     # the parent chains in memory: cheaper than a recursive CTE per reply.
     replies = conn.execute(
@@ -159,7 +164,7 @@ def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[Thread
         (v.tenant_id,),
     ).fetchall()
     if not replies:
-        return []
+        return [], 0
     parent_of = {rid: pid for rid, pid, _ in replies}
     missing = {pid for pid in parent_of.values() if pid not in parent_of}
     # Parents that are themselves retired replies: follow them up too.
@@ -185,7 +190,7 @@ def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[Thread
         s[0] += 1
         s[1] = max(s[1], (recorded, rid))
     if not stats:
-        return []
+        return [], 0
     marks = ",".join("?" * len(stats))
     live_roots = {
         rid: recorded
@@ -194,10 +199,11 @@ def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[Thread
             list(stats),
         )
     }
-    ranked = sorted(
+    every = sorted(
         ((max(stats[r][1][0], live_roots[r]), r) for r in stats if r in live_roots),
         reverse=True,
-    )[:limit]
+    )
+    ranked = every[:limit]
     views = refs(conn, v, [r for _, r in ranked] + [stats[r][1][1] for _, r in ranked])
     people = {
         eid: (author, team) for eid, author, team in conn.execute(
@@ -217,4 +223,4 @@ def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[Thread
             team=people[r][1],
         )
         for last, r in ranked
-    ]
+    ], len(every)

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from arbiter import briefing
+from arbiter.graph import tags, threads
 from arbiter._time import US
 from arbiter.model import RememberParams
 from arbiter.store import entries, open_database, tenants, users
@@ -58,3 +59,29 @@ def test_tiny_budgets_still_keep_every_section(big):
     b, _ = briefing.build(conn, users.first_viewer(conn, tid), "big", now=T0 + 1000, advisor=None, max_bytes=4096)
     assert b.bytes <= 4096
     assert all(s in b.text for s in SECTIONS)
+
+
+def test_every_capped_list_says_how_many_it_left_out_and_what_lists_them(big):
+    # A model reading the briefing takes a list for the whole of it unless told otherwise.
+    conn, tid = big
+    v = users.first_viewer(conn, tid)
+    b, _ = briefing.build(conn, v, "big", now=T0 + 1000, advisor=None, max_bytes=65536)
+    assert b.cut == []
+    _, thread_count = threads.open_threads_counted(conn, v, limit=1)
+    assert len(b.open_threads) == briefing.MAX_THREADS < thread_count
+    assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists them all" in b.text
+    assert f"- … {400 - briefing.MAX_RECENT} more (`list` pages through them" in b.text
+    distinct = tags.distinct(conn, v)
+    assert f", … {distinct - briefing.MAX_VOCABULARY} more (`topic_clusters`" in b.text
+    paired = tags.pair_count(conn, v, at_least=2)
+    assert f", … {paired - briefing.MAX_PAIRS} more (`topic_cluster TAG`" in b.text
+
+
+def test_a_list_cut_for_the_budget_counts_its_cut_and_its_unread_items_together(big):
+    conn, tid = big
+    v = users.first_viewer(conn, tid)
+    b, _ = briefing.build(conn, v, "big", now=T0 + 1000, advisor=None)
+    cut = next(c for c in b.cut if c.endswith("recent entries"))
+    kept = briefing.MAX_RECENT - int(cut.split()[0])
+    assert f"- … {400 - kept} more (`list`" in b.text
+

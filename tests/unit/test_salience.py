@@ -259,6 +259,16 @@ def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
     assert result.bytes <= 8192
 
 
+def test_the_briefing_says_how_many_more_entities_the_latest_entries_mention(db, tenant):
+    from arbiter import briefing
+
+    for i in range(briefing.MAX_ENTITIES + 4):
+        remember(db, tenant, f"note {i}", entities=[f"Thing{i:02d}"])
+    with db:
+        result, _ = briefing.build(db, users.first_viewer(db, tenant), "alice", now=NOW, advisor=None)
+    assert "… 4 more (`entities` lists every entity" in result.text
+
+
 def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
     import dataclasses
 
