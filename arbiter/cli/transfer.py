@@ -61,8 +61,11 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
             tenants = [t.name for t in c.tenant_list().tenants] if everything else None
             tick = bar.update if bar else (lambda n: None)
             # A file is checked, and made again, if writes during the export left it naming what it lacks.
-            summary = files.export(c, sys.stdout.buffer, tenants=tenants, progress=tick) if to_stdout else \
-                files.export_whole(c, partial, tenants=tenants, progress=tick)
+            if to_stdout:
+                summary = files.export(c, sys.stdout.buffer, tenants=tenants, progress=tick)
+            else:
+                with open(partial, "w+b") as out:
+                    summary = files.export_whole(c, out, tenants=tenants, progress=tick)
     except BaseException:
         if not to_stdout:
             partial.unlink(missing_ok=True)

@@ -48,6 +48,7 @@ from arbiter.transfer.model import (
     FactRecord,
     FactStateRecord,
     PredicateRecord,
+    Torn,
 )
 
 _encode = msgspec.json.Encoder().encode
@@ -147,7 +148,10 @@ def check_states(rec: FactRecord, batch_applied: bool) -> None:
         if (before.status, before.valid_to, before.confidence) == (after.status, after.valid_to, after.confidence):
             raise InvalidParams("two states in a row are the same: a recorded state is a change", path="states")
         if after.status == "active" and before.status == "candidate":
-            if not batch_applied or rec.finding not in PASSING:
+            if not batch_applied:
+                raise Torn("an active fact comes only from an applied batch, and its batch is not applied",
+                           path="states")
+            if rec.finding not in PASSING:
                 raise InvalidParams("an active fact comes only from an applied batch, with a passing finding "
                                     "(accept or supersede)", path="states")
             if after.valid_to is not None:

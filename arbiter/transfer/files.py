@@ -48,6 +48,7 @@ from arbiter.transfer.model import (
     SalienceRecord,
     TeamRecord,
     TenantRecord,
+    Torn,
     UserRecord,
 )
 
@@ -112,30 +113,40 @@ def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
     return summary
 
 
-def export_whole(client: Client, path, *, tenants: list[str] | None = None, attempts: int = 3,
+def export_whole(client: Client, out: BinaryIO, *, tenants: list[str] | None = None, attempts: int = 3,
                  progress: Callable[[int], None] = lambda n: None) -> ExportSummary:
-    """`export` to the file `path`, made again if writes during it left the file naming records it lacks.
+    """`export` to `out` (a file open to write and read back), made again if writes during it left it torn.
 
     An export reads page by page, not in one snapshot: an entry written after
     the entry pages, then linked to an older one, puts a relation in the file
     whose end is not in it, and the import refuses the file. When the
     caller's memory version moved during the export (`--all`: always), the
-    file gets import's whole check; a file that fails it is made again, up to
-    `attempts` times, then refused (Conflict).
+    file gets import's whole check. A torn file (`Torn`) is made again, up to
+    `attempts` times, then refused (Conflict); any other line the check
+    refuses is an error at once (ArbiterError, naming the line): exporting
+    again would write it again.
     """
+    torn = None
     for _ in range(attempts):
+        out.seek(0)
+        out.truncate()
         before = _version(client, tenants)
-        with open(path, "wb") as out:
-            summary = export(client, out, tenants=tenants, progress=progress)
+        summary = export(client, out, tenants=tenants, progress=progress)
+        out.flush()
         if before is not None and before == _version(client, tenants):
             return summary
+        out.seek(0)
         try:
-            check(path)
+            check(None, lines=iter(out), refused=None)
             return summary
-        except InvalidParams:
-            continue
+        except Torn as e:
+            torn = e
+        except InvalidParams as e:
+            raise ArbiterError(f"{e.message}: the export would not import, so it is refused (exporting again "
+                               "would write the same line)", path=e.path) from None
     raise Conflict(f"the memory changed while it was exported, {attempts} times over, and each file named records "
-                   "written after it had read them: export again when fewer writes are going on", path="file")
+                   f"written after it had read them (the last: {torn.message}): export again when fewer writes "
+                   "are going on", path="file")
 
 
 def _version(client: Client, tenants: list[str] | None) -> int | None:
@@ -170,13 +181,15 @@ class Checked:
     sections: list[Section] = field(default_factory=list)
 
 
-def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
-    """Read the whole file and check every line; raise InvalidParams naming the first bad one.
+def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "nothing was imported") -> Checked:
+    """Read the whole file and check every line; raise InvalidParams naming the first bad one (and, after it,
+    `refused`: what refusing the file means to the caller).
 
     Checked: the header's format, each record's shape and limits, its times,
     and that every id it refers to belongs to a record earlier in the file
-    (and in the same tenant section).
+    (and in the same tenant section); a failure of the last kind is `Torn`.
     """
+    after = f"; {refused}" if refused else ""
     digest = hashlib.sha256()
     source = lines if lines is not None else open(path, "rb")
     header = None
@@ -195,11 +208,9 @@ def check(path, *, lines: Iterator[bytes] | None = None) -> Checked:
                 rec = _record.decode(line)
                 _check_record(rec, seen)
             except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
-                raise InvalidParams(f"line {number}: {_words(e)}; nothing was imported", path=f"line {number}") \
-                    from None
+                raise InvalidParams(f"line {number}: {_words(e)}{after}", path=f"line {number}") from None
             except InvalidParams as e:
-                raise InvalidParams(f"line {number}: {e.message}; nothing was imported", path=f"line {number}") \
-                    from None
+                raise type(e)(f"line {number}: {e.message}{after}", path=f"line {number}") from None
             if isinstance(rec, TenantRecord):
                 if header.tenant is not None:
                     raise InvalidParams(f"line {number}: a tenant record in a one-tenant export", path=f"line {number}")
@@ -255,12 +266,12 @@ def _check_header(line: bytes) -> Header:
 def _check_record(rec, seen: dict[str, set]) -> None:
     def known(kind: str, old: int | str | None, name: str) -> None:
         if old is not None and old not in seen[kind]:
-            raise InvalidParams(f"{name} {old!r} names no {kind} earlier in the file", path=name)
+            raise Torn(f"{name} {old!r} names no {kind} earlier in the file", path=name)
 
     def first(kind: str, key, name: str) -> None:
         # A second record under one id would leave its references meaning either.
         if key in seen[kind]:
-            raise InvalidParams(f"{name} {key!r}: a second {kind.replace('_', ' ')} with it in the file", path=name)
+            raise Torn(f"{name} {key!r}: a second {kind.replace('_', ' ')} with it in the file", path=name)
         seen[kind].add(key)
 
     def window(start: str, end: str | None, names: str, *, empty: bool) -> None:

@@ -29,6 +29,7 @@ from typing import Annotated, Literal, Union
 import msgspec
 from msgspec import Meta, Struct
 
+from arbiter.errors import InvalidParams
 from arbiter.validation import pattern
 from arbiter.facts.model import (
     OBJECT_MAX_BYTES, PREDICATE_MAX_BYTES, PREDICATE_RE, SUBJECT_MAX_BYTES, BatchOrigin, BatchStatus, Confidence,
@@ -42,6 +43,16 @@ from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Param
 #: (an older Arbiter would drop them silently and make everything its importer's).
 #: 3: facts, their batches and declared predicates (`predicate`, `fact_batch`, `fact`, `fact_link`).
 FORMAT = 3
+
+
+class Torn(InvalidParams):
+    """Records of a file disagree: one names a record not earlier in it, is in it twice, or says a batch it
+    is not applied.
+
+    What an export read page by page while agents wrote can hold (it is no
+    one snapshot), so an export made again may not; every other line the
+    check refuses, it would refuse again.
+    """
 
 
 class Header(Struct, kw_only=True, tag="arbiter-export", tag_field="kind"):

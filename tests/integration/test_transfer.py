@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from arbiter.client import Client
-from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.errors import ArbiterError, Conflict, InvalidParams, NotFound
+from arbiter.store import open_database
 from arbiter.transfer import files
 from tests.conftest import DaemonProcess
 from tests.integration.test_cli import arbiter, fails, js, ok
@@ -297,7 +298,8 @@ def test_an_export_while_an_agent_writes_is_a_file_that_imports(daemon, target, 
 
     out = tmp_path / "m.jsonl"
     with daemon.client() as c:
-        summary = files.export_whole(c, out, progress=agent)
+        with open(out, "w+b") as f:
+            summary = files.export_whole(c, f, progress=agent)
     assert summary.entries == 2 and summary.relations == 1
     assert ok(target.home, "import", str(out)).startswith("imported 2 entries")
 
@@ -307,8 +309,38 @@ def test_an_export_while_an_agent_writes_is_a_file_that_imports(daemon, target, 
             writes.append(late)
             w.link(late, "relates_to", first)
 
-    with daemon.client() as c, pytest.raises(Conflict):
-        files.export_whole(c, tmp_path / "busy.jsonl", progress=busy)
+    with daemon.client() as c, open(tmp_path / "busy.jsonl", "w+b") as out, pytest.raises(Conflict):
+        files.export_whole(c, out, progress=busy)
+
+
+def test_an_export_import_would_refuse_for_another_reason_says_which_line_at_once(daemon, tmp_path):
+    """Only a torn file (writes during the export) is made again: any other line import refuses would be
+    written again, and was retried three times, then blamed on writes."""
+    with daemon.client() as c:
+        old = c.remember(type="project", title="Old note", content="Stored with a source of two lines.").id
+    conn = open_database(daemon.db)
+    try:
+        with conn:  # as an older Arbiter could store it: sources became one line later
+            conn.execute("UPDATE entries SET source = ?, revised_at = coalesce(revised_at, recorded_at) + 1 "
+                         "WHERE id = ?", ("standup\nnotes", old))
+    finally:
+        conn.close()
+    writes = []
+
+    def agent(n: int) -> None:  # one write during the first export, so the file is checked (a second would not be)
+        if not writes:
+            with daemon.client() as w:
+                writes.append(w.remember(type="project", title="During", content="Written during the export.").id)
+
+    with daemon.client() as c, open(tmp_path / "m.jsonl", "w+b") as out, pytest.raises(ArbiterError) as refused:
+        files.export_whole(c, out, progress=agent)
+    assert type(refused.value) is ArbiterError  # not a Conflict: nothing here is the writers' doing
+    lines = (tmp_path / "m.jsonl").read_bytes().splitlines()
+    assert refused.value.path == f"line {next(i for i, x in enumerate(lines, 1) if json.loads(x).get('id') == old)}"
+    with daemon.client(daemon.admin_token) as admin, open(tmp_path / "all.jsonl", "w+b") as out, \
+            pytest.raises(ArbiterError) as refused:
+        files.export_whole(admin, out, tenants=[t.name for t in admin.tenant_list().tenants])
+    assert type(refused.value) is ArbiterError and refused.value.path.startswith("line ")
 
 
 def test_reimport_is_a_noop_that_says_so(daemon, target, tmp_path):
