@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -38,6 +40,11 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     not exported. An existing FILE is refused, as `backup create` refuses
     one, unless --force.
 
+    An export taken while agents write is checked as import would check it,
+    and made again if it names records it lacks. To stdout (`-`), it is
+    made whole in a temporary file first (in $TMPDIR, as large as the
+    export), so nothing is written to stdout until it is checked.
+
     \b
     Examples:
       arbiter export memory.jsonl
@@ -60,12 +67,14 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
         with settings.client(admin=everything) as c:
             tenants = [t.name for t in c.tenant_list().tenants] if everything else None
             tick = bar.update if bar else (lambda n: None)
-            # A file is checked, and made again, if writes during the export left it naming what it lacks.
-            if to_stdout:
-                summary = files.export(c, sys.stdout.buffer, tenants=tenants, progress=tick)
-            else:
-                with open(partial, "w+b") as out:
-                    summary = files.export_whole(c, out, tenants=tenants, progress=tick)
+            # Checked, and made again, if writes during the export left it naming what it lacks. Stdout cannot
+            # be read back, so its export is made in an unnamed temporary file, then copied: on disk, not in
+            # memory, as a 250K-entry tenant's export is ~230 MB.
+            with tempfile.TemporaryFile() if to_stdout else open(partial, "w+b") as out:
+                summary = files.export_whole(c, out, tenants=tenants, progress=tick)
+                if to_stdout:
+                    out.seek(0)
+                    shutil.copyfileobj(out, sys.stdout.buffer)
     except BaseException:
         if not to_stdout:
             partial.unlink(missing_ok=True)

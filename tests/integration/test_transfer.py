@@ -313,18 +313,24 @@ def test_an_export_while_an_agent_writes_is_a_file_that_imports(daemon, target, 
         files.export_whole(c, out, progress=busy)
 
 
-def test_an_export_import_would_refuse_for_another_reason_says_which_line_at_once(daemon, tmp_path):
-    """Only a torn file (writes during the export) is made again: any other line import refuses would be
-    written again, and was retried three times, then blamed on writes."""
+def _an_entry_import_refuses(daemon) -> int:
+    """An entry whose source has two lines, as an older Arbiter could store it (sources became one line later)."""
     with daemon.client() as c:
         old = c.remember(type="project", title="Old note", content="Stored with a source of two lines.").id
     conn = open_database(daemon.db)
     try:
-        with conn:  # as an older Arbiter could store it: sources became one line later
+        with conn:
             conn.execute("UPDATE entries SET source = ?, revised_at = coalesce(revised_at, recorded_at) + 1 "
                          "WHERE id = ?", ("standup\nnotes", old))
     finally:
         conn.close()
+    return old
+
+
+def test_an_export_import_would_refuse_for_another_reason_says_which_line_at_once(daemon, tmp_path):
+    """Only a torn file (writes during the export) is made again: any other line import refuses would be
+    written again, and was retried three times, then blamed on writes."""
+    old = _an_entry_import_refuses(daemon)
     writes = []
 
     def agent(n: int) -> None:  # one write during the first export, so the file is checked (a second would not be)
@@ -341,6 +347,25 @@ def test_an_export_import_would_refuse_for_another_reason_says_which_line_at_onc
             pytest.raises(ArbiterError) as refused:
         files.export_whole(admin, out, tenants=[t.name for t in admin.tenant_list().tenants])
     assert type(refused.value) is ArbiterError and refused.value.path.startswith("line ")
+
+
+def test_an_export_to_stdout_is_the_file_an_export_to_a_file_is(daemon, target, tmp_path):
+    with daemon.client() as c:
+        build_history(c, random.Random(11), 20)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out), "--no-progress")
+    streamed = ok(daemon.home, "export", "--no-progress")  # FILE defaults to `-`
+    assert streamed.splitlines()[1:] == out.read_text().splitlines()[1:]  # all but the header's time
+    (tmp_path / "s.jsonl").write_text(streamed)
+    assert ok(target.home, "import", str(tmp_path / "s.jsonl")).startswith("imported ")
+
+
+def test_an_export_to_stdout_is_checked_before_any_of_it_is_written(daemon):
+    """`--all` is always checked (an admin has no memory version to compare); stdout went unchecked."""
+    _an_entry_import_refuses(daemon)
+    proc = arbiter(daemon.home, "export", "--all", "-", "--no-progress")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert "line " in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_reimport_is_a_noop_that_says_so(daemon, target, tmp_path):
