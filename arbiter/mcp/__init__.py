@@ -10,6 +10,8 @@ Layout:
 - `tool.py`: the tool pattern (read its docstring before adding a tool);
 - `entries.py`, `graph.py`: the core tools; a feature adds `<feature>.py`
   and its module name to TOOL_MODULES below;
+- `_paging.py`: what the tools whose results page share: the cursor, the
+  `max_chars` budget, fitting a page to it;
 - `resources.py`: the briefing and each entry as resources, and the prompts;
 - `watch.py`: change notifications for changes made anywhere (polling the daemon while subscribed);
 - `server.py`: the protocol on stdio (msgspec, no SDK: see why there);

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
+from arbiter.mcp._paging import DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars, Page, fit_page, page_offset
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, day, fit, flat, tool
 from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, SpeakerEdit, Tags, TextParams, Time
 
@@ -26,13 +27,6 @@ Said = Annotated[Speaker | None, Meta(description=(
 Everywhere = Annotated[bool, Meta(description=(
     "Write outside this session's conversation: for what holds beyond it (preferences, conventions). "
     "Entries of a conversation are searched first in that conversation and ranked lower elsewhere."))]
-MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
-    "Budget for the whole result, in characters: hits beyond it move to the next page."))]
-Cursor = Annotated[Annotated[str, Meta(max_length=32)] | None, Meta(description="The `next_cursor` of the previous page.")]
-
-DEFAULT_MAX_CHARS = 8000
-#: Room a paged result keeps for the lines around its items: a heading, a note, the footer naming the cursor.
-FRAME_CHARS = 200
 EXCERPT_CHARS = 400
 
 
@@ -192,25 +186,6 @@ class Hit(Ref, kw_only=True):
     excerpt: str | None = None
 
 
-class Page(View, dict=True):
-    """A page of results: `more` is true while another page waits behind `next_cursor`.
-
-    The hits' text is rendered once, while the page is fitted to `max_chars`
-    (`_fit`), and kept beside the Struct (`dict=True`: not structured content)
-    for `text()`: rendering is most of this server's time on a recall.
-    """
-
-    more: bool
-    next_cursor: str | None
-
-    def footer(self) -> str:
-        return f'\nmore: pass cursor "{self.next_cursor}" for the next page' if self.more else ""
-
-    def hit_text(self, hits: list[Hit]) -> list[str]:
-        """The lines of `hits` (this page's), as `_fit` rendered them if it did."""
-        return getattr(self, "_lines", None) or [line for h in hits for line in _hit_lines(h)]
-
-
 class RecalledFact(Struct, kw_only=True):
     """An active fact matching the query (facts behind the evaluation gate); `sources` are its entries."""
 
@@ -237,7 +212,7 @@ class Recalled(Page):
             lines.append("Facts (true now):")
             lines += [_fact_line(f) for f in self.facts]
         lines.append(f"{count(len(self.hits), 'hit')} for {self.query!r}{where}:")
-        lines += self.hit_text(self.hits)
+        lines += _hit_text(self, self.hits)
         if self.note:
             lines.append(f"note: {self.note}")
         return "\n".join(lines) + self.footer()
@@ -246,6 +221,11 @@ class Recalled(Page):
 def _fact_line(f: RecalledFact) -> str:
     sources = ", from " + ", ".join(f"#{i}" for i in f.sources) if f.sources else ""
     return f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since {f.valid_from[:10]}{sources})"
+
+
+def _hit_text(page: Page, hits: list[Hit]) -> list[str]:
+    """The lines of `hits` (`page`'s), as `fit_page` rendered them if it did."""
+    return getattr(page, "_lines", None) or [line for h in hits for line in _hit_lines(h)]
 
 
 def _hit_lines(h: Hit) -> list[str]:
@@ -259,34 +239,10 @@ class Listed(Page):
     entries: list[Hit]
 
     def text(self) -> str:
-        lines = [f"{count(len(self.entries), 'entry', 'entries')}, newest first:", *self.hit_text(self.entries)]
+        lines = [f"{count(len(self.entries), 'entry', 'entries')}, newest first:", *_hit_text(self, self.entries)]
         if not self.entries:
             lines.append("(none)")
         return "\n".join(lines) + self.footer()
-
-
-def _fit(page: Page, hits: list[Hit], header: int, max_chars: int) -> int:
-    """How many of `hits` fit in `max_chars` (at least one); their text lines are kept on `page`."""
-    used, lines = header, []
-    for n, h in enumerate(hits):
-        block = _hit_lines(h)
-        used += sum(len(line) + 1 for line in block)
-        if used > max_chars and n:
-            break
-        lines += block
-    else:
-        n = len(hits)
-    page._lines = lines
-    return n
-
-
-def page_offset(cursor: str | None) -> int:
-    """The position a `cursor` this server returned points at (0 for none)."""
-    if cursor is None:
-        return 0
-    if not cursor.isdigit():
-        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
-    return int(cursor)
 
 
 # ---- writing -------------------------------------------------------------------------
@@ -689,7 +645,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     # The lines around the hits count too: the heading and footer, the facts under their heading, the note.
     facts_chars = 18 + sum(len(_fact_line(f)) + 1 for f in facts) if facts else 0
     note_chars = len(res.note) + 7 if res.note else 0
-    shown = _fit(out, page, len(a.query) + 80 + facts_chars + note_chars, a.max_chars)
+    shown = fit_page(out, map(_hit_lines, page), len(a.query) + 80 + facts_chars + note_chars, a.max_chars)
     out.hits = page[:shown]
     out.more = len(res.hits) > offset + shown
     out.next_cursor = str(offset + shown) if out.more else None
@@ -727,7 +683,7 @@ def list_(s: Session, a: ListArgs) -> Listed:
     page = [Hit(**ref_fields(e), score=0.0, scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
     out = Listed(entries=page, more=False, next_cursor=None)
-    shown = _fit(out, page, 40, a.max_chars)
+    shown = fit_page(out, map(_hit_lines, page), 40, a.max_chars)
     out.entries = page[:shown]
     out.more = len(items) > shown
     out.next_cursor = str(page[shown - 1].id) if out.more else None

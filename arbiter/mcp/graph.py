@@ -8,8 +8,9 @@ from msgspec import Meta
 
 from arbiter.mcp import session_note
 from arbiter.errors import InvalidParams
-from arbiter.mcp.entries import (DEFAULT_MAX_CHARS, FRAME_CHARS, Content, Cursor, EntryView, MaxChars, Page, Ref, Said,
-                                  Source, TagList, Title, Type, Written, entry_view, page_offset, ref, ref_fields)
+from arbiter.mcp._paging import DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars, Page, page_offset
+from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
+                                 ref_fields)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, NoArgs, Session, View, count, cut, fit, flat, tool
 from arbiter.model import TextParams
 

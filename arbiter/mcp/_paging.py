@@ -1,0 +1,58 @@
+"""Paging for the MCP tools whose results page (`recall`, `list`, `history`, `thread`): a cursor, a budget in
+characters for the whole result, and a page that keeps the lines it was fitted with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated
+
+from msgspec import Meta
+
+from arbiter.errors import InvalidParams
+from arbiter.mcp.tool import View
+
+MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
+    "Budget for the whole result, in characters: hits beyond it move to the next page."))]
+Cursor = Annotated[Annotated[str, Meta(max_length=32)] | None, Meta(description="The `next_cursor` of the previous page.")]
+
+DEFAULT_MAX_CHARS = 8000
+#: Room a paged result keeps for the lines around its items: a heading, a note, the footer naming the cursor.
+FRAME_CHARS = 200
+
+
+class Page(View, dict=True):
+    """A page of results: `more` is true while another page waits behind `next_cursor`.
+
+    The items' text is rendered once, while the page is fitted to `max_chars`
+    (`fit_page`), and kept beside the Struct (`dict=True`: not structured
+    content) for `text()`: rendering is most of this server's time on a recall.
+    """
+
+    more: bool
+    next_cursor: str | None
+
+    def footer(self) -> str:
+        return f'\nmore: pass cursor "{self.next_cursor}" for the next page' if self.more else ""
+
+
+def fit_page(page: Page, blocks: Iterable[list[str]], header: int, max_chars: int) -> int:
+    """How many of `blocks` (each an item's lines) fit in `max_chars` after `header` characters (at least one);
+    their lines are kept on `page`. Blocks are rendered only until one does not fit."""
+    used, lines, n = header, [], 0
+    for block in blocks:
+        used += sum(len(line) + 1 for line in block)
+        if used > max_chars and n:
+            break
+        lines += block
+        n += 1
+    page._lines = lines
+    return n
+
+
+def page_offset(cursor: str | None) -> int:
+    """The position a `cursor` this server returned points at (0 for none)."""
+    if cursor is None:
+        return 0
+    if not cursor.isdigit():
+        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
+    return int(cursor)
