@@ -15,7 +15,18 @@ M entities. Measures, through `arbiter.client.Client`:
 - `recall` latency p50/p99 over --recalls queries (two mid-frequency words and
   one entity name), tenant-wide, with the entity stages as shipped and with
   them disabled (`entities`, `clusters`, `salience`), interleaved;
-- the entity count at the end (from `status`).
+- the entity count at the end (from `status`);
+- with --reads N: a second user joins the tenant (so the first one no longer
+  sees all of it, and every entity read goes through the viewer's filters and
+  dating, `entities.core.visible_sql`/`times_sql`), then the first user's
+  `entities` (the 50 most mentioned) and `entity show` of a random pool name
+  that exists, N of each, p50/p99 wall time through the socket and the
+  daemon's CPU time per call.
+
+--home DIR keeps the built home in DIR, and a later run given the same DIR
+skips the load and only reads (--singles 0 --gets 0 --recalls 0 skip those);
+--tree PATH runs the daemon from another checkout, so one home is read by the
+code before and after a change.
 
 Run it with PYTHONPATH pointing at another tree to compare (an Arbiter
 without entities ignores the names: same text, same socket): that is how the
@@ -27,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import sys
@@ -35,6 +47,7 @@ import time
 from pathlib import Path
 
 from arbiter import paths
+from arbiter.errors import NotFound
 from arbiter.store import connect
 from bench.load import SYLLABLES, BenchDaemon, Vocabulary, make_entry, percentile
 
@@ -64,74 +77,126 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gets", type=int, default=3000)
     ap.add_argument("--recalls", type=int, default=500)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--reads", type=int, default=0, help="entities/entity show calls in a shared tenant")
+    ap.add_argument("--home", type=Path, help="build the home here and keep it; reuse it if it is there")
+    ap.add_argument("--tree", type=Path, help="run the daemon from this checkout")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
     print(f"seed {args.seed}", file=sys.stderr)
     vocab = Vocabulary(rng)
     pool = names(rng, args.entities)
-    home = Path(tempfile.mkdtemp(prefix="arb-ent-"))
+    home = args.home or Path(tempfile.mkdtemp(prefix="arb-ent-"))
+    home.mkdir(parents=True, exist_ok=True)
+    built = paths.db_path(home).exists()
     result: dict = {"entries": args.entries, "entity_pool": args.entities, "batch": args.batch}
-    daemon = BenchDaemon(home, "FULL")
+    daemon = BenchDaemon(home, "FULL", tree=args.tree)
     try:
         with daemon.client() as c:
             c.ping()
-            ids: list[int] = []
-            bulk_ns, n = 0, 0
-            while n < args.entries:
-                batch = [entry(vocab, rng, n + i, pool) for i in range(min(args.batch, args.entries - n))]
-                t = time.perf_counter_ns()
-                ids.extend(c.remember_many(batch))
-                bulk_ns += time.perf_counter_ns() - t
-                n += len(batch)
-                if (n // args.batch) % 50 == 0:
-                    print(f"  ... {n} entries, {n / (bulk_ns / 1e9):,.0f}/s", file=sys.stderr)
-            result["bulk_entries_per_s"] = round(n / (bulk_ns / 1e9))
-            # The idle writer extracts the bulk load's entities after the answers: wait for it (polled from the
-            # file, so the wait itself leaves the daemon idle), so `remember` then meets a tenant that knows them.
-            started = time.monotonic()
-            db = connect(paths.db_path(home), readonly=True)
-            try:
-                while db.execute("SELECT name FROM sqlite_master WHERE name = 'entity_backlog'").fetchone() and \
-                        db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0]:
-                    time.sleep(0.5)
-            finally:
-                db.close()
-            result["extraction_after_bulk_s"] = round(time.monotonic() - started, 1)
-            fresh = names(random.Random(args.seed + 1), args.singles)
-            samples = []
-            for i in range(args.singles):
-                e = entry(vocab, rng, i, pool)
-                if rng.random() < 0.3:
-                    e["content"] += f" and {fresh[i]}"
-                t = time.perf_counter_ns()
-                ids.append(c.remember(**e).id)
-                samples.append(time.perf_counter_ns() - t)
-            result["remember_p50_ms"], result["remember_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
-            samples = []
-            for eid in rng.choices(ids, k=args.gets):
-                t = time.perf_counter_ns()
-                c.get(eid)
-                samples.append(time.perf_counter_ns() - t)
-            result["get_p50_ms"], result["get_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
-            # Interleaved, so both variants meet the same load on a shared machine.
-            timed: dict[str, list[int]] = {"recall": [], "recall_no_entity_stages": []}
-            for _ in range(args.recalls):
-                query = " ".join([*vocab.mid_frequency(2), rng.choice(pool)])
-                for key, disable in (("recall", []), ("recall_no_entity_stages", ["entities", "clusters", "salience"])):
-                    t = time.perf_counter_ns()
-                    c.recall(query, disable=disable)
-                    timed[key].append(time.perf_counter_ns() - t)
-            for key, samples in timed.items():
-                result[f"{key}_p50_ms"], result[f"{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+            if not built:
+                load(c, home, args, rng, vocab, pool, result)
+            if args.reads:
+                result.update(shared_reads(daemon, c, rng, pool, args.reads))
             result["entities"] = getattr(c.status(), "entities", None)
     finally:
         daemon.stop()
-        shutil.rmtree(home, ignore_errors=True)
+        if args.home is None:
+            shutil.rmtree(home, ignore_errors=True)
     print(json.dumps(result, indent=2))
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
+
+
+def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n: int) -> dict:
+    """`entities` and `entity show` as the tenant's first user once another user shares the tenant."""
+    if not any(u.name == "bench-other" for u in c.user_list().users):
+        c.user_add("bench-other")
+    timed: dict[str, list[int]] = {"entities": [], "entity_show": []}
+    started = resource_s(daemon.proc.pid)
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        c.entities(limit=50)
+        timed["entities"].append(time.perf_counter_ns() - t)
+    listed = resource_s(daemon.proc.pid)
+    while len(timed["entity_show"]) < n:
+        name = rng.choice(pool)
+        t = time.perf_counter_ns()
+        try:
+            c.entity_show(name, limit=20)
+        except NotFound:  # a pool name no entry drew
+            continue
+        timed["entity_show"].append(time.perf_counter_ns() - t)
+    list_cpu, show_cpu = listed - started, resource_s(daemon.proc.pid) - listed  # show's includes the misses
+    out = {}
+    for key, samples in timed.items():
+        out[f"shared_{key}_p50_ms"], out[f"shared_{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+    out["shared_entities_daemon_cpu_ms"] = round(list_cpu / n * 1000, 2)
+    out["shared_entity_show_daemon_cpu_ms"] = round(show_cpu / n * 1000, 2)
+    return out
+
+
+def resource_s(pid: int) -> float:
+    """The process's user + system CPU seconds so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load(c, home: Path, args, rng: random.Random, vocab: Vocabulary, pool: list[str], result: dict) -> None:
+    """The bulk load, the wait for extraction, then single remembers, gets and recalls (those skipped at 0)."""
+    ids: list[int] = []
+    bulk_ns, n = 0, 0
+    while n < args.entries:
+        batch = [entry(vocab, rng, n + i, pool) for i in range(min(args.batch, args.entries - n))]
+        t = time.perf_counter_ns()
+        ids.extend(c.remember_many(batch))
+        bulk_ns += time.perf_counter_ns() - t
+        n += len(batch)
+        if (n // args.batch) % 50 == 0:
+            print(f"  ... {n} entries, {n / (bulk_ns / 1e9):,.0f}/s", file=sys.stderr)
+    result["bulk_entries_per_s"] = round(n / (bulk_ns / 1e9))
+    # The idle writer extracts the bulk load's entities after the answers: wait for it (polled from the
+    # file, so the wait itself leaves the daemon idle), so `remember` then meets a tenant that knows them.
+    started = time.monotonic()
+    db = connect(paths.db_path(home), readonly=True)
+    try:
+        while db.execute("SELECT name FROM sqlite_master WHERE name = 'entity_backlog'").fetchone() and \
+                db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0]:
+            time.sleep(0.5)
+    finally:
+        db.close()
+    result["extraction_after_bulk_s"] = round(time.monotonic() - started, 1)
+    fresh = names(random.Random(args.seed + 1), args.singles)
+    samples = []
+    for i in range(args.singles):
+        e = entry(vocab, rng, i, pool)
+        if rng.random() < 0.3:
+            e["content"] += f" and {fresh[i]}"
+        t = time.perf_counter_ns()
+        ids.append(c.remember(**e).id)
+        samples.append(time.perf_counter_ns() - t)
+    if samples:
+        result["remember_p50_ms"], result["remember_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+    samples = []
+    for eid in rng.choices(ids, k=args.gets):
+        t = time.perf_counter_ns()
+        c.get(eid)
+        samples.append(time.perf_counter_ns() - t)
+    if samples:
+        result["get_p50_ms"], result["get_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+    # Interleaved, so both variants meet the same load on a shared machine.
+    timed: dict[str, list[int]] = {"recall": [], "recall_no_entity_stages": []}
+    for _ in range(args.recalls):
+        query = " ".join([*vocab.mid_frequency(2), rng.choice(pool)])
+        for key, disable in (("recall", []), ("recall_no_entity_stages", ["entities", "clusters", "salience"])):
+            t = time.perf_counter_ns()
+            c.recall(query, disable=disable)
+            timed[key].append(time.perf_counter_ns() - t)
+    for key, samples in timed.items():
+        if samples:
+            result[f"{key}_p50_ms"], result[f"{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
 
 
 if __name__ == "__main__":
