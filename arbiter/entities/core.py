@@ -109,6 +109,35 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     return first, last
 
 
+def retired_sql(v: Viewer, x: str = "x") -> str:
+    """SQL: a merged-away entities row `x`'s `retired_at` as `v` may know it (NULL while it is not merged away).
+
+    A viewer who sees the whole tenant gets the merge's own time. Anyone else
+    gets their `updated_at` (`times_sql`): the merge is anyone's act on the
+    tenant's names, possibly into an entity only another user's private notes
+    name, and its time would say when that user was at work on it.
+    """
+    if whole(v):
+        return f"{x}.retired_at"
+    return f"CASE WHEN {x}.retired_at IS NULL THEN NULL ELSE {times_sql(v, x)[1]} END"
+
+
+def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
+    """SQL: (created_at, updated_at) of the entity_relations row `r` as `v` may know them.
+
+    A relation is anyone's statement about two entities, shown with its
+    weight to whoever sees both; a viewer who does not see the whole tenant
+    gets its times never before they knew both ends (`times_sql`'s
+    created_at of each): earlier, it would say someone knew of them first.
+    """
+    if whole(v):
+        return f"{r}.created_at", f"{r}.updated_at"
+    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.id = {r}.{end}_id)"
+            for e, end in (("s", "source"), ("t", "target"))]
+    created = f"max({r}.created_at, {ends[0]}, {ends[1]})"
+    return created, f"max({r}.updated_at, {created})"
+
+
 def mentions_sql(v: Viewer, x: str = "x") -> str:
     """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
     if whole(v):
@@ -404,6 +433,11 @@ def mentioning_entries(conn: apsw.Connection, v: Viewer, entity_id: int, limit: 
 _RELATION_COLUMNS = "id, source_id, relation, target_id, weight, created_at, updated_at"
 
 
+def _relation_columns(v: Viewer) -> str:
+    created, updated = relation_times_sql(v)
+    return f"r.id, r.source_id, r.relation, r.target_id, r.weight, {created}, {updated}"
+
+
 def _relations(conn: apsw.Connection, rows) -> list[EntityRelation]:
     rows = list(rows)
     by_id = refs(conn, [r[1] for r in rows] + [r[3] for r in rows])
@@ -419,8 +453,8 @@ def _relations(conn: apsw.Connection, rows) -> list[EntityRelation]:
 def relations_of(conn: apsw.Connection, v: Viewer, entity_id: int) -> list[EntityRelation]:
     """An entity's relations to entities `v` sees, both ways, strongest first."""
     rows = conn.execute(
-        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE tenant_id = ? AND (source_id = ? OR target_id = ?) "
-        "ORDER BY weight DESC, id",
+        f"SELECT {_relation_columns(v)} FROM entity_relations r WHERE r.tenant_id = ? "
+        "AND (r.source_id = ? OR r.target_id = ?) ORDER BY r.weight DESC, r.id",
         (v.tenant_id, entity_id, entity_id),
     ).fetchall()
     if not whole(v):
@@ -447,7 +481,8 @@ def relate(conn: apsw.Connection, v: Viewer, source: str, relation: str, target:
         (tenant_id, a, relation, b, weight, now, now),
     )
     return _relations(conn, conn.execute(
-        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE source_id = ? AND target_id = ? AND relation = ?",
+        f"SELECT {_relation_columns(v)} FROM entity_relations r WHERE r.source_id = ? AND r.target_id = ? "
+        "AND r.relation = ?",
         (a, b, relation),
     ))[0]
 

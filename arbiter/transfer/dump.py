@@ -132,10 +132,12 @@ def _entity_seen(v: Viewer, column: str) -> str:
 
 
 def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
-    # Dated as the exporter knows them (entities_core.times_sql), not by another user's earlier private note.
+    # Dated as the exporter knows them (entities_core.times_sql, retired_sql), not by another user's earlier private
+    # note or their merge.
     created_at, updated_at = entities_core.times_sql(v, "n")
     rows = conn.execute(
-        f"SELECT n.id, n.name, n.type, n.description, {created_at}, {updated_at}, n.retired_at FROM entities n "
+        f"SELECT n.id, n.name, n.type, n.description, {created_at}, {updated_at}, {entities_core.retired_sql(v, 'n')} "
+        "FROM entities n "
         f"WHERE {_entity_seen(v, 'n.id')} AND n.id > ? ORDER BY n.id LIMIT ?", (p.after, p.limit),
     ).fetchall()
     # A name is never older than that for someone who does not see the whole tenant (merged names keep their own).
@@ -178,10 +180,11 @@ def _mentions(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 
 
 def _entity_relations(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
+    created_at, updated_at = entities_core.relation_times_sql(v, "r")  # never before the exporter knew both ends
     rows = conn.execute(
-        "SELECT id, source_id, relation, target_id, weight, created_at, updated_at FROM entity_relations "
-        f"WHERE tenant_id = ? AND {_entity_seen(v, 'source_id')} AND {_entity_seen(v, 'target_id')} "
-        "AND id > ? ORDER BY id LIMIT ?", (v.tenant_id, p.after, p.limit),
+        f"SELECT r.id, r.source_id, r.relation, r.target_id, r.weight, {created_at}, {updated_at} FROM entity_relations r "
+        f"WHERE r.tenant_id = ? AND {_entity_seen(v, 'r.source_id')} AND {_entity_seen(v, 'r.target_id')} "
+        "AND r.id > ? ORDER BY r.id LIMIT ?", (v.tenant_id, p.after, p.limit),
     ).fetchall()
     return _rows_page(rows, lambda r: EntityRelationRecord(
         source_id=r[1], relation=r[2], target_id=r[3], weight=r[4], created_at=format_time(r[5]),

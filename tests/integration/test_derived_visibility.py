@@ -107,6 +107,57 @@ def test_entity_relations_show_only_between_entities_the_caller_sees(people):
         assert taken.value.existing_id is None
 
 
+def export(c: Client, kind: str, **kw) -> list[dict]:
+    """Every record of one kind in `c`'s export, page by page."""
+    records, after = [], 0
+    while after is not None:
+        page = c.export_page(kind, after=after, **kw)
+        records += [msgspec.json.decode(r) for r in page.records]
+        after = page.next
+    return records
+
+
+def test_a_merged_away_entitys_retirement_is_dated_by_what_the_caller_sees(people):
+    """carol's fact names "Kelvrin Tessmark"; alice folds it into an entity only her private note names."""
+    with as_user(people, "carol") as carol:
+        fact = carol.facts_propose([{"subject": "carol", "predicate": "studied_at", "object": "Kelvrin Tessmark"}],
+                                   apply=True).facts[0]
+    with as_user(people, "alice") as alice:
+        alice.remember(type="project", title="Kelvrin both", content="Alice on both Kelvrins.",
+                       entities=["Kelvrin Tessmark", "Dovelund Kelvrin"])
+        alice.entity_merge("Dovelund Kelvrin", "Kelvrin Tessmark")
+    daemon, _ = people
+    with daemon.client(daemon.admin_token) as admin:  # the whole tenant's export keeps the merge's own time
+        (whole,) = [r for r in export(admin, "entity", tenant="default") if r["name"] == "Kelvrin Tessmark"]
+    with as_user(people, "carol") as carol:
+        (mine,) = [r for r in export(carol, "entity") if r["name"] == "Kelvrin Tessmark"]
+        assert fact.recorded_at < whole["retired_at"]
+        assert mine["retired_at"] == fact.recorded_at  # before: when alice merged it into her private entity
+        assert not [r for r in export(carol, "entity_merge") if r["id"] == whole["id"]]
+
+
+def test_an_entity_relations_times_never_precede_the_callers_knowing_both_ends(people):
+    """alice relates two entities her private note names; bob names them later: the relation is not older for him."""
+    with as_user(people, "alice") as alice:
+        alice.remember(type="project", title="Quorvane pair", content="Alice pairs Quorvane and Pellimont.",
+                       entities=["Quorvane Labs", "Pellimont Works"])
+        made = alice.entity_relate("Quorvane Labs", "works_on", "Pellimont Works")
+    with as_user(people, "bob") as bob:
+        bob.remember(type="project", title="Quorvane for bob", content="Bob meets one.", entities=["Quorvane Labs"])
+        second = bob.remember(type="project", title="Pellimont for bob", content="Bob meets the other.",
+                              entities=["Pellimont Works"])
+        (rel,) = bob.entity_show("Quorvane Labs").relations
+        assert made.created_at < second.recorded_at
+        assert (rel.created_at, rel.updated_at) == (second.recorded_at, second.recorded_at)  # before: alice's
+        (record,) = [r for r in export(bob, "entity_relation") if r["weight"] == made.weight
+                     and r["source_id"] == made.source.id]
+        assert (record["created_at"], record["updated_at"]) == (second.recorded_at, second.recorded_at)
+        bumped = bob.entity_relate("Quorvane Labs", "works_on", "Pellimont Works")  # his own act keeps its time
+        assert bumped.created_at == second.recorded_at < bumped.updated_at
+    with as_user(people, "alice") as alice:
+        assert alice.entity_show("Quorvane Labs").relations[0].created_at == made.created_at
+
+
 # ---- associations -----------------------------------------------------------------
 
 
