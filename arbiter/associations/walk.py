@@ -51,7 +51,7 @@ def intent(conn: apsw.Connection, v, text: str) -> Intent:
     from arbiter.entities import core as entities
 
     for name in _NAME.findall(text):
-        found = entities.lookup(conn, v.tenant_id, name)
+        found = entities.lookup(conn, v.tenant_id, name, v)
         if found is not None and entities.visible(conn, v, found[0]):
             return "entity"
     return "general"

@@ -46,24 +46,37 @@ class Resolution:
     possibly_same_as: tuple[int, ...] = ()
     #: The step that matched: exact, alias, norm, similar, or new.
     matched: str = "new"
+    #: The entity_names row the name matched (or was added as): what an entry's link records it came through.
+    name_id: int | None = field(default=None, compare=False)
 
 
-def lookup(conn: apsw.Connection, tenant_id: int, name: str) -> tuple[int, str] | None:
+def lookup(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None) -> tuple[int, str] | None:
     """(entity id, step) for a name by exact name, alias or normalised form; None if none matches.
 
     A dictionary alias ("k8s", "postgres") is looked up as the term it spells.
+    With a viewer `v`, only the names `v` knows (`names_sql`) match: a read
+    never finds an entity by a spelling only another user's private note wrote.
     """
+    found = _find(conn, tenant_id, name, v)
+    return None if found is None else found[:2]
+
+
+def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None) -> tuple[int, str, int] | None:
+    """`lookup`, and the id of the entity_names row that matched."""
     name = canonical(name)
+    known = "" if v is None or whole(v) else f" AND {names_sql(v, 'n')[0]}"
     row = conn.execute(
-        "SELECT entity_id, is_alias FROM entity_names WHERE tenant_id = ? AND key = ?", (tenant_id, nm.key(name))
+        f"SELECT n.entity_id, n.is_alias, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.key = ?{known}",
+        (tenant_id, nm.key(name)),
     ).fetchone()
     if row is not None:
-        return row[0], "alias" if row[1] else "exact"
+        return row[0], "alias" if row[1] else "exact", row[2]
     row = conn.execute(
-        "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND norm = ? ORDER BY is_alias, id LIMIT 1",
+        f"SELECT n.entity_id, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.norm = ?{known} "
+        "ORDER BY n.is_alias, n.id LIMIT 1",
         (tenant_id, nm.norm(name)),
     ).fetchone()
-    return (row[0], "norm") if row is not None else None
+    return (row[0], "norm", row[1]) if row is not None else None
 
 
 def whole(v: Viewer) -> bool:
@@ -138,6 +151,25 @@ def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
     return created, f"max({r}.updated_at, {created})"
 
 
+def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
+    """SQL: (whether `v` knows the entity_names row `n`, when they first met it) for aliases.
+
+    A viewer who sees the whole tenant knows every name, from its row's time.
+    Anyone else knows the entity's display name (one namespace: whoever names
+    the entity sees what it is called) and an alias only through an entry they
+    see whose link came through it (`entry_entities.name_id`), from the first
+    such entry's `recorded_at` (never before the name's row): a spelling only
+    another user's private notes wrote, or that came with a merge of an entity
+    only those name, is theirs.
+    """
+    if whole(v):
+        return "1", f"{n}.created_at"
+    through = (f"FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+               f"WHERE l.entity_id = {n}.entity_id AND l.name_id = {n}.id AND {v.sees('e')}")
+    return (f"({n}.is_alias = 0 OR EXISTS (SELECT 1 {through}))",
+            f"max({n}.created_at, coalesce((SELECT min(e.recorded_at) {through}), {n}.created_at))")
+
+
 def mentions_sql(v: Viewer, x: str = "x") -> str:
     """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
     if whole(v):
@@ -163,7 +195,7 @@ def visible_ids(conn: apsw.Connection, v: Viewer, ids) -> set[int]:
 
 def require(conn: apsw.Connection, v: Viewer, name: str, path: str) -> int:
     """The id of the entity a name (or alias) names and `v` sees, else NotFound at `path` (the same either way)."""
-    found = lookup(conn, v.tenant_id, name)
+    found = lookup(conn, v.tenant_id, name, v)
     if found is None or not visible(conn, v, found[0]):
         raise NotFound(f"no entity named {name!r}", path=path)
     return found[0]
@@ -204,7 +236,7 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
-def _add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> None:
+def _add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
     conn.execute(
@@ -217,6 +249,7 @@ def _add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, 
         "INSERT INTO entity_trigrams(tenant_id, gram, name_id) VALUES (?, ?, ?)",
         [(tenant_id, g, name_id) for g in grams],
     )
+    return name_id
 
 
 def _event(conn: apsw.Connection, tenant_id: int, entity_id: int, kind: str, detail: dict, now: int) -> None:
@@ -228,13 +261,17 @@ def _event(conn: apsw.Connection, tenant_id: int, entity_id: int, kind: str, det
 
 def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "other", now: int) -> int:
     """A new entity named `name` (the caller has checked the name is free)."""
+    return _create(conn, tenant_id, name, type=type, now=now)[0]
+
+
+def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now: int) -> tuple[int, int]:
+    """`create`, and the id of its name's row."""
     conn.execute(
         "INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
         (tenant_id, name, type, now, now),
     )
     entity_id = conn.last_insert_rowid()
-    _add_name(conn, tenant_id, entity_id, name, alias=False, now=now)
-    return entity_id
+    return entity_id, _add_name(conn, tenant_id, entity_id, name, alias=False, now=now)
 
 
 def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | None, now: int) -> None:
@@ -260,21 +297,21 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     a name is never aliased to, nor said to be like, one they cannot see.
     """
     name = canonical(" ".join(name.split()))
-    found = lookup(conn, tenant_id, name)
+    found = _find(conn, tenant_id, name)
     if found is not None:
         _retype(conn, tenant_id, found[0], type, now)
-        return Resolution(found[0], False, (), found[1])
+        return Resolution(found[0], False, (), found[1], found[2])
     near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)))
     if v is not None and not whole(v) and near:
         seen = visible_ids(conn, v, [e for e, _ in near])
         near = [(e, score) for e, score in near if e in seen]
     if near and near[0][1] >= SAME:
         entity_id = near[0][0]
-        _add_name(conn, tenant_id, entity_id, name, alias=True, now=now)
+        name_id = _add_name(conn, tenant_id, entity_id, name, alias=True, now=now)
         _retype(conn, tenant_id, entity_id, type, now)
-        return Resolution(entity_id, False, (), "similar")
-    entity_id = create(conn, tenant_id, name, type=type or "other", now=now)
-    return Resolution(entity_id, True, tuple(e for e, _ in near[:3]), "new")
+        return Resolution(entity_id, False, (), "similar", name_id)
+    entity_id, name_id = _create(conn, tenant_id, name, type=type or "other", now=now)
+    return Resolution(entity_id, True, tuple(e for e, _ in near[:3]), "new", name_id)
 
 
 def refs(conn: apsw.Connection, ids) -> dict[int, EntityRef]:
@@ -307,22 +344,24 @@ class Linker:
             res = self._seen.get(k)
             if res is None and how == "known":
                 row = self.conn.execute(
-                    "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
+                    "SELECT entity_id, id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
                 ).fetchone()
                 # A lone capitalised word links only an entity the writer already sees.
                 if row is None or (self.viewer is not None and not visible(self.conn, self.viewer, row[0])):
                     continue
-                res = Resolution(row[0], False, (), "exact")
+                res = Resolution(row[0], False, (), "exact", row[1])
             elif res is None:
                 res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer)
                 if not res.created and self.viewer is not None and not visible(self.conn, self.viewer, res.entity_id):
-                    res = Resolution(res.entity_id, True, (), res.matched)  # new to this writer
-                self._seen[k] = Resolution(res.entity_id, False, (), res.matched)
+                    res = Resolution(res.entity_id, True, (), res.matched, res.name_id)  # new to this writer
+                self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
             if res.entity_id not in out:
                 out[res.entity_id] = (res, name)
-                rows.append((entry_id, res.entity_id, self.tenant_id, "extracted" if how == "known" else how))
+                rows.append((entry_id, res.entity_id, self.tenant_id, "extracted" if how == "known" else how,
+                             res.name_id))
         self.conn.executemany(
-            "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how) VALUES (?, ?, ?, ?)", rows
+            "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?)",
+            rows,
         )
         return list(out.values())
 
@@ -367,8 +406,8 @@ def _columns(v: Viewer) -> str:
     created, updated = times_sql(v)
     return (
         f"x.id, x.name, x.type, x.description, {created}, {updated}, x.merged_into, "
-        "(SELECT json_group_array(name) FROM (SELECT name FROM entity_names WHERE entity_id = x.id AND is_alias "
-        f"ORDER BY id)), {mentions_sql(v)}"
+        "(SELECT json_group_array(name) FROM (SELECT n.name FROM entity_names n WHERE n.entity_id = x.id "
+        f"AND n.is_alias AND {names_sql(v)[0]} ORDER BY n.id)), {mentions_sql(v)}"
     )
 _aliases = msgspec.json.Decoder(list[str])
 
@@ -401,8 +440,9 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
         args.append(type)
     if query.strip():
         prefix = nm.key(query)
-        where.append(
-            "x.id IN (SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key >= ? AND key < ?)"
+        where.append(  # a name `v` knows: not a spelling only another user's private note wrote
+            f"x.id IN (SELECT n.entity_id FROM entity_names n WHERE n.tenant_id = ? AND n.key >= ? AND n.key < ? "
+            f"AND {names_sql(v)[0]})"
         )
         args += [tenant_id, prefix, prefix + "\U0010ffff"]
     rows = conn.execute(
@@ -530,9 +570,9 @@ def merge(conn: apsw.Connection, v: Viewer, keep: str, other: str, *, now: int) 
     other_name = conn.execute("SELECT name FROM entities WHERE id = ?", (other_id,)).fetchone()[0]
     conn.execute("UPDATE entity_names SET entity_id = ?, is_alias = 1 WHERE entity_id = ?", (keep_id, other_id))
     moved = [r[0] for r in conn.execute("SELECT entry_id FROM entry_entities WHERE entity_id = ?", (other_id,))]
-    conn.execute(
-        "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how) "
-        "SELECT entry_id, ?, tenant_id, how FROM entry_entities WHERE entity_id = ?",
+    conn.execute(  # each link keeps the name it came through (which moves to `keep` too)
+        "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) "
+        "SELECT entry_id, ?, tenant_id, how, name_id FROM entry_entities WHERE entity_id = ?",
         (keep_id, other_id),
     )
     conn.execute("DELETE FROM entry_entities WHERE entity_id = ?", (other_id,))

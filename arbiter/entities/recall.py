@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from arbiter.entities import names as nm
-from arbiter.entities.core import visible_sql, whole
+from arbiter.entities.core import names_sql, visible_sql, whole
 from arbiter.entities.extract import canonical, extract
 from arbiter.store.users import Viewer
 
@@ -54,7 +54,8 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
         return NONE
     rows = conn.execute(
         f"SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.id = n.entity_id "
-        f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))}) AND {visible_sql(v)}",
+        f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))}) AND {visible_sql(v)} "
+        f"AND {names_sql(v)[0]}",
         (v.tenant_id, *keys),
     ).fetchall()
     if not rows:

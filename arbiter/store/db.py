@@ -1099,6 +1099,15 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     ("m023_compressed_text", _m023_compressed_text),
     # Revisions keep the speaker, which `update` can now correct: see _m024_revision_speaker.
     ("m024_revision_speaker", _m024_revision_speaker),
+    (
+        # Which of the entity's names an entry's link came through (arbiter/entities/core.py, names_sql): in a
+        # tenant of several users an alias shows only to who sees an entry that named the entity so. Links made
+        # before it carry none, so their aliases show only to a whole-tenant viewer until named again.
+        "m025_entry_entities_name",
+        """
+        ALTER TABLE entry_entities ADD COLUMN name_id INTEGER;
+        """,
+    ),
 ]
 
 

@@ -140,13 +140,15 @@ def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
         "FROM entities n "
         f"WHERE {_entity_seen(v, 'n.id')} AND n.id > ? ORDER BY n.id LIMIT ?", (p.after, p.limit),
     ).fetchall()
-    # A name is never older than that for someone who does not see the whole tenant (merged names keep their own).
+    # The names the exporter knows (entities_core.names_sql), an alias dated by the first entry they see that named
+    # it; a name is never older than the entity for someone who does not see the whole tenant.
     first = {r[0]: 0 if entities_core.whole(v) else r[4] for r in rows}
+    known, met = entities_core.names_sql(v, "m")
     names: dict[int, list[EntityNameRecord]] = {}
     if rows:
         for entity_id, name, alias, created in conn.execute(
-            "SELECT entity_id, name, is_alias, created_at FROM entity_names WHERE tenant_id = ? AND entity_id "
-            "BETWEEN ? AND ? ORDER BY id", (v.tenant_id, rows[0][0], rows[-1][0]),
+            f"SELECT m.entity_id, m.name, m.is_alias, {met} FROM entity_names m WHERE m.tenant_id = ? AND m.entity_id "
+            f"BETWEEN ? AND ? AND {known} ORDER BY m.id", (v.tenant_id, rows[0][0], rows[-1][0]),
         ):
             if entity_id in first:
                 names.setdefault(entity_id, []).append(EntityNameRecord(
@@ -169,12 +171,13 @@ def _merges(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 def _mentions(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     # entry_entities is keyed (entry, entity), not by a rowid: page by entry id, whole entries at a time.
     rows = conn.execute(
-        "SELECT entry_id, entity_id, how FROM entry_entities WHERE entry_id IN ("
+        "SELECT l.entry_id, l.entity_id, l.how, (SELECT name FROM entity_names WHERE id = l.name_id) "
+        "FROM entry_entities l WHERE l.entry_id IN ("
         "SELECT DISTINCT m.entry_id FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
         f"WHERE m.tenant_id = {int(v.tenant_id)} AND {v.sees('e')} AND m.entry_id > ? ORDER BY m.entry_id LIMIT ?"
-        ") ORDER BY entry_id, entity_id", (p.after, p.limit),
+        ") ORDER BY l.entry_id, l.entity_id", (p.after, p.limit),
     ).fetchall()
-    raw = [msgspec.Raw(_encode(MentionRecord(entry_id=e, entity_id=n, how=h))) for e, n, h in rows]
+    raw = [msgspec.Raw(_encode(MentionRecord(entry_id=e, entity_id=n, how=h, name=name))) for e, n, h, name in rows]
     entries = len({r[0] for r in rows})
     return ExportPage(records=raw, next=rows[-1][0] if entries == p.limit else None)
 

@@ -319,10 +319,12 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             elif isinstance(rec, MentionRecord):
                 if pending:
                     insert_pending()
-                conn.execute(
-                    "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how) VALUES (?, ?, ?, ?)",
-                    (ref(entries, rec.entry_id, line, "entry_id", "entry"),
-                     ref(ents, rec.entity_id, line, "entity_id", "entity"), tenant, rec.how),
+                entity = ref(ents, rec.entity_id, line, "entity_id", "entity")
+                conn.execute(  # the name it came through, if the entity answers to it here (else none: see m025)
+                    "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES "
+                    "(?, ?, ?, ?, (SELECT id FROM entity_names WHERE tenant_id = ? AND key = ? AND entity_id = ?))",
+                    (ref(entries, rec.entry_id, line, "entry_id", "entry"), entity, tenant, rec.how,
+                     tenant, entity_names.key(rec.name or ""), entity),
                 )
                 counts["mentions"] += 1
             elif isinstance(rec, EntityRelationRecord):

@@ -207,12 +207,14 @@ class EntityMergeRecord(Struct, kw_only=True, tag="entity_merge", tag_field="kin
     into: int
 
 
-class MentionRecord(Struct, kw_only=True, tag="mention", tag_field="kind"):
-    """Entry `entry_id` mentions entity `entity_id`; `how` it was linked."""
+class MentionRecord(Struct, kw_only=True, tag="mention", tag_field="kind", omit_defaults=True):
+    """Entry `entry_id` mentions entity `entity_id`; `how` it was linked; `name`: which of its names the link came
+    through, where known (in a tenant of several users, an alias shows only to who sees an entry linked so)."""
 
     entry_id: int
     entity_id: int
     how: Literal["given", "extracted", "speaker", "advisor"]
+    name: str | None = None
 
 
 class EntityRelationRecord(Struct, kw_only=True, tag="entity_relation", tag_field="kind"):

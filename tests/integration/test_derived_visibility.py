@@ -117,6 +117,53 @@ def export(c: Client, kind: str, **kw) -> list[dict]:
     return records
 
 
+def test_an_alias_only_anothers_private_note_wrote_is_missing_for_the_caller(people):
+    """alice's private notes give "Brontavix Quellmoor Industries" a second spelling; bob names the entity later."""
+    with as_user(people, "alice") as alice:
+        alice.remember(type="project", title="Brontavix worry", content="Alice frets over Brontavix.",
+                       entities=["Brontavix Quellmoor Industries"])
+        alice.remember(type="project", title="Brontavix again", content="Alice frets over Brontavix again.",
+                       entities=["Brontavix Quelmoor Industries"])
+        assert alice.entity_show("Brontavix Quellmoor Industries").entity.aliases == ["Brontavix Quelmoor Industries"]
+    with as_user(people, "bob") as bob:
+        first = bob.remember(type="project", title="Brontavix for bob", content="Bob meets Brontavix.",
+                             entities=["Brontavix Quellmoor Industries"])
+        assert bob.entity_show("Brontavix Quellmoor Industries").entity.aliases == []  # before: alice's spelling
+        assert bob.entities("brontavix quelm") == []
+        with pytest.raises(NotFound) as hidden:
+            bob.entity_show("Brontavix Quelmoor Industries")
+        with pytest.raises(NotFound) as missing:
+            bob.entity_show("Never Said Anywhere")
+        assert hidden.value.message == missing.value.message.replace("Never Said Anywhere", "Brontavix Quelmoor Industries")
+        (mine,) = [r for r in export(bob, "entity") if r["name"] == "Brontavix Quellmoor Industries"]
+        assert mine["names"] == [{"name": "Brontavix Quellmoor Industries", "alias": False,
+                                  "created_at": first.recorded_at}]
+        # Writing the spelling himself makes it his, dated by his entry.
+        said = bob.remember(type="project", title="Brontavix spelt", content="Bob spells it another way.",
+                            entities=["Brontavix Quelmoor Industries"])
+        assert bob.entity_show("Brontavix Quelmoor Industries").entity.aliases == ["Brontavix Quelmoor Industries"]
+        assert [e.name for e in bob.entities("brontavix quelm")] == ["Brontavix Quellmoor Industries"]
+        (mine,) = [r for r in export(bob, "entity") if r["name"] == "Brontavix Quellmoor Industries"]
+        assert [(n["name"], n["created_at"]) for n in mine["names"]] == [
+            ("Brontavix Quellmoor Industries", first.recorded_at), ("Brontavix Quelmoor Industries", said.recorded_at)]
+
+
+def test_an_alias_a_merge_brought_shows_only_to_who_sees_an_entry_naming_it(people):
+    with as_user(people, "alice") as alice:
+        private = alice.remember(type="project", title="Tessaline private", content="Alice on Tessaline, privately.",
+                                 entities=["Tessaline Ltd"])
+        alice.remember(type="project", title="Tessaline shared", content="Alice on Tessaline, to the team.", entities=["Tessaline Group"],
+                       team="core")
+        alice.entity_merge("Tessaline Group", "Tessaline Ltd")
+        assert alice.entity_show("Tessaline Group").entity.aliases == ["Tessaline Ltd"]
+    with as_user(people, "bob") as bob:
+        assert bob.entity_show("Tessaline Group").entity.aliases == []  # before: the private entity's name
+    with as_user(people, "alice") as alice:
+        alice.share(private.id, "core")
+    with as_user(people, "bob") as bob:
+        assert bob.entity_show("Tessaline Group").entity.aliases == ["Tessaline Ltd"]  # now he sees what named it
+
+
 def test_a_merged_away_entitys_retirement_is_dated_by_what_the_caller_sees(people):
     """carol's fact names "Kelvrin Tessmark"; alice folds it into an entity only her private note names."""
     with as_user(people, "carol") as carol:

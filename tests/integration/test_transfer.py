@@ -816,6 +816,27 @@ def test_export_all_and_import_all_keep_users_teams_and_authors(daemon, target, 
         assert same(second) == same(lines)
 
 
+def test_an_alias_keeps_who_may_see_it_through_export_all_and_import_all(daemon, target, tmp_path):
+    """bob's private note spells the team's entity another way: after a round trip, still his spelling alone."""
+    with _people(daemon) as c:
+        c["alice"].remember(type="project", title="Brontavix plan", content="the team meets Brontavix",
+                            team="core", entities=["Brontavix Quellmoor Industries"])
+        c["bob"].remember(type="project", title="bob's spelling", content="bob spells it his way",
+                          entities=["Brontavix Quelmoor Industries"])
+        assert c["bob"].entity_show("Brontavix Quellmoor Industries").entity.aliases == ["Brontavix Quelmoor Industries"]
+        assert c["alice"].entity_show("Brontavix Quellmoor Industries").entity.aliases == []
+        out = tmp_path / "all.jsonl"
+        ok(daemon.home, "export", "--all", str(out))
+        assert {m.get("name") for m in _records(out.read_text().splitlines(), "mention")} >= {
+            "Brontavix Quellmoor Industries", "Brontavix Quelmoor Industries"}
+    proc = arbiter(target.home, "import", "--all", str(out))
+    assert proc.returncode == 0, proc.stderr
+    with Client.from_home(target.home, user="bob") as bob:
+        assert bob.entity_show("Brontavix Quellmoor Industries").entity.aliases == ["Brontavix Quelmoor Industries"]
+    with Client.from_home(target.home, user="alice") as alice:
+        assert alice.entity_show("Brontavix Quellmoor Industries").entity.aliases == []
+
+
 def test_a_causes_qualifier_goes_through_export_and_import(daemon, target, tmp_path):
     with daemon.client() as c:
         a, b, d = (c.remember(type="project", title=f"t{i}", content=f"c{i}").id for i in range(3))

@@ -142,6 +142,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
     },
     "m019_relation_qualifier": set(),  # a column of relations
+    "m025_entry_entities_name": set(),  # a column of entry_entities
     "m015_users_teams": {
         ("table", "users"),
         ("index", "sqlite_autoindex_users_1"),
