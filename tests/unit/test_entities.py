@@ -369,6 +369,61 @@ def test_a_writer_s_names_never_meet_an_entity_only_another_user_sees(db, tenant
     assert [m.id for m in write(ann, "we deploy Zephyr today").entities] == [known["Zephyr"]]
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_users_list_ranks_by_the_mentions_they_see_though_others_mention_more(db, tenant, seed):
+    """The list walks entities by everyone's mentions and stops early: the page is still exactly the viewer's top."""
+    import random
+
+    rng = random.Random(seed)
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    pool = [f"Rankling {chr(65 + i)}{chr(65 + j)}" for i in range(10) for j in range(10)]  # more than a chunk
+    seen: dict[int, int] = {}
+    spec = verbs.VERBS["remember"]
+    for n in range(300):
+        user = ann if rng.random() < 0.6 else ben  # ann's private notes skew the counts by everyone
+        named = rng.sample(pool[:8] if user == ann and rng.random() < 0.7 else pool, rng.randint(1, 3))
+        params = msgspec.convert(dict(type="project", title="Note", content=f"note {n}", entities=named), spec.params)
+        with db:
+            written = spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+        if user == ben:
+            for m in written.entities:
+                seen[m.id] = seen.get(m.id, 0) + 1
+    v = users.viewer(db, tenant, ben, "ben")
+    expected = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))
+    for limit in (1, 5, 12, 70, 200):
+        listed = core.list_entities(db, v, limit=limit)
+        assert [(e.id, e.mentions) for e in listed] == expected[:limit]
+
+
+def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, tenant):
+    """64 entities ann mentions 5 times and ben once come first by everyone's mentions; ben's top is past them."""
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    crowded = [f"Crowdling {i:02d}" for i in range(64)]
+    his = [f"Bensling {i}" for i in range(5)]
+    spec = verbs.VERBS["remember"]
+    n = 0
+
+    def write(user, named):
+        nonlocal n
+        n += 1
+        params = msgspec.convert(dict(type="project", title="Note", content=f"walk note {n}", entities=named),
+                                 spec.params)
+        with db:
+            return spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+
+    for _ in range(5):
+        for i in range(0, 64, 8):
+            write(ann, crowded[i:i + 8])
+    for i in range(0, 64, 8):
+        write(ben, crowded[i:i + 8])
+    for _ in range(2):
+        write(ben, his)
+    listed = core.list_entities(db, users.viewer(db, tenant, ben, "ben"), limit=5)
+    assert [(e.name, e.mentions) for e in listed] == [(name, 2) for name in his]
+
+
 def test_a_capitalised_word_links_only_a_known_entity(db, tenant):
     first = remember(db, tenant, "nothing known about Zephyr yet")
     assert first.entities == []
