@@ -424,6 +424,28 @@ def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, ten
     assert [(e.name, e.mentions) for e in listed] == [(name, 2) for name in his]
 
 
+def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(db, tenant):
+    """Recall's `entities` factor and graph recall's ENTITY intent read names as the caller knows them."""
+    from arbiter.associations.walk import intent
+    from arbiter.entities.recall import query_entities
+
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    spec = verbs.VERBS["remember"]
+    for n, (user, name) in enumerate([(ann, "Brontavix Quellmoor Industries"), (ann, "Brontavix Quelmoor Industries"),
+                                      (ben, "Brontavix Quellmoor Industries")]):
+        params = msgspec.convert(dict(type="project", title="Note", content=f"alias note {n}", entities=[name]),
+                                 spec.params)
+        with db:
+            spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+    question = "What about Brontavix Quelmoor Industries"
+    for user, name, found in ((ann, "ann", True), (ben, "ben", False)):
+        v = users.viewer(db, tenant, user, name)
+        assert bool(query_entities(db, v, question, stopwords=frozenset()).ids) is found
+        assert (intent(db, v, question) == "entity") is found
+        assert bool(query_entities(db, v, "What about Brontavix Quellmoor Industries", stopwords=frozenset()).ids)
+
+
 def test_a_capitalised_word_links_only_a_known_entity(db, tenant):
     first = remember(db, tenant, "nothing known about Zephyr yet")
     assert first.entities == []
