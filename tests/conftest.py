@@ -151,7 +151,8 @@ def small_disk():
 
 def fill(path: Path) -> None:
     """Write zeros to `path` until its disk refuses more."""
-    with open(path, "wb") as f, contextlib.suppress(OSError):
+    # Unbuffered: a buffered file's close flushes what the refused write left in its buffer, and raises again.
+    with open(path, "wb", buffering=0) as f, contextlib.suppress(OSError):
         while True:
             f.write(b"\0" * (1 << 16))
             f.flush()
