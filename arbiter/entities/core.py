@@ -477,16 +477,22 @@ def _most_mentioned(conn: apsw.Connection, v: Viewer, where: str, args: list, li
     time, and the walk stops once the last of the best `limit` has more than
     any entity left could.
     """
-    bounds = conn.execute(
-        f"SELECT x.id, (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) AS n FROM entities x "
-        f"WHERE {where} ORDER BY n DESC, x.id", args,
-    ).fetchall()
+    def bounds(n: int | None) -> list[tuple[int, int]]:
+        return conn.execute(
+            f"SELECT x.id, (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) AS n FROM entities x "
+            f"WHERE {where} ORDER BY n DESC, x.id LIMIT ?", (*args, -1 if n is None else n),
+        ).fetchall()
+
     best: list[tuple] = []  # (-mentions, id, row), best first
     at, chunk = 0, max(limit, 64)
-    while at < len(bounds):
-        if len(best) >= limit and -best[limit - 1][0] > bounds[at][1]:
+    order = bounds(chunk + 1)  # the first chunk and the bound after it settle most pages (a top-N sort is cheaper)
+    whole_order = len(order) <= chunk
+    while at < len(order):
+        if len(best) >= limit and -best[limit - 1][0] > order[at][1]:
             break
-        ids = [i for i, _ in bounds[at:at + chunk]]
+        if not whole_order and at + chunk >= len(order):
+            order, whole_order = bounds(None), True
+        ids = [i for i, _ in order[at:at + chunk]]
         at, chunk = at + len(ids), min(chunk * 2, 4096)
         for row in conn.execute(
             f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}",
