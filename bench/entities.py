@@ -16,7 +16,8 @@ M entities. Measures, through `arbiter.client.Client`:
   one entity name), tenant-wide, with the entity stages as shipped and with
   them disabled (`entities`, `clusters`, `salience`), interleaved;
 - the entity count at the end (from `status`);
-- with --reads N: a second user joins the tenant (so the first one no longer
+- with --reads N: `entities` N times in a one-user tenant (if it is one),
+  then a second user joins the tenant (so the first one no longer
   sees all of it, and every entity read goes through the viewer's filters and
   dating, `entities.core.visible_sql`/`times_sql`), then the first user's
   `entities` (the 50 most mentioned) and `entity show` of a random pool name
@@ -110,7 +111,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n: int) -> dict:
-    """`entities` and `entity show` as the tenant's first user once another user shares the tenant."""
+    """`entities` and `entity show` as the tenant's first user once another user shares the tenant (and `entities`
+    before that, if the tenant had one user: the path that counts the link index alone)."""
+    out = {}
+    if len(c.user_list().users) == 1:
+        timed_solo, started = [], resource_s(daemon.proc.pid)
+        for _ in range(n):
+            t = time.perf_counter_ns()
+            c.entities(limit=50)
+            timed_solo.append(time.perf_counter_ns() - t)
+        out["solo_entities_p50_ms"], out["solo_entities_p99_ms"] = percentile(timed_solo, 50), percentile(timed_solo, 99)
+        out["solo_entities_daemon_cpu_ms"] = round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)
     if not any(u.name == "bench-other" for u in c.user_list().users):
         c.user_add("bench-other")
     timed: dict[str, list[int]] = {"entities": [], "entity_show": []}
@@ -129,7 +140,6 @@ def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n:
             continue
         timed["entity_show"].append(time.perf_counter_ns() - t)
     list_cpu, show_cpu = listed - started, resource_s(daemon.proc.pid) - listed  # show's includes the misses
-    out = {}
     for key, samples in timed.items():
         out[f"shared_{key}_p50_ms"], out[f"shared_{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
     out["shared_entities_daemon_cpu_ms"] = round(list_cpu / n * 1000, 2)
