@@ -144,6 +144,13 @@ which while who why will with without would yes yesterday yet you your hi hello 
 good first second third finally also however overall sometimes usually recently currently actually
 use using click add create make get set see try note check open save go run new keep find consider choose
 """.split())
+#: Weekdays and months, whole and abbreviated: "Tue Nov 24" (git's Date: line) is a date, not a name.
+#: A name made only of them is dropped; one that merely holds one ("April Smith", "May Day Parade") stays.
+CALENDAR = frozenset("""
+monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
+january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec
+""".split())
 _CAPITALISED = re.compile(r"\b[A-Z][a-z][\w-]*\b")
 # Two capitals: an abbreviated common noun far more often than a name ("DB choice", "PR merged", "QA sign-off").
 _PAIR = re.compile(r"\b[A-Z]{2}\b")
@@ -231,7 +238,7 @@ def extract(text: str) -> list[Found]:
             while words and words[0] in _CONNECTORS:
                 words = words[1:]
             start = m.start() + m.group().index(words[0]) if words else start
-        if len(words) >= 2:
+        if len(words) >= 2 and not all(w.casefold() in CALENDAR for w in words):
             add(start, " ".join(words), "other")
     for pattern in (_CAMEL, _ACRONYM):
         for m in pattern.finditer(text):

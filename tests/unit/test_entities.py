@@ -54,6 +54,9 @@ def test_the_dictionary_holds_200_terms():
     ('I read "Designing Data Intensive Applications" twice', [("Designing Data Intensive Applications", "other")]),
     ("and/or 1/2 OK TODO: nothing here", []),
     ("I love to go to the park in my rust bucket", []),
+    ("We met on Tue Nov 24 to plan, and again Monday March 3.", []),
+    ("Date:   Tue Nov 24 00:19:31 2026 +0000", []),
+    ("April Smith marched in the May Day Parade", [("April Smith", "other"), ("May Day Parade", "other")]),
 ])
 def test_extraction_finds_names_in_order(text, expected):
     assert [(f.name, f.type) for f in extract(text)] == expected
