@@ -353,7 +353,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"changes (10 ids, socket p50): {res['changes_idle_p50_ms']} ms idle, "
           f"{res['changes_after_write_p50_ms']} ms right after a write"
           + ("; subscribed: the server polled throughout" if args.subscribe else ""))
-    for key, (op, target) in TARGETS.items():
+    # The target is what MCP adds for the client at hand: each client timed is judged on its own figure.
+    targets = {**TARGETS, **({"recall_node_adds_p50_ms": TARGETS["recall_mcp_adds_p50_ms"]}
+                             if "recall_node_adds_p50_ms" in res else {})}
+    for key, (op, target) in targets.items():
         print(f"target {key} {op} {target}: {res[key]} {'met' if res[key] <= target else 'MISSED'}")
 
 

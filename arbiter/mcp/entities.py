@@ -143,8 +143,8 @@ class ReinforceArgs(Args):
 
 @tool(ReinforceArgs, SalienceView, writes=True)
 def reinforce(s: Session, a: ReinforceArgs) -> SalienceView:
-    """Mark an entry as important: raises its salience (+0.15 each time, up to +0.6), so it ranks
-    higher and is kept longer. Use it when an entry proved useful or the user says it matters.
+    """Mark an entry as important: raises its salience (+0.15 each time, up to +0.6), so it is kept
+    longer (it does not change recall's order). Use it when an entry proved useful or the user says it matters.
     """
     x = s.call("reinforce", a.id)
     s.wrote = False  # salience shows in no resource: the entry reads the same, the briefing does not rank by it
