@@ -100,6 +100,7 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"episodes, best {m}", {}, {"episode_members": m}) for m in (1, 5, 10)),
     ("replies weighed by the lender's factors", {}, {"reply_own_factors": False}),
     *((f"reply share {r}", {}, {"reply": r}) for r in (0.9, 0.99, 1.01, 1.1)),
+    *((f"follow-up share {r}", {}, {"followup": r}) for r in (0.5, 0.6, 0.8, 0.9)),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
