@@ -109,8 +109,8 @@ class _Doc:
         return "\n".join(out).rstrip() + "\n"
 
 
-def _bullets(items: list[str], more: str) -> list[str]:
-    return items + [f"- {more}"] if more else list(items)
+def _bullets(items: list[str], more: str, indent: str = "") -> list[str]:
+    return items + [f"{indent}- {more}"] if more else list(items)
 
 
 def _inline(head: str, empty: str = "") -> Callable[[list[str], str], list[str]]:
@@ -196,7 +196,7 @@ def build(
             "tag families",
             fam_items[:MAX_FAMILY_PAIRS] + alone[:3],
             lambda items, more: (["- Tag families (tags of one shape; use one of each family that applies):"]
-                                 + _bullets(items, more and "  " + more) if items else []),
+                                 + _bullets(items, more, "  ") if items else []),
             TAGS_HINT,
             total=len(fam_items) + len(alone),
         ))

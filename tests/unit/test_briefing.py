@@ -85,3 +85,19 @@ def test_a_list_cut_for_the_budget_counts_its_cut_and_its_unread_items_together(
     kept = briefing.MAX_RECENT - int(cut.split()[0])
     assert f"- … {400 - kept} more (`list`" in b.text
 
+
+def test_the_tag_families_left_out_are_counted_on_a_line_of_the_families_list(tmp_path):
+    # The families are sub-items ("  - `f0:*`: ..."): the count of those left out is one too, not a new top item.
+    conn = open_database(tmp_path / "fam.db")
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "fam", now=T0)
+        v = users.first_viewer(conn, tid)
+        for k in range(10):  # ten families of two tags, none on an entry with another: each stands alone
+            for member in "ab":
+                entries.remember(conn, v, RememberParams(type="project", title=f"f{k}{member}", content="body",
+                                                         tags=[f"f{k}:{member}"]), now=T0 + k)
+    b, _ = briefing.build(conn, v, "fam", now=T0 + 1000, advisor=None, max_bytes=65536)
+    conn.close()
+    lines = b.text.splitlines()
+    at = lines.index("  - … 7 more (`topic_clusters` groups them by topic)")
+    assert lines[at - 3:at] == [line for line in lines if line.startswith("  - `f")]
