@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -22,6 +23,13 @@ def _exists(file: Path) -> bool:
     return file.exists() or file.is_symlink()
 
 
+def _private(path: Path):
+    """`path` open to write and read back, 0600 whatever the umask: an export holds the memory, as a backup does."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # a `.partial` an interrupted export left keeps its own mode through O_CREAT
+    return os.fdopen(fd, "w+b")
+
+
 @command(main, "export")
 @click.argument("file", default="-", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @click.option("--all", "everything", is_flag=True, help="Every tenant (needs the admin token).")
@@ -37,8 +45,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     user's export holds what that user sees; `--all` holds every tenant
     whole, with its users, teams and memberships (never tokens). Derived
     data (the search index, tag graph, topic names) is rebuilt on import,
-    not exported. An existing FILE is refused, as `backup create` refuses
-    one, unless --force.
+    not exported. FILE is written for its owner alone (0600), and an
+    existing FILE is refused unless --force, as `backup create` does.
 
     An export taken while agents write is checked as import would check it,
     and made again if it names records it lacks. To stdout (`-`), it is
@@ -70,7 +78,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
             # Checked, and made again, if writes during the export left it naming what it lacks. Stdout cannot
             # be read back, so its export is made in an unnamed temporary file, then copied: on disk, not in
             # memory, as a 250K-entry tenant's export is ~230 MB.
-            with tempfile.TemporaryFile() if to_stdout else open(partial, "w+b") as out:
+            with tempfile.TemporaryFile() if to_stdout else _private(partial) as out:
                 summary = files.export_whole(c, out, tenants=tenants, progress=tick)
                 if to_stdout:
                     out.seek(0)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -347,6 +349,24 @@ def test_an_export_import_would_refuse_for_another_reason_says_which_line_at_onc
             pytest.raises(ArbiterError) as refused:
         files.export_whole(admin, out, tenants=[t.name for t in admin.tenant_list().tenants])
     assert type(refused.value) is ArbiterError and refused.value.path.startswith("line ")
+
+
+def test_an_export_file_is_its_owners_alone_whatever_the_umask(daemon, tmp_path):
+    """An export holds the memory, as a backup does: born 0600, and so is a file it replaces with --force."""
+    with daemon.client() as c:
+        c.remember(type="project", title="Private", content="Only for the owner's eyes.")
+    out, stale = tmp_path / "m.jsonl", tmp_path / "m.jsonl.partial"
+    stale.write_text("left by an interrupted export")
+    stale.chmod(0o644)
+    old = os.umask(0o022)
+    try:
+        ok(daemon.home, "export", str(out), "--no-progress")
+        out.chmod(0o644)
+        ok(daemon.home, "export", str(out), "--force", "--no-progress")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert not stale.exists()
 
 
 def test_an_export_to_stdout_is_the_file_an_export_to_a_file_is(daemon, target, tmp_path):
