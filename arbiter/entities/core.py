@@ -14,6 +14,7 @@ may do it to entities they see (their names are theirs to read already).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import apsw
@@ -464,18 +465,36 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
             f"ORDER BY {mentions_sql(v)} DESC, x.id LIMIT ?", (*args, limit),
         )
         return [_entity(r) for r in rows]
-    return [_entity(r) for r in _most_mentioned(conn, v, " AND ".join(where), args, limit)]
+
+    def rank(ids: list[int]):
+        for row in conn.execute(
+            f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}",
+            ids,
+        ):
+            yield _dated.decode(row[6])[2], row
+    return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank)]
 
 
-def _most_mentioned(conn: apsw.Connection, v: Viewer, where: str, args: list, limit: int) -> list[tuple]:
-    """The `limit` entities of `where` that `v` sees, most mentioned by entries `v` sees first, as `_columns` rows.
+def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
+                   rank: Callable[[list[int]], Iterable[tuple[float, tuple]]],
+                   counts: Callable[[], Iterable[tuple[float, int]]] | None = None) -> list[tuple]:
+    """The `limit` entities `x` of `where` most mentioned as `rank` counts, as `rank`'s rows (ties by id).
 
-    Counting what `v` sees reads every link's entry (its scope and author), so
-    counting it for every entity cost ~0.3 s of CPU at 47K entities and 230K
-    links. An entity's mentions by anyone bound those by `v` (a count of the
-    link index alone), so entities are taken in that order, a chunk at a
-    time, and the walk stops once the last of the best `limit` has more than
-    any entity left could.
+    `rank(ids)` gives (mentions, row) for those of `ids` that exist for the
+    reader, their mentions counted by entries the reader sees, a row's first
+    column its id. Counting what a viewer sees reads every link's entry (its
+    scope and author), so counting it for every entity cost ~0.3 s of CPU at
+    47K entities and 230K links. An entity's mentions by anyone bound those
+    by any viewer (a count of the link index alone), so entities are taken
+    in that order, a chunk at a time, and the walk stops once the last of
+    the best `limit` ranks before any entity left could. The entities list
+    and the web view's entity graph both rank so.
+
+    A reader who sees little of the tenant would walk every entity so (their
+    counts stay far under the bounds). `counts()`, if given, gives (mentions,
+    id) of every entity they see, driven by the entries they see: when the
+    first chunk does not settle the page, the best `limit` of those are
+    taken and only they go through `rank`.
     """
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
@@ -488,17 +507,19 @@ def _most_mentioned(conn: apsw.Connection, v: Viewer, where: str, args: list, li
     order = bounds(chunk + 1)  # the first chunk and the bound after it settle most pages (a top-N sort is cheaper)
     whole_order = len(order) <= chunk
     while at < len(order):
-        if len(best) >= limit and -best[limit - 1][0] > order[at][1]:
+        # Every entity left ranks at or after (its bound, its id), so none passes the last of a full page that
+        # ranks before the next's (ties by id: at a tied count the walk would read every entity of that count).
+        if len(best) >= limit and best[limit - 1][:2] < (-order[at][1], order[at][0]):
             break
         if not whole_order and at + chunk >= len(order):
+            if counts is not None:
+                top = [i for _, i in sorted((-n, i) for n, i in counts())[:limit]]
+                rows = {row[0]: row for _, row in rank(top)}
+                return [rows[i] for i in top]
             order, whole_order = bounds(None), True
         ids = [i for i, _ in order[at:at + chunk]]
         at, chunk = at + len(ids), min(chunk * 2, 4096)
-        for row in conn.execute(
-            f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}",
-            ids,
-        ):
-            best.append((-_dated.decode(row[6])[2], row[0], row))
+        best.extend((-n, row[0], row) for n, row in rank(ids))
         best = sorted(best)[:limit]
     return [r for _, _, r in best]
 

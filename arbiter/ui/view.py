@@ -13,7 +13,7 @@ from collections import Counter
 import msgspec
 
 from arbiter._time import format_time
-from arbiter.entities.core import times_sql
+from arbiter.entities.core import most_mentioned, times_sql
 from arbiter.graph import clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
@@ -89,14 +89,25 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
     else:
         # Known by `at` through an entry they see recorded by then, and dated as they know it (entities'
         # times_sql): an entity another user's earlier private entry created must not show, on the slider or in
-        # its date, before theirs named it.
-        rows = ctx.conn.execute(
-            f"SELECT n.id, n.name, n.type, {times_sql(v, 'n')[0]}, count(*) AS uses FROM entities n "
-            "JOIN entry_entities m ON m.entity_id = n.id JOIN entries e ON e.id = m.entry_id "
-            f"WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? AND e.recorded_at <= ? "
-            f"AND {v.sees('e')} GROUP BY n.id ORDER BY uses DESC, n.id LIMIT ?",
-            (ctx.tenant_id, at, at, p.limit + 1),
-        ).fetchall()
+        # its date, before theirs named it. Ranked as the entities list is (most_mentioned): counting every
+        # entity's links through their entries and dating every one cost ~0.1 s of CPU more than a one-user tenant's
+        # graph at 47K entities.
+        def rank(ids: list[int]):
+            return ((r[4], r) for r in ctx.conn.execute(
+                f"SELECT n.id, n.name, n.type, {times_sql(v, 'n')[0]}, count(*) FROM entities n "
+                "JOIN entry_entities m ON m.entity_id = n.id JOIN entries e ON e.id = m.entry_id "
+                f"WHERE n.id IN ({','.join('?' * len(ids))}) AND e.recorded_at <= ? AND {v.sees('e')} GROUP BY n.id",
+                (*ids, at),
+            ))
+        live = "x.tenant_id = ? AND x.merged_into IS NULL AND x.created_at <= ?"
+
+        def counts():  # a user who sees few entries: counted from those
+            return ctx.conn.execute(
+                "SELECT count(*), x.id FROM entries e JOIN entry_entities m ON m.entry_id = e.id "
+                f"JOIN entities x ON x.id = m.entity_id WHERE {live} AND e.recorded_at <= ? AND {v.sees('e')} "
+                "GROUP BY x.id", (ctx.tenant_id, at, at),
+            )
+        rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts)
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
     ids = [r[0] for r in rows]

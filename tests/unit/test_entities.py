@@ -427,6 +427,45 @@ def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, ten
     assert [(e.name, e.mentions) for e in listed] == [(name, 2) for name in his]
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant, seed):
+    """The web view's entity graph walks as the list does (ties by id at the page's edge, and a reader who sees
+    little counted from their entries): its nodes are exactly the viewer's top by their mentions recorded by then."""
+    import random
+
+    from arbiter._time import format_time
+    from arbiter.ui.view import graph_view
+    from arbiter.ui.model import GraphViewParams
+
+    rng = random.Random(seed)
+    share = (0.6, 0.6, 0.95)[seed - 1]  # seed 3: ben writes one note in twenty
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    pool = [f"Graphling {chr(65 + i)}{chr(65 + j)}" for i in range(10) for j in range(10)]  # more than a chunk
+    his: list[tuple[int, int]] = []  # (when, entity) for each of ben's mentions
+    spec = verbs.VERBS["remember"]
+    for n in range(300):
+        user = ann if rng.random() < share else ben
+        named = rng.sample(pool[:8] if user == ann and rng.random() < 0.7 else pool, rng.randint(1, 3))
+        params = msgspec.convert(dict(type="project", title="Note", content=f"graph note {n}", entities=named),
+                                 spec.params)
+        with db:
+            written = spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+        his += [(n, m.id) for m in written.entities] if user == ben else []
+    for upto in (299, 150):
+        seen: dict[int, int] = {}
+        for n, eid in his:
+            if n <= upto:
+                seen[eid] = seen.get(eid, 0) + 1
+        expected = [i for i, _ in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))]
+        for limit in (1, 5, 12, 70, 200):
+            p = GraphViewParams(view="entities", limit=limit, as_of=format_time(NOW + upto))
+            with db:
+                drawn = graph_view(Context(db, tenant, "alice", NOW + 400, user_id=ben), p)
+            assert [n.id for n in drawn.nodes] == expected[:limit]
+            assert drawn.truncated == (len(expected) > limit)
+
+
 def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(db, tenant):
     """Recall's `entities` factor and graph recall's ENTITY intent read names as the caller knows them."""
     from arbiter.associations.walk import intent
