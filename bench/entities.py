@@ -22,7 +22,9 @@ M entities. Measures, through `arbiter.client.Client`:
   dating, `entities.core.visible_sql`/`times_sql`), then the first user's
   `entities` (the 50 most mentioned) and `entity show` of a random pool name
   that exists, N of each, p50/p99 wall time through the socket and the
-  daemon's CPU time per call.
+  daemon's CPU time per call; and the web view's entity graph (limit 200)
+  N times as the one user, as the first user once shared, and as the user
+  who joined (who sees none of it).
 
 --home DIR keeps the built home in DIR, and a later run given the same DIR
 skips the load and only reads (--singles 0 --gets 0 --recalls 0 skip those);
@@ -48,6 +50,7 @@ import time
 from pathlib import Path
 
 from arbiter import paths
+from arbiter.client import Client
 from arbiter.errors import NotFound
 from arbiter.store import connect
 from bench.load import SYLLABLES, BenchDaemon, Vocabulary, make_entry, percentile
@@ -122,8 +125,10 @@ def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n:
             timed_solo.append(time.perf_counter_ns() - t)
         out["solo_entities_p50_ms"], out["solo_entities_p99_ms"] = percentile(timed_solo, 50), percentile(timed_solo, 99)
         out["solo_entities_daemon_cpu_ms"] = round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)
+        out.update(entity_graph(daemon, c, "solo", n))
+    other = None
     if not any(u.name == "bench-other" for u in c.user_list().users):
-        c.user_add("bench-other")
+        other = c.user_add("bench-other").token
     timed: dict[str, list[int]] = {"entities": [], "entity_show": []}
     started = resource_s(daemon.proc.pid)
     for _ in range(n):
@@ -144,7 +149,22 @@ def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n:
         out[f"shared_{key}_p50_ms"], out[f"shared_{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
     out["shared_entities_daemon_cpu_ms"] = round(list_cpu / n * 1000, 2)
     out["shared_entity_show_daemon_cpu_ms"] = round(show_cpu / n * 1000, 2)
+    out.update(entity_graph(daemon, c, "shared", n))
+    if other is not None:  # the user who joined: they see no entry of the tenant
+        with Client(paths.socket_path(daemon.home), other, timeout=600, check_code=daemon.tree is None) as them:
+            out.update(entity_graph(daemon, them, "other", n))
     return out
+
+
+def entity_graph(daemon: BenchDaemon, c, who: str, n: int) -> dict:
+    """The web view's entity graph (`graph_view`, view "entities", limit 200) N times: p50/p99 and daemon CPU a call."""
+    samples, started = [], resource_s(daemon.proc.pid)
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        c.graph_view(view="entities", limit=200)
+        samples.append(time.perf_counter_ns() - t)
+    return {f"{who}_entity_graph_p50_ms": percentile(samples, 50), f"{who}_entity_graph_p99_ms": percentile(samples, 99),
+            f"{who}_entity_graph_daemon_cpu_ms": round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)}
 
 
 def resource_s(pid: int) -> float:
