@@ -524,12 +524,41 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     return [r for _, _, r in best]
 
 
+#: How many of the tenant's newest entries `count` reads to judge whether a viewer sees most of it.
+SAMPLE = 1000
+
+
 def count(conn: apsw.Connection, v: Viewer) -> int:
-    """Active (not merged-away) entities `v` sees."""
-    return conn.execute(
-        f"SELECT count(*) FROM entities x WHERE x.tenant_id = ? AND x.merged_into IS NULL AND {visible_sql(v)}",
+    """Active (not merged-away) entities `v` sees.
+
+    Two plans, one answer. Asking each entity whether what `v` sees names it
+    stops at its first link for a viewer who sees most of the tenant (20 ms
+    of CPU at 47K entities) but reads every link's entry for one who sees
+    little (0.27 s); gathering the entities the entries and facts `v` sees
+    name reads every entry of the tenant and every link `v` sees (12 ms for
+    one who sees none, 76 ms for one who sees all). The newest entries
+    choose: a sample, which picks a plan and never changes the count.
+    """
+    live = "x.tenant_id = ? AND x.merged_into IS NULL"
+    if whole(v) or _sees_most(conn, v):
+        return conn.execute(f"SELECT count(*) FROM entities x WHERE {live} AND {visible_sql(v)}",
+                            (v.tenant_id,)).fetchone()[0]
+    return conn.execute(  # visible_sql, from the entries and facts `v` sees
+        "SELECT count(*) FROM entities x WHERE x.id IN ("
+        f"SELECT l.entity_id FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')} "
+        f"UNION SELECT f.subject_entity_id FROM facts f WHERE f.status = 'active' AND {v.sees('f')} "
+        f"UNION SELECT f.object_entity_id FROM facts f WHERE f.status = 'active' AND {v.sees('f')}) AND {live}",
         (v.tenant_id,),
     ).fetchone()[0]
+
+
+def _sees_most(conn: apsw.Connection, v: Viewer) -> bool:
+    """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries."""
+    n, seen = conn.execute(
+        f"SELECT count(*), total({v.sees('e')}) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "
+        "WHERE e.tenant_id = ? ORDER BY e.id DESC LIMIT ?) e", (v.tenant_id, SAMPLE),
+    ).fetchone()
+    return seen * 2 >= n
 
 
 def mentioning_entries(conn: apsw.Connection, v: Viewer, entity_id: int, limit: int) -> list[MentioningEntry]:

@@ -466,6 +466,33 @@ def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant,
             assert drawn.truncated == (len(expected) > limit)
 
 
+def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
+    """`count` asks each entity for a user who sees most of the tenant and gathers from what they see for one who
+    sees little: both count the entities their entries mention or their active facts name, none merged away."""
+    from arbiter.facts import verbs as fv
+    from arbiter.facts.model import ProposeParams
+
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    spec = verbs.VERBS["remember"]
+    for n, (user, named) in enumerate([(ann, [f"Countling {c}", "Countling Z"]) for c in "ABCDEFGHIJ"]
+                                      + [(ben, ["Benling X", "Countling A"]), (ben, ["Benling X"])]):
+        params = msgspec.convert(dict(type="project", title="Note", content=f"count note {n}", entities=named),
+                                 spec.params)
+        with db:
+            spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+    with db:  # a fact only: ben's applied fact makes "Acme Corp" an entity for him alone
+        fv.facts_propose(Context(db, tenant, "t", NOW + 50, user_id=ben),
+                         msgspec.convert({"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme Corp"}],
+                                          "apply": True}, ProposeParams))
+        core.merge(db, users.viewer(db, tenant, ann, "ann"), "Countling B", "Countling C", now=NOW + 60)
+    a, b = users.viewer(db, tenant, ann, "ann"), users.viewer(db, tenant, ben, "ben")
+    assert core._sees_most(db, a) and not core._sees_most(db, b)
+    assert core.count(db, a) == len(core.list_entities(db, a, limit=1000)) == 10  # A..J and Z, C merged into B
+    assert {e.name for e in core.list_entities(db, b, limit=1000)} == {"Benling X", "Countling A", "Acme Corp"}
+    assert core.count(db, b) == 3
+
+
 def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(db, tenant):
     """Recall's `entities` factor and graph recall's ENTITY intent read names as the caller knows them."""
     from arbiter.associations.walk import intent
