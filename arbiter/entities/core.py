@@ -477,7 +477,8 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
 
 def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
                    rank: Callable[[list[int]], Iterable[tuple[float, tuple]]],
-                   counts: Callable[[], Iterable[tuple[float, int]]] | None = None) -> list[tuple]:
+                   counts: Callable[[], Iterable[tuple[float, int]]] | None = None, *,
+                   little: bool = False) -> list[tuple]:
     """The `limit` entities `x` of `where` most mentioned as `rank` counts, as `rank`'s rows (ties by id).
 
     `rank(ids)` gives (mentions, row) for those of `ids` that exist for the
@@ -493,9 +494,18 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     A reader who sees little of the tenant would walk every entity so (their
     counts stay far under the bounds). `counts()`, if given, gives (mentions,
     id) of every entity they see, driven by the entries they see: when the
-    first chunk does not settle the page, the best `limit` of those are
-    taken and only they go through `rank`.
+    first chunk does not settle the page, or at once if the caller knows the
+    reader sees `little` (`sees_most`), the best `limit` of those are taken
+    and only they go through `rank`.
     """
+    def counted() -> list[tuple]:
+        top = [i for _, i in sorted((-n, i) for n, i in counts())[:limit]]
+        rows = {row[0]: row for _, row in rank(top)}
+        return [rows[i] for i in top]
+
+    if counts is not None and little:
+        return counted()
+
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
             f"SELECT x.id, (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) AS n FROM entities x "
@@ -513,9 +523,7 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
             break
         if not whole_order and at + chunk >= len(order):
             if counts is not None:
-                top = [i for _, i in sorted((-n, i) for n, i in counts())[:limit]]
-                rows = {row[0]: row for _, row in rank(top)}
-                return [rows[i] for i in top]
+                return counted()
             order, whole_order = bounds(None), True
         ids = [i for i, _ in order[at:at + chunk]]
         at, chunk = at + len(ids), min(chunk * 2, 4096)
@@ -540,7 +548,7 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
     choose: a sample, which picks a plan and never changes the count.
     """
     live = "x.tenant_id = ? AND x.merged_into IS NULL"
-    if whole(v) or _sees_most(conn, v):
+    if whole(v) or sees_most(conn, v):
         return conn.execute(f"SELECT count(*) FROM entities x WHERE {live} AND {visible_sql(v)}",
                             (v.tenant_id,)).fetchone()[0]
     return conn.execute(  # visible_sql, from the entries and facts `v` sees
@@ -552,7 +560,7 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
     ).fetchone()[0]
 
 
-def _sees_most(conn: apsw.Connection, v: Viewer) -> bool:
+def sees_most(conn: apsw.Connection, v: Viewer) -> bool:
     """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries."""
     n, seen = conn.execute(
         f"SELECT count(*), total({v.sees('e')}) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "

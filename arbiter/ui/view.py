@@ -13,7 +13,7 @@ from collections import Counter
 import msgspec
 
 from arbiter._time import format_time
-from arbiter.entities.core import most_mentioned, times_sql
+from arbiter.entities.core import most_mentioned, sees_most, times_sql
 from arbiter.graph import clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
@@ -107,7 +107,8 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
                 f"JOIN entities x ON x.id = m.entity_id WHERE {live} AND e.recorded_at <= ? AND {v.sees('e')} "
                 "GROUP BY x.id", (ctx.tenant_id, at, at),
             )
-        rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts)
+        rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts,
+                              little=not sees_most(ctx.conn, v))
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
     ids = [r[0] for r in rows]
