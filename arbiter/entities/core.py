@@ -532,7 +532,7 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     return [r for _, _, r in best]
 
 
-#: How many of the tenant's newest entries `count` reads to judge whether a viewer sees most of it.
+#: How many of the tenant's newest entries `sees_most` reads (for `count` and the web view's entity graph).
 SAMPLE = 1000
 
 
@@ -561,7 +561,7 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
 
 
 def sees_most(conn: apsw.Connection, v: Viewer) -> bool:
-    """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries."""
+    """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries: which plan is cheaper for them."""
     n, seen = conn.execute(
         f"SELECT count(*), total({v.sees('e')}) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "
         "WHERE e.tenant_id = ? ORDER BY e.id DESC LIMIT ?) e", (v.tenant_id, SAMPLE),
