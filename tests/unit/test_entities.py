@@ -16,7 +16,7 @@ from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.model import RememberManyParams, RememberParams
 from arbiter.store import tenants, users
-from arbiter.store.db import ENTITY_RELATIONS_SQL, ENTITY_TYPES_SQL
+from arbiter.store.db import ENTITY_RELATIONS_SQL, ENTITY_TYPES_SQL, MIGRATIONS
 from arbiter.verb import Context
 
 NOW = 1795168800 * US
@@ -520,3 +520,18 @@ def test_a_capitalised_word_links_only_a_known_entity(db, tenant):
     remember(db, tenant, "x", entities=["Zephyr"])
     later = remember(db, tenant, "we deploy Zephyr and Zephyr again")
     assert [(m.name, m.created) for m in later.entities] == [("Zephyr", False)]
+
+
+def test_m026_gives_a_link_made_before_m025_the_alias_its_entry_writes(db, tenant):
+    ltd = remember(db, tenant, "Alice on tessaline ltd, privately.", title="T1", entities=["Tessaline Ltd"])
+    group = remember(db, tenant, "Alice on Tessaline Group.", title="T2", entities=["Tessaline Group"])
+    other = remember(db, tenant, "Nothing by that name here.", title="T3", entities=["Tessaline Ltd"])
+    run(db, tenant, "entity_merge", keep="Tessaline Group", other="Tessaline Ltd")
+    with db:
+        db.execute("UPDATE entry_entities SET name_id = NULL")  # as m025 left every older link
+        db.execute(dict(MIGRATIONS)["m026_entry_entities_name_backfill"])
+    names = dict(db.execute("SELECT l.entry_id, n.name FROM entry_entities l "
+                            "LEFT JOIN entity_names n ON n.id = l.name_id WHERE l.entry_id IN (?, ?, ?)",
+                            (ltd.id, group.id, other.id)))
+    # The alias its text writes (any case); the display name needs none; a text without the alias gets none.
+    assert names == {ltd.id: "Tessaline Ltd", group.id: None, other.id: None}

@@ -143,6 +143,7 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     },
     "m019_relation_qualifier": set(),  # a column of relations
     "m025_entry_entities_name": set(),  # a column of entry_entities
+    "m026_entry_entities_name_backfill": set(),  # data only
     "m015_users_teams": {
         ("table", "users"),
         ("index", "sqlite_autoindex_users_1"),
