@@ -234,7 +234,7 @@ def build(
             "entities",
             [f"**{_md(name, 60)}** ({etype}) ×{n}" for name, etype, n in top],
             _inline("- Most-mentioned entities of the latest entries (`entity_context` for their memories): "),
-            "`entities` lists every entity",
+            "`entities` finds them by name or type, up to 200 a call",
             total=mentioned,
             floor=min(5, len(top)),
         ))
@@ -244,7 +244,7 @@ def build(
     if open_threads:
         doc.blocks.append(_Part(
             "open threads", _thread_lines(open_threads), _bullets,
-            "`open_threads` lists them all",
+            "`open_threads` lists up to 100",
             total=thread_count,
             floor=min(3, len(open_threads)),
         ))

@@ -14,6 +14,7 @@ can reorder or fuse it before `render` turns it into hits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import apsw
@@ -400,7 +401,7 @@ def _own(c: Candidate) -> float:
 
 def _replies(
     conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool,
-    own=None,
+    own: Callable[[list[tuple[int, float, tuple]]], list[Candidate]] | None = None,
 ) -> list[Candidate]:
     """Replies and follow-ups: the answer to a question inherits the score of what the question was about.
 

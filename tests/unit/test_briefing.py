@@ -69,7 +69,7 @@ def test_every_capped_list_says_how_many_it_left_out_and_what_lists_them(big):
     assert b.cut == []
     _, thread_count = threads.open_threads_counted(conn, v, limit=1)
     assert len(b.open_threads) == briefing.MAX_THREADS < thread_count
-    assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists them all" in b.text
+    assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists up to 100" in b.text
     assert f"- … {400 - briefing.MAX_RECENT} more (`list` pages through them" in b.text
     distinct = tags.distinct(conn, v)
     assert f", … {distinct - briefing.MAX_VOCABULARY} more (`topic_clusters`" in b.text

@@ -266,7 +266,7 @@ def test_the_briefing_says_how_many_more_entities_the_latest_entries_mention(db,
         remember(db, tenant, f"note {i}", entities=[f"Thing{i:02d}"])
     with db:
         result, _ = briefing.build(db, users.first_viewer(db, tenant), "alice", now=NOW, advisor=None)
-    assert "… 4 more (`entities` lists every entity" in result.text
+    assert "… 4 more (`entities` finds them by name or type, up to 200 a call" in result.text
 
 
 def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
