@@ -24,7 +24,7 @@ M entities. Measures, through `arbiter.client.Client`:
   that exists, N of each, p50/p99 wall time through the socket and the
   daemon's CPU time per call; and the web view's entity graph (limit 200)
   N times as the one user, as the first user once shared, and as the user
-  who joined (who sees none of it).
+  who joined (who sees none of it; `entities` N times as them too).
 
 --home DIR keeps the built home in DIR, and a later run given the same DIR
 skips the load and only reads (--singles 0 --gets 0 --recalls 0 skip those);
@@ -152,6 +152,13 @@ def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n:
     out.update(entity_graph(daemon, c, "shared", n))
     if other is not None:  # the user who joined: they see no entry of the tenant
         with Client(paths.socket_path(daemon.home), other, timeout=600, check_code=daemon.tree is None) as them:
+            samples, started = [], resource_s(daemon.proc.pid)
+            for _ in range(n):
+                t = time.perf_counter_ns()
+                them.entities(limit=50)
+                samples.append(time.perf_counter_ns() - t)
+            out["other_entities_p50_ms"], out["other_entities_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
+            out["other_entities_daemon_cpu_ms"] = round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)
             out.update(entity_graph(daemon, them, "other", n))
     return out
 

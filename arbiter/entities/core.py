@@ -472,13 +472,17 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
             ids,
         ):
             yield _dated.decode(row[6])[2], row
-    return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank)]
+
+    def counts():  # a user who sees little: from what they see
+        return conn.execute(f"SELECT total(u.m), x.id FROM ({_named_sql(v)}) u JOIN entities x ON x.id = u.id "
+                            f"WHERE {' AND '.join(where)} GROUP BY x.id", args)
+    return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank, counts,
+                                               little=not sees_most(conn, v))]
 
 
 def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
                    rank: Callable[[list[int]], Iterable[tuple[float, tuple]]],
-                   counts: Callable[[], Iterable[tuple[float, int]]] | None = None, *,
-                   little: bool = False) -> list[tuple]:
+                   counts: Callable[[], Iterable[tuple[float, int]]], *, little: bool) -> list[tuple]:
     """The `limit` entities `x` of `where` most mentioned as `rank` counts, as `rank`'s rows (ties by id).
 
     `rank(ids)` gives (mentions, row) for those of `ids` that exist for the
@@ -492,19 +496,15 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     and the web view's entity graph both rank so.
 
     A reader who sees little of the tenant would walk every entity so (their
-    counts stay far under the bounds). `counts()`, if given, gives (mentions,
-    id) of every entity they see, driven by the entries they see: when the
-    first chunk does not settle the page, or at once if the caller knows the
-    reader sees `little` (`sees_most`), the best `limit` of those are taken
-    and only they go through `rank`.
+    counts stay far under the bounds: 0.38 s of CPU at 47K entities for one
+    who sees none). For them (`little`, as `sees_most` judges), `counts()`
+    gives (mentions, id) of every entity they see, gathered from what they
+    see (`_named_sql`), and only the best `limit` of those go through `rank`.
     """
-    def counted() -> list[tuple]:
+    if little:
         top = [i for _, i in sorted((-n, i) for n, i in counts())[:limit]]
         rows = {row[0]: row for _, row in rank(top)}
         return [rows[i] for i in top]
-
-    if counts is not None and little:
-        return counted()
 
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
@@ -522,8 +522,6 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
         if len(best) >= limit and best[limit - 1][:2] < (-order[at][1], order[at][0]):
             break
         if not whole_order and at + chunk >= len(order):
-            if counts is not None:
-                return counted()
             order, whole_order = bounds(None), True
         ids = [i for i, _ in order[at:at + chunk]]
         at, chunk = at + len(ids), min(chunk * 2, 4096)
@@ -551,13 +549,18 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
     if whole(v) or sees_most(conn, v):
         return conn.execute(f"SELECT count(*) FROM entities x WHERE {live} AND {visible_sql(v)}",
                             (v.tenant_id,)).fetchone()[0]
-    return conn.execute(  # visible_sql, from the entries and facts `v` sees
-        "SELECT count(*) FROM entities x WHERE x.id IN ("
-        f"SELECT l.entity_id FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')} "
-        f"UNION SELECT f.subject_entity_id FROM facts f WHERE f.status = 'active' AND {v.sees('f')} "
-        f"UNION SELECT f.object_entity_id FROM facts f WHERE f.status = 'active' AND {v.sees('f')}) AND {live}",
-        (v.tenant_id,),
-    ).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM entities x WHERE x.id IN (SELECT id FROM ({_named_sql(v)})) AND {live}",
+                        (v.tenant_id,)).fetchone()[0]
+
+
+def _named_sql(v: Viewer) -> str:
+    """SQL: `visible_sql` from the other side, a row (`id`, `m`) per link of an entry `v` sees (`m` 1) and per
+    active fact `v` sees naming an entity (`m` 0): reads every entry of the tenant, and only what `v` sees after."""
+    return (
+        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')} "
+        f"UNION ALL SELECT f.subject_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')} "
+        f"UNION ALL SELECT f.object_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')}"
+    )
 
 
 def sees_most(conn: apsw.Connection, v: Viewer) -> bool:
