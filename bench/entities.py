@@ -118,13 +118,7 @@ def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n:
     before that, if the tenant had one user: the path that counts the link index alone)."""
     out = {}
     if len(c.user_list().users) == 1:
-        timed_solo, started = [], resource_s(daemon.proc.pid)
-        for _ in range(n):
-            t = time.perf_counter_ns()
-            c.entities(limit=50)
-            timed_solo.append(time.perf_counter_ns() - t)
-        out["solo_entities_p50_ms"], out["solo_entities_p99_ms"] = percentile(timed_solo, 50), percentile(timed_solo, 99)
-        out["solo_entities_daemon_cpu_ms"] = round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)
+        out.update(entities_list(daemon, c, "solo", n))
         out.update(entity_graph(daemon, c, "solo", n))
     other = None
     if not any(u.name == "bench-other" for u in c.user_list().users):
@@ -152,15 +146,20 @@ def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n:
     out.update(entity_graph(daemon, c, "shared", n))
     if other is not None:  # the user who joined: they see no entry of the tenant
         with Client(paths.socket_path(daemon.home), other, timeout=600, check_code=daemon.tree is None) as them:
-            samples, started = [], resource_s(daemon.proc.pid)
-            for _ in range(n):
-                t = time.perf_counter_ns()
-                them.entities(limit=50)
-                samples.append(time.perf_counter_ns() - t)
-            out["other_entities_p50_ms"], out["other_entities_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
-            out["other_entities_daemon_cpu_ms"] = round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)
+            out.update(entities_list(daemon, them, "other", n))
             out.update(entity_graph(daemon, them, "other", n))
     return out
+
+
+def entities_list(daemon: BenchDaemon, c, who: str, n: int) -> dict:
+    """`entities` (limit 50) N times as `c`'s user: p50/p99 and daemon CPU a call."""
+    samples, started = [], resource_s(daemon.proc.pid)
+    for _ in range(n):
+        t = time.perf_counter_ns()
+        c.entities(limit=50)
+        samples.append(time.perf_counter_ns() - t)
+    return {f"{who}_entities_p50_ms": percentile(samples, 50), f"{who}_entities_p99_ms": percentile(samples, 99),
+            f"{who}_entities_daemon_cpu_ms": round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)}
 
 
 def entity_graph(daemon: BenchDaemon, c, who: str, n: int) -> dict:
