@@ -18,6 +18,7 @@ from arbiter import maintenance, salience as salience_mod
 from arbiter.associations import advice as link_advice
 from arbiter.entities import advice as entity_advice, backlog as entity_backlog, clusters as entity_clusters
 from arbiter.entities import core as entity_core
+from arbiter.entities import visibility
 from arbiter.model import (
     Conversation,
     ConversationCreateParams,
@@ -332,7 +333,7 @@ def status(ctx: Context, p: Empty):
         ctx.conn, ctx.viewer, ctx.tenant_name, version=__version__, schema=schema_version(ctx.conn)
     )
     # The maintenance report counts (and lists retired ids of) the whole tenant: only a one-user tenant's user sees it.
-    last = maintenance.last(ctx.conn, ctx.tenant_id) if entity_core.whole(ctx.viewer) else None
+    last = maintenance.last(ctx.conn, ctx.tenant_id) if visibility.whole(ctx.viewer) else None
     return msgspec.structs.replace(
         status,
         entities=entity_core.count(ctx.conn, ctx.viewer),

@@ -13,7 +13,7 @@ transaction, scoped to one tenant):
     entities.link_entry(conn, tenant_id, entry_id, params, now=now)    # what `remember` does
 
 Names are one namespace per tenant, but an entity exists for a user only if
-an entry or active fact they see names it: `core.visible_sql(v)` is that
+an entry or active fact they see names it: `visibility.visible_sql(v)` is that
 rule as SQL, `core.require(conn, v, name, path)` finds a name the caller sees,
 and the reads in `core` take a `Viewer`. Pass the writer as `v=` to
 `resolve`/`link_entry` (or `Linker(..., viewer)`) so resolution considers

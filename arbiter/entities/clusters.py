@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from arbiter.entities.core import whole
+from arbiter.entities.visibility import whole
 from arbiter.entities.model import EntityCluster, EntityRef
 from arbiter.store.users import Viewer
 

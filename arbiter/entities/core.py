@@ -6,7 +6,7 @@ indistinguishable from missing ones.
 
 Entities are one namespace per tenant (a name means one entity for
 everyone), but an entity exists for a user only if an entry they see
-mentions it or an active fact they see names it (`visible_sql`): reads list,
+mentions it or an active fact they see names it (`visibility.py`): reads list,
 count, show and relate only those, and count only mentions by entries the
 caller sees. A merge or rename changes the tenant's shared entity; a caller
 may do it to entities they see (their names are theirs to read already).
@@ -24,6 +24,9 @@ from arbiter._time import format_time
 from arbiter.entities import names as nm
 from arbiter.entities.extract import canonical
 from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
+from arbiter.entities.visibility import (
+    evidence, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, visible, visible_ids, visible_sql, whole,
+)
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.store.users import Viewer
 
@@ -78,126 +81,6 @@ def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = N
         (tenant_id, nm.norm(name)),
     ).fetchone()
     return (row[0], "norm", row[1]) if row is not None else None
-
-
-def whole(v: Viewer) -> bool:
-    """Whether `v` sees every entity of the tenant (one user, or the daemon's own upkeep): no filter needed."""
-    return v.solo or v.everyone
-
-
-def visible_sql(v: Viewer, x: str = "x") -> str:
-    """SQL: the entities row `x` exists for `v`: an entry `v` sees mentions it, or an active fact `v` sees names it."""
-    tenant = f"{x}.tenant_id = {int(v.tenant_id)}"
-    if whole(v):
-        return tenant
-    return (
-        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}) "
-        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')}) "
-        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')})))"
-    )
-
-
-def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
-    """SQL: (created_at, updated_at) of the entities row `x` as `v` may know them.
-
-    A viewer who sees the whole tenant gets the row's own. Anyone else gets
-    the times of what they see: created_at is the earliest `recorded_at` of
-    an entry they see that mentions it or an active fact they see that names
-    it (never before the row's), updated_at the latest (never before that).
-    The row's times may be another user's: a private note that created,
-    retyped or merged the entity would otherwise say someone wrote about it then.
-    """
-    if whole(v):
-        return f"{x}.created_at", f"{x}.updated_at"
-    seen, first, last = _evidence(v, x)
-    return f"(SELECT {first} FROM ({seen}))", f"(SELECT {last} FROM ({seen}))"
-
-
-def _evidence(v: Viewer, x: str) -> tuple[str, str, str]:
-    """SQL for `times_sql` and the entity reads: what `v` sees naming the row `x` (a row per entry, `t` its time and
-    `m` 1, or per active fact, `m` 0), and the created_at and updated_at aggregates over it."""
-    seen = (
-        f"SELECT e.recorded_at AS t, 1 AS m FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')} "
-        f"UNION ALL SELECT f.recorded_at, 0 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' "
-        f"AND {v.sees('f')} "
-        f"UNION ALL SELECT f.recorded_at, 0 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' "
-        f"AND {v.sees('f')}"
-    )
-    first = f"max({x}.created_at, coalesce(min(t), {x}.created_at))"
-    return seen, first, f"max({x}.created_at, coalesce(max(t), {x}.created_at))"  # ≥ first
-
-
-def retired_sql(v: Viewer, x: str = "x") -> str:
-    """SQL: a merged-away entities row `x`'s `retired_at` as `v` may know it (NULL while it is not merged away).
-
-    A viewer who sees the whole tenant gets the merge's own time. Anyone else
-    gets their `updated_at` (`times_sql`): the merge is anyone's act on the
-    tenant's names, possibly into an entity only another user's private notes
-    name, and its time would say when that user was at work on it.
-    """
-    if whole(v):
-        return f"{x}.retired_at"
-    return f"CASE WHEN {x}.retired_at IS NULL THEN NULL ELSE {times_sql(v, x)[1]} END"
-
-
-def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
-    """SQL: (created_at, updated_at) of the entity_relations row `r` as `v` may know them.
-
-    A relation is anyone's statement about two entities, shown with its
-    weight to whoever sees both; a viewer who does not see the whole tenant
-    gets its times never before they knew both ends (`times_sql`'s
-    created_at of each): earlier, it would say someone knew of them first.
-    """
-    if whole(v):
-        return f"{r}.created_at", f"{r}.updated_at"
-    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.id = {r}.{end}_id)"
-            for e, end in (("s", "source"), ("t", "target"))]
-    created = f"max({r}.created_at, {ends[0]}, {ends[1]})"
-    return created, f"max({r}.updated_at, {created})"
-
-
-def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
-    """SQL: (whether `v` knows the entity_names row `n`, when they first met it) for aliases.
-
-    A viewer who sees the whole tenant knows every name, from its row's time.
-    Anyone else knows the entity's display name (one namespace: whoever names
-    the entity sees what it is called) and an alias only through an entry they
-    see whose link came through it (`entry_entities.name_id`), from the first
-    such entry's `recorded_at` (never before the name's row): a spelling only
-    another user's private notes wrote, or that came with a merge of an entity
-    only those name, is theirs.
-    """
-    if whole(v):
-        return "1", f"{n}.created_at"
-    through = (f"FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-               f"WHERE l.entity_id = {n}.entity_id AND l.name_id = {n}.id AND {v.sees('e')}")
-    return (f"({n}.is_alias = 0 OR EXISTS (SELECT 1 {through}))",
-            f"max({n}.created_at, coalesce((SELECT min(e.recorded_at) {through}), {n}.created_at))")
-
-
-def mentions_sql(v: Viewer, x: str = "x") -> str:
-    """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
-    if whole(v):
-        return f"(SELECT count(*) FROM entry_entities WHERE entity_id = {x}.id)"
-    return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-            f"WHERE l.entity_id = {x}.id AND {v.sees('e')})")
-
-
-def visible(conn: apsw.Connection, v: Viewer, entity_id: int) -> bool:
-    """Whether entity `entity_id` exists for `v`."""
-    return conn.execute(f"SELECT 1 FROM entities x WHERE x.id = ? AND {visible_sql(v)}", (entity_id,)).fetchone() is not None
-
-
-def visible_ids(conn: apsw.Connection, v: Viewer, ids) -> set[int]:
-    """The entities among `ids` that exist for `v`."""
-    ids = list(dict.fromkeys(ids))
-    if not ids:
-        return set()
-    return {r[0] for r in conn.execute(
-        f"SELECT x.id FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}", ids
-    )}
 
 
 def require(conn: apsw.Connection, v: Viewer, name: str, path: str) -> int:
@@ -414,7 +297,7 @@ def _columns(v: Viewer) -> str:
     if whole(v):
         dated = f"json_array(x.created_at, x.updated_at, {mentions_sql(v)})"
     else:  # one pass over what `v` sees naming it, for all three (three subqueries read each link's entry thrice)
-        seen, first, last = _evidence(v, "x")
+        seen, first, last = evidence(v, "x")
         dated = f"(SELECT json_array({first}, {last}, total(m)) FROM ({seen}))"
     return (
         "x.id, x.name, x.type, x.description, x.merged_into, "
@@ -474,7 +357,7 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
             yield _dated.decode(row[6])[2], row
 
     def counts():  # a user who sees little: from what they see
-        return conn.execute(f"SELECT total(u.m), x.id FROM ({_named_sql(v)}) u JOIN entities x ON x.id = u.id "
+        return conn.execute(f"SELECT total(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "
                             f"WHERE {' AND '.join(where)} GROUP BY x.id", args)
     return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank, counts,
                                                little=not sees_most(conn, v))]
@@ -530,10 +413,6 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     return [r for _, _, r in best]
 
 
-#: How many of the tenant's newest entries `sees_most` reads (for `count` and the web view's entity graph).
-SAMPLE = 1000
-
-
 def count(conn: apsw.Connection, v: Viewer) -> int:
     """Active (not merged-away) entities `v` sees.
 
@@ -549,27 +428,8 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
     if whole(v) or sees_most(conn, v):
         return conn.execute(f"SELECT count(*) FROM entities x WHERE {live} AND {visible_sql(v)}",
                             (v.tenant_id,)).fetchone()[0]
-    return conn.execute(f"SELECT count(*) FROM entities x WHERE x.id IN (SELECT id FROM ({_named_sql(v)})) AND {live}",
+    return conn.execute(f"SELECT count(*) FROM entities x WHERE x.id IN (SELECT id FROM ({named_sql(v)})) AND {live}",
                         (v.tenant_id,)).fetchone()[0]
-
-
-def _named_sql(v: Viewer) -> str:
-    """SQL: `visible_sql` from the other side, a row (`id`, `m`) per link of an entry `v` sees (`m` 1) and per
-    active fact `v` sees naming an entity (`m` 0): reads every entry of the tenant, and only what `v` sees after."""
-    return (
-        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')} "
-        f"UNION ALL SELECT f.subject_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')} "
-        f"UNION ALL SELECT f.object_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')}"
-    )
-
-
-def sees_most(conn: apsw.Connection, v: Viewer) -> bool:
-    """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries: which plan is cheaper for them."""
-    n, seen = conn.execute(
-        f"SELECT count(*), total({v.sees('e')}) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "
-        "WHERE e.tenant_id = ? ORDER BY e.id DESC LIMIT ?) e", (v.tenant_id, SAMPLE),
-    ).fetchone()
-    return seen * 2 >= n
 
 
 def mentioning_entries(conn: apsw.Connection, v: Viewer, entity_id: int, limit: int) -> list[MentioningEntry]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from arbiter.entities import names as nm
-from arbiter.entities.core import names_sql, visible_sql, whole
+from arbiter.entities.visibility import names_sql, visible_sql, whole
 from arbiter.entities.extract import canonical, extract
 from arbiter.store.users import Viewer
 

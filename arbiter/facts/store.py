@@ -21,6 +21,7 @@ from arbiter.facts.model import (
     normalize_predicate,
 )
 from arbiter.entities import core as entities_core
+from arbiter.entities import visibility
 from arbiter.entities.extract import canonical
 from arbiter.store import relations
 from arbiter.store.users import Viewer
@@ -62,7 +63,7 @@ def entity_of(conn: apsw.Connection, v: Viewer, text: str) -> tuple[int, str] | 
         return None
     # Whether it exists for `v`, and its type, in one statement.
     row = conn.execute(
-        f"SELECT x.type FROM entities x WHERE x.id = ? AND {entities_core.visible_sql(v)}", (found[0],)
+        f"SELECT x.type FROM entities x WHERE x.id = ? AND {visibility.visible_sql(v)}", (found[0],)
     ).fetchone()
     return None if row is None else (found[0], row[0])
 

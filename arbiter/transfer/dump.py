@@ -13,7 +13,7 @@ import msgspec
 
 from arbiter._time import format_time
 from arbiter.errors import NotFound
-from arbiter.entities import core as entities_core
+from arbiter.entities import visibility
 from arbiter.store import users
 from arbiter.transfer import facts as fact_records
 from arbiter.store.tenants import _conversation_seen
@@ -128,22 +128,22 @@ def _rows_page(rows: list, build, limit: int) -> ExportPage:
 
 def _entity_seen(v: Viewer, column: str) -> str:
     """SQL: the entity `column` is in `v`'s export: one that exists for them (an entry or an active fact they see names it)."""
-    return f"{column} IN (SELECT x.id FROM entities x WHERE {entities_core.visible_sql(v)})"
+    return f"{column} IN (SELECT x.id FROM entities x WHERE {visibility.visible_sql(v)})"
 
 
 def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
-    # Dated as the exporter knows them (entities_core.times_sql, retired_sql), not by another user's earlier private
+    # Dated as the exporter knows them (visibility.times_sql, retired_sql), not by another user's earlier private
     # note or their merge.
-    created_at, updated_at = entities_core.times_sql(v, "n")
+    created_at, updated_at = visibility.times_sql(v, "n")
     rows = conn.execute(
-        f"SELECT n.id, n.name, n.type, n.description, {created_at}, {updated_at}, {entities_core.retired_sql(v, 'n')} "
+        f"SELECT n.id, n.name, n.type, n.description, {created_at}, {updated_at}, {visibility.retired_sql(v, 'n')} "
         "FROM entities n "
         f"WHERE {_entity_seen(v, 'n.id')} AND n.id > ? ORDER BY n.id LIMIT ?", (p.after, p.limit),
     ).fetchall()
-    # The names the exporter knows (entities_core.names_sql), an alias dated by the first entry they see that named
+    # The names the exporter knows (visibility.names_sql), an alias dated by the first entry they see that named
     # it; a name is never older than the entity for someone who does not see the whole tenant.
-    first = {r[0]: 0 if entities_core.whole(v) else r[4] for r in rows}
-    known, met = entities_core.names_sql(v, "m")
+    first = {r[0]: 0 if visibility.whole(v) else r[4] for r in rows}
+    known, met = visibility.names_sql(v, "m")
     names: dict[int, list[EntityNameRecord]] = {}
     if rows:
         for entity_id, name, alias, created in conn.execute(
@@ -183,7 +183,7 @@ def _mentions(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 
 
 def _entity_relations(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
-    created_at, updated_at = entities_core.relation_times_sql(v, "r")  # never before the exporter knew both ends
+    created_at, updated_at = visibility.relation_times_sql(v, "r")  # never before the exporter knew both ends
     rows = conn.execute(
         f"SELECT r.id, r.source_id, r.relation, r.target_id, r.weight, {created_at}, {updated_at} FROM entity_relations r "
         f"WHERE r.tenant_id = ? AND {_entity_seen(v, 'r.source_id')} AND {_entity_seen(v, 'r.target_id')} "
@@ -199,7 +199,7 @@ def _entity_events(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     # An event records an action on the tenant's one namespace, whoever's entries it touched: a merge's
     # detail lists every entry it moved. Only an export of the whole tenant (a one-user tenant, --all)
     # carries them; a user's export would name other users' private entries.
-    if not entities_core.whole(v):
+    if not visibility.whole(v):
         return ExportPage(records=[], next=None)
     rows = conn.execute(
         f"SELECT id, entity_id, kind, detail, at FROM entity_events WHERE tenant_id = ? AND {_entity_seen(v, 'entity_id')} "

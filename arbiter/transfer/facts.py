@@ -35,7 +35,7 @@ from __future__ import annotations
 import msgspec
 
 from arbiter._time import format_time, parse_time
-from arbiter.entities import core as entities_core
+from arbiter.entities import visibility
 from arbiter.errors import InvalidParams
 from arbiter.facts import aspects, store
 from arbiter.facts.model import PASSING
@@ -106,7 +106,7 @@ def facts_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
                                                recorded_at=format_time(at)))
     linked = [e for r in rows for e in (r[5], r[6]) if e is not None]
     # An entity the reader does not see is not in the file: the fact is exported unlinked from it.
-    shown = set(linked) if entities_core.whole(v) else entities_core.visible_ids(conn, v, linked)
+    shown = set(linked) if visibility.whole(v) else visibility.visible_ids(conn, v, linked)
     return _page(rows, lambda r: FactRecord(
         id=r[0], batch_id=r[1], subject=r[2], predicate=r[3], object=r[4],
         subject_entity_id=r[5] if r[5] in shown else None, object_entity_id=r[6] if r[6] in shown else None,

@@ -13,7 +13,8 @@ from collections import Counter
 import msgspec
 
 from arbiter._time import format_time
-from arbiter.entities.core import most_mentioned, sees_most, times_sql
+from arbiter.entities.core import most_mentioned
+from arbiter.entities.visibility import sees_most, times_sql
 from arbiter.graph import clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible

@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from arbiter import duplicates, entities, verbs
 from arbiter._time import US
-from arbiter.entities import backlog, core, names
+from arbiter.entities import backlog, core, names, visibility
 from arbiter.entities.extract import TERMS, Found, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
@@ -491,7 +491,7 @@ def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
                                           "apply": True}, ProposeParams))
         core.merge(db, users.viewer(db, tenant, ann, "ann"), "Countling B", "Countling C", now=NOW + 60)
     a, b = users.viewer(db, tenant, ann, "ann"), users.viewer(db, tenant, ben, "ben")
-    assert core.sees_most(db, a) and not core.sees_most(db, b)
+    assert visibility.sees_most(db, a) and not visibility.sees_most(db, b)
     assert core.count(db, a) == len(core.list_entities(db, a, limit=1000)) == 10  # A..J and Z, C merged into B
     assert {e.name for e in core.list_entities(db, b, limit=1000)} == {"Benling X", "Countling A", "Acme Corp"}
     assert core.count(db, b) == 3

@@ -1,0 +1,159 @@
+"""Who may know what of the tenant's entities: the SQL every entity read filters and dates with.
+
+Entities are one namespace per tenant, but an entity exists for a user only
+if an entry they see mentions it or an active fact they see names it
+(`visible_sql`), and what they learn of it (its times, aliases, mentions,
+relations' times, a merge's time) comes from what they see: another user's
+private note must be indistinguishable from missing. A viewer who sees the
+whole tenant (`whole`) needs no filter. docs/architecture.md, Entities:
+Visibility, says why each rule is what it is.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from arbiter.store.users import Viewer
+
+
+def whole(v: Viewer) -> bool:
+    """Whether `v` sees every entity of the tenant (one user, or the daemon's own upkeep): no filter needed."""
+    return v.solo or v.everyone
+
+
+def visible_sql(v: Viewer, x: str = "x") -> str:
+    """SQL: the entities row `x` exists for `v`: an entry `v` sees mentions it, or an active fact `v` sees names it."""
+    tenant = f"{x}.tenant_id = {int(v.tenant_id)}"
+    if whole(v):
+        return tenant
+    return (
+        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}) "
+        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')}) "
+        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')})))"
+    )
+
+
+def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
+    """SQL: (created_at, updated_at) of the entities row `x` as `v` may know them.
+
+    A viewer who sees the whole tenant gets the row's own. Anyone else gets
+    the times of what they see: created_at is the earliest `recorded_at` of
+    an entry they see that mentions it or an active fact they see that names
+    it (never before the row's), updated_at the latest (never before that).
+    The row's times may be another user's: a private note that created,
+    retyped or merged the entity would otherwise say someone wrote about it then.
+    """
+    if whole(v):
+        return f"{x}.created_at", f"{x}.updated_at"
+    seen, first, last = evidence(v, x)
+    return f"(SELECT {first} FROM ({seen}))", f"(SELECT {last} FROM ({seen}))"
+
+
+def evidence(v: Viewer, x: str) -> tuple[str, str, str]:
+    """SQL for `times_sql` and the entity reads: what `v` sees naming the row `x` (a row per entry, `t` its time and
+    `m` 1, or per active fact, `m` 0), and the created_at and updated_at aggregates over it."""
+    seen = (
+        f"SELECT e.recorded_at AS t, 1 AS m FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')} "
+        f"UNION ALL SELECT f.recorded_at, 0 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' "
+        f"AND {v.sees('f')} "
+        f"UNION ALL SELECT f.recorded_at, 0 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' "
+        f"AND {v.sees('f')}"
+    )
+    first = f"max({x}.created_at, coalesce(min(t), {x}.created_at))"
+    return seen, first, f"max({x}.created_at, coalesce(max(t), {x}.created_at))"  # ≥ first
+
+
+def retired_sql(v: Viewer, x: str = "x") -> str:
+    """SQL: a merged-away entities row `x`'s `retired_at` as `v` may know it (NULL while it is not merged away).
+
+    A viewer who sees the whole tenant gets the merge's own time. Anyone else
+    gets their `updated_at` (`times_sql`): the merge is anyone's act on the
+    tenant's names, possibly into an entity only another user's private notes
+    name, and its time would say when that user was at work on it.
+    """
+    if whole(v):
+        return f"{x}.retired_at"
+    return f"CASE WHEN {x}.retired_at IS NULL THEN NULL ELSE {times_sql(v, x)[1]} END"
+
+
+def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
+    """SQL: (created_at, updated_at) of the entity_relations row `r` as `v` may know them.
+
+    A relation is anyone's statement about two entities, shown with its
+    weight to whoever sees both; a viewer who does not see the whole tenant
+    gets its times never before they knew both ends (`times_sql`'s
+    created_at of each): earlier, it would say someone knew of them first.
+    """
+    if whole(v):
+        return f"{r}.created_at", f"{r}.updated_at"
+    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.id = {r}.{end}_id)"
+            for e, end in (("s", "source"), ("t", "target"))]
+    created = f"max({r}.created_at, {ends[0]}, {ends[1]})"
+    return created, f"max({r}.updated_at, {created})"
+
+
+def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
+    """SQL: (whether `v` knows the entity_names row `n`, when they first met it) for aliases.
+
+    A viewer who sees the whole tenant knows every name, from its row's time.
+    Anyone else knows the entity's display name (one namespace: whoever names
+    the entity sees what it is called) and an alias only through an entry they
+    see whose link came through it (`entry_entities.name_id`), from the first
+    such entry's `recorded_at` (never before the name's row): a spelling only
+    another user's private notes wrote, or that came with a merge of an entity
+    only those name, is theirs.
+    """
+    if whole(v):
+        return "1", f"{n}.created_at"
+    through = (f"FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+               f"WHERE l.entity_id = {n}.entity_id AND l.name_id = {n}.id AND {v.sees('e')}")
+    return (f"({n}.is_alias = 0 OR EXISTS (SELECT 1 {through}))",
+            f"max({n}.created_at, coalesce((SELECT min(e.recorded_at) {through}), {n}.created_at))")
+
+
+def mentions_sql(v: Viewer, x: str = "x") -> str:
+    """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
+    if whole(v):
+        return f"(SELECT count(*) FROM entry_entities WHERE entity_id = {x}.id)"
+    return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+            f"WHERE l.entity_id = {x}.id AND {v.sees('e')})")
+
+
+def visible(conn: apsw.Connection, v: Viewer, entity_id: int) -> bool:
+    """Whether entity `entity_id` exists for `v`."""
+    return conn.execute(f"SELECT 1 FROM entities x WHERE x.id = ? AND {visible_sql(v)}", (entity_id,)).fetchone() is not None
+
+
+def visible_ids(conn: apsw.Connection, v: Viewer, ids) -> set[int]:
+    """The entities among `ids` that exist for `v`."""
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        return set()
+    return {r[0] for r in conn.execute(
+        f"SELECT x.id FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}", ids
+    )}
+
+
+#: How many of the tenant's newest entries `sees_most` reads (for `count` and the web view's entity graph).
+SAMPLE = 1000
+
+
+def named_sql(v: Viewer) -> str:
+    """SQL: `visible_sql` from the other side, a row (`id`, `m`) per link of an entry `v` sees (`m` 1) and per
+    active fact `v` sees naming an entity (`m` 0): reads every entry of the tenant, and only what `v` sees after."""
+    return (
+        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')} "
+        f"UNION ALL SELECT f.subject_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')} "
+        f"UNION ALL SELECT f.object_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')}"
+    )
+
+
+def sees_most(conn: apsw.Connection, v: Viewer) -> bool:
+    """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries: which plan is cheaper for them."""
+    n, seen = conn.execute(
+        f"SELECT count(*), total({v.sees('e')}) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "
+        "WHERE e.tenant_id = ? ORDER BY e.id DESC LIMIT ?) e", (v.tenant_id, SAMPLE),
+    ).fetchone()
+    return seen * 2 >= n
