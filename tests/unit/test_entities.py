@@ -405,7 +405,7 @@ def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, ten
     """64 entities ann mentions 5 times and ben once come first by everyone's mentions; ben's top is past them.
     Ben sees a fifth of the tenant, so the list counts from what he sees; judged by the newest 8 entries (his),
     it walks."""
-    monkeypatch.setattr(core, "SAMPLE", sample)
+    monkeypatch.setattr(visibility, "SAMPLE", sample)
     with db:
         ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
     crowded = [f"Crowdling {i:02d}" for i in range(64)]
