@@ -61,7 +61,7 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         partial.unlink(missing_ok=True)
         return (yield from _copy_to(source, dest, partial, step_pages))
     except (apsw.FullError, OSError) as e:
-        if isinstance(e, OSError) and e.errno != errno.ENOSPC:
+        if not _full(e):
             raise
         # The backup's disk, not the database's: the daemon's own "disk full" would send the user to the wrong disk.
         raise StorageFull(f"no space left for the backup in {dest.parent}: nothing was written there, "
@@ -223,15 +223,13 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
                     "(`arbiter stop`; `arbiter backup restore` never replaces a database in use)"
                 )
         staged = db_path.with_name(db_path.name + ".restoring")
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{staged}{suffix}").unlink(missing_ok=True)
+        _remove_database(staged)
         try:
             _copy(backup, staged)
             tokens = _keep_tokens(staged, home)
         except BaseException as e:
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                Path(f"{staged}{suffix}").unlink(missing_ok=True)
-            if isinstance(e, apsw.FullError) or isinstance(e, OSError) and e.errno == errno.ENOSPC:
+            _remove_database(staged)
+            if _full(e):
                 raise StorageFull(f"no space left in {db_path.parent} for the restored database: nothing was "
                                   "changed; free some space and restore again", path="path") from None
             raise
@@ -251,6 +249,17 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
     finally:
         for fd in held:
             os.close(fd)
+
+
+def _full(e: BaseException) -> bool:
+    """Whether `e` says a disk is full (SQLite's or the OS's words for it)."""
+    return isinstance(e, apsw.FullError) or isinstance(e, OSError) and e.errno == errno.ENOSPC
+
+
+def _remove_database(path: Path) -> None:
+    """Remove a database file and whatever journal SQLite left beside it."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _copy(src: Path, dest: Path) -> None:
