@@ -382,7 +382,7 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     counts stay far under the bounds: 0.38 s of CPU at 47K entities for one
     who sees none). For them (`little`, as `sees_most` judges), `counts()`
     gives (mentions, id) of every entity they see, gathered from what they
-    see (`_named_sql`), and only the best `limit` of those go through `rank`.
+    see (`visibility.named_sql`), and only the best `limit` of those go through `rank`.
     """
     if little:
         top = [i for _, i in sorted((-n, i) for n, i in counts())[:limit]]

@@ -392,7 +392,7 @@ def _entity_signals(
 ENTRY_FACTORS = ("boost", "intent", "decay", "voice", "quantity", "date", "when", "speaker", "size")
 
 
-def _own(c: Candidate) -> float:
+def _entry_factor(c: Candidate) -> float:
     f = 1.0
     for part in ENTRY_FACTORS:
         f *= c.parts.get(part, 1.0)
@@ -401,9 +401,9 @@ def _own(c: Candidate) -> float:
 
 def _replies(
     conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool,
-    own: Callable[[list[tuple[int, float, tuple]]], list[Candidate]] | None = None,
+    own: Callable[[list[tuple[int, float, tuple]]], list[Candidate]],
 ) -> list[Candidate]:
-    """Replies and follow-ups: the answer to a question inherits the score of what the question was about.
+    """Replies and follow-ups: the answer to a question inherits the match of what the question was about.
 
     Replies: "Anything you're excited about in the adoption process?"
     matches the query; the reply "I'm thrilled to make a family for kids
@@ -416,7 +416,11 @@ def _replies(
     "It was Matt Patterson". When the turn after a top candidate is a short
     question, its reply gets `tuning.followup` of the candidate's score.
 
-    A turn keeps its own score when that is higher.
+    What is lent is the lender's match: its score with its own entry
+    factors (`ENTRY_FACTORS`) divided out, times the answer's, which `own`
+    scores for answers the pass did not rank (`tuning.reply_own_factors`;
+    off, the lender's whole score is lent). A turn keeps its own score when
+    that is higher.
     """
     top = ranked[: tuning.reply_depth]
     scores = {c.id: c.score for c in top}
@@ -436,7 +440,7 @@ def _replies(
     by_id = {c.id: c for c in ranked}
     rows = _sql.candidates(conn, v, [a for a, *_ in offers if a not in by_id], as_of)
     fresh = {}
-    if tuning.reply_own_factors and own is not None and rows:
+    if tuning.reply_own_factors and rows:
         fresh = {c.id: c for c in own([(a, 0.0, row) for a, row in rows.items()])}
     for a, share, lender, part in offers:
         c = by_id.get(a)
@@ -445,10 +449,9 @@ def _replies(
                 continue
             etype, conv, valid_from = rows[a][:3]
             c = by_id[a] = fresh.get(a) or Candidate(a, etype, conv, valid_from, 0.0, {"bm25": 0.0})
-        if tuning.reply_own_factors and own is not None:
-            lent = by_id[lender]
-            mine = _own(lent)
-            share = share / mine * _own(c) if mine > 0 else share
+        if tuning.reply_own_factors:
+            lenders = _entry_factor(by_id[lender])
+            share = share / lenders * _entry_factor(c) if lenders > 0 else share
         if share > c.score:
             c.parts[part] = float(lender)
             c.score = share
