@@ -47,6 +47,11 @@ class Candidate(msgspec.Struct, frozen=True):
     date: str
     superseded: bool
     text: str
+    #: Who said it, when the entry records a speaker.
+    speaker: str | None = None
+    #: The turn it follows in its conversation, "Speaker: text" cut short: a
+    #: reply ("These are for running") says what it answers only beside it.
+    follows: str | None = None
 
 
 class ExtractedFact(msgspec.Struct, frozen=True):
@@ -177,7 +182,8 @@ class Advisor:
         prompt = (
             "Rank these stored memory entries by how well they answer the query, "
             "most relevant first. Prefer current entries over superseded ones "
-            "when they say the same thing.\n"
+            "when they say the same thing. A turn of a conversation is shown "
+            "after the turn it follows, which may say what it answers.\n"
             f"Query: {query.strip()}\n\n"
             f"Entries:\n{_format_candidates(candidates)}\n\n"
             'Reply as {"ids": [most relevant id, ...]} listing every entry id. ' + _JSON_ONLY
@@ -308,7 +314,8 @@ class Advisor:
         ids = {c.id for c in entries}
         prompt = (
             "Extract the lasting facts these memory entries state about the user or the world, as "
-            "subject-predicate-object triples. Use \"user\" as the subject for the user. Prefer these "
+            "subject-predicate-object triples. Use \"user\" as the subject for the user. An entry \"said by\" "
+            "someone speaks for them: its \"I\" is that person. Prefer these "
             f"predicates when one fits: {', '.join(predicates[:_VOCABULARY_MAX])}; otherwise invent a short "
             "snake_case one. Give each a confidence from 0 to 1 (how clearly the entry states it), the id of "
             f"the entry it comes from, and the aspects it belongs to among: {', '.join(aspects)}. Skip "
@@ -553,12 +560,16 @@ def _as_id(item: Any) -> int | None:
 
 
 def _format_candidates(candidates: list[Candidate]) -> str:
-    """One block per candidate: its id, `(type · date · superseded|current)`, its text."""
+    """One block per candidate: its id, `(type · date · superseded|current · said by …)`, the turn it follows, its text."""
     lines = []
     for c in candidates:
-        state = "superseded" if c.superseded else "current"
-        meta = f"({c.type} · {c.date} · {state})"
-        lines.append(f"[id {c.id}] {meta}\n{c.text.strip()}")
+        meta = [c.type, c.date, "superseded" if c.superseded else "current"]
+        if c.speaker:
+            meta.append(f"said by {c.speaker}")
+        block = f"[id {c.id}] ({' · '.join(meta)})\n"
+        if c.follows:
+            block += f"(follows: {c.follows.strip()})\n"
+        lines.append(block + c.text.strip())
     return "\n\n".join(lines)
 
 

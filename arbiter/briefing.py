@@ -228,7 +228,7 @@ def build(
         ))
     else:
         doc.blocks.append(["- No topic clusters yet (they need at least three tags that share entries)."])
-    top, mentioned = most_mentioned(conn, v)
+    top, mentioned = talked_about(conn, v)
     if top:
         doc.blocks.append(_Part(
             "entities",
@@ -273,7 +273,7 @@ def build(
     )
 
 
-def most_mentioned(
+def talked_about(
     conn: apsw.Connection, v: Viewer, *, limit: int = MAX_ENTITIES
 ) -> tuple[list[tuple[str, str, int]], int]:
     """(name, type, mentions) of the entities most mentioned by the latest `ENTITY_WINDOW` active entries `v` sees,

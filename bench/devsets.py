@@ -31,12 +31,14 @@ of their own that also hold what a daemon derives after a bulk write:
 entity links (the idle writer's backlog) and stored similarity associations
 (`associations.catch_up`), and prints R@5 per question type beside the table.
 
-`--reach` splits each set's misses at k = 1, 5, 10 (as shipped) by whether
+`--reach` splits each set's misses at k = 1, 5, 10, 25, 50 (as shipped) by whether
 any of the question's evidence entries holds a query term (stem) other than
 a word of its own speaker's name: a miss whose evidence holds none is out
 of reach of any ranking that scores an entry by its own words (only the
 replies, follow-ups and episodes signals, which lend a neighbour's score,
-can bring it in).
+can bring it in). R@25 is the most the LLM rerank could make of R@5 and
+R@10: it reorders the lexical top 25 (`recall.llm.RERANK_DEPTH`) and sees
+nothing past them.
 """
 
 from __future__ import annotations
@@ -297,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-KS = (1, 5, 10)
+#: 25 is the rerank head (`recall.llm.RERANK_DEPTH`): a perfect reranker's R@5 and R@10 are at most R@25.
+KS = (1, 5, 10, 25, 50)
 
 
 def reach(conn, tenant: int, questions: Sequence[harness.QuestionState], phrasing: str) -> dict[str, dict]:

@@ -46,7 +46,7 @@ def prepare(ctx: Context, p: ExtractParams) -> Extracted:
         return out
     from arbiter.advisor import AdvisorError
 
-    shown = llm_layers.shown(ctx.conn, ctx.viewer, list(dict.fromkeys(p.entry_ids)), EXCERPT)
+    shown = llm_layers.shown(ctx.conn, ctx.viewer, list(dict.fromkeys(p.entry_ids)), EXCERPT, context=True)
     known = [x.name for x in store.predicates(ctx.conn, ctx.viewer)]
     try:
         found = advisor.extract_facts(shown, known, list(aspects.SLUGS), deadline=time.monotonic() + DEADLINE_S)

@@ -70,19 +70,23 @@ def candidates(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | No
     return {r[0]: r[1:] for r in rows}
 
 
-def following(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None) -> dict[int, tuple[int, int]]:
+def following(
+    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, previous: bool = False
+) -> dict[int, tuple[int, int]]:
     """id -> (the id of the next turn of its conversation visible to `v` (by valid time, then id), the id's size in bytes).
 
-    Only entries in a conversation. Sizes, times and the next turn come from
-    `recall_entries` (narrow rows, indexed by conversation and time).
+    With `previous`, the turn before it instead. Only entries in a
+    conversation. Sizes, times and the neighbour come from `recall_entries`
+    (narrow rows, indexed by conversation and time).
     """
     if not ids:
         return {}
     cond, binds = entries.visible(as_of, alias="n")
+    side, order = ("<", "DESC") if previous else (">", "ASC")
     rows = conn.execute(
         "SELECT q.entry_id, (SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
-        f"AND (n.valid_from, n.entry_id) > (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
-        "ORDER BY n.valid_from, n.entry_id LIMIT 1), q.bytes "
+        f"AND (n.valid_from, n.entry_id) {side} (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
+        f"ORDER BY n.valid_from {order}, n.entry_id {order} LIMIT 1), q.bytes "
         f"FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
         "AND q.conversation_id IS NOT NULL",
         (*binds, *ids, v.tenant_id),

@@ -16,7 +16,7 @@ import msgspec
 
 from arbiter._time import parse_time
 from arbiter.model import RecallParams, RecallResult
-from arbiter.recall import Candidate, Ranking, fuse, recall, render, search
+from arbiter.recall import Candidate, Ranking, _sql, fuse, recall, render, search
 from arbiter.recall.hits import unranked
 from arbiter.store import entries
 
@@ -24,6 +24,7 @@ RERANK_DEPTH = 25  # coarse pass: candidates shown to the fast model
 FINE_DEPTH = 8  # cascade: candidates shown to the strong model
 COARSE_EXCERPT = 400  # bytes of content per candidate in the coarse pass
 FINE_EXCERPT = 1500
+CONTEXT_EXCERPT = 200  # bytes of the turn a candidate follows
 QUERY_WEIGHT, PARAPHRASE_WEIGHT = 1.0, 0.7
 NO_KEY = "LLM layers skipped: no ANTHROPIC_API_KEY on the daemon"
 
@@ -42,20 +43,39 @@ def cut(text: str, limit: int) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", "ignore") + "…"
 
 
-def shown(conn: apsw.Connection, v, ids: list[int], excerpt: int, *, known_at: int | None = None):
-    """The advisor's view of entries: `(type · date · superseded)` and title + content cut to `excerpt` bytes.
+def shown(
+    conn: apsw.Connection, v, ids: list[int], excerpt: int, *, known_at: int | None = None,
+    context: bool = False, as_of: int | None = None,
+):
+    """The advisor's view of entries: `(type · date · superseded)`, who said it, and title + content cut to `excerpt` bytes.
 
-    With `known_at`, the texts as recorded then (what a `known_at` recall ranked).
+    With `known_at`, the texts as recorded then (what a `known_at` recall
+    ranked). With `context`, each conversation turn also shows the turn
+    before it that `v` sees (at `as_of`), cut to `CONTEXT_EXCERPT` bytes; a
+    `known_at` view shows none, as recall lends no reply score there: the
+    turn before may have been recorded later.
     """
     from arbiter.advisor import Candidate as Shown
 
+    found = entries.get_any(conn, v, ids, known_at=known_at)
+    follows: dict[int, str] = {}
+    if context and known_at is None:
+        before = {i: prev for i, (prev, _) in _sql.following(conn, v, ids, as_of, previous=True).items()}
+        said = {e.id: e for e in entries.get_any(conn, v, list(set(before.values())))}
+        follows = {i: cut(_said(said[prev]), CONTEXT_EXCERPT) for i, prev in before.items() if prev in said}
     return [
         Shown(
             id=e.id, type=e.type, date=e.valid_from[:10], superseded=bool(e.superseded_by),
-            text=cut(f"{e.title}\n{e.content}", excerpt),
+            text=cut(f"{e.title}\n{e.content}", excerpt), speaker=e.speaker, follows=follows.get(e.id),
         )
-        for e in entries.get_any(conn, v, ids, known_at=known_at)
+        for e in found
     ]
+
+
+def _said(e) -> str:
+    """A turn as one line: "Speaker: content" (the content alone when no speaker is recorded)."""
+    text = " ".join(e.content.split())
+    return f"{e.speaker}: {text}" if e.speaker else text
 
 
 def _reorder(candidates: list[Candidate], depth: int, order: list[int], part: str) -> list[Candidate]:
@@ -73,6 +93,7 @@ def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> Recal
 
     deadline = time.monotonic() + p.deadline_ms / 1000
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
+    as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     if advisor is None:
         return msgspec.structs.replace(recall(conn, v, p), note=NO_KEY)
     depth = max(p.limit, RERANK_DEPTH)
@@ -106,7 +127,8 @@ def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> Recal
             continue
         try:
             order = advisor.rerank(
-                p.query, shown(conn, v, [c.id for c in candidates[:head]], excerpt, known_at=known_at),
+                p.query, shown(conn, v, [c.id for c in candidates[:head]], excerpt, known_at=known_at, context=True,
+                               as_of=as_of),
                 model=_model(choice, default), deadline=deadline,
             )
         except AdvisorError as e:

@@ -47,6 +47,15 @@ def _mtime(path: Path) -> str:
     return format_time(int(path.stat().st_mtime) * US)
 
 
+def _whole(content: str, what: str, *, advice: str = "") -> str:
+    """`content`, if an entry can hold it whole; else InvalidParams naming `what` (cut, its end would be lost without a word)."""
+    size = len(content.encode())
+    if size > CONTENT_MAX_BYTES:
+        raise InvalidParams(f"{what} {size:,} bytes of text, over the {CONTENT_MAX_BYTES:,} an entry holds{advice}; "
+                            "nothing was imported", path="file")
+    return content
+
+
 def _cut(text: str, limit: int) -> str:
     data = text.encode()
     return text if len(data) <= limit else data[:limit].decode(errors="ignore").rstrip() or "(empty)"
@@ -116,10 +125,7 @@ def _mcp_memory(path: Path) -> Iterator[bytes]:
     yield _header(when, "mcp-memory")
     ids = {name: i for i, name in enumerate(entities, start=1)}
     for name, (kind, observations) in entities.items():
-        content = "\n".join(observations)
-        if len(content.encode()) > CONTENT_MAX_BYTES:  # cut, its last observations would be lost without a word
-            raise InvalidParams(f"{path.name}: the observations of {name!r} hold {len(content.encode()):,} bytes, over "
-                                f"the {CONTENT_MAX_BYTES:,} an entry holds; nothing was imported", path="file")
+        content = _whole("\n".join(observations), f"{path.name}: the observations of {name!r} hold")
         yield _encode(EntryRecord(
             id=ids[name], type="reference", title=_cut(name, TITLE_MAX_BYTES),
             content=content or _cut(name, CONTENT_MAX_BYTES),
@@ -212,9 +218,7 @@ def _markdown(folder: Path) -> Iterator[bytes]:
             raise InvalidParams(f"{name}: not UTF-8 text (byte {e.start}); save it as UTF-8 or move it out of "
                                 "the folder; nothing was imported", path="file") from None
         meta, body = _front_matter(text)
-        if len(body.strip().encode()) > CONTENT_MAX_BYTES:  # cut, its end would be lost without a word
-            raise InvalidParams(f"{name}: {len(body.strip().encode()):,} bytes of text, over the {CONTENT_MAX_BYTES:,} "
-                                "an entry holds: split the note; nothing was imported", path="file")
+        _whole(body.strip(), f"{name}:", advice=": split the note")
         title = str(meta.get("title") or p.stem)
         tags = meta.get("tags") or []
         tags = [tags] if isinstance(tags, str) else list(tags)

@@ -82,3 +82,4 @@ def test_reach_counts_a_reply_that_shares_only_its_speakers_name_as_out_of_words
     assert "| LoCoMo | 1 | 100.0 | 0.0 | 0.0 | 25.0 |" in run.stdout
     assert "| LoCoMo | 5 | 100.0 | 0.0 | 0.0 | 25.0 |" in run.stdout
     assert "| LME | 10 | 100.0 | 0.0 | 0.0 | 0.0 |" in run.stdout
+    assert "| LoCoMo | 25 | 100.0 | 0.0 | 0.0 | 25.0 |" in run.stdout  # the rerank head

@@ -40,6 +40,19 @@ def test_extracted_triples_enter_the_gate_as_candidates(llm, fake_messages):
     assert llm.batch_apply(r.batch.id).counts == {"active": 2}
 
 
+def test_the_model_sees_who_said_a_turn_and_the_turn_it_answers(llm, fake_messages):
+    # "Two of them, yes" states a fact only beside the question, and only its speaker says whose cats they are.
+    chat = llm.conversation_create("catch-up").id
+    llm.remember(type="context", title="Pets", content="Do you have cats?", speaker="assistant", conversation_id=chat)
+    said = llm.remember(type="context", title="Pets", content="Two of them, yes.", speaker="user",
+                        conversation_id=chat).id
+    fake_messages.set_script([json.dumps({"facts": []})])
+    llm.fact_extract([said])
+    prompt = fake_messages.requests[0]["messages"][0]["content"]
+    assert f"[id {said}] (context · " in prompt
+    assert "· current · said by user)\n(follows: assistant: Do you have cats?)\nPets\nTwo of them, yes." in prompt
+
+
 def test_a_failed_call_proposes_nothing_and_says_why(llm, fake_messages):
     e = llm.remember(type="user", title="t", content="I live in Oslo").id
     fake_messages.set_script([500, 500])

@@ -183,3 +183,20 @@ def test_rerank_with_known_at_shows_the_model_the_texts_as_they_stood(llm, fake_
     assert res.note is None and sorted(_ids(res)) == sorted(ids)
     shown = json.dumps(fake_messages.requests[-1])
     assert "check the canary 0" in shown and "pelican" not in shown
+
+
+def test_rerank_shows_who_said_each_turn_and_the_turn_it_follows(llm, fake_messages):
+    # "These are for running" answers the question before it: the model can judge it only beside it.
+    chat = llm.conversation_create("catch-up").id
+    asked = llm.remember(type="context", title="Shoes", content="Love that purple color! For walking or running?",
+                         speaker="Caroline", conversation_id=chat).id
+    answer = llm.remember(type="context", title="Shoes", content="These are for running, new shoes.",
+                          speaker="Melanie", conversation_id=chat).id
+    fake_messages.set_script(lambda body: json.dumps({"ids": [answer, asked]}))
+    res = llm.recall("what are Melanie's new shoes for", conversation_id=chat, rerank=True)
+    assert _ids(res) == [answer, asked] and res.note is None
+    prompt = fake_messages.requests[-1]["messages"][0]["content"]
+    block = prompt[prompt.index(f"[id {answer}]"):]
+    assert block.startswith(f"[id {answer}] (context · ")
+    assert "· current · said by Melanie)\n(follows: Caroline: Love that purple color! For walking or running?)\n" \
+        "Shoes\nThese are for running" in block
