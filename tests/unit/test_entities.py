@@ -470,6 +470,86 @@ def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant,
             assert drawn.truncated == (len(expected) > limit)
 
 
+_HUES = {"red": ["red", "crimson", "scarlet", "ruby"], "blue": ["blue", "navy", "azure", "cobalt"],
+         "green": ["green", "olive", "lime", "jade"]}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_entity_graph_colours_each_entity_by_the_topic_most_of_its_entries_the_viewer_sees_hold(db, seed):
+    """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
+    topic: the cluster holding most of its tags; ties to the lower index, both times), for a one-user tenant and for
+    each user of a shared one, including one who left a team (he sees only what he wrote there) and one who sees
+    little; and each entry node of the entries view is coloured by its own tags the same way. Nothing another user
+    keeps private colours a node: the expected colours come only from what each viewer sees."""
+    import random
+
+    from arbiter.ui.model import GraphViewParams
+    from arbiter.ui.view import graph_view
+
+    rng = random.Random(seed)
+    with db:
+        solo = tenants.create_tenant(db, "solo", now=NOW)[0]
+        shared = tenants.create_tenant(db, "shared", now=NOW)[0]
+        first = users.first_user(db, shared)
+        ann, ben, cat = (users.create_user(db, shared, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
+        core_team, old_team = (users.create_team(db, shared, name, now=NOW) for name in ("core", "old"))
+        for team, member in ((core_team, ann), (core_team, ben), (old_team, ann), (old_team, ben)):
+            users.join(db, team, member, now=NOW)
+    pool = [f"Huebert {chr(65 + i)}" for i in range(14)]
+    spec, forget = verbs.VERBS["remember"], verbs.VERBS["forget"]
+    written: list[tuple[int, int, int, str | None, bool]] = []  # (tenant, entry, author, team, forgotten)
+    writers = [(solo, users.first_user(db, solo))] * 60 + [(shared, u) for u in (first, ann, ann, ben, ben, cat)] * 40
+    for n, (tid, user) in enumerate(writers):
+        hue = rng.choice(list(_HUES))
+        tags = rng.sample(_HUES[hue], rng.randint(0, 3))
+        if rng.random() < 0.4:  # a second topic, often a tie
+            tags += rng.sample(_HUES[rng.choice(list(_HUES))], 1)
+        if rng.random() < 0.2:
+            tags.append(f"lone{rng.randint(1, 5)}")  # a tag in no cluster
+        team = rng.choice([None, None, "core", "old"]) if tid == shared and user in (ann, ben) else None
+        named = rng.sample(pool, rng.randint(1, 3))
+        params = msgspec.convert(dict(type="project", title=f"Hue note {n}", content=f"hue note {n}",
+                                      tags=list(dict.fromkeys(tags)), entities=named, team=team), spec.params)
+        with db:
+            entry = spec.run(Context(db, tid, "t", NOW + n, user_id=user), params).id
+        gone = rng.random() < 0.15
+        if gone:
+            with db:
+                forget.run(Context(db, tid, "t", NOW + n, user_id=user), msgspec.convert({"id": entry}, forget.params))
+        written.append((tid, entry, user, team, gone))
+    with db:
+        users.leave(db, old_team, ben, now=NOW + 1000)  # ben now sees only what he wrote in "old"
+
+    def sees(user: int | None, author: int, team: str | None) -> bool:
+        if user is None or author == user:
+            return True
+        return team == "core" and user in (ann, ben) or team == "old" and user == ann
+
+    def most(votes: list[int]) -> int | None:  # ties to the lower index
+        return min(votes, key=lambda i: (-votes.count(i), i)) if votes else None
+
+    for tid, user in ((solo, None), (shared, first), (shared, ann), (shared, ben), (shared, cat)):
+        ctx = Context(db, tid, "t", NOW + 2000, user_id=user)
+        with db:
+            drawn = graph_view(ctx, GraphViewParams(view="entities", limit=200))
+            entries_view = graph_view(ctx, GraphViewParams(limit=2000))
+        where = {t: i for i, c in enumerate(drawn.clusters) for t in c.tags}
+        assert len(drawn.clusters) >= 2 and drawn.clusters == entries_view.clusters
+        votes: dict[int, list[int]] = {}
+        for wtid, entry, author, team, gone in written:
+            if wtid != tid or gone or not sees(user, author, team):
+                continue
+            tags = msgspec.json.decode(db.execute("SELECT tags FROM entries WHERE id = ?", (entry,)).fetchone()[0])
+            if (c := most([where[t] for t in tags if t in where])) is not None:
+                for (entity,) in db.execute("SELECT entity_id FROM entry_entities WHERE entry_id = ?", (entry,)):
+                    votes.setdefault(entity, []).append(c)
+        assert drawn.nodes and {n.id: n.cluster for n in drawn.nodes} == {n.id: most(votes.get(n.id, []))
+                                                                          for n in drawn.nodes}
+        assert any(n.cluster is not None for n in drawn.nodes)
+        assert entries_view.nodes and all(n.cluster == most([where[t] for t in n.tags if t in where])
+                                          for n in entries_view.nodes)
+
+
 def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
     """`count` asks each entity for a user who sees most of the tenant and gathers from what they see for one who
     sees little: both count the entities their entries mention or their active facts name, none merged away."""
