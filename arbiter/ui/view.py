@@ -8,7 +8,7 @@ entries and their teams' shares, and the entities those mention.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 
 import msgspec
 
@@ -44,10 +44,8 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
     ids = {r[0] for r in rows}
     for id_, type_, title, tags_json, valid_from, parent in rows:
         tags = _tags.decode(tags_json)
-        votes = Counter(where[t] for t in tags if t in where)
         nodes.append(GraphNode(
-            id=id_, type=type_, title=title, tags=tags, valid_from=format_time(valid_from),
-            cluster=clusters.assign(votes) if votes else None,
+            id=id_, type=type_, title=title, tags=tags, valid_from=format_time(valid_from), cluster=_topic(tags, where),
         ))
         if parent in ids:
             edges.append(GraphEdge(source=id_, target=parent, relation="reply"))
@@ -72,6 +70,46 @@ def _clusters(ctx: Context):
 
     named = topic_clusters(ctx, Empty()).clusters
     return named, {t: i for i, c in enumerate(named) for t in c.tags}
+
+
+def _topic(tags: list[str], where: dict[str, int]) -> int | None:
+    """The topic cluster an entry belongs to: the one holding most of its tags, ties to the lower (larger) cluster.
+
+    The briefing's rule (`graph.clusters.assign`), without a Counter: the entity graph asks it of tens of
+    thousands of entries, and building a Counter for each was a third of its time.
+    """
+    hits = [where[t] for t in tags if t in where]
+    if len(hits) < 2:
+        return hits[0] if hits else None
+    return min(hits, key=lambda i: (-hits.count(i), i))
+
+
+def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, int]:
+    """Each entity's topic: the one most of the active entries the caller sees naming it belong to (ties: lower).
+
+    Only entries the caller sees vote, so nothing another user keeps private colours a node. The top entities'
+    links are many (34K for the 200 most mentioned of 47K entities), so: their entries are read in id order
+    (each leaf page of `entries` is read once for the run of links into it, not once a link: 44 -> 23 ms of
+    CPU), tagless ones are skipped in SQL, and an entry's topic is worked out once per distinct tag list.
+    """
+    if not ids:
+        return {}
+    rows = ctx.conn.execute(
+        "WITH m(entity_id, entry_id) AS MATERIALIZED (SELECT entity_id, entry_id FROM entry_entities "
+        f"WHERE entity_id IN ({','.join('?' * len(ids))}) ORDER BY entry_id) "
+        "SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e ON e.id = m.entry_id "
+        f"WHERE e.valid_to IS NULL AND e.tags != '[]' AND {ctx.viewer.sees('e')}", ids,
+    )
+    topic_of: dict[str, int | None] = {}
+    votes: defaultdict[int, Counter] = defaultdict(Counter)
+    for entity_id, tags_json in rows:
+        try:
+            topic = topic_of[tags_json]
+        except KeyError:
+            topic = topic_of[tags_json] = _topic(_tags.decode(tags_json), where)
+        if topic is not None:
+            votes[entity_id][topic] += 1
+    return {i: clusters.assign(v) for i, v in votes.items()}
 
 
 def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
@@ -114,25 +152,16 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
     rows = rows[: p.limit]
     ids = [r[0] for r in rows]
     named, where = _clusters(ctx)
-    votes: dict[int, Counter] = {}
-    if ids:
-        marks = ",".join("?" * len(ids))
-        for entity_id, tags_json in ctx.conn.execute(
-            f"SELECT m.entity_id, e.tags FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
-            f"WHERE m.entity_id IN ({marks}) AND e.valid_to IS NULL AND {v.sees('e')}", ids,
-        ):
-            tags = _tags.decode(tags_json)
-            entry_votes = Counter(where[t] for t in tags if t in where)
-            if entry_votes:
-                votes.setdefault(entity_id, Counter())[clusters.assign(entry_votes)] += 1
+    colour = _colours(ctx, ids, where)
     nodes = [
         GraphNode(id=i, type=t, title=name, tags=[], valid_from=format_time(created),
-                  cluster=clusters.assign(votes[i]) if i in votes else None)
+                  cluster=colour.get(i))
         for i, name, t, created, _ in rows
     ]
     shown = set(ids)
     edges = []
     if ids:
+        marks = ",".join("?" * len(ids))
         edges = [
             GraphEdge(source=s, target=t, relation=r)
             for s, t, r in ctx.conn.execute(
