@@ -475,14 +475,18 @@ _HUES = {"red": ["red", "crimson", "scarlet", "ruby"], "blue": ["blue", "navy", 
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_entity_graph_colours_each_entity_by_the_topic_most_of_its_entries_the_viewer_sees_hold(db, seed):
+def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewer_sees(db, seed):
     """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
     topic: the cluster holding most of its tags; ties to the lower index, both times), for a one-user tenant and for
     each user of a shared one, including one who left a team (he sees only what he wrote there) and one who sees
     little; and each entry node of the entries view is coloured by its own tags the same way. Nothing another user
-    keeps private colours a node: the expected colours come only from what each viewer sees."""
+    keeps private colours or dates a node: the expected colours and dates (the first entry naming it) come only from
+    what each viewer sees."""
     import random
 
+    from arbiter._time import format_time
+    from arbiter.facts import verbs as fv
+    from arbiter.facts.model import ProposeParams
     from arbiter.ui.model import GraphViewParams
     from arbiter.ui.view import graph_view
 
@@ -496,8 +500,12 @@ def test_the_entity_graph_colours_each_entity_by_the_topic_most_of_its_entries_t
         for team, member in ((core_team, ann), (core_team, ben), (old_team, ann), (old_team, ben)):
             users.join(db, team, member, now=NOW)
     pool = [f"Huebert {chr(65 + i)}" for i in range(14)]
+    with db:  # ben's private fact names an entity before any entry does: his date for it, no one else's
+        fv.facts_propose(Context(db, shared, "t", NOW, user_id=ben), msgspec.convert(
+            {"facts": [{"subject": "user", "predicate": "works_at", "object": pool[0]}], "apply": True}, ProposeParams))
+    (fact_entity, fact_at), = db.execute("SELECT object_entity_id, recorded_at FROM facts WHERE status = 'active'")
     spec, forget = verbs.VERBS["remember"], verbs.VERBS["forget"]
-    written: list[tuple[int, int, int, str | None, bool]] = []  # (tenant, entry, author, team, forgotten)
+    written: list[tuple[int, int, int, str | None, bool, int]] = []  # (tenant, entry, author, team, forgotten, when)
     writers = [(solo, users.first_user(db, solo))] * 60 + [(shared, u) for u in (first, ann, ann, ben, ben, cat)] * 40
     for n, (tid, user) in enumerate(writers):
         hue = rng.choice(list(_HUES))
@@ -516,7 +524,7 @@ def test_the_entity_graph_colours_each_entity_by_the_topic_most_of_its_entries_t
         if gone:
             with db:
                 forget.run(Context(db, tid, "t", NOW + n, user_id=user), msgspec.convert({"id": entry}, forget.params))
-        written.append((tid, entry, user, team, gone))
+        written.append((tid, entry, user, team, gone, NOW + n))
     with db:
         users.leave(db, old_team, ben, now=NOW + 1000)  # ben now sees only what he wrote in "old"
 
@@ -536,8 +544,13 @@ def test_the_entity_graph_colours_each_entity_by_the_topic_most_of_its_entries_t
         where = {t: i for i, c in enumerate(drawn.clusters) for t in c.tags}
         assert len(drawn.clusters) >= 2 and drawn.clusters == entries_view.clusters
         votes: dict[int, list[int]] = {}
-        for wtid, entry, author, team, gone in written:
-            if wtid != tid or gone or not sees(user, author, team):
+        first: dict[int, int] = {fact_entity: fact_at} if user == ben else {}  # when the viewer first saw it named
+        for wtid, entry, author, team, gone, when in written:
+            if wtid != tid or not sees(user, author, team):
+                continue
+            for (entity,) in db.execute("SELECT entity_id FROM entry_entities WHERE entry_id = ?", (entry,)):
+                first[entity] = min(first.get(entity, when), when)
+            if gone:
                 continue
             tags = msgspec.json.decode(db.execute("SELECT tags FROM entries WHERE id = ?", (entry,)).fetchone()[0])
             if (c := most([where[t] for t in tags if t in where])) is not None:
@@ -546,6 +559,9 @@ def test_the_entity_graph_colours_each_entity_by_the_topic_most_of_its_entries_t
         assert drawn.nodes and {n.id: n.cluster for n in drawn.nodes} == {n.id: most(votes.get(n.id, []))
                                                                           for n in drawn.nodes}
         assert any(n.cluster is not None for n in drawn.nodes)
+        assert {n.id: n.valid_from for n in drawn.nodes} == {n.id: format_time(first[n.id]) for n in drawn.nodes}
+        if user == ben:  # his fact dates the entity, before any entry he sees names it
+            assert [n.valid_from for n in drawn.nodes if n.id == fact_entity] == [format_time(fact_at)]
         assert entries_view.nodes and all(n.cluster == most([where[t] for t in n.tags if t in where])
                                           for n in entries_view.nodes)
 
