@@ -479,7 +479,7 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
     """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
     topic: the cluster holding most of its tags; ties to the lower index, both times), for a one-user tenant and for
     each user of a shared one, including one who left a team (he sees only what he wrote there) and one who sees
-    little; and each entry node of the entries view is coloured by its own tags the same way. Nothing another user
+    little (the nodes in order of the mentions they see); and each entry node of the entries view is coloured by its own tags the same way. Nothing another user
     keeps private colours or dates a node: the expected colours and dates (the first entry naming it) come only from
     what each viewer sees."""
     import random
@@ -545,11 +545,13 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
         assert len(drawn.clusters) >= 2 and drawn.clusters == entries_view.clusters
         votes: dict[int, list[int]] = {}
         first: dict[int, int] = {fact_entity: fact_at} if user == ben else {}  # when the viewer first saw it named
+        mentions: dict[int, int] = {}
         for wtid, entry, author, team, gone, when in written:
             if wtid != tid or not sees(user, author, team):
                 continue
             for (entity,) in db.execute("SELECT entity_id FROM entry_entities WHERE entry_id = ?", (entry,)):
                 first[entity] = min(first.get(entity, when), when)
+                mentions[entity] = mentions.get(entity, 0) + 1
             if gone:
                 continue
             tags = msgspec.json.decode(db.execute("SELECT tags FROM entries WHERE id = ?", (entry,)).fetchone()[0])
@@ -559,6 +561,10 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
         assert drawn.nodes and {n.id: n.cluster for n in drawn.nodes} == {n.id: most(votes.get(n.id, []))
                                                                           for n in drawn.nodes}
         assert any(n.cluster is not None for n in drawn.nodes)
+        ranked = sorted(mentions, key=lambda i: (-mentions[i], i))
+        assert [n.id for n in drawn.nodes] == ranked
+        with db:
+            assert [n.id for n in graph_view(ctx, GraphViewParams(view="entities", limit=5)).nodes] == ranked[:5]
         assert {n.id: n.valid_from for n in drawn.nodes} == {n.id: format_time(first[n.id]) for n in drawn.nodes}
         if user == ben:  # his fact dates the entity, before any entry he sees names it
             assert [n.valid_from for n in drawn.nodes if n.id == fact_entity] == [format_time(fact_at)]
