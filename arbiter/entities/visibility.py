@@ -50,6 +50,16 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     return f"(SELECT {first} FROM ({seen}))", f"(SELECT {last} FROM ({seen}))"
 
 
+def created_sql(v: Viewer, x: str, first_entry: str) -> str:
+    """SQL: `times_sql`'s created_at of the entities row `x`, for a read that has already gathered the entries `v` sees
+    naming it: `first_entry` is the earliest of their `recorded_at` (not NULL), so only the facts are read here."""
+    if whole(v):
+        return f"{x}.created_at"
+    facts = [f"coalesce((SELECT min(f.recorded_at) FROM facts f WHERE f.{end}_entity_id = {x}.id "
+             f"AND f.status = 'active' AND {v.sees('f')}), {first_entry})" for end in ("subject", "object")]
+    return f"max({x}.created_at, min({first_entry}, {facts[0]}, {facts[1]}))"
+
+
 def evidence(v: Viewer, x: str) -> tuple[str, str, str]:
     """SQL for `times_sql` and the entity reads: what `v` sees naming the row `x` (a row per entry, `t` its time and
     `m` 1, or per active fact, `m` 0), and the created_at and updated_at aggregates over it."""
