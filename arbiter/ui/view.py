@@ -117,7 +117,7 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
             topic = topic_of[tags_json] = _topic(_tags.decode(tags_json), where)
         if topic is not None:
             votes[entity_id][topic] += 1
-    return {i: clusters.assign(v) for i, v in votes.items()}
+    return {i: clusters.assign(c) for i, c in votes.items()}
 
 
 def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
@@ -139,14 +139,15 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         # times_sql): an entity another user's earlier private entry created must not show, on the slider or in
         # its date, before theirs named it. Ranked as the entities list is (most_mentioned): counting every
         # entity's links through their entries and dating every one cost 338 ms of CPU at 47K entities, where a
-        # one-user tenant's graph costs 173. Counted and dated in one pass over the links (the earliest entry
-        # they see by `at` is the earliest they see: a row has one), in entry order: 62 -> 22 ms at 47K.
+        # one-user tenant's graph costs 173. Counted and dated in one pass over the links, in entry order (62 -> 22
+        # ms at 47K): every ranked entity has an entry they see by `at`, so the earliest of those is their earliest.
         def rank(ids: list[int]):
             return ((r[4], r) for r in ctx.conn.execute(
                 f"WITH {_links(ids)}, c(id, uses, first) AS (SELECT m.entity_id, count(*), min(e.recorded_at) "
                 f"FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE e.recorded_at <= ? AND {v.sees('e')} "
                 f"GROUP BY m.entity_id) "
-                f"SELECT n.id, n.name, n.type, {created_sql(v, 'n', 'c.first')}, c.uses FROM c JOIN entities n ON n.id = c.id",
+                f"SELECT n.id, n.name, n.type, {created_sql(v, 'n', 'c.first')}, c.uses "
+                "FROM c JOIN entities n ON n.id = c.id",
                 (*ids, at),
             ))
         live = "x.tenant_id = ? AND x.merged_into IS NULL AND x.created_at <= ?"
@@ -165,8 +166,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
     named, where = _clusters(ctx)
     colour = _colours(ctx, ids, where)
     nodes = [
-        GraphNode(id=i, type=t, title=name, tags=[], valid_from=format_time(created),
-                  cluster=colour.get(i))
+        GraphNode(id=i, type=t, title=name, tags=[], valid_from=format_time(created), cluster=colour.get(i))
         for i, name, t, created, _ in rows
     ]
     shown = set(ids)
