@@ -87,6 +87,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- followups", {"disable": ["followups"]}, {}),
     ("- when", {"disable": ["when"]}, {}),
     ("- episodes", {"disable": ["episodes"]}, {}),
+    ("- antecedents", {"disable": ["antecedents"]}, {}),
 ]
 
 _MIN = 60 * 1_000_000
@@ -103,6 +104,7 @@ IDEAS: list[tuple[str, dict, dict]] = [
     ("replies weighed by the lender's factors", {}, {"reply_own_factors": False}),
     *((f"reply share {r}", {}, {"reply": r}) for r in (0.9, 0.99, 1.01, 1.1)),
     *((f"follow-up share {r}", {}, {"followup": r}) for r in (0.5, 0.6, 0.8, 0.9)),
+    *((f"antecedent share {r}", {}, {"antecedent": r}) for r in (0.5, 0.6, 0.8, 0.9, 1.0)),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

@@ -70,6 +70,9 @@ class Tuning:
     #: Follow-ups: when the turn after a top candidate is a short question,
     #: the answer to it gets this share of the candidate's score.
     followup: float = score.FOLLOWUP_SHARE
+    #: Antecedents: the turn before a top candidate, said by another speaker,
+    #: gets this share of the candidate's match.
+    antecedent: float = score.ANTECEDENT_SHARE
     reply_depth: int = 10
     reply_bytes: int = 300
     #: A reply or follow-up answer borrows its lender's match to the query but
@@ -205,6 +208,7 @@ def search(
         if known_at is None and "replies" not in off:
             ranked = _replies(
                 conn, v, ranked, as_of, tuning, followups="followups" not in off,
+                antecedents="antecedents" not in off,
                 own=lambda rows: _score(conn, rows, query, p, off, suggested, reference, tuning, episodes=False),
             )
         if known_at is None and "threads" not in off:
@@ -401,9 +405,9 @@ def _entry_factor(c: Candidate) -> float:
 
 def _replies(
     conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool,
-    own: Callable[[list[tuple[int, float, tuple]]], list[Candidate]],
+    antecedents: bool, own: Callable[[list[tuple[int, float, tuple]]], list[Candidate]],
 ) -> list[Candidate]:
-    """Replies and follow-ups: the answer to a question inherits the match of what the question was about.
+    """Replies, follow-ups and antecedents: a turn of an exchange inherits the match of the turn it answers or that answers it.
 
     Replies: "Anything you're excited about in the adoption process?"
     matches the query; the reply "I'm thrilled to make a family for kids
@@ -415,6 +419,13 @@ def _replies(
     matches; the next turn asks "Who performed?" and the one after says
     "It was Matt Patterson". When the turn after a top candidate is a short
     question, its reply gets `tuning.followup` of the candidate's score.
+
+    Antecedents: "Turbinado sugar is a great choice! ... in your cookies"
+    matches "my chocolate chip cookies need something extra"; the user's
+    turn before it, "I found that turbinado sugar adds a richer flavor",
+    holds what the user said and not the query's words. The turn before a
+    top candidate, when another speaker said it, gets `tuning.antecedent`
+    of the candidate's match: a reply repeats the words of what it answers.
 
     What is lent is the lender's match: its score with its own entry
     factors (`ENTRY_FACTORS`) divided out, times the answer's, which `own`
@@ -435,6 +446,10 @@ def _replies(
         for c, (q, _) in nxt.items():
             if q in answers:
                 offers.append((answers[q], tuning.followup * scores[c], c, "followup_of"))
+    if antecedents and tuning.antecedent:
+        before = _sql.answered(conn, _sql.following(conn, v, list(scores), as_of, previous=True))
+        for c, b in before.items():
+            offers.append((b, tuning.antecedent * scores[c], c, "antecedent_of"))
     if not offers:
         return ranked
     by_id = {c.id: c for c in ranked}

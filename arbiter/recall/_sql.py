@@ -120,6 +120,21 @@ def replies(conn: apsw.Connection, follows: dict[int, tuple[int, int]], *, max_b
     }
 
 
+def answered(conn: apsw.Connection, before: dict[int, tuple[int, int]]) -> dict[int, int]:
+    """turn id -> the turn before it (from `following(..., previous=True)`), where another speaker said that one.
+
+    Both must have a speaker: with none recorded, the turn before is not
+    known to be the other party's.
+    """
+    if not before:
+        return {}
+    ids = [*before, *(b for b, _ in before.values())]
+    said = dict(conn.execute(
+        f"SELECT id, speaker FROM entries WHERE id IN ({','.join('?' * len(ids))}) AND speaker IS NOT NULL", ids
+    ))
+    return {t: b for t, (b, _) in before.items() if t in said and b in said and said[t] != said[b]}
+
+
 def at(conn: apsw.Connection, ids: list[int], column: str, *, known_at: int | None = None) -> dict:
     """id -> `column` of the entries among `ids` as recorded at `known_at` (default now), where it is not null.
 

@@ -56,6 +56,9 @@ PARTIES = frozenset({"user", "assistant"})
 REPLY_SHARE = 1.0
 #: Follow-ups: the answer to a short question asked right after a matching turn gets this share of its score.
 FOLLOWUP_SHARE = 0.7
+#: Antecedents: the turn before a matching turn, said by the other party, gets this share of its match
+#: (under 1: the turn that matched the query's words stays above a predecessor with the same factors).
+ANTECEDENT_SHARE = 0.7
 #: Episodes: a pass's candidates of one conversation valid at most
 #: EPISODE_GAP_US apart form an episode; each is multiplied by (episode mass /
 #: best episode mass) ** EPISODE_WEIGHT, the mass being its best

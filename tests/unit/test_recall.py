@@ -305,6 +305,34 @@ def test_a_follow_up_answer_gets_seven_tenths_of_the_turn_it_follows(db, tenant)
     assert res[answer].score == pytest.approx(0.7 * res[told].score)
 
 
+def test_the_turn_a_matching_reply_answers_borrows_its_match_weighed_as_the_askers(db, tenant):
+    # The assistant's answer repeats the words; the user's turn before it holds what the user said.
+    chat = conversation(db, tenant)
+    said = remember(db, tenant, "u", "I found that turbinado sugar adds a richer flavor. What else pairs with it?",
+                    conversation_id=chat, speaker="user", valid_from=format_time(T0 - 180 * US))
+    echo = remember(db, tenant, "a", "Turbinado is great for your chocolate chip cookies: you could add brown butter.",
+                    conversation_id=chat, speaker="assistant", valid_from=format_time(T0 - 120 * US))
+    question = "my chocolate chip cookies need something extra"
+    res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    assert res[said].parts["antecedent_of"] == echo and res[said].parts["bm25"] == 0.0
+    # 0.7 of the answer's match, weighed by the user's own voice rather than the assistant's.
+    match = res[echo].score / res[echo].parts["voice"]
+    assert res[said].score == pytest.approx(0.7 * match * res[said].parts["voice"])
+    assert res[said].parts["voice"] > 1 > res[echo].parts["voice"]
+    assert ids(ask(db, tenant, question, conversation_id=chat)) == [said, echo]
+    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["antecedents"])) == [echo]
+
+
+def test_only_another_speakers_turn_before_borrows(db, tenant):
+    chat = conversation(db, tenant)
+    for speaker in ("user", None):  # the same speaker, then none recorded: not known to be the other party
+        before = remember(db, tenant, "u", "Some unrelated words first.", conversation_id=chat, speaker=speaker,
+                          valid_from=format_time(T0 - (300 if speaker else 100) * US))
+        remember(db, tenant, "a", "Chocolate chip cookies love brown butter.", conversation_id=chat,
+                 speaker="user" if speaker else None, valid_from=format_time(T0 - (240 if speaker else 50) * US))
+        assert before not in ids(ask(db, tenant, "chocolate chip cookies", conversation_id=chat))
+
+
 def test_the_reply_is_the_next_turn_the_reader_sees(db, tenant):
     # A teammate's private turn between a shared question and its shared answer is missing for the
     # reader, so the answer is the reader's next turn; for the teammate, their own turn is.
