@@ -20,7 +20,10 @@ Each home is written once with the entries the LongMemEval harness writes
 (`python -m bench.longmemeval run`), then every variant runs `recall` in
 this process on the home's database with the real pipeline. p50 is in-process (no socket): for comparing rows only.
 `mean` is the mean over the three sets of their R@1, R@5 and R@10; `ΔR@5`
-is each set's R@5 change against "as shipped".
+is each set's R@5 change against "as shipped"; `questions up/down` counts,
+per set, the questions whose best evidence rank in the top 10 rose or fell
+against "as shipped" (R@k sees only what crosses a cut-off: a change that
+lifts two questions far and drops twenty by one rank shows here).
 
 Facts in recall (entries alone against entries with the fact hits, counted
 through their source entries) are measured on these homes by
@@ -121,6 +124,8 @@ class Row:
     p50: float
     #: R@5 per question type (LongMemEval's types, LoCoMo's categories).
     by_type: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Each scored question's best evidence rank in the top 10 (11 past it), in question order.
+    ranks: tuple[int, ...] = ()
 
 
 def ensure_home(home: Path, dataset: Path) -> harness.State:
@@ -200,6 +205,7 @@ def measure(
     n = 0
     latencies = []
     types: dict[str, list[float]] = {}
+    ranks: list[int] = []
     for q in questions:
         p = RecallParams(
             query=phrase(q.question, phrasing), conversation_id=q.conversation_id, limit=10, **params
@@ -217,8 +223,10 @@ def measure(
         types.setdefault(q.question_type, []).append(hit_at(ranked, truth, 5))
         r10 += hit_at(ranked, truth, 10)
         mrr += reciprocal_rank(ranked, truth)
+        ranks.append(next((i for i, e in enumerate(ranked, 1) if e in truth), 11))
     by_type = {t: 100 * sum(hits) / len(hits) for t, hits in sorted(types.items())}
-    return Row(100 * r1 / n, 100 * r5 / n, 100 * r10 / n, mrr / n, statistics.median(latencies), by_type)
+    return Row(100 * r1 / n, 100 * r5 / n, 100 * r10 / n, mrr / n, statistics.median(latencies), by_type,
+               tuple(ranks))
 
 
 def _outcome(q: harness.QuestionState):
@@ -235,19 +243,33 @@ def mean(rows: Sequence[Row]) -> float:
     return sum((r.r1 + r.r5 + r.r10) / 3 for r in rows) / len(rows)
 
 
+def moved(row: Row, base: Row) -> str:
+    """"up/down": how many questions' best evidence rank in the top 10 rose and fell against `base`.
+
+    R@k counts only what crosses a cut-off; a change that lifts a few
+    questions far and drops many by one rank shows here.
+    """
+    if not row.ranks or len(row.ranks) != len(base.ranks):
+        return "-"
+    pairs = list(zip(row.ranks, base.ranks))
+    return f"{sum(r < b for r, b in pairs)}/{sum(r > b for r, b in pairs)}"
+
+
 def table(results: dict[str, list[Row]]) -> str:
-    """The markdown table: per set R@1 / R@5 / R@10 and MRR, the mean, ΔR@5 against the first row, p50."""
+    """The markdown table: per set R@1 / R@5 / R@10 and MRR, the mean, ΔR@5 and questions moved against the first row, p50."""
     base = next(iter(results.values()))
+    names = ", ".join(n for n, _, _ in SETS)
     head = " | ".join(f"{name} R@1 / R@5 / R@10 | MRR" for name, _, _ in SETS)
     lines = [
-        f"| variant | {head} | mean | ΔR@5 ({', '.join(n for n, _, _ in SETS)}) | p50 ms |",
-        "|---|" + "--:|--:|" * len(SETS) + "--:|--:|--:|",
+        f"| variant | {head} | mean | ΔR@5 ({names}) | questions up/down ({names}) | p50 ms |",
+        "|---|" + "--:|--:|" * len(SETS) + "--:|--:|--:|--:|",
     ]
     for label, rows in results.items():
         cells = [f"{r.r1:.1f} / {r.r5:.1f} / {r.r10:.1f} | {r.mrr:.3f}" for r in rows]
         delta = " / ".join(f"{r.r5 - b.r5:+.1f}" for r, b in zip(rows, base))
+        moves = " · ".join(moved(r, b) for r, b in zip(rows, base))
         p50 = statistics.median(r.p50 for r in rows)
-        lines.append(f"| {label} | {' | '.join(cells)} | {mean(rows):.1f} | {delta} | {p50:.2f} |")
+        lines.append(f"| {label} | {' | '.join(cells)} | {mean(rows):.1f} | {delta} | {moves} | {p50:.2f} |")
     return "\n".join(lines)
 
 

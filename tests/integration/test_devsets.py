@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.devsets import SETS, VARIANTS, Row, mean, table
+from bench.devsets import SETS, VARIANTS, Row, mean, moved, table
 
 ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
@@ -49,6 +49,11 @@ def test_mean_and_deltas_by_hand() -> None:
     assert "| as shipped | 60.0 / 90.0 / 95.0 | 0.700 |" in text
     assert "+0.0 / +0.0 / +0.0" in text and "-30.0 / +30.0 / +0.0" in text
     assert len(SETS) == 3 and VARIANTS[0][0] == "as shipped"
+    # Questions moved: each question's best rank against the first row's (11 is past the top 10).
+    shipped, other = Row(0, 0, 0, 0, 0, ranks=(2, 3, 1, 11)), Row(0, 0, 0, 0, 0, ranks=(1, 3, 11, 5))
+    assert moved(other, shipped) == "2/1" and moved(shipped, shipped) == "0/0"
+    assert moved(a, shipped) == "-"  # no ranks recorded (bench.facts_recall's rows)
+    assert "| 2/1 · 0/0 · - |" in table({"as shipped": [shipped, shipped, a], "- y": [other, shipped, a]})
 
 
 def test_graph_mode_derives_the_edges_and_compares_graph_recall(tmp_path: Path) -> None:
