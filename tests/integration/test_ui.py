@@ -409,3 +409,44 @@ def test_open_never_puts_the_token_on_a_command_line(daemon, tmp_path):
         ui.wait(10)
         ui.stdout.close()
     assert not page.exists()  # gone with the server
+
+
+@pytest.mark.parametrize("asides", [0, 2], ids=["bob sees most", "bob sees little"])
+def test_a_teammates_private_entries_never_colour_date_or_order_an_entity(daemon, asides):
+    """alice names "Acme Ltd" first, and most often, in private notes of another topic: bob's entity graph colours,
+    dates and ranks it by the one shared entry he sees, as if her notes were not there; hers by all of them. With
+    her asides, bob sees under half of the tenant's entries, and the graph counts from what he sees instead."""
+    from arbiter.client import Client
+
+    ops, money = ["deploy", "release", "ci"], ["budget", "invoice", "payment"]
+    with daemon.client() as owner:
+        tokens = {name: owner.user_add(name).token for name in ("alice", "bob")}
+    with Client(daemon.socket, tokens["alice"]) as alice:
+        alice.team_add("core")
+        alice.team_join("core", "bob")
+        first = alice.remember(type="project", title="Acme fees", content="Acme's invoice is late.", tags=money,
+                               entities=["Acme Ltd"])
+        for n in range(2):
+            alice.remember(type="project", title=f"Acme fees {n}", content=f"Acme payment {n}.", tags=money,
+                           entities=["Acme Ltd"])
+        shared = alice.remember(type="project", title="Acme release", content="Acme ships the release.", tags=ops,
+                                team="core", entities=["Acme Ltd"])
+        beta = [alice.remember(type="project", title=f"Beta budget {n}", content=f"Beta's budget, line {n}.",
+                               tags=money, team="core", entities=["Beta Corp"]) for n in range(2)]
+        for n in range(asides):
+            alice.remember(type="project", title=f"Aside {n}", content=f"An aside {n}.")
+
+    def drawn(user: str) -> list[tuple[str, str, str]]:
+        server = UIServer(lambda: Client(daemon.socket, tokens[user]))
+        server.start()
+        try:
+            graph = json.loads(_get(server.url + "api/graph?view=entities")[1])
+        finally:
+            server.shutdown()
+            server.server_close()
+        named = {i: "ops" if set(c["tags"]) == set(ops) else "money" for i, c in enumerate(graph["clusters"])}
+        assert sorted(named.values()) == ["money", "ops"]
+        return [(n["title"], named.get(n["cluster"]), n["valid_from"]) for n in graph["nodes"]]
+
+    assert drawn("bob") == [("Beta Corp", "money", beta[0].recorded_at), ("Acme Ltd", "ops", shared.recorded_at)]
+    assert drawn("alice") == [("Acme Ltd", "money", first.recorded_at), ("Beta Corp", "money", beta[0].recorded_at)]
