@@ -361,6 +361,51 @@ def test_the_reply_is_the_next_turn_the_reader_sees(db, tenant):
     assert for_ben[aside].parts["reply_to"] == asked and answer not in for_ben
 
 
+def test_the_turn_a_reply_answers_is_the_turn_before_it_the_reader_sees(db, tenant):
+    # A teammate's private turn between the user's shared turn and the shared answer is missing for the
+    # reader, so the user's turn lends; for the teammate, their own turn is the one before.
+    with db:
+        ids_ = {n: users.create_user(db, tenant, n, now=T0)[0] for n in ("ann", "ben")}
+        core = users.create_team(db, tenant, "core", now=T0)
+        for uid in ids_.values():
+            users.join(db, core, uid, now=T0)
+        ann, ben = (users.viewer(db, tenant, i, n) for n, i in ids_.items())
+        chat = tenants.create_conversation(db, ann, "chat", now=T0).id
+
+    def say(v, content, seconds, speaker, team="core"):
+        with db:
+            return entries.remember(db, v, RememberParams(
+                type="context", title="t", content=content, conversation_id=chat, team=team, speaker=speaker,
+                valid_from=format_time(T0 - seconds * US)), now=T0)
+
+    said = say(ann, "I found that turbinado sugar adds a richer flavor.", 180, "user")
+    aside = say(ben, "Note to self: buy milk.", 150, "user", team=None)
+    echo = say(ann, "Turbinado is great for your chocolate chip cookies.", 120, "assistant")
+    query = RecallParams(query="my chocolate chip cookies need something extra", explain=True)
+    with db:
+        for_ann = {h.id: h for h in recall(db, ann, query, now=T0 + DAY).hits}
+        for_ben = {h.id: h for h in recall(db, ben, query, now=T0 + DAY).hits}
+    assert for_ann[said].parts["antecedent_of"] == echo and aside not in for_ann
+    assert for_ben[aside].parts["antecedent_of"] == echo and said not in for_ben
+
+
+def test_the_turn_before_is_the_one_valid_at_as_of(db, tenant):
+    chat = conversation(db, tenant)
+    older = remember(db, tenant, "o", "We bake every Sunday.", conversation_id=chat, speaker="user",
+                     valid_from=format_time(T0 - 240 * US))
+    said = remember(db, tenant, "u", "I found that turbinado sugar adds a richer flavor.", conversation_id=chat,
+                    speaker="user", valid_from=format_time(T0 - 180 * US))
+    echo = remember(db, tenant, "a", "Turbinado is great for your chocolate chip cookies.", conversation_id=chat,
+                    speaker="assistant", valid_from=format_time(T0 - 120 * US))
+    with db:
+        entries.forget(db, users.first_viewer(db, tenant), said, now=T0 - 60 * US)
+    question = "my chocolate chip cookies need something extra"
+    then = {h.id: h for h in ask(db, tenant, question, explain=True, as_of=format_time(T0 - 90 * US)).hits}
+    now = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    assert then[said].parts["antecedent_of"] == echo and older not in then
+    assert now[older].parts["antecedent_of"] == echo and said not in now
+
+
 def test_a_known_at_read_does_not_move_with_turns_recorded_later(db, tenant):
     chat = conversation(db, tenant)
     remember(db, tenant, "q", "Anything you're excited about in the adoption process?", conversation_id=chat,
