@@ -162,7 +162,7 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
         olds = llm_layers.shown(ctx.conn, ctx.viewer, same[:AUTO_SUPERSEDE_CANDIDATES], llm_layers.FINE_EXCERPT)
         new = Candidate(
             id=0, type=p.type, date="new", superseded=False,
-            text=llm_layers.cut(f"{p.title}\n{p.content}", llm_layers.FINE_EXCERPT),
+            text=llm_layers.cut(f"{p.title}\n{p.content}", llm_layers.FINE_EXCERPT), speaker=p.speaker,
         )
         try:
             flagged = advisor.contradictions(new, olds, deadline=deadline) if olds else []

@@ -134,6 +134,16 @@ def test_auto_supersede_retires_what_the_model_flags(llm, fake_messages):
     assert [e.id for e in llm.list(types=["user"])] == [new.id, keep]
 
 
+def test_auto_supersede_shows_who_said_the_new_entry_as_it_shows_who_said_the_old(llm, fake_messages):
+    # The old entries are shown "said by" their speaker: the new one must be too, or "I" in it is no one's.
+    old = llm.remember(type="user", title="Home town", content="I live in Oslo.", speaker="Caroline").id
+    fake_messages.set_script([json.dumps({"ids": []})])
+    llm.remember(type="user", title="Home town", content="I live in Bergen.", speaker="Melanie", auto_supersede=True)
+    prompt = fake_messages.requests[-1]["messages"][0]["content"]
+    assert "NEW:\n[id 0] (user · new · current · said by Melanie)\nHome town\nI live in Bergen." in prompt
+    assert f"[id {old}] (user · " in prompt and "· current · said by Caroline)\nHome town\nI live in Oslo." in prompt
+
+
 def test_auto_supersede_failure_still_writes_and_retires_nothing(llm, fake_messages):
     old = llm.remember(type="user", title="Editor theme", content="The user prefers a dark theme").id
     fake_messages.set_script(lambda body: 500)
