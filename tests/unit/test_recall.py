@@ -333,9 +333,10 @@ def test_only_another_speakers_turn_before_borrows(db, tenant):
         assert before not in ids(ask(db, tenant, "chocolate chip cookies", conversation_id=chat))
 
 
-def test_the_reply_is_the_next_turn_the_reader_sees(db, tenant):
-    # A teammate's private turn between a shared question and its shared answer is missing for the
-    # reader, so the answer is the reader's next turn; for the teammate, their own turn is.
+@pytest.fixture
+def teammates(db, tenant):
+    """(ann, ben, say): viewers of two users of team `core`, and `say(v, content, seconds_before_T0, speaker=None,
+    team="core")`, which writes a turn of their one conversation (`team=None`: private to its writer)."""
     with db:
         ids_ = {n: users.create_user(db, tenant, n, now=T0)[0] for n in ("ann", "ben")}
         core = users.create_team(db, tenant, "core", now=T0)
@@ -344,12 +345,19 @@ def test_the_reply_is_the_next_turn_the_reader_sees(db, tenant):
         ann, ben = (users.viewer(db, tenant, i, n) for n, i in ids_.items())
         chat = tenants.create_conversation(db, ann, "chat", now=T0).id
 
-    def say(v, content, seconds, team="core"):
+    def say(v, content, seconds, speaker=None, team="core"):
         with db:
             return entries.remember(db, v, RememberParams(
-                type="context", title="t", content=content, conversation_id=chat, team=team,
+                type="context", title="t", content=content, conversation_id=chat, team=team, speaker=speaker,
                 valid_from=format_time(T0 - seconds * US)), now=T0)
 
+    return ann, ben, say
+
+
+def test_the_reply_is_the_next_turn_the_reader_sees(db, teammates):
+    # A teammate's private turn between a shared question and its shared answer is missing for the
+    # reader, so the answer is the reader's next turn; for the teammate, their own turn is.
+    ann, ben, say = teammates
     asked = say(ann, "Anything you're excited about in the adoption process?", 180)
     aside = say(ben, "Note to self: buy milk.", 150, team=None)
     answer = say(ann, "I'm thrilled to make a family for kids who need one.", 120)
@@ -361,23 +369,10 @@ def test_the_reply_is_the_next_turn_the_reader_sees(db, tenant):
     assert for_ben[aside].parts["reply_to"] == asked and answer not in for_ben
 
 
-def test_the_turn_a_reply_answers_is_the_turn_before_it_the_reader_sees(db, tenant):
+def test_the_turn_a_reply_answers_is_the_turn_before_it_the_reader_sees(db, teammates):
     # A teammate's private turn between the user's shared turn and the shared answer is missing for the
     # reader, so the user's turn lends; for the teammate, their own turn is the one before.
-    with db:
-        ids_ = {n: users.create_user(db, tenant, n, now=T0)[0] for n in ("ann", "ben")}
-        core = users.create_team(db, tenant, "core", now=T0)
-        for uid in ids_.values():
-            users.join(db, core, uid, now=T0)
-        ann, ben = (users.viewer(db, tenant, i, n) for n, i in ids_.items())
-        chat = tenants.create_conversation(db, ann, "chat", now=T0).id
-
-    def say(v, content, seconds, speaker, team="core"):
-        with db:
-            return entries.remember(db, v, RememberParams(
-                type="context", title="t", content=content, conversation_id=chat, team=team, speaker=speaker,
-                valid_from=format_time(T0 - seconds * US)), now=T0)
-
+    ann, ben, say = teammates
     said = say(ann, "I found that turbinado sugar adds a richer flavor.", 180, "user")
     aside = say(ben, "Note to self: buy milk.", 150, "user", team=None)
     echo = say(ann, "Turbinado is great for your chocolate chip cookies.", 120, "assistant")
