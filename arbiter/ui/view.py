@@ -45,7 +45,8 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
     for id_, type_, title, tags_json, valid_from, parent in rows:
         tags = _tags.decode(tags_json)
         nodes.append(GraphNode(
-            id=id_, type=type_, title=title, tags=tags, valid_from=format_time(valid_from), cluster=_topic(tags, where),
+            id=id_, type=type_, title=title, tags=tags, valid_from=format_time(valid_from),
+            cluster=clusters.of_tags(tags, where),
         ))
         if parent in ids:
             edges.append(GraphEdge(source=id_, target=parent, relation="reply"))
@@ -83,18 +84,6 @@ def _links(ids: list[int]) -> str:
             f"WHERE entity_id IN ({','.join('?' * len(ids))}) ORDER BY entry_id)")
 
 
-def _topic(tags: list[str], where: dict[str, int]) -> int | None:
-    """The topic cluster an entry belongs to: the one holding most of its tags, ties to the lower (larger) cluster.
-
-    The briefing's rule (`graph.clusters.assign`), without a Counter: the entity graph asks it of tens of
-    thousands of entries, and building a Counter for each was a third of its time.
-    """
-    hits = [where[t] for t in tags if t in where]
-    if len(hits) < 2:
-        return hits[0] if hits else None
-    return min(hits, key=lambda i: (-hits.count(i), i))
-
-
 def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, int]:
     """Each entity's topic: the one most of the active entries the caller sees naming it belong to (ties: lower).
 
@@ -114,7 +103,7 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
         try:
             topic = topic_of[tags_json]
         except KeyError:
-            topic = topic_of[tags_json] = _topic(_tags.decode(tags_json), where)
+            topic = topic_of[tags_json] = clusters.of_tags(_tags.decode(tags_json), where)
         if topic is not None:
             votes[entity_id][topic] += 1
     return {i: clusters.assign(c) for i, c in votes.items()}
