@@ -479,9 +479,9 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
     """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
     topic: the cluster holding most of its tags; ties to the lower index, both times), for a one-user tenant and for
     each user of a shared one, including one who left a team (he sees only what he wrote there) and one who sees
-    little (the nodes in order of the mentions they see); and each entry node of the entries view is coloured by its own tags the same way. Nothing another user
-    keeps private colours or dates a node: the expected colours and dates (the first entry naming it) come only from
-    what each viewer sees."""
+    little (the nodes in order of the mentions they see); and each entry node of the entries view is coloured by its
+    own tags the same way. Nothing another user keeps private colours or dates a node: the expected colours and dates
+    (the first entry naming it) come only from what each viewer sees."""
     import random
 
     from arbiter._time import format_time
