@@ -84,9 +84,9 @@ _JSON_ONLY = "Answer with JSON only: no prose, no code fences."
 
 
 class Advisor:
-    """Calls the LLM for query paraphrases, reranking, tags, contradictions, names, facts, entities and links.
+    """Calls the LLM for query expansions, reranking, tags, contradictions, names, facts, entities and links.
 
-    `fast_model` serves cheap, latency-bound calls (paraphrase, tags, names, entities);
+    `fast_model` serves cheap, latency-bound calls (expansions, tags, names, entities);
     `strong_model` serves judgement calls (rerank, contradictions); its default
     is not "claude-sonnet-4-5", which the SDK flags as deprecated. Every
     method takes a `model` override and a `deadline` (absolute
@@ -134,24 +134,36 @@ class Advisor:
 
     # -- the five questions --------------------------------------------------
 
-    def paraphrase(
+    def expansions(
         self, query: str, *, model: str | None = None, deadline: float | None = None
     ) -> list[str]:
-        """Two paraphrases of a memory-search query (stripped, deduplicated, at least one)."""
+        """Texts to search beside a memory-search query: a rephrasing, and a guess at how an answer would be worded.
+
+        The guess is query2doc's pseudo-document (Wang et al., 2023) and
+        HyDE's hypothetical answer: a lexical index finds the note that
+        answers "What activities has Melanie done with her family?" by the
+        words such a note uses ("took the kids camping", "the museum"), which
+        neither the question nor a synonym of it holds. Its details may be
+        invented; only its words are searched, beside the query's own
+        ranking. Stripped, deduplicated (an echo of the query is dropped), at
+        least one.
+        """
         self._check_ready(deadline)
         prompt = (
-            "Rewrite this memory-search query in exactly two different ways that "
-            "would match the same stored notes: use synonyms and other phrasings, "
-            "keep every specific name, number and identifier.\n"
+            "A keyword search over someone's stored memory notes must find what answers this query. "
+            "Write two texts to search with. First, the query rephrased with synonyms and other "
+            "wordings. Second, one or two sentences worded as a stored note that answers it would "
+            "likely be worded, using the words such a note would use; guess details if you must, "
+            "since only its words are searched. Keep every specific name, number and identifier.\n"
             f"Query: {query.strip()}\n\n"
-            'Reply as {"paraphrases": ["...", "..."]}. ' + _JSON_ONLY
+            'Reply as {"rephrased": "...", "answer": "..."}. ' + _JSON_ONLY
         )
         value = _parse_json(self._ask(prompt, model or self.fast_model, 300, deadline))
-        items = _list_field(value, "paraphrases")
         # The query itself counts as seen: echoing it back adds nothing.
         seen = {" ".join(query.split()).casefold()}
         out: list[str] = []
-        for item in items:
+        for key in ("rephrased", "answer"):
+            item = value.get(key) if isinstance(value, dict) else None
             if not isinstance(item, str):
                 continue
             text = " ".join(item.split())
@@ -160,7 +172,7 @@ class Advisor:
                 out.append(text)
         if not out:
             raise AdvisorError("malformed output")
-        return out[:2]
+        return out
 
     def rerank(
         self,

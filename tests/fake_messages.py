@@ -4,7 +4,7 @@ The real `anthropic` SDK is pointed at it with `base_url`, so tests exercise
 the SDK's own parsing and typed errors. Each test gives a *script*: steps
 answered in order, one per request.
 
-    with FakeMessages(['{"paraphrases": ["a", "b"]}', 429, Delay(5.0)]) as fake:
+    with FakeMessages(['{"rephrased": "a", "answer": "b"}', 429, Delay(5.0)]) as fake:
         client = anthropic.Anthropic(api_key="test", base_url=fake.base_url)
         ...
         assert fake.requests[0]["model"] == "claude-haiku-4-5"

@@ -308,7 +308,8 @@ def _show_hits(result) -> None:
 @click.option("--disable", "disable", type=click.Choice(RECALL_STAGES), multiple=True,
               help="Switch a pipeline stage off (to see what it does). Repeatable.")
 @click.option("--expand", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
-              help="LLM: also search two paraphrases of the query (default: the daemon's fast model).")
+              help="LLM: also search a rephrasing of the query and a guess at how its answer is worded "
+                   "(default: the daemon's fast model).")
 @click.option("--rerank", is_flag=False, flag_value="", default=None, metavar="[MODEL]",
               help="LLM: reorder the top 25 (default: the daemon's fast model).")
 @click.option("--rerank-fine", is_flag=False, flag_value="", default=None, metavar="[MODEL]",

@@ -25,7 +25,7 @@ FINE_DEPTH = 8  # cascade: candidates shown to the strong model
 COARSE_EXCERPT = 400  # bytes of content per candidate in the coarse pass
 FINE_EXCERPT = 1500
 CONTEXT_EXCERPT = 200  # bytes of the turn a candidate follows
-QUERY_WEIGHT, PARAPHRASE_WEIGHT = 1.0, 0.7
+QUERY_WEIGHT, EXPANSION_WEIGHT = 1.0, 0.7
 NO_KEY = "LLM layers skipped: no ANTHROPIC_API_KEY on the daemon"
 
 
@@ -106,16 +106,16 @@ def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> Recal
 
     if p.expand:
         try:
-            paraphrases = advisor.paraphrase(p.query, model=_model(p.expand, advisor.fast_model), deadline=deadline)
+            expansions = advisor.expansions(p.query, model=_model(p.expand, advisor.fast_model), deadline=deadline)
         except AdvisorError as e:
             notes.append(f"expand failed ({e.reason})")
         else:
             passes = [("query", QUERY_WEIGHT, candidates)]
-            for i, text in enumerate(paraphrases, 1):
+            for i, text in enumerate(expansions, 1):
                 extra = search(conn, v, p, text=text, depth=depth)
                 if extra is not None:
-                    passes.append((f"paraphrase{i}", PARAPHRASE_WEIGHT, extra.candidates))
-            candidates, searched = fuse(passes), paraphrases
+                    passes.append((f"expansion{i}", EXPANSION_WEIGHT, extra.candidates))
+            candidates, searched = fuse(passes), expansions
 
     for choice, default, head, excerpt, name in (
         (p.rerank, advisor.fast_model, RERANK_DEPTH, COARSE_EXCERPT, "rerank"),

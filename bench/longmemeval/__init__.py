@@ -23,7 +23,8 @@ The protocol, kept identical to the one behind Arbiter's published figures:
 - Hits count by entry id: a copy of the same turn in another question's
   conversation is not this question's ground truth.
 - Variants: `bm25` (tenant-wide), `graduated` (the question's conversation with
-  tenant fill), `rerank` (graduated + LLM rerank), `cascade` (graduated +
+  tenant fill), `graph` (graduated + graph recall), `expand` (graduated + LLM
+  query expansion), `rerank` (graduated + LLM rerank), `cascade` (graduated +
   rerank + fine rerank). The LLM variants run only with ANTHROPIC_API_KEY.
 - Metrics over the top 10: R@1, R@5, R@10, MRR, NDCG@10 (binary relevance,
   the official discount: ranks 1 and 2 undiscounted),

@@ -128,8 +128,8 @@ def query_options(f):
                 default=",".join(harness.VARIANTS),
                 show_default=True,
                 callback=_variants,
-                help="Comma-separated variants; rerank and cascade need ANTHROPIC_API_KEY and are reported "
-                "as not run without it.",
+                help="Comma-separated variants; expand, rerank and cascade need ANTHROPIC_API_KEY and are "
+                "reported as not run without it.",
             ),
             click.option(
                 "--out",
@@ -145,7 +145,8 @@ def query_options(f):
                 "third-person (as an agent asks its memory: 'the user', 'the assistant'); each variant runs "
                 "once per phrasing.",
             ),
-            click.option("--rerank-model", default=DEFAULT_RERANK, show_default=True),
+            click.option("--rerank-model", default=DEFAULT_RERANK, show_default=True,
+                         help="The model of rerank, of cascade's first stage and of expand."),
             click.option("--fine-model", default=DEFAULT_FINE, show_default=True, help="Second stage of cascade."),
         ]
     ):

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
     from arbiter.client import Client
 
 STATE_NAME = "longmemeval-state.json"
-#: `graph`: graduated plus intent-weighted graph recall over the association graph.
-VARIANTS = ("bm25", "graduated", "graph", "rerank", "cascade")
-LLM_VARIANTS = frozenset({"rerank", "cascade"})
+#: `graph`: graduated plus intent-weighted graph recall over the association graph;
+#: `expand`: graduated plus LLM query expansion (with the rerank model, the fast one by default).
+VARIANTS = ("bm25", "graduated", "graph", "expand", "rerank", "cascade")
+LLM_VARIANTS = frozenset({"expand", "rerank", "cascade"})
 DEFAULT_BATCH = 2000
 #: Bytes of encoded entries per `remember_many`: under the daemon's default
 #: 4 MiB frame limit with room for the envelope, whatever the turn lengths.
@@ -259,7 +260,9 @@ def recall_kwargs(
     if variant == "bm25":
         return {"query": question, "limit": k}
     kwargs: dict[str, object] = {"query": question, "conversation_id": q.conversation_id, "limit": k}
-    if variant in LLM_VARIANTS:
+    if variant == "expand":
+        kwargs["expand"] = rerank_model
+    elif variant in LLM_VARIANTS:
         kwargs["rerank"] = rerank_model
     if variant == "cascade":
         kwargs["rerank_fine"] = fine_model

@@ -83,13 +83,14 @@ def test_a_slow_model_cannot_hold_recall_past_its_deadline(llm, fake_messages):
     assert res.note.startswith("rerank failed (")
 
 
-def test_expand_searches_paraphrases_and_says_so(llm, fake_messages):
+def test_expand_searches_a_rephrasing_and_a_guessed_answer_and_says_so(llm, fake_messages):
     target = llm.remember(type="reference", title="Rollout runbook", content="how we ship a release to production").id
+    guessed = llm.remember(type="context", title="Canary", content="we put the canary at 5% first").id
     assert llm.recall("deployment procedure").hits == []
-    fake_messages.set_script([json.dumps({"paraphrases": ["rollout runbook", "ship a release"]})])
+    fake_messages.set_script([json.dumps({"rephrased": "rollout runbook", "answer": "We start the canary at 5%."})])
     res = llm.recall("deployment procedure", expand=True)
-    assert _ids(res) == [target]
-    assert res.searched == ["rollout runbook", "ship a release"]
+    assert sorted(_ids(res)) == sorted([target, guessed])  # each text's own hits, fused
+    assert res.searched == ["rollout runbook", "We start the canary at 5%."]
 
 
 def test_cascade_reorders_only_the_head_with_the_strong_model(llm, fake_messages):

@@ -42,29 +42,32 @@ def reason_of(excinfo: pytest.ExceptionInfo[AdvisorError]) -> str:
     return excinfo.value.reason
 
 
-# -- paraphrase ----------------------------------------------------------------
+# -- expansions ----------------------------------------------------------------
 
 
-def test_paraphrase_parses_fenced_json_and_uses_the_fast_model(advisor, fake_messages):
+def test_expansions_parse_fenced_json_and_use_the_fast_model(advisor, fake_messages):
     fake_messages.set_script(
-        ['Sure:\n```json\n{"paraphrases": ["when do deploys happen", "deployment schedule"]}\n```']
+        ['Sure:\n```json\n{"rephrased": "when do deploys happen", "answer": "We deploy on Tuesdays."}\n```']
     )
-    assert advisor.paraphrase("deploy day?") == ["when do deploys happen", "deployment schedule"]
+    assert advisor.expansions("deploy day?") == ["when do deploys happen", "We deploy on Tuesdays."]
     (request,) = fake_messages.requests
     assert request["model"] == "claude-haiku-4-5"
     assert "deploy day?" in prompt_of(request)
+    assert "worded as a stored note that answers it" in prompt_of(request)  # the query2doc guess is asked for
 
 
-def test_paraphrase_strips_dedupes_and_drops_empties_and_echoes(advisor, fake_messages):
-    fake_messages.set_script(
-        ['{"paraphrases": ["  deploy  DAY? ", "", "  when we ship ", "When we ship", 7]}']
-    )
-    assert advisor.paraphrase("deploy day?") == ["when we ship"]
+def test_expansions_strip_dedupe_and_drop_empties_and_echoes(advisor, fake_messages):
+    fake_messages.set_script(['{"rephrased": "  deploy  DAY? ", "answer": "  we ship   on Tuesdays "}'])
+    assert advisor.expansions("deploy day?") == ["we ship on Tuesdays"]
+    fake_messages.set_script(['{"rephrased": "when we ship", "answer": "When  we ship"}'])
+    assert advisor.expansions("deploy day?") == ["when we ship"]
+    fake_messages.set_script(['{"rephrased": 7, "answer": "Tuesdays"}'])
+    assert advisor.expansions("deploy day?") == ["Tuesdays"]
 
 
-def test_paraphrase_model_override_is_sent(advisor, fake_messages):
-    fake_messages.set_script(['{"paraphrases": ["a", "b"]}'])
-    advisor.paraphrase("q", model="claude-opus-4-1")
+def test_expansions_model_override_is_sent(advisor, fake_messages):
+    fake_messages.set_script(['{"rephrased": "a", "answer": "b"}'])
+    advisor.expansions("q", model="claude-opus-4-1")
     assert fake_messages.requests[0]["model"] == "claude-opus-4-1"
 
 
@@ -72,16 +75,16 @@ def test_paraphrase_model_override_is_sent(advisor, fake_messages):
     "reply",
     [
         "I cannot answer that.",
-        '{"paraphrases": ["unterminated',
-        '{"paraphrases": ["", "   "]}',
-        '{"paraphrases": "not a list"}',
-        '{"other": ["a", "b"]}',
+        '{"rephrased": "unterminated',
+        '{"rephrased": "", "answer": "   "}',
+        '{"paraphrases": ["a", "b"]}',
+        '["a", "b"]',
     ],
 )
-def test_paraphrase_malformed_output_fails(advisor, fake_messages, reply):
+def test_expansions_malformed_output_fails(advisor, fake_messages, reply):
     fake_messages.set_script([reply])
     with pytest.raises(AdvisorError) as excinfo:
-        advisor.paraphrase("deploy day?")
+        advisor.expansions("deploy day?")
     assert reason_of(excinfo) == "malformed output"
 
 
@@ -314,47 +317,47 @@ def test_entities_malformed_output_fails(advisor, fake_messages, reply):
 def test_http_errors_map_to_reasons(advisor, fake_messages, status, reason):
     fake_messages.set_script([status])
     with pytest.raises(AdvisorError) as excinfo:
-        advisor.paraphrase("q")
+        advisor.expansions("q")
     assert reason_of(excinfo) == reason
     assert len(fake_messages.requests) == 1
 
 
 def test_retry_then_success(fake_messages):
-    fake_messages.set_script([500, '{"paraphrases": ["a", "b"]}'])
+    fake_messages.set_script([500, '{"rephrased": "a", "answer": "b"}'])
     with Advisor(api_key="test", base_url=fake_messages.base_url, max_retries=1) as adv:
-        assert adv.paraphrase("q") == ["a", "b"]
+        assert adv.expansions("q") == ["a", "b"]
     assert len(fake_messages.requests) == 2
 
 
 def test_retries_are_bounded(fake_messages):
-    fake_messages.set_script([429, 429, '{"paraphrases": ["a"]}'])
+    fake_messages.set_script([429, 429, '{"rephrased": "a"}'])
     with Advisor(api_key="test", base_url=fake_messages.base_url, max_retries=1) as adv:
         with pytest.raises(AdvisorError) as excinfo:
-            adv.paraphrase("q")
+            adv.expansions("q")
     assert reason_of(excinfo) == "rate limited (429)"
     assert len(fake_messages.requests) == 2
 
 
 def test_client_errors_are_not_retried(fake_messages):
-    fake_messages.set_script([401, '{"paraphrases": ["a"]}'])
+    fake_messages.set_script([401, '{"rephrased": "a"}'])
     with Advisor(api_key="bad", base_url=fake_messages.base_url, max_retries=3) as adv:
         with pytest.raises(AdvisorError) as excinfo:
-            adv.paraphrase("q")
+            adv.expansions("q")
     assert reason_of(excinfo) == "api error (401)"
     assert len(fake_messages.requests) == 1
 
 
 def test_exhausted_script_is_a_server_error(advisor, fake_messages):
-    fake_messages.set_script(['{"paraphrases": ["a"]}'])
-    advisor.paraphrase("q")
+    fake_messages.set_script(['{"rephrased": "a"}'])
+    advisor.expansions("q")
     with pytest.raises(AdvisorError) as excinfo:
-        advisor.paraphrase("q")
+        advisor.expansions("q")
     assert reason_of(excinfo) == "server error (500)"
 
 
 def test_callable_script_sees_each_request(advisor, fake_messages):
-    fake_messages.set_script(lambda body: json.dumps({"paraphrases": [body["model"]]}))
-    assert advisor.paraphrase("q", model="m-1") == ["m-1"]
+    fake_messages.set_script(lambda body: json.dumps({"rephrased": body["model"]}))
+    assert advisor.expansions("q", model="m-1") == ["m-1"]
 
 
 def test_connection_refused():
@@ -363,7 +366,7 @@ def test_connection_refused():
         port = sock.getsockname()[1]
     with Advisor(api_key="test", base_url=f"http://127.0.0.1:{port}", max_retries=0) as adv:
         with pytest.raises(AdvisorError) as excinfo:
-            adv.paraphrase("q")
+            adv.expansions("q")
     assert reason_of(excinfo) == "connection failed"
 
 
@@ -373,12 +376,12 @@ def test_connection_refused():
 def test_slow_reply_past_the_deadline_times_out_early(fake_messages):
     # The reply would come after a minute and timeout_s is half of that: only the
     # deadline can end the call before 30 s (a bound no loaded machine gets near).
-    fake_messages.set_script([Delay(60.0, '{"paraphrases": ["late"]}')])
+    fake_messages.set_script([Delay(60.0, '{"rephrased": "late"}')])
     url = fake_messages.base_url
     with Advisor(api_key="test", base_url=url, timeout_s=30.0, max_retries=1) as adv:
         start = time.monotonic()
         with pytest.raises(AdvisorError) as excinfo:
-            adv.paraphrase("q", deadline=start + 0.3)
+            adv.expansions("q", deadline=start + 0.3)
         elapsed = time.monotonic() - start
     assert reason_of(excinfo) == "timeout"
     assert elapsed < 30.0
@@ -412,7 +415,7 @@ def test_deadline_already_passed_sends_nothing(advisor, fake_messages):
 def test_no_key_fails_without_network(fake_messages, key):
     adv = Advisor(api_key=key, base_url=fake_messages.base_url)
     calls = [
-        lambda: adv.paraphrase("q"),
+        lambda: adv.expansions("q"),
         lambda: adv.rerank("q", CANDIDATES),
         lambda: adv.tags("t", "c", [], []),
         lambda: adv.contradictions(NEW, CANDIDATES),

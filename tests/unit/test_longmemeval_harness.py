@@ -43,6 +43,7 @@ def test_recall_kwargs_per_variant() -> None:
     assert kw("bm25") == {"query": "Which marathon?", "limit": 10}
     assert kw("graduated") == {"query": "Which marathon?", "conversation_id": 7, "limit": 10}
     assert kw("rerank") == {**kw("graduated"), "rerank": "fast"}
+    assert kw("expand") == {**kw("graduated"), "expand": "fast"}
     assert kw("cascade") == {**kw("graduated"), "rerank": "fast", "rerank_fine": "fine"}
     with pytest.raises(harness.HarnessError):
         kw("vector")
