@@ -631,6 +631,10 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     that match come first, under `facts`: they are what is true now. This
     session's conversation is searched first (`everywhere` for the whole
     memory alike). Page with `cursor` while `more` is true.
+
+    Matching is by words, not meaning. When the hits miss, search again with
+    the words a stored answer would use rather than synonyms of the question:
+    for "what does Ann do with her family?", try "Ann kids camping museum".
     """
     offset = page_offset(a.cursor)
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
