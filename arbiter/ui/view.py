@@ -116,12 +116,14 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
     # Counted over the entries the caller sees; with others in the tenant, only entities those mention exist for them.
     if v.solo:
         # A count per entity from the link index and a top-N sort: a join grouped by entity sorted every link
-        # first (53 -> 16 ms of CPU at 47K entities and 232K links).
+        # first (53 -> 16 ms of CPU at 47K entities and 232K links). A past moment counts only the mentions
+        # recorded by then, as a shared tenant's does; now, every link is.
+        past = "" if as_of is None else " AND (SELECT e.recorded_at FROM entries e WHERE e.id = m.entry_id) <= ?"
         rows = ctx.conn.execute(
             "SELECT n.id, n.name, n.type, n.created_at, "
-            "(SELECT count(*) FROM entry_entities m WHERE m.entity_id = n.id) AS uses FROM entities n "
+            f"(SELECT count(*) FROM entry_entities m WHERE m.entity_id = n.id{past}) AS uses FROM entities n "
             "WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? ORDER BY uses DESC, n.id LIMIT ?",
-            (ctx.tenant_id, at, p.limit + 1),
+            (*([at] if past else []), ctx.tenant_id, at, p.limit + 1),
         ).fetchall()
     else:
         # Known by `at` through an entry they see recorded by then, and dated as they know it (entities'

@@ -572,6 +572,29 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
                                           for n in entries_view.nodes)
 
 
+def test_the_entity_graph_of_a_past_moment_ranks_by_the_mentions_recorded_by_then(db, tenant):
+    """The slider's past: a one-user tenant's graph counted later mentions too, where a shared tenant's did not."""
+    from arbiter._time import format_time
+    from arbiter.ui.model import GraphViewParams
+    from arbiter.ui.view import graph_view
+
+    spec = verbs.VERBS["remember"]
+    for n, named in enumerate([["Alphaville", "Betamax"], ["Alphaville"], ["Betamax"], ["Betamax"], ["Betamax"]]):
+        params = msgspec.convert(dict(type="project", title="Note", content=f"note {n}", entities=named),
+                                 spec.params)
+        with db:
+            spec.run(Context(db, tenant, "alice", NOW + 10 * n), params)
+    ids = {r[0]: r[1] for r in db.execute("SELECT name, id FROM entities WHERE tenant_id = ?", (tenant,))}
+    ctx = Context(db, tenant, "alice", NOW + 100)
+
+    def drawn(**at):
+        with db:
+            return [n.id for n in graph_view(ctx, GraphViewParams(view="entities", **at)).nodes]
+
+    assert drawn(as_of=format_time(NOW + 15)) == [ids["Alphaville"], ids["Betamax"]]  # 2 mentions to 1 by then
+    assert drawn() == [ids["Betamax"], ids["Alphaville"]]  # 4 to 2 now
+
+
 def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
     """`count` asks each entity for a user who sees most of the tenant and gathers from what they see for one who
     sees little: both count the entities their entries mention or their active facts name, none merged away."""
