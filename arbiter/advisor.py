@@ -327,7 +327,9 @@ class Advisor:
         prompt = (
             "Extract the lasting facts these memory entries state about the user or the world, as "
             "subject-predicate-object triples. Use \"user\" as the subject for the user. An entry \"said by\" "
-            "someone speaks for them: its \"I\" is that person. Prefer these "
+            "someone speaks for them: its \"I\" is that person. \"(follows: ...)\" shows the turn an entry "
+            "answers, only to make sense of it: take facts from the entries themselves, never from that "
+            "line (\"Two, yes\" after \"Do you have cats?\" states the cats). Prefer these "
             f"predicates when one fits: {', '.join(predicates[:_VOCABULARY_MAX])}; otherwise invent a short "
             "snake_case one. Give each a confidence from 0 to 1 (how clearly the entry states it), the id of "
             f"the entry it comes from, and the aspects it belongs to among: {', '.join(aspects)}. Skip "

@@ -22,7 +22,7 @@ class GraphNode(Struct, kw_only=True):
     """An entry (or entity: `title` its name, `type` its type) as the graph draws it.
 
     `cluster` indexes `GraphView.clusters` (None: in no topic); an entity's is
-    the topic most of the entries mentioning it belong to.
+    the topic most of the active entries the caller sees that mention it belong to.
     """
 
     id: int
