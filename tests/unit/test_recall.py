@@ -27,6 +27,14 @@ def remember(db, tenant_id, title, content=None, *, now=T0, **kw) -> int:
         )
 
 
+def exchange(db, tenant_id, *turns: tuple[str | None, str]) -> tuple[int, list[int]]:
+    """A new conversation of (speaker, text) turns a minute apart, ending two minutes before T0; its id and theirs."""
+    chat = conversation(db, tenant_id)
+    return chat, [remember(db, tenant_id, text[:20], text, conversation_id=chat, speaker=speaker,
+                           valid_from=format_time(T0 - (len(turns) - i + 1) * 60 * US))
+                  for i, (speaker, text) in enumerate(turns)]
+
+
 def ask(db, tenant_id, query="", *, now=T0 + DAY, **kw):
     with db:
         return recall(db, users.first_viewer(db, tenant_id), RecallParams(query=query, **kw), now=now)
@@ -263,11 +271,9 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
 def test_a_reply_borrows_the_questions_match_but_is_weighed_by_its_own_speaker(db, tenant):
     # Melanie asks; Caroline answers. The question is about Caroline, so her
     # answer is weighed x1.5 as hers, not x1 as the asker's turn is.
-    chat = conversation(db, tenant)
-    asked = remember(db, tenant, "q", "Melanie: Anything you're excited about in the adoption process?",
-                     conversation_id=chat, speaker="Melanie", valid_from=format_time(T0 - 180 * US))
-    answer = remember(db, tenant, "a", "Caroline: I'm thrilled to make a family for kids who need one.",
-                      conversation_id=chat, speaker="Caroline", valid_from=format_time(T0 - 120 * US))
+    chat, (asked, answer) = exchange(
+        db, tenant, ("Melanie", "Melanie: Anything you're excited about in the adoption process?"),
+        ("Caroline", "Caroline: I'm thrilled to make a family for kids who need one."))
     question = "What is Caroline excited about in the adoption process?"
     res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
     assert res[asked].parts["speaker"] == 1.0 and res[answer].parts["speaker"] == pytest.approx(1.5)
@@ -307,11 +313,9 @@ def test_a_follow_up_answer_gets_seven_tenths_of_the_turn_it_follows(db, tenant)
 
 def test_the_turn_a_matching_reply_answers_borrows_its_match_weighed_as_the_askers(db, tenant):
     # The assistant's answer repeats the words; the user's turn before it holds what the user said.
-    chat = conversation(db, tenant)
-    said = remember(db, tenant, "u", "I found that turbinado sugar adds a richer flavor. What else pairs with it?",
-                    conversation_id=chat, speaker="user", valid_from=format_time(T0 - 180 * US))
-    echo = remember(db, tenant, "a", "Turbinado is great for your chocolate chip cookies: you could add brown butter.",
-                    conversation_id=chat, speaker="assistant", valid_from=format_time(T0 - 120 * US))
+    chat, (said, echo) = exchange(
+        db, tenant, ("user", "I found that turbinado sugar adds a richer flavor. What else pairs with it?"),
+        ("assistant", "Turbinado is great for your chocolate chip cookies: you could add brown butter."))
     question = "my chocolate chip cookies need something extra"
     res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
     assert res[said].parts["antecedent_of"] == echo and res[said].parts["bm25"] == 0.0
@@ -354,44 +358,35 @@ def teammates(db, tenant):
     return ann, ben, say
 
 
-def test_the_reply_is_the_next_turn_the_reader_sees(db, teammates):
-    # A teammate's private turn between a shared question and its shared answer is missing for the
-    # reader, so the answer is the reader's next turn; for the teammate, their own turn is.
+@pytest.mark.parametrize(("part", "first", "second", "query"), [
+    # replies: the question lends to the next turn the reader sees
+    ("reply_to", (None, "Anything you're excited about in the adoption process?"),
+     (None, "I'm thrilled to make a family for kids who need one."), "excited about the adoption process"),
+    # antecedents: the answer lends to the turn before it that the reader sees
+    ("antecedent_of", ("user", "I found that turbinado sugar adds a richer flavor."),
+     ("assistant", "Turbinado is great for your chocolate chip cookies."),
+     "my chocolate chip cookies need something extra"),
+])
+def test_a_turn_lends_across_the_turns_the_reader_sees(db, teammates, part, first, second, query):
+    # A teammate's private turn between two shared turns is missing for the reader, so the
+    # shared turns lend to each other; for the teammate, their own turn is the neighbour.
     ann, ben, say = teammates
-    asked = say(ann, "Anything you're excited about in the adoption process?", 180)
-    aside = say(ben, "Note to self: buy milk.", 150, team=None)
-    answer = say(ann, "I'm thrilled to make a family for kids who need one.", 120)
-    query = RecallParams(query="excited about the adoption process", explain=True)
+    one = say(ann, first[1], 180, first[0])
+    aside = say(ben, "Note to self: buy milk.", 150, first[0], team=None)
+    two = say(ann, second[1], 120, second[0])
+    lender, borrower = (one, two) if part == "reply_to" else (two, one)
+    p = RecallParams(query=query, explain=True)
     with db:
-        for_ann = {h.id: h for h in recall(db, ann, query, now=T0 + DAY).hits}
-        for_ben = {h.id: h for h in recall(db, ben, query, now=T0 + DAY).hits}
-    assert for_ann[answer].parts["reply_to"] == asked and aside not in for_ann
-    assert for_ben[aside].parts["reply_to"] == asked and answer not in for_ben
-
-
-def test_the_turn_a_reply_answers_is_the_turn_before_it_the_reader_sees(db, teammates):
-    # A teammate's private turn between the user's shared turn and the shared answer is missing for the
-    # reader, so the user's turn lends; for the teammate, their own turn is the one before.
-    ann, ben, say = teammates
-    said = say(ann, "I found that turbinado sugar adds a richer flavor.", 180, "user")
-    aside = say(ben, "Note to self: buy milk.", 150, "user", team=None)
-    echo = say(ann, "Turbinado is great for your chocolate chip cookies.", 120, "assistant")
-    query = RecallParams(query="my chocolate chip cookies need something extra", explain=True)
-    with db:
-        for_ann = {h.id: h for h in recall(db, ann, query, now=T0 + DAY).hits}
-        for_ben = {h.id: h for h in recall(db, ben, query, now=T0 + DAY).hits}
-    assert for_ann[said].parts["antecedent_of"] == echo and aside not in for_ann
-    assert for_ben[aside].parts["antecedent_of"] == echo and said not in for_ben
+        for_ann = {h.id: h for h in recall(db, ann, p, now=T0 + DAY).hits}
+        for_ben = {h.id: h for h in recall(db, ben, p, now=T0 + DAY).hits}
+    assert for_ann[borrower].parts[part] == lender and aside not in for_ann
+    assert for_ben[aside].parts[part] == lender and borrower not in for_ben
 
 
 def test_the_turn_before_is_the_one_valid_at_as_of(db, tenant):
-    chat = conversation(db, tenant)
-    older = remember(db, tenant, "o", "We bake every Sunday.", conversation_id=chat, speaker="user",
-                     valid_from=format_time(T0 - 240 * US))
-    said = remember(db, tenant, "u", "I found that turbinado sugar adds a richer flavor.", conversation_id=chat,
-                    speaker="user", valid_from=format_time(T0 - 180 * US))
-    echo = remember(db, tenant, "a", "Turbinado is great for your chocolate chip cookies.", conversation_id=chat,
-                    speaker="assistant", valid_from=format_time(T0 - 120 * US))
+    _, (older, said, echo) = exchange(
+        db, tenant, ("user", "We bake every Sunday."), ("user", "I found that turbinado sugar adds a richer flavor."),
+        ("assistant", "Turbinado is great for your chocolate chip cookies."))
     with db:
         entries.forget(db, users.first_viewer(db, tenant), said, now=T0 - 60 * US)
     question = "my chocolate chip cookies need something extra"
