@@ -665,3 +665,113 @@ def test_m026_gives_a_link_made_before_m025_the_alias_its_entry_writes(db, tenan
                             (ltd.id, group.id, other.id)))
     # The alias its text writes (any case); the display name needs none; a text without the alias gets none.
     assert names == {ltd.id: "Tessaline Ltd", group.id: None, other.id: None}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed):
+    """The entities list, every page of it (edges inside runs of equal counts), with and without `query` and `type`,
+    for a one-user tenant and each user of a shared one: one who sees most of it, one who sees little, one who left a
+    team (he sees only what he wrote there). Each viewer's names, mentions, dates and aliases come only from the entries
+    (and active facts) they see: an entity only another user's private note names is missing, one merged away is
+    gone and its links count for the one it was merged into, and a spelling it had is an alias only to who saw it."""
+    import random
+
+    from arbiter._time import format_time
+    from arbiter.facts import verbs as fv
+    from arbiter.facts.model import ProposeParams
+
+    rng = random.Random(seed)
+    with db:
+        solo = tenants.create_tenant(db, "solo", now=NOW)[0]
+        shared = tenants.create_tenant(db, "shared", now=NOW)[0]
+        first = users.first_user(db, shared)
+        ann, ben, cat = (users.create_user(db, shared, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
+        core_team, old_team = (users.create_team(db, shared, name, now=NOW) for name in ("core", "old"))
+        for team, member in ((core_team, first), (core_team, ann), (core_team, ben), (old_team, ann), (old_team, ben)):
+            users.join(db, team, member, now=NOW)
+    typed = {f"Alder {c}": "project" for c in "ABCDE"} | {f"Birch {c}": "person" for c in "ABCDE"}
+    pool = list(typed) + ["Cedar Z"]  # Cedar Z is merged into Birch A once written
+    with db:  # ben's private fact names an entity no entry names (his, with no mentions) and dates one before entries
+        fv.facts_propose(Context(db, shared, "t", NOW, user_id=ben), msgspec.convert(
+            {"facts": [{"subject": "user", "predicate": "works_at", "object": "Alder Factual"},
+                       {"subject": "user", "predicate": "member_of", "object": "Alder E"}], "apply": True},
+            ProposeParams))
+    fact_at, = {r[0] for r in db.execute("SELECT recorded_at FROM facts WHERE status = 'active'")}
+    fact_entities = {i for r in db.execute("SELECT subject_entity_id, object_entity_id FROM facts") for i in r if i}
+    spec, forget = verbs.VERBS["remember"], verbs.VERBS["forget"]
+    written: list[tuple[int, int, int, str | None, list[str], int]] = []  # (tenant, entry, author, team, names, when)
+    writers = [(solo, users.first_user(db, solo))] * 50 + [(shared, u) for u in (first, ann, ann, ben, ben, cat)] * 30
+    for n, (tid, user) in enumerate(writers):
+        named = rng.sample(pool[:4] if rng.random() < 0.3 else pool, rng.randint(1, 3))  # ties, and skew
+        team = {first: "core", ann: rng.choice(["core", "old", None]), ben: rng.choice(["core", "old", None])}.get(
+            user) if tid == shared else None
+        args = [{"name": name, "type": typed[name]} if name in typed else name for name in named]
+        params = msgspec.convert(dict(type="project", title=f"List note {n}", content=f"list note {n}",
+                                      entities=args, team=team), spec.params)
+        with db:
+            entry = spec.run(Context(db, tid, "t", NOW + n, user_id=user), params).id
+            if rng.random() < 0.15:  # a forgotten entry still counts: mentions are of entries ever seen
+                forget.run(Context(db, tid, "t", NOW + n, user_id=user), msgspec.convert({"id": entry}, forget.params))
+        written.append((tid, entry, user, team, named, NOW + n))
+    with db:  # an entity only ann's private note names
+        secret = spec.run(Context(db, shared, "t", NOW + 500, user_id=ann), msgspec.convert(
+            dict(type="project", title="Secret", content="secret note", entities=["Alder Secret"]), spec.params))
+        written.append((shared, secret.id, ann, None, ["Alder Secret"], NOW + 500))
+        for tid, user in ((solo, None), (shared, first)):
+            core.merge(db, users.viewer(db, tid, user or users.first_user(db, tid), "t"), "Birch A", "Cedar Z",
+                       now=NOW + 600)
+        users.leave(db, old_team, ben, now=NOW + 1000)
+
+    def sees(user: int | None, author: int, team: str | None) -> bool:
+        if user is None or author == user:
+            return True
+        return team == "core" and user in (first, ann, ben) or team == "old" and user == ann
+
+    plans = set()
+    for tid, user in ((solo, None), (shared, first), (shared, ann), (shared, ben), (shared, cat)):
+        v = Context(db, tid, "t", NOW + 2000, user_id=user).viewer
+        plans.add((user in (ann, cat), visibility.sees_most(db, v)))
+        mentions: dict[int, int] = {}
+        times: dict[int, list[int]] = {}
+        spelled: dict[int, set[str]] = {}  # names the viewer saw an entry write
+        for wtid, entry, author, team, named, when in written:
+            if wtid == tid and sees(user, author, team):
+                for (entity,) in db.execute("SELECT entity_id FROM entry_entities WHERE entry_id = ?", (entry,)):
+                    mentions[entity] = mentions.get(entity, 0) + 1
+                    times.setdefault(entity, []).append(when)
+                    spelled.setdefault(entity, set()).update(named)
+        if user == ben:
+            for entity in fact_entities:
+                mentions.setdefault(entity, 0)
+                times.setdefault(entity, []).append(fact_at)
+        rows = {r[0]: r[1:] for r in db.execute(
+            "SELECT id, name, type, created_at, updated_at, merged_into FROM entities WHERE tenant_id = ?", (tid,))}
+        expected = []
+        for entity in sorted(mentions, key=lambda i: (-mentions[i], i)):
+            name, etype, created, updated, merged = rows[entity]
+            assert merged is None
+            aliases = [a for (a,) in db.execute("SELECT name FROM entity_names WHERE entity_id = ? AND is_alias "
+                                                "ORDER BY id", (entity,))]
+            if user is not None:  # the row's times and every alias are the whole tenant's; a user's are what they saw
+                # (never before the row: an entry naming Cedar Z may be older than Birch A)
+                created, updated = max(created, min(times[entity])), max(created, max(times[entity]))
+                aliases = [a for a in aliases if a in spelled.get(entity, ())]
+            expected.append((name, etype, mentions[entity], format_time(created), format_time(updated), aliases))
+        names = [e[0] for e in expected]
+        assert "Cedar Z" not in names and "Birch A" in names
+        assert ("Alder Secret" in names) == (user == ann)
+        assert ("Alder Factual" in names) == (user == ben)
+        if user == ben:
+            assert expected[names.index("Alder E")][3] == format_time(fact_at) < format_time(NOW + 50)
+        for query, etype in (("", None), ("alder", None), ("ALDER f", None), ("ced", None), ("", "person"),
+                             ("b", "person"), ("alder", "person")):
+            want = [e for e in expected if (etype is None or e[1] == etype)
+                    and any(n.lower().startswith(query.lower()) for n in (e[0], *e[5]))]
+            if query == "ced":  # through the merged-away name, to who saw an entry write it
+                assert [e[0] for e in want] == (["Birch A"] if "Cedar Z" in expected[names.index("Birch A")][5] else [])
+            for limit in range(1, len(want) + 2):
+                with db:
+                    listed = core.list_entities(db, v, query=query, type=etype, limit=limit)
+                assert [(e.name, e.type, e.mentions, e.created_at, e.updated_at, e.aliases) for e in listed] == \
+                    want[:limit], (user, query, etype, limit)
+    assert {(True, True), (True, False)} <= plans  # ann sees most of the tenant, cat little: both of the list's plans
