@@ -25,7 +25,7 @@ from arbiter.entities import names as nm
 from arbiter.entities.extract import canonical
 from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
 from arbiter.entities.visibility import (
-    evidence, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, visible, visible_ids, visible_sql, whole,
+    dated_sql, evidence, links_sql, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, visible, visible_ids, visible_sql, whole,
 )
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.store.users import Viewer
@@ -292,11 +292,12 @@ def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, li
 
 # ---- reading -------------------------------------------------------------------
 
-def _columns(v: Viewer) -> str:
-    """The row's own columns, its aliases `v` knows, then a JSON [created_at, updated_at, mentions] as `v` knows them."""
-    if whole(v):
+def _columns(v: Viewer, dated: str | None = None) -> str:
+    """The row's own columns, its aliases `v` knows, then a JSON [created_at, updated_at, mentions] as `v` knows them
+    (`dated`, when the read has gathered them already)."""
+    if dated is None and whole(v):
         dated = f"json_array(x.created_at, x.updated_at, {mentions_sql(v)})"
-    else:  # one pass over what `v` sees naming it, for all three (three subqueries read each link's entry thrice)
+    elif dated is None:  # one pass over what `v` sees naming it, for all three (three subqueries read each link's entry thrice)
         seen, first, last = evidence(v, "x")
         dated = f"(SELECT json_array({first}, {last}, total(m)) FROM ({seen}))"
     return (
@@ -326,6 +327,26 @@ def get(conn: apsw.Connection, v: Viewer, entity_id: int) -> Entity:
     return _entity(row)
 
 
+def _seen_rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
+    """`_columns` rows of those of `ids` that exist for `v` (who does not see the whole tenant), in no order.
+
+    Their links are read in entry order and counted and dated in one pass (`links_sql`): read entity by entity,
+    each link read a leaf page of `entries` the readers' small cache had dropped since the last link into it
+    (the 64 most mentioned of 47K entities have ~33K links). An entity no entry `v` sees names is checked by
+    `visible_sql` (an active fact may name it) and has no mentions.
+    """
+    marks = ",".join("?" * len(ids))
+    created, updated = dated_sql(v, "x", "c.first", "c.last")
+    return conn.execute(
+        f"WITH {links_sql(marks)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
+        f"max(e.recorded_at) FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE {v.sees('e')} "
+        f"GROUP BY m.entity_id) "
+        f"SELECT {_columns(v, f'json_array({created}, {updated}, coalesce(c.n, 0))')} "
+        f"FROM entities x LEFT JOIN c ON c.id = x.id WHERE x.id IN ({marks}) AND (c.id IS NOT NULL OR {visible_sql(v)})",
+        (*ids, *ids),
+    )
+
+
 def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: str | None = None,
                   limit: int = 50) -> list[Entity]:
     """Active entities `v` sees, most mentioned (by entries `v` sees) first; `query` matches the start of any name or
@@ -350,11 +371,7 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
         return [_entity(r) for r in rows]
 
     def rank(ids: list[int]):
-        for row in conn.execute(
-            f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({','.join('?' * len(ids))}) AND {visible_sql(v)}",
-            ids,
-        ):
-            yield _dated.decode(row[6])[2], row
+        return ((_dated.decode(row[6])[2], row) for row in _seen_rows(conn, v, ids))
 
     def counts():  # a user who sees little: from what they see
         return conn.execute(f"SELECT total(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "

@@ -60,6 +60,25 @@ def created_sql(v: Viewer, x: str, first_entry: str) -> str:
     return f"max({x}.created_at, min({first_entry}, {facts[0]}, {facts[1]}))"
 
 
+def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str, str]:
+    """SQL: `times_sql` of the entities row `x` (`v` not the whole tenant), for a read that has already gathered the
+    entries `v` sees naming it: `first_entry` and `last_entry` are the earliest and latest of their `recorded_at`
+    (NULL if none), so only the facts are read here."""
+    facts = " ".join(f"UNION ALL SELECT f.recorded_at FROM facts f WHERE f.{end}_entity_id = {x}.id "
+                     f"AND f.status = 'active' AND {v.sees('f')}" for end in ("subject", "object"))
+    seen = f"SELECT {first_entry} AS t UNION ALL SELECT {last_entry} {facts}"
+    return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}))",
+            f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}))")
+
+
+def links_sql(marks: str) -> str:
+    """SQL for a `WITH`: `m(entity_id, entry_id)`, the links of the entities bound at `marks` ("?,?,..."), in entry
+    order. Read as `m CROSS JOIN entries e` (m first), each leaf page of `entries` is read once for the run of links
+    into it, not once a link."""
+    return (f"m(entity_id, entry_id) AS MATERIALIZED (SELECT entity_id, entry_id FROM entry_entities "
+            f"WHERE entity_id IN ({marks}) ORDER BY entry_id)")
+
+
 def evidence(v: Viewer, x: str) -> tuple[str, str, str]:
     """SQL for `times_sql` and the entity reads: what `v` sees naming the row `x` (a row per entry, `t` its time and
     `m` 1, or per active fact, `m` 0), and the created_at and updated_at aggregates over it."""
