@@ -14,7 +14,7 @@ import msgspec
 
 from arbiter._time import format_time
 from arbiter.entities.core import most_mentioned
-from arbiter.entities.visibility import created_sql, sees_most
+from arbiter.entities.visibility import created_sql, links_sql, sees_most
 from arbiter.graph import clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
@@ -73,17 +73,6 @@ def _clusters(ctx: Context):
     return named, {t: i for i, c in enumerate(named) for t in c.tags}
 
 
-def _links(ids: list[int]) -> str:
-    """SQL for a `WITH`: `m(entity_id, entry_id)`, the links of the entities `ids` (bound in order) in entry order.
-
-    Read as `m CROSS JOIN entries e` (m first), the entries come in id order, so each leaf page of `entries` is
-    read once for the run of links into it, not once a link: the top 200 of 47K entities have 34K links, and
-    reading their entries so took 22 ms of CPU where the planner's order (by entity) took 44.
-    """
-    return (f"m(entity_id, entry_id) AS MATERIALIZED (SELECT entity_id, entry_id FROM entry_entities "
-            f"WHERE entity_id IN ({','.join('?' * len(ids))}) ORDER BY entry_id)")
-
-
 def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, int]:
     """Each entity's topic: the one most of the active entries the caller sees naming it belong to (ties: lower).
 
@@ -93,8 +82,9 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
     """
     if not ids:
         return {}
+    marks = ",".join("?" * len(ids))
     rows = ctx.conn.execute(
-        f"WITH {_links(ids)} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e ON e.id = m.entry_id "
+        f"WITH {links_sql(marks)} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e ON e.id = m.entry_id "
         f"WHERE e.valid_to IS NULL AND e.tags != '[]' AND {ctx.viewer.sees('e')}", ids,
     )
     topic_of: dict[str, int | None] = {}
@@ -134,7 +124,8 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         # ms at 47K): every ranked entity has an entry they see by `at`, so the earliest of those is their earliest.
         def rank(ids: list[int]):
             return ((r[4], r) for r in ctx.conn.execute(
-                f"WITH {_links(ids)}, c(id, uses, first) AS (SELECT m.entity_id, count(*), min(e.recorded_at) "
+                f"WITH {links_sql(','.join('?' * len(ids)))}, c(id, uses, first) AS "
+                "(SELECT m.entity_id, count(*), min(e.recorded_at) "
                 f"FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE e.recorded_at <= ? AND {v.sees('e')} "
                 f"GROUP BY m.entity_id) "
                 f"SELECT n.id, n.name, n.type, {created_sql(v, 'n', 'c.first')}, c.uses "
