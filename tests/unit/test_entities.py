@@ -474,6 +474,20 @@ _HUES = {"red": ["red", "crimson", "scarlet", "ruby"], "blue": ["blue", "navy", 
          "green": ["green", "olive", "lime", "jade"]}
 
 
+def _solo_and_shared(db, *, first_in_core: bool = False):
+    """A one-user tenant and a shared one: its first user, ann, ben and cat, and teams core and old (ann and ben in
+    both, cat in none; the first user in core if asked). Returns (solo, shared, first, ann, ben, cat, old)."""
+    with db:
+        solo = tenants.create_tenant(db, "solo", now=NOW)[0]
+        shared = tenants.create_tenant(db, "shared", now=NOW)[0]
+        first = users.first_user(db, shared)
+        ann, ben, cat = (users.create_user(db, shared, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
+        core, old = (users.create_team(db, shared, name, now=NOW) for name in ("core", "old"))
+        for team, member in ((core, ann), (core, ben), (old, ann), (old, ben), *([(core, first)] if first_in_core else [])):
+            users.join(db, team, member, now=NOW)
+    return solo, shared, first, ann, ben, cat, old
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewer_sees(db, seed):
     """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
@@ -491,14 +505,7 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
     from arbiter.ui.view import graph_view
 
     rng = random.Random(seed)
-    with db:
-        solo = tenants.create_tenant(db, "solo", now=NOW)[0]
-        shared = tenants.create_tenant(db, "shared", now=NOW)[0]
-        first = users.first_user(db, shared)
-        ann, ben, cat = (users.create_user(db, shared, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
-        core_team, old_team = (users.create_team(db, shared, name, now=NOW) for name in ("core", "old"))
-        for team, member in ((core_team, ann), (core_team, ben), (old_team, ann), (old_team, ben)):
-            users.join(db, team, member, now=NOW)
+    solo, shared, first, ann, ben, cat, old_team = _solo_and_shared(db)
     pool = [f"Huebert {chr(65 + i)}" for i in range(14)]
     with db:  # ben's private fact names an entity before any entry does: his date for it, no one else's
         fv.facts_propose(Context(db, shared, "t", NOW, user_id=ben), msgspec.convert(
@@ -681,14 +688,7 @@ def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed)
     from arbiter.facts.model import ProposeParams
 
     rng = random.Random(seed)
-    with db:
-        solo = tenants.create_tenant(db, "solo", now=NOW)[0]
-        shared = tenants.create_tenant(db, "shared", now=NOW)[0]
-        first = users.first_user(db, shared)
-        ann, ben, cat = (users.create_user(db, shared, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
-        core_team, old_team = (users.create_team(db, shared, name, now=NOW) for name in ("core", "old"))
-        for team, member in ((core_team, first), (core_team, ann), (core_team, ben), (old_team, ann), (old_team, ben)):
-            users.join(db, team, member, now=NOW)
+    solo, shared, first, ann, ben, cat, old_team = _solo_and_shared(db, first_in_core=True)
     typed = {f"Alder {c}": "project" for c in "ABCDE"} | {f"Birch {c}": "person" for c in "ABCDE"}
     pool = list(typed) + ["Cedar Z"]  # Cedar Z is merged into Birch A once written
     with db:  # ben's private fact names an entity no entry names (his, with no mentions) and dates one before entries
