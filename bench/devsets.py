@@ -38,8 +38,8 @@ entity links (the idle writer's backlog) and stored similarity associations
 any of the question's evidence entries holds a query term (stem) other than
 a word of its own speaker's name: a miss whose evidence holds none is out
 of reach of any ranking that scores an entry by its own words (only the
-replies, follow-ups and episodes signals, which lend a neighbour's score,
-can bring it in). R@25 is the most the LLM rerank could make of R@5 and
+replies, follow-ups, antecedents and episodes signals, which lend a
+neighbour's score, can bring it in). R@25 is the most the LLM rerank could make of R@5 and
 R@10: it reorders the lexical top 25 (`recall.llm.RERANK_DEPTH`) and sees
 nothing past them.
 """
@@ -66,7 +66,7 @@ from arbiter.entities.link import ROLES
 from arbiter.store import connect, entries, open_database, tenants, users
 from bench.longmemeval import dataset as ds
 from bench.longmemeval import harness
-from bench.longmemeval.metrics import hit_at, reciprocal_rank, scored
+from bench.longmemeval.metrics import first_rank, hit_at, reciprocal_rank, scored
 from bench.longmemeval.phrasing import phrase
 
 #: (label, RecallParams overrides, Tuning overrides). Each stage that
@@ -223,7 +223,7 @@ def measure(
         types.setdefault(q.question_type, []).append(hit_at(ranked, truth, 5))
         r10 += hit_at(ranked, truth, 10)
         mrr += reciprocal_rank(ranked, truth)
-        ranks.append(next((i for i, e in enumerate(ranked, 1) if e in truth), 11))
+        ranks.append(first_rank(ranked, truth) or 11)
     by_type = {t: 100 * sum(hits) / len(hits) for t, hits in sorted(types.items())}
     return Row(100 * r1 / n, 100 * r5 / n, 100 * r10 / n, mrr / n, statistics.median(latencies), by_type,
                tuple(ranks))

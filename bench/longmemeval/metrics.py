@@ -84,12 +84,15 @@ def hit_at(ranked: Sequence[int], relevant: Collection[int], k: int) -> bool:
     return any(i in relevant for i in ranked[:k])
 
 
+def first_rank(ranked: Sequence[int], relevant: Collection[int]) -> int | None:
+    """The rank (from 1) of the first relevant id, None if none is ranked."""
+    return next((rank for rank, i in enumerate(ranked, 1) if i in relevant), None)
+
+
 def reciprocal_rank(ranked: Sequence[int], relevant: Collection[int]) -> float:
     """1 / the rank of the first relevant id, 0 if none is ranked."""
-    for rank, i in enumerate(ranked, 1):
-        if i in relevant:
-            return 1.0 / rank
-    return 0.0
+    rank = first_rank(ranked, relevant)
+    return 0.0 if rank is None else 1.0 / rank
 
 
 def recall_all_at(ranked: Sequence[int], relevant: Collection[int], k: int) -> bool:
