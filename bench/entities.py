@@ -19,7 +19,7 @@ M entities. Measures, through `arbiter.client.Client`:
 - with --reads N: `entities` N times in a one-user tenant (if it is one),
   then a second user joins the tenant (so the first one no longer
   sees all of it, and every entity read goes through the viewer's filters and
-  dating, `entities.visibility.visible_sql`/`times_sql`), then the first user's
+  dating, `entities.visibility.visible_sql`/`dated_sql`), then the first user's
   `entities` (the 50 most mentioned) and `entity show` of a random pool name
   that exists, N of each, p50/p99 wall time through the socket and the
   daemon's CPU time per call; and the web view's entity graph (limit 200)

@@ -25,7 +25,8 @@ from arbiter.entities import names as nm
 from arbiter.entities.extract import canonical
 from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
 from arbiter.entities.visibility import (
-    dated_sql, evidence, links_sql, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, visible, visible_ids, visible_sql, whole,
+    dated_sql, evidence, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, seen_links_sql, visible,
+    visible_ids, visible_sql, whole,
 )
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.store.users import Viewer
@@ -330,7 +331,7 @@ def get(conn: apsw.Connection, v: Viewer, entity_id: int) -> Entity:
 def _seen_rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
     """`_columns` rows of those of `ids` that exist for `v` (who does not see the whole tenant), in no order.
 
-    Their links are read in entry order and counted and dated in one pass (`links_sql`): read entity by entity,
+    Their links are read in entry order and counted and dated in one pass (`seen_links_sql`): read entity by entity,
     each link read a leaf page of `entries` the readers' small cache had dropped since the last link into it
     (the 64 most mentioned of 47K entities have ~33K links). An entity no entry `v` sees names is checked by
     `visible_sql` (an active fact may name it) and has no mentions.
@@ -338,9 +339,7 @@ def _seen_rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
     marks = ",".join("?" * len(ids))
     created, updated = dated_sql(v, "x", "c.first", "c.last")
     return conn.execute(
-        f"WITH {links_sql(marks)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
-        f"max(e.recorded_at) FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE {v.sees('e')} "
-        f"GROUP BY m.entity_id) "
+        f"WITH {seen_links_sql(v, marks)} "
         f"SELECT {_columns(v, f'json_array({created}, {updated}, coalesce(c.n, 0))')} "
         f"FROM entities x LEFT JOIN c ON c.id = x.id WHERE x.id IN ({marks}) AND (c.id IS NOT NULL OR {visible_sql(v)})",
         (*ids, *ids),

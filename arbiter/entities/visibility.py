@@ -50,16 +50,6 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     return f"(SELECT {first} FROM ({seen}))", f"(SELECT {last} FROM ({seen}))"
 
 
-def created_sql(v: Viewer, x: str, first_entry: str) -> str:
-    """SQL: `times_sql`'s created_at of the entities row `x`, for a read that has already gathered the entries `v` sees
-    naming it: `first_entry` is the earliest of their `recorded_at` (not NULL), so only the facts are read here."""
-    if whole(v):
-        return f"{x}.created_at"
-    facts = [f"coalesce((SELECT min(f.recorded_at) FROM facts f WHERE f.{end}_entity_id = {x}.id "
-             f"AND f.status = 'active' AND {v.sees('f')}), {first_entry})" for end in ("subject", "object")]
-    return f"max({x}.created_at, min({first_entry}, {facts[0]}, {facts[1]}))"
-
-
 def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str, str]:
     """SQL: `times_sql` of the entities row `x` (`v` not the whole tenant), for a read that has already gathered the
     entries `v` sees naming it: `first_entry` and `last_entry` are the earliest and latest of their `recorded_at`
@@ -77,6 +67,16 @@ def links_sql(marks: str) -> str:
     into it, not once a link."""
     return (f"m(entity_id, entry_id) AS MATERIALIZED (SELECT entity_id, entry_id FROM entry_entities "
             f"WHERE entity_id IN ({marks}) ORDER BY entry_id)")
+
+
+def seen_links_sql(v: Viewer, marks: str, *, until: bool = False) -> str:
+    """SQL for a `WITH`: `links_sql`'s `m`, then `c(id, n, first, last)`: for each entity bound at `marks` that an
+    entry `v` sees names (recorded by a time bound after the ids, with `until`), how many such entries, and the
+    earliest and latest of their `recorded_at`, in one pass over the links (the inputs of `dated_sql`)."""
+    recorded = "e.recorded_at <= ? AND " if until else ""
+    return (f"{links_sql(marks)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
+            f"max(e.recorded_at) FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE {recorded}{v.sees('e')} "
+            "GROUP BY m.entity_id)")
 
 
 def evidence(v: Viewer, x: str) -> tuple[str, str, str]:
@@ -165,7 +165,8 @@ def visible_ids(conn: apsw.Connection, v: Viewer, ids) -> set[int]:
     )}
 
 
-#: How many of the tenant's newest entries `sees_most` reads (for `count` and the web view's entity graph).
+#: How many of the tenant's newest entries `sees_most` reads (for `count`, the entities list and the web view's entity
+#: graph).
 SAMPLE = 1000
 
 

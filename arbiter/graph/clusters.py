@@ -121,15 +121,9 @@ def assign(votes: Counter) -> int:
 
 
 def of_tags(tags: list[str], where: dict[str, int]) -> int | None:
-    """`assign` from an entry's tags (`where`: tag -> cluster index); None if none is in a cluster.
-
-    Without a Counter: the web view's entity graph asks it of tens of
-    thousands of entries, and building a Counter for each was a third of its time.
-    """
+    """`assign` from an entry's tags (`where`: tag -> cluster index); None if none is in a cluster."""
     hits = [where[t] for t in tags if t in where]
-    if len(hits) < 2:
-        return hits[0] if hits else None
-    return min(hits, key=lambda i: (-hits.count(i), i))
+    return assign(Counter(hits)) if hits else None
 
 
 def shape_of_tag(conn: apsw.Connection, v: Viewer, tag: str) -> tuple[int, Shape]:

@@ -1100,7 +1100,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
     # Revisions keep the speaker, which `update` can now correct: see _m024_revision_speaker.
     ("m024_revision_speaker", _m024_revision_speaker),
     (
-        # Which of the entity's names an entry's link came through (arbiter/entities/core.py, names_sql): in a
+        # Which of the entity's names an entry's link came through (arbiter/entities/visibility.py, names_sql): in a
         # tenant of several users an alias shows only to who sees an entry that named the entity so. Links made
         # before it carry none, so their aliases show only to a whole-tenant viewer until named again.
         "m025_entry_entities_name",

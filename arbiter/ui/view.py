@@ -14,7 +14,7 @@ import msgspec
 
 from arbiter._time import format_time
 from arbiter.entities.core import most_mentioned
-from arbiter.entities.visibility import created_sql, links_sql, sees_most
+from arbiter.entities.visibility import dated_sql, links_sql, sees_most, seen_links_sql, whole
 from arbiter.graph import clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
@@ -78,7 +78,7 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
 
     Only entries the caller sees vote, so nothing another user keeps private colours a node. The top entities'
     links are many (34K for the 200 most mentioned of 47K entities), so their entries are read in id order
-    (`_links`), tagless ones are skipped in SQL, and an entry's topic is worked out once per distinct tag list.
+    (`visibility.links_sql`), tagless ones are skipped in SQL, and an entry's topic is worked out once per distinct tag list.
     """
     if not ids:
         return {}
@@ -104,7 +104,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
     at = ctx.now if as_of is None else as_of
     v = ctx.viewer
     # Counted over the entries the caller sees; with others in the tenant, only entities those mention exist for them.
-    if v.solo:
+    if whole(v):
         # A count per entity from the link index and a top-N sort: a join grouped by entity sorted every link
         # first (53 -> 16 ms of CPU at 47K entities and 232K links). A past moment counts only the mentions
         # recorded by then, as a shared tenant's does; now, every link is.
@@ -123,13 +123,10 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         # one-user tenant's graph costs 173. Counted and dated in one pass over the links, in entry order (62 -> 22
         # ms at 47K): every ranked entity has an entry they see by `at`, so the earliest of those is their earliest.
         def rank(ids: list[int]):
+            created, _ = dated_sql(v, "n", "c.first", "c.last")
             return ((r[4], r) for r in ctx.conn.execute(
-                f"WITH {links_sql(','.join('?' * len(ids)))}, c(id, uses, first) AS "
-                "(SELECT m.entity_id, count(*), min(e.recorded_at) "
-                f"FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE e.recorded_at <= ? AND {v.sees('e')} "
-                f"GROUP BY m.entity_id) "
-                f"SELECT n.id, n.name, n.type, {created_sql(v, 'n', 'c.first')}, c.uses "
-                "FROM c JOIN entities n ON n.id = c.id",
+                f"WITH {seen_links_sql(v, ','.join('?' * len(ids)), until=True)} "
+                f"SELECT n.id, n.name, n.type, {created}, c.n FROM c JOIN entities n ON n.id = c.id",
                 (*ids, at),
             ))
         live = "x.tenant_id = ? AND x.merged_into IS NULL AND x.created_at <= ?"
