@@ -38,7 +38,8 @@ MAX_FAMILY_PAIRS = 5
 CLUSTER_TAGS_SHOWN = 10
 TITLE_CHARS = 90
 NAMING_BUDGET_S = 12.0
-TAGS_HINT = "`topic_clusters` groups them by topic"
+#: No tool lists every tag, family or pair; these say where the tags that form topics are.
+TAGS_HINT = "`topic_clusters` shows the tags that form topics"
 
 GUIDANCE = [
     "- **Search before writing.** When a request overlaps a topic below, `recall` (or `topic_cluster` with one of "
@@ -78,13 +79,12 @@ class _Part:
     items: list[str]
     render: Callable[[list[str], str], list[str]]
     hint: str
-    total: int = -1
+    total: int
     floor: int = 0
     keep: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.keep = len(self.items)
-        self.total = max(self.total, len(self.items))
 
     def lines(self) -> list[str]:
         hidden = self.total - self.keep
@@ -208,7 +208,7 @@ def build(
             "tag pairs",
             pair_items,
             _inline("- Tags that travel together: "),
-            "`topic_cluster TAG` for a tag's topic",
+            "`topic_cluster TAG` shows a tag's topic and the tags beside it",
             total=vocabulary.paired,
         ))
 

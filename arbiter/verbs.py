@@ -141,7 +141,7 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
     if advisor is None:
         ctx.notes.append("auto_tag/auto_supersede skipped: no ANTHROPIC_API_KEY on the daemon")
         return p
-    from arbiter.advisor import AdvisorError, Candidate
+    from arbiter.advisor import AdvisorError
 
     deadline = time.monotonic() + AUTO_DEADLINE_S
     if p.auto_tag:
@@ -160,10 +160,7 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
         # Only the writer's own entries: a teammate's shared one is seen but not theirs to retire.
         same = entries.own(ctx.conn, ctx.viewer, [h.id for h in found.hits if h.type == p.type])
         olds = llm_layers.shown(ctx.conn, ctx.viewer, same[:AUTO_SUPERSEDE_CANDIDATES], llm_layers.FINE_EXCERPT)
-        new = Candidate(
-            id=0, type=p.type, date="new", superseded=False,
-            text=llm_layers.cut(f"{p.title}\n{p.content}", llm_layers.FINE_EXCERPT), speaker=p.speaker,
-        )
+        new = llm_layers.view(0, p.type, "new", False, p.title, p.content, p.speaker, llm_layers.FINE_EXCERPT)
         try:
             flagged = advisor.contradictions(new, olds, deadline=deadline) if olds else []
         except AdvisorError as e:

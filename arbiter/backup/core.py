@@ -198,8 +198,8 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
 
     The current database (with its -wal and -shm) is renamed aside, never
     deleted; its new name is returned (None if there was none). Tokens: a
-    tenant whose token file in `home` still matches keeps it; any other
-    tenant, and the admin, get a fresh token written to `home` (a backup
+    tenant or user whose token file in `home` still matches keeps it; any
+    other tenant and user, and the admin, get a fresh token written to `home` (a backup
     restored into a new home would otherwise lock everyone out).
     """
     backup = Path(backup)

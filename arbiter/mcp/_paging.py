@@ -9,7 +9,7 @@ from typing import Annotated
 from msgspec import Meta
 
 from arbiter.errors import InvalidParams
-from arbiter.mcp.tool import View
+from arbiter.mcp.tool import View, fit
 
 MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
     "Budget for the whole result, in characters: hits beyond it move to the next page."))]
@@ -36,16 +36,17 @@ class Page(View, dict=True):
 
 
 def fit_page(page: Page, blocks: Iterable[list[str]], header: int, max_chars: int) -> int:
-    """How many of `blocks` (each an item's lines) fit in `max_chars` after `header` characters (at least one);
-    their lines are kept on `page`. Blocks are rendered only until one does not fit."""
-    used, lines, n = header, [], 0
-    for block in blocks:
-        used += sum(len(line) + 1 for line in block)
-        if used > max_chars and n:
-            break
-        lines += block
-        n += 1
-    page._lines = lines
+    """How many of `blocks` (each an item's lines) fit in `max_chars` after `header` characters (at least one,
+    `tool.fit`); their lines are kept on `page`. Blocks are rendered only until one does not fit."""
+    read: list[list[str]] = []
+
+    def reading():
+        for block in blocks:
+            read.append(block)
+            yield block
+
+    n = fit(reading(), max_chars - header)
+    page._lines = [line for block in read[:n] for line in block]
     return n
 
 

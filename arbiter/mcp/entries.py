@@ -212,7 +212,7 @@ class Recalled(Page):
             lines.append("Facts (true now):")
             lines += [_fact_line(f) for f in self.facts]
         lines.append(f"{count(len(self.hits), 'hit')} for {self.query!r}{where}:")
-        lines += _hit_text(self, self.hits)
+        lines += self._lines  # as `fit_page` rendered them
         if self.note:
             lines.append(f"note: {self.note}")
         return "\n".join(lines) + self.footer()
@@ -221,11 +221,6 @@ class Recalled(Page):
 def _fact_line(f: RecalledFact) -> str:
     sources = ", from " + ", ".join(f"#{i}" for i in f.sources) if f.sources else ""
     return f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since {f.valid_from[:10]}{sources})"
-
-
-def _hit_text(page: Page, hits: list[Hit]) -> list[str]:
-    """The lines of `hits` (`page`'s), as `fit_page` rendered them if it did."""
-    return getattr(page, "_lines", None) or [line for h in hits for line in _hit_lines(h)]
 
 
 def _hit_lines(h: Hit) -> list[str]:
@@ -239,7 +234,7 @@ class Listed(Page):
     entries: list[Hit]
 
     def text(self) -> str:
-        lines = [f"{count(len(self.entries), 'entry', 'entries')}, newest first:", *_hit_text(self, self.entries)]
+        lines = [f"{count(len(self.entries), 'entry', 'entries')}, newest first:", *self._lines]
         if not self.entries:
             lines.append("(none)")
         return "\n".join(lines) + self.footer()

@@ -41,6 +41,7 @@ flat; reuse `EntryId`, `AsOf`, `Ref` and the helpers below.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable
 
@@ -263,17 +264,19 @@ def flat(text: str, limit: int) -> str:
     return one if len(one) <= limit else one[: limit - 1].rstrip() + "…"
 
 
-def fit(blocks, budget: int, *, at_least: int = 1) -> int:
+def fit(blocks: Iterable[list[str]], budget: int, *, at_least: int = 1) -> int:
     """How many of `blocks` (each a list of text lines) fit in `budget` characters, one newline a line.
 
-    At least `at_least` of them, over budget or not: a page that shows nothing would never end.
+    At least `at_least` of them, over budget or not: a page that shows nothing would never end. Blocks
+    are read only until one does not fit (a generator renders no more).
     """
-    used = 0
-    for n, block in enumerate(blocks):
+    used = shown = 0
+    for block in blocks:
         used += sum(len(line) + 1 for line in block)
-        if used > budget and n >= at_least:
-            return n
-    return len(blocks)
+        if used > budget and shown >= at_least:
+            break
+        shown += 1
+    return shown
 
 
 def cut(text: str, limit: int) -> str:

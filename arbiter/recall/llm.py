@@ -55,8 +55,6 @@ def shown(
     `known_at` view shows none, as recall lends no reply score there: the
     turn before may have been recorded later.
     """
-    from arbiter.advisor import Candidate as Shown
-
     found = entries.get_any(conn, v, ids, known_at=known_at)
     follows: dict[int, str] = {}
     if context and known_at is None:
@@ -64,12 +62,22 @@ def shown(
         said = {e.id: e for e in entries.get_any(conn, v, list(set(before.values())))}
         follows = {i: cut(_said(said[prev]), CONTEXT_EXCERPT) for i, prev in before.items() if prev in said}
     return [
-        Shown(
-            id=e.id, type=e.type, date=e.valid_from[:10], superseded=bool(e.superseded_by),
-            text=cut(f"{e.title}\n{e.content}", excerpt), speaker=e.speaker, follows=follows.get(e.id),
-        )
+        view(e.id, e.type, e.valid_from[:10], bool(e.superseded_by), e.title, e.content, e.speaker, excerpt,
+             follows=follows.get(e.id))
         for e in found
     ]
+
+
+def view(
+    eid: int, etype: str, date: str, superseded: bool, title: str, content: str, speaker: str | None, excerpt: int,
+    *, follows: str | None = None,
+):
+    """One entry as the advisor is shown it (`shown`'s rows, or an entry not yet written): title + content cut to
+    `excerpt` bytes."""
+    from arbiter.advisor import Candidate as Shown
+
+    return Shown(id=eid, type=etype, date=date, superseded=superseded, text=cut(f"{title}\n{content}", excerpt),
+                 speaker=speaker, follows=follows)
 
 
 def _said(e) -> str:

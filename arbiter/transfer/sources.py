@@ -218,12 +218,12 @@ def _markdown(folder: Path) -> Iterator[bytes]:
             raise InvalidParams(f"{name}: not UTF-8 text (byte {e.start}); save it as UTF-8 or move it out of "
                                 "the folder; nothing was imported", path="file") from None
         meta, body = _front_matter(text)
-        _whole(body.strip(), f"{name}:", advice=": split the note")
+        content = _whole(body.strip(), f"{name}:", advice=": split the note")
         title = str(meta.get("title") or p.stem)
         tags = meta.get("tags") or []
         tags = [tags] if isinstance(tags, str) else list(tags)
         tags += _INLINE_TAG.findall(body)
-        notes.append((p, title, body.strip(), [t for t in dict.fromkeys(_tag(str(x)) for x in tags) if t][:32], meta))
+        notes.append((p, title, content, [t for t in dict.fromkeys(_tag(str(x)) for x in tags) if t][:32], meta))
     ids = {}
     for i, (p, title, *_rest) in enumerate(notes, start=1):
         ids.setdefault(p.stem.lower(), i)

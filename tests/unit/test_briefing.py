@@ -99,5 +99,5 @@ def test_the_tag_families_left_out_are_counted_on_a_line_of_the_families_list(tm
     b, _ = briefing.build(conn, v, "fam", now=T0 + 1000, advisor=None, max_bytes=65536)
     conn.close()
     lines = b.text.splitlines()
-    at = lines.index("  - … 7 more (`topic_clusters` groups them by topic)")
+    at = lines.index("  - … 7 more (`topic_clusters` shows the tags that form topics)")
     assert lines[at - 3:at] == [line for line in lines if line.startswith("  - `f")]
