@@ -28,9 +28,23 @@ def visible_sql(v: Viewer, x: str = "x") -> str:
         return tenant
     return (
         f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}) "
-        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')}) "
-        f"OR EXISTS (SELECT 1 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' AND {v.sees('f')})))"
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')})"
+        + "".join(f" OR EXISTS ({arm})" for arm in _facts_sql(v, "1", x)) + "))"
+    )
+
+
+def _facts_sql(v: Viewer, select: str, x: str | None = None) -> tuple[str, ...]:
+    """SQL: two SELECTs of `select` from the active facts `v` sees that name the entities row `x` (with no `x`, any
+    entity), one per end a fact names an entity at, subject and object; `select` says `{id}` for that end's column.
+
+    The one spelling of "an active fact `v` sees names it" for every entity read (`visible_sql`, `dated_sql`,
+    `evidence`, `named_sql`): a fact another user keeps private, or one not active, must not make an entity exist,
+    date it or count for `v`. An arm per end, so that each reads its end's index (facts_subject_entity,
+    facts_object_entity)."""
+    return tuple(
+        f"SELECT {select.format(id=f'f.{end}_entity_id')} FROM facts f WHERE "
+        f"{'' if x is None else f'f.{end}_entity_id = {x}.id AND '}f.status = 'active' AND {v.sees('f')}"
+        for end in ("subject", "object")
     )
 
 
@@ -54,8 +68,7 @@ def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str
     """SQL: `times_sql` of the entities row `x` (`v` not the whole tenant), for a read that has already gathered the
     entries `v` sees naming it: `first_entry` and `last_entry` are the earliest and latest of their `recorded_at`
     (NULL if none), so only the facts are read here."""
-    facts = " ".join(f"UNION ALL SELECT f.recorded_at FROM facts f WHERE f.{end}_entity_id = {x}.id "
-                     f"AND f.status = 'active' AND {v.sees('f')}" for end in ("subject", "object"))
+    facts = " ".join(f"UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
     seen = f"SELECT {first_entry} AS t UNION ALL SELECT {last_entry} {facts}"
     return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}))",
             f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}))")
@@ -84,11 +97,8 @@ def evidence(v: Viewer, x: str) -> tuple[str, str, str]:
     `m` 1, or per active fact, `m` 0), and the created_at and updated_at aggregates over it."""
     seen = (
         f"SELECT e.recorded_at AS t, 1 AS m FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')} "
-        f"UNION ALL SELECT f.recorded_at, 0 FROM facts f WHERE f.subject_entity_id = {x}.id AND f.status = 'active' "
-        f"AND {v.sees('f')} "
-        f"UNION ALL SELECT f.recorded_at, 0 FROM facts f WHERE f.object_entity_id = {x}.id AND f.status = 'active' "
-        f"AND {v.sees('f')}"
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
+        + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at, 0", x))
     )
     first = f"max({x}.created_at, coalesce(min(t), {x}.created_at))"
     return seen, first, f"max({x}.created_at, coalesce(max(t), {x}.created_at))"  # ≥ first
@@ -174,9 +184,8 @@ def named_sql(v: Viewer) -> str:
     """SQL: `visible_sql` from the other side, a row (`id`, `m`) per link of an entry `v` sees (`m` 1) and per
     active fact `v` sees naming an entity (`m` 0): reads every entry of the tenant, and only what `v` sees after."""
     return (
-        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')} "
-        f"UNION ALL SELECT f.subject_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')} "
-        f"UNION ALL SELECT f.object_entity_id, 0 FROM facts f WHERE f.status = 'active' AND {v.sees('f')}"
+        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')}"
+        + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "{id}, 0"))
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from arbiter import duplicates, entities, verbs
-from arbiter._time import US
+from arbiter._time import US, format_time
 from arbiter.entities import backlog, core, names, visibility
 from arbiter.entities.extract import TERMS, Found, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
@@ -627,6 +627,64 @@ def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
     assert core.count(db, a) == len(core.list_entities(db, a, limit=1000)) == 10  # A..J and Z, C merged into B
     assert {e.name for e in core.list_entities(db, b, limit=1000)} == {"Benling X", "Countling A", "Acme Corp"}
     assert core.count(db, b) == 3
+
+
+def test_a_fact_another_user_keeps_private_neither_makes_dates_nor_counts_an_entity(db, tenant):
+    """Every entity read sees a fact through one clause (`visibility._facts_sql`): ben's private active fact names
+    an entity as subject (an entity ann sees through a team entry) and as object (one only cat's private note names
+    besides); ann's candidate fact names one too. For ann (who sees most of the tenant) and cat (who sees little:
+    the other plan of `count` and the list), neither fact makes an entity exist, dates it or counts it; for ben his
+    own does, from both ends."""
+    from arbiter.facts import verbs as fv
+    from arbiter.facts.model import ProposeParams
+
+    with db:
+        ann, ben, cat = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
+        team = users.create_team(db, tenant, "core", now=NOW)
+        for member in (ann, ben):
+            users.join(db, team, member, now=NOW)
+    spec = verbs.VERBS["remember"]
+
+    def write(user: int, at: int, name: str, team: str | None) -> None:
+        params = msgspec.convert(dict(type="project", title="Note", content=f"note {at} on {name}", entities=[name], team=team),
+                                 spec.params)
+        with db:
+            spec.run(Context(db, tenant, "t", at, user_id=user), params)
+
+    def propose(user: int, at: int, fact: dict, apply: bool) -> None:
+        with db:
+            fv.facts_propose(Context(db, tenant, "t", at, user_id=user),
+                             msgspec.convert({"facts": [fact], "apply": apply}, ProposeParams))
+
+    for n in range(3):
+        write(ann, NOW + 1 + n, "Quorvel Anstey", "core")
+    propose(ben, NOW + 10, {"subject": "Quorvel Anstey", "predicate": "works_at", "object": "Zintari Labs"}, True)
+    write(cat, NOW + 20, "Zintari Labs", None)
+    propose(ann, NOW + 30, {"subject": "Quorvel Anstey", "predicate": "lives_in", "object": "Brindle Harbour"}, False)
+    assert {r for r in db.execute("SELECT status, subject_entity_id IS NOT NULL FROM facts")} == \
+        {("active", 1), ("candidate", 1)}  # each names an entity at its subject
+    ids = dict(db.execute("SELECT name, id FROM entities WHERE tenant_id = ?", (tenant,)))
+    t = format_time
+    seen = {  # name: (mentions, created_at, updated_at) as each user may know it
+        ann: {"Quorvel Anstey": (3, t(NOW + 1), t(NOW + 3))},
+        cat: {"Zintari Labs": (1, t(NOW + 20), t(NOW + 20))},
+        ben: {"Quorvel Anstey": (3, t(NOW + 1), t(NOW + 10)), "Zintari Labs": (0, t(NOW + 10), t(NOW + 10))},
+    }
+    views = {user: users.viewer(db, tenant, user, name) for user, name in ((ann, "ann"), (ben, "ben"), (cat, "cat"))}
+    assert visibility.sees_most(db, views[ann]) and not visibility.sees_most(db, views[cat])
+    for user, expected in seen.items():
+        v = views[user]
+        listed = {e.name: (e.mentions, e.created_at, e.updated_at) for e in core.list_entities(db, v, limit=10)}
+        assert listed == expected, user
+        assert core.count(db, v) == len(expected)
+        for name in ("Quorvel Anstey", "Zintari Labs"):
+            if name in expected:
+                shown = core.get(db, v, ids[name])
+                assert (shown.mentions, shown.created_at, shown.updated_at) == expected[name]
+            else:
+                assert not visibility.visible(db, v, ids[name])
+                with pytest.raises(NotFound):
+                    core.get(db, v, ids[name])
 
 
 def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(db, tenant):
