@@ -108,6 +108,7 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"reply share {r}", {}, {"reply": r}) for r in (0.9, 0.99, 1.01, 1.1)),
     *((f"follow-up share {r}", {}, {"followup": r}) for r in (0.5, 0.6, 0.8, 0.9)),
     *((f"antecedent share {r}", {}, {"antecedent": r}) for r in (0.5, 0.6, 0.8, 0.9, 1.0)),
+    *((f"date strength {d}", {}, {"date": d}) for d in (0.25, 0.5, 1.5, 2.0, 3.0)),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))

@@ -307,8 +307,8 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    says_when = {eid for eid, text in _sql.at(conn, [r[0] for r in rows], "content", known_at=known_at).items()
-                 if dates.says_when(text)} if asking_when else set()
+    texts = _sql.at(conn, [r[0] for r in rows], "content", known_at=known_at) if dating or asking_when else {}
+    says_when = {eid for eid, text in texts.items() if dates.says_when(text)} if asking_when else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     speakers = _sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at) if named else {}
     out = []
@@ -334,7 +334,8 @@ def _score(
                 parts["number_words"] = 1.0  # the figure is written in words only
             value *= f
         if dating:
-            parts["date"] = f = score.dated(valid_from, query.when, strength=tuning.date)
+            told = dates.referenced(texts[eid], valid_from) if eid in texts else ()
+            parts["date"] = f = score.dated(valid_from, query.when, strength=tuning.date, told=told)
             value *= f
         if asking_when:
             parts["when"] = f = score.when(eid in says_when, strength=tuning.when)

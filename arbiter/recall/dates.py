@@ -2,16 +2,17 @@
 
 A question that names a time asks about what was said or true then, and
 every entry carries that time on its valid axis: recall favours the entries
-valid_from places inside a span the query names (score.dated). Only
-explicit calendar words count; relative ones ("last week") need a
-reference the question does not give.
+valid_from places inside a span the query names (score.dated). In a query
+only explicit calendar words count: relative ones ("last week") need a
+reference the question does not give. An entry's own relative words do
+have one, the time it was said (`referenced`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 MONTHS = {
     name: i + 1
@@ -53,6 +54,22 @@ class Span:
             and (self.month is None or t.month == self.month)
             and (self.day is None or t.day == self.day)
         )
+
+    def meets(self, first: date, last: date) -> bool:
+        """Whether some day from `first` to `last` (inclusive) falls inside the span."""
+        for year in range(first.year, last.year + 1) if self.year is None else (self.year,):
+            if self.month is None:
+                lo, hi = date(year, 1, 1), date(year, 12, 31)
+            elif self.day is None:
+                lo = date(year, self.month, 1)
+                hi = (lo.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+            elif _valid(year, self.month, self.day):
+                lo = hi = date(year, self.month, self.day)
+            else:
+                continue
+            if lo <= last and first <= hi:
+                return True
+        return False
 
 
 def spans(text: str) -> tuple[Span, ...]:
@@ -112,3 +129,59 @@ def says_when(text: str) -> bool:
     if text.isascii():  # ASCII letters fold only among themselves: the same answer, at a third of the cost
         return _SAYS_WHEN_LOWER.search(text.lower()) is not None
     return _SAYS_WHEN.search(text) is not None
+
+
+# The days a statement places an event on, relative to when it was said:
+# "yesterday", "last Friday", "last week", "two months ago". People report
+# what happened after it happened, in words relative to their own now; a
+# question that names the day ("on 1 May") asks about the event, not about
+# the day it was told. Loose on purpose ("last week" is the fortnight
+# before): a day range only has to meet the question's span.
+_NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "couple": 2, "three": 3, "few": 3, "four": 4, "five": 5,
+           "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_RELATIVE = re.compile(
+    r"\b(?:(?P<yesterday>yesterday|last night)"
+    r"|(?:last|past|on) (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
+    r"|last (?P<unit>week|weekend|month|year)"
+    r"|(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|(?:a )?couple(?: of)?|(?:a )?few)"
+    r" (?P<units>day|week|weekend|month|year)s? ago)\b"
+)
+
+
+def _month_back(d: date, n: int) -> tuple[date, date]:
+    """The calendar month `n` months before the one holding `d`, first and last day."""
+    index = d.year * 12 + d.month - 1 - n
+    first = date(index // 12, index % 12 + 1, 1)
+    return first, (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+
+
+def referenced(text: str, said: int) -> list[tuple[date, date]]:
+    """The day ranges `text`, said at `said` (µs since the epoch, UTC), places events on by words relative to then."""
+    lowered = text.lower()
+    if not _RELATIVE.search(lowered):
+        return []
+    today = datetime.fromtimestamp(said / 1_000_000, tz=timezone.utc).date()
+    out = []
+    for m in _RELATIVE.finditer(lowered):
+        if m["yesterday"]:
+            day = today - timedelta(days=1)
+            out.append((day, day))
+        elif m["weekday"]:
+            back = (today.weekday() - _WEEKDAYS.index(m["weekday"])) % 7 or 7
+            day = today - timedelta(days=back)
+            out.append((day, day))
+        else:
+            unit = m["unit"] or m["units"]
+            n = 1 if m["unit"] else int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())
+            if unit == "day":
+                out.append((today - timedelta(days=n + 1), today - timedelta(days=max(n - 1, 1))))
+            elif unit in ("week", "weekend"):
+                out.append((today - timedelta(days=7 * n + 7), today - timedelta(days=max(7 * n - 7, 1))))
+            elif unit == "month":
+                first, _ = _month_back(today, n)
+                _, last = _month_back(today, n - 1) if n > 1 else _month_back(today, n)
+                out.append((first, last))
+            else:
+                out.append((date(today.year - n, 1, 1), date(today.year - n, 12, 31)))
+    return out
