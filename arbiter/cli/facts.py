@@ -64,7 +64,7 @@ def fact():
 @click.option("--valid-from", help="When it became true (default now).")
 @click.option("--source", "sources", type=int, multiple=True, help="An entry it was drawn from (repeatable).")
 @click.option("--aspect", "aspects", multiple=True, help="An aspect slug to stage (repeatable; see `arbiter aspects`).")
-@click.option("--file", "path", type=click.File("r"), help="A JSONL file of facts, one batch (`-` for stdin).")
+@click.option("--file", "path", type=click.File("rb"), help="A JSONL file of facts, one batch (`-` for stdin).")
 @click.option("--origin", type=click.Choice(["agent", "extractor", "import"]), default="agent", show_default=True)
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="Minimum confidence to pass.")
 @click.option("--apply", "apply_", is_flag=True, help="Evaluate and apply the batch now (through the same gate).")
@@ -84,13 +84,20 @@ def propose(settings, as_json, subject, predicate, object, confidence, valid_fro
         one_fact = [flag for name, flag in _ONE_FACT.items() if given(name) is not ParameterSource.DEFAULT]
         if one_fact:
             raise click.UsageError(f"{', '.join(one_fact)} describe one fact: with --file, each line carries its own")
-        facts = []
-        for n, line in enumerate(path, 1):
+        facts, where = [], getattr(path, "name", "<stdin>")  # a binary stdin may have no name
+        # Read as bytes and decoded line by line: a text file's decoder fails in the middle of a block, past
+        # the line at fault, and its UnicodeDecodeError would leave the command as a traceback.
+        for n, raw in enumerate(path, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InvalidParams(f"{where} line {n}: not UTF-8 text (byte {e.start + 1} of the line): "
+                                    "save the file as UTF-8") from None
             if line.strip():
                 try:
                     facts.append(json.loads(line))
                 except ValueError:
-                    raise InvalidParams(f"{path.name} line {n}: not JSON", path=f"facts[{len(facts)}]") from None
+                    raise InvalidParams(f"{where} line {n}: not JSON") from None
     else:
         if None in (subject, predicate, object):
             raise click.UsageError("--subject, --predicate and --object are required (or --file)")

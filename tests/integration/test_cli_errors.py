@@ -116,6 +116,17 @@ def test_text_that_is_not_utf8_is_refused_in_one_line_and_nothing_is_written(dae
     assert js(daemon.home, "status")["entries_active"] == before
 
 
+def test_a_facts_file_that_is_not_utf8_names_its_line_and_proposes_nothing(daemon, tmp_path):
+    facts = tmp_path / "facts.jsonl"
+    facts.write_bytes(b'{"subject": "user", "predicate": "likes", "object": "tea"}\n'
+                      b'{"subject": "user", "predicate": "likes", "object": "caf\xe9"}\n')
+    said = one_line_error(daemon.home, "fact", "propose", "--file", str(facts))
+    assert f"{facts} line 2: not UTF-8 text" in said
+    said = one_line_error(daemon.home, "fact", "propose", "--file", "-", input=facts.read_bytes())
+    assert "<stdin> line 2: not UTF-8 text" in said
+    assert js(daemon.home, "batch", "list") == []
+
+
 def test_commands_with_progress_fail_in_one_line_without_a_daemon(daemon, tmp_path):
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"type": "learning", "title": "Tabs", "content": "Use tabs in Go"}\n')
