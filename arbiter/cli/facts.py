@@ -7,7 +7,7 @@ import json
 import click
 from click.core import ParameterSource
 
-from arbiter.cli._common import _date, _emit, command, main
+from arbiter.cli._common import _date, _emit, command, counted, main
 from arbiter.errors import InvalidParams
 
 _STATUSES = click.Choice(["candidate", "active", "rejected"])
@@ -279,7 +279,8 @@ def aspects_cmd(settings, as_json, subject, predicate):
             if a.category != category:
                 category = a.category
                 click.echo(category)
-            click.echo(f"  {a.name:<14} {a.score:>3}  ({a.facts} facts, {a.entities} entities, "
-                       f"{a.predicates} predicates, confidence {a.confidence:g})")
+            click.echo(f"  {a.name:<14} {a.score:>3}  ({counted(a.facts, 'fact')}, "
+                       f"{counted(a.entities, 'entity', 'entities')}, {counted(a.predicates, 'predicate')}, "
+                       f"confidence {a.confidence:g})")
 
     _emit(result, as_json, human)

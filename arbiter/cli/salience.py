@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from arbiter.cli._common import _emit, command, main
+from arbiter.cli._common import _emit, command, counted, main
 
 
 def maintenance_line(r) -> str:
     """`2026-11-23T06:00:00Z (idle): 1200 entries, average salience 0.48, retired 3, 14 entity clusters`."""
     avg = "n/a" if r.average_salience is None else f"{r.average_salience:.3f}"
     parts = [
-        f"{r.salience_computed} entries", f"average salience {avg}", f"retired {len(r.retired)}",
-        f"{r.entity_clusters} entity clusters", f"access log -{r.access_log_pruned}",
+        counted(r.salience_computed, "entry", "entries"), f"average salience {avg}", f"retired {len(r.retired)}",
+        counted(r.entity_clusters, "entity cluster"), f"{counted(r.access_log_pruned, 'access log row')} pruned",
         "index merged" if r.fts_merged else "index already merged",
         "WAL checkpointed" if r.wal_checkpointed else "WAL not fully checkpointed",
         f"{r.duration_ms:.0f} ms",
@@ -31,7 +31,8 @@ def reinforce(settings, as_json, id):
     """
     with settings.client() as c:
         s = c.reinforce(id)
-    _emit(s, as_json, lambda s: click.echo(f"#{s.id}  salience {s.salience:.3f}  ({s.reinforcements} reinforcements)"))
+    _emit(s, as_json, lambda s: click.echo(f"#{s.id}  salience {s.salience:.3f}  "
+                                           f"(reinforced {counted(s.reinforcements, 'time')})"))
 
 
 @command(main)

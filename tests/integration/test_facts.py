@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from arbiter.cli._common import counted
 from arbiter.errors import InvalidParams, NotFound
 from tests.integration.test_cli import fails, js, ok, one_line_error
 
@@ -42,7 +43,8 @@ def test_propose_evaluate_apply_and_read_through_the_cli(daemon, tmp_path):
 
     music = next(a for a in js(home, "aspects")["aspects"] if a["slug"] == "music")
     assert music["facts"] == 1 and music["score"] > 0
-    assert "Music" in ok(home, "aspects")
+    music_line = next(line for line in ok(home, "aspects").splitlines() if "Music" in line)
+    assert f"(1 fact, {counted(music['entities'], 'entity', 'entities')}, 1 predicate," in music_line
     assert any(p["name"] == "works_at" and p["functional"] for p in js(home, "predicates"))
     assert js(home, "predicates", "--declare", "Favourite Editor", "--functional")[0]["name"] == "favourite_editor"
 

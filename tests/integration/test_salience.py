@@ -80,6 +80,7 @@ def test_cli_duplicate_reinforce_maintain(daemon, home):
     forced = js(home, "remember", "--type", "project", "--title", "Ship", "--content", "ship on friday",
                 "--allow-duplicate", "--salience", "0.2")
     assert forced["similar"] == [1] and forced["duplicate_of"] is None
-    assert "salience 0.800  (1 reinforcements)" in ok(home, "reinforce", "1")  # permanent: max(initial, 0.8)
-    assert "retired 0" in ok(home, "maintain")
+    assert "salience 0.800  (reinforced 1 time)" in ok(home, "reinforce", "1")  # permanent: max(initial, 0.8)
+    maintained = ok(home, "maintain")
+    assert "retired 0" in maintained and "access log row" in maintained and "-0" not in maintained
     assert "last_maintenance: " in ok(home, "status")
