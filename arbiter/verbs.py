@@ -224,7 +224,7 @@ def update(ctx: Context, p: UpdateParams):
 
     New text links the entities it mentions, a new speaker its entity.
     """
-    before = entries.get(ctx.conn, ctx.viewer, p.id)
+    before = entries.correctable(ctx.conn, ctx.viewer, p.id)
     entry = entries.update(ctx.conn, ctx.viewer, p, now=ctx.now)
     if entry.content != before.content:
         duplicates.remove(ctx.conn, ctx.tenant_id, entry.id, before.content)

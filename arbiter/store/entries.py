@@ -382,13 +382,26 @@ def require_author(conn: apsw.Connection, v: Viewer, entry_id: int, verb: str) -
         raise Forbidden(f"entry {entry_id} is {author}'s, not yours to {verb}: {hint}", path="id")
 
 
+def correctable(conn: apsw.Connection, v: Viewer, entry_id: int) -> Entry:
+    """The active entry `update` would correct; NotFound if missing, or retired saying what to correct instead.
+
+    (`get`'s NotFound for a retired entry points at as_of, which reads it, not corrects it.)
+    """
+    if (found := get_any(conn, v, [entry_id])) and (retired := found[0]).valid_to is not None:
+        by = ", #".join(map(str, retired.superseded_by))
+        why = (f"superseded by #{by}: correct the entry that replaced it" if by
+               else "only an active entry is corrected: restore it first if retiring it was the mistake")
+        raise NotFound(f"entry {entry_id} is retired ({why})")
+    return get(conn, v, entry_id)
+
+
 def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> Entry:
     """Correct an active entry in place (typos, tags); a change in the world is a `supersedes`.
 
     The id stays; the state it replaces is kept on the record-time axis. An
     update that changes nothing records nothing.
     """
-    current = get(conn, v, p.id)
+    current = correctable(conn, v, p.id)
     require_author(conn, v, p.id, "update")
     content = current.content if p.content is None else p.content
     new = (

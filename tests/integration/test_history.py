@@ -27,6 +27,25 @@ def test_update_keeps_the_state_it_replaces_and_known_at_reads_it(client):
     assert [r.change for r in client.history(e.id, known_at=e.recorded_at).revisions] == ["remembered"]
 
 
+def test_update_of_a_retired_entry_says_what_to_correct_and_records_nothing(daemon):
+    """A retired entry is refused with what to do (the replacement, or restore), never `get`'s as-of hint."""
+    from tests.integration.test_cli import one_line_error
+
+    with daemon.client() as c:
+        old = c.remember(type="project", title="Ship v1", content="Target: Friday")
+        new = c.remember(type="project", title="Ship v1 slips", content="Target: Monday", supersedes_ids=[old.id])
+        gone = c.remember(type="context", title="Scratch", content="Not needed")
+        c.forget(gone.id)
+        for entry_id in (old.id, gone.id):
+            with pytest.raises(NotFound):
+                c.update(entry_id, content="Target: Tuesday")
+        said = {e: one_line_error(daemon.home, "update", str(e), "--content", "Target: Tuesday") for e in (old.id, gone.id)}
+        assert f"#{new.id}" in said[old.id] and "restore" in said[gone.id]
+        assert not any("as-of" in line or "as_of" in line for line in said.values()), said
+        assert [[r.change for r in c.history(e).revisions if r.entry.id == e] for e in (old.id, gone.id)] == \
+            [["remembered", "superseded"], ["remembered", "retired"]]
+
+
 def test_a_corrected_speaker_is_a_revision_and_known_at_reads_the_old_one(client):
     e = client.remember(type="context", title="Support group", content="It was powerful", speaker="Melanie")
     fixed = client.update(e.id, speaker="Caroline")
