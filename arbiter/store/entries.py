@@ -164,7 +164,7 @@ def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path:
         # `as_of=now` reads disagree; an entry records what holds from a past
         # or present instant, and a plan for later says so in its content.
         raise InvalidParams(
-            f"valid_from {format_time(valid_from)} is in the future: an entry records what holds from a past or "
+            f"{path}valid_from: {format_time(valid_from)} is in the future: an entry records what holds from a past or "
             "present instant (write a plan for later in its content)",
             path=f"{path}valid_from",
         )

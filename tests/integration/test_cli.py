@@ -334,6 +334,8 @@ def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
         ("recall", "x", "--conversation", "-3"): "--conversation: ",
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--parent", "0"): "--parent: ",
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--valid-from", "soon"): "--valid-from: ",
+        ("remember", "--type", "project", "--title", "t", "--content", "c", "--valid-from", "2999-01-01T00:00:00Z"):
+            "--valid-from: 2999-01-01T00:00:00.000000Z is in the future",
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", str(e["id"]),
          "--supersedes", "0"): "--supersedes 0: must be at least 1",
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", "999"):
