@@ -56,6 +56,7 @@ from pathlib import Path
 import msgspec
 
 from arbiter.model import RecallParams
+from bench.longmemeval.dataset import parse_date
 from arbiter.recall import DEFAULT, recall
 from arbiter.recall.query import analyze, tokenizer
 from arbiter._time import now_us
@@ -211,9 +212,10 @@ def measure(
         p = RecallParams(
             query=phrase(q.question, phrasing), conversation_id=q.conversation_id, limit=10, **params
         )
+        asked = parse_date(q.question_date) * 1_000_000 if q.question_date else None
         started = time.perf_counter()
         with conn:
-            ranked = [h.id for h in recall(conn, viewer, p, tuning=tuning).hits]
+            ranked = [h.id for h in recall(conn, viewer, p, now=asked, tuning=tuning).hits]
         latencies.append((time.perf_counter() - started) * 1000)
         if not scored(_outcome(q), "official"):
             continue

@@ -55,8 +55,9 @@ class Span:
             and (self.day is None or t.day == self.day)
         )
 
-    def meets(self, first: date, last: date) -> bool:
-        """Whether some day from `first` to `last` (inclusive) falls inside the span."""
+    def meets(self, days: Days) -> bool:
+        """Whether some day of `days` falls inside the span."""
+        first, last = days.first, days.last
         for year in range(first.year, last.year + 1) if self.year is None else (self.year,):
             if self.month is None:
                 lo, hi = date(year, 1, 1), date(year, 12, 31)
@@ -70,6 +71,20 @@ class Span:
             if lo <= last and first <= hi:
                 return True
         return False
+
+
+@dataclass(frozen=True, slots=True)
+class Days:
+    """A run of calendar days, `first` to `last` inclusive: where relative words ("last week") place an event."""
+
+    first: date
+    last: date
+
+    def holds(self, us: int) -> bool:
+        return self.first <= datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).date() <= self.last
+
+    def meets(self, days: Days) -> bool:
+        return self.first <= days.last and days.first <= self.last
 
 
 def spans(text: str) -> tuple[Span, ...]:
@@ -156,7 +171,7 @@ def _month_back(d: date, n: int) -> tuple[date, date]:
     return first, (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
 
 
-def referenced(text: str, said: int) -> list[tuple[date, date]]:
+def referenced(text: str, said: int) -> list[Days]:
     """The day ranges `text`, said at `said` (µs since the epoch, UTC), places events on by words relative to then."""
     lowered = text.lower()
     if not _RELATIVE.search(lowered):
@@ -166,22 +181,27 @@ def referenced(text: str, said: int) -> list[tuple[date, date]]:
     for m in _RELATIVE.finditer(lowered):
         if m["yesterday"]:
             day = today - timedelta(days=1)
-            out.append((day, day))
+            out.append(Days(day, day))
         elif m["weekday"]:
             back = (today.weekday() - _WEEKDAYS.index(m["weekday"])) % 7 or 7
             day = today - timedelta(days=back)
-            out.append((day, day))
+            out.append(Days(day, day))
         else:
-            unit = m["unit"] or m["units"]
-            n = 1 if m["unit"] else int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())
-            if unit == "day":
-                out.append((today - timedelta(days=n + 1), today - timedelta(days=max(n - 1, 1))))
-            elif unit in ("week", "weekend"):
-                out.append((today - timedelta(days=7 * n + 7), today - timedelta(days=max(7 * n - 7, 1))))
-            elif unit == "month":
-                first, _ = _month_back(today, n)
-                _, last = _month_back(today, n - 1) if n > 1 else _month_back(today, n)
-                out.append((first, last))
-            else:
-                out.append((date(today.year - n, 1, 1), date(today.year - n, 12, 31)))
+            if m["unit"]:  # "last week": the calendar unit before this one (a week: the fortnight before, either reading)
+                unit, n = m["unit"], 1
+                if unit in ("week", "weekend"):
+                    out.append(Days(today - timedelta(days=14), today - timedelta(days=1)))
+                elif unit == "month":
+                    out.append(Days(*_month_back(today, 1)))
+                else:
+                    out.append(Days(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31)))
+                continue
+            unit = m["units"]  # "two weeks ago": that far back, give or take a third of the unit
+            n = int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())
+            if unit == "year":
+                out.append(Days(date(today.year - n, 1, 1), date(today.year - n, 12, 31)))
+                continue
+            days, slack = {"day": (1, 1), "week": (7, 3), "weekend": (7, 3), "month": (30, 10)}[unit]
+            centre = today - timedelta(days=days * n)
+            out.append(Days(centre - timedelta(days=slack), min(centre + timedelta(days=slack), today)))
     return out
