@@ -56,7 +56,6 @@ from pathlib import Path
 import msgspec
 
 from arbiter.model import RecallParams
-from bench.longmemeval.dataset import parse_date
 from arbiter.recall import DEFAULT, recall
 from arbiter.recall.query import analyze, tokenizer
 from arbiter._time import now_us
@@ -212,7 +211,7 @@ def measure(
         p = RecallParams(
             query=phrase(q.question, phrasing), conversation_id=q.conversation_id, limit=10, **params
         )
-        asked = parse_date(q.question_date) * 1_000_000 if q.question_date else None
+        asked = ds.parse_date(q.question_date) * 1_000_000 if q.question_date else None  # asked then: "a month ago"
         started = time.perf_counter()
         with conn:
             ranked = [h.id for h in recall(conn, viewer, p, now=asked, tuning=tuning).hits]

@@ -630,6 +630,8 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     Matching is by words, not meaning. When the hits miss, search again with
     the words a stored answer would use rather than synonyms of the question:
     for "what does Ann do with her family?", try "Ann kids camping museum".
+    Keep the time the question names in the query ("on March 3", "in June",
+    "two weeks ago", "yesterday"): entries from then rank higher.
     """
     offset = page_offset(a.cursor)
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)

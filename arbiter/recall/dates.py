@@ -2,10 +2,10 @@
 
 A question that names a time asks about what was said or true then, and
 every entry carries that time on its valid axis: recall favours the entries
-valid_from places inside a span the query names (score.dated). In a query
-only explicit calendar words count: relative ones ("last week") need a
-reference the question does not give. An entry's own relative words do
-have one, the time it was said (`referenced`).
+valid_from places inside a span the query names (score.dated). Relative
+words ("two weeks ago", "last Friday") name days too, counted back from a
+reference (`referenced`): for an entry, the time it was said; for a
+question, the time it is asked (now, or the `as_of` it asks about).
 """
 
 from __future__ import annotations
@@ -146,12 +146,14 @@ def says_when(text: str) -> bool:
     return _SAYS_WHEN.search(text) is not None
 
 
-# The days a statement places an event on, relative to when it was said:
+# The days a text places an event on, relative to when it was said:
 # "yesterday", "last Friday", "last week", "two months ago". People report
 # what happened after it happened, in words relative to their own now; a
 # question that names the day ("on 1 May") asks about the event, not about
-# the day it was told. Loose on purpose ("last week" is the fortnight
-# before): a day range only has to meet the question's span.
+# the day it was told, and a question that says "a month ago" asks about a
+# month before it is asked. Loose on purpose ("last week" is the fortnight
+# before, "two weeks ago" give or take a third of a week): a day range only
+# has to meet the other side's. "next week" is a plan, not a told event.
 _NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "couple": 2, "three": 3, "few": 3, "four": 4, "five": 5,
            "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")

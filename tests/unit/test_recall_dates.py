@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 import pytest
 
 from arbiter._time import US, format_time
-from arbiter.recall.dates import Span, referenced, spans
+from arbiter.recall.dates import Days, Span, referenced, spans
 from tests.unit.test_recall import ask, conversation, ids, remember
 
 
@@ -64,13 +64,15 @@ def test_an_entry_valid_inside_a_named_date_is_favoured(db, tenant):
 
 
 def test_a_span_meets_the_day_ranges_that_reach_into_it():
-    assert Span(2022, 5, 1).meets(date(2022, 4, 25), date(2022, 5, 1))
-    assert not Span(2022, 5, 1).meets(date(2022, 5, 2), date(2022, 5, 9))
-    assert Span(None, 12, None).meets(date(2021, 12, 31), date(2022, 1, 2))  # a month of any year, across new year
-    assert not Span(None, 3, None).meets(date(2022, 1, 1), date(2022, 2, 28))
-    assert Span(2021, None, None).meets(date(2021, 12, 20), date(2022, 1, 3))
-    assert Span(None, 2, 29).meets(date(2024, 2, 1), date(2024, 3, 1))
-    assert not Span(None, 2, 29).meets(date(2023, 2, 1), date(2023, 3, 1))  # no such day that year
+    assert Span(2022, 5, 1).meets(Days(date(2022, 4, 25), date(2022, 5, 1)))
+    assert not Span(2022, 5, 1).meets(Days(date(2022, 5, 2), date(2022, 5, 9)))
+    assert Span(None, 12, None).meets(Days(date(2021, 12, 31), date(2022, 1, 2)))  # a month of any year, across new year
+    assert not Span(None, 3, None).meets(Days(date(2022, 1, 1), date(2022, 2, 28)))
+    assert Span(2021, None, None).meets(Days(date(2021, 12, 20), date(2022, 1, 3)))
+    assert Span(None, 2, 29).meets(Days(date(2024, 2, 1), date(2024, 3, 1)))
+    assert not Span(None, 2, 29).meets(Days(date(2023, 2, 1), date(2023, 3, 1)))  # no such day that year
+    assert Days(date(2022, 4, 1), date(2022, 4, 30)).holds(at(2022, 4, 30))
+    assert not Days(date(2022, 4, 1), date(2022, 4, 30)).holds(at(2022, 5, 1))
 
 
 # Said at noon on Monday, 2 May 2022.
@@ -82,17 +84,20 @@ def test_a_span_meets_the_day_ranges_that_reach_into_it():
         ("I finished it last Friday", [(date(2022, 4, 29), date(2022, 4, 29))]),
         ("We met on Monday", [(date(2022, 4, 25), date(2022, 4, 25))]),  # a weekday told is a past one
         ("last week was busy", [(date(2022, 4, 18), date(2022, 5, 1))]),  # either reading of "last week"
-        ("a couple of days ago", [(date(2022, 4, 29), date(2022, 5, 1))]),
-        ("I dyed my hair two weeks ago", [(date(2022, 4, 11), date(2022, 4, 25))]),
-        ("last month", [(date(2022, 4, 1), date(2022, 4, 30))]),
-        ("3 years ago", [(date(2019, 1, 1), date(2019, 12, 31))]),
+        ("last month", [(date(2022, 4, 1), date(2022, 4, 30))]),  # the calendar month before
         ("last year and yesterday", [(date(2021, 1, 1), date(2021, 12, 31)), (date(2022, 5, 1), date(2022, 5, 1))]),
+        # "N units ago": that far back, give or take a third of the unit
+        ("a couple of days ago", [(date(2022, 4, 29), date(2022, 5, 1))]),
+        ("I dyed my hair two weeks ago", [(date(2022, 4, 15), date(2022, 4, 21))]),
+        ("a month ago", [(date(2022, 3, 23), date(2022, 4, 12))]),
+        ("3 years ago", [(date(2019, 1, 1), date(2019, 12, 31))]),
+        ("How many weeks ago did I meet her?", []),  # asks for a span, names none
         ("I will go next week", []),  # plans are not told events
         ("the last weeks of the project", []),
     ],
 )
 def test_relative_words_place_an_event_before_it_was_told(text, want):
-    assert referenced(text, at(2022, 5, 2)) == want
+    assert referenced(text, at(2022, 5, 2)) == [Days(*days) for days in want]
 
 
 def test_an_event_told_later_in_relative_words_counts_for_its_own_day(db, tenant):
@@ -106,3 +111,20 @@ def test_an_event_told_later_in_relative_words_counts_for_its_own_day(db, tenant
     assert ids(res) == [told, other]
     assert {h.id: h.parts["date"] > 1.0 for h in res.hits} == {told: True, other: False}
     assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=at(2022, 6, 1))) == [other, told]
+
+
+def test_a_question_in_relative_words_asks_about_days_before_it_is_asked(db, tenant):
+    chat = conversation(db, tenant)
+    then = remember(db, tenant, "t", "I ran the charity 5K with my colleagues", conversation_id=chat,
+                    valid_from=format_time(at(2023, 3, 19)))
+    later = remember(db, tenant, "t", "I ran another charity 5K", conversation_id=chat,
+                     valid_from=format_time(at(2023, 4, 16)))
+    question = "Which charity 5K did I run a month ago?"
+    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=at(2023, 4, 18))
+    assert ids(res) == [then, later]
+    assert {h.id: h.parts["date"] > 1.0 for h in res.hits} == {then: True, later: False}
+    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=at(2023, 4, 18))) == [later, then]
+    # Asked about a past time (as_of), "a month ago" is a month before that time.
+    past = ask(db, tenant, "Which charity 5K did I run a month ago?", conversation_id=chat, explain=True,
+               as_of=format_time(at(2023, 5, 16)), now=at(2023, 6, 1))
+    assert {h.id: h.parts["date"] > 1.0 for h in past.hits} == {then: False, later: True}
