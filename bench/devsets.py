@@ -3,6 +3,7 @@
     python -m bench.devsets                      # ingest once into bench/results/devsets, then measure
     python -m bench.devsets --only "as shipped,- voice"
     python -m bench.devsets --graph              # homes with entity links and associations: as shipped vs graph=true
+    python -m bench.devsets --graph --ideas --only "entities 0.1,salience 0.4"   # issue 12's stages on those homes
     python -m bench.devsets --ideas              # the ideas measured and not kept (or the shipped ones' neighbours)
     python -m bench.devsets --reach              # how many misses share no query word with their evidence
 
@@ -109,6 +110,9 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"follow-up share {r}", {}, {"followup": r}) for r in (0.5, 0.6, 0.8, 0.9)),
     *((f"antecedent share {r}", {}, {"antecedent": r}) for r in (0.5, 0.6, 0.8, 0.9, 1.0)),
     *((f"date strength {d}", {}, {"date": d}) for d in (0.25, 0.5, 1.5, 2.0, 3.0)),
+    # Issue 12's stages, shipped off; they need the entity links of the `--graph` homes.
+    *((f"entities {b}", {}, {"entity_boost": b}) for b in (0.1, 0.3)),
+    ("salience 0.4", {}, {"salience_weight": 0.4}),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
@@ -289,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     """Ingest the homes if needed, run every variant (or `--only` some) on the three sets, print the table."""
     ap = parser(__doc__, work=Path("bench/results/devsets"))
     ap.add_argument("--only", help="comma-separated variant labels")
-    ap.add_argument("--graph", action="store_true", help="as shipped against graph=true, on homes with derived edges")
+    ap.add_argument("--graph", action="store_true", help="homes with derived edges: as shipped against graph=true, or the --ideas/--only asked for")
     ap.add_argument("--ideas", action="store_true", help="the measured ideas (IDEAS) instead of the stages")
     ap.add_argument("--reach", action="store_true", help="misses split by whether their evidence shares a query word")
     args = ap.parse_args(argv)
@@ -305,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = None if not args.only else {x.strip() for x in args.only.split(",")}
     pool = [VARIANTS[0], *IDEAS] if args.ideas else VARIANTS
     chosen = [v for v in pool if wanted is None or v[0] in wanted or v[0] == "as shipped"]
-    if args.graph:
+    if args.graph and not (args.ideas or args.only):
         chosen = [VARIANTS[0], ("+ graph", {"graph": True}, {})]
     if args.reach:
         print(reach_table({name: reach(conns[key], tenants[key], states[key].questions, phrasing)
