@@ -100,31 +100,33 @@ def test_relative_words_place_an_event_before_it_was_told(text, want):
     assert referenced(text, at(2022, 5, 2)) == [Days(*days) for days in want]
 
 
-def test_an_event_told_later_in_relative_words_counts_for_its_own_day(db, tenant):
+def ranked_by_date(db, tenant, question, now, *turns, **kw):
+    """Turns (text, day) of one conversation, then `question` asked at `now`: their ids, the ranking, the ids
+    the dates signal favoured, and the ranking with it off."""
     chat = conversation(db, tenant)
-    told = remember(db, tenant, "t", "Joanna: I watched The Lord of the Rings last night", conversation_id=chat,
-                    valid_from=format_time(at(2022, 5, 2)))
-    other = remember(db, tenant, "t", "Joanna: I watched The Lord of the Rings again", conversation_id=chat,
-                     valid_from=format_time(at(2022, 5, 20)))
-    question = "What movie did Joanna watch on 1 May, 2022?"
-    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=at(2022, 6, 1))
-    assert ids(res) == [told, other]
-    assert {h.id: h.parts["date"] > 1.0 for h in res.hits} == {told: True, other: False}
-    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=at(2022, 6, 1))) == [other, told]
+    made = [remember(db, tenant, "t", text, conversation_id=chat, valid_from=format_time(day)) for text, day in turns]
+    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=now, **kw)
+    plain = ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=now, **kw)
+    return made, ids(res), {h.id for h in res.hits if h.parts["date"] > 1.0}, ids(plain)
+
+
+def test_an_event_told_later_in_relative_words_counts_for_its_own_day(db, tenant):
+    (told, other), ranked, favoured, plain = ranked_by_date(
+        db, tenant, "What movie did Joanna watch on 1 May, 2022?", at(2022, 6, 1),
+        ("Joanna: I watched The Lord of the Rings last night", at(2022, 5, 2)),
+        ("Joanna: I watched The Lord of the Rings again", at(2022, 5, 20)),
+    )
+    assert (ranked, favoured, plain) == ([told, other], {told}, [other, told])
 
 
 def test_a_question_in_relative_words_asks_about_days_before_it_is_asked(db, tenant):
-    chat = conversation(db, tenant)
-    then = remember(db, tenant, "t", "I ran the charity 5K with my colleagues", conversation_id=chat,
-                    valid_from=format_time(at(2023, 3, 19)))
-    later = remember(db, tenant, "t", "I ran another charity 5K", conversation_id=chat,
-                     valid_from=format_time(at(2023, 4, 16)))
+    turns = (("I ran the charity 5K with my colleagues", at(2023, 3, 19)), ("I ran another charity 5K", at(2023, 4, 16)))
     question = "Which charity 5K did I run a month ago?"
-    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=at(2023, 4, 18))
-    assert ids(res) == [then, later]
-    assert {h.id: h.parts["date"] > 1.0 for h in res.hits} == {then: True, later: False}
-    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=at(2023, 4, 18))) == [later, then]
-    # Asked about a past time (as_of), "a month ago" is a month before that time.
-    past = ask(db, tenant, "Which charity 5K did I run a month ago?", conversation_id=chat, explain=True,
-               as_of=format_time(at(2023, 5, 16)), now=at(2023, 6, 1))
-    assert {h.id: h.parts["date"] > 1.0 for h in past.hits} == {then: False, later: True}
+    (then, later), ranked, favoured, plain = ranked_by_date(db, tenant, question, at(2023, 4, 18), *turns)
+    assert (ranked, favoured, plain) == ([then, later], {then}, [later, then])
+    # Asked about a past time (as_of), "a month ago" is a month before that time (the first pair follows, in the
+    # tenant's pass).
+    (then, later), ranked, favoured, _ = ranked_by_date(
+        db, tenant, question, at(2023, 6, 1), *turns, as_of=format_time(at(2023, 5, 16))
+    )
+    assert (ranked[:2], favoured & {then, later}) == ([later, then], {later})
