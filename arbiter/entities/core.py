@@ -25,7 +25,7 @@ from arbiter.entities import names as nm
 from arbiter.entities.extract import canonical
 from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
 from arbiter.entities.visibility import (
-    dated_sql, evidence, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, seen_links_sql, visible,
+    dated_sql, mentions_sql, named_sql, names_sql, relation_times_sql, sees_most, seen_links_sql, visible,
     visible_ids, visible_sql, whole,
 )
 from arbiter.errors import Conflict, InvalidParams, NotFound
@@ -295,12 +295,10 @@ def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, li
 
 def _columns(v: Viewer, dated: str | None = None) -> str:
     """The row's own columns, its aliases `v` knows, then a JSON [created_at, updated_at, mentions] as `v` knows them
-    (`dated`, when the read has gathered them already)."""
-    if dated is None and whole(v):
+    (`dated`, which a viewer who does not see the whole tenant needs: `_rows` gathers it)."""
+    if dated is None:
+        assert whole(v), "a viewer of part of the tenant is dated by what they see (_rows)"
         dated = f"json_array(x.created_at, x.updated_at, {mentions_sql(v)})"
-    elif dated is None:  # one pass over what `v` sees naming it, for all three (three subqueries read each link's entry thrice)
-        seen, first, last = evidence(v, "x")
-        dated = f"(SELECT json_array({first}, {last}, total(m)) FROM ({seen}))"
     return (
         "x.id, x.name, x.type, x.description, x.merged_into, "
         "(SELECT json_group_array(name) FROM (SELECT n.name FROM entity_names n WHERE n.entity_id = x.id "
@@ -320,23 +318,23 @@ def _entity(row) -> Entity:
 
 
 def get(conn: apsw.Connection, v: Viewer, entity_id: int) -> Entity:
-    row = conn.execute(
-        f"SELECT {_columns(v)} FROM entities x WHERE x.id = ? AND {visible_sql(v)}", (entity_id,)
-    ).fetchone()
+    row = next(_rows(conn, v, [entity_id]), None)
     if row is None:
         raise NotFound(f"entity {entity_id} not found")
     return _entity(row)
 
 
-def _seen_rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
-    """`_columns` rows of those of `ids` that exist for `v` (who does not see the whole tenant), in no order.
+def _rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
+    """`_columns` rows of those of `ids` that exist for `v`, in no order.
 
-    Their links are read in entry order and counted and dated in one pass (`seen_links_sql`): read entity by entity,
-    each link read a leaf page of `entries` the readers' small cache had dropped since the last link into it
-    (the 64 most mentioned of 47K entities have ~33K links). An entity no entry `v` sees names is checked by
-    `visible_sql` (an active fact may name it) and has no mentions.
+    For a viewer who does not see the whole tenant, their links are read in entry order and counted and dated in one
+    pass (`seen_links_sql`): read entity by entity, each link read a leaf page of `entries` the readers' small cache
+    had dropped since the last link into it (the 64 most mentioned of 47K entities have ~33K links). An entity no
+    entry `v` sees names is checked by `visible_sql` (an active fact may name it) and has no mentions.
     """
     marks = ",".join("?" * len(ids))
+    if whole(v):
+        return conn.execute(f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({marks}) AND {visible_sql(v)}", ids)
     created, updated = dated_sql(v, "x", "c.first", "c.last")
     return conn.execute(
         f"WITH {seen_links_sql(v, marks)} "
@@ -370,7 +368,7 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
         return [_entity(r) for r in rows]
 
     def rank(ids: list[int]):
-        return ((_dated.decode(row[6])[2], row) for row in _seen_rows(conn, v, ids))
+        return ((_dated.decode(row[6])[2], row) for row in _rows(conn, v, ids))
 
     def counts():  # a user who sees little: from what they see
         return conn.execute(f"SELECT total(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "

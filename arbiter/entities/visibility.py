@@ -38,7 +38,7 @@ def _facts_sql(v: Viewer, select: str, x: str | None = None) -> tuple[str, ...]:
     entity), one per end a fact names an entity at, subject and object; `select` says `{id}` for that end's column.
 
     The one spelling of "an active fact `v` sees names it" for every entity read (`visible_sql`, `dated_sql`,
-    `evidence`, `named_sql`): a fact another user keeps private, or one not active, must not make an entity exist,
+    `times_sql`, `named_sql`): a fact another user keeps private, or one not active, must not make an entity exist,
     date it or count for `v`. An arm per end, so that each reads its end's index (facts_subject_entity,
     facts_object_entity)."""
     return tuple(
@@ -60,8 +60,12 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     """
     if whole(v):
         return f"{x}.created_at", f"{x}.updated_at"
-    seen, first, last = evidence(v, x)
-    return f"(SELECT {first} FROM ({seen}))", f"(SELECT {last} FROM ({seen}))"
+    seen = (
+        f"SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
+        + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
+    )
+    return _dates(x, seen)
 
 
 def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str, str]:
@@ -70,6 +74,12 @@ def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str
     (NULL if none), so only the facts are read here."""
     facts = " ".join(f"UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
     seen = f"SELECT {first_entry} AS t UNION ALL SELECT {last_entry} {facts}"
+    return _dates(x, seen)
+
+
+def _dates(x: str, seen: str) -> tuple[str, str]:
+    """SQL: (created_at, updated_at) of the entities row `x` from the times `t` of `seen` (NULLs ignored): the
+    earliest and the latest, neither before the row's created_at (then the row's created_at)."""
     return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}))",
             f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}))")
 
@@ -90,18 +100,6 @@ def seen_links_sql(v: Viewer, marks: str, *, until: bool = False) -> str:
     return (f"{links_sql(marks)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
             f"max(e.recorded_at) FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE {recorded}{v.sees('e')} "
             "GROUP BY m.entity_id)")
-
-
-def evidence(v: Viewer, x: str) -> tuple[str, str, str]:
-    """SQL for `times_sql` and the entity reads: what `v` sees naming the row `x` (a row per entry, `t` its time and
-    `m` 1, or per active fact, `m` 0), and the created_at and updated_at aggregates over it."""
-    seen = (
-        f"SELECT e.recorded_at AS t, 1 AS m FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
-        + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at, 0", x))
-    )
-    first = f"max({x}.created_at, coalesce(min(t), {x}.created_at))"
-    return seen, first, f"max({x}.created_at, coalesce(max(t), {x}.created_at))"  # ≥ first
 
 
 def retired_sql(v: Viewer, x: str = "x") -> str:
