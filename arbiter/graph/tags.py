@@ -96,26 +96,23 @@ def distinct(conn: apsw.Connection, v: Viewer) -> int:
     ).fetchone()[0]
 
 
+def _summed(conn: apsw.Connection, v: Viewer, narrow: str = "") -> str:
+    """SQL: `(a, b, k)`, a row per pair of tags sharing active entries `v` sees, `k` how many; `narrow` (" AND ...")
+    limits the pairs summed."""
+    return f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))}{narrow} GROUP BY a, b"
+
+
 def pairs(conn: apsw.Connection, v: Viewer, *, tag: str | None = None, limit: int | None = None) -> list[TagPair]:
     """Pairs of tags sharing active entries `v` sees, strongest first; with `tag`, only its pairs."""
-    where, args = f"scope_id IN {_in(scopes(conn, v))}", []
-    if tag is not None:
-        where += " AND (a = ? OR b = ?)"
-        args += [tag, tag]
-    rows = conn.execute(
-        f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE {where} GROUP BY a, b ORDER BY k DESC, a, b LIMIT ?",
-        (*args, -1 if limit is None else limit),
-    )
+    narrow, args = ("", []) if tag is None else (" AND (a = ? OR b = ?)", [tag, tag])
+    rows = conn.execute(f"{_summed(conn, v, narrow)} ORDER BY k DESC, a, b LIMIT ?",
+                        (*args, -1 if limit is None else limit))
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
 def pair_count(conn: apsw.Connection, v: Viewer, *, at_least: int = 1) -> int:
     """How many pairs of tags share at least `at_least` active entries `v` sees."""
-    return conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))} "
-        "GROUP BY a, b HAVING sum(n) >= ?)",
-        (at_least,),
-    ).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM ({_summed(conn, v)} HAVING k >= ?)", (at_least,)).fetchone()[0]
 
 
 def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list[TagPair]:
@@ -124,7 +121,7 @@ def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list
     A class is never split: ties cannot be broken by anything but name, which
     would make the graph depend on spelling. The heaviest class is always kept.
     """
-    summed = f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))} GROUP BY a, b"
+    summed = _summed(conn, v)
     classes = conn.execute(f"SELECT k, count(*) FROM ({summed}) GROUP BY k ORDER BY k DESC").fetchall()
     if not classes:
         return []
@@ -143,11 +140,7 @@ def pairs_among(conn: apsw.Connection, v: Viewer, tags: list[str]) -> list[TagPa
     if not tags:
         return []
     marks = ",".join("?" * len(tags))
-    rows = conn.execute(
-        f"SELECT a, b, sum(n) FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))} "
-        f"AND a IN ({marks}) AND b IN ({marks}) GROUP BY a, b ORDER BY a, b",
-        (*tags, *tags),
-    )
+    rows = conn.execute(f"{_summed(conn, v, f' AND a IN ({marks}) AND b IN ({marks})')} ORDER BY a, b", (*tags, *tags))
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 

@@ -90,7 +90,15 @@ def test_counts_and_pairs_match_a_recount(conn, script):
                 if retired is None:
                     relations.link(conn, users.first_viewer(conn, tid), new, "supersedes", target, now=now)
     for tid in (t1, t2):
-        assert stored(conn, tid) == recount(conn, tid)
+        counts, pairs = recount(conn, tid)
+        assert stored(conn, tid) == (counts, pairs)
+        v = users.first_viewer(conn, tid)  # every reader of the pairs sums them alike
+        assert [tag_graph.pair_count(conn, v, at_least=k) for k in (1, 2, 3)] == \
+            [sum(n >= k for n in pairs.values()) for k in (1, 2, 3)]
+        assert {(p.a, p.b): p.count for p in tag_graph.pairs(conn, v, tag="a")} == \
+            {ab: n for ab, n in pairs.items() if "a" in ab}
+        assert {(p.a, p.b): p.count for p in tag_graph.pairs_among(conn, v, ["a", "b", "p1"])} == \
+            {ab: n for ab, n in pairs.items() if set(ab) <= {"a", "b", "p1"}}
 
 
 def test_the_migration_backfills_existing_entries(tmp_path, monkeypatch):
