@@ -144,7 +144,7 @@ def build(
     named, fresh = clusters.name(
         conn, v, shapes[:MAX_CLUSTERS], advisor=advisor, now=now, deadline=naming_deadline
     )
-    open_threads, thread_count = threads.open_threads_counted(conn, v, limit=MAX_THREADS)
+    open_threads, thread_count = threads.open_threads(conn, v, limit=MAX_THREADS)
     doc = _Doc()
 
     # 1. identity and totals

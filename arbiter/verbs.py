@@ -410,7 +410,7 @@ def thread(ctx: Context, p: ThreadParams):
 
 def open_threads(ctx: Context, p: OpenThreadsParams):
     """Active threads (roots with active replies), newest activity first."""
-    return OpenThreads(threads=threads.open_threads(ctx.conn, ctx.viewer, limit=p.limit))
+    return OpenThreads(threads=threads.open_threads(ctx.conn, ctx.viewer, limit=p.limit)[0])
 
 
 def backlinks(ctx: Context, p: IdParams):

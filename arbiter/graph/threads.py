@@ -149,13 +149,9 @@ def children(conn: apsw.Connection, v: Viewer, parent_id: int, *, limit: int, ex
     return [r[0] for r in rows]
 
 
-def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> list[ThreadSummary]:
-    """Active roots `v` sees with active replies they see, newest activity first (teammates' shared threads too)."""
-    return open_threads_counted(conn, v, limit=limit)[0]
-
-
-def open_threads_counted(conn: apsw.Connection, v: Viewer, *, limit: int) -> tuple[list[ThreadSummary], int]:
-    """The first `limit` of `open_threads`, and how many open threads `v` sees in all (they are all ranked anyway)."""
+def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> tuple[list[ThreadSummary], int]:
+    """The first `limit` active roots `v` sees with active replies they see, newest activity first (teammates' shared
+    threads too), and how many such threads `v` sees in all (they are all ranked anyway)."""
     # One pass over the active replies (a covering index: entries_thread), then
     # the parent chains in memory: cheaper than a recursive CTE per reply.
     replies = conn.execute(

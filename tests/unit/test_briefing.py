@@ -67,7 +67,7 @@ def test_every_capped_list_says_how_many_it_left_out_and_what_lists_them(big):
     v = users.first_viewer(conn, tid)
     b, _ = briefing.build(conn, v, "big", now=T0 + 1000, advisor=None, max_bytes=65536)
     assert b.cut == []
-    _, thread_count = threads.open_threads_counted(conn, v, limit=1)
+    _, thread_count = threads.open_threads(conn, v, limit=1)
     assert len(b.open_threads) == briefing.MAX_THREADS < thread_count
     assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists up to 100" in b.text
     assert f"- … {400 - briefing.MAX_RECENT} more (`list` pages through them" in b.text
