@@ -20,7 +20,8 @@ import apsw
 from arbiter._time import format_time
 from arbiter.facts import aspects
 from arbiter.graph import clusters, tags, threads
-from arbiter.model import ENTRY_TYPES, Briefing, ThreadSummary, TopicCluster
+from arbiter.entities.model import ENTITIES_PER_TOOL_CALL
+from arbiter.model import ENTRY_TYPES, OPEN_THREADS_PER_TOOL_CALL, Briefing, ThreadSummary, TopicCluster
 from arbiter.store import entries, tenants, users
 from arbiter.store.users import Viewer
 
@@ -234,7 +235,7 @@ def build(
             "entities",
             [f"**{_md(name, 60)}** ({etype}) ×{n}" for name, etype, n in top],
             _inline("- Most-mentioned entities of the latest entries (`entity_context` for their memories): "),
-            "`entities` finds them by name or type, up to 200 a call",
+            f"`entities` finds them by name or type, up to {ENTITIES_PER_TOOL_CALL} a call",
             total=mentioned,
             floor=min(5, len(top)),
         ))
@@ -244,7 +245,7 @@ def build(
     if open_threads:
         doc.blocks.append(_Part(
             "open threads", _thread_lines(open_threads), _bullets,
-            "`open_threads` lists up to 100",
+            f"`open_threads` lists up to {OPEN_THREADS_PER_TOOL_CALL}",
             total=thread_count,
             floor=min(3, len(open_threads)),
         ))

@@ -823,6 +823,10 @@ class OpenThreadsParams(Params):
     limit: Annotated[int, Meta(ge=1, le=200)] = 20
 
 
+#: The most threads one call of the MCP `open_threads` tool lists (the briefing says so where it cuts its list).
+OPEN_THREADS_PER_TOOL_CALL = 100
+
+
 class AroundParams(Params):
     """`k` caps each list (children, siblings, shared-tag neighbours...)."""
 

@@ -28,6 +28,10 @@ class EntitiesParams(Params):
     limit: Annotated[int, Meta(ge=1, le=1000)] = 50
 
 
+#: The most entities one call of the MCP `entities` tool lists (the briefing says so where it cuts its list).
+ENTITIES_PER_TOOL_CALL = 200
+
+
 class EntityShowParams(Params):
     """An entity by name or alias: its entries, relations and cluster."""
 

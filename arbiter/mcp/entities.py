@@ -6,6 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from arbiter.entities.model import ENTITIES_PER_TOOL_CALL
 from arbiter.mcp.tool import Args, EntryId, Session, View, count, day, tool
 from arbiter.model import EntityName, EntityRelationType, EntityType
 
@@ -30,7 +31,7 @@ def _line(e) -> EntityLine:
 class EntitiesArgs(Args):
     query: Annotated[str, Meta(max_length=128, description="Start of a name or alias (any case); empty lists all.")] = ""
     type: Annotated[EntityType | None, Meta(description="Only entities of this type.")] = None
-    limit: Annotated[int, Meta(ge=1, le=200)] = 30
+    limit: Annotated[int, Meta(ge=1, le=ENTITIES_PER_TOOL_CALL)] = 30
 
 
 class EntitiesView(View):

@@ -12,7 +12,7 @@ from arbiter.mcp._paging import DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars
 from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
                                  ref_fields)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, NoArgs, Session, View, count, cut, fit, flat, tool
-from arbiter.model import TextParams
+from arbiter.model import OPEN_THREADS_PER_TOOL_CALL, TextParams
 
 
 class ReplyArgs(Args, TextParams):
@@ -280,7 +280,8 @@ def get_memory_briefing(s: Session, a: NoArgs) -> BriefingView:
 
 
 class OpenThreadsArgs(Args):
-    limit: Annotated[int, Meta(ge=1, le=100, description="At most this many threads, most recent activity first.")] = 15
+    limit: Annotated[int, Meta(ge=1, le=OPEN_THREADS_PER_TOOL_CALL,
+                               description="At most this many threads, most recent activity first.")] = 15
 
 
 class OpenThread(View):

@@ -9,7 +9,7 @@ import pytest
 from arbiter import briefing
 from arbiter.graph import tags, threads
 from arbiter._time import US
-from arbiter.model import RememberParams
+from arbiter.model import OPEN_THREADS_PER_TOOL_CALL, RememberParams
 from arbiter.store import entries, open_database, tenants, users
 
 T0 = 1_800_000_000 * US
@@ -69,7 +69,7 @@ def test_every_capped_list_says_how_many_it_left_out_and_what_lists_them(big):
     assert b.cut == []
     _, thread_count = threads.open_threads(conn, v, limit=1)
     assert len(b.open_threads) == briefing.MAX_THREADS < thread_count
-    assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists up to 100" in b.text
+    assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists up to {OPEN_THREADS_PER_TOOL_CALL}" in b.text
     assert f"- … {400 - briefing.MAX_RECENT} more (`list` pages through them" in b.text
     distinct = tags.distinct(conn, v)
     assert f", … {distinct - briefing.MAX_VOCABULARY} more (`topic_clusters`" in b.text
