@@ -46,13 +46,20 @@ def admin_token_path(home: Path) -> Path:
     return home / "admin.token"
 
 
+def private_fd(path: Path, flags: int = os.O_WRONLY) -> int:
+    """`path` opened with `flags`, created or emptied, 0600 whatever the umask or the mode of a file already there,
+    before a byte is written: for what holds a token or the memory (token files, backups, exports)."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC, 0o600)
+    # O_CREAT's mode is for a new file: one already there (a `.partial` an interrupted export left) keeps its own.
+    os.fchmod(fd, 0o600)
+    return fd
+
+
 def write_secret(path: Path, text: str) -> None:
     """Write a 0600 file in a 0700 folder, never readable by others even briefly."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
+    with os.fdopen(private_fd(path), "w") as f:
         f.write(text + "\n")
-    os.chmod(path, 0o600)
 
 
 def read_secret(path: Path, what: str) -> str:

@@ -266,7 +266,7 @@ def _copy(src: Path, dest: Path) -> None:
     """Copy through SQLite, so what lands is a whole database whatever the source's journal state."""
     source = _open_readonly(src)
     # Born 0600 whatever the caller's umask, as the daemon makes its own (SQLite gives its journal the same mode).
-    os.close(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+    os.close(paths.private_fd(dest))
     target = apsw.Connection(str(dest))
     try:
         with target.backup("main", source, "main") as b:

@@ -24,10 +24,8 @@ def _exists(file: Path) -> bool:
 
 
 def _private(path: Path):
-    """`path` open to write and read back, 0600 whatever the umask: an export holds the memory, as a backup does."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # a `.partial` an interrupted export left keeps its own mode through O_CREAT
-    return os.fdopen(fd, "w+b")
+    """`path` open to write and read back, 0600 (`paths.private_fd`): an export holds the memory, as a backup does."""
+    return os.fdopen(paths.private_fd(path, os.O_RDWR), "w+b")
 
 
 @command(main, "export")

@@ -1,0 +1,38 @@
+"""arbiter.paths: the private files that hold tokens and the memory."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from arbiter import paths
+
+
+@pytest.fixture
+def common_umask():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_a_private_file_is_0600_and_empty_before_a_byte_is_written_even_one_already_there(tmp_path, common_umask):
+    there = tmp_path / "there.partial"
+    there.write_text("an interrupted export")
+    there.chmod(0o644)
+    for path in (there, tmp_path / "new"):
+        fd = paths.private_fd(path, os.O_RDWR)
+        try:
+            assert (stat.S_IMODE(os.fstat(fd).st_mode), os.fstat(fd).st_size) == (0o600, 0)
+        finally:
+            os.close(fd)
+
+
+def test_a_secret_written_over_a_readable_file_is_its_owners_alone(tmp_path, common_umask):
+    token = tmp_path / "tokens" / "alice.token"
+    token.parent.mkdir()
+    token.write_text("old")
+    token.chmod(0o644)
+    paths.write_secret(token, "arb_new")
+    assert token.read_text() == "arb_new\n" and stat.S_IMODE(token.stat().st_mode) == 0o600
