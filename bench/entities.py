@@ -16,20 +16,22 @@ M entities. Measures, through `arbiter.client.Client`:
   one entity name), tenant-wide, with the entity stages as shipped and with
   them disabled (`entities`, `clusters`, `salience`), interleaved;
 - the entity count at the end (from `status`);
-- with --reads N: `entities` N times in a one-user tenant (if it is one),
-  then a second user joins the tenant (so the first one no longer
+- with --reads N: `entities` N times in a one-user tenant, then a second
+  user joins the tenant (so the first one no longer
   sees all of it, and every entity read goes through the viewer's filters and
   dating, `entities.visibility.visible_sql`/`dated_sql`), then the first user's
   `entities` (the 50 most mentioned) and `entity show` of a random pool name
-  that exists, N of each, p50/p99 wall time through the socket and the
+  that names an entity, N of each, p50/p99 wall time through the socket and the
   daemon's CPU time per call; and the web view's entity graph (limit 200)
   N times as the one user, as the first user once shared, and as the user
   who joined (who sees none of it; `entities` N times as them too).
 
 --home DIR keeps the built home in DIR, and a later run given the same DIR
-skips the load and only reads (--singles 0 --gets 0 --recalls 0 skip those);
---tree PATH runs the daemon from another checkout, so one home is read by the
-code before and after a change.
+skips the load and only reads (--singles 0 --gets 0 --recalls 0 skip those).
+The reads run on a copy of a kept home, so it stays one user's and every run
+times every case (a home an older run shared is said so, and its one-user
+timings skipped); --tree PATH runs the daemon from another checkout, so one
+home is read by the code before and after a change.
 
 Run it with PYTHONPATH pointing at another tree to compare (an Arbiter
 without entities ignores the names: same text, same socket): that is how the
@@ -41,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import sys
@@ -51,9 +52,9 @@ from pathlib import Path
 
 from arbiter import paths
 from arbiter.client import Client
-from arbiter.errors import NotFound
+from arbiter.entities import names as entity_names
 from arbiter.store import connect
-from bench.load import SYLLABLES, BenchDaemon, Vocabulary, make_entry, percentile
+from bench.load import SYLLABLES, BenchDaemon, Vocabulary, cpu_s, make_entry, percentile
 
 
 def names(rng: random.Random, m: int) -> list[str]:
@@ -93,18 +94,21 @@ def main(argv: list[str] | None = None) -> int:
     home = args.home or Path(tempfile.mkdtemp(prefix="arb-ent-"))
     home.mkdir(parents=True, exist_ok=True)
     built = paths.db_path(home).exists()
-    result: dict = {"entries": args.entries, "entity_pool": args.entities, "batch": args.batch}
-    daemon = BenchDaemon(home, "FULL", tree=args.tree)
+    result: dict = ({"reused_home": True} if built else
+                    {"entries": args.entries, "entity_pool": args.entities, "batch": args.batch})
     try:
-        with daemon.client() as c:
-            c.ping()
-            if not built:
-                load(c, home, args, rng, vocab, pool, result)
-            if args.reads:
-                result.update(shared_reads(daemon, c, rng, pool, args.reads))
-            result["entities"] = getattr(c.status(), "entities", None)
+        daemon = BenchDaemon(home, "FULL", tree=args.tree)
+        try:
+            with daemon.client() as c:
+                c.ping()
+                if not built:
+                    load(c, home, args, rng, vocab, pool, result)
+                result["entities"] = getattr(c.status(), "entities", None)
+        finally:
+            daemon.stop()
+        if args.reads:
+            result.update(reads(home, args, rng, pool))
     finally:
-        daemon.stop()
         if args.home is None:
             shutil.rmtree(home, ignore_errors=True)
     print(json.dumps(result, indent=2))
@@ -113,71 +117,63 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def reads(home: Path, args, rng: random.Random, pool: list[str]) -> dict:
+    """`shared_reads` on `home`, or on a copy of it when it is kept (`--home`): the reads make its tenant shared, and
+    a kept home must stay one user's for the next run to time the one-user reads too."""
+    copy = None if args.home is None else Path(tempfile.mkdtemp(prefix="arb-ent-reads-"))
+    if copy is not None:
+        shutil.copytree(home, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.sock", "*.lock", "*.log"))
+    daemon = BenchDaemon(copy or home, "FULL", tree=args.tree)
+    try:
+        with daemon.client() as c:
+            return shared_reads(daemon, c, rng, pool, args.reads)
+    finally:
+        daemon.stop()
+        if copy is not None:
+            shutil.rmtree(copy, ignore_errors=True)
+
+
 def shared_reads(daemon: BenchDaemon, c, rng: random.Random, pool: list[str], n: int) -> dict:
-    """`entities` and `entity show` as the tenant's first user once another user shares the tenant (and `entities`
-    before that, if the tenant had one user: the path that counts the link index alone)."""
+    """`entities` and the entity graph as the tenant's only user, then `entities`, `entity show` and the entity graph
+    as its first user once another user shares the tenant, and `entities` and the graph as that other user."""
     out = {}
-    if len(c.user_list().users) == 1:
-        out.update(entities_list(daemon, c, "solo", n))
-        out.update(entity_graph(daemon, c, "solo", n))
-    other = None
-    if not any(u.name == "bench-other" for u in c.user_list().users):
-        other = c.user_add("bench-other").token
-    timed: dict[str, list[int]] = {"entities": [], "entity_show": []}
-    started = resource_s(daemon.proc.pid)
-    for _ in range(n):
-        t = time.perf_counter_ns()
-        c.entities(limit=50)
-        timed["entities"].append(time.perf_counter_ns() - t)
-    listed = resource_s(daemon.proc.pid)
-    while len(timed["entity_show"]) < n:
-        name = rng.choice(pool)
-        t = time.perf_counter_ns()
-        try:
-            c.entity_show(name, limit=20)
-        except NotFound:  # a pool name no entry drew
-            continue
-        timed["entity_show"].append(time.perf_counter_ns() - t)
-    list_cpu, show_cpu = listed - started, resource_s(daemon.proc.pid) - listed  # show's includes the misses
-    for key, samples in timed.items():
-        out[f"shared_{key}_p50_ms"], out[f"shared_{key}_p99_ms"] = percentile(samples, 50), percentile(samples, 99)
-    out["shared_entities_daemon_cpu_ms"] = round(list_cpu / n * 1000, 2)
-    out["shared_entity_show_daemon_cpu_ms"] = round(show_cpu / n * 1000, 2)
-    out.update(entity_graph(daemon, c, "shared", n))
-    if other is not None:  # the user who joined: they see no entry of the tenant
-        with Client(paths.socket_path(daemon.home), other, timeout=600, check_code=daemon.tree is None) as them:
-            out.update(entities_list(daemon, them, "other", n))
-            out.update(entity_graph(daemon, them, "other", n))
+    users = [u.name for u in c.user_list().users]
+    if len(users) == 1:
+        out.update(timed(daemon, "solo_entities", n, lambda: c.entities(limit=50)))
+        out.update(timed(daemon, "solo_entity_graph", n, lambda: c.graph_view(view="entities", limit=200)))
+    else:  # a home an older run of this bench shared in place
+        out["solo"] = f"not timed: the tenant already has {len(users)} users"
+        print(f"solo reads not timed: the home's tenant already has users {users}", file=sys.stderr)
+    other = c.user_rotate("bench-other") if "bench-other" in users else c.user_add("bench-other")
+    out.update(timed(daemon, "shared_entities", n, lambda: c.entities(limit=50)))
+    shown = iter(rng.choices(named(daemon.home, pool), k=n))
+    out.update(timed(daemon, "shared_entity_show", n, lambda: c.entity_show(next(shown), limit=20)))
+    out.update(timed(daemon, "shared_entity_graph", n, lambda: c.graph_view(view="entities", limit=200)))
+    with Client(paths.socket_path(daemon.home), other.token, timeout=600, check_code=daemon.tree is None) as them:
+        out.update(timed(daemon, "other_entities", n, lambda: them.entities(limit=50)))
+        out.update(timed(daemon, "other_entity_graph", n, lambda: them.graph_view(view="entities", limit=200)))
     return out
 
 
-def entities_list(daemon: BenchDaemon, c, who: str, n: int) -> dict:
-    """`entities` (limit 50) N times as `c`'s user: p50/p99 and daemon CPU a call."""
-    samples, started = [], resource_s(daemon.proc.pid)
+def named(home: Path, pool: list[str]) -> list[str]:
+    """The pool names that name an entity (as its name or an alias): extraction need not have met every one."""
+    db = connect(paths.db_path(home), readonly=True)
+    try:
+        keys = {k for (k,) in db.execute("SELECT key FROM entity_names")}
+    finally:
+        db.close()
+    return [name for name in pool if entity_names.key(name) in keys]
+
+
+def timed(daemon: BenchDaemon, key: str, n: int, call) -> dict:
+    """`call()` N times: p50/p99 wall time through the socket and the daemon's CPU time a call, under `key`."""
+    samples, started = [], cpu_s(daemon.proc.pid)
     for _ in range(n):
         t = time.perf_counter_ns()
-        c.entities(limit=50)
+        call()
         samples.append(time.perf_counter_ns() - t)
-    return {f"{who}_entities_p50_ms": percentile(samples, 50), f"{who}_entities_p99_ms": percentile(samples, 99),
-            f"{who}_entities_daemon_cpu_ms": round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)}
-
-
-def entity_graph(daemon: BenchDaemon, c, who: str, n: int) -> dict:
-    """The web view's entity graph (`graph_view`, view "entities", limit 200) N times: p50/p99 and daemon CPU a call."""
-    samples, started = [], resource_s(daemon.proc.pid)
-    for _ in range(n):
-        t = time.perf_counter_ns()
-        c.graph_view(view="entities", limit=200)
-        samples.append(time.perf_counter_ns() - t)
-    return {f"{who}_entity_graph_p50_ms": percentile(samples, 50), f"{who}_entity_graph_p99_ms": percentile(samples, 99),
-            f"{who}_entity_graph_daemon_cpu_ms": round((resource_s(daemon.proc.pid) - started) / n * 1000, 2)}
-
-
-def resource_s(pid: int) -> float:
-    """The process's user + system CPU seconds so far (/proc/PID/stat)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return {f"{key}_p50_ms": percentile(samples, 50), f"{key}_p99_ms": percentile(samples, 99),
+            f"{key}_daemon_cpu_ms": round((cpu_s(daemon.proc.pid) - started) / n * 1000, 2)}
 
 
 def load(c, home: Path, args, rng: random.Random, vocab: Vocabulary, pool: list[str], result: dict) -> None:

@@ -32,7 +32,6 @@ later run with the same `--home` only measures. Milliseconds.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import statistics
@@ -52,6 +51,7 @@ from arbiter.model import RecallParams
 from arbiter.server import _transaction, writer_settings
 from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
+from bench.load import cpu_s
 from bench.longmemeval.daemon import Daemon
 from bench.longmemeval.metrics import percentile
 
@@ -95,12 +95,6 @@ def _batch(rng: random.Random) -> list[dict]:
         f["confidence"] = round(rng.uniform(0.75, 1.0), 2)
         out.append(f)
     return out
-
-
-def _cpu_ms(pid: int) -> float:
-    """A process's CPU time so far (user + system), from /proc: the daemon's own work, without its waits."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def _ms(values: list[float]) -> str:
@@ -150,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"tenant: {active:,} current active facts, {SUBJECTS:,} subjects")
 
                 one, three = [], []
-                cpu = _cpu_ms(daemon._proc.pid)
+                cpu = cpu_s(daemon._proc.pid) * 1000
                 for _ in range(args.runs):
                     t = time.perf_counter()
                     client.facts_propose(_batch(rng), apply=True)
                     one.append((time.perf_counter() - t) * 1000)
-                cpu = (_cpu_ms(daemon._proc.pid) - cpu) / args.runs
+                cpu = (cpu_s(daemon._proc.pid) * 1000 - cpu) / args.runs
                 for _ in range(args.runs):
                     t = time.perf_counter()
                     b = client.facts_propose(_batch(rng))

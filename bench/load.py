@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import shutil
 import signal
@@ -109,6 +110,13 @@ def percentile(samples_ns: list[int], q: float) -> float:
     ordered = sorted(samples_ns)
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank] / 1e6
+
+
+def cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds so far (/proc/PID/stat; Linux): its own work, without its waits."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vm_kb(pid: int, field_name: str) -> int:

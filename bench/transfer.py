@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import tempfile
@@ -31,7 +30,7 @@ from arbiter import __version__
 from arbiter.client import Client
 from arbiter.errors import Conflict
 from arbiter.transfer import files
-from bench.load import BenchDaemon, Vocabulary, make_entry
+from bench.load import BenchDaemon, Vocabulary, cpu_s, make_entry
 
 TARGET = 10_000
 
@@ -67,11 +66,11 @@ def run(args) -> dict:
         t = time.perf_counter()
         checked = files.check(out)
         check_s = time.perf_counter() - t
-        daemon_cpu = _cpu_s(target.proc.pid)
+        daemon_cpu = cpu_s(target.proc.pid)
         t = time.perf_counter()
         files.run_import(lambda tenant: Client.from_home(homes[1], timeout=600), out, checked=checked)
         import_s = time.perf_counter() - t + check_s
-        daemon_cpu = _cpu_s(target.proc.pid) - daemon_cpu
+        daemon_cpu = cpu_s(target.proc.pid) - daemon_cpu
         client_cpu = time.process_time() - cpu
         load_after = _loadavg()
         with Client.from_home(homes[1], timeout=600) as c, open(homes[1] / "again.jsonl", "wb") as f:
@@ -101,12 +100,6 @@ def run(args) -> dict:
         target.stop()
         for h in homes:
             shutil.rmtree(h, ignore_errors=True)
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (/proc; Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _loadavg() -> str:
