@@ -173,7 +173,8 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
         elif inner:
             add(_term(*inner[0]))
     prefixes = {s for m in _PREFIX.finditer(text) for s, _ in tokenize(m.group(1))[-1:]}
-    content = [(s, st) for s, st in tokens if s not in stopwords or s in prefixes]
+    named = _named_parties([s for s, _ in tokens])
+    content = [(s, st) for i, (s, st) in enumerate(tokens) if (s not in stopwords and i not in named) or s in prefixes]
     for surface, stem in content or tokens:
         if surface in prefixes:
             add(Term(surface, stem + "*", prefix=True))
@@ -220,6 +221,27 @@ def _parties(surfaces: list[str]) -> list[str]:
 
 
 _PARTY = {"user": "i", "assistant": "you"}
+_AUXILIARIES = frozenset("did does do has have had is was are were can could would will should".split())
+
+
+def _named_parties(surfaces: list[str]) -> set[int]:
+    """The positions of "user" and "assistant" where "the user" / "the assistant" names a party of the conversation.
+
+    An agent asks "What did the user buy for the user's sister?" where the
+    user asks "What did I buy for my sister?": the words name who, which
+    voice reads, not what; as terms they match "user_id" in a pasted query
+    and "As an AI assistant". A party is a person: possessed ("the user's"),
+    asked about ("did the user meet"), or followed by a function word ("the
+    user has", "for the user to"). "the user table" is a subject and stays.
+    """
+    out = set()
+    for i in range(1, len(surfaces)):
+        if surfaces[i] not in _PARTY or surfaces[i - 1] != "the":
+            continue
+        after = surfaces[i + 1] if i + 1 < len(surfaces) else None
+        if after is None or after in ENGLISH or (i >= 2 and surfaces[i - 2] in _AUXILIARIES):
+            out.add(i)
+    return out
 
 
 def _cues(tokens: list[tuple[str, str]]) -> frozenset[str]:

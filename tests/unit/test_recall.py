@@ -209,6 +209,14 @@ def test_voice_reads_the_user_and_the_assistant_as_i_and_you(db, tenant):
     assert ids(ask(db, tenant, "what did the assistant say the user should buy for a sister?"))[0] == told
 
 
+def test_the_user_asked_about_ranks_as_i_do(db, tenant):
+    # "user" as a term would match the pasted query's user_id; the agent's question names a person.
+    remember(db, tenant, "SQL", "SELECT user_id FROM payments WHERE user_id IN (SELECT user_id FROM users)")
+    met = remember(db, tenant, "Meetup", "I met Emma at the marketing workshop")
+    first, third = ask(db, tenant, "when did I meet Emma?"), ask(db, tenant, "when did the user meet Emma?")
+    assert ids(third) == ids(first) == [met]
+
+
 def test_the_reply_to_a_matching_question_is_found(db, tenant):
     chat = conversation(db, tenant)
     other = conversation(db, tenant)

@@ -175,6 +175,25 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
 
 
 @pytest.mark.parametrize(
+    "text, surfaces",
+    [
+        # A party is a person: possessed, asked about, or followed by a function word. Voice reads who; the
+        # words are not what is asked about.
+        ("What did the user buy for the user's sister?", ["buy", "sister"]),
+        ("Can the assistant recommend a show for the user to watch?", ["recommend", "show", "watch"]),
+        ("How many days ago did the user meet Emma?", ["days", "meet", "emma"]),
+        ("the user has been feeling stuck", ["feeling", "stuck"]),
+        # A subject stays: "the user table", "user", a party named in the first person's own words.
+        ("the user table schema", ["user", "table", "schema"]),
+        ("Which user manual covers the assistant mode?", ["user", "manual", "covers", "assistant", "mode"]),
+        ("the user", ["the", "user"]),  # nothing else to search: a query of nothing else keeps every word
+    ],
+)
+def test_the_user_and_the_assistant_as_parties_are_not_terms(tok, text, surfaces):
+    assert [t.text for t in analyze(text, tok).terms] == surfaces
+
+
+@pytest.mark.parametrize(
     "text, cues",
     [
         ("Which editor do I prefer?", {"preference", "fact"}),
