@@ -173,9 +173,11 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
         elif inner:
             add(_term(*inner[0]))
     prefixes = {s for m in _PREFIX.finditer(text) for s, _ in tokenize(m.group(1))[-1:]}
+    kept = [(i, s, st) for i, (s, st) in enumerate(tokens) if s not in stopwords or s in prefixes]
     named = _named_parties([s for s, _ in tokens])
-    content = [(s, st) for i, (s, st) in enumerate(tokens) if (s not in stopwords and i not in named) or s in prefixes]
-    for surface, stem in content or tokens:
+    # A query that is only a party ("the user") searches for it.
+    content = [(s, st) for i, s, st in kept if i not in named] or [(s, st) for _, s, st in kept] or tokens
+    for surface, stem in content:
         if surface in prefixes:
             add(Term(surface, stem + "*", prefix=True))
         else:
@@ -213,14 +215,16 @@ def _parties(surfaces: list[str]) -> list[str]:
     """ "the user" as "i" and "the assistant" as "you", so both phrasings give the same cue."""
     out: list[str] = []
     for s in surfaces:
-        if out and out[-1] == "the" and s in _PARTY:
-            out[-1] = _PARTY[s]
+        if out and out[-1] == "the" and s in PARTIES:
+            out[-1] = PARTIES[s]
         else:
             out.append(s)
     return out
 
 
-_PARTY = {"user": "i", "assistant": "you"}
+#: The conversation's parties as an agent names them, and the pronoun the asker would use: voice reads them, they
+#: are not search terms where they name a person, and they are roles rather than a speaker's name.
+PARTIES = {"user": "i", "assistant": "you"}
 _AUXILIARIES = frozenset("did does do has have had is was are were can could would will should".split())
 
 
@@ -236,7 +240,7 @@ def _named_parties(surfaces: list[str]) -> set[int]:
     """
     out = set()
     for i in range(1, len(surfaces)):
-        if surfaces[i] not in _PARTY or surfaces[i - 1] != "the":
+        if surfaces[i] not in PARTIES or surfaces[i - 1] != "the":
             continue
         after = surfaces[i + 1] if i + 1 < len(surfaces) else None
         if after is None or after in ENGLISH or (i >= 2 and surfaces[i - 2] in _AUXILIARIES):

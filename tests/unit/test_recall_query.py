@@ -186,7 +186,7 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
         # A subject stays: "the user table", "user", a party named in the first person's own words.
         ("the user table schema", ["user", "table", "schema"]),
         ("Which user manual covers the assistant mode?", ["user", "manual", "covers", "assistant", "mode"]),
-        ("the user", ["the", "user"]),  # nothing else to search: a query of nothing else keeps every word
+        ("the user", ["user"]),  # a query that is only a party searches for it
     ],
 )
 def test_the_user_and_the_assistant_as_parties_are_not_terms(tok, text, surfaces):
