@@ -14,7 +14,7 @@ _KINDS = click.Choice(AssociationKind.__args__)
 @command(main, "associations")
 @click.argument("id", metavar="ENTRY_ID", type=int, required=False)
 @click.option("--kind", type=_KINDS, help="Only this kind of association.")
-@click.option("--limit", type=click.IntRange(1, 200), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 200), default=50, show_default=True, help="At most this many.")
 @click.option("--rebuild", is_flag=True, help="Derive the stored associations again from the entries (no ENTRY_ID).")
 def associations(settings, as_json, id, kind, limit, rebuild):
     """What Arbiter derived around ENTRY_ID: temporal, entity and similarity edges, with the evidence.

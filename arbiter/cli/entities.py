@@ -21,7 +21,7 @@ def entity_line(e) -> str:
 @command(main, "entities")
 @click.argument("query", required=False, default="")
 @click.option("--type", "type", type=_ENTITY_TYPES, help="Only entities of this type.")
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="Entities to list.")
 def entities_(settings, as_json, query, type, limit):
     """List known entities, most mentioned first; QUERY matches the start of a name or alias.
 

@@ -143,11 +143,11 @@ def list_(settings, as_json, types, tag, conversation_id, as_of, known_at, limit
 
 @command(main)
 @click.argument("id", metavar="ENTRY_ID", type=int)
-@click.option("--type", "type", type=_TYPES)
-@click.option("--title")
+@click.option("--type", "type", type=_TYPES, help="The corrected kind of entry.")
+@click.option("--title", help="The corrected title (one line, at most 200 bytes).")
 @click.option("--content", help="`-` reads stdin.")
 @click.option("--tag", "tags", multiple=True, help="Replace the tags. Repeatable.")
-@click.option("--source")
+@click.option("--source", help="Where it came from, corrected; `--source ''` removes it.")
 @click.option("--speaker", help="Who said it, corrected; `--speaker ''` removes it.")
 def update(settings, as_json, id, type, title, content, tags, source, speaker):
     """Correct an active entry in place (typos, tags, who said it).
@@ -296,7 +296,7 @@ def _show_hits(result) -> None:
 @click.option("--tag", help="Prefer entries with this tag.")
 @click.option("--as-of", help="Rank the set as it stood then.")
 @click.option("--known-at", help="Search the memory as it was recorded then (past texts, none of what came later).")
-@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True, help="Hits to show.")
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
 @click.option("--intent", type=click.Choice(["on", "off"]), default="on", show_default=True,
               help="Let question words (when, how to, prefer...) softly favour entry types.")
@@ -371,7 +371,8 @@ def history(settings, as_json, id, known_at):
 
 @command(main)
 @click.argument("id", metavar="ENTRY_ID", type=int)
-@click.option("--depth", type=click.IntRange(1, 2), default=1, show_default=True)
+@click.option("--depth", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="Hops to walk: 1 (its links) or 2 (their links too).")
 @click.option("--as-of", help="The graph among entries valid then.")
 @click.option("--known-at", help=_KNOWN_AT_HELP)
 def expand(settings, as_json, id, depth, as_of, known_at):

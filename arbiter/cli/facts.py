@@ -60,12 +60,14 @@ def fact():
 @click.option("--subject", help="Who or what the fact is about.")
 @click.option("--predicate", help="The relation, e.g. works_at (normalised to snake_case).")
 @click.option("--object", "object", help="The value.")
-@click.option("--confidence", type=float, default=1.0, show_default=True)
+@click.option("--confidence", type=float, default=1.0, show_default=True,
+              help="How clearly it was stated, 0 to 1 (1 said outright); below --threshold it is rejected.")
 @click.option("--valid-from", help="When it became true (default now).")
 @click.option("--source", "sources", type=int, multiple=True, help="An entry it was drawn from (repeatable).")
 @click.option("--aspect", "aspects", multiple=True, help="An aspect slug to stage (repeatable; see `arbiter aspects`).")
 @click.option("--file", "path", type=click.File("rb"), help="A JSONL file of facts, one batch (`-` for stdin).")
-@click.option("--origin", type=click.Choice(["agent", "extractor", "import"]), default="agent", show_default=True)
+@click.option("--origin", type=click.Choice(["agent", "extractor", "import"]), default="agent", show_default=True,
+              help="Who proposes the batch, as `batch list` shows it.")
 @click.option("--threshold", type=float, default=0.5, show_default=True, help="Minimum confidence to pass.")
 @click.option("--apply", "apply_", is_flag=True, help="Evaluate and apply the batch now (through the same gate).")
 @click.option("--team", help="Share the batch's facts with this team (one you are in); default private to you.")
@@ -159,12 +161,12 @@ def extract(settings, as_json, entry_ids, apply_, threshold, team):
 
 @command(main, "facts")
 @click.argument("subject", required=False)
-@click.option("--predicate")
+@click.option("--predicate", help="Only this relation (e.g. works_at).")
 @click.option("--status", type=_STATUSES, default="active", show_default=True,
               help="candidate and rejected are audit reads.")
 @click.option("--as-of", help="What was true then (valid time).")
 @click.option("--known-at", help="What we had recorded by then (record time).")
-@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="Facts to list.")
 def facts_cmd(settings, as_json, subject, predicate, status, as_of, known_at, limit):
     """Facts about SUBJECT (or all): active and true now unless told otherwise.
 
@@ -191,8 +193,8 @@ def batch():
 
 
 @command(batch, "list")
-@click.option("--status", type=_BATCH_STATUSES)
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@click.option("--status", type=_BATCH_STATUSES, help="Only batches in this state (default: all).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="Batches to list, newest first.")
 def batch_list(settings, as_json, status, limit):
     """Patch batches, newest first.
 

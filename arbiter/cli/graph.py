@@ -60,7 +60,7 @@ def thread(settings, as_json, id, as_of, known_at):
 
 
 @command(main)
-@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True, help="Threads to list.")
 def threads(settings, as_json, limit):
     """Open threads (active roots with active replies), newest activity first.
 
@@ -141,7 +141,7 @@ def around(settings, as_json, id, k):
 
 @command(main)
 @click.argument("tag", required=False)
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Tags to list.")
 def tags(settings, as_json, tag, limit):
     """Tag use and co-occurrence over active entries (or TAG's partners).
 
@@ -183,7 +183,7 @@ def clusters(settings, as_json):
 
 @command(main)
 @click.argument("tag")
-@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 200), default=10, show_default=True, help="Recent entries to list.")
 def cluster(settings, as_json, tag, limit):
     """The topic cluster TAG belongs to, with its most recent entries.
 
@@ -202,7 +202,8 @@ def cluster(settings, as_json, tag, limit):
 
 
 @command(main)
-@click.option("--max-bytes", type=click.IntRange(2048, 65536), default=8192, show_default=True)
+@click.option("--max-bytes", type=click.IntRange(2048, 65536), default=8192, show_default=True,
+              help="Longest briefing in UTF-8 bytes; its lists are shortened to fit.")
 def briefing(settings, as_json, max_bytes):
     """The session briefing: the markdown map an MCP client gets on connect.
 

@@ -30,6 +30,13 @@ def test_every_command_says_what_it_does_with_an_example(path):
     assert "Example" in out.output, f"{' '.join(path)} --help has no example"
 
 
+def test_every_option_says_what_it_is():
+    """`--help` lists no bare option: `update --source TEXT` alone does not say that '' removes it."""
+    bare = [f"{' '.join(path)} {opt.opts[0]}" for path, cmd in _commands(main) for opt in cmd.params
+            if isinstance(opt, click.Option) and not opt.help]
+    assert bare == []
+
+
 @pytest.mark.parametrize("path", [("link",), ("unlink",), ("entity", "relate")], ids=" ".join)
 def test_a_relation_argument_reads_as_one_word_in_usage(path):
     """The usage line names the argument; the choices are listed below it, not broken across lines."""
