@@ -48,7 +48,7 @@ def entity():
     \b
     Example:
       arbiter entity show PostgreSQL
-      arbiter entity merge PostgreSQL Postgres
+      arbiter entity merge PostgreSQL "Postgres DB"
     """
 
 
