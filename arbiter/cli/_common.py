@@ -27,9 +27,10 @@ EXAMPLES = """
 \b
 Examples:
   arbiter serve &
-  arbiter remember --type project --title "Ship v1" --content "Target: Friday" --tag release
-  arbiter recall "when do we ship"
+  arbiter remember --type project --title "Ship v1" --content "Target: Friday" --valid-from 2026-11-01T09:00:00Z
+  arbiter remember --type project --title "Ship v1 slips" --content "Target: Monday" --tag release
   arbiter link 2 supersedes 1
+  arbiter recall "when do we ship"
   arbiter get 1 --as-of 2026-11-20T10:00:00Z
 """
 

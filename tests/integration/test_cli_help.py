@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 
 import click
 import pytest
@@ -51,3 +52,18 @@ def test_the_default_home_is_where_help_says(tmp_path):
     env = {k: None for k in os.environ if k.startswith("ARBITER_")}
     out = CliRunner().invoke(main, ["status"], env={**env, "XDG_DATA_HOME": str(tmp_path)})
     assert out.exit_code == 1 and str(tmp_path / "arbiter" / "arbiter.sock") in out.stderr
+
+
+def test_the_examples_of_arbiter_help_run_in_order_on_a_fresh_home(daemon):
+    """Pasted one after the other (the daemon already serving), each succeeds: no id or instant is left to guess."""
+    from arbiter.cli._common import EXAMPLES
+
+    lines = [shlex.split(line)[1:] for line in EXAMPLES.splitlines() if line.strip().startswith("arbiter ")]
+    assert lines[0] == ["serve", "&"] and len(lines) > 4
+    env = {k: None for k in os.environ if k.startswith(("ARBITER_", "ANTHROPIC_"))}
+    outputs = []
+    for argv in lines[1:]:
+        out = CliRunner().invoke(main, argv, env={**env, "ARBITER_HOME": str(daemon.home)}, catch_exceptions=False)
+        assert out.exit_code == 0, (argv, out.output)
+        outputs.append(out.stdout)
+    assert "Target: Friday" in outputs[-1]  # get --as-of reads the retired entry as it held then
