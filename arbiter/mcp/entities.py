@@ -31,7 +31,8 @@ def _line(e) -> EntityLine:
 class EntitiesArgs(Args):
     query: Annotated[str, Meta(max_length=128, description="Start of a name or alias (any case); empty lists all.")] = ""
     type: Annotated[EntityType | None, Meta(description="Only entities of this type.")] = None
-    limit: Annotated[int, Meta(ge=1, le=ENTITIES_PER_TOOL_CALL)] = 30
+    limit: Annotated[int, Meta(ge=1, le=ENTITIES_PER_TOOL_CALL,
+                               description="At most this many, most mentioned first.")] = 30
 
 
 class EntitiesView(View):

@@ -20,7 +20,9 @@ TagList = Annotated[Tags, Meta(description="Up to 32 tags without spaces. Reuse 
 Supersedes = Annotated[list[Annotated[int, Meta(ge=1)]], Meta(max_length=64, description=(
     "Entries this one replaces: they retire (still readable with `history` and `as_of`)."))]
 Source = Annotated[str | None, Meta(description="Where this came from (URL, file, person).")]
-ValidFrom = Annotated[Time | None, Meta(description="When this became true (RFC 3339); defaults to now.")]
+ValidFrom = Annotated[Time | None, Meta(description=(
+    "When this became true (RFC 3339 or epoch seconds); defaults to now. Never in the future: a plan for later "
+    "is written now, its date in the content."))]
 Said = Annotated[Speaker | None, Meta(description=(
     "Who said or wrote it: a person's name ('Caroline') or 'user' / 'assistant'. Recall favours the entries of "
     "a speaker the query names."))]

@@ -30,7 +30,8 @@ class ProposedFact(Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ProposeArgs(Args):
-    facts: Annotated[list[ProposedFact], Meta(min_length=1, max_length=100)]
+    facts: Annotated[list[ProposedFact], Meta(min_length=1, max_length=100, description=(
+        "The facts, one subject-predicate-object triple each, citing the entries they come from."))]
     apply: Annotated[bool, Meta(description=(
         "Evaluate and apply now (default). false leaves the batch for a human to review."))] = True
     team: Annotated[Name | None, Meta(description=(

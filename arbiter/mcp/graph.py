@@ -231,7 +231,7 @@ def density(s: Session, a: IdArgs) -> DensityView:
 class TopicArgs(Args):
     tag: Annotated[str, Meta(min_length=1, max_length=64, description=(
         "Any tag of the topic (see the briefing's topic map)."))]
-    limit: Annotated[int, Meta(ge=1, le=50)] = 10
+    limit: Annotated[int, Meta(ge=1, le=50, description="Recent entries of the topic to list.")] = 10
 
 
 class Recent(Ref, kw_only=True):

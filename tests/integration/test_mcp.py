@@ -146,6 +146,10 @@ def test_tools_are_listed_and_each_one_works(memory, tmp_path):
     assert TOOLS <= set(tools)
     for t in tools.values():
         assert t.description and t.input_schema["type"] == "object"
+    # A model fills each argument from its description alone: none is bare (a `limit` of what, a `facts` of what).
+    bare = [f"{t.name}.{name}" for t in tools.values() for name, prop in t.input_schema.get("properties", {}).items()
+            if "description" not in prop and not any("description" in alt for alt in prop.get("anyOf", []))]
+    assert bare == []
     assert "recall" in tools["remember"].description and "reply" in tools["remember"].description
     assert set(tools["link"].input_schema["properties"]["relation"]["enum"]) >= {"supersedes", "contradicts"}
     for name in TOOLS | {"thread"}:
