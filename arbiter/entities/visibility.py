@@ -88,7 +88,10 @@ def links_sql(marks: str) -> str:
     """SQL for a `WITH`: `m(entity_id, entry_id)`, the links of the entities bound at `marks` ("?,?,..."), in entry
     order. Read as `m CROSS JOIN entries e` (m first), each leaf page of `entries` is read once for the run of links
     into it, not once a link."""
-    return (f"m(entity_id, entry_id) AS MATERIALIZED (SELECT entity_id, entry_id FROM entry_entities "
+    # One entity's links come in entry order from its index (entity_id, entry_id): copying them out first only costs
+    # (`get` of an entity with 4.6K links, in process: 0.85 ms of CPU materialised, 0.68 not).
+    how = "MATERIALIZED" if "," in marks else "NOT MATERIALIZED"
+    return (f"m(entity_id, entry_id) AS {how} (SELECT entity_id, entry_id FROM entry_entities "
             f"WHERE entity_id IN ({marks}) ORDER BY entry_id)")
 
 
