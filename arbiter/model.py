@@ -250,7 +250,7 @@ class ExpandParams(Params):
 RecallStage = Literal[
     "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
     "select", "facts", "entities", "clusters", "salience", "budget", "replies", "threads", "speaker", "framing", "dates",
-    "followups", "when", "episodes", "antecedents",
+    "followups", "when", "episodes", "antecedents", "parties",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 

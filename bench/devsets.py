@@ -92,6 +92,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- when", {"disable": ["when"]}, {}),
     ("- episodes", {"disable": ["episodes"]}, {}),
     ("- antecedents", {"disable": ["antecedents"]}, {}),
+    ("- parties", {"disable": ["parties"]}, {}),
 ]
 
 _MIN = 60 * 1_000_000

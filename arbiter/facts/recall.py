@@ -66,7 +66,8 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     if not n:  # no fact the caller sees (most homes): no query analysis, per-word counts or ranking
         return []
     tokenize = tokenizer(conn)
-    query = analyze(p.query, tokenize, stopwords=frozenset() if "stopwords" in off else STOPWORDS)
+    query = analyze(p.query, tokenize, stopwords=frozenset() if "stopwords" in off else STOPWORDS,
+                    parties="parties" not in off)
     if query.empty:
         return []
     expr = expression(query.terms, phrase=False, near=False)

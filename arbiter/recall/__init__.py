@@ -167,7 +167,7 @@ def search(
     off = frozenset(p.disable)
     need = max(p.limit, depth or 0)
     stopwords = frozenset() if "stopwords" in off else ENGLISH if "framing" in off else STOPWORDS
-    query = analyze(p.query if text is None else text, tokenizer(conn), stopwords=stopwords)
+    query = analyze(p.query if text is None else text, tokenizer(conn), stopwords=stopwords, parties="parties" not in off)
     if query.empty:
         return None
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")

@@ -151,10 +151,12 @@ def tokenizer(conn: apsw.Connection) -> Tokenize:
     return tokenize
 
 
-def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWORDS) -> Query:
+def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWORDS, parties: bool = True) -> Query:
     """Stage 1: tokens, stopwords out, numbers and quoted phrases kept, cues noted.
 
     A query made only of stopwords keeps them: "who am I" still searches.
+    With `parties`, "the user" and "the assistant" that name a party are
+    not terms (`_named_parties`).
     """
     text = text.replace("\x00", " ")
     tokens = tokenize(text)
@@ -174,7 +176,7 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
             add(_term(*inner[0]))
     prefixes = {s for m in _PREFIX.finditer(text) for s, _ in tokenize(m.group(1))[-1:]}
     kept = [(i, s, st) for i, (s, st) in enumerate(tokens) if s not in stopwords or s in prefixes]
-    named = _named_parties([s for s, _ in tokens])
+    named = _named_parties([s for s, _ in tokens]) if parties else set()
     # A query that is only a party ("the user") searches for it.
     content = [(s, st) for i, s, st in kept if i not in named] or [(s, st) for _, s, st in kept] or tokens
     for surface, stem in content:

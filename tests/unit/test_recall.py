@@ -215,6 +215,7 @@ def test_the_user_asked_about_ranks_as_i_do(db, tenant):
     met = remember(db, tenant, "Meetup", "I met Emma at the marketing workshop")
     first, third = ask(db, tenant, "when did I meet Emma?"), ask(db, tenant, "when did the user meet Emma?")
     assert ids(third) == ids(first) == [met]
+    assert met in ids(ask(db, tenant, "when did the user meet Emma?", disable=["parties"]))[1:]  # the term, back
 
 
 def test_the_reply_to_a_matching_question_is_found(db, tenant):
