@@ -134,7 +134,6 @@ def build(
     naming_deadline: float | None = None,
 ) -> tuple[Briefing, list[clusters.NameRow]]:
     """The briefing of what `v` sees, and the fresh cluster names the caller should save (`clusters.save_names`)."""
-    tenant_id = v.tenant_id
     totals = entries.type_totals(conn, v)
     active = sum(t[1] for t in totals)
     retired = sum(t[2] for t in totals)

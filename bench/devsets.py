@@ -54,8 +54,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import msgspec
-
 from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
 from arbiter.recall.query import analyze, tokenizer
