@@ -34,6 +34,18 @@ Examples:
   arbiter get 1 --as-of 2026-11-20T10:00:00Z
 """
 
+class GivenPath(click.Path):
+    """A click.Path that refuses '' (which pathlib reads as '.', the working folder).
+
+    Else `--home ""` makes the working folder the home, and `backup verify ""` fails inside with a traceback.
+    """
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value:
+            self.fail("must not be empty: name a file or folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 _TYPES = click.Choice(ENTRY_TYPES)
 _RELATIONS = click.Choice(RELATION_TYPES)
 
@@ -258,9 +270,9 @@ def command(group, name=None, **kw):
 
 @click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="arbiter")
-@click.option("--home", type=click.Path(path_type=Path, file_okay=False), envvar="ARBITER_HOME",
+@click.option("--home", type=GivenPath(path_type=Path, file_okay=False), envvar="ARBITER_HOME",
               help="Data folder (env ARBITER_HOME; default $XDG_DATA_HOME/arbiter, else ~/.local/share/arbiter).")
-@click.option("--socket", type=click.Path(path_type=Path), envvar="ARBITER_SOCKET",
+@click.option("--socket", type=GivenPath(path_type=Path), envvar="ARBITER_SOCKET",
               help="Daemon socket (env ARBITER_SOCKET; default HOME/arbiter.sock).")
 @click.option("--tenant", default=paths.DEFAULT_TENANT, envvar="ARBITER_TENANT", show_default=True, callback=_name,
               help="Tenant whose token to use (env ARBITER_TENANT).")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from arbiter import paths
-from arbiter.cli._common import Settings, _emit, command, counted, handle_errors, json_option, main
+from arbiter.cli._common import GivenPath, Settings, _emit, command, counted, handle_errors, json_option, main
 
 
 @main.group()
@@ -23,7 +23,7 @@ def backup():
 
 
 @command(backup, "create")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("file", type=GivenPath(path_type=Path, dir_okay=False))
 def backup_create(settings: Settings, as_json, file):
     """Copy the whole database (every tenant) to FILE through the running daemon.
 
@@ -43,7 +43,7 @@ def backup_create(settings: Settings, as_json, file):
 
 
 @backup.command("verify")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("file", type=GivenPath(path_type=Path, dir_okay=False))
 @json_option
 @handle_errors
 def backup_verify(as_json, file):
@@ -71,8 +71,8 @@ def backup_verify(as_json, file):
 
 
 @backup.command("restore")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False, exists=True))
-@click.option("--db", type=click.Path(path_type=Path), envvar="ARBITER_DB",
+@click.argument("file", type=GivenPath(path_type=Path, dir_okay=False, exists=True))
+@click.option("--db", type=GivenPath(path_type=Path), envvar="ARBITER_DB",
               help="Database file to replace (env ARBITER_DB; default HOME/arbiter.db).")
 @click.pass_obj
 @handle_errors

@@ -12,16 +12,16 @@ import click
 from arbiter import paths
 from arbiter._lock import lock_owner
 from arbiter.cli._common import (
-    Settings, _name, handle_errors, main,
+    GivenPath, Settings, _name, handle_errors, main,
 )
 from arbiter.errors import Unavailable
 
 
 @main.command()
-@click.option("--home", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--home", type=GivenPath(path_type=Path, file_okay=False),
               help="Data folder (overrides the global option).")
-@click.option("--socket", type=click.Path(path_type=Path), help="Socket path (overrides the global option).")
-@click.option("--db", type=click.Path(path_type=Path), envvar="ARBITER_DB",
+@click.option("--socket", type=GivenPath(path_type=Path), help="Socket path (overrides the global option).")
+@click.option("--db", type=GivenPath(path_type=Path), envvar="ARBITER_DB",
               help="Database file (env ARBITER_DB; default HOME/arbiter.db).")
 @click.option("--synchronous", type=click.Choice(["FULL", "NORMAL"]), default="FULL", show_default=True,
               envvar="ARBITER_SYNCHRONOUS",
@@ -101,7 +101,7 @@ def _loopback(ctx, param, value):
 
 
 @main.command()
-@click.option("--home", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--home", type=GivenPath(path_type=Path, file_okay=False),
               help="Data folder (overrides the global option).")
 @click.option("--timeout", type=click.FloatRange(0), default=30, show_default=True,
               help="Seconds to wait for the daemon to finish its requests and exit.")
@@ -139,7 +139,7 @@ def stop(settings: Settings, home, timeout):
 
 
 @main.command()
-@click.option("--home", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--home", type=GivenPath(path_type=Path, file_okay=False),
               help="Data folder (overrides the global option).")
 @click.option("--tenant", callback=_name, help="Tenant (overrides the global --tenant / ARBITER_TENANT).")
 @click.option("--conversation", type=click.IntRange(1), envvar="ARBITER_CONVERSATION",
@@ -147,7 +147,7 @@ def stop(settings: Settings, home, timeout):
 @click.option("--http", "http", metavar="HOST:PORT", callback=_loopback,
               help="Serve streamable HTTP on this loopback address instead of stdio (bearer token required).")
 @click.option("--user", callback=_name, help="Act as this user of the tenant (overrides the global --user / ARBITER_USER).")
-@click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--token-file", type=GivenPath(path_type=Path, dir_okay=False),
               help="Act as whoever this token file's token names (instead of --tenant/--user).")
 @click.pass_obj
 @handle_errors

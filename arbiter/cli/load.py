@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from arbiter.cli._common import Settings, _emit, command, counted, main
+from arbiter.cli._common import GivenPath, Settings, _emit, command, counted, main
 
 
 def _count_lines(path: Path) -> int:
@@ -16,7 +16,7 @@ def _count_lines(path: Path) -> int:
 
 
 @command(main)
-@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False, allow_dash=True))
+@click.argument("file", type=GivenPath(path_type=Path, exists=True, dir_okay=False, allow_dash=True))
 @click.option("--skip", type=click.IntRange(0), default=0, show_default=True,
               help="Skip the first N lines (resume after a stop: the error names N).")
 @click.option("--batch", "batch_size", type=click.IntRange(1, 10_000), default=1000, show_default=True,

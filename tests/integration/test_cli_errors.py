@@ -127,6 +127,16 @@ def test_a_facts_file_that_is_not_utf8_names_its_line_and_proposes_nothing(daemo
     assert js(daemon.home, "batch", "list") == []
 
 
+def test_an_empty_path_is_refused_not_read_as_the_working_folder(home, tmp_path, monkeypatch):
+    """pathlib reads '' as '.': `--home ""` made the working folder a home, `backup verify ""` a traceback."""
+    monkeypatch.chdir(tmp_path)
+    for args in (("--home", "", "list"), ("--socket", "", "list"), ("backup", "create", ""), ("backup", "verify", ""),
+                 ("backup", "restore", ""), ("load", ""), ("serve", "--db", ""), ("stop", "--home", ""),
+                 ("mcp", "--token-file", "")):
+        assert "must not be empty" in fails(home, *args, code=2), args
+    assert list(tmp_path.iterdir()) == [] and list(home.iterdir()) == []
+
+
 def test_commands_with_progress_fail_in_one_line_without_a_daemon(daemon, tmp_path):
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"type": "learning", "title": "Tabs", "content": "Use tabs in Go"}\n')
