@@ -6,6 +6,7 @@
     python -m bench.devsets --graph --ideas --only "entities 0.1,salience 0.4"   # issue 12's stages on those homes
     python -m bench.devsets --ideas              # the ideas measured and not kept (or the shipped ones' neighbours)
     python -m bench.devsets --reach              # how many misses share no query word with their evidence
+    python -m bench.devsets --keywords --only "as shipped"   # the questions as bare key words
 
 The sets (issue 11's discipline: a change is kept only if it raises the mean
 of the three without costing any one more than 2 points of R@5):
@@ -295,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--graph", action="store_true", help="homes with derived edges: as shipped against graph=true, or the --ideas/--only asked for")
     ap.add_argument("--ideas", action="store_true", help="the measured ideas (IDEAS) instead of the stages")
     ap.add_argument("--reach", action="store_true", help="misses split by whether their evidence shares a query word")
+    ap.add_argument("--keywords", action="store_true",
+                    help="each set's questions as bare key words (phrasing '+keywords'), as an agent told to send them asks")
     args = ap.parse_args(argv)
 
     suffix = "-graph" if args.graph else ""
@@ -317,9 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     for key, conn in conns.items():  # warm the page cache and the term statistics before timing
         measure(conn, tenants[key], states[key].questions, "as-written", {}, {})
     results: dict[str, list[Row]] = {}
+    asked = "+keywords" if args.keywords else ""
     for label, params, tuning_changes in chosen:
         results[label] = [
-            measure(conns[key], tenants[key], states[key].questions, phrasing, params, tuning_changes)
+            measure(conns[key], tenants[key], states[key].questions, phrasing + asked, params, tuning_changes)
             for _, key, phrasing in SETS
         ]
     print(table(results), flush=True)

@@ -598,7 +598,9 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
 
 
 class RecallArgs(Args):
-    query: Annotated[str, Meta(max_length=4096, description="Key words: names, identifiers, the subject.")]
+    query: Annotated[str, Meta(max_length=4096, description=(
+        "The question as it stands, or key words. Keep who it is about ('the user', 'the assistant', a name), "
+        "what it asks for ('how many', 'when') and any time it names: they steer the ranking."))]
     conversation_id: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description=(
         "Search this conversation first, then the rest. Defaults to this session's conversation."))] = None
     everywhere: Annotated[bool, Meta(description="Rank the whole memory alike, no conversation first.")] = False
@@ -629,11 +631,15 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     session's conversation is searched first (`everywhere` for the whole
     memory alike). Page with `cursor` while `more` is true.
 
-    Matching is by words, not meaning. When the hits miss, search again with
-    the words a stored answer would use rather than synonyms of the question:
-    for "what does Ann do with her family?", try "Ann kids camping museum".
-    Keep the time the question names in the query ("on March 3", "in June",
-    "two weeks ago", "yesterday"): entries from then rank higher.
+    Ask the question as it stands ("What did the user buy for the user's
+    sister?"): who it is about picks whose words rank first (the user's own,
+    the assistant's, a named person's), "how many" favours text with a
+    figure, "when" text that says when, and a time it names ("on March 3",
+    "two weeks ago") entries from then. Stripped to bare key words it loses
+    those. Matching is by words, not meaning. When the hits miss, search
+    again with the words a stored answer would use rather than synonyms of
+    the question: for "what does Ann do with her family?", try "Ann kids
+    camping museum".
     """
     offset = page_offset(a.cursor)
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)

@@ -1,4 +1,4 @@
-"""Questions as an agent asks its memory: `--phrasing third-person`.
+"""Questions as an agent asks its memory: `--phrasing third-person`, `keywords`.
 
 A benchmark question is written by the user to the assistant ("What did I
 buy?", "What did you recommend?"). An agent calling `recall` speaks about
@@ -6,11 +6,17 @@ both: "What did the user buy?", "What did the assistant recommend?". The
 rewrite is mechanical (pronouns and the verb forms that agree with them), so
 it changes who is named and nothing else; a retrieval signal that only
 reads "I" and "you" loses its cue, as it would with a real agent.
+
+An agent told to send key words sends the question's content words only
+(`keywords`: recall's own stopwords out, so "I", "the user", "how many"
+go); phrasings compose with "+" ("third-person+keywords").
 """
 
 from __future__ import annotations
 
 import re
+
+from arbiter.recall.query import STOPWORDS
 
 USER, ASSISTANT = "the user", "the assistant"
 
@@ -59,7 +65,8 @@ _PAIRS: list[tuple[str, str]] = [
 # "I" is matched case-sensitively (the pronoun is always capital); the rest not.
 _RULES = [(re.compile(p, 0 if "I\\b" in p or "I'" in p else re.IGNORECASE), r) for p, r in _PAIRS]
 _SENTENCE = re.compile(r"(^|[.?!]\s+)(the |does )")
-PHRASINGS = ("as-written", "third-person")
+PHRASINGS = ("as-written", "third-person", "keywords")
+_WORD = re.compile(r"[\w']+")
 
 
 def third_person(question: str) -> str:
@@ -71,10 +78,18 @@ def third_person(question: str) -> str:
     return _SENTENCE.sub(lambda m: m[1] + m[2].capitalize(), out)
 
 
+def keywords(question: str) -> str:
+    """`question`'s content words, in order: what an agent sends when told to send key words."""
+    return " ".join(w for w in _WORD.findall(question) if w.lower() not in STOPWORDS)
+
+
 def phrase(question: str, phrasing: str) -> str:
-    """The question as the phrasing asks it."""
-    if phrasing == "third-person":
-        return third_person(question)
-    if phrasing != "as-written":
-        raise ValueError(f"unknown phrasing {phrasing!r}; choose from {', '.join(PHRASINGS)}")
+    """The question as the phrasing (or "+"-joined phrasings, applied in order) asks it."""
+    for name in phrasing.split("+"):
+        if name == "third-person":
+            question = third_person(question)
+        elif name == "keywords":
+            question = keywords(question)
+        elif name != "as-written":
+            raise ValueError(f"unknown phrasing {name!r}; choose from {', '.join(PHRASINGS)}")
     return question

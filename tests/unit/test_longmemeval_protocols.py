@@ -126,6 +126,18 @@ def test_third_person(asked: str, agent: str) -> None:
     assert phrase(asked, "as-written") == asked
 
 
+@pytest.mark.parametrize(
+    ("asked", "phrasing", "sent"),
+    [
+        ("How many days ago did I meet Emma?", "keywords", "days meet Emma"),
+        ("What did you recommend for my trip?", "keywords", "recommend trip"),
+        ("What did I buy for my sister's birthday?", "third-person+keywords", "user buy user's sister's birthday"),
+    ],
+)
+def test_keywords_are_what_an_agent_told_to_send_key_words_sends(asked: str, phrasing: str, sent: str) -> None:
+    assert phrase(asked, phrasing) == sent
+
+
 def test_unknown_phrasing() -> None:
     with pytest.raises(ValueError):
         phrase("x", "second-person")
