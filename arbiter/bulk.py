@@ -14,7 +14,7 @@ import msgspec
 
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
-from arbiter.model import RememberParams
+from arbiter.model import REMEMBER_ONLY, RememberParams
 from arbiter.validation import describe
 
 #: Entries per `remember_many` (the daemon allows 10,000).
@@ -53,8 +53,14 @@ def _parse(line: bytes) -> RememberParams:
         raise ValueError(f"{path}: {message}" if path else message) from None
     except msgspec.DecodeError as e:
         raise ValueError(f"not JSON: {e}") from None
-    if p.auto_tag or p.auto_supersede:
-        raise ValueError("auto_tag and auto_supersede need one `remember` per entry; drop them for a bulk load")
+    # Checked here as remember_many would, so the error names the line and says to fix it (the daemon's
+    # refusal of a batch names neither, and loading the file again would meet it again).
+    if refused := [flag for flag in REMEMBER_ONLY if getattr(p, flag)]:
+        them = "it" if len(refused) == 1 else "them"
+        raise ValueError(f"{', '.join(refused)}: `remember` only (one entry at a time); "
+                         f"leave {them} out of a bulk load")
+    if p.new_conversation is not None:
+        raise ValueError("new_conversation: not in a bulk load (a line names its conversation with conversation_id)")
     return p
 
 

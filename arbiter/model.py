@@ -161,6 +161,11 @@ class RememberParams(TextParams):
             raise ValueError("new_conversation: not with conversation_id")
 
 
+#: `remember`'s flags a bulk write refuses rather than silently ignores: the LLM layers call a model per
+#: entry, and link candidates are an answer for one caller about one entry.
+REMEMBER_ONLY = ("auto_tag", "auto_supersede", "extract_entities", "auto_link", "candidates")
+
+
 class RememberManyParams(Params):
     """Write many entries in one transaction (all or nothing)."""
 
@@ -171,11 +176,8 @@ class RememberManyParams(Params):
     new_conversation: ConversationTitle | None = None
 
     def __post_init__(self) -> None:
-        # The LLM layers call a model per entry, and link candidates are an
-        # answer for one caller about one entry: both belong to `remember`,
-        # not to a bulk transaction. Refused rather than silently ignored.
         for i, e in enumerate(self.entries):
-            for flag in ("auto_tag", "auto_supersede", "extract_entities", "auto_link", "candidates"):
+            for flag in REMEMBER_ONLY:
                 if getattr(e, flag):
                     raise ValueError(f"entries[{i}].{flag}: not supported in remember_many; use remember")
             if e.new_conversation is not None:

@@ -57,6 +57,18 @@ def test_load_names_malformed_json_and_refused_llm_flags(daemon, tmp_path):
     f.write_text(json.dumps({"type": "user", "title": "t", "content": "c", "auto_tag": True}) + "\n")
     proc = arbiter(daemon.home, "load", str(f), "--skip", "0")
     assert proc.returncode == 1 and "line 1: auto_tag" in proc.stderr
+    # Every flag remember_many refuses is named with its line, to fix, not as a refused batch to load again.
+    with daemon.client() as c:
+        before = c.status().entries_active
+    for flag, value in [("candidates", True), ("extract_entities", True), ("auto_link", True),
+                        ("new_conversation", "Import")]:
+        flagged = json.dumps({"type": "user", "title": "t", "content": "c", flag: value})
+        f.write_text(_lines(1)[0] + "\n" + flagged + "\n")
+        proc = arbiter(daemon.home, "load", str(f), "--batch", "5")
+        error = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 1 and f"line 2: {flag}" in error and "fix it" in error, error
+    with daemon.client() as c:
+        assert c.status().entries_active == before + 4  # each run wrote its good first line, no flagged one
 
 
 def test_load_reads_stdin(daemon):
