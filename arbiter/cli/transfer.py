@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from arbiter import paths
-from arbiter.cli._common import Settings, _emit, command, counted, main
+from arbiter.cli._common import GivenPath, Settings, _emit, command, counted, main
 from arbiter.errors import InvalidParams
 
 
@@ -29,7 +29,7 @@ def _private(path: Path):
 
 
 @command(main, "export")
-@click.argument("file", default="-", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
+@click.argument("file", default="-", type=GivenPath(path_type=Path, dir_okay=False, allow_dash=True))
 @click.option("--all", "everything", is_flag=True, help="Every tenant (needs the admin token).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists (by default an existing file is refused).")
@@ -102,7 +102,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
 
 
 @command(main, "import")
-@click.argument("file", type=click.Path(path_type=Path, exists=True))
+@click.argument("file", type=GivenPath(path_type=Path, exists=True))
 @click.option("--from", "source", type=click.Choice(["arbiter", "mcp-memory", "markdown"]), default="arbiter",
               show_default=True,
               help="What FILE is: an Arbiter export, the MCP memory server's memory.jsonl, or a folder of "

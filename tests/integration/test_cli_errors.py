@@ -137,6 +137,14 @@ def test_an_empty_path_is_refused_not_read_as_the_working_folder(home, tmp_path,
     assert list(tmp_path.iterdir()) == [] and list(home.iterdir()) == []
 
 
+def test_export_and_import_refuse_an_empty_path_as_every_other_path_is(home, tmp_path, monkeypatch):
+    """`export ""` said ". already exists", `export "" --force` ended in a traceback, `import ""` "'' does not exist"."""
+    monkeypatch.chdir(tmp_path)
+    for args in (("export", ""), ("export", "", "--force"), ("import", "")):
+        assert "must not be empty" in fails(home, *args, code=2), args
+    assert list(tmp_path.iterdir()) == [] and list(home.iterdir()) == []
+
+
 def test_commands_with_progress_fail_in_one_line_without_a_daemon(daemon, tmp_path):
     notes = tmp_path / "notes.jsonl"
     notes.write_text('{"type": "learning", "title": "Tabs", "content": "Use tabs in Go"}\n')
