@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
-from arbiter.errors import Unauthorized
+from arbiter.errors import InvalidParams, Unauthorized
 
 DEFAULT_TENANT = "default"
 
@@ -44,6 +45,15 @@ def user_token_path(home: Path, tenant: str, user: str | None) -> Path:
 
 def admin_token_path(home: Path) -> Path:
     return home / "admin.token"
+
+
+def need_folder(folder: Path, *, path: str) -> None:
+    """Refuse to write into `folder` unless it is one, saying which is wrong: it is missing (and how to make it),
+    or it is something else. `path` names the parameter, as on every InvalidParams."""
+    if not folder.exists():
+        raise InvalidParams(f"{folder} does not exist: make it first (mkdir -p {shlex.quote(str(folder))})", path=path)
+    if not folder.is_dir():
+        raise InvalidParams(f"{folder} is not a folder", path=path)
 
 
 def private_fd(path: Path, flags: int = os.O_WRONLY) -> int:

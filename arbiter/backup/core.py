@@ -48,8 +48,7 @@ def create(source: apsw.Connection, dest: Path, *, step_pages: int = STEP_PAGES)
         raise InvalidParams(f"{dest} is not an absolute path", path="path")
     if dest.exists():
         raise InvalidParams(f"{dest} already exists; choose a new file name", path="path")
-    if not dest.parent.is_dir():
-        raise InvalidParams(f"{dest.parent} is not a folder", path="path")
+    paths.need_folder(dest.parent, path="path")
     # By the folder's real path: "/a/../a/b.db" or a link to /a names the same .partial as "/a/b.db".
     target = dest.parent.resolve() / dest.name
     if target in _UNDER_WAY:  # its start would delete the other's .partial under it, and both would fail

@@ -63,8 +63,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     to_stdout = str(file) == "-"
     if to_stdout and as_json:
         raise click.UsageError("--json prints a summary on stdout: give a FILE to export to")
-    if not to_stdout and not file.parent.is_dir():
-        raise InvalidParams(f"{file.parent} is not a folder", path="file")
+    if not to_stdout:
+        paths.need_folder(file.parent, path="file")
     if not to_stdout and not force and _exists(file):
         raise InvalidParams(_EXISTS.format(file), path="file")
     partial = file.with_name(file.name + ".partial")

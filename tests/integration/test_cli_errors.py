@@ -54,11 +54,14 @@ def one_line_error(home, *args, **kw) -> str:
     return lines[0]
 
 
-def test_export_into_a_missing_folder_is_one_line_and_writes_nothing(home, tmp_path):
-    target = tmp_path / "no-such-folder" / "memory.jsonl"
+def test_export_into_a_missing_folder_says_it_does_not_exist_and_writes_nothing(home, tmp_path):
+    target = tmp_path / "no such folder" / "memory.jsonl"
     said = one_line_error(home, "export", str(target), "--no-progress")
-    assert str(target.parent) in said
+    assert f"{target.parent} does not exist" in said and f"mkdir -p '{target.parent}'" in said, said
     assert not target.parent.exists()
+    (tmp_path / "a-file").write_text("")
+    said = one_line_error(home, "export", str(tmp_path / "a-file" / "memory.jsonl"), "--no-progress")
+    assert f"{tmp_path / 'a-file'} is not a folder" in said
 
 
 def test_export_refuses_an_existing_file_as_backup_does_unless_forced(daemon, tmp_path):

@@ -6,7 +6,7 @@ import apsw
 import pytest
 
 from arbiter.backup import core
-from arbiter.errors import Conflict
+from arbiter.errors import Conflict, InvalidParams
 
 
 def _run(steps):
@@ -38,4 +38,18 @@ def test_a_second_backup_to_the_same_file_while_the_first_runs_is_refused(tmp_pa
     copy.close()
     (tmp_path / "b.db").unlink()
     _run(core.create(source, dest, step_pages=64))  # the name is free again once the first is done
+    source.close()
+
+
+def test_a_backup_into_a_missing_folder_says_it_does_not_exist_and_how_to_make_it(tmp_path):
+    source = apsw.Connection(str(tmp_path / "source.db"))
+    missing, a_file = tmp_path / "no such folder", tmp_path / "a-file"
+    a_file.write_text("")
+    with pytest.raises(InvalidParams) as err:
+        next(core.create(source, missing / "b.db"))
+    assert f"{missing} does not exist" in str(err.value) and f"mkdir -p '{missing}'" in str(err.value)
+    with pytest.raises(InvalidParams) as err:
+        next(core.create(source, a_file / "b.db"))
+    assert f"{a_file} is not a folder" in str(err.value) and err.value.path == "path"
+    assert not missing.exists() and a_file.read_text() == ""
     source.close()
