@@ -110,6 +110,8 @@ def _copy_to(source: apsw.Connection, dest: Path, partial: Path, step_pages: int
 
 
 def _open_readonly(path: Path) -> apsw.Connection:
+    if not path.exists():
+        raise InvalidParams(f"no such file: {path}", path="path")
     if not path.is_file():
         raise InvalidParams(f"{path} is not a file", path="path")
     conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

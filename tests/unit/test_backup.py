@@ -53,3 +53,12 @@ def test_a_backup_into_a_missing_folder_says_it_does_not_exist_and_how_to_make_i
     assert f"{a_file} is not a folder" in str(err.value) and err.value.path == "path"
     assert not missing.exists() and a_file.read_text() == ""
     source.close()
+
+
+def test_verify_of_a_missing_file_says_there_is_no_such_file(tmp_path):
+    with pytest.raises(InvalidParams) as err:
+        core.verify(tmp_path / "gone.db")
+    assert str(err.value) == f"no such file: {tmp_path / 'gone.db'}" and err.value.path == "path"
+    with pytest.raises(InvalidParams) as err:
+        core.verify(tmp_path)
+    assert str(err.value) == f"{tmp_path} is not a file"
