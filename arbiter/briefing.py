@@ -42,6 +42,10 @@ NAMING_BUDGET_S = 12.0
 #: No tool lists every tag, family or pair; these say where the tags that form topics are.
 TAGS_HINT = "`topic_clusters` shows the tags that form topics"
 
+#: The guidance line on tags, filled in with the tag lists the briefing shows above it once fitted (`_guidance`).
+REUSE_TAGS = "- **Reuse the {shown}** above; invent a new tag only when none fits."
+NO_TAGS_YET = "- **No tags yet**: choose short, general tags that later entries can reuse."
+
 GUIDANCE = [
     "- **Search before writing.** When a request overlaps a topic below, `recall` (or `topic_cluster` with one of "
     "its tags) first; if the memory already holds it, extend that entry instead of writing a duplicate.",
@@ -49,10 +53,17 @@ GUIDANCE = [
     "thread's id, not a new top-level entry.",
     "- **Link explicitly** when extending or correcting: `supersedes` (replaces and retires the old entry), "
     "`contradicts`, `refines`, `supports`. Mention another entry as `#ID` in content to leave a backlink.",
-    "- **Reuse the tag vocabulary** and families above; invent a new tag only when none fits.",
+    REUSE_TAGS,
     "- `around` and `backlinks` show an entry's neighbourhood before you change it; `get_memory_briefing` "
     "returns this map again.",
 ]
+
+
+def _guidance(any_tags: bool, families: _Part | None) -> list[str]:
+    """GUIDANCE, its line on tags naming only the tag lists shown above it (the budget may cut the families)."""
+    shown = "tag vocabulary and families" if families is not None and families.keep else "tag vocabulary"
+    tags_line = REUSE_TAGS.format(shown=shown) if any_tags else NO_TAGS_YET
+    return [tags_line if line is REUSE_TAGS else line for line in GUIDANCE]
 
 
 def _date(us: int | None) -> str:
@@ -99,12 +110,15 @@ class _Part:
 
 @dataclass
 class _Doc:
-    blocks: list[list[str] | _Part] = field(default_factory=list)
+    """Blocks of lines in order: fixed lines, a `_Part` the byte budget may shorten, or a function of what the
+    parts keep (lines that name what is shown above them)."""
+
+    blocks: list[list[str] | _Part | Callable[[], list[str]]] = field(default_factory=list)
 
     def render(self, note: str | None = None) -> str:
         out: list[str] = []
         for b in self.blocks:
-            out.extend(b if isinstance(b, list) else b.lines())
+            out.extend(b if isinstance(b, list) else b.lines() if isinstance(b, _Part) else b())
         if note:
             out += ["", note]
         return "\n".join(out).rstrip() + "\n"
@@ -191,15 +205,17 @@ def build(
     paired = {f.name for fp in conv.family_pairs for f in (fp.a, fp.b)}
     alone = [f"  - `{fam.name}`: {', '.join(fam.members[:8])} ({fam.uses} uses)"
              for fam in conv.families if fam.name not in paired]
+    families = None
     if fam_items or alone:
-        doc.blocks.append(_Part(
+        families = _Part(
             "tag families",
             fam_items[:MAX_FAMILY_PAIRS] + alone[:3],
             lambda items, more: (["- Tag families (tags of one shape; use one of each family that applies):"]
                                  + _bullets(items, more, "  ") if items else []),
             TAGS_HINT,
             total=len(fam_items) + len(alone),
-        ))
+        )
+        doc.blocks.append(families)
     pair_items = [
         f"`{p.a}` + `{p.b}` ×{p.count}" for p in vocabulary.pairs if p.count >= 2
     ]
@@ -213,7 +229,8 @@ def build(
         ))
 
     # 3. guidance
-    doc.blocks.append(["", "## 3. Before you write", *GUIDANCE, "", "## 4. Topic map"])
+    doc.blocks.append(lambda: ["", "## 3. Before you write", *_guidance(bool(vocab_items), families), "",
+                               "## 4. Topic map"])
 
     # 4. topic map
     if named:

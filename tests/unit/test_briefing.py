@@ -101,3 +101,24 @@ def test_the_tag_families_left_out_are_counted_on_a_line_of_the_families_list(tm
     lines = b.text.splitlines()
     at = lines.index("  - … 7 more (`topic_clusters` shows the tags that form topics)")
     assert lines[at - 3:at] == [line for line in lines if line.startswith("  - `f")]
+
+
+def test_the_guidance_on_tags_names_only_the_lists_shown_above_it(tmp_path, big):
+    conn = open_database(tmp_path / "plain.db")
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "plain", now=T0)
+        v = users.first_viewer(conn, tid)
+        untagged, _ = briefing.build(conn, v, "plain", now=T0 + 1000, advisor=None)
+        entries.remember(conn, v, RememberParams(type="project", title="Ship v1", content="body", tags=["release"]),
+                         now=T0)
+        tagged, _ = briefing.build(conn, v, "plain", now=T0 + 1000, advisor=None)
+    conn.close()
+    assert "no tags yet" in untagged.text and "tag vocabulary" not in untagged.text.split("## 3.")[1]
+    assert "Tag families" not in tagged.text and "families" not in tagged.text.split("## 3.")[1]
+    assert "**Reuse the tag vocabulary** above" in tagged.text
+    conn, tid = big
+    roomy, _ = briefing.build(conn, users.first_viewer(conn, tid), "big", now=T0 + 1000, advisor=None, max_bytes=65536)
+    assert "- Tag families" in roomy.text and "**Reuse the tag vocabulary and families** above" in roomy.text
+    tight, _ = briefing.build(conn, users.first_viewer(conn, tid), "big", now=T0 + 1000, advisor=None, max_bytes=4096)
+    assert "1 of 1 tag families" in tight.cut and "- Tag families" not in tight.text
+    assert "**Reuse the tag vocabulary** above" in tight.text  # the families it would name were cut
