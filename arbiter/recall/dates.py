@@ -181,29 +181,30 @@ def referenced(text: str, said: int) -> list[Days]:
     today = datetime.fromtimestamp(said / 1_000_000, tz=timezone.utc).date()
     out = []
     for m in _RELATIVE.finditer(lowered):
-        if m["yesterday"]:
-            day = today - timedelta(days=1)
-            out.append(Days(day, day))
-        elif m["weekday"]:
-            back = (today.weekday() - _WEEKDAYS.index(m["weekday"])) % 7 or 7
-            day = today - timedelta(days=back)
-            out.append(Days(day, day))
-        else:
-            if m["unit"]:  # "last week": the calendar unit before this one (a week: the fortnight before, either reading)
-                unit, n = m["unit"], 1
-                if unit in ("week", "weekend"):
-                    out.append(Days(today - timedelta(days=14), today - timedelta(days=1)))
-                elif unit == "month":
-                    out.append(Days(*_month_back(today, 1)))
-                else:
-                    out.append(Days(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31)))
-                continue
-            unit = m["units"]  # "two weeks ago": that far back, give or take a third of the unit
-            n = int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())
-            if unit == "year":
-                out.append(Days(date(today.year - n, 1, 1), date(today.year - n, 12, 31)))
-                continue
-            days, slack = {"day": (1, 1), "week": (7, 3), "weekend": (7, 3), "month": (30, 10)}[unit]
-            centre = today - timedelta(days=days * n)
-            out.append(Days(centre - timedelta(days=slack), min(centre + timedelta(days=slack), today)))
+        try:
+            out.append(_told(m, today))
+        except (ValueError, OverflowError):
+            continue  # "4,500 years ago" places nothing on the calendar
     return out
+
+
+def _told(m: re.Match, today: date) -> Days:
+    """The days one `_RELATIVE` match places an event on, said on `today`."""
+    if m["yesterday"]:
+        return Days(today - timedelta(days=1), today - timedelta(days=1))
+    if m["weekday"]:
+        day = today - timedelta(days=(today.weekday() - _WEEKDAYS.index(m["weekday"])) % 7 or 7)
+        return Days(day, day)
+    if m["unit"]:  # "last week": the calendar unit before this one (a week: the fortnight before, either reading)
+        if m["unit"] in ("week", "weekend"):
+            return Days(today - timedelta(days=14), today - timedelta(days=1))
+        if m["unit"] == "month":
+            return Days(*_month_back(today, 1))
+        return Days(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
+    unit = m["units"]  # "two weeks ago": that far back, give or take a third of the unit
+    n = int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())
+    if unit == "year":
+        return Days(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
+    days, slack = {"day": (1, 1), "week": (7, 3), "weekend": (7, 3), "month": (30, 10)}[unit]
+    centre = today - timedelta(days=days * n)
+    return Days(centre - timedelta(days=slack), min(centre + timedelta(days=slack), today))

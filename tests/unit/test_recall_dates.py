@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from arbiter._time import US, format_time
 from arbiter.recall.dates import Days, Span, referenced, spans
@@ -130,3 +131,23 @@ def test_a_question_in_relative_words_asks_about_days_before_it_is_asked(db, ten
         db, tenant, question, at(2023, 6, 1), *turns, as_of=format_time(at(2023, 5, 16))
     )
     assert (ranked[:2], favoured & {then, later}) == ([later, then], {later})
+    # A time before the calendar places nothing, and the question is still answered.
+    assert len(ids(ask(db, tenant, "Which charity 5K did I run 4500 years ago?", now=at(2023, 6, 1)))) == 4
+
+
+_PHRASES = ["yesterday", "last night", "last Friday", "on Sunday", "last week", "last weekend", "last month",
+            "last year", "a day ago", "3 days ago", "a couple of weeks ago", "two months ago", "10 years ago",
+            "a few days ago", "next week", "the last word", "ago", "4500 years ago", "99999999999 weeks ago",
+            "1000000 days ago"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.one_of(st.sampled_from(_PHRASES), st.text(max_size=12)), max_size=6),
+    said=st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 12, 31)),
+)
+def test_told_days_lie_before_the_telling_and_never_fail(words, said):
+    us = int(said.replace(tzinfo=timezone.utc).timestamp()) * US
+    for days in referenced(" ".join(words), us):
+        # Told events happened: a run of days, in order, ending no later than the day it was said.
+        assert days.first <= days.last <= said.date()
