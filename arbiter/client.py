@@ -91,11 +91,13 @@ class Client:
 
     def __init__(
         self, socket_path: str | Path, token: str | None = None, *, timeout: float | None = 60.0,
-        check_code: bool = True,
+        check_code: bool = True, start_with: str = "arbiter serve",
     ):
         self.socket_path = Path(socket_path)
         self.token = token
         self.timeout = timeout
+        #: The command line that starts a daemon on this socket, told to the user when none answers.
+        self.start_with = start_with
         #: Compare the daemon's version and code fingerprint with ours on connect.
         self.check_code = check_code
         self._sock: socket.socket | None = None
@@ -143,7 +145,7 @@ class Client:
             except (FileNotFoundError, ConnectionRefusedError):
                 sock.close()
                 raise Unavailable(
-                    f"no daemon on {self.socket_path}: start it with `arbiter serve`"
+                    f"no daemon on {self.socket_path}: start it with `{self.start_with}`"
                 ) from None
             except BlockingIOError:
                 sock.close()

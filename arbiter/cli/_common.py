@@ -53,11 +53,14 @@ _RELATIONS = click.Choice(RELATION_TYPES)
 class Settings:
     """Where the CLI finds the daemon and its token."""
 
-    def __init__(self, home: Path, socket: Path | None, tenant: str, user: str | None = None):
+    def __init__(self, home: Path, socket: Path | None, tenant: str, user: str | None = None, *,
+                 serve: str = "arbiter serve"):
         self.home = home
         self.socket = socket or paths.socket_path(home)
         self.tenant = tenant
         self.user = user
+        #: The command line that starts a daemon on this home and socket: the hint when none answers.
+        self.serve = serve
 
     def token_path(self) -> Path:
         return paths.user_token_path(self.home, self.tenant, self.user)
@@ -74,9 +77,9 @@ class Settings:
         except Unauthorized:
             # A fresh home has no token until a daemon first starts on it: say what to do about that.
             if not self._daemon_answers():
-                raise Unavailable(f"no daemon on {self.socket}: start it with `arbiter serve`") from None
+                raise Unavailable(f"no daemon on {self.socket}: start it with `{self.serve}`") from None
             raise
-        return Client(self.socket, token)
+        return Client(self.socket, token, start_with=self.serve)
 
     def _daemon_answers(self) -> bool:
         from arbiter.client import Client
@@ -285,5 +288,9 @@ def main(ctx, home, socket, tenant, user):
 
     Start the daemon with `arbiter serve`; every other command talks to it.
     """
-    ctx.obj = Settings(home or paths.default_home(), socket, tenant, user)
+    # The flags given on the command line, repeated in the hint to start a daemon: one started without them
+    # would serve the default home. Those from the environment are still there when the user runs the hint.
+    given = [f"--{name} {shlex.quote(str(value))}" for name, value in (("home", home), ("socket", socket))
+             if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE]
+    ctx.obj = Settings(home or paths.default_home(), socket, tenant, user, serve=" ".join(["arbiter serve", *given]))
 

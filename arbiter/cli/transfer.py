@@ -156,7 +156,7 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
                 created = admin.tenant_create(tenant)
             paths.write_secret(token, created.token)
             click.echo(f"arbiter: created tenant {tenant!r} (token in {token})", err=True)
-        return Client(settings.socket, paths.read_secret(token, f"tenant {tenant!r}"))
+        return Client(settings.socket, paths.read_secret(token, f"tenant {tenant!r}"), start_with=settings.serve)
 
     def issue_tokens(done) -> None:
         """Imported users have no token anyone holds: give each one, as `arbiter user add` would."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+
+from arbiter import paths
 from tests.integration.test_cli_errors import js, ok, one_line_error, run
 
 BEFORE = "2000-01-01T00:00:00Z"
@@ -69,6 +72,21 @@ def test_no_daemon_reads_the_same_whether_the_home_has_a_token_or_not(daemon, tm
     stopped = one_line_error(daemon.home, "status")
     assert fresh.replace(str(tmp_path), "HOME") == stopped.replace(str(daemon.home), "HOME")
     assert stopped == f"arbiter: error: no daemon on {daemon.socket}: start it with `arbiter serve`"
+
+
+def test_the_way_to_start_the_daemon_repeats_the_home_and_socket_given_as_flags(tmp_path):
+    """Else following it started a daemon on the default home, not the one the command was pointed at."""
+    home, sock = tmp_path / "my home", tmp_path / "it's.sock"
+
+    def hint(*args) -> list[str]:
+        said = one_line_error(tmp_path, *args, "status")
+        return shlex.split(said.split("start it with `")[1].rstrip("`"))
+
+    assert hint("--home", str(home)) == ["arbiter", "serve", "--home", str(home)]  # a fresh home: no token yet
+    paths.write_secret(paths.token_path(home, paths.DEFAULT_TENANT), "a token, and no daemon")
+    assert hint("--home", str(home), "--socket", str(sock)) == [
+        "arbiter", "serve", "--home", str(home), "--socket", str(sock)]
+    assert hint("--socket", str(sock)) == ["arbiter", "serve", "--socket", str(sock)]  # the home from ARBITER_HOME
 
 
 def test_a_missing_id_reads_the_same_in_every_command(daemon):
