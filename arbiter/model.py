@@ -89,6 +89,12 @@ class TextParams(Params):
         _check_source(getattr(self, "source", None))
 
 
+def _no_empty_source(p: RememberParams | ReplyParams) -> None:
+    """A new entry's "" source is no source, as `update`'s "" removes one: never stored as an empty line."""
+    if p.source == "":
+        p.source = None
+
+
 class Empty(Params):
     """No params."""
 
@@ -159,6 +165,7 @@ class RememberParams(TextParams):
         _not_blank("new_conversation", self.new_conversation)
         if self.new_conversation is not None and self.conversation_id is not None:
             raise ValueError("new_conversation: not with conversation_id")
+        _no_empty_source(self)
 
 
 #: `remember`'s flags a bulk write refuses rather than silently ignores: the LLM layers call a model per
@@ -811,6 +818,10 @@ class ReplyParams(TextParams):
     tags: Tags | None = None
     source: str | None = None
     speaker: Speaker | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _no_empty_source(self)
 
 
 class ThreadParams(Params):

@@ -303,3 +303,18 @@ def test_an_export_of_what_an_older_version_stored_still_runs_and_its_import_nam
     assert ok(h, "export", str(out), "--no-progress").startswith("exported 1 entry (1 earlier state)")
     said = one_line_error(h, "import", str(out), "--no-progress")
     assert "source: a source is one line" in said and "nothing was imported" in said
+
+
+def test_an_empty_source_on_a_write_means_no_source_as_it_does_on_update(daemon):
+    """`remember --source ""` stored "" while `update --source ''` removed the source."""
+    h = daemon.home
+    said = js(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Friday", "--source", "")
+    assert said["source"] is None and js(h, "get", str(said["id"]))["source"] is None
+    with daemon.client() as c:
+        wrote = c.remember(type="project", title="Ship v2", content="Monday", source="")
+        replied = c.reply(wrote.id, "moved to Tuesday", source="")
+        many = c.remember_many([{"type": "project", "title": "Ship v3", "content": "later", "source": ""}])
+        assert [c.get(i).source for i in (wrote.id, replied.id, *many)] == [None, None, None]
+        assert wrote.source is None and replied.source is None
+        sourced = c.remember(type="project", title="Ship v4", content="soon", source="standup")
+        assert c.update(sourced.id, source="").source is None  # what update's "" already meant
