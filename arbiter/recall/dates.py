@@ -161,16 +161,15 @@ _RELATIVE = re.compile(
     r"\b(?:(?P<yesterday>yesterday|last night)"
     r"|(?:last|past|on) (?P<weekday>" + "|".join(_WEEKDAYS) + r")"
     r"|last (?P<unit>week|weekend|month|year)"
-    r"|(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|(?:a )?couple(?: of)?|(?:a )?few)"
+    r"|(?<![\d,.])(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|(?:a )?couple(?: of)?|(?:a )?few)"
     r" (?P<units>day|week|weekend|month|year)s? ago)\b"
 )
 
 
-def _month_back(d: date, n: int) -> tuple[date, date]:
-    """The calendar month `n` months before the one holding `d`, first and last day."""
-    index = d.year * 12 + d.month - 1 - n
-    first = date(index // 12, index % 12 + 1, 1)
-    return first, (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+def _month_before(d: date) -> Days:
+    """The calendar month before the one holding `d`."""
+    last = d.replace(day=1) - timedelta(days=1)
+    return Days(last.replace(day=1), last)
 
 
 def referenced(text: str, said: int) -> list[Days]:
@@ -184,7 +183,7 @@ def referenced(text: str, said: int) -> list[Days]:
         try:
             out.append(_told(m, today))
         except (ValueError, OverflowError):
-            continue  # "4,500 years ago" places nothing on the calendar
+            continue  # "4500 years ago" places nothing on the calendar
     return out
 
 
@@ -199,7 +198,7 @@ def _told(m: re.Match, today: date) -> Days:
         if m["unit"] in ("week", "weekend"):
             return Days(today - timedelta(days=14), today - timedelta(days=1))
         if m["unit"] == "month":
-            return Days(*_month_back(today, 1))
+            return _month_before(today)
         return Days(date(today.year - 1, 1, 1), date(today.year - 1, 12, 31))
     unit = m["units"]  # "two weeks ago": that far back, give or take a third of the unit
     n = int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())

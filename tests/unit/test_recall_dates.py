@@ -92,6 +92,7 @@ def test_a_span_meets_the_day_ranges_that_reach_into_it():
         ("I dyed my hair two weeks ago", [(date(2022, 4, 15), date(2022, 4, 21))]),
         ("a month ago", [(date(2022, 3, 23), date(2022, 4, 12))]),
         ("3 years ago", [(date(2019, 1, 1), date(2019, 12, 31))]),
+        ("built 4,500 years ago", []),  # not "500 years ago"
         ("How many weeks ago did I meet her?", []),  # asks for a span, names none
         ("I will go next week", []),  # plans are not told events
         ("the last weeks of the project", []),
@@ -99,6 +100,10 @@ def test_a_span_meets_the_day_ranges_that_reach_into_it():
 )
 def test_relative_words_place_an_event_before_it_was_told(text, want):
     assert referenced(text, at(2022, 5, 2)) == [Days(*days) for days in want]
+
+
+def test_last_month_in_january_is_last_december():
+    assert referenced("last month", at(2023, 1, 15)) == [Days(date(2022, 12, 1), date(2022, 12, 31))]
 
 
 def ranked_by_date(db, tenant, question, now, *turns, **kw):
