@@ -10,9 +10,10 @@ question, the time it is asked (now, or the `as_of` it asks about).
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 
 MONTHS = {
     name: i + 1
@@ -32,6 +33,20 @@ _PATTERNS = [
     re.compile(rf"\b{_MONTH}\b", re.IGNORECASE),
     re.compile(rf"\b(?:in|during|of|since|until|before|after|by)\s+{_YEAR}\b", re.IGNORECASE),
 ]
+
+_EPOCH = date(1970, 1, 1)
+_DAY_US = 86_400_000_000
+
+
+def _day(us: int) -> date:
+    """The UTC calendar day holding the instant `us` (µs since the epoch).
+
+    In integers: `us / 1e6` as a float rounds the last microsecond of 9999 up into a year 10000 that `date`
+    cannot hold, and `as_of` may be that instant.
+    """
+    return _EPOCH + timedelta(days=us // _DAY_US)
+
+
 # "may" and "march" are verbs too: alone (no day or year beside them) they
 # count only after a word that introduces a time.
 _AMBIGUOUS = frozenset({"may", "march"})
@@ -48,7 +63,7 @@ class Span:
 
     def holds(self, us: int) -> bool:
         """Whether the instant `us` (µs since the epoch, UTC) falls inside the span."""
-        t = datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc)
+        t = _day(us)
         return (
             (self.year is None or t.year == self.year)
             and (self.month is None or t.month == self.month)
@@ -63,7 +78,7 @@ class Span:
                 lo, hi = date(year, 1, 1), date(year, 12, 31)
             elif self.day is None:
                 lo = date(year, self.month, 1)
-                hi = (lo.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+                hi = lo.replace(day=calendar.monthrange(year, self.month)[1])
             elif _valid(year, self.month, self.day):
                 lo = hi = date(year, self.month, self.day)
             else:
@@ -81,7 +96,7 @@ class Days:
     last: date
 
     def holds(self, us: int) -> bool:
-        return self.first <= datetime.fromtimestamp(us / 1_000_000, tz=timezone.utc).date() <= self.last
+        return self.first <= _day(us) <= self.last
 
     def meets(self, days: Days) -> bool:
         return self.first <= days.last and days.first <= self.last
@@ -177,7 +192,7 @@ def referenced(text: str, said: int) -> list[Days]:
     lowered = text.lower()
     if not _RELATIVE.search(lowered):
         return []
-    today = datetime.fromtimestamp(said / 1_000_000, tz=timezone.utc).date()
+    today = _day(said)
     out = []
     for m in _RELATIVE.finditer(lowered):
         try:

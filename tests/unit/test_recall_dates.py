@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from arbiter._time import US, format_time
+from arbiter._time import MAX_US, MIN_US, US, format_time
 from arbiter.recall.dates import Days, Span, referenced, spans
 from tests.unit.test_recall import ask, conversation, ids, remember
 
@@ -149,10 +149,21 @@ _PHRASES = ["yesterday", "last night", "last Friday", "on Sunday", "last week", 
 @settings(max_examples=300, deadline=None)
 @given(
     words=st.lists(st.one_of(st.sampled_from(_PHRASES), st.text(max_size=12)), max_size=6),
-    said=st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 12, 31)),
+    # Every instant the wire takes, 0001 to the last microsecond of 9999, the two ends drawn often.
+    said=st.one_of(st.sampled_from([MIN_US, MAX_US]), st.integers(MIN_US, MAX_US)),
 )
 def test_told_days_lie_before_the_telling_and_never_fail(words, said):
-    us = int(said.replace(tzinfo=timezone.utc).timestamp()) * US
-    for days in referenced(" ".join(words), us):
+    day = (datetime(1970, 1, 1) + timedelta(microseconds=said)).date()
+    for days in referenced(" ".join(words), said):
         # Told events happened: a run of days, in order, ending no later than the day it was said.
-        assert days.first <= days.last <= said.date()
+        assert days.first <= days.last <= day
+        assert Span(None, days.last.month, None).meets(days) and Days(day, day).holds(said)
+
+
+def test_the_calendar_edges_are_days_like_any_other(db, tenant):
+    assert Span(9999, 12, 31).holds(MAX_US) and Span(1, 1, 1).holds(MIN_US)
+    assert Span(None, 12, None).meets(Days(date(9999, 12, 30), date(9999, 12, 31)))
+    assert referenced("yesterday", MAX_US) == [Days(date(9999, 12, 30), date(9999, 12, 30))]
+    # A question asked at the last instant of the calendar still counts back from it.
+    told = remember(db, tenant, "t", "I ran a charity 5K yesterday")
+    assert ids(ask(db, tenant, "Which 5K did I run yesterday?", as_of=format_time(MAX_US))) == [told]
