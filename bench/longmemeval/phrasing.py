@@ -8,8 +8,8 @@ it changes who is named and nothing else; a retrieval signal that only
 reads "I" and "you" loses its cue, as it would with a real agent.
 
 An agent told to send key words sends the question's content words only
-(`keywords`: recall's own stopwords out, so "I", "the user", "how many"
-go); phrasings compose with "+" ("third-person+keywords").
+(`keywords`: recall's own stopwords out, so "I", "how many" and the "the"
+of "the user" go); phrasings compose with "+" ("third-person+keywords").
 """
 
 from __future__ import annotations
