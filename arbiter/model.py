@@ -272,7 +272,9 @@ class RecallParams(Params):
     word searches a prefix (`depl*`: deploy, deployment). In search mode `types` and `tag` are soft boosts; `conversation_id` runs a
     conversation pass fused with a tenant-wide pass. `as_of` ranks the set as it
     stood then, and is the reference instant for age decay. `intent="off"`
-    stops question cues from boosting types; `decay=false` stops age decay.
+    stops question cues from boosting types; `decay=true` favours recent
+    entries (off by default: a note does not grow less true with age, and
+    what has stopped being true retires through supersession and validity).
     `disable` switches named pipeline stages off, for measuring them.
     `known_at` searches the memory as it was recorded then: past text and
     validity, none of what was written later.
@@ -287,7 +289,7 @@ class RecallParams(Params):
     limit: Annotated[int, Meta(ge=1, le=200)] = 10
     explain: bool = False
     intent: Literal["on", "off"] = "on"
-    decay: bool = True
+    decay: bool = False
     half_life_days: Annotated[float, Meta(gt=0, le=36500)] = 90.0
     floor: Annotated[float, Meta(ge=0, le=1)] = 0.5
     disable: Annotated[list[RecallStage], Meta(max_length=16)] = []

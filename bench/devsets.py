@@ -77,7 +77,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("- framing (memory-framing stopwords)", {"disable": ["framing"]}, {}),
     ("- weights", {"disable": ["weights"]}, {}),
     ("- intent", {"disable": ["intent"]}, {}),
-    ("- decay", {"disable": ["decay"]}, {}),
+    ("+ decay", {"decay": True}, {}),
     ("- voice", {"disable": ["voice"]}, {}),
     ("- quantity", {"disable": ["quantity"]}, {}),
     ("- number_words", {"disable": ["number_words"]}, {}),
@@ -113,6 +113,8 @@ IDEAS: list[tuple[str, dict, dict]] = [
     # Issue 12's stages, shipped off; they need the entity links of the `--graph` homes.
     *((f"entities {b}", {}, {"entity_boost": b}) for b in (0.1, 0.3)),
     ("salience 0.4", {}, {"salience_weight": 0.4}),
+    *((f"decay floor {f}", {"floor": f}, {}) for f in (0.7, 0.8, 0.9)),
+    *((f"decay half-life {d} d", {"half_life_days": d}, {}) for d in (180, 365, 730)),
 ]
 
 SETS = (("LME", "lme", "as-written"), ("LME 3rd", "lme", "third-person"), ("LoCoMo", "locomo", "as-written"))
@@ -200,6 +202,15 @@ def ensure_derived(home: Path) -> None:
     mark.touch()
 
 
+def asked_at(conn, q: harness.QuestionState) -> int:
+    """When `q` is asked (µs), the `now` its "a month ago" counts back from: LongMemEval's question date, else the
+    end of its conversation (LoCoMo's questions are asked about a conversation that has ended, and carry no date:
+    the clock's own year would move "4 years ago" with the year of the run)."""
+    if q.question_date:
+        return ds.parse_date(q.question_date) * 1_000_000
+    return conn.execute("SELECT max(valid_from) FROM entries WHERE conversation_id = ?", (q.conversation_id,)).fetchone()[0]
+
+
 def measure(
     conn, tenant: int, questions: Sequence[harness.QuestionState], phrasing: str, params: dict, tuning_changes: dict
 ) -> Row:
@@ -215,7 +226,7 @@ def measure(
         p = RecallParams(
             query=phrase(q.question, phrasing), conversation_id=q.conversation_id, limit=10, **params
         )
-        asked = ds.parse_date(q.question_date) * 1_000_000 if q.question_date else None  # asked then: "a month ago"
+        asked = asked_at(conn, q)
         started = time.perf_counter()
         with conn:
             ranked = [h.id for h in recall(conn, viewer, p, now=asked, tuning=tuning).hits]

@@ -35,7 +35,7 @@ VARIANTS: list[tuple[str, dict, dict]] = [
     ("+ phrase and NEAR branches (stage 2)", {}, {"phrase": True, "near": True}),
     ("- column weights (stage 3: all 1)", {"disable": ["weights"]}, {}),
     ("- intent routing (stage 5)", {"disable": ["intent"]}, {}),
-    ("- age decay (stage 6)", {"disable": ["decay"]}, {}),
+    ("+ age decay (stage 6, off unless asked for)", {"decay": True}, {}),
     ("- voice", {"disable": ["voice"]}, {}),
     ("- quantity cue", {"disable": ["quantity"]}, {}),
     ("- number words (quantity cue counts digits only)", {"disable": ["number_words"]}, {}),

@@ -300,7 +300,8 @@ def _show_hits(result) -> None:
 @click.option("--explain", is_flag=True, help="Show each hit's score parts.")
 @click.option("--intent", type=click.Choice(["on", "off"]), default="on", show_default=True,
               help="Let question words (when, how to, prefer...) softly favour entry types.")
-@click.option("--decay/--no-decay", default=True, show_default=True, help="Favour recent entries.")
+@click.option("--decay/--no-decay", default=False, show_default=True,
+              help="Favour recent entries (off: an old note is as true as a new one until it is superseded).")
 @click.option("--half-life", "half_life_days", type=click.FloatRange(min=0, min_open=True, max=36500), default=90.0,
               show_default=True, help="Age decay half-life in days.")
 @click.option("--floor", type=click.FloatRange(0, 1), default=0.5, show_default=True,

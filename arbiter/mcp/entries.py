@@ -600,7 +600,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
 class RecallArgs(Args):
     query: Annotated[str, Meta(max_length=4096, description=(
         "The question as it stands, or key words. Keep who it is about ('the user', 'the assistant', a name), "
-        "what it asks for ('how many', 'when') and any time it names: they steer the ranking."))]
+        "what it asks for ('how many', 'when') and any date it names: they steer the ranking."))]
     conversation_id: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description=(
         "Search this conversation first, then the rest. Defaults to this session's conversation."))] = None
     everywhere: Annotated[bool, Meta(description="Rank the whole memory alike, no conversation first.")] = False
@@ -634,8 +634,8 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     Ask the question as it stands ("What did the user buy for the user's
     sister?"): who it is about picks whose words rank first (the user's own,
     the assistant's, a named person's), "how many" favours text with a
-    figure, "when" text that says when, and a time it names ("on March 3",
-    "two weeks ago") entries from then. Stripped to bare key words it loses
+    figure, "when" text that says when, and a date it names ("on March 3",
+    "in June") entries from then. Stripped to bare key words it loses
     those. Matching is by words, not meaning. When the hits miss, search
     again with the words a stored answer would use rather than synonyms of
     the question: for "what does Ann do with her family?", try "Ann kids

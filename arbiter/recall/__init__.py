@@ -15,7 +15,7 @@ can reorder or fuse it before `render` turns it into hits.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import apsw
 import msgspec
@@ -173,9 +173,6 @@ def search(
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     reference = as_of if as_of is not None else (now_us() if now is None else now)
-    # "two weeks ago" in a question is two weeks before it is asked (or before the time it asks about).
-    if asked := dates.referenced(query.text, reference):
-        query = replace(query, when=query.when + tuple(asked))
     suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
     # Statistics of the scopes `v` sees whole: BM25 over exactly what they may read.
     n, df = _rank.FREQUENCIES.get(conn, v.scopes, [s for t in query.terms for s in t.stem.split(" ")])

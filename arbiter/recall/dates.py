@@ -2,10 +2,11 @@
 
 A question that names a time asks about what was said or true then, and
 every entry carries that time on its valid axis: recall favours the entries
-valid_from places inside a span the query names (score.dated). Relative
-words ("two weeks ago", "last Friday") name days too, counted back from a
-reference (`referenced`): for an entry, the time it was said; for a
-question, the time it is asked (now, or the `as_of` it asks about).
+valid_from places inside a span the query names (score.dated), and the
+entries whose own relative words ("two weeks ago", "last Friday") place an
+event inside one, counted back from when they were said (`referenced`). A
+question's own relative words are not read: measured, they cost more than
+they gave (docs/retrieval.md).
 """
 
 from __future__ import annotations
@@ -94,12 +95,6 @@ class Days:
 
     first: date
     last: date
-
-    def holds(self, us: int) -> bool:
-        return self.first <= _day(us) <= self.last
-
-    def meets(self, days: Days) -> bool:
-        return self.first <= days.last and days.first <= self.last
 
 
 def spans(text: str) -> tuple[Span, ...]:

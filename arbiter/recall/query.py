@@ -15,7 +15,7 @@ from typing import Callable, Literal
 
 import apsw
 
-from arbiter.recall.dates import Days, Span, spans
+from arbiter.recall.dates import Span, spans
 
 #: The index's tokenizer (see the FTS migration): name and arguments.
 TOKENIZER = ("porter", ("unicode61", "remove_diacritics", "2"))
@@ -128,7 +128,7 @@ class Query:
     #: Every word of the query, lowercased, stopwords too (speaker names are matched against them).
     words: frozenset[str] = field(default_factory=frozenset)
     #: The calendar days, months and years the query names (`dates.spans`).
-    when: tuple[Span | Days, ...] = ()
+    when: tuple[Span, ...] = ()
 
     @property
     def empty(self) -> bool:

@@ -176,7 +176,7 @@ def speaker(name: str | None, words: frozenset[str], *, strength: float = SPEAKE
     return 1.0 + strength if _name_words(name) & words else 1.0
 
 
-def dated(valid_from: int, when: Sequence[Span | Days], *, strength: float = DATE_BOOST, told: Sequence[Days] = ()) -> float:
+def dated(valid_from: int, when: Sequence[Span], *, strength: float = DATE_BOOST, told: Sequence[Days] = ()) -> float:
     """x(1 + strength) for an entry whose valid time starts inside a span the query names, or whose words place
     an event inside one (`told`: day ranges from dates.referenced), else 1."""
     hit = any(span.holds(valid_from) or any(span.meets(days) for days in told) for span in when)

@@ -39,7 +39,7 @@ def test_graduated_recall_through_the_socket(client, chat):
     by_id = {h.id: h for h in res.hits}
     assert by_id[made["flight"]].scope == "conversation" and by_id[made["visa"]].scope == "tenant"
     assert by_id[made["elsewhere"]].parts["tenant_rank"] == 1.0
-    assert set(by_id[made["flight"]].parts) >= {"bm25", "decay", "voice", "conversation_rank", "rrf"}
+    assert set(by_id[made["flight"]].parts) >= {"bm25", "voice", "conversation_rank", "rrf"}
     assert res.hits[0].excerpt and "**" in res.hits[0].excerpt
     assert res.expression and "{scope}" in res.expression
 

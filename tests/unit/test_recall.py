@@ -54,8 +54,8 @@ def test_the_matching_entry_comes_first_with_its_parts(db, tenant):
     res = ask(db, tenant, "how do I watch the canary during a deploy?", explain=True)
     assert ids(res)[0] == want
     parts = res.hits[0].parts
-    assert parts["bm25"] > 0 and parts["decay"] == 1.0 and "voice" in parts
-    assert res.hits[0].score == pytest.approx(parts["bm25"] * parts["decay"] * parts["voice"] * parts.get("intent", 1))
+    assert parts["bm25"] > 0 and "decay" not in parts and "voice" in parts  # decay is opt-in
+    assert res.hits[0].score == pytest.approx(parts["bm25"] * parts["voice"] * parts.get("intent", 1))
     assert res.expression and '"canary"' in res.expression
     assert ask(db, tenant, "canary").hits[0].parts is None  # only with explain
 
@@ -173,13 +173,14 @@ def test_intent_is_a_soft_boost(db, tenant):
     assert ids(ask(db, tenant, "how to rollback the api")) == [strong, how]
 
 
-def test_decay_prefers_recent_entries_and_can_be_switched_off(db, tenant):
+def test_decay_is_asked_for_and_then_prefers_recent_entries(db, tenant):
     old = remember(db, tenant, "Release plan", now=T0 - 400 * DAY, valid_from=format_time(T0 - 400 * DAY))
     new = remember(db, tenant, "Release plan", now=T0, valid_from=format_time(T0))
-    assert ids(ask(db, tenant, "release plan")) == [new, old]
-    assert ids(ask(db, tenant, "release plan", decay=False)) == [old, new]
-    assert ids(ask(db, tenant, "release plan", disable=["decay"])) == [old, new]
-    res = ask(db, tenant, "release plan", explain=True, floor=0.1)
+    # Off by default: an old note is as true as a new one until it is superseded (ties go to the lower id).
+    assert ids(ask(db, tenant, "release plan")) == [old, new]
+    assert ids(ask(db, tenant, "release plan", decay=True)) == [new, old]
+    assert ids(ask(db, tenant, "release plan", decay=True, disable=["decay"])) == [old, new]
+    res = ask(db, tenant, "release plan", explain=True, decay=True, floor=0.1)
     assert [h.parts["decay"] for h in res.hits] == [1.0, 0.1]
 
 
@@ -187,9 +188,9 @@ def test_decay_counts_age_at_as_of(db, tenant):
     old = remember(db, tenant, "Ship date", "ship on Friday", valid_from=format_time(T0 - 400 * DAY))
     new = remember(db, tenant, "Ship date", "ship on Monday", valid_from=format_time(T0 - 200 * DAY))
     then = {h.id: h.parts["decay"] for h in ask(db, tenant, "ship", as_of=format_time(T0 - 199 * DAY),
-                                                explain=True).hits}
+                                                explain=True, decay=True).hits}
     assert then == {new: 1.0, old: 0.6}  # 1 and 201 days old at as_of (half-life 90 days)
-    now = {h.id: h.parts["decay"] for h in ask(db, tenant, "ship", explain=True).hits}
+    now = {h.id: h.parts["decay"] for h in ask(db, tenant, "ship", explain=True, decay=True).hits}
     assert now == {new: 0.6, old: 0.5}  # 201 and 401 days old now
 
 
@@ -274,7 +275,7 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
                       conversation_id=chat, valid_from=format_time(T0 - 30 * US))
     res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
     assert res[strong].score > res[again].score and "reply_to" not in res[strong].parts
-    assert res[strong].score == pytest.approx(res[strong].parts["bm25"] * res[strong].parts["decay"])
+    assert res[strong].score == pytest.approx(res[strong].parts["bm25"])
 
 
 def test_a_reply_borrows_the_questions_match_but_is_weighed_by_its_own_speaker(db, tenant):

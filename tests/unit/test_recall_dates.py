@@ -48,20 +48,22 @@ def test_a_span_holds_the_instants_inside_it():
 
 def test_an_entry_valid_inside_a_named_date_is_favoured(db, tenant):
     chat = conversation(db, tenant)
-    # Two sessions say the same words; the question names the older one's day (decay alone favours the newer).
+    # Two sessions say the same words; the question names the older one's day (decay, asked for, favours the newer).
     older = remember(db, tenant, "t", "Melanie: I showed Caroline my new painting", conversation_id=chat,
                      valid_from=format_time(at(2023, 7, 3)))
     newer = remember(db, tenant, "t", "Melanie: I showed Caroline my new painting", conversation_id=chat,
                      valid_from=format_time(at(2023, 10, 13)))
     question = "What painting did Melanie show on July 3, 2023?"
-    res = ask(db, tenant, question, conversation_id=chat, explain=True, now=at(2023, 12, 1))
+    res = ask(db, tenant, question, conversation_id=chat, explain=True, decay=True, now=at(2023, 12, 1))
     by_id = {h.id: h for h in res.hits}
     assert ids(res) == [older, newer]
     assert by_id[older].parts["date"] > 1.0 == by_id[newer].parts["date"]
-    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=at(2023, 12, 1))) == [newer, older]
+    assert ids(ask(db, tenant, question, conversation_id=chat, disable=["dates"], decay=True,
+                   now=at(2023, 12, 1))) == [newer, older]
     # A month of any year counts too; a day the entries are not from moves nothing.
-    assert ids(ask(db, tenant, "What painting did Melanie show in July?", conversation_id=chat, now=at(2023, 12, 1)))[0] == older
-    assert ids(ask(db, tenant, "What painting did Melanie show on July 4?", conversation_id=chat, now=at(2023, 12, 1)))[0] == newer
+    for asked, first in (("in July", older), ("on July 4", newer)):
+        res = ask(db, tenant, f"What painting did Melanie show {asked}?", conversation_id=chat, decay=True, now=at(2023, 12, 1))
+        assert ids(res)[0] == first
 
 
 def test_a_span_meets_the_day_ranges_that_reach_into_it():
@@ -72,8 +74,6 @@ def test_a_span_meets_the_day_ranges_that_reach_into_it():
     assert Span(2021, None, None).meets(Days(date(2021, 12, 20), date(2022, 1, 3)))
     assert Span(None, 2, 29).meets(Days(date(2024, 2, 1), date(2024, 3, 1)))
     assert not Span(None, 2, 29).meets(Days(date(2023, 2, 1), date(2023, 3, 1)))  # no such day that year
-    assert Days(date(2022, 4, 1), date(2022, 4, 30)).holds(at(2022, 4, 30))
-    assert not Days(date(2022, 4, 1), date(2022, 4, 30)).holds(at(2022, 5, 1))
 
 
 # Said at noon on Monday, 2 May 2022.
@@ -113,7 +113,7 @@ def ranked_by_date(db, tenant, question, now, *turns, **kw):
     made = [remember(db, tenant, "t", text, conversation_id=chat, valid_from=format_time(day)) for text, day in turns]
     res = ask(db, tenant, question, conversation_id=chat, explain=True, now=now, **kw)
     plain = ask(db, tenant, question, conversation_id=chat, disable=["dates"], now=now, **kw)
-    return made, ids(res), {h.id for h in res.hits if h.parts["date"] > 1.0}, ids(plain)
+    return made, ids(res), {h.id for h in res.hits if h.parts.get("date", 1.0) > 1.0}, ids(plain)
 
 
 def test_an_event_told_later_in_relative_words_counts_for_its_own_day(db, tenant):
@@ -125,19 +125,13 @@ def test_an_event_told_later_in_relative_words_counts_for_its_own_day(db, tenant
     assert (ranked, favoured, plain) == ([told, other], {told}, [other, told])
 
 
-def test_a_question_in_relative_words_asks_about_days_before_it_is_asked(db, tenant):
+def test_a_question_s_own_relative_words_do_not_date_it(db, tenant):
+    # Measured and not kept (docs/retrieval.md): "a month ago" in a question names no span; only what it says does.
     turns = (("I ran the charity 5K with my colleagues", at(2023, 3, 19)), ("I ran another charity 5K", at(2023, 4, 16)))
-    question = "Which charity 5K did I run a month ago?"
-    (then, later), ranked, favoured, plain = ranked_by_date(db, tenant, question, at(2023, 4, 18), *turns)
-    assert (ranked, favoured, plain) == ([then, later], {then}, [later, then])
-    # Asked about a past time (as_of), "a month ago" is a month before that time (the first pair follows, in the
-    # tenant's pass).
-    (then, later), ranked, favoured, _ = ranked_by_date(
-        db, tenant, question, at(2023, 6, 1), *turns, as_of=format_time(at(2023, 5, 16))
-    )
-    assert (ranked[:2], favoured & {then, later}) == ([later, then], {later})
-    # A time before the calendar places nothing, and the question is still answered.
-    assert len(ids(ask(db, tenant, "Which charity 5K did I run 4500 years ago?", now=at(2023, 6, 1)))) == 4
+    _, ranked, favoured, plain = ranked_by_date(db, tenant, "Which charity 5K did I run a month ago?", at(2023, 4, 18),
+                                                *turns)
+    assert favoured == set() and ranked == plain
+    assert len(ids(ask(db, tenant, "Which charity 5K did I run 4500 years ago?", now=at(2023, 6, 1)))) == 2
 
 
 _PHRASES = ["yesterday", "last night", "last Friday", "on Sunday", "last week", "last weekend", "last month",
@@ -157,13 +151,13 @@ def test_told_days_lie_before_the_telling_and_never_fail(words, said):
     for days in referenced(" ".join(words), said):
         # Told events happened: a run of days, in order, ending no later than the day it was said.
         assert days.first <= days.last <= day
-        assert Span(None, days.last.month, None).meets(days) and Days(day, day).holds(said)
+        assert Span(None, days.last.month, None).meets(days) and Span(day.year, day.month, day.day).holds(said)
 
 
 def test_the_calendar_edges_are_days_like_any_other(db, tenant):
     assert Span(9999, 12, 31).holds(MAX_US) and Span(1, 1, 1).holds(MIN_US)
     assert Span(None, 12, None).meets(Days(date(9999, 12, 30), date(9999, 12, 31)))
     assert referenced("yesterday", MAX_US) == [Days(date(9999, 12, 30), date(9999, 12, 30))]
-    # A question asked at the last instant of the calendar still counts back from it.
+    # A question asked at the last instant of the calendar is answered.
     told = remember(db, tenant, "t", "I ran a charity 5K yesterday")
     assert ids(ask(db, tenant, "Which 5K did I run yesterday?", as_of=format_time(MAX_US))) == [told]
