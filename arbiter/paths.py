@@ -59,7 +59,8 @@ def need_folder(folder: Path, *, path: str) -> None:
 def private_fd(path: Path, flags: int = os.O_WRONLY) -> int:
     """`path` opened with `flags`, created or emptied, 0600 whatever the umask or the mode of a file already there,
     before a byte is written: for what holds a token or the memory (token files, backups, exports)."""
-    fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC, 0o600)
+    # O_NOFOLLOW: a symlink planted where a token or an export goes must not redirect (and chmod) its target.
+    fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     # O_CREAT's mode is for a new file: one already there (a `.partial` an interrupted export left) keeps its own.
     os.fchmod(fd, 0o600)
     return fd

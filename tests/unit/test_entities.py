@@ -833,3 +833,13 @@ def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed)
                 assert [(e.name, e.type, e.mentions, e.created_at, e.updated_at, e.aliases) for e in listed] == \
                     want[:limit], (user, query, etype, limit)
     assert {(True, True), (True, False)} <= plans  # ann sees most of the tenant, cat little: both of the list's plans
+
+
+def test_the_whole_tenant_columns_refuse_a_viewer_of_part_of_it_even_under_python_O():
+    # Dating an entity by the row's own times would tell a partial viewer when another user wrote about it.
+    from arbiter.store.users import Viewer
+
+    part = Viewer(tenant_id=1, user_id=2, user_name="ann", scopes=(5,))
+    with pytest.raises(RuntimeError):
+        core._columns(part)
+    assert "x.created_at" in core._columns(Viewer(tenant_id=1, user_id=2, user_name="ann", solo=True))

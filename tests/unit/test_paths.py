@@ -36,3 +36,15 @@ def test_a_secret_written_over_a_readable_file_is_its_owners_alone(tmp_path, com
     token.chmod(0o644)
     paths.write_secret(token, "arb_new")
     assert token.read_text() == "arb_new\n" and stat.S_IMODE(token.stat().st_mode) == 0o600
+
+
+def test_a_symlink_where_a_secret_goes_is_refused_and_its_target_untouched(tmp_path, common_umask):
+    # A link planted at a token's path must not send the token (and a chmod) to the link's target.
+    target = tmp_path / "elsewhere"
+    target.write_text("someone else's file")
+    target.chmod(0o644)
+    token = tmp_path / "alice.token"
+    token.symlink_to(target)
+    with pytest.raises(OSError):
+        paths.write_secret(token, "arb_new")
+    assert target.read_text() == "someone else's file" and stat.S_IMODE(target.stat().st_mode) == 0o644
