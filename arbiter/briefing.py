@@ -63,7 +63,7 @@ def _guidance(any_tags: bool, families: _Part | None) -> list[str]:
     """GUIDANCE, its line on tags naming only the tag lists shown above it (the budget may cut the families)."""
     shown = "tag vocabulary and families" if families is not None and families.keep else "tag vocabulary"
     tags_line = REUSE_TAGS.format(shown=shown) if any_tags else NO_TAGS_YET
-    return [tags_line if line is REUSE_TAGS else line for line in GUIDANCE]
+    return [tags_line if line == REUSE_TAGS else line for line in GUIDANCE]
 
 
 def _date(us: int | None) -> str:

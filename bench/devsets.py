@@ -203,9 +203,9 @@ def ensure_derived(home: Path) -> None:
 
 
 def asked_at(conn, q: harness.QuestionState) -> int:
-    """When `q` is asked (µs), the `now` its "a month ago" counts back from: LongMemEval's question date, else the
-    end of its conversation (LoCoMo's questions are asked about a conversation that has ended, and carry no date:
-    the clock's own year would move "4 years ago" with the year of the run)."""
+    """When `q` is asked (µs), recall's `now` (what age decay, when asked for, counts from): LongMemEval's question
+    date, else the end of its conversation (LoCoMo's questions are asked about a conversation that has ended, and
+    carry no date; at the clock's now, years after the data, every entry would be equally old)."""
     if q.question_date:
         return ds.parse_date(q.question_date) * 1_000_000
     return conn.execute("SELECT max(valid_from) FROM entries WHERE conversation_id = ?", (q.conversation_id,)).fetchone()[0]
@@ -372,8 +372,8 @@ def reach(conn, tenant: int, questions: Sequence[harness.QuestionState], phrasin
             own = stems(speaker or "")
             shares = shares or bool((wanted - own) & stems(f"{title} {content}"))
         with conn:
-            ranked = [h.id for h in recall(conn, viewer, RecallParams(query=text, conversation_id=q.conversation_id,
-                                                                       limit=max(KS))).hits]
+            params = RecallParams(query=text, conversation_id=q.conversation_id, limit=max(KS))
+            ranked = [h.id for h in recall(conn, viewer, params, now=asked_at(conn, q)).hits]
         for k in KS:
             hit = hit_at(ranked, set(q.truth_ids), k)
             out[k][f"{'hit' if hit else 'miss'}, {'shares' if shares else 'none'}"] += 1

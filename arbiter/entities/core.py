@@ -338,7 +338,7 @@ def _rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
         return conn.execute(f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({marks}) AND {visible_sql(v)}", ids)
     created, updated = dated_sql(v, "x", "c.first", "c.last")
     return conn.execute(
-        f"WITH {seen_links_sql(v, marks)} "
+        f"WITH {seen_links_sql(v, len(ids))} "
         f"SELECT {_columns(v, f'json_array({created}, {updated}, coalesce(c.n, 0))')} "
         f"FROM entities x LEFT JOIN c ON c.id = x.id WHERE x.id IN ({marks}) AND (c.id IS NOT NULL OR {visible_sql(v)})",
         (*ids, *ids),

@@ -160,10 +160,9 @@ def says_when(text: str) -> bool:
 # "yesterday", "last Friday", "last week", "two months ago". People report
 # what happened after it happened, in words relative to their own now; a
 # question that names the day ("on 1 May") asks about the event, not about
-# the day it was told, and a question that says "a month ago" asks about a
-# month before it is asked. Loose on purpose ("last week" is the fortnight
+# the day it was told. Loose on purpose ("last week" is the fortnight
 # before, "two weeks ago" give or take a third of a week): a day range only
-# has to meet the other side's. "next week" is a plan, not a told event.
+# has to meet the question's span. "next week" is a plan, not a told event.
 _NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "couple": 2, "three": 3, "few": 3, "four": 4, "five": 5,
            "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -200,7 +199,8 @@ def referenced(text: str, said: int) -> list[Days]:
 def _told(m: re.Match, today: date) -> Days:
     """The days one `_RELATIVE` match places an event on, said on `today`."""
     if m["yesterday"]:
-        return Days(today - timedelta(days=1), today - timedelta(days=1))
+        day = today - timedelta(days=1)
+        return Days(day, day)
     if m["weekday"]:
         day = today - timedelta(days=(today.weekday() - _WEEKDAYS.index(m["weekday"])) % 7 or 7)
         return Days(day, day)

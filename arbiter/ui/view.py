@@ -82,9 +82,8 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
     """
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
     rows = ctx.conn.execute(
-        f"WITH {links_sql(marks)} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e ON e.id = m.entry_id "
+        f"WITH {links_sql(len(ids))} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e ON e.id = m.entry_id "
         f"WHERE e.valid_to IS NULL AND e.tags != '[]' AND {ctx.viewer.sees('e')}", ids,
     )
     topic_of: dict[str, int | None] = {}
@@ -125,7 +124,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         def rank(ids: list[int]):
             created, _ = dated_sql(v, "n", "c.first", "c.last")
             return ((r[4], r) for r in ctx.conn.execute(
-                f"WITH {seen_links_sql(v, ','.join('?' * len(ids)), until=True)} "
+                f"WITH {seen_links_sql(v, len(ids), until=True)} "
                 f"SELECT n.id, n.name, n.type, {created}, c.n FROM c JOIN entities n ON n.id = c.id",
                 (*ids, at),
             ))

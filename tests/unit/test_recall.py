@@ -40,6 +40,11 @@ def ask(db, tenant_id, query="", *, now=T0 + DAY, **kw):
         return recall(db, users.first_viewer(db, tenant_id), RecallParams(query=query, **kw), now=now)
 
 
+def explained(db, tenant_id, query, **kw) -> dict:
+    """`ask` with `explain`: hit id -> hit (its `parts`)."""
+    return {h.id: h for h in ask(db, tenant_id, query, explain=True, **kw).hits}
+
+
 def ids(result) -> list[int]:
     return [h.id for h in result.hits]
 
@@ -265,7 +270,7 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
     answer = remember(db, tenant, "a", "I'm thrilled to make a family for kids who need one.", conversation_id=chat,
                       valid_from=format_time(T0 - 120 * US))
     question = "excited about the adoption process"
-    res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    res = explained(db, tenant, question)
     assert res[answer].parts["reply_to"] == asked and res[answer].parts["bm25"] == 0.0
     assert res[answer].score == pytest.approx(res[asked].score)  # the question's whole score
     # A reply that matches better on its own keeps its own score.
@@ -273,7 +278,7 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
                      valid_from=format_time(T0 - 60 * US))
     strong = remember(db, tenant, "a", "The adoption process excites me: every adoption process step excited me.",
                       conversation_id=chat, valid_from=format_time(T0 - 30 * US))
-    res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    res = explained(db, tenant, question)
     assert res[strong].score > res[again].score and "reply_to" not in res[strong].parts
     assert res[strong].score == pytest.approx(res[strong].parts["bm25"])
 
@@ -285,7 +290,7 @@ def test_a_reply_borrows_the_questions_match_but_is_weighed_by_its_own_speaker(d
         db, tenant, ("Melanie", "Melanie: Anything you're excited about in the adoption process?"),
         ("Caroline", "Caroline: I'm thrilled to make a family for kids who need one."))
     question = "What is Caroline excited about in the adoption process?"
-    res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    res = explained(db, tenant, question)
     assert res[asked].parts["speaker"] == 1.0 and res[answer].parts["speaker"] == pytest.approx(1.5)
     assert res[answer].parts["reply_to"] == asked
     assert res[answer].score == pytest.approx(res[asked].score * 1.5)
@@ -305,7 +310,7 @@ def test_every_matching_question_near_the_top_lends_to_its_answer(db, tenant):
                                 ("Any adoption process news?", "Not yet, still waiting.")]):
         said[remember(db, tenant, "q", q, conversation_id=chat, valid_from=format_time(T0 - (300 - 60 * i) * US))] = (
             remember(db, tenant, "a", a, conversation_id=chat, valid_from=format_time(T0 - (270 - 60 * i) * US)))
-    hits = {h.id: h for h in ask(db, tenant, "adoption process", explain=True).hits}
+    hits = explained(db, tenant, "adoption process")
     assert {a: hits[a].parts["reply_to"] for a in said.values()} == {a: q for q, a in said.items()}
 
 
@@ -316,7 +321,7 @@ def test_a_follow_up_answer_gets_seven_tenths_of_the_turn_it_follows(db, tenant)
     remember(db, tenant, "q", "Wow! Who was on stage?", conversation_id=chat, valid_from=format_time(T0 - 180 * US))
     answer = remember(db, tenant, "a", "It was Matt Patterson, so talented!", conversation_id=chat,
                       valid_from=format_time(T0 - 120 * US))
-    res = {h.id: h for h in ask(db, tenant, "concert for the daughter's birthday", explain=True).hits}
+    res = explained(db, tenant, "concert for the daughter's birthday")
     assert res[answer].parts["followup_of"] == told
     assert res[answer].score == pytest.approx(0.7 * res[told].score)
 
@@ -327,7 +332,7 @@ def test_the_turn_a_matching_reply_answers_borrows_its_match_weighed_as_the_aske
         db, tenant, ("user", "I found that turbinado sugar adds a richer flavor. What else pairs with it?"),
         ("assistant", "Turbinado is great for your chocolate chip cookies: you could add brown butter."))
     question = "my chocolate chip cookies need something extra"
-    res = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    res = explained(db, tenant, question)
     assert res[said].parts["antecedent_of"] == echo and res[said].parts["bm25"] == 0.0
     # 0.7 of the answer's match, weighed by the user's own voice rather than the assistant's.
     match = res[echo].score / res[echo].parts["voice"]
@@ -400,8 +405,8 @@ def test_the_turn_before_is_the_one_valid_at_as_of(db, tenant):
     with db:
         entries.forget(db, users.first_viewer(db, tenant), said, now=T0 - 60 * US)
     question = "my chocolate chip cookies need something extra"
-    then = {h.id: h for h in ask(db, tenant, question, explain=True, as_of=format_time(T0 - 90 * US)).hits}
-    now = {h.id: h for h in ask(db, tenant, question, explain=True).hits}
+    then = explained(db, tenant, question, as_of=format_time(T0 - 90 * US))
+    now = explained(db, tenant, question)
     assert then[said].parts["antecedent_of"] == echo and older not in then
     assert now[older].parts["antecedent_of"] == echo and said not in now
 
@@ -425,7 +430,7 @@ def test_a_known_at_read_does_not_move_with_turns_recorded_later(db, tenant):
 def test_any_word_of_a_speakers_name_names_them(db, tenant):
     other = remember(db, tenant, "t", "the support group was loud", speaker="Melanie Jones")
     said = remember(db, tenant, "t", "the support group was quiet", speaker="Caroline Smith")
-    res = {h.id: h for h in ask(db, tenant, "How was the support group for Caroline?", explain=True).hits}
+    res = explained(db, tenant, "How was the support group for Caroline?")
     assert res[said].parts["speaker"] == pytest.approx(1.5) and res[other].parts["speaker"] == 1.0
 
 
@@ -525,7 +530,7 @@ def test_a_speaker_named_in_the_query_is_favoured(db, tenant):
     assert ids(ask(db, tenant, "How was the support group for Caroline?", disable=["speaker"]))[0] == mentions
     # "user" and "assistant" are roles voice reads; naming them is not naming a speaker.
     user = remember(db, tenant, "t", "the support group met on Friday", speaker="user")
-    hits = {h.id: h for h in ask(db, tenant, "when did the user's support group meet?", explain=True).hits}
+    hits = explained(db, tenant, "when did the user's support group meet?")
     assert hits[user].parts["speaker"] == 1.0
 
 
