@@ -29,10 +29,10 @@ from arbiter.store import entries, open_database, tenants, users
 BANDS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo_dev.json.gz")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     samples = json.load(gzip.open(args.dataset) if args.dataset.suffix == ".gz" else open(args.dataset))
     db = open_database(Path(tempfile.mkdtemp()) / "assoc.db", synchronous="NORMAL")
     with db:

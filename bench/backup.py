@@ -14,7 +14,6 @@ backup's time and steps, and its verification. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import random
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 from arbiter import __version__, paths
 from arbiter.backup import core as backup
 from arbiter.client import Client
+from bench import report
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile
 
 TARGET_MAX_WAIT_MS = 100.0
@@ -129,11 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    res = run(args)
-    text = json.dumps(res, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(run(args), args.out)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import random
 import shutil
@@ -34,6 +33,7 @@ from pathlib import Path
 from arbiter import __version__
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, Conflict
+from bench import report
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile, settle, vm_kb
 from bench.load import Result as LoadResult
 
@@ -190,9 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
     args = ap.parse_args(argv)
     res = run(args)
-    print(table(res))
-    if args.out:
-        args.out.write_text(json.dumps(asdict(res), indent=2) + "\n")
+    report(asdict(res), args.out, text=table(res))
 
 
 if __name__ == "__main__":

@@ -42,7 +42,6 @@ figures in docs/benchmarks.md were taken. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
@@ -54,6 +53,7 @@ from arbiter import paths
 from arbiter.client import Client
 from arbiter.entities import names as entity_names
 from arbiter.store import connect
+from bench import report
 from bench.load import SYLLABLES, BenchDaemon, Vocabulary, cpu_s, make_entry, percentile
 
 
@@ -111,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.home is None:
             shutil.rmtree(home, ignore_errors=True)
-    print(json.dumps(result, indent=2))
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    report(result, args.out)
     return 0
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import random
 import shutil
@@ -35,6 +34,7 @@ from pathlib import Path
 from arbiter import __version__, paths
 from arbiter.client import Client
 from arbiter.errors import Unavailable
+from bench import report
 from bench.longmemeval.daemon import isolated_env
 
 TARGETS = {
@@ -365,9 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", action="store_true", help="keep the temporary home")
     args = ap.parse_args(argv)
     res = run(args)
-    print(table(res))
-    if args.out:
-        args.out.write_text(json.dumps(asdict(res), indent=2) + "\n")
+    report(asdict(res), args.out, text=table(res))
 
 
 if __name__ == "__main__":

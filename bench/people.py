@@ -24,7 +24,6 @@ p50s within 10% of the solo tenant's. Nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
@@ -37,6 +36,7 @@ from arbiter import __version__, paths
 from arbiter.client import Client
 from arbiter.recall.maintain import segments
 from arbiter.store import connect, fts
+from bench import report
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile
 
 USERS = 20
@@ -234,11 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--keep", action="store_true", help="keep the temporary home")
     ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
     args = ap.parse_args(argv)
-    res = run(args)
-    text = json.dumps(res, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(run(args), args.out)
 
 
 if __name__ == "__main__":

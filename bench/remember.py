@@ -49,10 +49,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import struct
 import random
 import shutil
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -68,9 +68,9 @@ from arbiter.model import RememberParams
 from arbiter.server import _transaction, writer_settings
 from arbiter.store import connect, open_database, users
 from arbiter.verb import Context
+from bench import loadavg
 from bench.entities import entry, names
-from bench.facts import _cpu_ms
-from bench.load import BenchDaemon, Vocabulary
+from bench.load import BenchDaemon, Vocabulary, cpu_s
 
 #: The parts of `remember`, as (label, object whose attribute is called, attribute). Wrapped only in this process.
 PARTS = (
@@ -278,14 +278,14 @@ def socket(home: Path, writes: list[dict]) -> dict[str, float]:
     """The round trip p50/p95 and the daemon's mean CPU per call, on a copy of the home."""
     with _daemon_on_copy(home) as (daemon, c, db):
         samples = []
-        cpu = _cpu_ms(daemon.proc.pid)
+        cpu = 1000 * cpu_s(daemon.proc.pid)
         for e in writes:
             t = time.perf_counter()
             last = c.remember(**e).id
             samples.append((time.perf_counter() - t) * 1000)
-        writing = _cpu_ms(daemon.proc.pid) - cpu
+        writing = 1000 * cpu_s(daemon.proc.pid) - cpu
         settle = _wait_derived(db, last)
-        total = _cpu_ms(daemon.proc.pid) - cpu
+        total = 1000 * cpu_s(daemon.proc.pid) - cpu
     samples.sort()
     return {"round trip p50": statistics.median(samples), "round trip p95": samples[int(len(samples) * 0.95)],
             "daemon CPU per call (mean)": writing / len(writes),
@@ -303,15 +303,15 @@ def interleaved(home: Path, writes: list[dict], against: Path) -> dict[str, floa
     (which first alternates), so both meet the same load on a shared machine."""
     with _daemon_on_copy(home) as (ours, c, _), _daemon_on_copy(home, against) as (theirs, d, _):
         trips: dict[str, list[float]] = {"this tree": [], "against": []}
-        cpu = {"this tree": _cpu_ms(ours.proc.pid), "against": _cpu_ms(theirs.proc.pid)}
+        cpu = {"this tree": 1000 * cpu_s(ours.proc.pid), "against": 1000 * cpu_s(theirs.proc.pid)}
         for i, e in enumerate(writes):
             pair = [("this tree", c), ("against", d)]
             for label, client in pair if i % 2 == 0 else pair[::-1]:
                 t = time.perf_counter()
                 client.remember(**e)
                 trips[label].append((time.perf_counter() - t) * 1000)
-        cpu = {"this tree": _cpu_ms(ours.proc.pid) - cpu["this tree"],
-               "against": _cpu_ms(theirs.proc.pid) - cpu["against"]}
+        cpu = {"this tree": 1000 * cpu_s(ours.proc.pid) - cpu["this tree"],
+               "against": 1000 * cpu_s(theirs.proc.pid) - cpu["against"]}
     out = {}
     for label, samples in trips.items():
         samples.sort()
@@ -370,8 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         marker.write_text(f"{args.entries} {args.entities}\n")
         print(f"built {args.entries:,} entries in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     writes = [{**w, "candidates": args.candidates} for w in calls(args.singles, args.seed, args.entities)]
-    with open("/proc/loadavg") as f:
-        print(f"load average before: {f.read().split()[0]}")
+    print(f"load average before: {loadavg()}")
     if args.only in (None, "parts"):
         for label, ms in parts(args.home, writes).items():
             print(f"{label:32} {ms:7.3f} ms")
@@ -385,8 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "lag") and not args.candidates:
         for label, ms in lag(args.home, writes[:args.lags], args.against).items():
             print(f"{label:32} {ms:7.3f} ms")
-    with open("/proc/loadavg") as f:
-        print(f"load average after: {f.read().split()[0]}")
+    print(f"load average after: {loadavg()}")
     return 0
 
 

@@ -19,7 +19,6 @@ the CPU time of the importing daemon and of this process, and the load average.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import tempfile
@@ -30,6 +29,7 @@ from arbiter import __version__
 from arbiter.client import Client
 from arbiter.errors import Conflict
 from arbiter.transfer import files
+from bench import loadavg, report
 from bench.load import BenchDaemon, Vocabulary, cpu_s, make_entry
 
 TARGET = 10_000
@@ -61,7 +61,7 @@ def run(args) -> dict:
                 exported = files.export(c, f)
             export_s = time.perf_counter() - t
         source.stop()
-        load_before = _loadavg()
+        load_before = loadavg()
         cpu = time.process_time()
         t = time.perf_counter()
         checked = files.check(out)
@@ -72,7 +72,7 @@ def run(args) -> dict:
         import_s = time.perf_counter() - t + check_s
         daemon_cpu = cpu_s(target.proc.pid) - daemon_cpu
         client_cpu = time.process_time() - cpu
-        load_after = _loadavg()
+        load_after = loadavg()
         with Client.from_home(homes[1], timeout=600) as c, open(homes[1] / "again.jsonl", "wb") as f:
             files.export(c, f)
         same = _records(out) == _records(homes[1] / "again.jsonl")
@@ -102,10 +102,6 @@ def run(args) -> dict:
             shutil.rmtree(h, ignore_errors=True)
 
 
-def _loadavg() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
 def _records(path: Path) -> list[bytes]:
     """The records with ids dropped (both files number them in the same order)."""
     import re
@@ -121,11 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    res = run(args)
-    text = json.dumps(res, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    report(run(args), args.out)
 
 
 if __name__ == "__main__":
