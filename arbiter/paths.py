@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import tempfile
 from pathlib import Path
 
 from arbiter.errors import InvalidParams, Unauthorized
@@ -58,8 +59,8 @@ def need_folder(folder: Path, *, path: str) -> None:
 
 def private_fd(path: Path, flags: int = os.O_WRONLY) -> int:
     """`path` opened with `flags`, created or emptied, 0600 whatever the umask or the mode of a file already there,
-    before a byte is written: for what holds a token or the memory (token files, backups, exports)."""
-    # O_NOFOLLOW: a symlink planted where a token or an export goes must not redirect (and chmod) its target.
+    before a byte is written: for what holds the memory (backups, exports)."""
+    # O_NOFOLLOW: a symlink planted where a backup or an export goes must not redirect (and chmod) its target.
     fd = os.open(path, flags | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     # O_CREAT's mode is for a new file: one already there (a `.partial` an interrupted export left) keeps its own.
     os.fchmod(fd, 0o600)
@@ -67,10 +68,22 @@ def private_fd(path: Path, flags: int = os.O_WRONLY) -> int:
 
 
 def write_secret(path: Path, text: str) -> None:
-    """Write a 0600 file in a 0700 folder, never readable by others even briefly."""
+    """Write a 0600 file in a 0700 folder, never readable by others even briefly.
+
+    Written whole beside `path`, then renamed over it: whatever was at `path` is replaced, a symlink too, never
+    written through, and a write that fails leaves it as it was.
+    """
+    # The daemon has often changed the token already (a rotation, a restore): refusing a link at `path`, or
+    # failing after emptying it, would lose the only copy of the new one.
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with os.fdopen(private_fd(path), "w") as f:
-        f.write(text + "\n")
+    fd, new = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # 0600, O_EXCL: a fresh file
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text + "\n")
+        os.replace(new, path)
+    except BaseException:
+        Path(new).unlink(missing_ok=True)
+        raise
 
 
 def read_secret(path: Path, what: str) -> str:

@@ -38,13 +38,24 @@ def test_a_secret_written_over_a_readable_file_is_its_owners_alone(tmp_path, com
     assert token.read_text() == "arb_new\n" and stat.S_IMODE(token.stat().st_mode) == 0o600
 
 
-def test_a_symlink_where_a_secret_goes_is_refused_and_its_target_untouched(tmp_path, common_umask):
-    # A link planted at a token's path must not send the token (and a chmod) to the link's target.
+def test_a_symlink_where_a_secret_goes_is_replaced_and_its_target_untouched(tmp_path, common_umask):
+    # A link planted at a token's path must not send the token (and a chmod) to the link's target; nor may it
+    # fail the write: the daemon has already rotated the token, and this file is its only copy.
     target = tmp_path / "elsewhere"
     target.write_text("someone else's file")
     target.chmod(0o644)
     token = tmp_path / "alice.token"
     token.symlink_to(target)
-    with pytest.raises(OSError):
-        paths.write_secret(token, "arb_new")
+    paths.write_secret(token, "arb_new")
     assert target.read_text() == "someone else's file" and stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert not token.is_symlink() and token.read_text() == "arb_new\n"
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "alice.token", "elsewhere"]
+
+
+def test_a_secret_that_cannot_be_written_leaves_the_old_one_and_no_litter(tmp_path):
+    token = tmp_path / "alice.token"
+    token.write_text("arb_old\n")
+    with pytest.raises(UnicodeEncodeError):
+        paths.write_secret(token, "arb_\udc80")  # a lone surrogate: not UTF-8
+    assert token.read_text() == "arb_old\n" and [p.name for p in tmp_path.iterdir()] == ["alice.token"]
