@@ -40,6 +40,25 @@ def parse_time(value: int | float | str, *, path: str = "time") -> int:
     return us
 
 
+def valid_from(value: int | float | str | None, *, now: int, path: str, what: str, plan: str) -> int:
+    """When a written entry or fact starts to hold: `now` if not given, else `value`, never after `now`.
+
+    A future start would make default reads (what is not retired) and
+    `as_of=now` reads disagree, and a supersession would close the older
+    window in the future. `what` is what is written, `plan` how to record a plan for later instead.
+    """
+    if value is None:
+        return now
+    us = parse_time(value, path=path)
+    if us > now:
+        raise InvalidParams(
+            f"{path}: {format_time(us)} is in the future: {what} records what holds from a past or present instant "
+            f"({plan})",
+            path=path,
+        )
+    return us
+
+
 def _parse_text(value: str, path: str) -> int | None:
     text = value.strip()
     # A date ("2026-11-20...") has "-" at 4 and 7, which no number has (its only "-" are a leading sign and

@@ -62,7 +62,7 @@ def fact():
 @click.option("--object", "object", help="The value.")
 @click.option("--confidence", type=float, default=1.0, show_default=True,
               help="How clearly it was stated, 0 to 1 (1 said outright); below --threshold it is rejected.")
-@click.option("--valid-from", help="When it became true (default now).")
+@click.option("--valid-from", help="When it became true (default now; never in the future).")
 @click.option("--source", "sources", type=int, multiple=True, help="An entry it was drawn from (repeatable).")
 @click.option("--aspect", "aspects", multiple=True, help="An aspect slug to stage (repeatable; see `arbiter aspects`).")
 @click.option("--file", "path", type=click.File("rb"), help="A JSONL file of facts, one batch (`-` for stdin).")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import apsw
 import msgspec
 
-from arbiter._time import format_time, parse_time
+from arbiter import _time
+from arbiter._time import format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.facts.model import (
     Batch,
@@ -194,7 +195,8 @@ def add_candidates(
     rows = []
     for i, (p, slugs, subject_entity, object_entity) in enumerate(items):
         relations._require_entries(conn, v, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
-        valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"facts[{i}].valid_from")
+        valid_from = _time.valid_from(p.valid_from, now=now, path=f"facts[{i}].valid_from",
+                                      what="a fact", plan="a plan for later is a fact that holds now")
         rows.append((p, slugs, subject_entity, object_entity, valid_from))
     ids = []
     for p, slugs, subject_entity, object_entity, valid_from in rows:

@@ -26,7 +26,9 @@ class ProposedFact(Struct, kw_only=True, forbid_unknown_fields=True):
         "How clearly it was stated: 1.0 said outright, 0.7 strongly implied, below 0.5 a guess (rejected)."))] = 0.9
     sources: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(max_length=64, description=(
         "Entry ids it was drawn from (remember the statement first, then cite it)."))] = []
-    valid_from: Annotated[str | None, Meta(description="When it became true (RFC 3339); default now.")] = None
+    valid_from: Annotated[str | None, Meta(description=(
+        "When it became true (RFC 3339); default now. Never in the future: a plan for later is a fact that holds "
+        "now."))] = None
 
 
 class ProposeArgs(Args):

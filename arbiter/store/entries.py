@@ -19,6 +19,7 @@ import hashlib
 import apsw
 import msgspec
 
+from arbiter import _time
 from arbiter._time import format_time, parse_time
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
@@ -158,16 +159,8 @@ def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path:
     its parent).
     """
     tenant_id = v.tenant_id
-    valid_from = now if p.valid_from is None else parse_time(p.valid_from, path=f"{path}valid_from")
-    if valid_from > now:
-        # A future valid_from would make default reads (not retired) and
-        # `as_of=now` reads disagree; an entry records what holds from a past
-        # or present instant, and a plan for later says so in its content.
-        raise InvalidParams(
-            f"{path}valid_from: {format_time(valid_from)} is in the future: an entry records what holds from a past or "
-            "present instant (write a plan for later in its content)",
-            path=f"{path}valid_from",
-        )
+    valid_from = _time.valid_from(p.valid_from, now=now, path=f"{path}valid_from",
+                                  what="an entry", plan="write a plan for later in its content")
     if p.conversation_id is not None:
         tenants.require_conversation(conn, v, p.conversation_id, path=f"{path}conversation_id")
     scope = v.private_scope

@@ -348,6 +348,8 @@ def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
         ("fact", "propose", "--subject", "", "--predicate", "works_at", "--object", "Acme"): "--subject: ",
         ("fact", "propose", "--subject", "u", "--predicate", "works_at", "--object", "Acme", "--source", "0"):
             "--source 0: must be at least 1",
+        ("fact", "propose", "--subject", "u", "--predicate", "likes", "--object", "tea", "--valid-from",
+         "2999-01-01T00:00:00Z"): "--valid-from: 2999-01-01T00:00:00.000000Z is in the future",
     }
     for args, words in said.items():
         line = one_line_error(h, *args)
@@ -355,6 +357,7 @@ def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
         assert not any(wire in line for wire in ("conversation_id", "parent_id", "supersedes_ids", "valid_from",
                                                   "as_of", "entities[", "source_id", "id:", "facts[")), line
     assert [x["id"] for x in js(h, "list")] == [e["id"]]  # and nothing was written
+    assert js(h, "batch", "list") == []
     # From a file, a fact's field is no flag's: its wire name says which line's.
     said = one_line_error(h, "fact", "propose", "--file", "-", input='{"subject": "", "predicate": "p", "object": "o"}\n')
     assert said == "arbiter: error: facts[0].subject: must not be empty"

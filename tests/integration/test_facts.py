@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from arbiter.cli._common import counted
 from arbiter.errors import InvalidParams, NotFound
 from tests.integration.test_cli import fails, js, ok, one_line_error
@@ -61,6 +63,22 @@ def test_bad_input_is_one_line_and_changes_nothing(daemon):
     assert js(home, "batch", "list") == []
     assert "batch 7 not found" in one_line_error(home, "batch", "apply", "7")
     fails(home, "fact", "propose", "--subject", "s", code=2)
+
+
+def test_a_valid_from_in_the_future_is_refused_so_every_read_agrees(client):
+    """Facts keep the entries' rule: one holding from later would be true to `facts` and not to `facts` as of now,
+    and superseding would close the older fact's window in the future."""
+    with pytest.raises(InvalidParams) as err:
+        client.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Acme"},
+                              {"subject": "user", "predicate": "works_at", "object": "Globex",
+                               "valid_from": "2999-01-01T00:00:00Z"}], apply=True)
+    assert err.value.path == "facts[1].valid_from"
+    assert client.batch_list().batches == []  # the whole batch was refused
+    fact = client.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Acme"}], apply=True).facts[0]
+    later = client.facts_propose([{"subject": "user", "predicate": "works_at", "object": "Globex"}], apply=True).facts[0]
+    now = [f.id for f in client.facts("user").facts]
+    assert now == [f.id for f in client.facts("user", as_of=later.valid_from).facts] == [later.id]
+    assert [f.id for f in client.facts("user", as_of=fact.valid_from).facts] == [fact.id]
 
 
 def test_the_client_sees_typed_errors(client):
