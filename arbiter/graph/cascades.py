@@ -120,8 +120,7 @@ def share(conn: apsw.Connection, v: Viewer, root: int, scope: int | None, *, now
     parent = conn.execute("SELECT parent_id FROM entries WHERE id = ?", (root,)).fetchone()[0]
     if parent is not None:
         raise InvalidParams(
-            f"entry {root} is a reply: a thread is shared (or unshared) by its root; its root is the top of "
-            f"`arbiter thread {root}`",
+            f"entry {root} is a reply: a thread is shared (or unshared) by its root, the first entry thread {root} shows",
             path="id",
         )
     _move(conn, [root], scope)

@@ -11,7 +11,6 @@ import re
 
 import apsw
 
-from arbiter.errors import NotFound
 from arbiter import associations
 from arbiter.graph import tags, threads
 from arbiter.model import Around, Backlink, Backlinks, Entry, RelatedEntry, TagNeighbor
@@ -56,7 +55,7 @@ def mentioning(conn: apsw.Connection, v: Viewer, entry_id: int, *, limit: int) -
 
 def _require(conn: apsw.Connection, v: Viewer, entry_id: int) -> None:
     if not conn.execute(f"SELECT 1 FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone():
-        raise NotFound(f"entry {entry_id} not found", path="id")
+        raise relations.missing(entry_id, "id")
 
 
 def _active(conn: apsw.Connection, v: Viewer, ids: list[int]) -> list[Entry]:

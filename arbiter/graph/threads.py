@@ -12,7 +12,7 @@ import msgspec
 from arbiter._time import format_time
 from arbiter.errors import NotFound
 from arbiter.model import TITLE_MAX_BYTES, EntryRef, RememberParams, ReplyParams, Thread, ThreadSummary
-from arbiter.store import entries
+from arbiter.store import entries, relations
 from arbiter.store.users import Viewer
 
 _MAX_DEPTH = 1000  # parent chains are acyclic (a parent exists before its child); this only bounds the walk
@@ -92,7 +92,7 @@ def root_of(conn: apsw.Connection, v: Viewer, entry_id: int, *, known_at: int | 
         (entry_id, _MAX_DEPTH),
     ).fetchone()
     if row is None:
-        raise NotFound(f"entry {entry_id} not found", path="id")
+        raise relations.missing(entry_id, "id")
     return row[0]
 
 

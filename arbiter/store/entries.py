@@ -171,8 +171,8 @@ def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path:
         thread = conn.execute("SELECT scope_id FROM entries WHERE id = ?", (p.parent_id,)).fetchone()[0]
         if p.team is not None and scope != thread:
             raise InvalidParams(
-                f"a reply is seen by whoever sees its thread: leave out team, or share the thread by its root "
-                f"(arbiter share ROOT --team {p.team})",
+                f"a reply is seen by whoever sees its thread: leave out team, or share the thread's root with "
+                f"team {p.team}",
                 path=f"{path}team",
             )
         scope = thread
@@ -288,14 +288,13 @@ def _not_visible(conn: apsw.Connection, v: Viewer, entry_id: int, as_of: int | N
         f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
     ).fetchone()
     if row is None:
-        return NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""))
+        return relations.missing(entry_id, None, known_at=known_at)
     e = entry_from_row(row)
     by = f" by #{', #'.join(map(str, e.superseded_by))}" if e.superseded_by else ""
     if as_of is None:
-        return NotFound(
-            f"entry {entry_id} is retired (superseded{by} at {e.valid_to}); as_of (--as-of) an earlier instant shows it"
-            if by else f"entry {entry_id} is retired (since {e.valid_to}); as_of (--as-of) an earlier instant shows it"
-        )
+        # In words, not `--as-of` nor `as_of`: the CLI, the protocol and MCP each spell the argument their own way.
+        since = f"superseded{by} at {e.valid_to}" if by else f"since {e.valid_to}"
+        return NotFound(f"entry {entry_id} is retired ({since}); read it as of an earlier instant")
     window = f"valid from {e.valid_from}" + (f" to {e.valid_to}" if e.valid_to else "")
     return NotFound(f"entry {entry_id} not found at {format_time(as_of)} (it is {window})")
 
@@ -362,11 +361,11 @@ def require_author(conn: apsw.Connection, v: Viewer, entry_id: int, verb: str) -
     """Forbidden unless `v`'s user wrote the entry (NotFound if they cannot see it)."""
     row = conn.execute(f"SELECT e.author_id FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
     if row is None:
-        raise NotFound(f"entry {entry_id} not found", path="id")
+        raise relations.missing(entry_id, "id")
     if row[0] != v.user_id and not v.everyone:
         author = users.names(conn, [row[0]]).get(row[0], "another user")
         hint = {
-            "update": f"reply to it instead (arbiter reply {entry_id} --content ...)",
+            "update": "reply to it instead",
             "purge": "only its author can delete it",
             "forget": "only its author can retire it; reply to it instead",
             "restore": "only its author can restore it",
@@ -440,7 +439,7 @@ def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> boo
     """
     row = conn.execute(f"SELECT e.valid_to FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
     if row is None:
-        raise NotFound(f"entry {entry_id} not found", path="id")
+        raise relations.missing(entry_id, "id")
     if row[0] is None:
         return False
     require_author(conn, v, entry_id, "restore")
@@ -453,7 +452,7 @@ def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> boo
         rid, source = seen[0]
         raise Conflict(
             f"entry {entry_id} is retired by #{source}'s supersedes link (relation {rid}); "
-            f"remove it first (arbiter unlink {source} supersedes {entry_id})",
+            f"unlink {source} supersedes {entry_id} first",
             existing_id=rid,
         )
     # A link from an entry its author no longer sees (unshared, or a team they left) is as missing to them,
@@ -480,7 +479,7 @@ def history(
     as it would if it were missing.
     """
     if not get_any(conn, v, [entry_id], known_at=known_at):
-        raise NotFound(f"entry {entry_id} not found" + (" at that time" if known_at is not None else ""), path="id")
+        raise relations.missing(entry_id, "id", known_at=known_at)
     recorded = "" if known_at is None else f" AND r.created_at <= {int(known_at)}"
     rows = conn.execute(
         f"""

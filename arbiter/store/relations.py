@@ -95,20 +95,29 @@ def require_qualifier(relation: str, qualifier: str | None, path: str = "qualifi
     raise InvalidParams(f"{qualifier!r} is not a qualifier ({takers})", path=path)
 
 
+def missing(entry_id: int, path: str | None, *, known_at: int | None = None) -> NotFound:
+    """The NotFound for an entry the caller does not see, with where to find the ids they can.
+
+    One text whether the id never existed or is another tenant's or another
+    user's private entry: a caller must not learn that it exists. The verbs
+    it names are called the same in the CLI, the protocol and MCP.
+    """
+    when = " at that time" if known_at is not None else ""
+    return NotFound(f"entry {entry_id} not found{when}: list or recall shows the ids you can see", path=path)
+
+
 def _require_entries(conn: apsw.Connection, v: Viewer, ids: list[int], path: str) -> None:
-    # One message whether the id is missing, another tenant's or another
-    # user's private one: a caller must not learn that it exists.
     for eid in ids:
         row = conn.execute(f"SELECT 1 FROM entries e WHERE e.id = ? AND {v.sees()}", (eid,)).fetchone()
         if row is None:
-            raise NotFound(f"entry {eid} not found", path=path)
+            raise missing(eid, path)
 
 
 def require_active(conn: apsw.Connection, v: Viewer, entry_id: int, path: str, role: str) -> None:
     """NotFound unless `v` sees the entry; InvalidParams naming when it retired unless it is active."""
     row = conn.execute(f"SELECT e.valid_to FROM entries e WHERE e.id = ? AND {v.sees()}", (entry_id,)).fetchone()
     if row is None:
-        raise NotFound(f"entry {entry_id} not found", path=path)
+        raise missing(entry_id, path)
     if row[0] is not None:
         raise InvalidParams(
             f"entry {entry_id} is retired (since {format_time(row[0])}): a supersedes link needs an active {role}",

@@ -114,7 +114,7 @@ def test_get_of_a_retired_or_missing_id_fails_with_one_line(daemon):
     assert ok(h, "forget", str(e["id"])).strip() == f"#{e['id']} forgotten"
     retired = js(h, "get", str(e["id"]), "--as-of", e["valid_from"])
     said = one_line_error(h, "get", str(e["id"]))
-    assert "is retired" in said and retired["valid_to"] in said and "--as-of" in said
+    assert "is retired" in said and retired["valid_to"] in said and "as of an earlier instant" in said
     assert "not found" in one_line_error(h, "get", "424242")
     assert js(h, "get", str(e["id"]), "--as-of", e["valid_from"])["id"] == e["id"]
 
@@ -339,7 +339,7 @@ def test_errors_name_the_flag_or_argument_typed_not_the_wire_field(daemon):
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", str(e["id"]),
          "--supersedes", "0"): "--supersedes 0: must be at least 1",
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", "999"):
-            "entry 999 not found (at --supersedes 999)",
+            "entry 999 not found: list or recall shows the ids you can see (at --supersedes 999)",
         ("remember", "--type", "project", "--title", "t", "--content", "c", "--entity", ""): "--entity '': ",
         ("get", "0"): "ENTRY_ID: must be at least 1",
         ("get", str(e["id"]), "--as-of", "soon"): "--as-of: ",

@@ -96,7 +96,7 @@ def test_a_missing_id_reads_the_same_in_every_command(daemon):
         assert one_line_error(h, *args).startswith("arbiter: error: entry 999 not found"), args
         assert "(at " not in one_line_error(h, *args), args
     said = one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "c", "--supersedes", "999")
-    assert said == "arbiter: error: entry 999 not found (at --supersedes 999)"
+    assert said == "arbiter: error: entry 999 not found: list or recall shows the ids you can see (at --supersedes 999)"
 
 
 def test_around_takes_limit_as_every_list_does(daemon):

@@ -33,7 +33,7 @@ def test_resources_list_and_read(home, daemon):
     assert templates.resource_templates[0].uri_template == "arbiter://entry/{id}"
     assert "## 1. Identity and totals" in briefing.contents[0].text
     assert entry.contents[0].text.startswith(f"#{ids[0]} [reference] Note 0")
-    assert errors[0].error.message == f"not_found: entry 999999 not found"
+    assert errors[0].error.message == "not_found: entry 999999 not found: list or recall shows the ids you can see"
     assert errors[1].error.message.startswith("not_found: no resource 'arbiter://nothing'")
 
 

@@ -9,6 +9,7 @@ line, as the socket refuses it). A tool added without a case here fails
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,8 @@ import anyio
 import jsonschema
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from tests.conftest import DaemonProcess, tool_text as text, isolated_env
+from arbiter import paths
+from tests.conftest import DaemonProcess, as_user, tool_text as text, isolated_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,12 +202,56 @@ def test_daemon_errors_are_one_line_with_their_code(memory):
         )
 
     missing, self_loop, empty_update, long_title = run_session(daemon.home, body)
-    assert text(missing) == "not_found: entry 999999 not found"
+    assert text(missing) == "not_found: entry 999999 not found: list or recall shows the ids you can see"
     assert text(self_loop).startswith("invalid_params:")
     assert text(empty_update).startswith("invalid_params: arguments: give at least one of")
     assert text(long_title) == "invalid_params: title: 300 bytes is over the limit of 200"
     for r in (missing, self_loop, empty_update, long_title):
         assert r.is_error and "\n" not in text(r)
+
+
+def test_errors_name_tools_and_arguments_never_cli_flags(people):
+    """The store words its errors once for every front end: a model reads no `--flag`, a next step names a tool
+    it has, and an id another user keeps private reads as one that never existed."""
+    daemon, tokens = people
+    paths.write_secret(paths.user_token_path(daemon.home, "default", "alice"), tokens["alice"])  # `--user alice`
+    with as_user(people, "bob") as bob:
+        bobs = bob.remember(type="project", title="Bob's own", content="private to bob").id
+        shared = bob.remember(type="project", title="Bob's for the team", content="seen by core", team="core").id
+    with as_user(people, "alice") as alice:
+        old = alice.remember(type="project", title="Ship date", content="Friday", valid_from="2026-01-01T00:00:00Z")
+        alice.remember(type="project", title="Ship date moves", content="Monday", supersedes_ids=[old.id])
+    missing = 10**9
+    refused = {
+        "retired": ("get", {"id": old.id}),
+        "missing": ("get", {"id": missing}),
+        "hidden": ("get", {"id": bobs}),
+        "not_hers": ("update", {"id": shared, "content": "edited by alice"}),
+        "future_fact": ("propose_facts", {"facts": [{"subject": "user", "predicate": "lives_in", "object": "Mars",
+                                                      "valid_from": "2999-01-01T00:00:00Z"}]}),
+    }
+
+    async def body(session):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        out = {k: await session.call_tool(name, args) for k, (name, args) in refused.items()}
+        out["then"] = await session.call_tool("get", {"id": old.id, "as_of": old.valid_from})
+        out["facts"] = await session.call_tool("facts", {"subject": "user"})
+        return tools, out
+
+    tools, out = run_session(daemon.home, body, "--user", "alice")
+    said = {k: text(r) for k, r in out.items()}
+    for k in refused:
+        assert out[k].is_error and not re.search(r"--[a-z]|\barbiter [a-z]", said[k]), said[k]
+    assert said["retired"].startswith(f"not_found: entry {old.id} is retired") and "as of an earlier" in said["retired"]
+    assert not out["then"].is_error, said["then"]  # the way back it names works
+    assert said["hidden"] == said["missing"].replace(str(missing), str(bobs))
+    named = re.fullmatch(r"not_found: entry \d+ not found: (\w+) or (\w+) shows the ids you can see", said["missing"])
+    assert named and set(named.groups()) <= tools, said["missing"]
+    assert said["not_hers"].startswith("forbidden:") and ": reply to it instead" in said["not_hers"]
+    assert "reply" in tools
+    assert said["future_fact"].startswith(
+        "invalid_params: facts[0].valid_from: 2999-01-01T00:00:00.000000Z is in the future")
+    assert not out["facts"].is_error and "Mars" not in said["facts"]  # the refused batch changed nothing
 
 
 def test_recall_pages_until_exhausted_within_the_budget(memory):
