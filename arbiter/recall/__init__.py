@@ -201,15 +201,21 @@ def search(
             rows = _sql.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, budget=budget)
         else:
             rows = past.ranked_visible(conn, v, match, spec, max(pass_depth, need), as_of, known_at=known_at)
-        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, known_at=known_at)
-        ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         # Replies and thread roots read the entries as they are now: a
         # `known_at` read must not see a turn recorded after it.
-        if known_at is None and "replies" not in off:
+        replying = known_at is None and "replies" not in off
+        # Read once for the pass: the speaker factor and the replies' test of who said which turn both use them.
+        speaking = "speaker" not in off and tuning.speaker
+        speakers = _sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at) if speaking or replying else {}
+        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, speakers, known_at=known_at)
+        ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
+        if replying:
             ranked = _replies(
-                conn, v, ranked, as_of, tuning, followups="followups" not in off,
+                conn, v, ranked, speakers, as_of, tuning, followups="followups" not in off,
                 antecedents="antecedents" not in off,
-                own=lambda rows: _score(conn, rows, query, p, off, suggested, reference, tuning, episodes=False),
+                own=lambda rows, said: _score(
+                    conn, rows, query, p, off, suggested, reference, tuning, said, episodes=False
+                ),
             )
         if known_at is None and "threads" not in off:
             ranked = _threads(conn, ranked, query)
@@ -290,13 +296,16 @@ def _score(
     suggested: frozenset[str],
     reference: int,
     tuning: Tuning,
+    speakers: dict[int, str],
     *,
     known_at: int | None = None,
     episodes: bool = True,
 ) -> list[Candidate]:
     """Stages 4-6 plus voice, quantity, dates, when, speaker and episodes (and the measured-off size), best first.
 
-    With `known_at`, `rows` rank the texts recorded then, and so do "when", speakers and the tag boost.
+    `speakers` holds the rows' speakers (as recorded at `known_at`), where
+    one is. With `known_at`, `rows` rank the texts recorded then, and so do
+    "when" and the tag boost.
     """
     boosting = "boosts" not in off and (p.types or p.tag is not None)
     tags = _sql.at(conn, [r[0] for r in rows], "tags", known_at=known_at) if boosting and p.tag is not None else {}
@@ -310,7 +319,6 @@ def _score(
     texts = _sql.at(conn, [r[0] for r in rows], "content", known_at=known_at) if dating or asking_when else {}
     says_when = {eid for eid, text in texts.items() if dates.says_when(text)} if asking_when else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
-    speakers = _sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at) if named else {}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -340,7 +348,7 @@ def _score(
         if asking_when:
             parts["when"] = f = score.when(eid in says_when, strength=tuning.when)
             value *= f
-        if eid in speakers:
+        if named and eid in speakers:
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)
             value *= f
         if sizing:
@@ -405,8 +413,9 @@ def _entry_factor(c: Candidate) -> float:
 
 
 def _replies(
-    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], as_of: int | None, tuning: Tuning, *, followups: bool,
-    antecedents: bool, own: Callable[[list[tuple[int, float, tuple]]], list[Candidate]],
+    conn: apsw.Connection, v: Viewer, ranked: list[Candidate], speakers: dict[int, str], as_of: int | None,
+    tuning: Tuning, *, followups: bool, antecedents: bool,
+    own: Callable[[list[tuple[int, float, tuple]], dict[int, str]], list[Candidate]],
 ) -> list[Candidate]:
     """Replies, follow-ups and antecedents: a turn of an exchange inherits the match of the turn it answers or that answers it.
 
@@ -433,31 +442,50 @@ def _replies(
     scores for answers the pass did not rank (`tuning.reply_own_factors`;
     off, the lender's whole score is lent). A turn keeps its own score when
     that is higher.
+
+    A turn answers a short question (at most `tuning.reply_bytes`, ending in
+    "?") unless both have a speaker and it is the same one; a turn before is
+    lent to only when both have a speaker and they differ. `speakers` holds
+    those of `ranked` (read with the pass); the neighbours' are read once,
+    with the short turns' texts.
     """
     top = ranked[: tuning.reply_depth]
     scores = {c.id: c.score for c in top}
+    by_id = {c.id: c for c in ranked}
+    following = bool(followups and tuning.followup)
+    around = _sql.neighbours(
+        conn, v, list(scores), as_of, before=bool(antecedents and tuning.antecedent),
+        after=bool(tuning.reply or following),
+    )
+    nxt = {c: a for c, (_, a, _) in around.items() if a is not None}
+    before = {c: b for c, (b, _, _) in around.items() if b is not None}
+    later = _sql.neighbours(conn, v, list(set(nxt.values())), as_of, before=False) if following else {}
+    # The turns that may ask (the top's and, for follow-ups, their next turns) -> the turn after each.
+    short = {
+        q: a for q, (_, a, size) in [*around.items(), *later.items()] if a is not None and size <= tuning.reply_bytes
+    }
+    turns = {*nxt.values(), *before.values(), *(a for _, a, _ in later.values())}
+    read, asks = _sql.speakers(conn, [t for t in turns if t not in by_id], asking=list(short))
+    said = {**speakers, **read}
+    answers = {
+        q: a for q, a in short.items()
+        if q in asks and (said.get(q) is None or said.get(a) is None or said[q] != said[a])
+    }
     offers: list[tuple[int, float, int, str]] = []  # (answer, lent score, lender, part)
-    nxt = _sql.following(conn, v, list(scores), as_of) if tuning.reply or (followups and tuning.followup) else {}
     if tuning.reply:
-        for q, a in _sql.replies(conn, nxt, max_bytes=tuning.reply_bytes).items():
-            offers.append((a, tuning.reply * scores[q], q, "reply_to"))
-    if followups and tuning.followup:
-        after = _sql.following(conn, v, list({a for a, _ in nxt.values()}), as_of)
-        answers = _sql.replies(conn, after, max_bytes=tuning.reply_bytes)
-        for c, (q, _) in nxt.items():
-            if q in answers:
-                offers.append((answers[q], tuning.followup * scores[c], c, "followup_of"))
-    if antecedents and tuning.antecedent:
-        before = _sql.answered(conn, _sql.following(conn, v, list(scores), as_of, previous=True))
-        for c, b in before.items():
-            offers.append((b, tuning.antecedent * scores[c], c, "antecedent_of"))
+        offers += [(answers[q], tuning.reply * scores[q], q, "reply_to") for q in nxt if q in answers]
+    if following:
+        offers += [(answers[q], tuning.followup * scores[c], c, "followup_of") for c, q in nxt.items() if q in answers]
+    offers += [
+        (b, tuning.antecedent * scores[c], c, "antecedent_of")
+        for c, b in before.items() if c in said and b in said and said[c] != said[b]
+    ]
     if not offers:
         return ranked
-    by_id = {c.id: c for c in ranked}
     rows = _sql.candidates(conn, v, [a for a, *_ in offers if a not in by_id], as_of)
     fresh = {}
     if tuning.reply_own_factors and rows:
-        fresh = {c.id: c for c in own([(a, 0.0, row) for a, row in rows.items()])}
+        fresh = {c.id: c for c in own([(a, 0.0, row) for a, row in rows.items()], said)}
     for a, share, lender, part in offers:
         c = by_id.get(a)
         if c is None:

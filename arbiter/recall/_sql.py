@@ -70,69 +70,57 @@ def candidates(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | No
     return {r[0]: r[1:] for r in rows}
 
 
-def following(
-    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, previous: bool = False
-) -> dict[int, tuple[int, int]]:
-    """id -> (the id of the next turn of its conversation visible to `v` (by valid time, then id), the id's size in bytes).
+def neighbours(
+    conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None, *, before: bool = True, after: bool = True
+) -> dict[int, tuple[int | None, int | None, int]]:
+    """id -> (the turn of its conversation before it, the turn after it, its size in bytes), as `v` sees them.
 
-    With `previous`, the turn before it instead. Only entries in a
-    conversation. Sizes, times and the neighbour come from `recall_entries`
-    (narrow rows, indexed by conversation and time).
+    Turns are ordered by valid time, then id. Only entries in a conversation
+    with a neighbour on a side asked for are in; a side not asked for, or
+    with no turn, is None. Both sides come from one query on
+    `recall_entries` (narrow rows, indexed by conversation and time).
     """
-    if not ids:
+    if not ids or not (before or after):
         return {}
     cond, binds = entries.visible(as_of, alias="n")
-    side, order = ("<", "DESC") if previous else (">", "ASC")
+
+    def turn(side: str, order: str) -> str:
+        return (
+            "(SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
+            f"AND (n.valid_from, n.entry_id) {side} (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
+            f"ORDER BY n.valid_from {order}, n.entry_id {order} LIMIT 1)"
+        )
+
     rows = conn.execute(
-        "SELECT q.entry_id, (SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
-        f"AND (n.valid_from, n.entry_id) {side} (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
-        f"ORDER BY n.valid_from {order}, n.entry_id {order} LIMIT 1), q.bytes "
-        f"FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
+        f"SELECT q.entry_id, {turn('<', 'DESC') if before else 'NULL'}, {turn('>', 'ASC') if after else 'NULL'}, "
+        f"q.bytes FROM recall_entries q WHERE q.entry_id IN ({','.join('?' * len(ids))}) AND q.tenant_id = ? "
         "AND q.conversation_id IS NOT NULL",
-        (*binds, *ids, v.tenant_id),
+        (*(binds if before else ()), *(binds if after else ()), *ids, v.tenant_id),
     ).fetchall()
-    return {q: (a, size) for q, a, size in rows if a is not None}
+    return {q: (b, a, size) for q, b, a, size in rows if b is not None or a is not None}
 
 
-def replies(conn: apsw.Connection, follows: dict[int, tuple[int, int]], *, max_bytes: int) -> dict[int, int]:
-    """question id -> the id of the turn that answers it, for the turns in `follows` (from `following`) that ask.
+def speakers(conn: apsw.Connection, ids: list[int], *, asking: list[int]) -> tuple[dict[int, str], set[int]]:
+    """The speakers of the entries among `ids` and `asking` (where one is recorded), and those of `asking` that ask.
 
-    A turn asks if it is at most `max_bytes` long and ends in a question; the
-    answer is its next turn, unless both have a speaker and it is the same
-    one: a turn does not answer its own speaker's question. Only the few
-    short turns' texts are read, in the same query as the speakers.
+    A turn asks if its text ends in a question mark. Only the texts of
+    `asking` (a few short turns) are read, in the same query as the speakers.
     """
-    short = {q: a for q, (a, size) in follows.items() if size <= max_bytes}
-    if not short:
-        return {}
-    said, asked = {}, set()
+    said: dict[int, str] = {}
+    asks: set[int] = set()
+    if not ids and not asking:
+        return said, asks
+    marks = ",".join("?" * len(asking)) or "NULL"
     for eid, speaker, content in conn.execute(
-        f"SELECT id, speaker, CASE WHEN id IN ({','.join('?' * len(short))}) THEN content END FROM entries "
-        f"WHERE id IN ({','.join('?' * (2 * len(short)))})",
-        [*short, *short, *short.values()],
+        f"SELECT id, speaker, CASE WHEN id IN ({marks}) THEN content END FROM entries "
+        f"WHERE id IN ({','.join('?' * (len(asking) + len(ids)))})",
+        [*asking, *asking, *ids],
     ):
-        said[eid] = speaker
+        if speaker is not None:
+            said[eid] = speaker
         if content is not None and content.rstrip().endswith("?"):
-            asked.add(eid)
-    return {
-        q: a for q, a in short.items()
-        if q in asked and (said.get(q) is None or said.get(a) is None or said[q] != said[a])
-    }
-
-
-def answered(conn: apsw.Connection, before: dict[int, tuple[int, int]]) -> dict[int, int]:
-    """turn id -> the turn before it (from `following(..., previous=True)`), where another speaker said that one.
-
-    Both must have a speaker: with none recorded, the turn before is not
-    known to be the other party's.
-    """
-    if not before:
-        return {}
-    ids = [*before, *(b for b, _ in before.values())]
-    said = dict(conn.execute(
-        f"SELECT id, speaker FROM entries WHERE id IN ({','.join('?' * len(ids))}) AND speaker IS NOT NULL", ids
-    ))
-    return {t: b for t, (b, _) in before.items() if t in said and b in said and said[t] != said[b]}
+            asks.add(eid)
+    return said, asks
 
 
 def at(conn: apsw.Connection, ids: list[int], column: str, *, known_at: int | None = None) -> dict:

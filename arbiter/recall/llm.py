@@ -58,7 +58,7 @@ def shown(
     found = entries.get_any(conn, v, ids, known_at=known_at)
     follows: dict[int, str] = {}
     if context and known_at is None:
-        before = {i: prev for i, (prev, _) in _sql.following(conn, v, ids, as_of, previous=True).items()}
+        before = {i: prev for i, (prev, _, _) in _sql.neighbours(conn, v, ids, as_of, after=False).items()}
         said = {e.id: e for e in entries.get_any(conn, v, list(set(before.values())))}
         follows = {i: cut(_said(said[prev]), CONTEXT_EXCERPT) for i, prev in before.items() if prev in said}
     return [

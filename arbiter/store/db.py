@@ -1033,9 +1033,9 @@ MIGRATIONS: list[tuple[str, str | Callable[[apsw.Connection], None]]] = [
         """,
     ),
     (
-        # Recall's reply lookup (`recall._sql.replies`: the turn after a short
-        # question, by valid time within its conversation) seeks instead of
-        # scanning every row of `recall_entries`.
+        # Recall's reply lookup (`recall._sql.neighbours`: the turns before and
+        # after a candidate, by valid time within its conversation) seeks
+        # instead of scanning every row of `recall_entries`.
         "m014_recall_replies_index",
         """
         CREATE INDEX recall_entries_conversation ON recall_entries(conversation_id, valid_from, entry_id)

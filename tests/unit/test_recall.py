@@ -352,6 +352,23 @@ def test_only_another_speakers_turn_before_borrows(db, tenant):
         assert before not in ids(ask(db, tenant, "chocolate chip cookies", conversation_id=chat))
 
 
+def test_replies_read_who_said_each_turn_with_the_speaker_factor_off(db, tenant):
+    # One read of the pass's speakers serves the speaker factor and the replies: each works without the other.
+    _, (asked, answer) = exchange(
+        db, tenant, ("Melanie", "Anything you're excited about in the adoption process?"),
+        ("Caroline", "I'm thrilled to make a family for kids who need one."))
+    _, (own, again) = exchange(
+        db, tenant, ("Caroline", "Anything new in the adoption process?"), ("Caroline", "We met the agency on Monday."))
+    _, (said, echo) = exchange(
+        db, tenant, ("user", "I found that turbinado sugar adds a richer flavor."),
+        ("assistant", "Turbinado is great for your chocolate chip cookies."))
+    res = explained(db, tenant, "What is Caroline excited about in the adoption process?", disable=["speaker"])
+    assert res[answer].parts["reply_to"] == asked and own in res and again not in res
+    assert not [h.id for h in res.values() if "speaker" in h.parts]
+    res = explained(db, tenant, "my chocolate chip cookies need something extra", disable=["speaker"])
+    assert res[said].parts["antecedent_of"] == echo
+
+
 @pytest.fixture
 def teammates(db, tenant):
     """(ann, ben, say): viewers of two users of team `core`, and `say(v, content, seconds_before_T0, speaker=None,
