@@ -213,7 +213,7 @@ def _told(m: re.Match, today: date) -> Days:
     unit = m["units"]  # "two weeks ago": that far back, give or take a third of the unit
     n = int(m["n"]) if m["n"].isdigit() else max(_NUMBER.get(w, 0) for w in m["n"].split())
     if unit == "year":
-        return Days(date(today.year - n, 1, 1), date(today.year - n, 12, 31))
+        return Days(date(today.year - n, 1, 1), min(date(today.year - n, 12, 31), today))
     days, slack = {"day": (1, 1), "week": (7, 3), "weekend": (7, 3), "month": (30, 10)}[unit]
     centre = today - timedelta(days=days * n)
     return Days(centre - timedelta(days=slack), min(centre + timedelta(days=slack), today))

@@ -178,7 +178,7 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
     kept = [(i, s, st) for i, (s, st) in enumerate(tokens) if s not in stopwords or s in prefixes]
     named = _named_parties([s for s, _ in tokens]) if parties else set()
     # A query that is only a party ("the user") searches for it.
-    content = [(s, st) for i, s, st in kept if i not in named] or [(s, st) for _, s, st in kept] or tokens
+    content = [(s, st) for i, s, st in kept if i not in named or s in prefixes] or [(s, st) for _, s, st in kept] or tokens
     for surface, stem in content:
         if surface in prefixes:
             add(Term(surface, stem + "*", prefix=True))
@@ -238,7 +238,10 @@ def _named_parties(surfaces: list[str]) -> set[int]:
     voice reads, not what; as terms they match "user_id" in a pasted query
     and "As an AI assistant". A party is a person: possessed ("the user's"),
     asked about ("did the user meet"), or followed by a function word ("the
-    user has", "for the user to"). "the user table" is a subject and stays.
+    user has", "for the user to"). "the user table" is a subject and stays,
+    unless an auxiliary comes before it: "is the user table indexed?" reads
+    as a party asked about (the cost docs/retrieval.md names). A starred
+    word ("the user* table") is always a term: its asker chose it.
     """
     out = set()
     for i in range(1, len(surfaces)):

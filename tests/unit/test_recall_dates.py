@@ -92,6 +92,7 @@ def test_a_span_meets_the_day_ranges_that_reach_into_it():
         ("I dyed my hair two weeks ago", [(date(2022, 4, 15), date(2022, 4, 21))]),
         ("a month ago", [(date(2022, 3, 23), date(2022, 4, 12))]),
         ("3 years ago", [(date(2019, 1, 1), date(2019, 12, 31))]),
+        ("0 years ago", [(date(2022, 1, 1), date(2022, 5, 2))]),  # this year, but not its days still to come
         ("built 4,500 years ago", []),  # not "500 years ago"
         ("How many weeks ago did I meet her?", []),  # asks for a span, names none
         ("I will go next week", []),  # plans are not told events
@@ -135,7 +136,7 @@ def test_a_question_s_own_relative_words_do_not_date_it(db, tenant):
 
 
 _PHRASES = ["yesterday", "last night", "last Friday", "on Sunday", "last week", "last weekend", "last month",
-            "last year", "a day ago", "3 days ago", "a couple of weeks ago", "two months ago", "10 years ago",
+            "last year", "a day ago", "3 days ago", "0 years ago", "0 weeks ago", "a couple of weeks ago", "two months ago", "10 years ago",
             "a few days ago", "next week", "the last word", "ago", "4500 years ago", "99999999999 weeks ago",
             "1000000 days ago"]
 

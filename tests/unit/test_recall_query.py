@@ -187,6 +187,7 @@ def test_voice_says_whose_words_hold_the_answer(tok, text, voice):
         ("the user table schema", ["user", "table", "schema"]),
         ("Which user manual covers the assistant mode?", ["user", "manual", "covers", "assistant", "mode"]),
         ("the user", ["user"]),  # a query that is only a party searches for it
+        ("did the user* table get an index", ["user", "table", "get", "index"]),  # a starred word is chosen: a term
     ],
 )
 def test_the_user_and_the_assistant_as_parties_are_not_terms(tok, text, surfaces):
