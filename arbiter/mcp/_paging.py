@@ -9,13 +9,15 @@ from typing import Annotated
 from msgspec import Meta
 
 from arbiter.errors import InvalidParams
-from arbiter.mcp.tool import View, fit
+from arbiter.mcp.tool import Session, View, fit
 
 MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
     "Budget for the whole result, in characters: hits beyond it move to the next page."))]
 Cursor = Annotated[Annotated[str, Meta(max_length=32)] | None, Meta(description="The `next_cursor` of the previous page.")]
 
 DEFAULT_MAX_CHARS = 8000
+#: Recall cursors a session keeps; an older one is refused (search again).
+KEPT_CURSORS = 64
 #: Room a paged result keeps for the lines around its items: a heading, a note, the footer naming the cursor.
 FRAME_CHARS = 200
 
@@ -57,3 +59,29 @@ def page_offset(cursor: str | None) -> int:
     if not cursor.isdigit():
         raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
     return int(cursor)
+
+
+def shown_before(s: Session, cursor: str | None) -> frozenset[int]:
+    """The ids the pages before `cursor` showed (none on a first page): a `shown_cursor` of this session."""
+    if cursor is None:
+        return frozenset()
+    try:
+        return s.cursors[cursor]
+    except KeyError:
+        raise InvalidParams("cursor: not a cursor this session returned (or an old one): search again without cursor",
+                            path="cursor") from None
+
+
+def shown_cursor(s: Session, shown: frozenset[int]) -> str:
+    """A cursor for the page after those that showed `shown`, kept on the session (the last `KEPT_CURSORS`).
+
+    Recall ranks again for each page, and a write between pages moves the ranking (a new hit above the cut, the
+    conversation the write started), so the next page is the best hits not shown yet, not "from position N":
+    a position would repeat a hit that moved down and skip one that moved up.
+    """
+    s.pages += 1
+    cursor = f"p{s.pages}"
+    s.cursors[cursor] = shown
+    if len(s.cursors) > KEPT_CURSORS:
+        del s.cursors[next(iter(s.cursors))]
+    return cursor

@@ -7,7 +7,9 @@ from typing import Annotated, Literal
 from msgspec import Meta, Struct
 
 from arbiter.errors import InvalidParams
-from arbiter.mcp._paging import DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars, Page, fit_page, page_offset
+from arbiter.mcp._paging import (
+    DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars, Page, fit_page, page_offset, shown_before, shown_cursor,
+)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, Session, View, count, day, fit, flat, tool
 from arbiter.model import EntityName, EntryType, Name, RelationQualifier, RelationType, Speaker, SpeakerEdit, Tags, TextParams, Time
 
@@ -641,14 +643,15 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     the question: for "what does Ann do with her family?", try "Ann kids
     camping museum".
     """
-    offset = page_offset(a.cursor)
+    seen = shown_before(s, a.cursor)
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
-    want = min(RECALL_DEPTH, offset + a.limit + 1)
+    want = min(RECALL_DEPTH, len(seen) + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
                  as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
-    page = [_hit(h) for h in res.hits[offset:offset + a.limit]]
+    unseen = [h for h in res.hits if h.id not in seen]
+    page = [_hit(h) for h in unseen[:a.limit]]
     facts = [RecalledFact(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,
-                          valid_from=f.valid_from, sources=f.sources) for f in res.facts] if not offset else []
+                          valid_from=f.valid_from, sources=f.sources) for f in res.facts] if a.cursor is None else []
     out = Recalled(query=a.query, conversation_id=conversation, hits=page, note=res.note, more=False,
                    next_cursor=None, facts=facts)
     # The lines around the hits count too: the heading and footer, the facts under their heading, the note.
@@ -656,8 +659,8 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     note_chars = len(res.note) + 7 if res.note else 0
     shown = fit_page(out, map(_hit_lines, page), len(a.query) + 80 + facts_chars + note_chars, a.max_chars)
     out.hits = page[:shown]
-    out.more = len(res.hits) > offset + shown
-    out.next_cursor = str(offset + shown) if out.more else None
+    out.more = len(unseen) > shown
+    out.next_cursor = shown_cursor(s, seen | {h.id for h in out.hits}) if out.more else None
     return out
 
 

@@ -279,6 +279,33 @@ def test_recall_pages_until_exhausted_within_the_budget(memory):
         assert all(h["excerpt"] for h in p.structured_content["hits"])
 
 
+def test_recall_pages_neither_repeat_nor_skip_when_written_between(daemon):
+    """Each page ranks again: a write between pages (here a new top hit, and the conversation it starts) moves
+    the ranking, and the next page still brings exactly the hits not shown yet."""
+    with daemon.client() as c:
+        before = [c.remember(type="reference", title=f"Gadget note {i}", content=f"The gadget runs job {i}.").id
+                  for i in range(12)]
+
+    async def body(session):
+        r = await session.call_tool("recall", {"query": "gadget", "limit": 5})
+        pages = [r]
+        w = await session.call_tool("remember", {"type": "reference", "title": "Gadget gadget gadget",
+                                                 "content": "The gadget, the gadget and the gadget."})
+        assert not w.is_error, text(w)
+        while r.structured_content["more"]:
+            r = await session.call_tool("recall", {"query": "gadget", "limit": 5,
+                                                   "cursor": r.structured_content["next_cursor"]})
+            assert not r.is_error, text(r)
+            pages.append(r)
+        stale = await session.call_tool("recall", {"query": "gadget", "cursor": "5"})
+        return pages, w.structured_content["entry"]["id"], stale
+
+    pages, written, stale = run_session(daemon.home, body)
+    ids = [h["id"] for p in pages for h in p.structured_content["hits"]]
+    assert len(ids) == len(set(ids)) and sorted(ids) == sorted([*before, written])
+    assert stale.is_error and text(stale).startswith("invalid_params: cursor: not a cursor this session returned")
+
+
 def test_list_pages_until_exhausted(memory):
     daemon, built = memory
 
