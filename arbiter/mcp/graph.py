@@ -6,9 +6,10 @@ from typing import Annotated, Literal
 
 from msgspec import Meta
 
+from arbiter._time import parse_time
 from arbiter.mcp import session_note
 from arbiter.errors import InvalidParams
-from arbiter.mcp._paging import DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars, Page, page_offset
+from arbiter.mcp._paging import DEFAULT_MAX_CHARS, FRAME_CHARS, Cursor, MaxChars, Page
 from arbiter.mcp.entries import (Content, EntryView, Ref, Said, Source, TagList, Title, Type, Written, entry_view, ref,
                                  ref_fields)
 from arbiter.mcp.tool import Args, AsOf, EntryId, KnownAt, NoArgs, Session, View, count, cut, fit, flat, tool
@@ -81,7 +82,9 @@ def thread(s: Session, a: ThreadArgs) -> ThreadView:
     t = s.call("thread", a.id, as_of=a.as_of, known_at=a.known_at)
     replies = [Reply(**ref_fields(r), parent_id=r.parent_id,
                      depth=t.depth[r.id], excerpt=flat(r.content, 240)) for r in t.replies]
-    start = page_offset(a.cursor)
+    after = _thread_cursor(a.cursor)
+    start = 0 if after is None else next(
+        (i for i, r in enumerate(replies) if (parse_time(r.recorded_at), r.id) > after), len(replies))
     if a.cursor is not None and start >= len(replies):
         raise InvalidParams("cursor: past the thread's end (it lost replies since): read it again without cursor",
                             path="cursor")
@@ -107,8 +110,20 @@ def thread(s: Session, a: ThreadArgs) -> ThreadView:
         lines.append(f"{count(len(replies), 'reply', 'replies')}:")
     out._lines = lines + [line for block in blocks[:shown] for line in block]
     out.more = start + shown < len(replies)
-    out.next_cursor = str(start + shown) if out.more else None
+    if out.more:  # where this page ended, in the thread's order: replies retired before it shift nothing
+        last = out.replies[-1] if out.replies else None
+        out.next_cursor = f"{parse_time(last.recorded_at)}.{last.id}" if last else "0.0"
     return out
+
+
+def _thread_cursor(cursor: str | None) -> tuple[int, int] | None:
+    """The (record time, id) of the last reply the previous page showed, from its `next_cursor`."""
+    if cursor is None:
+        return None
+    at, dot, after = cursor.partition(".")
+    if not (dot and at.isdigit() and after.isdigit()):
+        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
+    return int(at), int(after)
 
 
 class AroundArgs(Args):

@@ -13,7 +13,7 @@ def _pages(session, tool: str, args: dict):
     """Every page of `tool`, following `next_cursor` until `more` is false."""
 
     async def walk():
-        pages, cursor = [], None
+        pages, cursor = [], args.pop("cursor", None)
         while True:
             r = await session.call_tool(tool, {**args, **({"cursor": cursor} if cursor else {})})
             assert not r.is_error, text(r)
@@ -50,6 +50,26 @@ def test_a_long_thread_comes_in_pages_within_the_budget(home, daemon):
         jsonschema.validate(p.structured_content, tools["thread"].output_schema)
     assert f'pass cursor "{first["next_cursor"]}"' in text(pages[0])
     assert text(pages[1]).startswith(f"Replies {len(first['replies']) + 1}-")
+
+
+def test_thread_pages_skip_nothing_when_replies_retire_between(home, daemon):
+    """A cursor names where the last page ended, not a position: replies retired before it shift nothing."""
+    with daemon.client() as c:
+        root = c.remember(type="project", title="Rollout log", content="Rolling out the new cache.").id
+        replies = [c.reply(root, f"Step {i}: switched region {i} and watched its errors for an hour.").id
+                   for i in range(12)]
+
+    async def body(session):
+        first = await session.call_tool("thread", {"id": root, "max_chars": 800})
+        with daemon.client() as c:
+            c.forget(first.structured_content["replies"][0]["id"])  # a reply already shown retires
+        rest = await _pages(session, "thread", {"id": root, "max_chars": 800,
+                                                "cursor": first.structured_content["next_cursor"]})
+        return [first, *rest]
+
+    pages = run_session(home, body)
+    seen = [r["id"] for p in pages for r in p.structured_content["replies"]]
+    assert seen == replies  # every reply once, in order: the one after the first page's last too
 
 
 def test_a_long_history_comes_in_pages(home, daemon):
