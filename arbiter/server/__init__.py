@@ -26,6 +26,7 @@ import os
 import re
 import resource
 import signal
+import stat
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -337,9 +338,17 @@ class Daemon:
             self._unclaim()
             raise Unavailable(f"another arbiter daemon is already serving on {self.socket_path}")
         self._made += [socket_lock] if fresh else []
-        # We hold the lock, so any socket file left here belongs to a dead daemon.
-        if self.socket_path.exists() or self.socket_path.is_symlink():
-            self.socket_path.unlink()
+        # We hold the lock, so a socket left here belongs to a dead daemon. Anything else is not ours to
+        # delete: `--socket` naming the user's file by mistake must not cost them the file.
+        try:
+            mode = self.socket_path.lstat().st_mode
+        except FileNotFoundError:
+            return
+        if not (stat.S_ISSOCK(mode) or stat.S_ISLNK(mode)):
+            self._unclaim()
+            raise InvalidParams(f"{self.socket_path} is not a socket: serve on a path that is free or holds "
+                                "a socket arbiter left", path="socket")
+        self.socket_path.unlink()
 
     def _unclaim(self) -> None:
         """A start refused before the database opened leaves nothing: the lock files and folders it made go.

@@ -73,6 +73,27 @@ def test_a_stale_socket_is_replaced(home):
         assert second.stop() == 0
 
 
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_socket_path_that_is_no_socket_is_refused_and_kept(home, kind):
+    """Only a socket a dead daemon left is replaced: `--socket notes.txt` must not delete the notes."""
+    target = home / "notes.txt"
+    if kind == "file":
+        target.write_text("precious")
+    else:
+        target.mkdir()
+        (target / "inside").write_text("precious")
+    proc = arbiter(home, "serve", "--socket", str(target), timeout=20)  # on failure: it serves there
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(target) in lines[0] and "not a socket" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    if kind == "file":
+        assert target.read_text() == "precious"
+    else:
+        assert (target / "inside").read_text() == "precious"
+    assert sorted(p.name for p in home.iterdir()) == ["notes.txt"]  # nothing left beside it
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_stops_cleanly(home, sig):
     d = DaemonProcess(home).start()
