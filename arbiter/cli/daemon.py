@@ -110,8 +110,9 @@ def _loopback(ctx, param, value):
 def stop(settings: Settings, home, timeout):
     """Stop the daemon serving this home's socket; return once it has let go of the database.
 
-    Sends SIGTERM to the pid in SOCKET.lock: the daemon answers what it has
-    accepted, closes the database and removes its socket. Run it after an
+    Sends SIGTERM to the pid in SOCKET.lock: the daemon finishes and answers
+    the requests it has started (one it has not started is not run), closes
+    the database and removes its socket. Run it after an
     upgrade, since a running daemon keeps running the old code.
 
     \b

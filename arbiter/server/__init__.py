@@ -299,6 +299,7 @@ class Daemon:
         self._wrote.set()  # a database opened after a bulk load may need merging
         self._active = asyncio.Event()  # requests since the last idle work
         self._active.set()
+        self._stopping = False  # a signal came: connections start no new line
         self._lock_fds: list[int] = []
         self._made: list[Path] = []  # folders and lock files this start created, deepest last (`_unclaim`)
         self.maintenance_interval_s = maintenance_interval_s
@@ -439,11 +440,15 @@ class Daemon:
             chores = [asyncio.create_task(self._work_when_idle()), asyncio.create_task(self._maintain_when_idle()),
                       asyncio.create_task(self._close_idle())]
             await stop.wait()
+            self._stopping = True
             server.close()
             for chore in chores:
                 chore.cancel()
             await asyncio.gather(*chores, return_exceptions=True)
-            await self._idle.wait()  # finish what was accepted before the signal
+            # Finish and answer what was started before the signal. Not one wait: `_idle` is set between two
+            # requests of a batch, and its waiter still wakes when the next request has cleared it again.
+            while self._busy:
+                await self._idle.wait()
             for task in list(self._connections):
                 task.cancel()
             await asyncio.gather(*self._connections, return_exceptions=True)
@@ -633,6 +638,8 @@ class Daemon:
                     if len(frame) > self.max_frame:  # it arrived whole, within one read
                         reply = _error_frame(None, self._too_large())
                     elif frame and not frame.isspace():  # strip() would copy a bytearray
+                        if self._stopping:  # a line not started is neither run nor answered
+                            return
                         conn.busy = True
                         handed, frame = [frame], None  # the dispatch drops it once decoded: a bulk frame is MBs
                         reply = await self._dispatch_frame(handed)

@@ -104,6 +104,44 @@ def test_signal_stops_cleanly(home, sig):
     assert integrity(d.db) == "ok"
 
 
+def test_a_signal_mid_batch_answers_what_ran_and_runs_nothing_unanswered(home):
+    """SIGTERM while a batch runs: the batch finishes and is answered; a line after it is neither run nor answered.
+
+    The daemon had stopped waiting at the first moment nothing was in flight (between two of the batch's
+    requests), so it closed the connection with the batch half written and unanswered.
+    """
+    import json
+    import socket
+
+    d = DaemonProcess(home).start()
+    try:
+        def request(i):
+            return {"jsonrpc": "2.0", "id": i, "method": "remember", "token": d.token,
+                    "params": {"type": "context", "title": f"t{i}", "content": f"entry number {i}"}}
+
+        raw = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        raw.settimeout(60)
+        raw.connect(str(d.socket))
+        batch = json.dumps([request(i) for i in range(1, 1001)]).encode()
+        raw.sendall(batch + b"\n" + json.dumps(request(1001)).encode() + b"\n")
+        with d.client() as watcher:
+            wait_for(lambda: watcher.list(limit=1), what="the batch to start writing")
+        d.proc.send_signal(signal.SIGTERM)
+        answers = [json.loads(line) for line in raw.makefile("rb")]  # every line, until the daemon closes
+        raw.close()
+        assert d.proc.wait(10) == 0
+    finally:
+        d.stop()
+    answered = {r["result"]["title"] for a in answers for r in (a if isinstance(a, list) else [a])}
+    assert len(answers) == 1 and len(answered) == 1000  # the batch, whole; the line after it was never started
+    conn = connect(d.db)
+    try:
+        written = {row[0] for row in conn.execute("SELECT title FROM entries")}
+    finally:
+        conn.close()
+    assert written == answered
+
+
 def test_a_newer_database_is_refused_with_one_line(home):
     d = DaemonProcess(home).start()
     d.stop()
