@@ -76,8 +76,9 @@ _encoder = msgspec.json.Encoder()
 def _dropped(sock: socket.socket) -> bool:
     """True if the daemon closed this idle connection (idle timeout, restart): readable with no data."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        poller = select.poll()  # not select(): it refuses a descriptor past 1023 (a process with many files open)
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0)) and sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except OSError:
         return True
 

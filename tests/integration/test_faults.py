@@ -258,6 +258,32 @@ def test_idle_connections_are_closed_and_the_client_reconnects(home):
         d.stop()
 
 
+def test_a_client_past_1024_file_descriptors_talks_and_reconnects(home):
+    """select() takes no descriptor from FD_SETSIZE (1024) on: a process with many files open must still be served."""
+    import os
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 1100:
+        if hard != resource.RLIM_INFINITY and hard < 1100:
+            pytest.skip(f"the hard file descriptor limit ({hard}) is below 1100")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1100 if hard == resource.RLIM_INFINITY else min(hard, 2048), hard))
+    d = DaemonProcess(home, args=("--idle-timeout", "0.5")).start()
+    held = []
+    try:
+        while not held or held[-1] < 1030:  # every lower descriptor taken: the client's socket gets a high one
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        with d.client() as c:
+            assert c._sock.fileno() > 1024
+            c.remember(type="user", title="many files open", content="c")
+            assert c.status().entries_active == 1
+            wait_for(lambda: client_dropped(c), what="the client's idle connection to be closed")
+            assert c.status().entries_active == 1  # noticed, reconnected
+    finally:
+        for fd in held:
+            os.close(fd)
+        d.stop()
+
+
 def client_dropped(c: Client) -> bool:
     from arbiter.client import _dropped
 
