@@ -587,9 +587,12 @@ class Daemon:
         while True:
             await asyncio.sleep(min(self.idle_timeout / 4, 60.0))
             now = loop.time()
-            for conn in list(self._connections.values()):
+            for task, conn in list(self._connections.items()):
                 if not conn.busy and now - conn.last_active > self.idle_timeout:
-                    conn.writer.close()  # the handler reads EOF and cleans up
+                    # Not close(): it waits to send the answers the client has not read, forever if it never
+                    # reads, and the woken handler would run its next line. Idle, it waits at a read or a drain.
+                    task.cancel()
+                    conn.writer.transport.abort()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         loop = asyncio.get_running_loop()

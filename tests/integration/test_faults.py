@@ -258,6 +258,27 @@ def test_idle_connections_are_closed_and_the_client_reconnects(home):
         d.stop()
 
 
+def test_a_connection_that_never_reads_its_answers_is_closed_when_idle(home):
+    """A client that sends and stops reading: its answers fill the socket, and the daemon's slot must not stay taken."""
+    d = DaemonProcess(home, args=("--idle-timeout", "0.5", "--max-connections", "1")).start()
+    try:
+        with d.client() as c:
+            c.remember_many([{"type": "reference", "title": f"t{i}", "content": f"{i} " + "x" * 2000}
+                             for i in range(100)])
+        stuck = open_raw(d.socket, 1)[0]
+        stuck.setblocking(False)
+        request = b'{"jsonrpc":"2.0","id":1,"method":"list","params":{"limit":100},"token":"%s"}\n' % d.token.encode()
+        try:
+            while True:  # until the daemon, blocked on answers nobody reads, reads no more
+                stuck.send(request)
+        except BlockingIOError:
+            pass
+        wait_for(lambda: _served(d), what="the stuck connection's slot to be freed")
+        stuck.close()
+    finally:
+        d.stop()
+
+
 def test_a_client_past_1024_file_descriptors_talks_and_reconnects(home):
     """select() takes no descriptor from FD_SETSIZE (1024) on: a process with many files open must still be served."""
     import os
