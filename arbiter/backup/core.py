@@ -114,7 +114,8 @@ def _open_readonly(path: Path) -> apsw.Connection:
         raise InvalidParams(f"no such file: {path}", path="path")
     if not path.is_file():
         raise InvalidParams(f"{path} is not a file", path="path")
-    conn = apsw.Connection(f"file:{path}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    # A plain name, not a "file:" URI: in a URI "#" and "?" end the name, so "b.db#2" would open "b.db".
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
     text.register(conn)  # the stored text is read through arbiter_text (store/text.py), checks included
     return conn
 

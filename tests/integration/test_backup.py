@@ -220,3 +220,24 @@ def test_verify_checks_the_full_text_index(daemon, tmp_path):
     conn.close()
     check = verify(tmp_path / "b.db")
     assert check.problems == ["the full-text index does not match the entries"]
+
+
+def test_a_backup_whose_name_holds_a_hash_or_a_question_mark_is_the_file_verified_and_restored(daemon, tmp_path):
+    """The file was opened as an SQLite URI: 'b.db#2' read 'b.db' (an older backup) and '?' cut the name too, so
+    verify counted another file and restore put it back, losing the writes only the named backup held."""
+    with daemon.client() as c:
+        _fill(c, 2, prefix="before")
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    with daemon.client() as c:
+        _fill(c, 3, prefix="after")
+    for name in ("b.db#2", "b.db?2"):
+        ok(daemon.home, "backup", "create", str(tmp_path / name))
+        assert verify(tmp_path / name).entries == 5
+    daemon.stop()
+    ok(daemon.home, "backup", "restore", str(tmp_path / "b.db#2"))
+    again = DaemonProcess(daemon.home).start()
+    try:
+        with again.client() as c:
+            assert len(c.list(limit=100)) == 5
+    finally:
+        again.stop()
