@@ -77,6 +77,17 @@ class _Map:
     def __getitem__(self, old: int) -> int | None:
         if (new := self.fresh.get(old)) is not None:
             return new
+        new = self._saved(old)
+        return None if new is None else abs(new)
+
+    def created(self, old: int) -> bool:
+        """Whether `old` maps to a row this import made (not onto an entity the tenant already had)."""
+        if old in self.fresh:
+            return old not in self.existing
+        new = self._saved(old)
+        return new is not None and new > 0
+
+    def _saved(self, old: int) -> int | None:
         row = self.conn.execute(
             "SELECT new_id FROM import_ids WHERE import_id = ? AND kind = ? AND old_id = ?",
             (self.import_id, self.kind, old),
@@ -84,9 +95,10 @@ class _Map:
         return row[0] if row else None
 
     def save(self) -> None:
+        # One mapped onto an existing entity is saved negated, so a later batch (a merge) still knows not to alter it.
         self.conn.executemany(
             "INSERT INTO import_ids(import_id, kind, old_id, new_id) VALUES (?, ?, ?, ?)",
-            ((self.import_id, self.kind, old, new) for old, new in self.fresh.items()),
+            ((self.import_id, self.kind, old, -new if old in self.existing else new) for old, new in self.fresh.items()),
         )
 
 
@@ -313,9 +325,9 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 _entity(conn, tenant, rec, ents)
                 counts["entities"] += 1
             elif isinstance(rec, EntityMergeRecord):
-                if rec.id in ents.fresh and rec.id not in ents.existing:  # never re-point an entity that was here
+                if ents.created(rec.id):  # never re-point an entity that was here
                     conn.execute("UPDATE entities SET merged_into = ? WHERE id = ?",
-                                 (ref(ents, rec.into, line, "into", "entity"), ents.fresh[rec.id]))
+                                 (ref(ents, rec.into, line, "into", "entity"), ents[rec.id]))
             elif isinstance(rec, MentionRecord):
                 if pending:
                     insert_pending()

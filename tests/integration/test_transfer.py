@@ -897,3 +897,44 @@ def test_a_past_speaker_goes_through_export_and_import_and_older_files_take_the_
             new = max(x.id for x in t.list(limit=10))
             assert t.get(new).speaker == "Caroline"
             assert t.get(new, known_at=t.history(new).revisions[0].recorded_from).speaker == past
+
+
+def test_a_merge_whose_entity_went_in_an_earlier_batch_is_kept(daemon, target, tmp_path):
+    """Merges follow every entity record; a merge was applied only if its entity went in the same import batch,
+    so in a file of more than one batch the merged-away entity came back as an entity of its own."""
+    with daemon.client() as c:
+        c.remember_many([{"type": "project", "title": f"thing {i}", "content": f"about thing {i}",
+                          "entities": [f"Thing{i:04d}"]} for i in range(files.BATCH // 2 + 100)])
+        c.entity_merge("Thing0001", "Thing0000")
+        before = [(e.name, sorted(e.aliases), e.mentions) for e in c.entities("Thing000", limit=5)]
+    assert before[:2] == [("Thing0001", ["Thing0000"], 2), ("Thing0002", [], 1)]
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    entity = next(n for n, line in enumerate(lines, 1) if '"kind":"entity"' in line)
+    merge = next(n for n, line in enumerate(lines, 1) if '"kind":"entity_merge"' in line)
+    assert entity <= files.BATCH + 1 < merge  # the entity in the first batch, its merge in a later one
+    ok(target.home, "import", str(out))
+    with target.client() as t:
+        assert [(e.name, sorted(e.aliases), e.mentions) for e in t.entities("Thing000", limit=5)] == before
+        assert normalised(export_lines(t)) == normalised(lines)
+
+
+def test_a_merge_in_a_later_batch_never_re_points_an_entity_the_tenant_had(target, tmp_path):
+    with target.client() as t:
+        t.remember(type="project", title="db", content="we use it", entities=["Zorblat"])
+    at = '"2026-01-01T00:00:00.000000Z"'
+    entity = ('{"kind":"entity","id":%d,"name":"%s","type":"other","description":null,"created_at":%s,'
+              '"updated_at":%s,"retired_at":null,"names":[{"name":"%s","alias":false,"created_at":%s}]}')
+    out = tmp_path / "m.jsonl"
+    out.write_text("\n".join([
+        '{"kind":"arbiter-export","format":3,"arbiter":"0.1.0","exported_at":%s,"tenant":"default"}' % at,
+        entity % (1, "Zorblat", at, at, "Zorblat", at), entity % (2, "Quuxo", at, at, "Quuxo", at),
+        '{"kind":"entity_merge","id":1,"into":2}']) + "\n")
+    checked = files.check(out)
+    with target.client() as t:  # the entities in one batch, the merge in the next
+        t.import_batch(digest=checked.digest, lines=checked.lines, first_line=2,
+                       records=[msgspec.Raw(line) for line in out.read_bytes().splitlines()[1:3]])
+    ok(target.home, "import", str(out))
+    with target.client() as t:
+        assert [(e.name, e.mentions) for e in t.entities("Zorblat")] == [("Zorblat", 1)]
