@@ -237,7 +237,7 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
             raise
         aside = None
         if db_path.exists():
-            aside = db_path.with_name(f"{db_path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}")
+            aside = _free_name(db_path.with_name(f"{db_path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}"))
             for suffix in ("-wal", "-shm"):  # a WAL must never meet a database it was not written for
                 if Path(f"{db_path}{suffix}").exists():
                     os.replace(f"{db_path}{suffix}", f"{aside}{suffix}")
@@ -251,6 +251,18 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
     finally:
         for fd in held:
             os.close(fd)
+
+
+def _free_name(path: Path) -> Path:
+    """`path`, or `path-2`, `path-3`...: the first with no file, nor a -wal or -shm, by that name.
+
+    Named by the second, a second restore within it would replace the database the first one moved aside.
+    """
+    n, free = 1, path
+    while any(os.path.lexists(f"{free}{suffix}") for suffix in ("", "-wal", "-shm")):
+        n += 1
+        free = path.with_name(f"{path.name}-{n}")
+    return free
 
 
 def _full(e: BaseException) -> bool:

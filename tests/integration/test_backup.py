@@ -241,3 +241,24 @@ def test_a_backup_whose_name_holds_a_hash_or_a_question_mark_is_the_file_verifie
             assert len(c.list(limit=100)) == 5
     finally:
         again.stop()
+
+
+def test_a_restore_never_overwrites_a_database_an_earlier_restore_moved_aside(daemon, tmp_path):
+    """The aside was named by the second: a second restore within it replaced the first's aside, the database
+    from before both, which the first restore had said was kept."""
+    import time
+
+    with daemon.client() as c:
+        _fill(c, 2)
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    daemon.stop()
+    # What earlier restores moved aside, named for each second this restore may run in.
+    start = time.time()
+    earlier = [daemon.home / f"arbiter.db.before-restore-{time.strftime('%Y%m%dT%H%M%S', time.localtime(start + s))}"
+               for s in range(-1, 120)]
+    for path in earlier:
+        path.write_text(path.name)
+    out = ok(daemon.home, "backup", "restore", str(tmp_path / "b.db"))
+    assert all(path.read_text() == path.name for path in earlier)
+    (aside,) = set(daemon.home.glob("arbiter.db.before-restore-*")) - set(earlier)
+    assert aside.name in out and verify(aside).entries == 2
