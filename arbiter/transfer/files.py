@@ -20,9 +20,11 @@ import msgspec
 from arbiter import __version__, validation
 from arbiter._time import format_time, now_us, parse_time
 from arbiter.client import Client
+from arbiter.entities import names as entity_names
 from arbiter.errors import ArbiterError, Conflict, InvalidParams
 from arbiter.facts.model import check_printable
 from arbiter.model import _check_source
+from arbiter.store import relations
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     FORMAT,
@@ -234,7 +236,7 @@ def _fresh() -> dict[str, set]:
     """The ids (names, for people) each kind has had so far in a tenant's part; `applied`: applied fact batches;
     `relation`: (source, relation, target) triples."""
     return {k: set() for k in ("conversation", "entry", "entity", "user", "team", "fact_batch", "applied", "fact",
-                               "relation")}
+                               "relation", "salience", "revision")}
 
 
 def _words(e: Exception) -> str:
@@ -313,8 +315,11 @@ def _check_record(rec, seen: dict[str, set]) -> None:
                 parse_time(value, path=name)
         window(rec.recorded_from, rec.recorded_to, "recorded_from, recorded_to", empty=False)
         window(rec.valid_from, rec.valid_to, "valid_from, valid_to", empty=True)
+        # One state per record window: a second ending at the same instant would say two things of one time.
+        first("revision", (rec.entry_id, parse_time(rec.recorded_to)), "recorded_to")
     elif isinstance(rec, SalienceRecord):
         known("entry", rec.entry_id, "entry_id")
+        first("salience", rec.entry_id, "entry_id")
         if rec.last_access is not None:
             parse_time(rec.last_access, path="last_access")
     elif isinstance(rec, RetirementRecord):
@@ -324,6 +329,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         known("entry", rec.source_id, "source_id")
         known("entry", rec.target_id, "target_id")
         joins(rec.source_id, rec.target_id, "relation")
+        relations.require_qualifier(rec.relation, rec.qualifier)
         first("relation", (rec.source_id, rec.relation, rec.target_id), "relation")
         parse_time(rec.created_at, path="created_at")
     elif isinstance(rec, ConversationRecord):
@@ -333,6 +339,9 @@ def _check_record(rec, seen: dict[str, set]) -> None:
         for value in (rec.created_at, rec.updated_at, rec.retired_at, *(n.created_at for n in rec.names)):
             if value is not None:
                 parse_time(value, path="created_at")
+        keys = [entity_names.key(n.name) for n in rec.names]
+        if len(set(keys)) < len(keys):  # names are unique per tenant, case aside
+            raise InvalidParams("names: two of them are one name (case and spacing aside)", path="names")
         first("entity", rec.id, "id")
     elif isinstance(rec, EntityMergeRecord):
         known("entity", rec.id, "id")

@@ -938,3 +938,41 @@ def test_a_merge_in_a_later_batch_never_re_points_an_entity_the_tenant_had(targe
     ok(target.home, "import", str(out))
     with target.client() as t:
         assert [(e.name, e.mentions) for e in t.entities("Zorblat")] == [("Zorblat", 1)]
+
+
+def test_more_records_the_store_could_not_hold_are_named_before_anything_is_written(daemon, target, tmp_path):
+    """The whole-file check passed these, then the daemon refused them (an internal error, or a qualifier's
+    error) at their batch: in a file of several batches, after the batches before it were written."""
+    with daemon.client() as c:
+        a = c.remember(type="project", title="First", content="Apollo is late.", entities=["Apollo"], salience=0.9)
+        b = c.remember(type="project", title="Second", content="Another note.")
+        c.update(a.id, content="Apollo is later.")
+        c.link(b.id, "relates_to", a.id)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    at = {kind: next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == kind)
+          for kind in ("salience", "revision", "relation", "entity")}
+
+    def forged(kind: str, **change) -> str:
+        return json.dumps({**json.loads(lines[at[kind]]), **change})
+
+    entity = json.loads(lines[at["entity"]])
+    cases = [
+        (at["salience"] + 1, lines[at["salience"]]),  # an entry's salience twice
+        (at["revision"] + 1, forged("revision", title="the same window again")),  # two states for one record window
+        (at["entity"], forged("entity", names=entity["names"] + [{**entity["names"][0], "name": "APOLLO", "alias": True}])),
+        (at["relation"], forged("relation", qualifier="enables")),  # only `causes` takes one
+    ]
+    for index, (line, new) in enumerate(cases):
+        bad = list(lines)
+        if index < 2:  # a repeat goes in after the original
+            bad.insert(line, new)
+        else:
+            bad[line] = new
+        f = tmp_path / f"bad{index}.jsonl"
+        f.write_text("\n".join(bad) + "\n")
+        err = fails(target.home, "import", str(f))
+        assert f"line {line + 1}:" in err and "nothing was imported" in err, (index, err)
+    with target.client() as t:
+        assert t.status().entries_active + t.status().entries_retired == 0
