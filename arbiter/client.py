@@ -196,7 +196,7 @@ class Client:
             line = self._file.readline()
         except OSError as e:
             line, lost = b"", lost or e
-        if not line:
+        if not line.endswith(b"\n"):  # nothing, or half an answer: the daemon closed the connection (or died)
             self.close()
             raise Unavailable(f"lost the daemon on {self.socket_path}: {lost}" if lost else
                               f"the daemon on {self.socket_path} closed the connection")

@@ -305,6 +305,32 @@ def test_a_client_past_1024_file_descriptors_talks_and_reconnects(home):
         d.stop()
 
 
+def test_an_answer_cut_short_is_a_lost_daemon(tmp_path):
+    """A daemon that dies mid-answer (the OOM killer, kill -9) leaves half a line: that is `unavailable`, as a
+    connection closed before any answer is, never a decoding error the MCP server would not revive the daemon for."""
+    path = tmp_path / "s"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+
+    def dies_mid_answer():
+        conn, _ = listener.accept()
+        with conn:
+            conn.makefile("rb").readline()
+            conn.sendall(b'{"jsonrpc":"2.0","id":1,"result":{"entries":[{"id":1,"ty')
+
+    t = threading.Thread(target=dies_mid_answer)
+    t.start()
+    try:
+        c = Client(path, "arb_x", check_code=False, timeout=10)
+        with pytest.raises(Unavailable):
+            c.list()
+        assert c._sock is None  # closed: the next call connects again
+    finally:
+        t.join(10)
+        listener.close()
+
+
 def client_dropped(c: Client) -> bool:
     from arbiter.client import _dropped
 
