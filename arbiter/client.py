@@ -322,7 +322,7 @@ class Client:
         return self.call("team_list", {}, TeamList)
 
     def share(self, id: int, team: str) -> Shared:
-        """Share the thread rooted at `id` with `team`: every reply follows."""
+        """Share the thread rooted at `id` with `team`: every reply you see follows."""
         return self.call("share", {"id": id, "team": team}, Shared)
 
     def unshare(self, id: int) -> Shared:

@@ -342,7 +342,7 @@ class MemberParams(Params):
 
 
 class ShareParams(Params):
-    """Share a thread with a team, by its root: every entry in it follows, whoever wrote it."""
+    """Share a thread with a team, by its root: every entry in it the caller sees follows, whoever wrote it."""
 
     id: Id
     team: Name

@@ -102,7 +102,7 @@ def team_list(ctx: Context, p: Empty):
 
 
 def share(ctx: Context, p: ShareParams):
-    """Share a thread you started with a team you are in, by its root: every reply follows, whoever wrote it."""
+    """Share a thread you started with a team you are in, by its root: every reply you see follows, whoever wrote it."""
     scope = users.member_scope(ctx.conn, ctx.viewer, p.team)
     ids = cascades.share(ctx.conn, ctx.viewer, p.id, scope, now=ctx.now)
     return Shared(root_id=p.id, team=p.team, ids=ids)

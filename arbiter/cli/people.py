@@ -159,7 +159,7 @@ def _shared(s) -> None:
 @click.argument("id", metavar="ID", type=int)
 @click.option("--team", "team", required=True, help="A team you are in.")
 def share(settings, as_json, id, team):
-    """Share the thread rooted at ID (an entry you wrote) with a team: every reply follows, whoever wrote it.
+    """Share the thread rooted at ID (an entry you wrote) with a team: every reply you see follows, whoever wrote it.
 
     \b
     Example:

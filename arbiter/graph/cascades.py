@@ -8,8 +8,10 @@ transaction. Relations already carry their insert handler in
 `store.relations.REGISTRY` (`supersedes` retires its target); the reply edge
 (`entries.parent_id`) is the one with cascades today:
 
-- share / unshare a thread root: the whole thread follows, whoever wrote the
-  replies (unshared, each entry goes back to its own author's private scope);
+- share / unshare a thread root: the whole thread the caller sees follows,
+  whoever wrote the replies (unshared, each entry goes back to its own
+  author's private scope); a reply they do not see (in a team they left)
+  stays where it is;
 - forget a parent: the caller's own replies below it retire with it, never
   a teammate's;
 - purge a parent: the caller's own replies below it are purged too; a
@@ -64,7 +66,14 @@ def _move(conn: apsw.Connection, ids: list[int], scope: int | None) -> list[int]
 
 
 def _thread_follows(conn: apsw.Connection, v: Viewer, root: int, now: int, scope: int | None) -> list[int]:
-    return _move(conn, [eid for eid, _ in below(conn, root)], scope)
+    # Only the replies the caller sees: the author of a root who left its team would otherwise
+    # carry a teammate's reply, written for that team, into a team of theirs (and see it again).
+    ids = [eid for eid, _ in below(conn, root)]
+    if ids:
+        ids = [r[0] for r in conn.execute(
+            f"SELECT e.id FROM entries e WHERE e.id IN ({','.join('?' * len(ids))}) AND {v.sees()} ORDER BY e.id", ids
+        )]
+    return _move(conn, ids, scope)
 
 
 def _retire_own_replies(conn: apsw.Connection, v: Viewer, parent: int, now: int, _scope) -> list[int]:

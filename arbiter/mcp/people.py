@@ -55,7 +55,7 @@ class SharedView(View):
 
 @tool(ShareArgs, SharedView, writes=True)
 def share(s: Session, a: ShareArgs) -> SharedView:
-    """Share a thread you started with a team: its root and every reply, whoever wrote them.
+    """Share a thread you started with a team: its root and every reply you see, whoever wrote them.
 
     Share by the thread's root (the entry at the top of `thread`), not a
     reply. Only the author of the root can share it, and only with a team

@@ -180,6 +180,29 @@ def test_leaving_a_team_hides_its_pool_at_once_but_not_what_one_wrote(people):
         assert [(h.id, h.score) for h in carol.recall("wombat handover").hits] == scores
 
 
+def test_sharing_a_root_after_leaving_its_team_leaves_a_teammates_reply_where_it_was(people):
+    """alice leaves `den`, where bob replied to her root; sharing the root with `kits` must not bring his reply along."""
+    with as_user(people, "alice") as alice:
+        alice.team_add("den")
+        alice.team_join("den", "bob")
+        alice.team_add("kits")
+        alice.team_join("kits", "carol")
+        root = alice.remember(type="project", title="Ferret plan", content="ferret plan", team="den")
+    with as_user(people, "bob") as bob:
+        theirs = bob.reply(root.id, "ferret: a remark for den only")
+    with as_user(people, "alice") as alice:
+        alice.team_leave("den", "alice")
+        assert alice.share(root.id, "kits").ids == [root.id]
+        with pytest.raises(NotFound):
+            alice.get(theirs.id)
+        assert alice.unshare(root.id).ids == [root.id]
+    with as_user(people, "carol") as carol:
+        with pytest.raises(NotFound):
+            carol.get(theirs.id)
+    with as_user(people, "bob") as bob:
+        assert bob.get(theirs.id).team == "den"
+
+
 def test_cascades_touch_only_the_callers_own_replies(people):
     from arbiter.model import ForgetResult
 
