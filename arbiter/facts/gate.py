@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import apsw
 import msgspec
 
-from arbiter.errors import Conflict
+from arbiter.errors import Conflict, Forbidden
 from arbiter.facts import aspects, store
 from arbiter.facts.model import PASSING
 from arbiter.store.users import Viewer
@@ -71,10 +71,10 @@ def _candidates(conn: apsw.Connection, batch_id: int) -> list[_Candidate]:
 
 
 def _active(conn: apsw.Connection, tenant_id: int, scope: int, subject_key: str, predicate: str) -> list[_Current]:
-    # The batch's own scope only: its proposer sees all of it (their private
-    # scope, or a team they are in), so no finding names a fact they cannot
-    # see; and a private belief never retires (nor swallows, as a duplicate)
-    # a team's fact, nor a team's fact a private one.
+    # The batch's own scope only, which whoever runs the gate sees whole
+    # (`_judged_scope`), so no finding names a fact they cannot see; and a
+    # private belief never retires (nor swallows, as a duplicate) a team's
+    # fact, nor a team's fact a private one.
     return [
         _Current(fid, obj, okey, vfrom, True)
         for fid, obj, okey, vfrom in conn.execute(
@@ -132,6 +132,20 @@ def _record(conn: apsw.Connection, cands: list[_Candidate]) -> None:
     )
 
 
+def _judged_scope(conn: apsw.Connection, v: Viewer, batch_id: int, scope: int) -> int:
+    """The batch's scope, if `v` sees all of it; Forbidden for its author after they left its team.
+
+    The gate reads the scope's active facts, and its findings name them and
+    retire them: someone who left the team no longer sees them.
+    """
+    if v.solo or v.everyone or scope in v.scopes:
+        return scope
+    team = conn.execute("SELECT t.name FROM scopes s JOIN teams t ON t.id = s.team_id WHERE s.id = ?",
+                        (scope,)).fetchone()[0]
+    raise Forbidden(f"batch {batch_id} is for team {team!r}, which you left: its members evaluate and apply it "
+                    "(you may reject it, or propose its facts again)", path="id")
+
+
 def evaluate(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> str:
     """Record findings on a proposed or evaluated batch `v` sees; returns the batch's status before.
 
@@ -139,7 +153,7 @@ def evaluate(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> st
     """
     _, _, status, threshold, *_, scope = store.batch_row(conn, v, batch_id)
     if status in ("proposed", "evaluated"):
-        _record(conn, _judge(conn, v.tenant_id, batch_id, threshold, scope))
+        _record(conn, _judge(conn, v.tenant_id, batch_id, threshold, _judged_scope(conn, v, batch_id, scope)))
         conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE id = ?", (now, batch_id))
     return status
 
@@ -155,7 +169,7 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
         return False
     if status == "rejected":
         raise Conflict(f"batch {batch_id} was rejected; propose its facts again in a new batch", path="id")
-    cands = _judge(conn, tenant_id, batch_id, threshold, scope)
+    cands = _judge(conn, tenant_id, batch_id, threshold, _judged_scope(conn, v, batch_id, scope))
     _record(conn, cands)
     conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE id = ?", (now, batch_id))
     touched: set[str] = set()

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from arbiter.client import Client
-from arbiter.errors import Conflict, NotFound
+from arbiter.errors import Conflict, Forbidden, NotFound
 from arbiter.server import IDLE_S
 from tests.conftest import as_user, wait_for
 
@@ -297,6 +297,29 @@ def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(peop
             carol.batch_show(shared.id)
         with pytest.raises(NotFound):
             carol.fact_history(seen.id)
+
+
+def test_a_team_batch_is_not_judged_by_its_author_once_they_left_the_team(people):
+    """The gate reads the team's facts, names them and retires them: alice left `fens`, so she must not run it."""
+    with as_user(people, "alice") as alice:
+        alice.team_add("fens")
+        alice.team_join("fens", "bob")
+        pending = alice.facts_propose([{"subject": "Project Kestrel", "predicate": "located_in", "object": "Oslo"}],
+                                      team="fens")
+        alice.team_leave("fens", "alice")
+    with as_user(people, "bob") as bob:
+        theirs = bob.facts_propose([{"subject": "Project Kestrel", "predicate": "located_in",
+                                     "object": "Skerry Seven", "valid_from": "2020-01-01T00:00:00Z"}],
+                                   team="fens", apply=True).facts[0]
+    with as_user(people, "alice") as alice:
+        for call in (alice.batch_evaluate, alice.batch_apply):
+            with pytest.raises(Forbidden):
+                call(pending.id)
+        shown = alice.batch_show(pending.id)
+        assert shown.status == "proposed" and "Skerry" not in msgspec.json.encode(shown).decode()
+        assert alice.batch_reject(pending.id).status == "rejected"
+    with as_user(people, "bob") as bob:
+        assert [(f.id, f.valid_to) for f in bob.facts("Project Kestrel").facts] == [(theirs.id, None)]
 
 
 # ---- salience ---------------------------------------------------------------------
