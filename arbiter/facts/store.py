@@ -275,9 +275,27 @@ def batches(conn: apsw.Connection, v: Viewer, *, status: str | None, limit: int)
 
 _COLUMNS = (
     "f.id, f.subject, f.predicate, f.object, f.subject_entity_id, f.object_entity_id, {confidence}, {status}, "
-    "f.valid_from, {valid_to}, f.supersedes_fact_id, f.batch_id, {sources}, "
-    "f.aspect_slugs, f.finding, f.reason, f.recorded_at"
+    "f.valid_from, {valid_to}, {supersedes}, f.batch_id, {sources}, "
+    "f.aspect_slugs, f.finding, {reason}, f.recorded_at"
 )
+#: The reason shown for a finding about a fact the reader does not see (its id and object are in the stored one).
+UNSEEN_REASON = "judged against a fact you do not see"
+
+
+def _named_sql(v: Viewer, fact: str = "f") -> dict[str, str]:
+    """SQL for the columns that name another fact: shown only if `v` sees that fact.
+
+    A team fact's author who has left the team still sees it, but a member
+    who applied its batch since may have had it supersede a team fact.
+    """
+    if v.solo or v.everyone:
+        return {"supersedes": f"{fact}.supersedes_fact_id", "reason": f"{fact}.reason"}
+    seen = "EXISTS (SELECT 1 FROM facts g WHERE g.id = {col} AND " + v.sees("g") + ")"
+    return {
+        "supersedes": f"CASE WHEN {seen.format(col=f'{fact}.supersedes_fact_id')} THEN {fact}.supersedes_fact_id END",
+        "reason": f"CASE WHEN {fact}.finding_fact_id IS NULL OR {seen.format(col=f'{fact}.finding_fact_id')} "
+                  f"THEN {fact}.reason ELSE '{UNSEEN_REASON}' END",
+    }
 
 
 def sources_sql(v: Viewer, fact: str = "f") -> str:
@@ -289,12 +307,14 @@ def sources_sql(v: Viewer, fact: str = "f") -> str:
 
 
 def _now_columns(v: Viewer) -> str:
-    return _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to", sources=sources_sql(v))
+    return _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to", sources=sources_sql(v),
+                           **_named_sql(v))
 
 
 def _known_columns(v: Viewer) -> str:
     """The state recorded at a record-time instant: the latest revision at or before it."""
-    return _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to", sources=sources_sql(v))
+    return _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to", sources=sources_sql(v),
+                           **_named_sql(v))
 _KNOWN_JOIN = (
     " JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
     "AND x.recorded_at <= :known)"

@@ -322,6 +322,28 @@ def test_a_team_batch_is_not_judged_by_its_author_once_they_left_the_team(people
         assert [(f.id, f.valid_to) for f in bob.facts("Project Kestrel").facts] == [(theirs.id, None)]
 
 
+def test_a_batch_a_teammate_applied_names_no_team_fact_to_its_author_who_left(people):
+    """bob applies alice's `marsh` batch after she left: its finding retired his fact, which she does not see."""
+    with as_user(people, "alice") as alice:
+        alice.team_add("marsh")
+        alice.team_join("marsh", "bob")
+        pending = alice.facts_propose([{"subject": "Project Heron", "predicate": "located_in", "object": "Oslo"}],
+                                      team="marsh")
+        alice.team_leave("marsh", "alice")
+    with as_user(people, "bob") as bob:
+        theirs = bob.facts_propose([{"subject": "Project Heron", "predicate": "located_in",
+                                     "object": "Skerry Eight", "valid_from": "2020-01-01T00:00:00Z"}],
+                                   team="marsh", apply=True).facts[0]
+        (applied,) = bob.batch_apply(pending.id).facts
+        assert (applied.finding, applied.supersedes_fact_id) == ("supersede", theirs.id)
+        assert "Skerry Eight" in applied.reason
+    with as_user(people, "alice") as alice:
+        for shown in (alice.batch_show(pending.id).facts[0], alice.facts("Project Heron").facts[0],
+                      alice.fact_history(applied.id).facts[0]):
+            assert shown.id == applied.id and shown.supersedes_fact_id is None
+            assert "Skerry" not in shown.reason and f"#{theirs.id}" not in shown.reason
+
+
 # ---- salience ---------------------------------------------------------------------
 
 
