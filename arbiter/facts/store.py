@@ -282,7 +282,7 @@ _COLUMNS = (
 UNSEEN_REASON = "judged against a fact you do not see"
 
 
-def _named_sql(v: Viewer, fact: str = "f") -> dict[str, str]:
+def named_sql(v: Viewer, fact: str = "f") -> dict[str, str]:
     """SQL for the columns that name another fact: shown only if `v` sees that fact.
 
     A team fact's author who has left the team still sees it, but a member
@@ -308,13 +308,13 @@ def sources_sql(v: Viewer, fact: str = "f") -> str:
 
 def _now_columns(v: Viewer) -> str:
     return _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to", sources=sources_sql(v),
-                           **_named_sql(v))
+                           **named_sql(v))
 
 
 def _known_columns(v: Viewer) -> str:
     """The state recorded at a record-time instant: the latest revision at or before it."""
     return _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to", sources=sources_sql(v),
-                           **_named_sql(v))
+                           **named_sql(v))
 _KNOWN_JOIN = (
     " JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
     "AND x.recorded_at <= :known)"

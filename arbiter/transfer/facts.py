@@ -90,8 +90,9 @@ def batches_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 def facts_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
         "SELECT f.id, f.batch_id, f.subject, f.predicate, f.object, f.subject_entity_id, f.object_entity_id, "
-        "f.valid_from, f.recorded_at, f.changed_at, f.aspect_slugs, f.finding, f.reason, "
-        f"{store.sources_sql(v)} FROM facts f WHERE {v.sees('f')} AND f.id > ? ORDER BY f.id LIMIT ?",
+        "f.valid_from, f.recorded_at, f.changed_at, f.aspect_slugs, f.finding, "
+        f"{store.named_sql(v)['reason']}, {store.sources_sql(v)} "
+        f"FROM facts f WHERE {v.sees('f')} AND f.id > ? ORDER BY f.id LIMIT ?",
         (p.after, p.limit),
     ).fetchall()
     if not rows:

@@ -342,6 +342,8 @@ def test_a_batch_a_teammate_applied_names_no_team_fact_to_its_author_who_left(pe
                       alice.fact_history(applied.id).facts[0]):
             assert shown.id == applied.id and shown.supersedes_fact_id is None
             assert "Skerry" not in shown.reason and f"#{theirs.id}" not in shown.reason
+        exported = b"".join(alice.export_page("fact").records).decode()
+        assert "Oslo" in exported and "Skerry" not in exported
 
 
 # ---- salience ---------------------------------------------------------------------
