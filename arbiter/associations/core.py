@@ -219,7 +219,9 @@ def of(conn: apsw.Connection, v: Viewer, entry_id: int, kind: str | None = None)
 
     The edges are derived over the whole tenant; each kind is read among the
     entries `v` sees, so another user's entry neither shows nor takes a place
-    (the 10 nearest in time are the 10 nearest `v` sees).
+    (the 10 nearest in time are the 10 nearest `v` sees), except among the
+    stored similarity edges, chosen over the whole tenant at write time
+    (docs/architecture.md, Associations: Visibility).
     """
     row = _row(conn, v.tenant_id, entry_id)
     if row is None:
