@@ -10,8 +10,8 @@ transaction. Relations already carry their insert handler in
 
 - share / unshare a thread root: the whole thread the caller sees follows,
   whoever wrote the replies (unshared, each entry goes back to its own
-  author's private scope); a reply they do not see (in a team they left)
-  stays where it is;
+  author's private scope); a reply they do not see (unshared back to its
+  author, or in a team they left) stays where it is, with what is below it;
 - forget a parent: the caller's own replies below it retire with it, never
   a teammate's;
 - purge a parent: the caller's own replies below it are purged too; a
@@ -66,13 +66,20 @@ def _move(conn: apsw.Connection, ids: list[int], scope: int | None) -> list[int]
 
 
 def _thread_follows(conn: apsw.Connection, v: Viewer, root: int, now: int, scope: int | None) -> list[int]:
-    # Only the replies the caller sees: the author of a root who left its team would otherwise
-    # carry a teammate's reply, written for that team, into a team of theirs (and see it again).
-    ids = [eid for eid, _ in below(conn, root)]
-    if ids:
-        ids = [r[0] for r in conn.execute(
-            f"SELECT e.id FROM entries e WHERE e.id IN ({','.join('?' * len(ids))}) AND {v.sees()} ORDER BY e.id", ids
-        )]
+    # Only down through replies the caller sees: a teammate's reply unshared back to its author, or
+    # written for a team the caller has left, would otherwise go to a team of the caller's choosing
+    # (and the caller see it again); what lies below such a reply stays with it.
+    ids = [r[0] for r in conn.execute(
+        f"""
+        WITH RECURSIVE down(id, depth) AS (
+            SELECT ?1, 0
+            UNION ALL SELECT e.id, down.depth + 1 FROM entries e JOIN down ON e.parent_id = down.id
+            WHERE {v.sees()} AND down.depth < ?2
+        )
+        SELECT id FROM down WHERE depth > 0 ORDER BY id
+        """,
+        (root, _MAX_DEPTH),
+    )]
     return _move(conn, ids, scope)
 
 

@@ -203,6 +203,27 @@ def test_sharing_a_root_after_leaving_its_team_leaves_a_teammates_reply_where_it
         assert bob.get(theirs.id).team == "den"
 
 
+def test_sharing_an_unshared_root_again_leaves_a_reply_now_private_to_its_author_where_it_is(people):
+    """Unsharing handed bob's reply back to him: sharing the root again, with `holt`, must not publish it there."""
+    with as_user(people, "alice") as alice:
+        alice.team_add("holt")
+        alice.team_join("holt", "carol")
+        root = alice.remember(type="project", title="Stoat plan", content="stoat plan", team="core")
+    with as_user(people, "bob") as bob:
+        theirs = bob.reply(root.id, "stoat: bob's remark")
+    with as_user(people, "alice") as alice:
+        below = alice.reply(theirs.id, "stoat: alice under bob")
+        assert set(alice.unshare(root.id).ids) == {root.id, theirs.id, below.id}
+        assert alice.share(root.id, "holt").ids == [root.id]  # `below` stays with bob's reply, private to her
+        assert alice.get(below.id).team is None
+    with as_user(people, "carol") as carol:
+        with pytest.raises(NotFound):
+            carol.get(theirs.id)
+        assert carol.thread(root.id).replies == []
+    with as_user(people, "bob") as bob:
+        assert bob.get(theirs.id).team is None
+
+
 def test_cascades_touch_only_the_callers_own_replies(people):
     from arbiter.model import ForgetResult
 
