@@ -340,13 +340,16 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 )
                 counts["mentions"] += 1
             elif isinstance(rec, EntityRelationRecord):
-                conn.execute(
-                    "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
-                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO NOTHING",
-                    (tenant, ref(ents, rec.source_id, line, "source_id", "entity"), rec.relation,
-                     ref(ents, rec.target_id, line, "target_id", "entity"), rec.weight,
-                     parse_time(rec.created_at, path="created_at"), parse_time(rec.updated_at, path="updated_at")),
-                )
+                source = ref(ents, rec.source_id, line, "source_id", "entity")
+                target = ref(ents, rec.target_id, line, "target_id", "entity")
+                if source != target:  # both ends mapped onto one entity the tenant had: nothing left to relate
+                    conn.execute(
+                        "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
+                        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (source_id, target_id, relation) DO NOTHING",
+                        (tenant, source, rec.relation, target, rec.weight,
+                         parse_time(rec.created_at, path="created_at"), parse_time(rec.updated_at, path="updated_at")),
+                    )
             elif isinstance(rec, EntityEventRecord):
                 conn.execute(
                     "INSERT INTO entity_events(tenant_id, entity_id, kind, detail, at) VALUES (?, ?, ?, ?, ?)",

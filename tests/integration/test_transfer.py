@@ -976,3 +976,27 @@ def test_more_records_the_store_could_not_hold_are_named_before_anything_is_writ
         assert f"line {line + 1}:" in err and "nothing was imported" in err, (index, err)
     with target.client() as t:
         assert t.status().entries_active + t.status().entries_retired == 0
+
+
+def test_entities_the_tenant_knows_as_one_lose_the_relation_between_them_and_the_import_goes_on(daemon, target, tmp_path):
+    """Each maps onto the tenant's one entity (a name it already has), so their relation joined that entity to
+    itself: an internal error at that batch, every time the import was run again."""
+    with daemon.client() as c:
+        c.remember(type="project", title="plan", content="the plan", entities=["Zorblat", "Zorblat Project"])
+        c.entity_relate("Zorblat", "part_of", "Zorblat Project")
+    with target.client() as t:
+        t.remember(type="project", title="ours", content="our plan", entities=["Zorblat", "Zorblat Project"])
+        t.entity_merge("Zorblat", "Zorblat Project")
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    ok(target.home, "import", str(out))
+    with target.client() as t:
+        shown = t.entity_show("Zorblat Project")
+        assert (shown.entity.name, len(shown.entries), shown.relations) == ("Zorblat", 2, [])
+    memory = tmp_path / "memory.jsonl"  # the MCP memory server keeps 'Alice' and 'alice' apart; a tenant cannot
+    memory.write_text('{"type":"entity","name":"Alice","entityType":"person","observations":["likes tea"]}\n'
+                      '{"type":"entity","name":"alice","entityType":"person","observations":["likes coffee"]}\n'
+                      '{"type":"relation","from":"Alice","to":"alice","relationType":"knows"}\n')
+    ok(target.home, "import", "--from", "mcp-memory", str(memory))
+    with target.client() as t:
+        assert len(t.entity_show("alice").entries) == 2
