@@ -1000,3 +1000,22 @@ def test_entities_the_tenant_knows_as_one_lose_the_relation_between_them_and_the
     ok(target.home, "import", "--from", "mcp-memory", str(memory))
     with target.client() as t:
         assert len(t.entity_show("alice").entries) == 2
+
+
+def test_what_import_all_changes_of_who_sees_what_counts_at_once(daemon, target, tmp_path):
+    """The daemon keeps what each user sees; the import's new users and memberships did not reset it, so the
+    first user, alone in the tenant when last asked, still saw the whole tenant: the imported users' own notes."""
+    with _people(daemon) as c:
+        c["bob"].remember(type="project", title="bob secret", content="bob's own")
+        c["alice"].remember(type="project", title="core plan", content="for the team", team="core")
+    out = tmp_path / "all.jsonl"
+    ok(daemon.home, "export", "--all", str(out))
+    checked = files.check(out)
+    (section,) = checked.sections
+    with target.client() as owner:
+        assert owner.list() == []  # alone in the tenant: they see all of it
+        # The import's batches land (its last step, issuing the new users' tokens, has not run yet).
+        lines = out.read_bytes().splitlines()
+        owner.import_batch(digest=checked.digest, lines=checked.lines, first_line=section.first_line,
+                           records=[msgspec.Raw(line) for line in lines[section.first_line - 1:]], authors=True)
+        assert owner.list() == []
