@@ -381,9 +381,12 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 else:
                     team = people.team(rec.team)
                     user = people.user(rec.user, line)
-                    users.join(conn, team, user, now=parse_time(rec.joined_at, path="joined_at"))
-                    if rec.left_at is not None:
-                        users.leave(conn, team, user, now=parse_time(rec.left_at, path="left_at"))
+                    # Created where missing: one the tenant has (current or ended) is its own, as the import found it.
+                    if conn.execute("SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ?",
+                                    (team, user)).fetchone() is None:
+                        users.join(conn, team, user, now=parse_time(rec.joined_at, path="joined_at"))
+                        if rec.left_at is not None:
+                            users.leave(conn, team, user, now=parse_time(rec.left_at, path="left_at"))
             elif isinstance(rec, TenantRecord):
                 raise InvalidParams(
                     f"line {line}: a tenant record: this is an --all export; import it with `arbiter import --all`",

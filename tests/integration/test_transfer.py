@@ -1002,6 +1002,26 @@ def test_entities_the_tenant_knows_as_one_lose_the_relation_between_them_and_the
         assert len(t.entity_show("alice").entries) == 2
 
 
+def test_import_all_creates_memberships_where_missing_and_leaves_the_tenants_own_alone(daemon, target, tmp_path):
+    """A membership the file says ended was ended here too, where the user is in the team now (and one the file
+    says goes on reopened one they had left here): the import changed who sees the team's entries."""
+    with _people(daemon) as c:
+        c["alice"].team_join("core", "carol")
+        c["alice"].team_leave("core", "carol")
+        c["alice"].team_join("ops", "bob")
+    out = tmp_path / "all.jsonl"
+    ok(daemon.home, "export", "--all", str(out))
+    with _people(target) as t:  # here carol is in core now, and bob has left ops
+        t["alice"].team_join("core", "carol")
+        t["alice"].team_join("ops", "bob")
+        t["alice"].team_leave("ops", "bob")
+        t["carol"].remember(type="project", title="core note", content="for core", team="core")
+        proc = arbiter(target.home, "import", "--all", str(out))
+        assert proc.returncode == 0, proc.stderr
+        assert t["carol"].whoami().teams == ["core"] and t["bob"].whoami().teams == ["core"]
+        assert [e.title for e in t["carol"].list()] == ["core note"]
+
+
 def test_what_import_all_changes_of_who_sees_what_counts_at_once(daemon, target, tmp_path):
     """The daemon keeps what each user sees; the import's new users and memberships did not reset it, so the
     first user, alone in the tenant when last asked, still saw the whole tenant: the imported users' own notes."""
