@@ -54,7 +54,8 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_conn
     """Run the daemon in the foreground until SIGTERM or Ctrl-C.
 
     A first start creates the database, a `default` tenant (token in
-    HOME/tenants/default.token) and an admin token (HOME/admin.token).
+    HOME/tenants/default.token) and an admin token (HOME/admin.token); a
+    token file already there is kept, and the new database takes its token.
 
     \b
     Example:

@@ -230,6 +230,14 @@ def _transaction(conn: apsw.Connection, *, write: bool, small: bool = False):
             conn.execute("PRAGMA temp_store = DEFAULT")
 
 
+def _held_token(path: Path) -> str | None:
+    """The token in the file at `path`, or None if there is none (no file, an empty one, not text)."""
+    try:
+        return path.read_text().strip() or None
+    except (FileNotFoundError, ValueError):
+        return None
+
+
 def _error_frame(req_id, err: ArbiterError) -> bytes:
     body = {"code": err.code, "message": err.message}
     data = err.data()
@@ -371,22 +379,33 @@ class Daemon:
         self._lock_fds = []
 
     def _first_run(self, conn: apsw.Connection) -> None:
-        """A new database gets a `default` tenant and an admin token, written to 0600 files."""
+        """A new database gets a `default` tenant and an admin token, written to 0600 files.
+
+        A token file the home already holds is kept, and the new database takes its token: it may be the only
+        copy of another database's (`serve --db scratch.db` on a home in use), which tokens stored hashed
+        cannot give back.
+        """
         now = now_us()
         with conn:
             if conn.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0:
-                _, token = tenants.create_tenant(conn, paths.DEFAULT_TENANT, now=now)
-                paths.write_secret(paths.token_path(self.home, paths.DEFAULT_TENANT), token)
-                self.log(f"arbiter: created tenant 'default' (token in {paths.token_path(self.home, 'default')})")
+                path = paths.token_path(self.home, paths.DEFAULT_TENANT)
+                held = _held_token(path)
+                _, token = tenants.create_tenant(conn, paths.DEFAULT_TENANT, now=now, token=held)
+                if held is None:
+                    paths.write_secret(path, token)
+                self.log(f"arbiter: created tenant 'default' (token {'' if held is None else 'already '}in {path})")
             row = conn.execute("SELECT value FROM settings WHERE key = 'admin_token_hash'").fetchone()
             if row is None:
                 import secrets
 
-                token = "arbadm_" + secrets.token_urlsafe(32)
+                path = paths.admin_token_path(self.home)
+                held = _held_token(path)
+                token = held or "arbadm_" + secrets.token_urlsafe(32)
                 conn.execute(
                     "INSERT INTO settings(key, value) VALUES ('admin_token_hash', ?)", (tenants.hash_token(token),)
                 )
-                paths.write_secret(paths.admin_token_path(self.home), token)
+                if held is None:
+                    paths.write_secret(path, token)
                 row = (tenants.hash_token(token),)
             self._admin_hash = row[0]
 

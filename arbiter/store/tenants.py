@@ -19,11 +19,11 @@ def hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
-def create_tenant(conn: apsw.Connection, name: str, *, now: int) -> tuple[int, str]:
-    """Create a tenant; returns (id, token). The token is never stored in clear."""
+def create_tenant(conn: apsw.Connection, name: str, *, now: int, token: str | None = None) -> tuple[int, str]:
+    """Create a tenant; returns (id, token). The token is never stored in clear; `token` is one already issued."""
     if existing := conn.execute("SELECT id FROM tenants WHERE name = ?", (name,)).fetchone():
         raise Conflict(f"tenant {name!r} already exists", path="name", existing_id=existing[0])
-    token = users.new_token()
+    token = token or users.new_token()
     conn.execute(
         "INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, ?)", (name, hash_token(token), now)
     )

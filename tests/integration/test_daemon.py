@@ -142,6 +142,33 @@ def test_a_signal_mid_batch_answers_what_ran_and_runs_nothing_unanswered(home):
     assert written == answered
 
 
+def test_a_new_database_takes_the_tokens_its_home_holds(home, tmp_path):
+    """`serve --db scratch.db` on a home in use: the home's token files are the only copies of its database's tokens.
+
+    A new database wrote new ones over them, and the home's own database answered `token matches no user` for good.
+    """
+    first = DaemonProcess(home).start()
+    with first.client() as c:
+        eid = c.remember(type="user", title="mine", content="c").id
+    first.stop()
+    tenant, admin = first.token, first.admin_token
+    scratch = DaemonProcess(home, args=("--db", str(tmp_path / "scratch.db"))).start()
+    try:
+        with scratch.client() as c:
+            assert c.status().entries_active == 0  # the scratch database, reached with the home's token
+    finally:
+        scratch.stop()
+    assert (first.token, first.admin_token) == (tenant, admin)
+    again = DaemonProcess(home).start()
+    try:
+        with again.client() as c:
+            assert c.get(eid).title == "mine"
+        with again.client(again.admin_token) as a:
+            assert [t.name for t in a.tenant_list().tenants] == ["default"]
+    finally:
+        again.stop()
+
+
 def test_a_newer_database_is_refused_with_one_line(home):
     d = DaemonProcess(home).start()
     d.stop()
