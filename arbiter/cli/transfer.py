@@ -141,7 +141,8 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
         lines = lambda: iter(converted)  # noqa: E731
     elif file.is_dir():
         raise click.UsageError(f"{file} is a folder: use --from markdown for a folder of notes")
-    checked = files.check(file, lines=lines() if lines else None)
+    checked = files.check(file, lines=lines() if lines else None,
+                          where=(lambda n: sources.origin(source, converted[n - 1], n)) if lines else None)
     if checked.header.tenant is None and not everything:
         raise InvalidParams("this is an `export --all` file (every tenant): import it with --all", path="file")
     if everything and checked.header.tenant is not None:

@@ -183,9 +183,10 @@ class Checked:
     sections: list[Section] = field(default_factory=list)
 
 
-def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "nothing was imported") -> Checked:
-    """Read the whole file and check every line; raise InvalidParams naming the first bad one (and, after it,
-    `refused`: what refusing the file means to the caller).
+def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "nothing was imported",
+          where: Callable[[int], str] | None = None) -> Checked:
+    """Read the whole file and check every line; raise InvalidParams naming the first bad one (`where` it came
+    from, by default its line number) and, after it, `refused`: what refusing the file means to the caller.
 
     Checked: the header's format, each record's shape and limits, its times,
     and that every id it refers to belongs to a record earlier in the file
@@ -210,9 +211,11 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
                 rec = _record.decode(line)
                 _check_record(rec, seen)
             except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
-                raise InvalidParams(f"line {number}: {_words(e)}{after}", path=f"line {number}") from None
+                at = where(number) if where else f"line {number}"
+                raise InvalidParams(f"{at}: {_words(e)}{after}", path=f"line {number}") from None
             except InvalidParams as e:
-                raise type(e)(f"line {number}: {e.message}{after}", path=f"line {number}") from None
+                at = where(number) if where else f"line {number}"
+                raise type(e)(f"{at}: {e.message}{after}", path=f"line {number}") from None
             if isinstance(rec, TenantRecord):
                 if header.tenant is not None:
                     raise InvalidParams(f"line {number}: a tenant record in a one-tenant export", path=f"line {number}")

@@ -80,6 +80,17 @@ def lines(source: str, path: Path) -> list[bytes]:
     raise InvalidParams(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}", path="from")
 
 
+def origin(source: str, line: bytes, number: int) -> str:
+    """What converted line `number` came from, for an error: a note's file, an MCP entity's name (no file of the
+    user's has the converted lines)."""
+    rec = msgspec.json.decode(line)
+    if source == "markdown" and rec.get("kind") == "entry":
+        return rec["source"]
+    if source == "mcp-memory" and rec.get("kind") in ("entry", "entity"):
+        return f"entity {rec.get('title', rec.get('name'))!r}"
+    return f"line {number} of the converted {source} records"
+
+
 # ---- the MCP reference memory server ------------------------------------------------
 
 

@@ -1039,3 +1039,18 @@ def test_what_import_all_changes_of_who_sees_what_counts_at_once(daemon, target,
         owner.import_batch(digest=checked.digest, lines=checked.lines, first_line=section.first_line,
                            records=[msgspec.Raw(line) for line in lines[section.first_line - 1:]], authors=True)
         assert owner.list() == []
+
+
+def test_a_note_whose_text_an_entry_refuses_is_named_by_its_file(target, tmp_path):
+    """The check named the line of the export the notes were turned into ('line 3'), which no file has."""
+    notes = tmp_path / "notes"
+    shutil.copytree(DATA / "notes", notes)
+    (notes / "Bad.md").write_text("---\ntitle: two\x01parts\n---\nThe body.\n")
+    err = fails(target.home, "import", "--from", "markdown", str(notes))
+    assert err.startswith("arbiter: error: Bad.md: title: ") and "nothing was imported" in err
+    memory = tmp_path / "memory.jsonl"
+    memory.write_text('{"type":"entity","name":"Ann\\u0001Lee","entityType":"person","observations":["hi"]}\n')
+    err = fails(target.home, "import", "--from", "mcp-memory", str(memory))
+    assert "entity 'Ann\\x01Lee': title: " in err and "nothing was imported" in err
+    with target.client() as t:
+        assert t.status().entries_active == 0
