@@ -184,9 +184,12 @@ def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
 def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: list[int],
              exclude: int | None, threshold: float, limit: int,
              pending: list[tuple[int, str, str]] | None) -> list[int]:
+    # The entries compared are chosen among those `v` sees: another user's near-copies would otherwise take
+    # the `_VERIFY` places, and the caller's own similar entry go unreported.
+    seen = "" if v.solo or v.everyone else f"AND EXISTS (SELECT 1 FROM entries e WHERE e.id = entry_id AND {v.sees()}) "
     rows = conn.execute(
         f"SELECT e.id, e.content FROM (SELECT entry_id, count(*) AS n FROM entry_sketches "
-        f"WHERE tenant_id = ? AND key IN ({','.join('?' * len(band_keys))}) GROUP BY entry_id "
+        f"WHERE tenant_id = ? AND key IN ({','.join('?' * len(band_keys))}) {seen}GROUP BY entry_id "
         f"ORDER BY n DESC LIMIT {_VERIFY}) s JOIN entries e ON e.id = s.entry_id WHERE e.valid_to IS NULL "
         f"AND {v.sees()}",
         (v.tenant_id, *band_keys),

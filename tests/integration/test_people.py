@@ -114,6 +114,21 @@ def test_counts_names_and_duplicates_leave_out_what_the_caller_cannot_see(people
         assert again.duplicate_of is None and again.id != secret.id
 
 
+def test_anothers_private_near_copies_take_no_place_among_the_callers_similar_entries(people):
+    """`remember` checks the entries sharing most MinHash bands: only among those the writer sees."""
+    from arbiter.duplicates import _VERIFY
+
+    text = ("the quarterly budget review moved the cloud migration to next spring after the vendor audit found gaps "
+            "in the backup plan")
+    with as_user(people, "bob") as bob:
+        mine = bob.remember(type="project", title="Budget review", content=text)
+    with as_user(people, "alice") as alice:
+        for _ in range(_VERIFY):
+            alice.remember(type="project", title="Budget review", content=text + " and more", allow_duplicate=True)
+    with as_user(people, "bob") as bob:
+        assert bob.remember(type="project", title="Budget review", content=text + " and more").similar == [mine.id]
+
+
 def test_sharing_a_thread_moves_it_whole_and_unsharing_hands_each_entry_back(people):
     with as_user(people, "alice") as alice:
         root = alice.remember(type="project", title="Quokka migration", content="quokka cutover plan")
