@@ -299,18 +299,22 @@ def test_a_team_batch_is_seen_by_the_team_and_judged_only_against_its_scope(peop
             carol.fact_history(seen.id)
 
 
+def _proposed_then_left(people, team: str, subject: str, rival: str):
+    """alice proposes `subject` in Oslo to `team` and leaves it; bob then applies a fact of his there: (batch, his fact)."""
+    with as_user(people, "alice") as alice:
+        alice.team_add(team)
+        alice.team_join(team, "bob")
+        pending = alice.facts_propose([{"subject": subject, "predicate": "located_in", "object": "Oslo"}], team=team)
+        alice.team_leave(team, "alice")
+    with as_user(people, "bob") as bob:
+        theirs = bob.facts_propose([{"subject": subject, "predicate": "located_in", "object": rival,
+                                     "valid_from": "2020-01-01T00:00:00Z"}], team=team, apply=True).facts[0]
+    return pending, theirs
+
+
 def test_a_team_batch_is_not_judged_by_its_author_once_they_left_the_team(people):
     """The gate reads the team's facts, names them and retires them: alice left `fens`, so she must not run it."""
-    with as_user(people, "alice") as alice:
-        alice.team_add("fens")
-        alice.team_join("fens", "bob")
-        pending = alice.facts_propose([{"subject": "Project Kestrel", "predicate": "located_in", "object": "Oslo"}],
-                                      team="fens")
-        alice.team_leave("fens", "alice")
-    with as_user(people, "bob") as bob:
-        theirs = bob.facts_propose([{"subject": "Project Kestrel", "predicate": "located_in",
-                                     "object": "Skerry Seven", "valid_from": "2020-01-01T00:00:00Z"}],
-                                   team="fens", apply=True).facts[0]
+    pending, theirs = _proposed_then_left(people, "fens", "Project Kestrel", "Skerry Seven")
     with as_user(people, "alice") as alice:
         for call in (alice.batch_evaluate, alice.batch_apply):
             with pytest.raises(Forbidden):
@@ -324,16 +328,8 @@ def test_a_team_batch_is_not_judged_by_its_author_once_they_left_the_team(people
 
 def test_a_batch_a_teammate_applied_names_no_team_fact_to_its_author_who_left(people):
     """bob applies alice's `marsh` batch after she left: its finding retired his fact, which she does not see."""
-    with as_user(people, "alice") as alice:
-        alice.team_add("marsh")
-        alice.team_join("marsh", "bob")
-        pending = alice.facts_propose([{"subject": "Project Heron", "predicate": "located_in", "object": "Oslo"}],
-                                      team="marsh")
-        alice.team_leave("marsh", "alice")
+    pending, theirs = _proposed_then_left(people, "marsh", "Project Heron", "Skerry Eight")
     with as_user(people, "bob") as bob:
-        theirs = bob.facts_propose([{"subject": "Project Heron", "predicate": "located_in",
-                                     "object": "Skerry Eight", "valid_from": "2020-01-01T00:00:00Z"}],
-                                   team="marsh", apply=True).facts[0]
         (applied,) = bob.batch_apply(pending.id).facts
         assert (applied.finding, applied.supersedes_fact_id) == ("supersede", theirs.id)
         assert "Skerry Eight" in applied.reason
