@@ -67,6 +67,21 @@ def private_fd(path: Path, flags: int = os.O_WRONLY) -> int:
     return fd
 
 
+def replace(src: Path | str, dest: Path | str) -> None:
+    """Rename `src` over `dest` (in the same folder) and sync the folder.
+
+    A rename changes the folder, not the file: the file's own fsync does not
+    cover it, and after a power cut the folder could still name the old file
+    (or none). Callers sync the file first.
+    """
+    os.replace(src, dest)
+    fd = os.open(Path(dest).parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_secret(path: Path, text: str) -> None:
     """Write a 0600 file in a 0700 folder, never readable by others even briefly.
 
@@ -80,7 +95,9 @@ def write_secret(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text + "\n")
-        os.replace(new, path)
+            f.flush()
+            os.fsync(f.fileno())
+        replace(new, path)
     except BaseException:
         Path(new).unlink(missing_ok=True)
         raise

@@ -6,6 +6,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -156,3 +157,23 @@ def fill(path: Path) -> None:
         while True:
             f.write(b"\0" * (1 << 16))
             f.flush()
+
+
+@pytest.fixture
+def syncs(monkeypatch) -> list[tuple[str, str]]:
+    """What os.fsync and os.replace are asked to do, in order: ("file" | "folder", path) and ("rename", dest)."""
+    done: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        done.append(("folder" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dest):
+        done.append(("rename", str(dest)))
+        real_replace(src, dest)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return done
+

@@ -102,7 +102,7 @@ def _copy_to(source: apsw.Connection, dest: Path, partial: Path, step_pages: int
     except OSError:
         partial.unlink(missing_ok=True)
         raise
-    os.replace(partial, dest)
+    paths.replace(partial, dest)
     return BackupCreated(
         path=str(dest), bytes=dest.stat().st_size, pages=pages, steps=steps,
         seconds=round(time.perf_counter() - started, 3), longest_step_ms=round(longest * 1000, 1),
@@ -242,7 +242,7 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
                 if Path(f"{db_path}{suffix}").exists():
                     os.replace(f"{db_path}{suffix}", f"{aside}{suffix}")
             os.replace(db_path, aside)
-        os.replace(staged, db_path)
+        paths.replace(staged, db_path)  # syncs the folder: the renames aside above with it
         # Only now: written before the swap, a failure would have left the old database behind tokens it lacks.
         for path, token, message in tokens:
             paths.write_secret(path, token)

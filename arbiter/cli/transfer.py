@@ -81,6 +81,9 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
                 if to_stdout:
                     out.seek(0)
                     shutil.copyfileobj(out, sys.stdout.buffer)
+                else:
+                    out.flush()
+                    os.fsync(out.fileno())  # whole on disk before its name says it is
     except BaseException:
         if not to_stdout:
             partial.unlink(missing_ok=True)
@@ -91,7 +94,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     if not to_stdout:
         if not force and _exists(file):  # made while the export ran: kept, and the export beside it
             raise InvalidParams(_EXISTS.format(file) + f"; the export is in {partial}", path="file")
-        partial.replace(file)
+        paths.replace(partial, file)
     if not to_stdout or as_json:
         _emit(summary, as_json, lambda s: click.echo(
             f"exported {counted(s.entries, 'entry', 'entries')} ({counted(s.revisions, 'earlier state')}), "

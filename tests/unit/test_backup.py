@@ -62,3 +62,13 @@ def test_verify_of_a_missing_file_says_there_is_no_such_file(tmp_path):
     with pytest.raises(InvalidParams) as err:
         core.verify(tmp_path)
     assert str(err.value) == f"{tmp_path} is not a file"
+
+
+def test_a_backup_is_synced_then_named_then_its_folder_synced(tmp_path, syncs):
+    """Once create returns, a power cut must find the whole copy under its name (the folder holds the rename)."""
+    source = apsw.Connection(str(tmp_path / "source.db"))
+    source.execute("CREATE TABLE t(x)")
+    dest = tmp_path / "b.db"
+    _run(core.create(source, dest, step_pages=64))
+    source.close()
+    assert syncs[-3:] == [("file", f"{dest}.partial"), ("rename", str(dest)), ("folder", str(tmp_path))]

@@ -59,3 +59,13 @@ def test_a_secret_that_cannot_be_written_leaves_the_old_one_and_no_litter(tmp_pa
     with pytest.raises(UnicodeEncodeError):
         paths.write_secret(token, "arb_\udc80")  # a lone surrogate: not UTF-8
     assert token.read_text() == "arb_old\n" and [p.name for p in tmp_path.iterdir()] == ["alice.token"]
+
+
+def test_a_secret_is_on_disk_before_its_name_and_its_name_after_the_folder_sync(tmp_path, syncs):
+    """A power cut after write_secret returns must find the new token under its name, not an empty or old file."""
+    done = syncs
+    token = tmp_path / "t" / "default.token"
+    paths.write_secret(token, "new")
+    assert [kind for kind, _ in done] == ["file", "rename", "folder"]
+    assert done[1:] == [("rename", str(token)), ("folder", str(token.parent))]
+    assert token.read_text() == "new\n"
