@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from arbiter import paths
+from arbiter._lock import lock_owner
 from arbiter.client import Client
 from arbiter.errors import Unavailable
 
@@ -49,9 +51,14 @@ def _serve_command(home: Path, socket_path: Path) -> list[str]:
     return [*base, "--home", str(home), "--socket", str(socket_path), "serve"]
 
 
+def _serving(socket_path: Path) -> bool:
+    """A daemon holds `socket_path`, answering or not (it refuses connections past its limit)."""
+    return lock_owner(paths.lock_path(socket_path)) is not None
+
+
 def ensure_daemon(home: Path, socket_path: Path, *, timeout: float = START_TIMEOUT_S) -> int | None:
-    """Start a detached daemon unless one answers on `socket_path`; its pid, or None if one was running."""
-    if _answers(socket_path):
+    """Start a detached daemon unless one serves `socket_path`; its pid, or None if one was running."""
+    if _answers(socket_path) or _serving(socket_path):
         return None
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = home / "daemon.log"
@@ -81,7 +88,8 @@ class Calls:
 
     If the daemon has gone away, `revive` starts a new one (saying so on
     stderr); a read (see READS) is then retried once, a write reports what
-    happened.
+    happened. A daemon that still holds its socket is up, only refusing
+    (too many connections): a write gets its refusal, and nothing starts.
     """
 
     def __init__(self, client: Client, revive: Callable[[], object] | None = None):
@@ -97,7 +105,8 @@ class Calls:
                 if self.revive is None:
                     raise
                 self.client.close()
-                self.revive()
+                if self.revive() is None and method not in READS:
+                    raise  # the daemon is up (it refused us: too many connections); nothing was restarted
                 if method not in READS:
                     raise Unavailable(
                         "the daemon stopped during this call and was restarted; the write may or may "

@@ -9,6 +9,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -272,3 +274,39 @@ def _pings(socket_path: Path) -> bool:
         return True
     except Unavailable:
         return False
+
+
+def test_a_daemon_refusing_connections_is_not_taken_for_dead(home, tmp_path):
+    """Past --max-connections the daemon says so and closes: the write was never read, and no daemon is started."""
+    daemon = DaemonProcess(home, args=("--max-connections", "1", "--idle-timeout", "1")).start()
+    errlog = tmp_path / "stderr"
+    holding = threading.Event()
+
+    def hold_the_slot(ready: threading.Event) -> None:
+        with daemon.client() as c:
+            while not holding.is_set():
+                c.ping()  # never idle, so never swept: the one slot stays taken
+                ready.set()
+                time.sleep(0.2)
+
+    async def body(session, init):
+        await anyio.sleep(2.5)  # the MCP server's own connection is swept as idle, freeing the slot
+        ready = threading.Event()
+        holder = threading.Thread(target=hold_the_slot, args=(ready,))
+        holder.start()
+        try:
+            ready.wait(10)
+            return await session.call_tool("remember", {"type": "project", "title": "x", "content": "y"})
+        finally:
+            holding.set()
+            holder.join()
+
+    try:
+        with open(errlog, "w") as err:
+            write = anyio.run(_session, _server(home), err, body)
+        assert write.is_error and "too many connections" in _text(write), _text(write)
+        assert "started one" not in errlog.read_text()
+        with daemon.client() as c:
+            assert c.list() == []  # refused before it was read: nothing written
+    finally:
+        daemon.stop()
