@@ -87,6 +87,11 @@ def _drop_none(params: dict) -> dict:
     return {k: v for k, v in params.items() if v is not None}
 
 
+def no_daemon(socket_path, start_with: str = "arbiter serve") -> Unavailable:
+    """The error for a socket nobody serves, with the command line that starts a daemon on it."""
+    return Unavailable(f"no daemon on {socket_path}: start it with `{start_with}`")
+
+
 class Client:
     """A synchronous connection to the daemon. Not thread-safe: one per thread."""
 
@@ -145,9 +150,7 @@ class Client:
                 return sock
             except (FileNotFoundError, ConnectionRefusedError):
                 sock.close()
-                raise Unavailable(
-                    f"no daemon on {self.socket_path}: start it with `{self.start_with}`"
-                ) from None
+                raise no_daemon(self.socket_path, self.start_with) from None
             except BlockingIOError:
                 sock.close()
                 if deadline is not None and time.monotonic() + pause > deadline:

@@ -66,7 +66,7 @@ class Settings:
         return paths.user_token_path(self.home, self.tenant, self.user)
 
     def client(self, *, admin: bool = False):
-        from arbiter.client import Client
+        from arbiter.client import Client, no_daemon
 
         try:
             if admin:
@@ -77,7 +77,7 @@ class Settings:
         except Unauthorized:
             # A fresh home has no token until a daemon first starts on it: say what to do about that.
             if not self._daemon_answers():
-                raise Unavailable(f"no daemon on {self.socket}: start it with `{self.serve}`") from None
+                raise no_daemon(self.socket, self.serve) from None
             raise
         return Client(self.socket, token, start_with=self.serve)
 

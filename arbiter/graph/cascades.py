@@ -39,15 +39,20 @@ Handler = Callable[[apsw.Connection, Viewer, int, int, int | None], list[int]]
 _MAX_DEPTH = 1000
 
 
-def below(conn: apsw.Connection, entry_id: int) -> list[tuple[int, int]]:
-    """(id, author id) of every entry below `entry_id` in its thread, whoever wrote it and whatever its state."""
+def below(conn: apsw.Connection, entry_id: int, *, seen_by: Viewer | None = None) -> list[tuple[int, int]]:
+    """(id, author id) of every entry below `entry_id` in its thread, whoever wrote it and whatever its state.
+
+    With `seen_by`, only down through the replies that viewer sees: what lies below one they do not see is left out.
+    """
+    seen = f"AND {seen_by.sees()} " if seen_by is not None else ""
     return conn.execute(
-        """
+        f"""
         WITH RECURSIVE down(id, depth) AS (
             SELECT ?1, 0
-            UNION ALL SELECT e.id, down.depth + 1 FROM entries e JOIN down ON e.parent_id = down.id WHERE down.depth < ?2
+            UNION ALL SELECT e.id, down.depth + 1 FROM entries e JOIN down ON e.parent_id = down.id
+            WHERE down.depth < ?2 {seen}
         )
-        SELECT e.id, e.author_id FROM down JOIN entries e ON e.id = down.id WHERE down.depth > 0
+        SELECT e.id, e.author_id FROM down JOIN entries e ON e.id = down.id WHERE down.depth > 0 ORDER BY e.id
         """,
         (entry_id, _MAX_DEPTH),
     ).fetchall()
@@ -69,17 +74,7 @@ def _thread_follows(conn: apsw.Connection, v: Viewer, root: int, now: int, scope
     # Only down through replies the caller sees: a teammate's reply unshared back to its author, or
     # written for a team the caller has left, would otherwise go to a team of the caller's choosing
     # (and the caller see it again); what lies below such a reply stays with it.
-    ids = [r[0] for r in conn.execute(
-        f"""
-        WITH RECURSIVE down(id, depth) AS (
-            SELECT ?1, 0
-            UNION ALL SELECT e.id, down.depth + 1 FROM entries e JOIN down ON e.parent_id = down.id
-            WHERE {v.sees()} AND down.depth < ?2
-        )
-        SELECT id FROM down WHERE depth > 0 ORDER BY id
-        """,
-        (root, _MAX_DEPTH),
-    )]
+    ids = [eid for eid, _ in below(conn, root, seen_by=v)]
     return _move(conn, ids, scope)
 
 
