@@ -39,8 +39,9 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     Line 1 is a header (format version, Arbiter version, time); then every
     conversation, entry (its current state with both time axes, its author
     and team), earlier recorded state of an entry, relation, entity and fact
-    (with every state it was recorded in), with this database's ids. A
-    user's export holds what that user sees; `--all` holds every tenant
+    (with every state it was recorded in), with this database's ids; the
+    last line counts the lines before it, so a copy cut short will not
+    import. A user's export holds what that user sees; `--all` holds every tenant
     whole, with its users, teams and memberships (never tokens). Derived
     data (the search index, tag graph, topic names) is rebuilt on import,
     not exported. FILE is written for its owner alone (0600), and an
@@ -124,7 +125,8 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     user's token is written under HOME/tenants/TENANT/.
 
     The whole file is checked first: a malformed line is named and nothing
-    is written. Then it goes in batches of 2000 lines, each all or nothing;
+    is written, and so is a file cut short (one with no end line, or whose
+    end line counts other lines than it holds). Then it goes in batches of 2000 lines, each all or nothing;
     if an import is interrupted, running it again goes on after the last
     written batch. Importing the same file again is a no-op that says so.
 

@@ -28,7 +28,10 @@ from arbiter.store import relations
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     FORMAT,
+    FORMAT_END,
     KINDS,
+    End,
+    end_line,
     PEOPLE_KINDS,
     ConversationRecord,
     EntryRecord,
@@ -60,7 +63,7 @@ MAX_BATCH_BYTES = 3 * 1024 * 1024
 PAGE = 5000
 
 _encode = msgspec.json.Encoder().encode
-_record = msgspec.json.Decoder(Record)
+_line = msgspec.json.Decoder(Record | End)
 _header = msgspec.json.Decoder(Header)
 
 
@@ -112,6 +115,8 @@ def export(client: Client, out: BinaryIO, *, tenants: list[str] | None = None,
                     summary.lines += n
                     progress(n)
                 after = page.next
+    out.write(end_line(summary.lines - 1))
+    summary.lines += 1
     return summary
 
 
@@ -191,6 +196,8 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
     Checked: the header's format, each record's shape and limits, its times,
     and that every id it refers to belongs to a record earlier in the file
     (and in the same tenant section); a failure of the last kind is `Torn`.
+    From format 4 the file must end with its `end` line, counting the lines
+    before it: a file cut short, or with lines lost or added, is refused.
     """
     after = f"; {refused}" if refused else ""
     digest = hashlib.sha256()
@@ -199,6 +206,7 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
     sections: list[Section] = []
     seen: dict[str, set[int]] = {}
     number = 0
+    ended = None
     try:
         for number, line in enumerate(source, start=1):
             digest.update(line)
@@ -207,8 +215,17 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
                 sections.append(Section(tenant=None, first_line=2, last_line=1))  # None: the caller's tenant
                 seen = _fresh()
                 continue
+            if ended is not None:
+                raise InvalidParams(f"line {number}: a line after the end line (line {ended}){after}",
+                                    path=f"line {number}")
             try:
-                rec = _record.decode(line)
+                rec = _line.decode(line)
+                if isinstance(rec, End):
+                    ended = number
+                    if rec.records != number - 2:
+                        raise InvalidParams(f"the end line counts {rec.records} lines before it and the file holds "
+                                            f"{number - 2}: lines were lost or added")
+                    continue
                 _check_record(rec, seen)
             except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:
                 at = where(number) if where else f"line {number}"
@@ -231,6 +248,9 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
             source.close()
     if header is None:
         raise InvalidParams("the file is empty: no export header", path="line 1")
+    if ended is None and header.format >= FORMAT_END:
+        raise InvalidParams(f"the file stops at line {number} without its end line: it was cut short (a copy or "
+                            f"download that stopped early?){after}", path=f"line {number + 1}")
     return Checked(digest=digest.hexdigest(), lines=number, header=header,
                    sections=[s for s in sections if s.records or s.tenant is not None])
 

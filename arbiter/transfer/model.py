@@ -1,6 +1,7 @@
 """The export file format (JSON Lines) and the wire types of the export and import verbs.
 
-Line 1 is a `Header`; every other line is one record, tagged by `kind`.
+Line 1 is a `Header`, the last an `End` counting the lines between them
+(format 4 on); every other line is one record, tagged by `kind`.
 Records come in dependency order: conversations, entries (by id, so a
 reply's parent precedes it), their earlier recorded states (revisions),
 then relations; then entities (with their names), merges, which entries
@@ -42,7 +43,11 @@ from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Param
 #: reasons are records; `--all` holds users and teams
 #: (an older Arbiter would drop them silently and make everything its importer's).
 #: 3: facts, their batches and declared predicates (`predicate`, `fact_batch`, `fact`, `fact_link`).
-FORMAT = 3
+#: 4: the last line is an `End` counting the lines before it, so a copy cut short at a line boundary is
+#: refused rather than imported in part (an older Arbiter would refuse the `end` kind).
+FORMAT = 4
+#: The first format whose files must end with an `End` line.
+FORMAT_END = 4
 
 
 class Torn(InvalidParams):
@@ -62,6 +67,23 @@ class Header(Struct, kw_only=True, tag="arbiter-export", tag_field="kind"):
     arbiter: str
     exported_at: str
     tenant: str | None
+
+
+class End(Struct, kw_only=True, tag="end", tag_field="kind"):
+    """The last line (format 4 on): how many lines come between the header and it.
+
+    Every line of an export is whole JSON, so a file cut at a line boundary
+    (a copy, a download or a disk that stopped early) reads as a valid,
+    smaller export; without this line its import would write part of a
+    memory and call it done.
+    """
+
+    records: Annotated[int, Meta(ge=0)]
+
+
+def end_line(records: int) -> bytes:
+    """A file's last line, `records` lines after its header."""
+    return msgspec.json.encode(End(records=records)) + b"\n"
 
 
 class TenantRecord(Struct, kw_only=True, tag="tenant", tag_field="kind"):

@@ -36,6 +36,7 @@ from arbiter.model import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
 from arbiter.model import EntityRelationType, EntityType
 from arbiter.transfer.model import (
     FORMAT, EntityNameRecord, EntityRecord, EntityRelationRecord, EntryRecord, Header, MentionRecord, RelationRecord,
+    end_line,
 )
 
 SOURCES = ("arbiter", "mcp-memory", "markdown")
@@ -74,10 +75,12 @@ def _header(when: str, source: str) -> bytes:
 def lines(source: str, path: Path) -> list[bytes]:
     """The export lines for `path` read as `source` (not "arbiter": that is already an export)."""
     if source == "mcp-memory":
-        return list(_mcp_memory(path))
-    if source == "markdown":
-        return list(_markdown(path))
-    raise InvalidParams(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}", path="from")
+        out = list(_mcp_memory(path))
+    elif source == "markdown":
+        out = list(_markdown(path))
+    else:
+        raise InvalidParams(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}", path="from")
+    return [*out, end_line(len(out) - 1).rstrip(b"\n")]
 
 
 def origin(source: str, line: bytes, number: int) -> str:

@@ -425,6 +425,36 @@ def test_a_malformed_line_is_named_and_nothing_changes(daemon, target, tmp_path)
         assert t.status().entries_active + t.status().entries_retired == 0
 
 
+
+def test_a_file_cut_short_at_a_line_boundary_is_refused(daemon, target, tmp_path):
+    """Every line is whole JSON, so a copy that stopped between two lines read as a smaller export and
+    imported part of the memory as if it were all of it. The end line counts the lines before it."""
+    with daemon.client() as c:
+        build_history(c, random.Random(6), 30)
+    out = tmp_path / "m.jsonl"
+    ok(daemon.home, "export", str(out))
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[-1]) == {"kind": "end", "records": len(lines) - 2}
+    f = tmp_path / "bad.jsonl"
+    for bad, words in [
+        (lines[:-1], f"stops at line {len(lines) - 1} without its end line: it was cut short"),
+        (lines[: len(lines) // 2], f"stops at line {len(lines) // 2} without its end line"),
+        ([*lines[:-2], lines[-1]], f"line {len(lines) - 1}: the end line counts {len(lines) - 2} lines before it "
+                                   f"and the file holds {len(lines) - 3}: lines were lost or added"),
+        ([*lines, lines[1]], f"line {len(lines) + 1}: a line after the end line (line {len(lines)})"),
+    ]:
+        f.write_text("\n".join(bad) + "\n")
+        err = fails(target.home, "import", str(f))
+        assert words in err and "nothing was imported" in err, err
+    with target.client() as t:
+        assert t.status().entries_active + t.status().entries_retired == 0
+    # A format 3 file (written before the end line) has none, and imports whole.
+    header = {**json.loads(lines[0]), "format": 3}
+    f.write_text("\n".join([json.dumps(header), *lines[1:-1]]) + "\n")
+    assert ok(target.home, "import", str(f)).startswith("imported ")
+    with daemon.client() as c, target.client() as t:
+        assert t.status().entries_active == c.status().entries_active
+
 def test_records_the_store_could_not_hold_are_named_before_anything_is_written(daemon, target, tmp_path):
     """Each of these once went in (two entries under one id, a window ending before it starts) or ended in an
     internal error on the daemon (an entry related to itself, a relation twice, an empty record window)."""
@@ -1036,8 +1066,9 @@ def test_what_import_all_changes_of_who_sees_what_counts_at_once(daemon, target,
         assert owner.list() == []  # alone in the tenant: they see all of it
         # The import's batches land (its last step, issuing the new users' tokens, has not run yet).
         lines = out.read_bytes().splitlines()
-        owner.import_batch(digest=checked.digest, lines=checked.lines, first_line=section.first_line,
-                           records=[msgspec.Raw(line) for line in lines[section.first_line - 1:]], authors=True)
+        owner.import_batch(digest=checked.digest, lines=section.last_line, first_line=section.first_line,
+                           records=[msgspec.Raw(line) for line in lines[section.first_line - 1:section.last_line]],
+                           authors=True)
         assert owner.list() == []
 
 
