@@ -7,7 +7,7 @@ import shlex
 import tempfile
 from pathlib import Path
 
-from arbiter.errors import InvalidParams, Unauthorized
+from arbiter.errors import Conflict, InvalidParams, Unauthorized
 
 DEFAULT_TENANT = "default"
 
@@ -101,6 +101,26 @@ def write_secret(path: Path, text: str) -> None:
     except BaseException:
         Path(new).unlink(missing_ok=True)
         raise
+
+
+def held_secret(path: Path) -> str | None:
+    """The token in the file at `path`, or None if there is none (no file, an empty one, not text)."""
+    try:
+        return path.read_text().strip() or None
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def require_unheld(path: Path, what: str) -> None:
+    """Conflict if `path` already holds a token: a command about to make `what` must not write over it.
+
+    Tokens are stored hashed, so a token file can be the only copy of a token another database of this home
+    gave out (`serve --db scratch.db` makes a tenant or user of the same name), or of an earlier one.
+    """
+    if held_secret(path) is not None:
+        raise Conflict(f"{path} already holds a token, perhaps the only copy of one that another database of this "
+                       f"home gave {what}: it is kept and nothing was created; move the file aside and run this "
+                       "again", path="name")
 
 
 def read_secret(path: Path, what: str) -> str:

@@ -501,9 +501,10 @@ def tenant_add(settings, as_json, name):
     Example:
       arbiter tenant add acme
     """
+    path = paths.token_path(settings.home, name)
+    paths.require_unheld(path, f"a tenant named {name!r}")
     with settings.client(admin=True) as c:
         created = c.tenant_create(name)
-    path = paths.token_path(settings.home, name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda t: click.echo(f"tenant {t.name}: token {t.token}\n(saved to {path})"))
 

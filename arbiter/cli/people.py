@@ -35,9 +35,10 @@ def user_add(settings, as_json, name):
       arbiter user add bob
       arbiter --user bob whoami
     """
+    path = paths.user_token_path(settings.home, settings.tenant, name)
+    paths.require_unheld(path, f"a user named {name!r} of tenant {settings.tenant!r}")
     with settings.client() as c:
         created = c.user_add(name)
-    path = paths.user_token_path(settings.home, settings.tenant, name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda u: click.echo(f"user {u.name}: token {u.token}\n(saved to {path})"))
 

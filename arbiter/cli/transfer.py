@@ -172,6 +172,11 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
             with clients(tenant) as c:
                 for name in s.new_users:
                     path = paths.user_token_path(settings.home, tenant, name)
+                    if paths.held_secret(path) is not None:  # maybe the only copy of another database's token
+                        click.echo(f"arbiter: user {name!r} of tenant {tenant!r}: {path} already holds a token and "
+                                   f"is kept; `arbiter --tenant {tenant} user rotate {name}` gives them one "
+                                   "(after moving that file aside)", err=True)
+                        continue
                     paths.write_secret(path, c.user_rotate(name).token)
                     click.echo(f"arbiter: user {name!r} of tenant {tenant!r}: token in {path}", err=True)
 

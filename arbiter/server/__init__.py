@@ -230,14 +230,6 @@ def _transaction(conn: apsw.Connection, *, write: bool, small: bool = False):
             conn.execute("PRAGMA temp_store = DEFAULT")
 
 
-def _held_token(path: Path) -> str | None:
-    """The token in the file at `path`, or None if there is none (no file, an empty one, not text)."""
-    try:
-        return path.read_text().strip() or None
-    except (FileNotFoundError, ValueError):
-        return None
-
-
 def _error_frame(req_id, err: ArbiterError) -> bytes:
     body = {"code": err.code, "message": err.message}
     data = err.data()
@@ -389,7 +381,7 @@ class Daemon:
         with conn:
             if conn.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0:
                 path = paths.token_path(self.home, paths.DEFAULT_TENANT)
-                held = _held_token(path)
+                held = paths.held_secret(path)
                 _, token = tenants.create_tenant(conn, paths.DEFAULT_TENANT, now=now, token=held)
                 if held is None:
                     paths.write_secret(path, token)
@@ -399,7 +391,7 @@ class Daemon:
                 import secrets
 
                 path = paths.admin_token_path(self.home)
-                held = _held_token(path)
+                held = paths.held_secret(path)
                 token = held or "arbadm_" + secrets.token_urlsafe(32)
                 conn.execute(
                     "INSERT INTO settings(key, value) VALUES ('admin_token_hash', ?)", (tenants.hash_token(token),)

@@ -142,6 +142,26 @@ def test_tenant_add_writes_a_0600_token_file(daemon):
     assert unknown.returncode == 1 and len(unknown.stderr.strip().splitlines()) == 1
 
 
+
+def test_adding_a_tenant_or_user_keeps_a_token_file_the_home_already_holds(daemon):
+    """Tokens are stored hashed: a file under HOME/tenants can be the only copy of a token another database of
+    the home gave a tenant or user of that name (`serve --db scratch.db`). Adding one here wrote over it."""
+    tenant_file, user_file = paths.token_path(daemon.home, "research"), paths.user_token_path(
+        daemon.home, "default", "bob")
+    for path in (tenant_file, user_file):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.write_text("arbt_held_elsewhere\n")
+    for args, path in ((("tenant", "add", "research"), tenant_file), (("user", "add", "bob"), user_file)):
+        refused = cli(daemon.home, *args, check=False)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert f"{path} already holds a token" in refused.stderr and "nothing was created" in refused.stderr
+        assert path.read_text() == "arbt_held_elsewhere\n"
+    assert "research" not in cli(daemon.home, "tenant", "list").stdout
+    assert "bob" not in cli(daemon.home, "user", "list").stdout
+    # An empty file holds no token: it is written over.
+    user_file.write_text("")
+    assert "user bob" in cli(daemon.home, "user", "add", "bob").stdout and user_file.read_text().strip()
+
 def test_status_does_not_move_with_another_tenants_writes(two, daemon):
     mine, theirs = two
     mine.remember(type="user", title="mine", content="a little")
