@@ -19,7 +19,7 @@ import msgspec
 from click.core import ParameterSource
 
 from arbiter import __version__, paths
-from arbiter.errors import ArbiterError, Unauthorized, Unavailable
+from arbiter.errors import ArbiterError, InvalidParams, Unauthorized, Unavailable
 from arbiter.model import ENTRY_TYPES, RELATION_TYPES, Name
 from arbiter.validation import describe
 
@@ -172,6 +172,15 @@ def _name(ctx, param, value: str | None) -> str | None:
         return msgspec.convert(value, Name)
     except msgspec.ValidationError as e:
         raise click.BadParameter(describe(e)[0]) from None
+
+
+def new_name(name: str) -> str:
+    """A tenant or user name a command is about to create, checked as the daemon would check it, before it
+    names a token file ("../admin" would name the admin token's): one line naming NAME, as the daemon's."""
+    try:
+        return msgspec.convert(name, Name)
+    except msgspec.ValidationError as e:
+        raise InvalidParams(f"name: {describe(e)[0]}", path="name") from None
 
 
 def json_option(f):

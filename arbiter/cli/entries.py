@@ -10,7 +10,7 @@ import msgspec
 
 from arbiter import paths
 from arbiter.cli._common import (
-    _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main,
+    _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name,
 )
 from arbiter.model import RECALL_STAGES, RELATION_TYPES, RelationQualifier
 
@@ -497,13 +497,18 @@ def tenant():
 def tenant_add(settings, as_json, name):
     """Create a tenant; print its token once and save it under HOME/tenants/NAME.token.
 
+    If that file already holds a token (another database of this home may
+    have a tenant of that name, and tokens are stored hashed), nothing is
+    created: move the file aside first.
+
     \b
     Example:
       arbiter tenant add acme
     """
-    path = paths.token_path(settings.home, name)
-    paths.require_unheld(path, f"a tenant named {name!r}")
+    path = paths.token_path(settings.home, new_name(name))
     with settings.client(admin=True) as c:
+        taken = name in {t.name for t in c.tenant_list().tenants}
+        paths.require_unheld(path, f"a tenant named {name!r}", taken=taken)
         created = c.tenant_create(name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda t: click.echo(f"tenant {t.name}: token {t.token}\n(saved to {path})"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from arbiter import paths
-from arbiter.cli._common import _date, _emit, command, main
+from arbiter.cli._common import _date, _emit, command, main, new_name
 
 
 @main.group()
@@ -30,14 +30,19 @@ def user():
 def user_add(settings, as_json, name):
     """Add a user (first user only); print the token once and save it (0600) under HOME/tenants/TENANT/NAME.token.
 
+    If that file already holds a token (another database of this home may
+    have a user of that name, and tokens are stored hashed), nothing is
+    created: move the file aside first.
+
     \b
     Example:
       arbiter user add bob
       arbiter --user bob whoami
     """
-    path = paths.user_token_path(settings.home, settings.tenant, name)
-    paths.require_unheld(path, f"a user named {name!r} of tenant {settings.tenant!r}")
+    path = paths.user_token_path(settings.home, settings.tenant, new_name(name))
     with settings.client() as c:
+        taken = name in {u.name for u in c.user_list().users}
+        paths.require_unheld(path, f"a user named {name!r} of tenant {settings.tenant!r}", taken=taken)
         created = c.user_add(name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda u: click.echo(f"user {u.name}: token {u.token}\n(saved to {path})"))

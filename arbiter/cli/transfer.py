@@ -122,7 +122,8 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     shared if that team exists here and you are in it, else it is yours
     alone. With --all, each tenant's users, teams and memberships are
     created where missing and every entry keeps its author and team; a new
-    user's token is written under HOME/tenants/TENANT/.
+    user's token is written under HOME/tenants/TENANT/ (a file already
+    there is kept: it may be another database's only copy).
 
     The whole file is checked first: a malformed line is named and nothing
     is written, and so is a file cut short (one with no end line, or whose
@@ -153,14 +154,22 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     if everything and checked.header.tenant is not None:
         raise InvalidParams("--all needs an `export --all` file; this one holds one tenant", path="file")
 
+    known: set[str] = set()
+    if everything:
+        with settings.client(admin=True) as admin:
+            known.update(t.name for t in admin.tenant_list().tenants)
+
     def clients(tenant: str | None) -> Client:
         if tenant is None:
             return settings.client()
         token = paths.token_path(settings.home, tenant)
-        if not token.exists():
+        if tenant not in known or paths.held_secret(token) is None:
+            # A file no tenant of this database holds may be the only copy of another database's token.
+            paths.require_unheld(token, f"a tenant named {tenant!r}", taken=tenant in known)
             with settings.client(admin=True) as admin:
                 created = admin.tenant_create(tenant)
             paths.write_secret(token, created.token)
+            known.add(tenant)
             click.echo(f"arbiter: created tenant {tenant!r} (token in {token})", err=True)
         return Client(settings.socket, paths.read_secret(token, f"tenant {tenant!r}"), start_with=settings.serve)
 

@@ -223,8 +223,8 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
                 if isinstance(rec, End):
                     ended = number
                     if rec.records != number - 2:
-                        raise InvalidParams(f"the end line counts {rec.records} lines before it and the file holds "
-                                            f"{number - 2}: lines were lost or added")
+                        raise InvalidParams(f"the end line counts {rec.records} lines between the header and it, "
+                                            f"and the file holds {number - 2}: lines were lost or added")
                     continue
                 _check_record(rec, seen)
             except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as e:

@@ -35,11 +35,14 @@ from arbiter.errors import InvalidParams
 from arbiter.model import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
 from arbiter.model import EntityRelationType, EntityType
 from arbiter.transfer.model import (
-    FORMAT, EntityNameRecord, EntityRecord, EntityRelationRecord, EntryRecord, Header, MentionRecord, RelationRecord,
-    end_line,
+    EntityNameRecord, EntityRecord, EntityRelationRecord, EntryRecord, Header, MentionRecord, RelationRecord,
 )
 
 SOURCES = ("arbiter", "mcp-memory", "markdown")
+#: The format converted records are written in. An import is known by the sha256 of its lines, header
+#: included, so a new number here would import again every source imported before it; and converted lines
+#: are made in memory whole, so format 4's end line (against a file cut short) would guard nothing.
+SOURCE_FORMAT = 3
 _encode = msgspec.json.Encoder().encode
 _TAG_CHARS = re.compile(r"[\s\x00-\x1f]+")
 
@@ -69,7 +72,7 @@ def _tag(text: str) -> str | None:
 
 def _header(when: str, source: str) -> bytes:
     # `tenant` names where the records came from; any non-null value makes this a one-tenant file.
-    return _encode(Header(format=FORMAT, arbiter=__version__, exported_at=when, tenant=source))
+    return _encode(Header(format=SOURCE_FORMAT, arbiter=__version__, exported_at=when, tenant=source))
 
 
 def lines(source: str, path: Path) -> list[bytes]:
@@ -80,7 +83,7 @@ def lines(source: str, path: Path) -> list[bytes]:
         out = list(_markdown(path))
     else:
         raise InvalidParams(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}", path="from")
-    return [*out, end_line(len(out) - 1).rstrip(b"\n")]
+    return out
 
 
 def origin(source: str, line: bytes, number: int) -> str:

@@ -161,6 +161,17 @@ def test_adding_a_tenant_or_user_keeps_a_token_file_the_home_already_holds(daemo
     # An empty file holds no token: it is written over.
     user_file.write_text("")
     assert "user bob" in cli(daemon.home, "user", "add", "bob").stdout and user_file.read_text().strip()
+    # A name taken here is the daemon's to refuse: the file is that name's own, not a stranger's.
+    admin = paths.admin_token_path(daemon.home).read_text()
+    for args in (("tenant", "add", "default"), ("user", "add", "bob"), ("user", "add", "default")):
+        refused = cli(daemon.home, *args, check=False)
+        assert refused.returncode == 1 and "already exists" in refused.stderr, (args, refused.stderr)
+    # A name is checked before it names a file: "../admin" named the admin token's.
+    for args in (("tenant", "add", "../admin"), ("user", "add", "../../admin")):
+        refused = cli(daemon.home, *args, check=False)
+        assert refused.returncode == 1 and refused.stderr.startswith("arbiter: error: NAME: a name is letters"), \
+            refused.stderr
+    assert paths.admin_token_path(daemon.home).read_text() == admin
 
 def test_status_does_not_move_with_another_tenants_writes(two, daemon):
     mine, theirs = two

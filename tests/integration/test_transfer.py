@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, Conflict, InvalidParams, NotFound
 from arbiter.store import open_database
-from arbiter.transfer import files
+from arbiter.transfer import files, sources
 from tests.conftest import DaemonProcess
 from tests.integration.test_cli import arbiter, fails, js, ok
 
@@ -439,8 +439,8 @@ def test_a_file_cut_short_at_a_line_boundary_is_refused(daemon, target, tmp_path
     for bad, words in [
         (lines[:-1], f"stops at line {len(lines) - 1} without its end line: it was cut short"),
         (lines[: len(lines) // 2], f"stops at line {len(lines) // 2} without its end line"),
-        ([*lines[:-2], lines[-1]], f"line {len(lines) - 1}: the end line counts {len(lines) - 2} lines before it "
-                                   f"and the file holds {len(lines) - 3}: lines were lost or added"),
+        ([*lines[:-2], lines[-1]], f"line {len(lines) - 1}: the end line counts {len(lines) - 2} lines between the "
+                                   f"header and it, and the file holds {len(lines) - 3}: lines were lost or added"),
         ([*lines, lines[1]], f"line {len(lines) + 1}: a line after the end line (line {len(lines)})"),
     ]:
         f.write_text("\n".join(bad) + "\n")
@@ -563,10 +563,11 @@ def test_an_interrupted_import_goes_on_from_its_last_batch(daemon, target, tmp_p
     import msgspec
 
     with target.client() as t:  # the first batch of four lines lands, then the importer "dies"
-        t.import_batch(digest=checked.digest, lines=checked.lines, first_line=2,
+        t.import_batch(digest=checked.digest, lines=checked.sections[0].last_line, first_line=2,
                        records=[msgspec.Raw(line) for line in raw[1:5]])
     text = ok(target.home, "import", str(out))
     assert "went on from line 6" in text
+    assert ok(target.home, "import", str(out)).startswith("already imported (")  # the import finished
     with target.client() as t:
         assert normalised(export_lines(t)) == normalised(out.read_text().splitlines())
 
@@ -590,6 +591,37 @@ def test_export_all_and_import_all_keep_tenants_apart(daemon, target, tmp_path):
     with Client(target.socket, team) as c:
         assert [e.title for e in c.list()] == ["team's"]
 
+
+
+def test_import_all_keeps_a_tenant_token_file_no_tenant_here_holds(daemon, target, tmp_path):
+    """A file under HOME/tenants can be the only copy of another database's token (`serve --db scratch.db` made
+    a tenant of that name). The import used it against this database: "token matches no user; ... run the same
+    import again", and every run said the same."""
+    with daemon.client(daemon.admin_token) as admin:
+        token = admin.tenant_create("team").token
+    with Client(daemon.socket, token) as c:
+        c.remember(type="user", title="team's", content="two")
+    out = tmp_path / "all.jsonl"
+    ok(daemon.home, "export", "--all", str(out))
+    held = target.home / "tenants" / "team.token"
+    held.write_text("arbt_of_another_database\n")
+    err = fails(target.home, "import", "--all", str(out))
+    assert f"{held} already holds a token" in err and "move the file aside" in err, err
+    assert held.read_text() == "arbt_of_another_database\n"
+    assert "team" not in [t["name"] for t in js(target.home, "tenant", "list")]
+    held.rename(tmp_path / "team.token.elsewhere")
+    proc = arbiter(target.home, "import", "--all", str(out))
+    assert proc.returncode == 0 and "created tenant 'team'" in proc.stderr, proc.stderr
+    with Client(target.socket, held.read_text().strip()) as c:
+        assert [e.title for e in c.list()] == ["team's"]
+
+
+def test_a_converted_source_keeps_the_key_it_was_imported_under():
+    """An import is known by the sha256 of its lines, header included: converted records written in format 4
+    (with its end line) made a source imported before the change import a second time."""
+    for source, path in (("mcp-memory", DATA / "mcp-memory.jsonl"), ("markdown", DATA / "notes")):
+        converted = [json.loads(line) for line in sources.lines(source, path)]
+        assert converted[0]["format"] == 3 and all(r["kind"] != "end" for r in converted[1:])
 
 def test_import_from_the_mcp_memory_server(target):
     text = ok(target.home, "import", "--from", "mcp-memory", str(DATA / "mcp-memory.jsonl"))
