@@ -61,8 +61,8 @@ def page_offset(cursor: str | None) -> int:
     return int(cursor)
 
 
-def shown_before(s: Session, cursor: str | None) -> frozenset[int]:
-    """The ids the pages before `cursor` showed (none on a first page): a `shown_cursor` of this session."""
+def shown_before(s: Session, cursor: str | None) -> frozenset:
+    """The ids (or keys) the pages before `cursor` showed (none on a first page): a `shown_cursor` of this session."""
     if cursor is None:
         return frozenset()
     try:
@@ -72,7 +72,7 @@ def shown_before(s: Session, cursor: str | None) -> frozenset[int]:
                             path="cursor") from None
 
 
-def shown_cursor(s: Session, shown: frozenset[int]) -> str:
+def shown_cursor(s: Session, shown: frozenset) -> str:
     """A cursor for the page after those that showed `shown`, kept on the session (the last `KEPT_CURSORS`).
 
     Recall ranks again for each page, and a write between pages moves the ranking (a new hit above the cut, the

@@ -574,11 +574,12 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
                            created_at=r.created_at, qualifier=r.qualifier) for r in h.relations]
     items += [RevisionView(id=r.entry.id, recorded_from=r.recorded_from, recorded_to=r.recorded_to, change=r.change,
                            fields=r.fields, title=r.entry.title, excerpt=flat(r.entry.content, 160)) for r in h.revisions]
-    start = page_offset(a.cursor)
-    if a.cursor is not None and start >= len(items):  # as thread's: a purge may have shortened the chain since
-        raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
+    # Not a position: an entry that joins the chain between pages (a new supersede) would shift the rest by one.
+    seen = shown_before(s, a.cursor)
+    rest = [x for x in items if _history_key(x) not in seen]
+    start = len(items) - len(rest)
     blocks, kind = [], None
-    for x in items[start:]:
+    for x in rest:
         block = []
         if type(x) is not kind:  # each kind's heading, where its first line on this page is
             kind = type(x)
@@ -588,15 +589,22 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
         block.append(f"{'  ' if kind is RelationView else '- '}{x.text()}")
         blocks.append(block)
     shown = fit(blocks, a.max_chars - FRAME_CHARS)
-    page = items[start:start + shown]
-    more = start + shown < len(items)
+    page = rest[:shown]
+    more = shown < len(rest)
     out = HistoryView(entries=[x for x in page if type(x) is Ref], total=len(items),
                       relations=[x for x in page if type(x) is RelationView],
-                      revisions=[x for x in page if type(x) is RevisionView],
-                      more=more, next_cursor=str(start + shown) if more else None)
+                      revisions=[x for x in page if type(x) is RevisionView], more=more,
+                      next_cursor=shown_cursor(s, seen | {_history_key(x) for x in page}) if more else None)
     head = [f"(items {start + 1}-{start + shown} of {len(items)})"] if start or more else []
     out._lines = head + [line for block in blocks[:shown] for line in block]
     return out
+
+
+def _history_key(item) -> tuple:
+    """What names one line of a history across pages: an entry, a relation, or an entry's state by its start."""
+    if type(item) is RevisionView:
+        return ("state", item.id, item.recorded_from)
+    return ("relation" if type(item) is RelationView else "entry", item.id)
 
 
 class RecallArgs(Args):

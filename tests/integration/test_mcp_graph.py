@@ -94,9 +94,38 @@ def test_a_long_history_comes_in_pages(home, daemon):
     assert [e["id"] for p in pages for e in p.structured_content["entries"]] == [entry]
     assert all(len(text(p)) <= 1000 for p in pages)
     assert text(pages[1]).startswith("(items ")
-    assert bad.is_error and text(bad) == "invalid_params: cursor: past the history's end: read it again without cursor"
-    assert junk.is_error and text(junk) == "invalid_params: cursor: not a cursor this tool returned"
-    assert end.is_error and text(end) == text(bad)  # at the end exactly, as past it: no empty "items 41-40" page
+    refused = "invalid_params: cursor: not a cursor this session returned (or an old one): search again without cursor"
+    assert bad.is_error and text(bad) == refused
+    assert junk.is_error and text(junk) == refused and end.is_error and text(end) == refused
+
+
+def test_a_history_that_grows_between_pages_shows_each_item_once(home, daemon):
+    """The cursor was a position: an entry joining the chain between pages (a new supersede) pushed the rest
+    down, and the next page began with an item the last one had shown."""
+    with daemon.client() as c:
+        entry = c.remember(type="project", title="Launch date", content="March 1").id
+        for day in range(2, 30):
+            c.update(entry, content=f"March {day}, said the planning meeting of that week")
+
+    async def body(session):
+        first = await session.call_tool("history", {"id": entry, "max_chars": 1000})
+        with daemon.client() as c:
+            later = c.remember(type="project", title="Launch date, final", content="April 2",
+                               supersedes_ids=[entry]).id
+        rest = await _pages(session, "history", {"id": entry, "max_chars": 1000,
+                                                  "cursor": first.structured_content["next_cursor"]})
+        return later, [first, *rest], await session.call_tool("history", {"id": entry})
+
+    later, pages, whole = run_session(home, body)
+
+    def items(page):
+        sc = page.structured_content
+        return ([("entry", e["id"]) for e in sc["entries"]] + [("relation", r["id"]) for r in sc["relations"]]
+                + [("state", r["id"], r["recorded_from"]) for r in sc["revisions"]])
+
+    paged = [x for p in pages for x in items(p)]
+    assert len(paged) == len(set(paged)) and set(paged) == set(items(whole))
+    assert ("entry", later) in paged and len(pages) > 2
 
 
 def test_open_threads_and_expand(home, daemon):
