@@ -577,6 +577,8 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
     # Not a position: an entry that joins the chain between pages (a new supersede) would shift the rest by one.
     seen = shown_before(s, a.cursor)
     rest = [x for x in items if _history_key(x) not in seen]
+    if a.cursor is not None and not rest:  # as thread's: a purge may have shortened the chain since
+        raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
     start = len(items) - len(rest)
     blocks, kind = [], None
     for x in rest:
