@@ -111,14 +111,15 @@ def held_secret(path: Path) -> str | None:
         return None
 
 
-def require_unheld(path: Path, what: str, *, taken: bool) -> None:
+def require_unheld(path: Path, what: str) -> None:
     """Conflict if `path` already holds a token: a command about to make `what` must not write over it.
 
     Tokens are stored hashed, so a token file can be the only copy of a token another database of this home
-    gave out (`serve --db scratch.db` makes a tenant or user of the same name), or of an earlier one. A name
-    already `taken` here is left to the daemon, whose refusal says so: the file is then that name's own.
+    gave out (`serve --db scratch.db` makes a tenant or user of the same name), or of an earlier one. Callers
+    ask only for a name this database does not have: a name it has is the daemon's to refuse ("already
+    exists"), and its file is that name's own.
     """
-    if not taken and held_secret(path) is not None:
+    if held_secret(path) is not None:
         raise Conflict(f"{path} already holds a token, perhaps the only copy of one that another database of this "
                        f"home gave {what}: it is kept and nothing was created; move the file aside and run this "
                        "again", path="name")

@@ -169,14 +169,14 @@ def _name(ctx, param, value: str | None) -> str | None:
     if value is None:
         return None
     try:
-        return msgspec.convert(value, Name)
-    except msgspec.ValidationError as e:
-        raise click.BadParameter(describe(e)[0]) from None
+        return new_name(value)
+    except InvalidParams as e:
+        raise click.BadParameter(e.message.removeprefix("name: ")) from None
 
 
 def new_name(name: str) -> str:
-    """A tenant or user name a command is about to create, checked as the daemon would check it, before it
-    names a token file ("../admin" would name the admin token's): one line naming NAME, as the daemon's."""
+    """A tenant or user name, checked as the daemon would check it, before it names a token file ("../admin"
+    would name the admin token's); the error is one line naming NAME, as the daemon's."""
     try:
         return msgspec.convert(name, Name)
     except msgspec.ValidationError as e:

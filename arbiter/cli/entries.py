@@ -505,10 +505,11 @@ def tenant_add(settings, as_json, name):
     Example:
       arbiter tenant add acme
     """
-    path = paths.token_path(settings.home, new_name(name))
+    name = new_name(name)
+    path = paths.token_path(settings.home, name)
     with settings.client(admin=True) as c:
-        taken = name in {t.name for t in c.tenant_list().tenants}
-        paths.require_unheld(path, f"a tenant named {name!r}", taken=taken)
+        if name not in {t.name for t in c.tenant_list().tenants}:
+            paths.require_unheld(path, f"a tenant named {name!r}")
         created = c.tenant_create(name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda t: click.echo(f"tenant {t.name}: token {t.token}\n(saved to {path})"))

@@ -40,8 +40,8 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     conversation, entry (its current state with both time axes, its author
     and team), earlier recorded state of an entry, relation, entity and fact
     (with every state it was recorded in), with this database's ids; the
-    last line counts the lines before it, so a copy cut short will not
-    import. A user's export holds what that user sees; `--all` holds every tenant
+    last line counts the lines between the header and it, so a copy cut
+    short will not import. A user's export holds what that user sees; `--all` holds every tenant
     whole, with its users, teams and memberships (never tokens). Derived
     data (the search index, tag graph, topic names) is rebuilt on import,
     not exported. FILE is written for its owner alone (0600), and an
@@ -113,7 +113,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
                    "Markdown notes (Obsidian, basic-memory).")
 @click.option("--all", "everything", is_flag=True,
               help="FILE is an `export --all`: each tenant's part goes to the tenant of that name (created if "
-                   "missing; needs the admin token).")
+                   "missing, unless its token file is already there; needs the admin token).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
 def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     """Add the memory in FILE to this tenant, with new ids and every reference kept.
@@ -123,7 +123,9 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     alone. With --all, each tenant's users, teams and memberships are
     created where missing and every entry keeps its author and team; a new
     user's token is written under HOME/tenants/TENANT/ (a file already
-    there is kept: it may be another database's only copy).
+    there is kept: it may be another database's only copy). A tenant this
+    database lacks whose token file is already there stops the import
+    before anything is written: move the file aside first.
 
     The whole file is checked first: a malformed line is named and nothing
     is written, and so is a file cut short (one with no end line, or whose
@@ -158,14 +160,17 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     if everything:
         with settings.client(admin=True) as admin:
             known.update(t.name for t in admin.tenant_list().tenants)
+        # Before any section is written: a file no tenant of this database holds may be the only copy of
+        # another database's token, and a refusal halfway would leave the sections before it written.
+        for section in checked.sections:
+            if section.tenant is not None and section.tenant not in known:
+                paths.require_unheld(paths.token_path(settings.home, section.tenant), f"a tenant named {section.tenant!r}")
 
     def clients(tenant: str | None) -> Client:
         if tenant is None:
             return settings.client()
         token = paths.token_path(settings.home, tenant)
         if tenant not in known or paths.held_secret(token) is None:
-            # A file no tenant of this database holds may be the only copy of another database's token.
-            paths.require_unheld(token, f"a tenant named {tenant!r}", taken=tenant in known)
             with settings.client(admin=True) as admin:
                 created = admin.tenant_create(tenant)
             paths.write_secret(token, created.token)

@@ -16,7 +16,7 @@ MaxChars = Annotated[int, Meta(ge=500, le=100_000, description=(
 Cursor = Annotated[Annotated[str, Meta(max_length=32)] | None, Meta(description="The `next_cursor` of the previous page.")]
 
 DEFAULT_MAX_CHARS = 8000
-#: Recall cursors a session keeps; an older one is refused (search again).
+#: Cursors (recall's and history's) a session keeps; an older one is refused.
 KEPT_CURSORS = 64
 #: Room a paged result keeps for the lines around its items: a heading, a note, the footer naming the cursor.
 FRAME_CHARS = 200
@@ -61,27 +61,33 @@ def page_offset(cursor: str | None) -> int:
     return int(cursor)
 
 
-def shown_before(s: Session, cursor: str | None) -> frozenset:
-    """The ids (or keys) the pages before `cursor` showed (none on a first page): a `shown_cursor` of this session."""
+def shown_before(s: Session, cursor: str | None, scope: tuple, *, again: str) -> frozenset:
+    """The items the pages before `cursor` showed (none on a first page): a `shown_cursor` this session returned
+    for the same `scope` (the tool and what it pages: a recall's query, a history's entry).
+
+    A cursor of another scope is refused, not read as "nothing shown yet": its items would filter nothing, and
+    the first page would come again. `again` says what to do instead ("search again").
+    """
     if cursor is None:
         return frozenset()
-    try:
-        return s.cursors[cursor]
-    except KeyError:
-        raise InvalidParams("cursor: not a cursor this session returned (or an old one): search again without cursor",
-                            path="cursor") from None
+    kept = s.cursors.get(cursor)
+    if kept is None or kept[0] != scope:
+        raise InvalidParams(f"cursor: not a cursor this session returned (or an old one): {again} without cursor",
+                            path="cursor")
+    return kept[1]
 
 
-def shown_cursor(s: Session, shown: frozenset) -> str:
+def shown_cursor(s: Session, scope: tuple, shown: frozenset) -> str:
     """A cursor for the page after those that showed `shown`, kept on the session (the last `KEPT_CURSORS`).
 
     Recall ranks again for each page, and a write between pages moves the ranking (a new hit above the cut, the
     conversation the write started), so the next page is the best hits not shown yet, not "from position N":
-    a position would repeat a hit that moved down and skip one that moved up.
+    a position would repeat a hit that moved down and skip one that moved up. A history grows between pages
+    the same way (a new supersede joins its chain).
     """
     s.pages += 1
     cursor = f"p{s.pages}"
-    s.cursors[cursor] = shown
+    s.cursors[cursor] = (scope, shown)
     if len(s.cursors) > KEPT_CURSORS:
         del s.cursors[next(iter(s.cursors))]
     return cursor

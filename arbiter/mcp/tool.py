@@ -107,8 +107,9 @@ class Session:
         #: The current write changed the resource list (entries written, retired, retitled): `list_changed`
         #: follows it. A write that changes only the briefing (an entity renamed) sets it to False.
         self.listed = True
-        #: Recall cursors this session returned, oldest first: the ids the pages up to each showed (`_paging`).
-        self.cursors: dict[str, frozenset[int]] = {}
+        #: Cursors this session returned, oldest first: each one's scope (the tool and what it pages) and the
+        #: items the pages up to it showed (`_paging`).
+        self.cursors: dict[str, tuple[tuple, frozenset]] = {}
         self.pages = 0
 
     def changed(self, *ids: int) -> None:

@@ -197,7 +197,8 @@ def check(path, *, lines: Iterator[bytes] | None = None, refused: str | None = "
     and that every id it refers to belongs to a record earlier in the file
     (and in the same tenant section); a failure of the last kind is `Torn`.
     From format 4 the file must end with its `end` line, counting the lines
-    before it: a file cut short, or with lines lost or added, is refused.
+    between the header and it: a file cut short, or with lines lost or
+    added, is refused.
     """
     after = f"; {refused}" if refused else ""
     digest = hashlib.sha256()

@@ -43,8 +43,8 @@ from arbiter.model import Name, EntityRelationType, EntityType, EntryType, Param
 #: reasons are records; `--all` holds users and teams
 #: (an older Arbiter would drop them silently and make everything its importer's).
 #: 3: facts, their batches and declared predicates (`predicate`, `fact_batch`, `fact`, `fact_link`).
-#: 4: the last line is an `End` counting the lines before it, so a copy cut short at a line boundary is
-#: refused rather than imported in part (an older Arbiter would refuse the `end` kind).
+#: 4: the last line is an `End` counting the lines between the header and it, so a copy cut short at a line
+#: boundary is refused rather than imported in part.
 FORMAT = 4
 #: The first format whose files must end with an `End` line.
 FORMAT_END = 4

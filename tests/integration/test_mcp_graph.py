@@ -4,8 +4,11 @@ budgets and paging, and another tenant's ids answered exactly as missing ones.""
 from __future__ import annotations
 
 import jsonschema
+import msgspec
+import pytest
 
 from arbiter.client import Client
+from arbiter.errors import InvalidParams
 from tests.integration.test_mcp_tools import run_session, text
 
 
@@ -78,15 +81,26 @@ def test_a_long_history_comes_in_pages(home, daemon):
         for day in range(2, 40):
             c.update(entry, content=f"March {day}, said the planning meeting of that week")
 
+        other = c.remember(type="project", title="Launch venue", content="The planning meeting picks one").id
+        for hall in range(2, 40):
+            c.update(other, content=f"Hall {hall}, said the planning meeting of that week")
+
     async def body(session):
         whole = await session.call_tool("history", {"id": entry})
         pages = await _pages(session, "history", {"id": entry, "max_chars": 1000})
+        cursor = pages[0].structured_content["next_cursor"]
+        searched = await session.call_tool("recall", {"query": "planning meeting", "limit": 1})
+        crossed = [  # a cursor of another entry's history, or of a search, once filtered nothing: page 1 again
+            await session.call_tool("history", {"id": other, "cursor": cursor}),
+            await session.call_tool("history", {"id": entry, "cursor": searched.structured_content["next_cursor"]}),
+            await session.call_tool("recall", {"query": "planning meeting", "cursor": cursor}),
+            await session.call_tool("recall", {"query": "launch", "cursor": searched.structured_content["next_cursor"]}),
+        ]
         bad = await session.call_tool("history", {"id": entry, "cursor": "9999"})
-        end = await session.call_tool("history", {"id": entry, "cursor": str(whole.structured_content["total"])})
         junk = await session.call_tool("history", {"id": entry, "cursor": "next"})
-        return whole, pages, bad, junk, end
+        return whole, pages, bad, junk, crossed
 
-    whole, pages, bad, junk, end = run_session(home, body)
+    whole, pages, bad, junk, crossed = run_session(home, body)
     assert whole.structured_content["total"] == 1 + 39  # the entry and its 39 recorded states
     assert len(text(whole)) <= 8000
     states = [r["recorded_from"] for p in pages for r in p.structured_content["revisions"]]
@@ -94,9 +108,11 @@ def test_a_long_history_comes_in_pages(home, daemon):
     assert [e["id"] for p in pages for e in p.structured_content["entries"]] == [entry]
     assert all(len(text(p)) <= 1000 for p in pages)
     assert text(pages[1]).startswith("(items ")
-    refused = "invalid_params: cursor: not a cursor this session returned (or an old one): search again without cursor"
-    assert bad.is_error and text(bad) == refused
-    assert junk.is_error and text(junk) == refused and end.is_error and text(end) == refused
+    refused = "invalid_params: cursor: not a cursor this session returned (or an old one): {} without cursor"
+    assert bad.is_error and text(bad) == refused.format("read it again")
+    assert junk.is_error and text(junk) == refused.format("read it again")
+    assert [c.is_error for c in crossed] == [True] * 4
+    assert [text(c) for c in crossed] == [refused.format(again) for again in ("read it again",) * 2 + ("search again",) * 2]
 
 
 def test_a_history_that_grows_between_pages_shows_each_item_once(home, daemon):
@@ -127,6 +143,32 @@ def test_a_history_that_grows_between_pages_shows_each_item_once(home, daemon):
     assert len(paged) == len(set(paged)) and set(paged) == set(items(whole))
     assert ("entry", later) in paged and len(pages) > 2
 
+
+
+def test_a_history_cursor_past_what_is_left_is_refused(daemon):
+    """When every item a page had not shown is gone (a purge shortened the chain since), the next page is
+    refused, not answered empty under "(items 41-40 of 40)"."""
+    from arbiter.mcp.entries import HistoryArgs, history
+    from arbiter.mcp.tool import Session
+
+    with daemon.client() as c:
+        entry = c.remember(type="project", title="Launch date", content="March 1").id
+        for day in range(2, 30):
+            c.update(entry, content=f"March {day}, said the planning meeting of that week")
+        whole = c.history(entry)
+        kept: list[int] = []
+
+        def call(method, *args, **kwargs):  # after the first page, the states it did not show are gone
+            got = getattr(c, method)(*args, **kwargs)
+            return msgspec.structs.replace(got, revisions=got.revisions[:kept[0]]) if kept else got
+
+        s = Session(call)
+        first = history(s, HistoryArgs(id=entry, max_chars=600))
+        assert first.more and len(first.revisions) < len(whole.revisions)
+        kept.append(len(first.revisions))
+        with pytest.raises(InvalidParams) as refused:
+            history(s, HistoryArgs(id=entry, max_chars=600, cursor=first.next_cursor))
+    assert refused.value.message == "cursor: past the history's end: read it again without cursor"
 
 def test_open_threads_and_expand(home, daemon):
     with daemon.client() as c:

@@ -597,6 +597,8 @@ def test_import_all_keeps_a_tenant_token_file_no_tenant_here_holds(daemon, targe
     """A file under HOME/tenants can be the only copy of another database's token (`serve --db scratch.db` made
     a tenant of that name). The import used it against this database: "token matches no user; ... run the same
     import again", and every run said the same."""
+    ok(daemon.home, "remember", "--type", "user", "--title", "default's", "--content", "one")
+    ok(daemon.home, "user", "add", "carol")
     with daemon.client(daemon.admin_token) as admin:
         token = admin.tenant_create("team").token
     with Client(daemon.socket, token) as c:
@@ -609,11 +611,14 @@ def test_import_all_keeps_a_tenant_token_file_no_tenant_here_holds(daemon, targe
     assert f"{held} already holds a token" in err and "move the file aside" in err, err
     assert held.read_text() == "arbt_of_another_database\n"
     assert "team" not in [t["name"] for t in js(target.home, "tenant", "list")]
+    # Refused before any section is written: the default tenant's part, before team's in the file, too.
+    assert js(target.home, "list") == [] and "carol" not in ok(target.home, "user", "list")
     held.rename(tmp_path / "team.token.elsewhere")
     proc = arbiter(target.home, "import", "--all", str(out))
     assert proc.returncode == 0 and "created tenant 'team'" in proc.stderr, proc.stderr
     with Client(target.socket, held.read_text().strip()) as c:
         assert [e.title for e in c.list()] == ["team's"]
+    assert "user 'carol' of tenant 'default': token in" in proc.stderr
 
 
 def test_a_converted_source_keeps_the_key_it_was_imported_under():
