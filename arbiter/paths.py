@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from arbiter.errors import Conflict, InvalidParams, Unauthorized
@@ -111,15 +112,16 @@ def held_secret(path: Path) -> str | None:
         return None
 
 
-def require_unheld(path: Path, what: str) -> None:
-    """Conflict if `path` already holds a token: a command about to make `what` must not write over it.
+def require_unheld(path: Path, what: str, *, exists: Callable[[], bool]) -> None:
+    """Conflict if `path` already holds a token and `what` does not `exists` here: a command about to make
+    `what` must not write over it.
 
     Tokens are stored hashed, so a token file can be the only copy of a token another database of this home
-    gave out (`serve --db scratch.db` makes a tenant or user of the same name), or of an earlier one. Callers
-    ask only for a name this database does not have: a name it has is the daemon's to refuse ("already
-    exists"), and its file is that name's own.
+    gave out (`serve --db scratch.db` makes a tenant or user of the same name), or of an earlier one. A name
+    this database has is the daemon's to refuse ("already exists"), and its file is that name's own; `exists`
+    (a daemon call) is asked only when the file holds a token.
     """
-    if held_secret(path) is not None:
+    if held_secret(path) is not None and not exists():
         raise Conflict(f"{path} already holds a token, perhaps the only copy of one that another database of this "
                        f"home gave {what}: it is kept and nothing was created; move the file aside and run this "
                        "again", path="name")

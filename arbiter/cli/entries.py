@@ -508,8 +508,8 @@ def tenant_add(settings, as_json, name):
     name = new_name(name)
     path = paths.token_path(settings.home, name)
     with settings.client(admin=True) as c:
-        if name not in {t.name for t in c.tenant_list().tenants}:
-            paths.require_unheld(path, f"a tenant named {name!r}")
+        paths.require_unheld(path, f"a tenant named {name!r}",
+                             exists=lambda: name in {t.name for t in c.tenant_list().tenants})
         created = c.tenant_create(name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda t: click.echo(f"tenant {t.name}: token {t.token}\n(saved to {path})"))

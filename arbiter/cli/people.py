@@ -42,8 +42,8 @@ def user_add(settings, as_json, name):
     name = new_name(name)
     path = paths.user_token_path(settings.home, settings.tenant, name)
     with settings.client() as c:
-        if name not in {u.name for u in c.user_list().users}:
-            paths.require_unheld(path, f"a user named {name!r} of tenant {settings.tenant!r}")
+        paths.require_unheld(path, f"a user named {name!r} of tenant {settings.tenant!r}",
+                             exists=lambda: name in {u.name for u in c.user_list().users})
         created = c.user_add(name)
     paths.write_secret(path, created.token)
     _emit(created, as_json, lambda u: click.echo(f"user {u.name}: token {u.token}\n(saved to {path})"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -41,8 +42,9 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
     and team), earlier recorded state of an entry, relation, entity and fact
     (with every state it was recorded in), with this database's ids; the
     last line counts the lines between the header and it, so a copy cut
-    short will not import. A user's export holds what that user sees; `--all` holds every tenant
-    whole, with its users, teams and memberships (never tokens). Derived
+    short will not import. A user's export holds what that user sees;
+    `--all` holds every tenant whole, with its users, teams and memberships
+    (never tokens). Derived
     data (the search index, tag graph, topic names) is rebuilt on import,
     not exported. FILE is written for its owner alone (0600), and an
     existing FILE is refused unless --force, as `backup create` does.
@@ -129,8 +131,8 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
 
     The whole file is checked first: a malformed line is named and nothing
     is written, and so is a file cut short (one with no end line, or whose
-    end line counts other lines than it holds). Then it goes in batches of 2000 lines, each all or nothing;
-    if an import is interrupted, running it again goes on after the last
+    end line counts other lines than it holds). Then it goes in batches of
+    2000 lines, each all or nothing; if an import is interrupted, running it again goes on after the last
     written batch. Importing the same file again is a no-op that says so.
 
     \b
@@ -156,25 +158,24 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     if everything and checked.header.tenant is not None:
         raise InvalidParams("--all needs an `export --all` file; this one holds one tenant", path="file")
 
-    known: set[str] = set()
-    if everything:
+    def tenant_exists(tenant: str) -> bool:
         with settings.client(admin=True) as admin:
-            known.update(t.name for t in admin.tenant_list().tenants)
-        # Before any section is written: a file no tenant of this database holds may be the only copy of
-        # another database's token, and a refusal halfway would leave the sections before it written.
-        for section in checked.sections:
-            if section.tenant is not None and section.tenant not in known:
-                paths.require_unheld(paths.token_path(settings.home, section.tenant), f"a tenant named {section.tenant!r}")
+            return tenant in {t.name for t in admin.tenant_list().tenants}
+
+    # Every tenant's file before any section is written: a refusal halfway would leave the sections before it
+    # written (and their new users without tokens).
+    for tenant in [s.tenant for s in checked.sections if s.tenant is not None]:
+        paths.require_unheld(paths.token_path(settings.home, tenant), f"a tenant named {tenant!r}",
+                             exists=functools.partial(tenant_exists, tenant))
 
     def clients(tenant: str | None) -> Client:
         if tenant is None:
             return settings.client()
         token = paths.token_path(settings.home, tenant)
-        if tenant not in known or paths.held_secret(token) is None:
+        if paths.held_secret(token) is None:
             with settings.client(admin=True) as admin:
                 created = admin.tenant_create(tenant)
             paths.write_secret(token, created.token)
-            known.add(tenant)
             click.echo(f"arbiter: created tenant {tenant!r} (token in {token})", err=True)
         return Client(settings.socket, paths.read_secret(token, f"tenant {tenant!r}"), start_with=settings.serve)
 

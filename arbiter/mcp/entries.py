@@ -575,7 +575,8 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
     items += [RevisionView(id=r.entry.id, recorded_from=r.recorded_from, recorded_to=r.recorded_to, change=r.change,
                            fields=r.fields, title=r.entry.title, excerpt=flat(r.entry.content, 160)) for r in h.revisions]
     # Not a position: an entry that joins the chain between pages (a new supersede) would shift the rest by one.
-    seen = shown_before(s, a.cursor, ("history", a.id), again="read it again")
+    scope = ("history", a.id)
+    seen = shown_before(s, a.cursor, scope, again="read it again")
     rest = [x for x in items if _history_key(x) not in seen]
     if a.cursor is not None and not rest:  # as thread's: a purge may have shortened the chain since
         raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
@@ -596,8 +597,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
     out = HistoryView(entries=[x for x in page if type(x) is Ref], total=len(items),
                       relations=[x for x in page if type(x) is RelationView],
                       revisions=[x for x in page if type(x) is RevisionView], more=more,
-                      next_cursor=shown_cursor(s, ("history", a.id), seen | {_history_key(x) for x in page})
-                      if more else None)
+                      next_cursor=shown_cursor(s, scope, seen | {_history_key(x) for x in page}) if more else None)
     head = [f"(items {start + 1}-{start + shown} of {len(items)})"] if start or more else []
     out._lines = head + [line for block in blocks[:shown] for line in block]
     return out
@@ -654,7 +654,8 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     the question: for "what does Ann do with her family?", try "Ann kids
     camping museum".
     """
-    seen = shown_before(s, a.cursor, ("recall", a.query), again="search again")
+    scope = ("recall", a.query)
+    seen = shown_before(s, a.cursor, scope, again="search again")
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
     want = min(RECALL_DEPTH, len(seen) + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
@@ -671,7 +672,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     shown = fit_page(out, map(_hit_lines, page), len(a.query) + 80 + facts_chars + note_chars, a.max_chars)
     out.hits = page[:shown]
     out.more = len(unseen) > shown
-    out.next_cursor = shown_cursor(s, ("recall", a.query), seen | {h.id for h in out.hits}) if out.more else None
+    out.next_cursor = shown_cursor(s, scope, seen | {h.id for h in out.hits}) if out.more else None
     return out
 
 

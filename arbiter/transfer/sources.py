@@ -78,12 +78,10 @@ def _header(when: str, source: str) -> bytes:
 def lines(source: str, path: Path) -> list[bytes]:
     """The export lines for `path` read as `source` (not "arbiter": that is already an export)."""
     if source == "mcp-memory":
-        out = list(_mcp_memory(path))
-    elif source == "markdown":
-        out = list(_markdown(path))
-    else:
-        raise InvalidParams(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}", path="from")
-    return out
+        return list(_mcp_memory(path))
+    if source == "markdown":
+        return list(_markdown(path))
+    raise InvalidParams(f"unknown source {source!r}; choose one of {', '.join(SOURCES)}", path="from")
 
 
 def origin(source: str, line: bytes, number: int) -> str:

@@ -9,6 +9,8 @@ import pytest
 
 from arbiter.client import Client
 from arbiter.errors import InvalidParams
+from arbiter.mcp.entries import HistoryArgs, history
+from arbiter.mcp.tool import Session
 from tests.integration.test_mcp_tools import run_session, text
 
 
@@ -148,9 +150,6 @@ def test_a_history_that_grows_between_pages_shows_each_item_once(home, daemon):
 def test_a_history_cursor_past_what_is_left_is_refused(daemon):
     """When every item a page had not shown is gone (a purge shortened the chain since), the next page is
     refused, not answered empty under "(items 41-40 of 40)"."""
-    from arbiter.mcp.entries import HistoryArgs, history
-    from arbiter.mcp.tool import Session
-
     with daemon.client() as c:
         entry = c.remember(type="project", title="Launch date", content="March 1").id
         for day in range(2, 30):
