@@ -26,11 +26,13 @@ _decoder = msgspec.json.Decoder(RememberParams)
 
 
 class LoadSummary(msgspec.Struct, kw_only=True):
-    """What a load did: lines read (skipped ones included), entries written, ids, speed."""
+    """What a load did: lines read (skipped ones included), entries written (and lines that repeat an entry
+    already there, not written again), the new entries' ids, speed."""
 
     lines: int
     skipped: int
     written: int
+    duplicates: int = 0
     first_id: int | None
     last_id: int | None
     seconds: float
@@ -89,24 +91,28 @@ def load(
     started = time.perf_counter()
     batch: list[bytes] = []
     size = 0
-    number = acked = skipped = written = 0
+    number = acked = skipped = written = duplicates = 0
     first_id = last_id = None
 
     def flush(through: int) -> None:
         """Send the batch, which holds the lines after `acked` up to `through`."""
-        nonlocal batch, size, acked, written, first_id, last_id
+        nonlocal batch, size, acked, written, duplicates, first_id, last_id
         if batch:
             try:
-                ids = client.call("remember_many", msgspec.Raw(b'{"entries":[' + b",".join(batch) + b"]}"), dict)["ids"]
+                got = client.call("remember_many", msgspec.Raw(b'{"entries":[' + b",".join(batch) + b"]}"), dict)
             except ArbiterError as e:
                 raise LoadStopped(
                     f"the batch of lines {acked + 1}-{through} was refused: {e.message}; {_resume(acked)}",
                     path=e.path, lines_written=acked,
                 ) from None
-            first_id = first_id or ids[0]
-            last_id = ids[-1]
+            again = set(got.get("duplicates", ()))
+            ids = [entry_id for i, entry_id in enumerate(got["ids"]) if i not in again]
+            if ids:
+                first_id = first_id or ids[0]
+                last_id = ids[-1]
             written += len(ids)
-            progress(len(ids))
+            duplicates += len(again)
+            progress(len(got["ids"]))
         acked = through
         batch, size = [], 0
 
@@ -133,6 +139,6 @@ def load(
     flush(number)
     seconds = time.perf_counter() - started
     return LoadSummary(
-        lines=number, skipped=skipped, written=written, first_id=first_id, last_id=last_id,
+        lines=number, skipped=skipped, written=written, duplicates=duplicates, first_id=first_id, last_id=last_id,
         seconds=round(seconds, 3), entries_per_s=round(written / seconds, 1) if seconds > 0 else 0.0,
     )

@@ -1,11 +1,15 @@
-"""Duplicates on `remember`: identical content is not written twice; near-identical content is pointed out.
+"""Duplicates on `remember`: identical entries are not written twice; near-identical content is pointed out.
 
 Each entry gets a few integer keys in `entry_sketches`:
 
-- its *fingerprint*: a hash of the content case-folded with whitespace
-  collapsed. `remember` of content whose fingerprint an active entry of the
-  same type already has writes nothing and answers `duplicate_of` (unless
-  `allow_duplicate`).
+- its *fingerprint*: a hash of its content case-folded with whitespace
+  collapsed, written by the insert trigger (arbiter/derive.py) in the
+  write's transaction, whoever writes. `remember` of an entry whose content
+  an active entry of the same type and title (up to case and whitespace)
+  already has writes nothing and answers `duplicate_of` (unless
+  `allow_duplicate`); a batch skips it. The same text under another title is
+  another entry (a team's "Rota" and one's own "Deploy plan" may say the same
+  words), reported as `similar`.
 - up to four *band* keys, MinHash locality-sensitive hashing over the
   content's word bigrams (one-permutation MinHash, 16 buckets as 4 bands of
   4): two texts share a band with probability 1 - (1 - J⁴)⁴ for bigram
@@ -17,10 +21,11 @@ Each entry gets a few integer keys in `entry_sketches`:
 At most five index rows an entry instead of a text search per `remember`:
 the lookup is five B-tree probes whatever the tenant's size.
 
-A bulk write (`remember_many`) leaves its entries' keys to the idle writer
-(`entities/backlog.py`), seconds after it answers. Until then `remember`
-compares its text with those entries directly, the newest `PENDING_COMPARED`
-of them; past that, its `note` says how many it has not compared yet.
+Band keys are the `sketch` deriver's (arbiter/derive.py): a single write
+derives them at once, a batch or an import leaves them to the idle writer,
+seconds after it answers. Until then `similar` compares a text with those
+entries directly, the newest `PENDING_COMPARED` of them; past that,
+`remember`'s `note` says how many it has not compared yet.
 """
 
 from __future__ import annotations
@@ -64,9 +69,17 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return shared / (len(a) + len(b) - shared)
 
 
+def folded(text: str) -> str:
+    """Case-folded, whitespace collapsed: what two texts are compared as."""
+    return " ".join(text.casefold().split())
+
+
 def fingerprint(content: str) -> int:
-    """The content, case-folded and whitespace-collapsed, hashed to a 62-bit key tagged as a fingerprint."""
-    digest = hashlib.blake2b(" ".join(content.casefold().split()).encode("utf-8", "surrogatepass"), digest_size=8)
+    """The content, case-folded and whitespace-collapsed, hashed to a 62-bit key tagged as a fingerprint.
+
+    What the entries triggers write (as the SQL function `arbiter_fingerprint`, `register`).
+    """
+    digest = hashlib.blake2b(folded(content).encode("utf-8", "surrogatepass"), digest_size=8)
     return (int.from_bytes(digest.digest(), "big") >> 2) | _FINGERPRINT_TAG
 
 
@@ -95,58 +108,48 @@ def bands(shingles: frozenset[str]) -> list[int]:
     return out
 
 
-def keys(content: str) -> list[int]:
-    return [fingerprint(content), *bands(words(content))]
+def _keys_json(content: str) -> str:
+    """Every key of an entry, as a JSON array: what the update and delete triggers remove."""
+    return "[" + ",".join(map(str, [fingerprint(content), *bands(words(content))])) + "]"
+
+
+def register(conn: apsw.Connection) -> None:
+    """The SQL functions the entries triggers call (m027): every connection that may write an entry needs them."""
+    conn.create_scalar_function("arbiter_fingerprint", fingerprint, 1, deterministic=True)
+    conn.create_scalar_function("arbiter_sketch_keys", _keys_json, 1, deterministic=True)
 
 
 def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
-    """Index an entry's keys (its fingerprint and bands)."""
+    """Index an entry's band keys (its fingerprint is the trigger's)."""
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
-        [(tenant_id, k, entry_id) for k in keys(content)],
+        [(tenant_id, k, entry_id) for k in bands(words(content))],
     )
 
 
-def remove(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
-    """Drop an entry's keys (before its content changes)."""
-    conn.executemany(
-        "DELETE FROM entry_sketches WHERE tenant_id = ? AND key = ? AND entry_id = ?",
-        [(tenant_id, k, entry_id) for k in keys(content)],
-    )
-
-
-def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str, *,
-                 pending: list[tuple[int, str, str]] | None = None) -> int | None:
-    """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace.
-
-    Among the indexed entries, else among the newest a bulk write left unindexed (`pending`: `unindexed`'s
-    rows, read here unless the caller has them).
-    """
-    key = fingerprint(content)
-    row = conn.execute(
-        "SELECT s.entry_id FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
+def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, title: str, content: str) -> int | None:
+    """The oldest active entry `v` sees of `type` whose title and content are these, up to case and whitespace."""
+    rows = conn.execute(
+        "SELECT s.entry_id, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
         f"WHERE s.tenant_id = ? AND s.key = ? AND e.valid_to IS NULL AND e.type = ? AND {v.sees()} "
-        "ORDER BY s.entry_id LIMIT 1",
-        (v.tenant_id, key, type),
-    ).fetchone()
-    if row:
-        return row[0]
-    pending = unindexed(conn, v) if pending is None else pending
-    same = [eid for eid, kind, text in pending if kind == type and fingerprint(text) == key]
-    return min(same, default=None)
+        "ORDER BY s.entry_id",
+        (v.tenant_id, fingerprint(content), type),
+    )
+    title = folded(title)
+    return next((entry_id for entry_id, theirs in rows if folded(theirs) == title), None)
 
 
-# CROSS JOIN: the backlog drives (newest first); else the planner scans every entry of the tenant by its
+# CROSS JOIN: the queue drives (newest first); else the planner scans every entry of the tenant by its
 # time index and sorts them.
 def _unindexed_sql(v: Viewer) -> str:
-    return (f"FROM entity_backlog b CROSS JOIN entries e ON e.id = b.entry_id "
-            f"WHERE b.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
+    return (f"FROM derive_queue q CROSS JOIN entries e ON e.id = q.entry_id "
+            f"WHERE q.deriver = 'sketch' AND q.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
 
 
 def unindexed(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
-    """(id, type, content) of the newest active entries `v` sees whose keys a bulk write left to the idle writer."""
+    """(id, type, content) of the newest active entries `v` sees whose band keys wait for the idle writer."""
     return conn.execute(
-        f"SELECT e.id, e.type, e.content {_unindexed_sql(v)} ORDER BY b.entry_id DESC LIMIT ?", (limit,)
+        f"SELECT e.id, e.type, e.content {_unindexed_sql(v)} ORDER BY q.entry_id DESC LIMIT ?", (limit,)
     ).fetchall()
 
 
@@ -170,10 +173,12 @@ def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | No
 
 def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
             pending: list[tuple[int, str, str]] | None = None) -> list[int]:
-    """Index a new entry's keys and return what `similar` finds for `v` (what `remember` does), hashing its text once."""
+    """Index a new entry's band keys and return what `similar` finds for `v` (what `remember` does), hashing its
+    text once. The fingerprint (the trigger's) finds identical text too short for bands, under another title too.
+    """
     mine = words(content)
-    own = [fingerprint(content), *bands(mine)]
-    found = _similar(conn, v, mine, own, entry_id, SIMILAR, 5, pending)
+    own = bands(mine)
+    found = _similar(conn, v, mine, [fingerprint(content), *own], entry_id, SIMILAR, 5, pending)
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
         [(v.tenant_id, k, entry_id) for k in own],

@@ -15,7 +15,8 @@ import apsw
 import msgspec
 
 from arbiter._time import US, format_time
-from arbiter.entities import backlog, clusters
+from arbiter import derive
+from arbiter.entities import clusters
 from arbiter.model import MaintenanceReport
 from arbiter.recall.maintain import compact
 from arbiter.salience import SALIENCE_SQL
@@ -31,7 +32,7 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
         retention_days: float = DEFAULT_RETENTION_DAYS, trigger: str = "verb") -> MaintenanceReport:
     """One maintenance run for a tenant, in the caller's (writer) transaction; its report is stored too."""
     started = time.perf_counter()
-    backlog.drain(conn, now=now)
+    derive.drain(conn, now=now)
     rows = conn.execute(
         f"SELECT e.id, {SALIENCE_SQL.format(now='?')}, coalesce(s.permanent, 0), s.entry_id IS NOT NULL "
         "FROM entries e LEFT JOIN entry_salience s ON s.entry_id = e.id "

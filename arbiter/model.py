@@ -440,9 +440,12 @@ class EntryList(Struct, kw_only=True):
 
 
 class RememberManyResult(Struct, kw_only=True):
+    #: In the order given; an item identical to an entry already there holds that entry's id.
     ids: list[int]
     #: The conversation `new_conversation` started.
     conversation_id: int | None = None
+    #: The positions (from 0) of the items not written: identical to an entry already there, or earlier in the batch.
+    duplicates: list[int] = []
 
 
 class ForgetResult(Struct, kw_only=True):

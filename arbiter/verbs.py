@@ -13,10 +13,10 @@ import time
 import msgspec
 
 from arbiter._time import format_time
-from arbiter import __version__, _code, associations, duplicates, entities as entities_mod, graph, recall as recall_mod
+from arbiter import __version__, _code, derive, duplicates, entities as entities_mod, graph, recall as recall_mod
 from arbiter import maintenance, salience as salience_mod
 from arbiter.associations import advice as link_advice
-from arbiter.entities import advice as entity_advice, backlog as entity_backlog, clusters as entity_clusters
+from arbiter.entities import advice as entity_advice, clusters as entity_clusters
 from arbiter.entities import core as entity_core
 from arbiter.entities import visibility
 from arbiter.model import (
@@ -87,11 +87,9 @@ def remember(ctx: Context, p: RememberParams):
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
     row = None
-    # What a bulk write left unindexed, read once for the duplicate check, `similar` and the note.
-    pending = duplicates.unindexed(ctx.conn, ctx.viewer)
     if not p.allow_duplicate and not p.supersedes_ids:
-        row = entries._row(ctx.conn, ctx.viewer, p, now=ctx.now, path="")
-        existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.content, pending=pending)
+        row = entries.checked_row(ctx.conn, ctx.viewer, p, now=ctx.now)
+        existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.title, p.content)
         if existing is not None:
             stored = entries.get(ctx.conn, ctx.viewer, existing)
             known = [Mention(id=e.id, name=e.name, type=e.type, created=False)
@@ -100,27 +98,21 @@ def remember(ctx: Context, p: RememberParams):
     if p.new_conversation is not None:  # only now: a duplicate or a refused write starts none
         started = tenants.create_conversation(ctx.conn, ctx.viewer, p.new_conversation, now=ctx.now)
         p, row = msgspec.structs.replace(p, conversation_id=started.id, new_conversation=None), None
+    # What a batch left unsketched, read before the write (which queues this entry too), for `similar` and the note.
+    pending = duplicates.unindexed(ctx.conn, ctx.viewer)
     entry_id = entries.remember(ctx.conn, ctx.viewer, p, now=ctx.now, row=row)
-    mentioned = entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, p, now=ctx.now, v=ctx.viewer)
-    similar = duplicates.add_new(ctx.conn, ctx.viewer, entry_id, p.content, pending=pending)
+    salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
+    # Its similarity edges wait for the idle writer unless candidates are asked for: they were most of the
+    # write's time (docs/architecture.md, Associations).
+    derived = derive.written(ctx.conn, ctx.viewer, entry_id, p, now=ctx.now, pending=pending,
+                             candidates=p.candidates or p.auto_link)
     # Fewer rows than the comparison takes means none was left out: no count to read.
     if len(pending) == duplicates.PENDING_COMPARED and (left := duplicates.not_compared(ctx.conn, ctx.viewer)):
         note = "; ".join(filter(None, [note, f"not compared with {left} entries a bulk write just made (the "
-                                             "duplicate and similar checks see them once indexed, within seconds)"]))
-    salience_mod.set_initial(ctx.conn, ctx.tenant_id, entry_id, initial=p.salience, permanent=p.permanent, now=ctx.now)
-    candidates = []
-    if p.candidates or p.auto_link:
-        # After entities: the entity edges and causal candidates read the new links. Finding candidates
-        # derives the entry's similarity edges on the way.
-        candidates = associations.derive(ctx.conn, ctx.tenant_id, entry_id, now=ctx.now, v=ctx.viewer)
-        seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in candidates])}
-        candidates = [c for c in candidates if c.id in seen]  # derived from the whole tenant; shown if the writer sees it
-        associations.mark_derived(ctx.conn, entry_id)
-    # Otherwise the idle writer derives its similarity edges (`associations.catch_up`, as for bulk writes): they
-    # were most of the write's time (docs/architecture.md, Associations).
+                                             "similar check sees them once indexed, within seconds)"]))
     stored = entries.written(ctx.viewer, entry_id, p, now=ctx.now) or entries.get(ctx.conn, ctx.viewer, entry_id)
-    return Remembered(**msgspec.structs.asdict(stored), note=note, entities=mentioned, similar=similar,
-                      candidates=candidates)
+    return Remembered(**msgspec.structs.asdict(stored), note=note, entities=derived.entities,
+                      similar=derived.similar, candidates=derived.candidates)
 
 
 AUTO_DEADLINE_S = 15.0
@@ -175,26 +167,31 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
 def remember_many(ctx: Context, p: RememberManyParams):
     """Write many entries in one transaction; returns their ids in order.
 
-    `auto_tag`/`auto_supersede`/`extract_entities` are refused here (use `remember`); duplicates
-    are not checked. Given entities are linked now; extraction runs after the
-    answer, on the idle writer (seconds later).
+    An item identical to an entry already there (or earlier in the batch: same
+    type, title and content up to case and whitespace) is not written again:
+    its place in `ids` holds that entry's id, and `duplicates` counts them
+    (unless the item says `allow_duplicate`). `auto_tag`/`auto_supersede`/
+    `extract_entities` are refused here (use `remember`). Given entities are
+    linked now; extraction, near copies and similarity edges follow on the
+    idle writer, seconds after the answer (arbiter/derive.py).
     """
     started = None
     if p.new_conversation is not None:  # in the batch's transaction: a refused batch starts none
         started = tenants.create_conversation(ctx.conn, ctx.viewer, p.new_conversation, now=ctx.now).id
         p = msgspec.structs.replace(
             p, entries=[msgspec.structs.replace(e, conversation_id=started) for e in p.entries], new_conversation=None)
-    ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now)
+    same = entries.identical(ctx.conn, ctx.viewer, p.entries)
+    ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now, same=same)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now, ctx.viewer)
-    for entry_id, item in zip(ids, p.entries):
+    for entry_id, item, found in zip(ids, p.entries, same):
+        if found is not None:
+            continue
         if item.entities or item.speaker:
             linker.link(entry_id, entities_mod.given_in(item))
         salience_mod.set_initial(
             ctx.conn, ctx.tenant_id, entry_id, initial=item.salience, permanent=item.permanent, now=ctx.now
         )
-    # Extraction and duplicate keys after acknowledging (arbiter/entities/backlog.py).
-    entity_backlog.queue(ctx.conn, ctx.tenant_id, ids)
-    return RememberManyResult(ids=ids, conversation_id=started)
+    return RememberManyResult(ids=ids, conversation_id=started, duplicates=[i for i, f in enumerate(same) if f is not None])
 
 
 def get(ctx: Context, p: GetParams):
@@ -226,15 +223,10 @@ def update(ctx: Context, p: UpdateParams):
     """
     before = entries.correctable(ctx.conn, ctx.viewer, p.id)
     entry = entries.update(ctx.conn, ctx.viewer, p, now=ctx.now)
-    if entry.content != before.content:
-        duplicates.remove(ctx.conn, ctx.tenant_id, entry.id, before.content)
-        duplicates.add(ctx.conn, ctx.tenant_id, entry.id, entry.content)
-    respoken = entry.speaker != before.speaker
-    if respoken:
-        entities_mod.unlink_speaker(ctx.conn, entry.id)
-    if p.title is not None or p.content is not None or respoken:
+    if (entry.title, entry.content, entry.speaker) != (before.title, before.content, before.speaker):
         written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
-        entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry.id, written, now=ctx.now, v=ctx.viewer)
+        derive.written(ctx.conn, ctx.viewer, entry.id, written, now=ctx.now, pending=[],
+                       respoken=entry.speaker != before.speaker)
     return entry
 
 
@@ -398,8 +390,7 @@ def reply(ctx: Context, p: ReplyParams):
     entry_id = threads.reply(ctx.conn, ctx.viewer, p, now=ctx.now)
     entry = entries.get(ctx.conn, ctx.viewer, entry_id)
     written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
-    entities_mod.link_entry(ctx.conn, ctx.tenant_id, entry_id, written, now=ctx.now, v=ctx.viewer)
-    duplicates.add(ctx.conn, ctx.tenant_id, entry_id, entry.content)
+    derive.written(ctx.conn, ctx.viewer, entry_id, written, now=ctx.now, pending=[])
     return entry
 
 

@@ -34,7 +34,7 @@ through their source entries) are measured on these homes by
 `--graph` measures graph recall (`graph=true`) against "as shipped" on homes
 of their own that also hold what a daemon derives after a bulk write:
 entity links (the idle writer's backlog) and stored similarity associations
-(`associations.catch_up`), and prints R@5 per question type beside the table.
+(the idle writer's `associations` deriver), and prints R@5 per question type beside the table.
 
 `--reach` splits each set's misses at k = 1, 5, 10, 25, 50 (as shipped) by whether
 any of the question's evidence entries holds a query term (stem) other than
@@ -59,8 +59,7 @@ from arbiter.model import RecallParams
 from arbiter.recall import DEFAULT, recall
 from arbiter.recall.query import analyze, tokenizer
 from arbiter._time import now_us
-from arbiter import associations
-from arbiter.entities import backlog
+from arbiter import derive
 from arbiter.entities.core import Linker
 from arbiter.entities.link import ROLES
 from arbiter.store import connect, entries, open_database, tenants, users
@@ -183,19 +182,16 @@ def ensure_derived(home: Path) -> None:
             for entry_id, speaker in rows:
                 if speaker and speaker.strip() and speaker.strip().casefold() not in ROLES:
                     linker.link(entry_id, [(speaker.strip(), "person", "speaker")])
-            backlog.queue(conn, tid, [entry_id for entry_id, _ in rows])
     more = True
-    while more:
+    while more:  # the insert triggers queued every entry (arbiter/derive.py)
         with conn:
-            more = backlog.step(conn, limit=1000, now=now)
+            more = derive.step(conn, now=now, urgent=True)
     linked = time.perf_counter() - started
-    done = 0
+    done = derive.pending(conn, names=("associations",))
     while True:
         with conn:
-            n = associations.catch_up(conn, now=now, limit=1000)
-        if not n:
-            break
-        done += n
+            if not derive.step(conn, now=now, urgent=False):
+                break
     conn.close()
     print(f"{home.name}: entities {linked:.0f} s, associations for {done} entries {time.perf_counter() - started - linked:.0f} s "
           f"(wall; {time.process_time() - cpu:.0f} s CPU)", flush=True)

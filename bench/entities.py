@@ -192,8 +192,7 @@ def load(c, home: Path, args, rng: random.Random, vocab: Vocabulary, pool: list[
     started = time.monotonic()
     db = connect(paths.db_path(home), readonly=True)
     try:
-        while db.execute("SELECT name FROM sqlite_master WHERE name = 'entity_backlog'").fetchone() and \
-                db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0]:
+        while db.execute("SELECT count(*) FROM derive_queue WHERE deriver = 'entities'").fetchone()[0]:
             time.sleep(0.5)
     finally:
         db.close()

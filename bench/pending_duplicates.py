@@ -4,7 +4,7 @@
     python -m bench.pending_duplicates --pending 5000 --words 200
 
 `remember_many` leaves its entries' fingerprints and MinHash bands to the
-idle writer (`entities/backlog.py`); until it has written them, `remember`
+idle writer (arbiter/derive.py); until it has written them, `remember`
 compares its text with the newest `duplicates.PENDING_COMPARED` of them
 directly. This measures both checks (`duplicate_of`, then `similar`) in
 this process on a fresh database, with the backlog full and after it is
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from arbiter import duplicates
 from arbiter._time import now_us
-from arbiter.entities import backlog
+from arbiter import derive
 from arbiter.model import RememberParams
 from arbiter.store import entries, tenants, users
 from arbiter.store.db import open_database
@@ -67,16 +67,15 @@ def main(argv: list[str] | None = None) -> int:
         with conn:
             tenant, _ = tenants.create_tenant(conn, "default", now=now)
             v = users.first_viewer(conn, tenant)
-            ids = entries.remember_many(
+            entries.remember_many(
                 conn, v, [RememberParams(type="context", title="t", content=text()) for _ in range(args.pending)],
                 now=now)
-            backlog.queue(conn, tenant, ids)
         probes = [text() for _ in range(args.checks)]
         cpu, wall = _checks(conn, v, probes)
         print(f"backlog full:    {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
         print(f"not compared:    {_count(conn, v):.2f} ms CPU a remember to count them")
         with conn:
-            backlog.drain(conn, now=now)
+            derive.drain(conn, now=now)
         cpu, wall = _checks(conn, v, probes)
         print(f"backlog drained: {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
         conn.close()

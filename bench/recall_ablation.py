@@ -70,12 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.refresh_clusters:
         from arbiter._time import now_us
-        from arbiter.entities import backlog, clusters
+        from arbiter import derive
+        from arbiter.entities import clusters
 
         writer = connect(args.home / "arbiter.db")
         with writer:
             tenant_id = writer.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
-            print(f"entity backlog drained: {backlog.drain(writer, now=now_us())}", flush=True)
+            print(f"entity backlog drained: {derive.drain(writer, now=now_us())}", flush=True)
             print(f"entity clusters: {clusters.refresh(writer, tenant_id)}", flush=True)
         writer.close()
 

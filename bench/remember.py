@@ -105,10 +105,7 @@ def build(home: Path, entries: int, entities: int, seed: int) -> None:
         db = connect(paths.db_path(home), readonly=True)
         try:
             while True:
-                backlog = db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0]
-                through = db.execute("SELECT value FROM settings WHERE key = 'associations_through'").fetchone()
-                last = db.execute("SELECT max(id) FROM entries").fetchone()[0]
-                if not backlog and through and int(through[0]) >= last:
+                if not db.execute("SELECT count(*) FROM derive_queue").fetchone()[0]:
                     break
                 time.sleep(1)
         finally:
@@ -132,8 +129,9 @@ def calls(n: int, seed: int, entities: int) -> list[dict]:
 
 
 def _derived_through(db) -> int:
-    row = db.execute("SELECT value FROM settings WHERE key = 'associations_through'").fetchone()
-    return int(row[0]) if row else 0
+    """The id below which every entry has its stored edges (the `associations` deriver's queue, arbiter/derive.py)."""
+    row = db.execute("SELECT min(entry_id) FROM derive_queue WHERE deriver = 'associations'").fetchone()
+    return row[0] - 1 if row[0] is not None else db.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]
 
 
 def _wait_derived(db, entry_id: int, poll_s: float = 0.002) -> float:

@@ -7,6 +7,6 @@ never retire anything. `core` derives and reads them, `walk` is graph recall
 (`remember auto_link=true`), `verbs` serves them.
 """
 
-from arbiter.associations.core import catch_up, derive, mark_derived, of, rebuild
+from arbiter.associations.core import derive, of, rebuild
 
-__all__ = ["catch_up", "derive", "mark_derived", "of", "rebuild"]
+__all__ = ["derive", "of", "rebuild"]

@@ -17,7 +17,7 @@ would take ~15 rows an entry, about doubling the database, to save a few index
 seeks. Similarity edges cost a search and a comparison to find, so they are
 stored in `associations` — at once by a `remember` that asks for link
 candidates (finding them derives the edges on the way), otherwise by
-`catch_up` on the idle writer moments later — and `rebuild` derives them
+the idle writer moments later (the `associations` deriver, arbiter/derive.py) — and `rebuild` derives them
 again from the entries alone. Derivation for entry N only ever looks at entries with a lower
 id, so rebuilding gives exactly the edges incremental derivation gave.
 """
@@ -369,42 +369,7 @@ def _causal(conn, v: Viewer, row: Row, mine: frozenset[str], scored, words: Word
     return out[:CANDIDATES_MAX]
 
 
-# ---- keeping the stored edges up to date ----------------------------------------------
-
-_MARK = "associations_through"
-
-
-def _through(conn: apsw.Connection) -> int:
-    row = conn.execute("SELECT value FROM settings WHERE key = ?", (_MARK,)).fetchone()
-    return int(row[0]) if row else 0
-
-
-def mark_derived(conn: apsw.Connection, entry_id: int) -> None:
-    """Record that every entry up to `entry_id` has its edges (when nothing before it is pending)."""
-    if _through(conn) == entry_id - 1:
-        conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (_MARK, entry_id))
-
-
-def catch_up(conn: apsw.Connection, *, now: int, limit: int = 200) -> int:
-    """Derive the stored edges of up to `limit` entries written without them (bulk writes, a `remember` that
-    asked for no candidates, replies); how many were done.
-
-    Runs on the idle writer; an entry's similarity edges lag it until then.
-    """
-    start = _through(conn)
-    rows = conn.execute("SELECT id, tenant_id FROM entries WHERE id > ? ORDER BY id LIMIT ?", (start, limit)).fetchall()
-    if not rows:
-        return 0
-    words = Words(conn)
-    for entry_id, tenant_id in rows:
-        derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
-    conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)", (_MARK, rows[-1][0]))
-    return len(rows)
-
-
-def pending(conn: apsw.Connection) -> int:
-    """Entries whose stored edges are not derived yet."""
-    return conn.execute("SELECT count(*) FROM entries WHERE id > ?", (_through(conn),)).fetchone()[0]
+# ---- rebuilding the stored edges -------------------------------------------------------
 
 
 def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int, v: Viewer | None = None) -> int:

@@ -56,8 +56,13 @@ def load(settings: Settings, as_json, file, skip, batch_size, progress):
             bar.finish()
         if stream is not sys.stdin.buffer:
             stream.close()
-    _emit(summary, as_json, lambda s: click.echo(
-        f"loaded {counted(s.written, 'entry', 'entries')} (#{s.first_id}-#{s.last_id}) in {s.seconds:.1f}s, "
-        f"{s.entries_per_s:,.0f}/s"
-        if s.written else f"nothing to load ({counted(s.lines, 'line')} read)"
-    ))
+    def said(s) -> str:
+        again = (f"{counted(s.duplicates, 'line')} repeating an entry already there, not written again"
+                 if s.duplicates else "")
+        if s.written:
+            loaded = (f"loaded {counted(s.written, 'entry', 'entries')} (#{s.first_id}-#{s.last_id}) in "
+                      f"{s.seconds:.1f}s, {s.entries_per_s:,.0f}/s")
+            return f"{loaded}; {again}" if again else loaded
+        return f"nothing new to load: {again}" if again else f"nothing to load ({counted(s.lines, 'line')} read)"
+
+    _emit(summary, as_json, lambda s: click.echo(said(s)))

@@ -20,9 +20,9 @@ and the reads in `core` take a `Viewer`. Pass the writer as `v=` to
 only their entities.
 
 Entries written by `remember_many` are linked to their extracted entities
-after the answer (`backlog.py`: the idle writer drains a queue), so a
+after the answer (the idle writer's `entities` deriver, arbiter/derive.py), so a
 layer reading mentions of bulk-loaded entries may call
-`entities.backlog.drain(conn, now=now)` first, or accept seconds of lag.
+`derive.drain(conn, now=now)` first, or accept seconds of lag.
 
 Resolution, in order: exact name (case-insensitive) → alias → normalised
 form (`names.norm`) → trigram similarity ≥ 0.85 (the name becomes an alias)

@@ -8,8 +8,8 @@ waiting on the writer: "loop" (a row by key, `get`) on the loop itself, with no
 thread handoff; "quick" (a page by index, `list`) on a one-thread pool; the
 rest (recall, briefing) on the reader pool. So a cheap read never queues
 behind an expensive one. When no request has arrived for `IDLE_S`, after
-writes the writer thread extracts the entities of bulk-written entries
-(`entities.backlog`) and merges the FTS index (`recall.maintain.compact`), a
+writes the writer thread derives what bulk writes left to it
+(arbiter/derive.py) and merges the FTS index (`recall.maintain.compact`), a
 bounded step at a time, checking for new requests between steps, then
 checkpoints the WAL; and the heap is trimmed. Reads hand the entries they
 returned to the writer's access log in batches, after answering; once an
@@ -53,10 +53,9 @@ from arbiter.errors import (
 from arbiter.model import Request
 from arbiter import maintenance
 from arbiter.changes import core as changes
-from arbiter import associations
+from arbiter import derive
 from arbiter.recall.maintain import compact
 from arbiter.validation import describe
-from arbiter.entities import backlog as entity_backlog
 from arbiter.salience import record_accesses
 from arbiter.store import connect, open_database, tenants, users
 from arbiter.store.db import BUSY_TIMEOUT_MS
@@ -73,9 +72,6 @@ _UTF8_SLICE = 64 * 1024
 # client's back-to-back requests, short enough that a bulk load is merged
 # (and recall fast again) within seconds of its last batch.
 IDLE_S = 0.25
-# Entries whose stored associations one idle step derives (~1 ms each, bench/associations.py): a write
-# waits one step at most.
-_ASSOCIATION_STEP = 20
 # The idle checkpoint waits until the WAL holds this many pages (~30 single writes) or a write found the
 # disk full. A checkpoint resets the WAL, and the first commit after a reset writes and syncs a new WAL
 # header before its pages, in a file grown again from zero: a write on a quiet daemon paid for that every
@@ -550,16 +546,16 @@ class Daemon:
         self._storage_full = True
 
     def _compact_step(self) -> bool:
-        """One step of idle upkeep: bulk writes' entity extraction first (what it links, recall reads), then
-        the index, then the associations bulk writes left pending."""
+        """One step of idle upkeep: the urgent derivers first (entities and near-copy keys: recall and
+        `remember` read them), then the index, then the rest (arbiter/derive.py)."""
         with self._writer:
-            if entity_backlog.step(self._writer, now=now_us()):
+            if derive.step(self._writer, now=now_us(), urgent=True):
                 return True
             resume = compact(self._writer, start=self._compact_from)
             self._compact_from = resume or 1  # a finished pass starts from the first scope next time
             more = bool(resume)
         with self._writer:
-            return associations.catch_up(self._writer, now=now_us(), limit=_ASSOCIATION_STEP) > 0 or more
+            return derive.step(self._writer, now=now_us(), urgent=False) or more
 
     async def _close(self, loop) -> None:
         if hasattr(self, "_writer") and self._access_timer is not None:

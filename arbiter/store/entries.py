@@ -20,6 +20,7 @@ import apsw
 import msgspec
 
 from arbiter import _time
+from arbiter.duplicates import fingerprint, folded
 from arbiter._time import format_time, parse_time
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
@@ -138,11 +139,10 @@ def _dedupe(tags: list[str]) -> list[str]:
 
 
 _INSERT_COLUMNS = (
-    "id, tenant_id, author_id, scope_id, type, title, content_z, tags, source, conversation_id, parent_id, speaker, "
+    "tenant_id, author_id, scope_id, type, title, content_z, tags, source, conversation_id, parent_id, speaker, "
     "recorded_at, valid_from"
 )
-_ROW = "(" + ",".join("?" * 14) + ")"
-_SCOPE = 3  # scope_id's place in a row
+_SCOPE = 3  # scope_id's place in a `checked_row` (its first value, the id, is left to SQLite)
 # Rows per multi-row INSERT in remember_many. Measured on 30K entries of ~550
 # bytes: 1 row per statement 6K entries/s; 500 rows 11-13K/s for +6 MB peak
 # RSS; 2000 rows no faster for +12 MB (the statement and FTS5's pending terms).
@@ -151,7 +151,7 @@ _SCOPE = 3  # scope_id's place in a row
 _ROWS_PER_INSERT = 250
 
 
-def _row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str) -> list:
+def checked_row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int, path: str = "") -> list:
     """Check an entry's references (NotFound names the field) and build its row; the id (first) is left to SQLite.
 
     The author is the caller; the scope their private one, the team's they
@@ -190,7 +190,7 @@ def _supersede(
     conn: apsw.Connection, v: Viewer, new_id: int, p: RememberParams, row: list, *, now: int, path: str = ""
 ) -> None:
     # A new entry has no edges yet, so no cycle; but an earlier entry of the
-    # same batch may have retired a target since `_row` checked it.
+    # same batch may have retired a target since `checked_row` checked it.
     for i, old in enumerate(p.supersedes_ids):
         if old in p.supersedes_ids[:i]:
             continue
@@ -203,10 +203,10 @@ def remember(
 ) -> int:
     """Insert one entry by `v`'s user (and its `supersedes` edges); the caller owns the transaction.
 
-    `row`: `_row`'s for `p`, if the caller built it already (its references checked, its text packed).
+    `row`: `checked_row`'s for `p`, if the caller built it already (its references checked, its text packed).
     """
-    row = row or _row(conn, v, p, now=now, path=path)
-    conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES {_ROW}", row)
+    row = row or checked_row(conn, v, p, now=now, path=path)
+    conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES ({','.join('?' * (len(row) - 1))})", row[1:])
     new_id = conn.last_insert_rowid()
     _supersede(conn, v, new_id, p, row, now=now, path=path)
     return new_id
@@ -231,35 +231,75 @@ def written(v: Viewer, entry_id: int, p: RememberParams, *, now: int) -> Entry |
     )
 
 
-def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams], *, now: int) -> list[int]:
-    """Insert many entries (and their `supersedes` edges); ids in order. The caller owns the transaction.
+def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams], *, now: int,
+                  same: list[int | None] | None = None) -> list[int]:
+    """Insert many entries (and their `supersedes` edges); ids in the order given. The caller owns the transaction.
 
-    Every entry is checked before any is written. Rows go in as one multi-row
-    INSERT per 250 (`_ROWS_PER_INSERT`), not one statement each (twice the
-    entries per second when each statement still fired the FTS trigger, which
-    made FTS5 flush a tiny segment per statement). Their scopes' indexes and
-    tag graph are written after them, set-based, as the import does
-    (store/deferred.py): nothing in the batch updates an entry it inserted
-    (`supersedes` names entries that existed before it, and runs after the
-    block).
+    `same`: `identical`'s answer for `items`; an item it matched is checked but
+    not written, and its id is the entry it repeats. Every entry is checked
+    before any is written. Rows go in as multi-row INSERTs (`insert_rows`).
+    Nothing in the batch updates an entry it inserted (`supersedes` names
+    entries that existed before it, and runs after the block).
     """
+    same = same or [None] * len(items)
     with text.packing():
-        rows = [_row(conn, v, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
-        ids = _insert_many(conn, rows)
-    for i, (new_id, p, row) in enumerate(zip(ids, items, rows)):
-        if p.supersedes_ids:
-            _supersede(conn, v, new_id, p, row, now=now, path=f"entries[{i}].")
-    return ids
+        rows = [checked_row(conn, v, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
+        fresh = [i for i, found in enumerate(same) if found is None]
+        new_ids = dict(zip(fresh, _insert_many(conn, [rows[i] for i in fresh])))
+    for i in fresh:
+        if items[i].supersedes_ids:
+            _supersede(conn, v, new_ids[i], items[i], rows[i], now=now, path=f"entries[{i}].")
+    return [new_ids[i] if found is None else (new_ids[-found - 1] if found < 0 else found)
+            for i, found in enumerate(same)]
+
+
+def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams]) -> list[int | None]:
+    """Per item: the id of the oldest active entry `v` sees that it repeats, -1 - i for an earlier item i, or None.
+
+    Same type, title and content up to case and whitespace, as `remember`'s check; an item that allows
+    duplicates or supersedes something is always written.
+    """
+    keys = [fingerprint(p.content) for p in items]
+    found: dict[tuple[int, str, str], int] = {}
+    for start in range(0, len(keys), 500):
+        chunk = sorted(set(keys[start:start + 500]))
+        for key, eid, etype, title in conn.execute(
+            "SELECT s.key, s.entry_id, e.type, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
+            f"WHERE s.tenant_id = ? AND s.key IN ({','.join('?' * len(chunk))}) AND e.valid_to IS NULL "
+            f"AND {v.sees()} ORDER BY s.entry_id DESC",
+            (v.tenant_id, *chunk),
+        ):
+            found[key, etype, folded(title)] = eid  # oldest last: it stays
+    out: list[int | None] = []
+    for i, (p, key) in enumerate(zip(items, keys)):
+        if p.allow_duplicate or p.supersedes_ids:
+            out.append(None)
+            continue
+        k = (key, p.type, folded(p.title))
+        out.append(found.get(k))
+        found.setdefault(k, -1 - i)
+    return out
 
 
 def _insert_many(conn: apsw.Connection, rows: list[list]) -> list[int]:
+    return insert_rows(conn, _INSERT_COLUMNS, [row[1:] for row in rows], scopes={row[_SCOPE] for row in rows})
+
+
+def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *, scopes: set[int]) -> list[int]:
+    """Insert new entries' rows of `columns` (a batch, an import); their ids in order. The caller owns the transaction.
+
+    The one multi-row INSERT of entries: one statement per `_ROWS_PER_INSERT` rows, inside `deferred` for
+    `scopes` (every scope a row names), so their indexes and tag graph are written set-based after them.
+    Nothing else in the block may touch the rows it inserts.
+    """
     ids: list[int] = []
-    with deferred(conn, {row[_SCOPE] for row in rows}):
+    row = "(" + ",".join("?" * (columns.count(",") + 1)) + ")"
+    with deferred(conn, scopes):
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start:start + _ROWS_PER_INSERT]
             conn.execute(
-                f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES " + ",".join([_ROW] * len(chunk)),
-                [value for row in chunk for value in row],
+                f"INSERT INTO entries({columns}) VALUES " + ",".join([row] * len(chunk)),
+                [value for r in chunk for value in r],
             )
             # AUTOINCREMENT numbers the VALUES rows in order, and the one writer
             # means nothing interleaves: the chunk's ids end at the last one.

@@ -24,8 +24,8 @@ from arbiter._time import format_time, parse_time
 from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
 from arbiter.entities.core import _add_name
-from arbiter.store import relations, text, users
-from arbiter.store.deferred import deferred
+from arbiter import derive
+from arbiter.store import entries as store_entries, relations, text, users
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     ConversationRecord,
@@ -53,12 +53,10 @@ from arbiter.transfer.model import (
 from arbiter.verb import Context, Verb
 
 _encode = msgspec.json.Encoder().encode
-_INSERT = (
-    "INSERT INTO entries(tenant_id, type, title, content_z, tags, source, conversation_id, parent_id, "
-    "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id) VALUES "
+_COLUMNS = (
+    "tenant_id, type, title, content_z, tags, source, conversation_id, parent_id, "
+    "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id"
 )
-_ROW = "(" + ",".join("?" * 15) + ")"
-_ROWS_PER_INSERT = 500
 
 
 def _time(value: str | None, path: str) -> int | None:
@@ -250,19 +248,16 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     revisions: list[tuple] = []
 
     def insert_pending() -> None:
-        # Multi-row INSERTs, as remember_many does: one statement per entry
-        # would flush a tiny FTS segment per entry (half the speed). Their
-        # scopes' indexes and tag graph are written after them, set-based
-        # (store/deferred.py), before any other record can touch them.
+        # As remember_many does (store/entries.py): the entries triggers keep what is derived from them.
         if not pending:
             return
-        with deferred(conn, {row[-1] for _, row in pending}):
-            for start in range(0, len(pending), _ROWS_PER_INSERT):
-                chunk = pending[start:start + _ROWS_PER_INSERT]
-                conn.execute(_INSERT + ",".join([_ROW] * len(chunk)), [v for _, row in chunk for v in row])
-                last = conn.last_insert_rowid()  # one writer: the chunk's ids are consecutive, ending here
-                for (old, _), new in zip(chunk, range(last - len(chunk) + 1, last + 1)):
-                    entries.fresh[old] = new
+        new = store_entries.insert_rows(conn, _COLUMNS, [row for _, row in pending],
+                                        scopes={row[-1] for _, row in pending})
+        # The file carries its entity links (mention records): extracting them again would add links, and
+        # entities, its memory never had, and an export of the copy would differ from the file.
+        derive.queued(conn, new, ("entities",))
+        for (old, _), new_id in zip(pending, new):
+            entries.fresh[old] = new_id
         pending.clear()
         waiting.clear()
 

@@ -206,6 +206,7 @@ def remember_params(u: Unit, conversation_id: int) -> list[RememberParams]:
             conversation_id=conversation_id,
             valid_from=e.valid_from,
             speaker=e.role,
+            allow_duplicate=True,  # every turn is one entry, as the gold labels are per turn
         )
         for e in u.entries
     ]

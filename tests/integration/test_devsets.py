@@ -67,7 +67,7 @@ def test_graph_mode_derives_the_edges_and_compares_graph_recall(tmp_path: Path) 
     db = apsw.Connection(str(tmp_path / "locomo-graph" / "arbiter.db"), flags=apsw.SQLITE_OPEN_READONLY)
     try:
         assert db.execute("SELECT count(*) FROM entry_entities").fetchone()[0] > 0  # the speakers, at least
-        assert db.execute("SELECT count(*) FROM entity_backlog").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM derive_queue").fetchone()[0] == 0
     finally:
         db.close()
     rows = [line.split(" | ")[0].lstrip("| ") for line in run.stdout.splitlines()]

@@ -60,10 +60,10 @@ def test_load_names_malformed_json_and_refused_llm_flags(daemon, tmp_path):
     # Every flag remember_many refuses is named with its line, to fix, not as a refused batch to load again.
     with daemon.client() as c:
         before = c.status().entries_active
-    for flag, value in [("candidates", True), ("extract_entities", True), ("auto_link", True),
-                        ("new_conversation", "Import")]:
+    for k, (flag, value) in enumerate([("candidates", True), ("extract_entities", True), ("auto_link", True),
+                                       ("new_conversation", "Import")]):
         flagged = json.dumps({"type": "user", "title": "t", "content": "c", flag: value})
-        f.write_text(_lines(1)[0] + "\n" + flagged + "\n")
+        f.write_text(_lines(1, start=1000 + k)[0] + "\n" + flagged + "\n")
         proc = arbiter(daemon.home, "load", str(f), "--batch", "5")
         error = proc.stderr.strip().splitlines()[-1]
         assert proc.returncode == 1 and f"line 2: {flag}" in error and "fix it" in error, error
@@ -86,3 +86,18 @@ def test_progress_on_a_terminal_redraws_one_line_with_rate_and_eta():
     assert text.startswith("\r") and text.endswith("\n") and "\n" not in text[:-1]
     assert "[############------------]  load  500/1,000 entries" in text
     assert "/s  ETA " in text
+
+
+def test_loading_the_same_file_twice_writes_nothing_the_second_time(daemon, tmp_path):
+    f = tmp_path / "in.jsonl"
+    # Its last line repeats its first: one entry, as `remember` would answer.
+    f.write_text("\n".join(_lines(40) + _lines(1)) + "\n")
+    first = json.loads(ok(daemon.home, "load", str(f), "--json"))
+    assert (first["written"], first["duplicates"]) == (40, 1)
+    with daemon.client() as c:
+        before = c.status().entries_active
+    again = arbiter(daemon.home, "load", str(f))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "nothing new to load: 41 lines repeating an entry already there, not written again"
+    with daemon.client() as c:
+        assert c.status().entries_active == before

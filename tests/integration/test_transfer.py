@@ -543,6 +543,17 @@ def test_a_file_an_older_arbiter_wrote_imports(target, format):
         assert t.entity_show("PostgreSQL").entity.mentions == 2
 
 
+def test_an_imported_entry_is_a_duplicate_to_remember(target):
+    """The import writes through the entries triggers too: its entries have their duplicate keys (and are queued
+    for what the idle writer derives), so remembering one again writes nothing."""
+    ok(target.home, "import", str(DATA / "export-format-2.jsonl"))
+    with target.client() as t:
+        imported = next(e for e in t.list(limit=10) if e.title == "Pick Postgres")
+        again = t.remember(type=imported.type, title=imported.title, content=imported.content)
+        assert again.duplicate_of == imported.id
+        assert len(t.list(limit=10)) == 3  # the active ones, as before
+
+
 def test_a_newer_format_is_a_clear_error(target, tmp_path):
     f = tmp_path / "future.jsonl"
     f.write_text(json.dumps({"kind": "arbiter-export", "format": files.FORMAT + 1, "arbiter": "9.0",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import apsw
 from hypothesis import given, settings, strategies as st
 
-from arbiter import associations
+from arbiter import associations, derive
 from arbiter.associations import core
 from arbiter.model import RememberParams, UpdateParams
 from arbiter.recall.query import STOPWORDS, tokenizer
@@ -48,18 +48,16 @@ def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
     assert stored(db) == incremental
 
 
-def test_catch_up_derives_what_bulk_writes_left(tmp_path):
+def test_the_idle_writer_derives_what_bulk_writes_left(tmp_path):
     db = open_database(tmp_path / "a.db")
     with db:
         tenant, _ = tenants.create_tenant(db, "t", now=1)
         text = "billing invoice payment retries backoff finance overdue ledger"
-        entries.remember_many(db, users.first_viewer(db, tenant), [RememberParams(type="context", title="x", content=text)] * 3, now=2)
-    assert core.pending(db) == 3 and stored(db) == set()
+        entries.remember_many(db, users.first_viewer(db, tenant), [RememberParams(type="context", title="x", content=text, allow_duplicate=True)] * 3, now=2)
+    assert derive.pending(db, names=("associations",)) == 3 and stored(db) == set()
     with db:
-        assert associations.catch_up(db, now=3, limit=2) == 2
-        assert associations.catch_up(db, now=3) == 1
-        assert associations.catch_up(db, now=3) == 0
-    assert core.pending(db) == 0
+        derive.drain(db, now=3, urgent=False)
+    assert derive.pending(db) == 0
     assert {(a, b) for _, a, b, _ in stored(db)} == {(1, 2), (1, 3), (2, 3)}
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from arbiter import duplicates, maintenance, salience, verbs
 from arbiter._time import US
-from arbiter.entities import backlog, clusters
+from arbiter import derive
+from arbiter.entities import clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
 from arbiter.store import users
@@ -25,8 +26,8 @@ def run(db, tenant, verb: str, *, now=NOW, user_id=None, **params):
         return spec.run(Context(db, tenant, "alice", now, user_id=user_id), msgspec.convert(params, spec.params))
 
 
-def remember(db, tenant, content: str, *, now=NOW, **kw):
-    return run(db, tenant, "remember", now=now, type="project", title="Note", content=content, **kw)
+def remember(db, tenant, content: str, *, now=NOW, title="Note", **kw):
+    return run(db, tenant, "remember", now=now, type="project", title=title, content=content, **kw)
 
 
 # ---- the formula -------------------------------------------------------------------
@@ -132,10 +133,10 @@ def test_similar_entries_come_most_similar_first(db, tenant):
 
 def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_them(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
-    bulk = [{"type": "project", "title": "Bulk", "content": text}]
+    bulk = [{"type": "project", "title": "Note", "content": text}]
     filler = [{"type": "context", "title": f"n{i}", "content": f"filler {i}"} for i in range(duplicates.PENDING_COMPARED)]
     first = run(db, tenant, "remember_many", entries=bulk).ids[0]
-    assert backlog.pending(db, tenant) == 1  # its keys are not written yet
+    assert derive.pending(db, tenant, names=("sketch",)) == 1  # its band keys are not written yet
     near = remember(db, tenant, text.replace("two", "three"))
     assert near.similar == [first] and near.note is None
     assert remember(db, tenant, text.upper()).duplicate_of == first
@@ -144,7 +145,7 @@ def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_
     partial = remember(db, tenant, text.replace("two", "four"))
     assert partial.similar == [near.id] and "not compared with 2 entries a bulk write just made" in partial.note
     with db:
-        backlog.drain(db, now=NOW)
+        derive.drain(db, now=NOW)
     assert remember(db, tenant, "unrelated words").note is None  # all indexed: nothing left out
     assert duplicates.unindexed(db, users.first_viewer(db, tenant)) == []
     assert remember(db, tenant, f"  {text} ").duplicate_of == first  # now through its key
@@ -170,11 +171,18 @@ def test_a_retired_entry_is_not_similar(db, tenant):
     assert remember(db, tenant, text.replace("two", "three")).similar == []
 
 
+def test_the_same_text_under_another_title_is_another_entry(db, tenant):
+    rota = remember(db, tenant, "Alice is on call this week", title="Rota")
+    plan = remember(db, tenant, "alice is on call  this week", title="Deploy plan")
+    assert plan.duplicate_of is None and plan.id != rota.id and plan.similar == [rota.id]
+    assert remember(db, tenant, "Alice is on call this week", title=" deploy PLAN").duplicate_of == plan.id
+
+
 def test_update_moves_the_fingerprint(db, tenant):
     e = remember(db, tenant, "old words")
     run(db, tenant, "update", id=e.id, content="new words")
-    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "old words") is None
-    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "NEW words") == e.id
+    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "Note", "old words") is None
+    assert duplicates.duplicate_of(db, users.first_viewer(db, tenant), "project", "note", "NEW words") == e.id
 
 
 def test_lsh_finds_high_jaccard_pairs():

@@ -190,6 +190,12 @@ EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
         ("index", "entity_clusters_cluster"),
         ("table", "entity_backlog"),
     },
+    "m027_derive_queue": {
+        ("table", "derive_queue"),
+        ("trigger", "entries_derive_insert"),
+        ("trigger", "entries_derive_update"),
+        ("trigger", "entries_derive_delete"),
+    },
 }
 # What a migration removed (before adding its own): the one index over every
 # tenant went in m010; m016 dropped the per-tenant tag graph it rebuilt per scope;
@@ -198,6 +204,7 @@ DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
     "m010_tenant_fts": EXPECTED_OBJECTS["m002_fts_entries"]
     | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
     "m016_tag_scopes": EXPECTED_OBJECTS["m016_tag_scopes"],
+    "m027_derive_queue": {("table", "entity_backlog")},
     "m018_import_fact_ids": {("table", "import_ids")},
     "m020_deferred_index": {("trigger", "entries_tags_insert")},
     "m022_entry_tags_one_table": {

@@ -1,0 +1,176 @@
+"""Everything derived from an entry, and the one way it is kept.
+
+The rule: only the store writes `entries`, and everything derived from an
+entry is kept by the triggers on `entries` (created in the migrations), in
+the write's own transaction, whoever wrote it (`remember`, a batch, a reply,
+`update`, an import, anything later):
+
+- what SQL computes from the row alone the trigger writes itself: each
+  scope's full-text rows and `recall_entries`, the revisions, the tag graph,
+  and the duplicate fingerprint (`arbiter_fingerprint`, duplicates.py);
+- what needs more Python than a row's worth the trigger queues in
+  `derive_queue`, one row per deriver below: the MinHash band keys of near
+  copies, the entities a text names, the stored similarity edges.
+
+A single `remember`, `reply` or `update` derives its own entry at once
+(`written`: its answer names the entities and near copies it found); batches,
+imports and the rest wait for the idle writer (`step`), seconds later, and
+maintenance drains the urgent ones (`drain`). A feature that derives
+something from entries adds a `Deriver` here and a migration whose triggers
+queue it; it never writes beside the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import apsw
+import msgspec
+
+from arbiter import duplicates
+from arbiter.associations import core as associations
+from arbiter.entities import core as entity_core
+from arbiter.entities.link import extracted_in, link_entry, unlink_speaker
+from arbiter.model import LinkCandidate, Mention, RememberParams
+from arbiter.store import users
+from arbiter.store.users import Viewer
+
+
+@dataclass(frozen=True)
+class Deriver:
+    """One concern derived from entries: how many entries an idle step takes, and the work for them."""
+
+    #: Entries one idle step derives: ~0.1-0.3 s of work, so a write queued behind it waits little.
+    step: int
+    #: Before the idle writer merges the full-text index: what recall and `remember`'s checks read.
+    urgent: bool
+    #: Derive these (entry id, tenant id) rows in the caller's transaction; an entry purged since is skipped.
+    run: Callable[[apsw.Connection, list[tuple[int, int]], int], None]
+
+
+def _texts(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str, str]]:
+    """(author, title, content) of the entries still there."""
+    return {r[0]: r[1:] for r in conn.execute(
+        f"SELECT id, author_id, title, content FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids)}
+
+
+def _sketch(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
+    texts = _texts(conn, [entry_id for entry_id, _ in rows])
+    for entry_id, tenant_id in rows:
+        if entry_id in texts:
+            duplicates.add(conn, tenant_id, entry_id, texts[entry_id][2])
+
+
+def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
+    texts = _texts(conn, [entry_id for entry_id, _ in rows])
+    # One linker per writer: resolution sees what the entry's author sees, as `remember` does.
+    linkers: dict[tuple[int, int], entity_core.Linker] = {}
+    for entry_id, tenant_id in rows:
+        if entry_id not in texts:
+            continue
+        author, title, content = texts[entry_id]
+        linker = linkers.get((tenant_id, author))
+        if linker is None:
+            viewer = users.viewer(conn, tenant_id, author, "")
+            linker = linkers[tenant_id, author] = entity_core.Linker(conn, tenant_id, now, viewer)
+        linker.link(entry_id, extracted_in(title, content))
+
+
+def _associations(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
+    words = associations.Words(conn)
+    for entry_id, tenant_id in rows:
+        associations.derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
+
+
+#: In the order the idle writer takes them. The names are the ones the triggers queue (migration m027).
+DERIVERS: dict[str, Deriver] = {
+    # Extracting and resolving a long text's names costs 0.3-1 ms, several times the rest of a bulk write.
+    "entities": Deriver(step=200, urgent=True, run=_entities),
+    # A text's band keys: ~50 us; until written, `remember` compares a batch's newest entries directly.
+    "sketch": Deriver(step=500, urgent=True, run=_sketch),
+    # ~1 ms an entry (bench/associations.py): a write waits for one step at most.
+    "associations": Deriver(step=20, urgent=False, run=_associations),
+}
+
+
+def queued(conn: apsw.Connection, entry_ids: list[int], names: tuple[str, ...]) -> None:
+    """Say these entries' `names` are derived (their caller did it): out of the queue."""
+    conn.executemany("DELETE FROM derive_queue WHERE deriver = ? AND entry_id = ?",
+                     [(name, entry_id) for name in names for entry_id in entry_ids])
+
+
+def step(conn: apsw.Connection, *, now: int, urgent: bool) -> bool:
+    """Derive one step's worth for the first deriver (of the urgent ones, or the others) with work; True if more remains.
+
+    In the caller's (writer) transaction.
+    """
+    for name, d in DERIVERS.items():
+        if d.urgent != urgent:
+            continue
+        rows = conn.execute(
+            "SELECT entry_id, tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT ?",
+            (name, d.step + 1),
+        ).fetchall()
+        if not rows:
+            continue
+        taken = rows[:d.step]
+        d.run(conn, taken, now)
+        queued(conn, [entry_id for entry_id, _ in taken], (name,))
+        return True
+    return False
+
+
+def drain(conn: apsw.Connection, *, now: int, urgent: bool = True) -> int:
+    """Empty the queue of the urgent derivers (or of all: urgent=False); how many rows it held."""
+    names = [name for name, d in DERIVERS.items() if d.urgent or not urgent]
+    n = pending(conn, names=names)
+    while step(conn, now=now, urgent=True) or (not urgent and step(conn, now=now, urgent=False)):
+        pass
+    return n
+
+
+def pending(conn: apsw.Connection, tenant_id: int | None = None, *, names=tuple(DERIVERS)) -> int:
+    """Queued rows (of one tenant, of the derivers named)."""
+    marks = ",".join("?" * len(names))
+    if tenant_id is None:
+        return conn.execute(f"SELECT count(*) FROM derive_queue WHERE deriver IN ({marks})", list(names)).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM derive_queue WHERE deriver IN ({marks}) AND tenant_id = ?",
+                        (*names, tenant_id)).fetchone()[0]
+
+
+class Derived(msgspec.Struct, frozen=True):
+    """What deriving one written entry at once found, for its answer."""
+
+    entities: list[Mention] = []
+    similar: list[int] = []
+    candidates: list[LinkCandidate] = []
+
+
+def written(conn: apsw.Connection, v: Viewer, entry_id: int, p: RememberParams, *, now: int,
+            pending: list[tuple[int, str, str]], candidates: bool = False, respoken: bool = False) -> Derived:
+    """Derive one entry `v` just wrote as `p` at once, for the answer; the idle writer does the rest.
+
+    Its entities (the names given, its speaker's, those its text names), its
+    band keys and the near copies `v` sees (`pending`: the newest a batch left
+    unsketched, compared directly), and with `candidates` its similarity edges
+    and link candidates among what `v` sees. `respoken`: an update changed the
+    speaker, whose old link goes first.
+    """
+    if respoken:
+        unlink_speaker(conn, entry_id)
+    mentioned = link_entry(conn, v.tenant_id, entry_id, p, now=now, v=v)
+    similar = duplicates.add_new(conn, v, entry_id, p.content, pending=pending)
+    names: tuple[str, ...] = ("entities", "sketch")
+    found: list[LinkCandidate] = []
+    if candidates:
+        # After entities: the entity edges and causal candidates read the new links.
+        found = associations.derive(conn, v.tenant_id, entry_id, now=now, v=v)
+        # Derived from the whole tenant: shown if the writer sees it.
+        seen = {r[0] for r in conn.execute(
+            f"SELECT e.id FROM entries e WHERE {v.sees('e')} AND e.id IN ({','.join('?' * len(found))})",
+            [c.id for c in found])} if found else set()
+        found = [c for c in found if c.id in seen]
+        names += ("associations",)
+    queued(conn, [entry_id], names)
+    return Derived(entities=mentioned, similar=similar, candidates=found)
