@@ -55,7 +55,7 @@ from arbiter.recall import llm as llm_layers
 from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
 from arbiter.store import entries, relations, schema_version, tenants
 from arbiter import briefing as briefing_mod
-from arbiter.graph import cascades, clusters, projection, tags as tag_graph, threads
+from arbiter.graph import cascades, projection, tags as tag_graph, threads, topics
 from arbiter.model import (
     AroundParams,
     BriefingParams,
@@ -64,9 +64,6 @@ from arbiter.model import (
     ReplyParams,
     TagCooccurrenceParams,
     ThreadParams,
-    TopicClusterParams,
-    TopicClusterResult,
-    TopicClusters,
 )
 
 
@@ -379,12 +376,6 @@ VERBS: dict[str, Verb] = {
 
 # ---- threads, graph projection, topic clusters, briefing ---------------------
 
-def _save_names(ctx: Context, fresh: list) -> None:
-    if fresh:
-        tenant_id = ctx.tenant_id
-        ctx.after.append(lambda conn: clusters.save_names(conn, tenant_id, fresh))
-
-
 def reply(ctx: Context, p: ReplyParams):
     """Reply in a thread: a new entry under `parent_id`; type, title and tags default to the parent's."""
     entry_id = threads.reply(ctx.conn, ctx.viewer, p, now=ctx.now)
@@ -419,33 +410,12 @@ def tag_cooccurrence(ctx: Context, p: TagCooccurrenceParams):
     return tag_graph.cooccurrence(ctx.conn, ctx.viewer, tag=p.tag, limit=p.limit)
 
 
-def topic_clusters(ctx: Context, p: Empty):
-    """Every topic cluster of what the caller sees, named (cache, advisor or fallback), largest first."""
-    named, fresh = clusters.name(
-        ctx.conn, ctx.viewer, clusters.shapes(ctx.conn, ctx.viewer), advisor=advisor_for(ctx), now=ctx.now,
-        deadline=clusters.naming_deadline(briefing_mod.NAMING_BUDGET_S),
-    )
-    _save_names(ctx, fresh)
-    return TopicClusters(clusters=named)
-
-
-def topic_cluster(ctx: Context, p: TopicClusterParams):
-    """The cluster a tag belongs to, named, with its most recent entries."""
-    shape, members = clusters.cluster_entries(ctx.conn, ctx.viewer, p.tag, limit=p.limit)
-    (named,), fresh = clusters.name(
-        ctx.conn, ctx.viewer, [shape], advisor=advisor_for(ctx), now=ctx.now,
-        deadline=clusters.naming_deadline(briefing_mod.NAMING_BUDGET_S),
-    )
-    _save_names(ctx, fresh)
-    return TopicClusterResult(cluster=named, entries=members)
-
-
 def briefing(ctx: Context, p: BriefingParams):
     """The session briefing: a markdown map of this memory (what MCP `initialize` hands an agent)."""
     result, fresh = briefing_mod.build(
         ctx.conn, ctx.viewer, ctx.tenant_name, now=ctx.now, advisor=advisor_for(ctx), max_bytes=p.max_bytes
     )
-    _save_names(ctx, fresh)
+    topics.save_names(ctx, fresh)
     return result
 
 
@@ -456,10 +426,9 @@ VERBS.update({
     "backlinks": Verb(IdParams, backlinks, lane="quick"),
     "around": Verb(AroundParams, around),
     "tag_cooccurrence": Verb(TagCooccurrenceParams, tag_cooccurrence),
-    "topic_clusters": Verb(Empty, topic_clusters),
-    "topic_cluster": Verb(TopicClusterParams, topic_cluster),
     "briefing": Verb(BriefingParams, briefing),
 })
+VERBS.update(topics.VERBS)
 
 from arbiter.backup import core as backup  # noqa: E402  (feature modules declare their own verbs)
 

@@ -16,7 +16,6 @@ import re
 
 import apsw
 
-from arbiter._time import parse_time
 from arbiter.associations import core
 
 Intent = str  # "why" | "when" | "entity" | "general"
@@ -87,33 +86,3 @@ def reach(conn: apsw.Connection, v, seeds: list[tuple[int, float]], weights: dic
             if value > best.get(other, (0.0, {}))[0]:
                 best[other] = (value, {"graph_seed": float(seed), f"graph_{kind}": w, "graph_hop": 1.0})
     return best
-
-
-def walk(conn: apsw.Connection, v, ranking, p):
-    """The ranking with what the walk reaches from its top `SEEDS` merged in (a new `Ranking`).
-
-    Reached scores are on the lexical scores' scale, so a reached entry never
-    overtakes its seed.
-    """
-    from arbiter.recall import Candidate, Ranking, _sql
-
-    lexical = ranking.candidates
-    if not lexical:
-        return ranking
-    weights = KIND_WEIGHTS[intent(conn, v, p.query)]
-    reached = reach(conn, v, [(c.id, c.score) for c in lexical[:SEEDS]], weights)
-    as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
-    own = {c.id: c for c in lexical}
-    # Only what the caller sees: a derived edge may lead to another user's entry.
-    rows = _sql.candidates(conn, v, [i for i in reached if i not in own], as_of)
-    merged = list(lexical)
-    for i, (value, parts) in reached.items():
-        if i in own:
-            lift = 1.0 + LIFT * value / own[i].score if own[i].score > 0 else 1.0
-            own[i].score *= min(lift, 1.0 + LIFT)
-            own[i].parts.update(parts, graph_lift=lift)
-        elif i in rows:
-            etype, conv, valid_from, *_ = rows[i]
-            merged.append(Candidate(i, etype, conv, valid_from, value, dict(parts)))
-    merged.sort(key=lambda c: (-c.score, c.id))
-    return Ranking(query=ranking.query, candidates=merged, expression=ranking.expression)

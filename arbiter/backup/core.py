@@ -28,7 +28,7 @@ from arbiter.errors import Conflict, InvalidParams, StorageFull, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
 from arbiter.store import text
 from arbiter.store.db import MIGRATIONS
-from arbiter.store.tenants import hash_token
+from arbiter.store.users import hash_token
 from arbiter.verb import Context, Verb
 
 #: The targets of the backups being made in this process. The daemon runs every step on its writer thread,

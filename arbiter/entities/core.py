@@ -127,7 +127,7 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
-def _add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
+def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
     conn.execute(
@@ -162,7 +162,7 @@ def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now:
         (tenant_id, name, type, now, now),
     )
     entity_id = conn.last_insert_rowid()
-    return entity_id, _add_name(conn, tenant_id, entity_id, name, alias=False, now=now)
+    return entity_id, add_name(conn, tenant_id, entity_id, name, alias=False, now=now)
 
 
 def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | None, now: int) -> None:
@@ -198,7 +198,7 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
         near = [(e, score) for e, score in near if e in seen]
     if near and near[0][1] >= SAME:
         entity_id = near[0][0]
-        name_id = _add_name(conn, tenant_id, entity_id, name, alias=True, now=now)
+        name_id = add_name(conn, tenant_id, entity_id, name, alias=True, now=now)
         _retype(conn, tenant_id, entity_id, type, now)
         return Resolution(entity_id, False, (), "similar", name_id)
     entity_id, name_id = _create(conn, tenant_id, name, type=type or "other", now=now)
@@ -530,7 +530,7 @@ def rename(conn: apsw.Connection, v: Viewer, name: str, new_name: str, *, now: i
                        existing_id=row[0] if visible(conn, v, row[0]) else None)
     conn.execute("UPDATE entity_names SET is_alias = 1 WHERE entity_id = ? AND is_alias = 0", (entity_id,))
     if row is None:
-        _add_name(conn, tenant_id, entity_id, new_name, alias=False, now=now)
+        add_name(conn, tenant_id, entity_id, new_name, alias=False, now=now)
     else:  # an alias (or a change of case) becomes the name
         conn.execute(
             "UPDATE entity_names SET is_alias = 0, name = ? WHERE tenant_id = ? AND key = ?",

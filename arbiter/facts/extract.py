@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from arbiter.facts import aspects, store
+from arbiter.facts.propose import propose
 from arbiter.facts.model import ExtractParams, ExtractResult, FactProposal
 from arbiter.recall import llm as llm_layers
 from arbiter.store import relations
@@ -38,7 +39,7 @@ class Extracted:
 def prepare(ctx: Context, p: ExtractParams) -> Extracted:
     """Ask the advisor (on a reader, before the write); unknown entries are `not_found`, like elsewhere."""
     for i, eid in enumerate(p.entry_ids):
-        relations._require_entries(ctx.conn, ctx.viewer, [eid], f"entry_ids[{i}]")
+        relations.require_entries(ctx.conn, ctx.viewer, [eid], f"entry_ids[{i}]")
     out = Extracted(p)
     advisor = advisor_for(ctx)
     if advisor is None:
@@ -76,8 +77,7 @@ def run(ctx: Context, x: Extracted | ExtractParams):
         x = Extracted(x)
     if not x.proposals:
         return ExtractResult(batch=None, note="; ".join(ctx.notes) or None)
-    from arbiter.facts.verbs import _propose
 
-    batch = _propose(ctx, x.proposals, origin="extractor", threshold=x.params.threshold, note=None,
-                     apply=x.params.apply, team=x.params.team)
+    batch = propose(ctx, x.proposals, origin="extractor", threshold=x.params.threshold, note=None,
+                    apply=x.params.apply, team=x.params.team)
     return ExtractResult(batch=batch, note=batch.note)

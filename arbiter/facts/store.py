@@ -194,7 +194,7 @@ def add_candidates(
     author, scope = conn.execute("SELECT author_id, scope_id FROM patch_batches WHERE id = ?", (batch_id,)).fetchone()
     rows = []
     for i, (p, slugs, subject_entity, object_entity) in enumerate(items):
-        relations._require_entries(conn, v, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
+        relations.require_entries(conn, v, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
         valid_from = _time.valid_from(p.valid_from, now=now, path=f"facts[{i}].valid_from",
                                       what="a fact", plan="a plan for later is a fact that holds now")
         rows.append((p, slugs, subject_entity, object_entity, valid_from))

@@ -8,6 +8,7 @@ the daemon serves to prove no other path makes a fact active.
 from __future__ import annotations
 
 from arbiter.facts import aspects as aspects_mod, extract, gate, store
+from arbiter.facts.propose import propose
 from arbiter.facts.model import (
     AspectList,
     AspectScore,
@@ -18,7 +19,6 @@ from arbiter.facts.model import (
     ExtractParams,
     FactHistory,
     FactList,
-    FactProposal,
     FactsParams,
     PredicateDeclareParams,
     PredicateList,
@@ -26,44 +26,7 @@ from arbiter.facts.model import (
     normalize_predicate,
 )
 from arbiter.model import Empty, IdParams
-from arbiter.store import users
 from arbiter.verb import Context, Verb, _as_of, _known_at
-
-
-def _stage(ctx: Context, proposals: list[FactProposal]) -> list[tuple[FactProposal, list[str], int | None, int | None]]:
-    """Each proposal with its aspect slugs and the existing entities its parts name.
-
-    Slugs: keyword patterns over the parts and their entities' types, united
-    with the proposer's (unknown ones dropped, noted).
-    """
-    out, dropped = [], []
-    named: dict[str, tuple[int, str] | None] = {}  # a batch names the same subject ("user") over and over
-
-    def entity(text: str) -> tuple[int, str] | None:
-        if text not in named:
-            named[text] = store.entity_of(ctx.conn, ctx.viewer, text)
-        return named[text]
-
-    for p in proposals:
-        subject, obj = entity(p.subject), entity(p.object)
-        types = tuple(e[1] for e in (subject, obj) if e is not None)
-        slugs, unknown = aspects_mod.merge(aspects_mod.classify(p.predicate, p.subject, p.object, types), p.aspects)
-        dropped += unknown
-        out.append((p, slugs, subject and subject[0], obj and obj[0]))
-    if dropped:
-        ctx.notes.append("unknown aspect slugs dropped: " + ", ".join(dict.fromkeys(dropped)))
-    return out
-
-
-def _propose(ctx: Context, proposals: list[FactProposal], *, origin: str, threshold: float, note: str | None,
-             apply: bool, team: str | None = None):
-    v = ctx.viewer
-    scope = v.private_scope if team is None else users.member_scope(ctx.conn, v, team)
-    batch_id = store.create_batch(ctx.conn, v, scope=scope, origin=origin, threshold=threshold, note=note, now=ctx.now)
-    store.add_candidates(ctx.conn, v, batch_id, _stage(ctx, proposals), now=ctx.now)
-    if apply:
-        gate.apply(ctx.conn, v, batch_id, now=ctx.now)
-    return store.batch(ctx.conn, v, batch_id, note="; ".join(ctx.notes) or None)
 
 
 def facts_propose(ctx: Context, p: ProposeParams):
@@ -72,7 +35,7 @@ def facts_propose(ctx: Context, p: ProposeParams):
     The batch and its facts are private to the proposer, or shared with `team`;
     sources must be entries the proposer sees.
     """
-    return _propose(ctx, p.facts, origin=p.origin, threshold=p.threshold, note=p.note, apply=p.apply, team=p.team)
+    return propose(ctx, p.facts, origin=p.origin, threshold=p.threshold, note=p.note, apply=p.apply, team=p.team)
 
 
 def facts(ctx: Context, p: FactsParams):

@@ -390,11 +390,11 @@ class Daemon:
                 held = paths.held_secret(path)
                 token = held or "arbadm_" + secrets.token_urlsafe(32)
                 conn.execute(
-                    "INSERT INTO settings(key, value) VALUES ('admin_token_hash', ?)", (tenants.hash_token(token),)
+                    "INSERT INTO settings(key, value) VALUES ('admin_token_hash', ?)", (users.hash_token(token),)
                 )
                 if held is None:
                     paths.write_secret(path, token)
-                row = (tenants.hash_token(token),)
+                row = (users.hash_token(token),)
             self._admin_hash = row[0]
 
     def _reader_conn(self, lane: str = "reader") -> apsw.Connection:
@@ -777,7 +777,7 @@ class Daemon:
         if not token:
             raise Unauthorized("missing token", path="token")
         if verb.admin:
-            if tenants.hash_token(token) != self._admin_hash:
+            if users.hash_token(token) != self._admin_hash:
                 raise Unauthorized("this method needs the admin token", path="token")
             return (0, "admin", None)
         caller = self._tokens.get(token)
@@ -785,7 +785,7 @@ class Daemon:
             generation = self._token_generation
             loop = asyncio.get_running_loop()
             row = await loop.run_in_executor(
-                self._quick_pool, lambda: users.user_by_token(self._reader_conn("quick"), tenants.hash_token(token))
+                self._quick_pool, lambda: users.user_by_token(self._reader_conn("quick"), users.hash_token(token))
             )
             if row is None:
                 raise Unauthorized("token matches no user", path="token")

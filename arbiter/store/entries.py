@@ -167,7 +167,7 @@ def checked_row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int
     if p.team is not None:
         scope = users.member_scope(conn, v, p.team, path=f"{path}team")
     if p.parent_id is not None:
-        relations._require_entries(conn, v, [p.parent_id], f"{path}parent_id")
+        relations.require_entries(conn, v, [p.parent_id], f"{path}parent_id")
         thread = conn.execute("SELECT scope_id FROM entries WHERE id = ?", (p.parent_id,)).fetchone()[0]
         if p.team is not None and scope != thread:
             raise InvalidParams(
@@ -177,7 +177,7 @@ def checked_row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int
             )
         scope = thread
     for i, old in enumerate(p.supersedes_ids):  # missing says so before retired does
-        relations._require_entries(conn, v, [old], f"{path}supersedes_ids[{i}]")
+        relations.require_entries(conn, v, [old], f"{path}supersedes_ids[{i}]")
     for i, old in enumerate(p.supersedes_ids):
         relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
         relations.require_own(conn, v, old, "supersede it", path=f"{path}supersedes_ids[{i}]")

@@ -106,7 +106,7 @@ def missing(entry_id: int, path: str | None, *, known_at: int | None = None) -> 
     return NotFound(f"entry {entry_id} not found{when}: list or recall shows the ids you can see", path=path)
 
 
-def _require_entries(conn: apsw.Connection, v: Viewer, ids: list[int], path: str) -> None:
+def require_entries(conn: apsw.Connection, v: Viewer, ids: list[int], path: str) -> None:
     for eid in ids:
         row = conn.execute(f"SELECT 1 FROM entries e WHERE e.id = ? AND {v.sees()}", (eid,)).fetchone()
         if row is None:
@@ -158,8 +158,8 @@ def link(
         if _closes_cycle(conn, source_id, relation, target_id):
             raise InvalidParams(f"{source_id} {relation} {target_id} would close a cycle", path="target_id")
     else:
-        _require_entries(conn, v, [source_id], "source_id")
-        _require_entries(conn, v, [target_id], "target_id")
+        require_entries(conn, v, [source_id], "source_id")
+        require_entries(conn, v, [target_id], "target_id")
     if REGISTRY[relation].on_insert is not None:
         require_own(conn, v, target_id, f"retire it with {relation}")
     existing = conn.execute(

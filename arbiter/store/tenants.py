@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 
 import apsw
 
@@ -10,13 +9,7 @@ from arbiter._time import format_time
 from arbiter.errors import Conflict, NotFound
 from arbiter.model import Conversation, Status, Tenant
 from arbiter.store import users
-from arbiter.store.users import Viewer
-
-
-def hash_token(token: str) -> bytes:
-    # Tokens are 256 random bits, so a plain hash is enough: there is nothing
-    # to brute-force that a slow KDF would protect.
-    return hashlib.sha256(token.encode()).digest()
+from arbiter.store.users import Viewer, hash_token
 
 
 def create_tenant(conn: apsw.Connection, name: str, *, now: int, token: str | None = None) -> tuple[int, str]:
@@ -46,7 +39,7 @@ def list_tenants(conn: apsw.Connection) -> list[Tenant]:
     ]
 
 
-def _conversation_seen(v: Viewer, alias: str = "c") -> str:
+def conversation_seen(v: Viewer, alias: str = "c") -> str:
     """SQL: conversation `alias` exists for `v`: they started it, or they see an entry in it."""
     if v.solo or v.everyone:
         return f"{alias}.tenant_id = {int(v.tenant_id)}"
@@ -67,7 +60,7 @@ def create_conversation(conn: apsw.Connection, v: Viewer, title: str, *, now: in
 def require_conversation(conn: apsw.Connection, v: Viewer, conversation_id: int, *, path: str = "conversation_id") -> None:
     """NotFound unless `v` sees the conversation (another tenant's, or another user's, looks missing)."""
     row = conn.execute(
-        f"SELECT 1 FROM conversations c WHERE c.id = ? AND {_conversation_seen(v)}", (conversation_id,)
+        f"SELECT 1 FROM conversations c WHERE c.id = ? AND {conversation_seen(v)}", (conversation_id,)
     ).fetchone()
     if row is None:
         raise NotFound(f"conversation {conversation_id} not found", path=path)
@@ -75,7 +68,7 @@ def require_conversation(conn: apsw.Connection, v: Viewer, conversation_id: int,
 
 def list_conversations(conn: apsw.Connection, v: Viewer, limit: int) -> list[Conversation]:
     rows = conn.execute(
-        f"SELECT c.id, c.title, c.created_at FROM conversations c WHERE {_conversation_seen(v)} "
+        f"SELECT c.id, c.title, c.created_at FROM conversations c WHERE {conversation_seen(v)} "
         "ORDER BY c.id DESC LIMIT ?",
         (limit,),
     )
@@ -93,7 +86,7 @@ def status(conn: apsw.Connection, v: Viewer, tenant_name: str, *, version: str, 
         f"WHERE r.tenant_id = ? AND {v.sees('e')} AND {v.sees('t')}",
         (v.tenant_id,),
     ).fetchone()[0]
-    convs = conn.execute(f"SELECT count(*) FROM conversations c WHERE {_conversation_seen(v)}").fetchone()[0]
+    convs = conn.execute(f"SELECT count(*) FROM conversations c WHERE {conversation_seen(v)}").fetchone()[0]
     return Status(
         version=version,
         tenant=tenant_name,
@@ -109,4 +102,4 @@ def status(conn: apsw.Connection, v: Viewer, tenant_name: str, *, version: str, 
 
 
 def conversation_count(conn: apsw.Connection, v: Viewer) -> int:
-    return conn.execute(f"SELECT count(*) FROM conversations c WHERE {_conversation_seen(v)}").fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM conversations c WHERE {conversation_seen(v)}").fetchone()[0]

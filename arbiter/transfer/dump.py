@@ -16,7 +16,7 @@ from arbiter.errors import NotFound
 from arbiter.entities import visibility
 from arbiter.store import users
 from arbiter.transfer import facts as fact_records
-from arbiter.store.tenants import _conversation_seen
+from arbiter.store.tenants import conversation_seen
 from arbiter.store.users import Viewer
 from arbiter.transfer.model import (
     ConversationRecord,
@@ -87,7 +87,7 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     elif p.kind == "conversation":
         rows = conn.execute(
             "SELECT c.id, c.title, c.created_at, u.name FROM conversations c LEFT JOIN users u ON u.id = c.author_id "
-            f"WHERE {_conversation_seen(v)} AND c.id > ? ORDER BY c.id LIMIT ?", args
+            f"WHERE {conversation_seen(v)} AND c.id > ? ORDER BY c.id LIMIT ?", args
         )
         records = [ConversationRecord(id=i, title=t, created_at=format_time(c), author=a) for i, t, c, a in rows]
     elif p.kind in _PAGES:

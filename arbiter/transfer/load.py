@@ -23,7 +23,7 @@ import msgspec
 from arbiter._time import format_time, parse_time
 from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
-from arbiter.entities.core import _add_name
+from arbiter.entities.core import add_name
 from arbiter import derive
 from arbiter.store import entries as store_entries, relations, text, users
 from arbiter.transfer import facts as fact_records
@@ -194,7 +194,7 @@ def _entity(conn, tenant: int, rec: EntityRecord, ents: _Map) -> None:
     ents.fresh[rec.id] = entity_id
     for n in rec.names:
         if n.name not in owner:
-            _add_name(conn, tenant, entity_id, n.name, alias=n.alias or primary is not None,
+            add_name(conn, tenant, entity_id, n.name, alias=n.alias or primary is not None,
                       now=parse_time(n.created_at, path="names.created_at"))
 
 

@@ -16,6 +16,7 @@ from arbiter._time import format_time
 from arbiter.entities.core import most_mentioned
 from arbiter.entities.visibility import dated_sql, links_sql, sees_most, seen_links_sql, whole
 from arbiter.graph import clusters
+from arbiter.graph.topics import topic_clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
 from arbiter.ui.model import GraphEdge, GraphNode, GraphView, GraphViewParams
@@ -67,8 +68,6 @@ def _earliest(ctx: Context) -> str | None:
 
 
 def _clusters(ctx: Context):
-    from arbiter.verbs import topic_clusters  # the verb table imports this module
-
     named = topic_clusters(ctx, Empty()).clusters
     return named, {t: i for i, c in enumerate(named) for t in c.tags}
 
