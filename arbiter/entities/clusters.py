@@ -2,19 +2,18 @@
 
 The graph: an edge between two entities for each active entry mentioning
 both (weight: how many) plus each relation between them (its weight).
-networkx's Louvain (seeded, so a refresh of an unchanged graph gives the
-same clusters) finds communities; singletons are dropped, as in
+Louvain (graph/louvain.py, networkx's step for step; seeded, so a refresh of
+an unchanged graph gives the same clusters) finds communities; singletons are dropped, as in
 MemoryGraph. A cluster's id is its smallest entity id, so ids stay put
 while membership is stable.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import apsw
 
 from arbiter.entities.visibility import whole
+from arbiter.graph.louvain import louvain_communities
 from arbiter.entities.model import EntityCluster, EntityRef
 from arbiter.store.users import Viewer
 
@@ -22,36 +21,30 @@ from arbiter.store.users import Viewer
 SHOWN = 30
 _SEED = 42
 
-if TYPE_CHECKING:
-    import networkx as nx
-
-
-def graph(conn: apsw.Connection, tenant_id: int) -> "nx.Graph":
-    """The tenant's entity graph: co-mentions in active entries and relations, weighted."""
-    import networkx as nx  # only maintenance needs it: the daemon starts without it (3 MB, 0.2 s)
-
-    g = nx.Graph()
-    rows = conn.execute(
+def edges(conn: apsw.Connection, tenant_id: int) -> list[tuple[int, int, float]]:
+    """The tenant's entity graph as weighted edges, in the order they are added: co-mentions in active entries,
+    then relations (a relation between two co-mentioned entities adds its weight to their edge)."""
+    weights: dict[tuple[int, int], float] = {}
+    for a, b, n in conn.execute(
         "SELECT a.entity_id, b.entity_id, count(*) FROM entry_entities a "
         "JOIN entry_entities b ON b.entry_id = a.entry_id AND b.entity_id > a.entity_id "
         "JOIN entries e ON e.id = a.entry_id "
         "WHERE a.tenant_id = ? AND e.valid_to IS NULL GROUP BY 1, 2",
         (tenant_id,),
-    )
-    g.add_weighted_edges_from(rows)
+    ):
+        weights[a, b] = n
     for a, b, w in conn.execute(
         "SELECT source_id, target_id, sum(weight) FROM entity_relations WHERE tenant_id = ? GROUP BY 1, 2",
         (tenant_id,),
     ):
-        g.add_edge(a, b, weight=g.get_edge_data(a, b, {"weight": 0})["weight"] + w)
-    return g
+        key = (b, a) if (b, a) in weights else (a, b)  # undirected: the edge keeps the way it was first added
+        weights[key] = weights.get(key, 0) + w
+    return [(a, b, w) for (a, b), w in weights.items()]
 
 
 def refresh(conn: apsw.Connection, tenant_id: int) -> int:
     """Recompute and store the tenant's clusters; how many there are."""
-    import networkx as nx
-
-    communities = [c for c in nx.community.louvain_communities(graph(conn, tenant_id), seed=_SEED) if len(c) > 1]
+    communities = [c for c in louvain_communities(edges(conn, tenant_id), seed=_SEED) if len(c) > 1]
     conn.execute("DELETE FROM entity_clusters WHERE tenant_id = ?", (tenant_id,))
     conn.executemany(
         "INSERT INTO entity_clusters(entity_id, tenant_id, cluster) VALUES (?, ?, ?)",

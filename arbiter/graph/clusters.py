@@ -1,7 +1,7 @@
 """Topic clusters: Louvain communities of the tag co-occurrence graph, with LLM names.
 
 Nodes are tags, edge weights the number of active entries two tags share.
-Louvain (networkx's, step for step, in graph/_louvain.py: importing networkx
+Louvain (networkx's, step for step, in graph/louvain.py: importing networkx
 would keep 15-20 MB resident in the daemon) runs with a fixed seed over edges
 added in sorted order, so the same data always gives the same clusters. Clusters of fewer than three
 tags are dropped; the rest are ordered by size, then internal weight.
@@ -39,7 +39,7 @@ import apsw
 from arbiter._time import US
 from arbiter.errors import NotFound
 from arbiter.graph import tags as tag_graph
-from arbiter.graph._louvain import louvain_communities
+from arbiter.graph.louvain import louvain_communities
 from arbiter.model import Entry, TopicCluster
 from arbiter.store import entries
 from arbiter.store.users import Viewer

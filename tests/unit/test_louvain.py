@@ -7,7 +7,7 @@ import random
 import networkx as nx
 import pytest
 
-from arbiter.graph._louvain import louvain_communities
+from arbiter.graph.louvain import louvain_communities
 
 
 def random_edges(rng: random.Random, groups: int, size: int) -> list[tuple[str, str, int]]:
