@@ -52,6 +52,7 @@ from arbiter.model import (
 )
 from arbiter.facts import recall as fact_recall
 from arbiter.recall import llm as llm_layers
+from arbiter.consult import consult, skipped
 from arbiter.verb import Context, Verb, _as_of, _known_at, advisor_for
 from arbiter.store import entries, relations, schema_version, tenants
 from arbiter import briefing as briefing_mod
@@ -128,18 +129,14 @@ def prepare_remember(ctx: Context, p: RememberParams) -> RememberParams:
 def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
     advisor = advisor_for(ctx)
     if advisor is None:
-        ctx.notes.append("auto_tag/auto_supersede skipped: no ANTHROPIC_API_KEY on the daemon")
+        ctx.notes.append(skipped("auto_tag/auto_supersede"))
         return p
-    from arbiter.advisor import AdvisorError
-
     deadline = time.monotonic() + AUTO_DEADLINE_S
     if p.auto_tag:
         vocabulary = [t.tag for t in tag_graph.counts(ctx.conn, ctx.viewer, limit=100)]
-        try:
-            extra = advisor.tags(p.title, p.content, p.tags, vocabulary, deadline=deadline)
-        except AdvisorError as e:
-            ctx.notes.append(f"auto_tag failed ({e.reason})")
-        else:
+        extra = consult(advisor, ctx.notes, "auto_tag",
+                        lambda advisor: advisor.tags(p.title, p.content, p.tags, vocabulary, deadline=deadline))
+        if extra is not None:
             merged = list(dict.fromkeys([*p.tags, *extra]))[:32]
             if added := [t for t in merged if t not in p.tags]:
                 ctx.notes.append("auto_tag added " + ", ".join(added))
@@ -150,14 +147,11 @@ def _auto_tag_supersede(ctx: Context, p: RememberParams) -> RememberParams:
         same = entries.own(ctx.conn, ctx.viewer, [h.id for h in found.hits if h.type == p.type])
         olds = llm_layers.shown(ctx.conn, ctx.viewer, same[:AUTO_SUPERSEDE_CANDIDATES], llm_layers.FINE_EXCERPT)
         new = llm_layers.view(0, p.type, "new", False, p.title, p.content, p.speaker, llm_layers.FINE_EXCERPT)
-        try:
-            flagged = advisor.contradictions(new, olds, deadline=deadline) if olds else []
-        except AdvisorError as e:
-            ctx.notes.append(f"auto_supersede failed ({e.reason})")
-        else:
-            if flagged:
-                ctx.notes.append("auto_supersede retired " + ", ".join(f"#{i}" for i in flagged))
-                p = msgspec.structs.replace(p, supersedes_ids=list(dict.fromkeys([*p.supersedes_ids, *flagged])))
+        flagged = consult(advisor, ctx.notes, "auto_supersede",
+                          lambda advisor: advisor.contradictions(new, olds, deadline=deadline) if olds else [])
+        if flagged:
+            ctx.notes.append("auto_supersede retired " + ", ".join(f"#{i}" for i in flagged))
+            p = msgspec.structs.replace(p, supersedes_ids=list(dict.fromkeys([*p.supersedes_ids, *flagged])))
     return p
 
 

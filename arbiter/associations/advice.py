@@ -18,6 +18,7 @@ from functools import partial
 
 import msgspec
 
+from arbiter.consult import consult, skipped
 from arbiter.errors import ArbiterError
 from arbiter.model import Remembered, RememberParams
 from arbiter.recall import llm as llm_layers
@@ -41,9 +42,7 @@ def judge(ctx: Context, p: RememberParams, result: Remembered):
         return partial(_noted, result, "auto_link: no candidates to judge")
     advisor = advisor_for(ctx)
     if advisor is None:
-        return partial(_noted, result, "auto_link skipped: no ANTHROPIC_API_KEY on the daemon")
-    from arbiter.advisor import AdvisorError
-
+        return partial(_noted, result, skipped("auto_link"))
     reasons: dict[int, str] = {}
     for c in result.candidates:
         reasons.setdefault(c.id, f"{c.kind}: {c.reason}")
@@ -54,10 +53,11 @@ def judge(ctx: Context, p: RememberParams, result: Remembered):
     if new is None or not olds:
         return partial(_noted, result, "auto_link: no candidates to judge")
     meanings = {name: relations.REGISTRY[name].meaning for name in LINKABLE}
-    try:
-        judged = advisor.links(new, olds, meanings, deadline=time.monotonic() + DEADLINE_S)
-    except AdvisorError as e:
-        return partial(_noted, result, f"auto_link failed ({e.reason}): nothing linked")
+    notes: list[str] = []
+    judged = consult(advisor, notes, "auto_link", lambda advisor: advisor.links(
+        new, olds, meanings, deadline=time.monotonic() + DEADLINE_S), leaves=": nothing linked")
+    if judged is None:
+        return partial(_noted, result, notes[0])
     return partial(_link, result, judged)
 
 

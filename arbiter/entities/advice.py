@@ -13,6 +13,7 @@ import time
 
 import msgspec
 
+from arbiter.consult import consult
 from arbiter.entities.link import named_in
 from arbiter.entities.model import ENTITY_TYPES
 from arbiter.model import NamedEntity, RememberParams
@@ -30,18 +31,9 @@ class Advised(RememberParams):
 
 def prepare(ctx: Context, p: RememberParams) -> RememberParams:
     """Ask the advisor for the entities `p`'s lexical extraction misses; `p` unchanged (and a note) if it cannot."""
-    advisor = advisor_for(ctx)
-    if advisor is None:
-        ctx.notes.append("extract_entities skipped: no ANTHROPIC_API_KEY on the daemon")
-        return p
-    from arbiter.advisor import AdvisorError
-
     found = list(dict.fromkeys(name for name, _, _ in named_in(p)))
-    try:
-        extra = advisor.entities(p.title, p.content, found, ENTITY_TYPES, deadline=time.monotonic() + DEADLINE_S)
-    except AdvisorError as e:
-        ctx.notes.append(f"extract_entities failed ({e.reason})")
-        return p
+    extra = consult(advisor_for(ctx), ctx.notes, "extract_entities", lambda advisor: advisor.entities(
+        p.title, p.content, found, ENTITY_TYPES, deadline=time.monotonic() + DEADLINE_S))
     if not extra:
         return p
     ctx.notes.append("extract_entities: the advisor named " + ", ".join(name for name, _ in extra))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from arbiter.consult import consult
 from arbiter.facts import aspects, store
 from arbiter.facts.propose import propose
 from arbiter.facts.model import ExtractParams, ExtractResult, FactProposal
@@ -42,17 +43,12 @@ def prepare(ctx: Context, p: ExtractParams) -> Extracted:
         relations.require_entries(ctx.conn, ctx.viewer, [eid], f"entry_ids[{i}]")
     out = Extracted(p)
     advisor = advisor_for(ctx)
-    if advisor is None:
-        ctx.notes.append("fact_extract needs ANTHROPIC_API_KEY on the daemon: nothing proposed")
-        return out
-    from arbiter.advisor import AdvisorError
-
-    shown = llm_layers.shown(ctx.conn, ctx.viewer, list(dict.fromkeys(p.entry_ids)), EXCERPT, context=True)
+    shown = [] if advisor is None else llm_layers.shown(ctx.conn, ctx.viewer, list(dict.fromkeys(p.entry_ids)),
+                                                         EXCERPT, context=True)
     known = [x.name for x in store.predicates(ctx.conn, ctx.viewer)]
-    try:
-        found = advisor.extract_facts(shown, known, list(aspects.SLUGS), deadline=time.monotonic() + DEADLINE_S)
-    except AdvisorError as e:
-        ctx.notes.append(f"fact_extract failed ({e.reason}): nothing proposed")
+    found = consult(advisor, ctx.notes, "fact_extract", lambda advisor: advisor.extract_facts(
+        shown, known, list(aspects.SLUGS), deadline=time.monotonic() + DEADLINE_S), leaves=": nothing proposed")
+    if found is None:
         return out
     dropped = 0
     for f in found:

@@ -14,6 +14,7 @@ import time
 import apsw
 import msgspec
 
+from arbiter.consult import consult, skipped
 from arbiter._time import parse_time
 from arbiter.model import RecallParams, RecallResult
 from arbiter.recall import Candidate, Ranking, _sql, fuse, recall, render, search
@@ -26,7 +27,7 @@ COARSE_EXCERPT = 400  # bytes of content per candidate in the coarse pass
 FINE_EXCERPT = 1500
 CONTEXT_EXCERPT = 200  # bytes of the turn a candidate follows
 QUERY_WEIGHT, EXPANSION_WEIGHT = 1.0, 0.7
-NO_KEY = "LLM layers skipped: no ANTHROPIC_API_KEY on the daemon"
+NO_KEY = skipped("LLM layers")
 
 
 def wants_llm(p: RecallParams) -> bool:
@@ -97,8 +98,6 @@ def _reorder(candidates: list[Candidate], depth: int, order: list[int], part: st
 
 def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> RecallResult:
     """The lexical pipeline, then the LLM layers `p` asks for, within `p.deadline_ms`."""
-    from arbiter.advisor import AdvisorError
-
     deadline = time.monotonic() + p.deadline_ms / 1000
     known_at = None if p.known_at is None else parse_time(p.known_at, path="known_at")
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
@@ -113,11 +112,9 @@ def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> Recal
     candidates = ranking.candidates
 
     if p.expand:
-        try:
-            expansions = advisor.expansions(p.query, model=_model(p.expand, advisor.fast_model), deadline=deadline)
-        except AdvisorError as e:
-            notes.append(f"expand failed ({e.reason})")
-        else:
+        expansions = consult(advisor, notes, "expand", lambda advisor: advisor.expansions(
+            p.query, model=_model(p.expand, advisor.fast_model), deadline=deadline))
+        if expansions is not None:
             passes = [("query", QUERY_WEIGHT, candidates)]
             for i, text in enumerate(expansions, 1):
                 extra = search(conn, v, p, text=text, depth=depth)
@@ -133,15 +130,11 @@ def recall_with_llm(conn: apsw.Connection, v, p: RecallParams, advisor) -> Recal
     ):
         if not choice or len(candidates) < 2:
             continue
-        try:
-            order = advisor.rerank(
-                p.query, shown(conn, v, [c.id for c in candidates[:head]], excerpt, known_at=known_at, context=True,
-                               as_of=as_of),
-                model=_model(choice, default), deadline=deadline,
-            )
-        except AdvisorError as e:
-            notes.append(f"{name} failed ({e.reason})")
-        else:
+        shown_head = shown(conn, v, [c.id for c in candidates[:head]], excerpt, known_at=known_at, context=True,
+                           as_of=as_of)
+        order = consult(advisor, notes, name, lambda advisor: advisor.rerank(
+            p.query, shown_head, model=_model(choice, default), deadline=deadline))
+        if order is not None:
             candidates = _reorder(candidates, head, order, name)
 
     result = render(conn, v, Ranking(ranking.query, candidates, ranking.expression), p)
