@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import apsw
 import pytest
@@ -12,6 +13,7 @@ from arbiter.errors import Conflict, InvalidParams, NotFound, SchemaTooNew
 from arbiter.model import ListParams, RememberParams, UpdateParams
 from arbiter.recall import past
 from arbiter.store import db as db_module
+from arbiter.store import migrations
 from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants, users
 from arbiter.store.migrations.m010_tenant_fts import index as m010_index
 
@@ -133,6 +135,13 @@ def test_a_file_made_at_any_earlier_step_upgrades_to_a_new_files_schema(tmp_path
     conn = open_database(path, synchronous="NORMAL")
     assert _schema(conn) == fresh_schemas[k >= STEP["m015_users_teams"]]
     conn.close()
+
+
+def test_every_step_file_is_applied_in_its_numbered_place():
+    """A step file left out of NAMES would never run; NAMES out of number order would run steps out of order."""
+    files = sorted(p.stem for p in Path(migrations.__file__).parent.glob("m[0-9][0-9][0-9]_*.py"))
+    assert list(migrations.NAMES) == files
+    assert [int(name[1:4]) for name in migrations.NAMES] == list(range(1, len(files) + 1))
 
 
 def test_past_states_are_ranked_by_the_sql_that_keeps_recall_entries(db, tenant):

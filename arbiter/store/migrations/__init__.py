@@ -8,15 +8,15 @@ become since. Live code that makes the same objects at run time (a new scope's i
 own copy of their SQL. tests/unit/test_store.py upgrades a file from every earlier step and compares its whole
 schema with a new file's, which fails if a step or that copy drifts.
 
-To change the schema, add the next file (`m027_what.py`, a docstring saying what it adds and why, then `SQL`
-or `apply`), add its row to docs/architecture.md's migrations table, and run tests/unit/test_store.py.
+To change the schema, add the next file (`m027_what.py`: a docstring saying what it adds and why, then `SQL`
+or `apply`), append its name to `NAMES` below and its row to docs/architecture.md's migrations table, and run
+tests/unit/test_store.py.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
-import re
+from collections.abc import Sequence
 from typing import Callable
 
 import apsw
@@ -24,18 +24,54 @@ import apsw
 Step = str | Callable[[apsw.Connection], None]
 
 
-def _load() -> list[tuple[str, Step]]:
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if re.fullmatch(r"m\d{3}_\w+", m.name))
-    # Two branches that each added "the next" step would otherwise both apply, in an order no file records.
-    numbers = [int(name[1:4]) for name in names]
-    if numbers != list(range(1, len(names) + 1)):
-        raise RuntimeError(f"migration files must be numbered 1..{len(names)} once each: {names}")
-    steps = []
-    for name in names:
-        module = importlib.import_module(f"{__name__}.{name}")
-        steps.append((name, getattr(module, "apply", None) or module.SQL))
-    return steps
+class _Steps(Sequence):
+    """(name, step) in order; a step's module is imported only when it is read, so opening a current file (the
+    daemon's start) loads none of them."""
 
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        name = self.names[i]
+        module = importlib.import_module(f"{__name__}.{name}")
+        return name, getattr(module, "apply", None) or module.SQL
+
+
+#: Every step, in the order applied: the names `schema_version` records, so never renamed or reordered. Listed
+#: rather than found, so that two branches which each add "the next" step conflict here when merged.
+NAMES = (
+    "m001_initial",
+    "m002_fts_entries",
+    "m003_tag_graph",
+    "m004_recall_index",
+    "m005_fts_automerge",
+    "m006_entities",
+    "m007_entry_revisions",
+    "m008_imports",
+    "m009_facts",
+    "m010_tenant_fts",
+    "m011_salience_maintenance",
+    "m012_associations",
+    "m013_entries_speaker",
+    "m014_recall_replies_index",
+    "m015_users_teams",
+    "m016_tag_scopes",
+    "m017_fact_scopes",
+    "m018_import_fact_ids",
+    "m019_relation_qualifier",
+    "m020_deferred_index",
+    "m021_entries_drop_content_hash",
+    "m022_entry_tags_one_table",
+    "m023_compressed_text",
+    "m024_revision_speaker",
+    "m025_entry_entities_name",
+    "m026_entry_entities_name_backfill",
+)
 
 #: (name, step) in order: what `migrate` applies, and what `schema_version` counts.
-MIGRATIONS: list[tuple[str, Step]] = _load()
+MIGRATIONS: Sequence[tuple[str, Step]] = _Steps(NAMES)
