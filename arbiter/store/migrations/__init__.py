@@ -6,7 +6,8 @@ rows (m010, m015, m020 and m023 remake each tenant's or scope's full-text index)
 nothing from Arbiter, so a file upgrades the same way whenever it is upgraded, whatever the live code has
 become since. Live code that makes the same objects at run time (a new scope's index: store/fts.py) owns its
 own copy of their SQL. tests/unit/test_store.py upgrades a file from every earlier step and compares its whole
-schema with a new file's, which fails if a step or that copy drifts.
+schema with a new file's, which fails if a step or that copy drifts. The steps' SQL is byte for byte the text
+the code that shipped them generated (what existing files hold in sqlite_master), hence its uneven indents.
 
 To change the schema, add the next file (`m027_what.py`: a docstring saying what it adds and why, then `SQL`
 or `apply`), append its name to `NAMES` below and its row to docs/architecture.md's migrations table, and run
