@@ -7,7 +7,7 @@ what is true. `apply` re-evaluates against active truth as it stands at that
 moment (it may have moved since the batch was evaluated), then, in the
 caller's one transaction, makes the passing facts active, retires what they
 supersede, reinforces what they duplicate, materialises staged aspects and
-rejects the rest. The database's triggers (`arbiter.facts.schema`) refuse
+rejects the rest. The database's triggers (migrations m009 and m017) refuse
 any other way for a fact to become active.
 """
 

@@ -26,12 +26,39 @@ import apsw
 
 from arbiter.recall import _rank, _sql
 from arbiter.store import entries, fts
-from arbiter.store.db import _recall_row
 from arbiter.store.users import Viewer
 
 #: Past states live here, every tenant's; the same columns and tokenizer as a tenant's index.
 TABLE = "entry_revisions_fts"
 _REFILL = 4
+
+
+def recall_row(row: str) -> str:
+    """SQL for a `recall_entries` row of an entries row: its ranking fields and text signals.
+
+    The recall_entries triggers (migrations m004, m010, m023) hold the same SQL for `new`, frozen as they
+    shipped; this is the live copy that ranks past states, and tests/unit/test_store.py checks the two agree.
+
+    Signals: UTF-8 size, first-person words (" I ", " I'", " my ", " me ", a
+    leading "I"), second-person words ("you", "You", which also count "your")
+    and `numerals`: 1 if the text holds a digit, else 2 if it holds a
+    cardinal number word from two up ("two weeks", "five days"), else 0 (the
+    words are looked for only without a digit: long texts mostly hold one).
+    "one" is left out: it is more often a pronoun ("the one I bought") than a
+    count.
+    """
+    content = f"{row}.content"
+
+    def count(needle: str, size: int) -> str:
+        return f"(octet_length({content}) - octet_length(replace({content}, '{needle}', ''))) / {size}"
+
+    first = " + ".join(count(n, k) for n, k in ((" I ", 3), (" I''", 3), (" my ", 4), (" me ", 4)))
+    first += f" + (substr({content}, 1, 2) IN ('I ', 'I'''))"  # a text that opens with "I"
+    second = " + ".join(count(n, 3) for n in ("you", "You"))
+    return (
+        f"{row}.id, {row}.tenant_id, {row}.type, {row}.conversation_id, {row}.valid_from, {row}.valid_to, "
+        f"octet_length({content}), {first}, {second}, arbiter_numerals({content})"
+    )
 
 
 def ranked_visible(
@@ -93,7 +120,7 @@ def _past(
     cond, binds = entries.visible(as_of, alias="r")
     rows = conn.execute(
         f"""
-        SELECT s.rid, {_recall_row("s")} FROM (
+        SELECT s.rid, {recall_row("s")} FROM (
             SELECT r.id AS rid, r.entry_id AS id, r.tenant_id, r.type, r.conversation_id, r.valid_from, r.valid_to,
                    r.content
             FROM entry_revisions r

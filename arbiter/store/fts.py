@@ -54,9 +54,9 @@ def _columns(row: str, shared: bool) -> str:
     return f"{row}.title, {row}.content, {row}.tags, {row}.source, {_scope(row, shared)}"
 
 
-def insert_trigger(scope_id: int, *, shared: bool, deferrable: bool = True) -> str:
+def _insert_trigger(scope_id: int, *, shared: bool, deferrable: bool = True) -> str:
     """SQL creating scope N's insert trigger; `deferrable`: it stands aside while the scope is in `deferred_scopes`
-    (store/deferred.py; m020 made every scope's so, migrations before it made them without)."""
+    (store/deferred.py; a file before m020 has no such table)."""
     t, n = table(scope_id), int(scope_id)
     defer = f" AND NOT EXISTS (SELECT 1 FROM deferred_scopes WHERE scope_id = {n})" if deferrable else ""
     return f"""
@@ -75,7 +75,7 @@ def index_range(conn: apsw.Connection, scope_id: int, first: int, last: int, *, 
     )
 
 
-def attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bool = True) -> None:
+def _attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bool = True) -> None:
     """The view, vocabulary and triggers that keep scope N's index (an existing FTS5 table) in step with `entries`."""
     t, n = table(scope_id), int(scope_id)
     # Writers set `content_z` once m023 made `content` generated from it (an UPDATE OF list names what is set).
@@ -84,7 +84,7 @@ def attach(conn: apsw.Connection, scope_id: int, *, shared: bool, deferrable: bo
         f"""
         CREATE VIEW {t}_rows AS SELECT id, {_columns("entries", shared)} AS scope FROM entries WHERE scope_id = {n};
         CREATE VIRTUAL TABLE {t}_vocab USING fts5vocab({t}, row);
-        {insert_trigger(scope_id, shared=shared, deferrable=deferrable)}
+        {_insert_trigger(scope_id, shared=shared, deferrable=deferrable)}
         CREATE TRIGGER {t}_delete AFTER DELETE ON entries WHEN old.scope_id = {n} BEGIN
             INSERT INTO {t}({t}, rowid, {_COLS}) VALUES ('delete', old.id, {_columns("old", shared)});
         END;
@@ -113,9 +113,10 @@ def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
         );
         """
     )
-    # Deferrable once m020 made the table (a scope made while migrating is made as it was then; m020 redoes it).
+    # Deferrable once m020 made the table. Migrations never call this (they keep their own frozen copies); a
+    # scope made in a file at an earlier step (tests build such files) is made as the code of that step made it.
     deferrable = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'deferred_scopes'").fetchone() is not None
-    attach(conn, scope_id, shared=shared, deferrable=deferrable)
+    _attach(conn, scope_id, shared=shared, deferrable=deferrable)
     for key, value in _CONFIG:
         conn.execute(f"INSERT INTO {t}({t}, rank) VALUES (?, ?)", (key, value))
     conn.execute(f"INSERT INTO {t}({t}) VALUES ('rebuild')")

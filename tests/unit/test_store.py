@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import apsw
 import pytest
@@ -10,208 +11,14 @@ import pytest
 from arbiter._time import US, format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound, SchemaTooNew
 from arbiter.model import ListParams, RememberParams, UpdateParams
+from arbiter.recall import past
 from arbiter.store import db as db_module
+from arbiter.store import migrations
 from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants, users
+from arbiter.store.migrations.m010_tenant_fts import index as m010_index
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 
-# What each migration leaves behind, by (type, name). A new migration must add
-# its row here: the test below fails until it does, so the schema stays deliberate.
-EXPECTED_OBJECTS: dict[str, set[tuple[str, str]]] = {
-    "m001_initial": {
-        ("table", "tenants"),
-        ("index", "sqlite_autoindex_tenants_1"),
-        ("index", "sqlite_autoindex_tenants_2"),
-        ("table", "conversations"),
-        ("index", "conversations_tenant"),
-        ("table", "entries"),
-        ("table", "sqlite_sequence"),
-        ("index", "entries_tenant"),
-        ("index", "entries_conversation"),
-        ("index", "entries_parent"),
-        ("table", "relations"),
-        ("index", "sqlite_autoindex_relations_1"),
-        ("index", "relations_target"),
-        ("table", "settings"),
-        ("index", "sqlite_autoindex_settings_1"),
-    },
-    "m002_fts_entries": {
-        ("table", "entries_fts"),
-        ("table", "entries_fts_data"),
-        ("table", "entries_fts_idx"),
-        ("table", "entries_fts_docsize"),
-        ("table", "entries_fts_config"),
-        ("trigger", "entries_fts_insert"),
-        ("trigger", "entries_fts_delete"),
-        ("trigger", "entries_fts_update"),
-    },
-    "m003_tag_graph": {
-        ("table", "entry_tags"),
-        ("index", "entry_tags_tag"),
-        ("table", "tag_counts"),
-        ("table", "tag_pairs"),
-        ("table", "tag_graph_version"),
-        ("trigger", "entries_tags_insert"),
-        ("trigger", "entries_tags_update"),
-        ("trigger", "entries_tags_delete"),
-        ("index", "entries_tenant_type"),
-        ("index", "entries_thread"),
-        ("table", "cluster_names"),
-    },
-    "m004_recall_index": {
-        ("view", "entries_fts_rows"),
-        ("table", "entries_fts_vocab"),
-        ("table", "recall_entries"),
-        ("trigger", "recall_entries_update"),
-    },
-    "m005_fts_automerge": set(),
-    "m013_entries_speaker": set(),
-    "m006_entities": {
-        ("table", "entities"),
-        ("index", "entities_tenant"),
-        ("table", "entity_names"),
-        ("index", "sqlite_autoindex_entity_names_1"),
-        ("index", "entity_names_norm"),
-        ("index", "entity_names_entity"),
-        ("table", "entity_trigrams"),
-        ("table", "entry_entities"),
-        ("index", "entry_entities_entity"),
-        ("table", "entity_relations"),
-        ("index", "sqlite_autoindex_entity_relations_1"),
-        ("index", "entity_relations_target"),
-        ("table", "entity_events"),
-        ("index", "entity_events_entity"),
-    },
-    "m007_entry_revisions": {
-        ("table", "entry_revisions"),
-        ("index", "entry_revisions_entry"),
-        ("index", "entry_revisions_tenant"),
-        ("trigger", "entries_revision_unstamped"),
-        ("trigger", "entries_revision"),
-        ("view", "entry_revisions_fts_rows"),
-        ("table", "entry_revisions_fts"),
-        ("table", "entry_revisions_fts_data"),
-        ("table", "entry_revisions_fts_idx"),
-        ("table", "entry_revisions_fts_docsize"),
-        ("table", "entry_revisions_fts_config"),
-        ("trigger", "entry_revisions_fts_insert"),
-        ("trigger", "entry_revisions_fts_delete"),
-    },
-    "m008_imports": {
-        ("table", "imports"),
-        ("index", "sqlite_autoindex_imports_1"),
-        ("table", "import_ids"),
-    },
-    "m009_facts": {
-        ("table", "predicates"), ("table", "patch_batches"), ("index", "patch_batches_tenant"),
-        ("table", "facts"), ("index", "facts_subject"), ("index", "facts_tenant_status"), ("index", "facts_batch"),
-        ("index", "facts_supersedes"), ("table", "fact_sources"), ("index", "fact_sources_entry"),
-        ("table", "fact_aspects"), ("index", "fact_aspects_aspect"), ("table", "aspect_scores"),
-        ("table", "aspect_members"), ("trigger", "fact_aspects_count"), ("trigger", "facts_aspects_retire"),
-        ("trigger", "facts_aspects_confidence"),
-        ("table", "fact_revisions"), ("index", "fact_revisions_fact"),
-        ("trigger", "facts_insert_candidate"), ("trigger", "facts_gate"), ("trigger", "facts_rejected_final"),
-        ("trigger", "facts_immutable"), ("trigger", "facts_revision_insert"), ("trigger", "facts_revision_update"),
-        ("table", "facts_fts"), ("table", "facts_fts_data"), ("table", "facts_fts_idx"),
-        ("table", "facts_fts_content"), ("table", "facts_fts_docsize"), ("table", "facts_fts_config"),
-        ("trigger", "facts_fts_activate"),
-    },
-    "m014_recall_replies_index": {("index", "recall_entries_conversation")},
-    "m018_import_fact_ids": {("table", "import_ids")},
-    "m020_deferred_index": {("table", "deferred_scopes"), ("trigger", "entries_tags_insert")},
-    "m021_entries_drop_content_hash": set(),
-    "m022_entry_tags_one_table": {
-        ("table", "entry_tags"),
-        ("trigger", "entries_tags_insert"),
-        ("trigger", "entries_tags_update"),
-        ("trigger", "entries_tags_delete"),
-    },
-    # The views and triggers naming `content`, made again over the generated column.
-    "m023_compressed_text": {
-        ("view", "entry_revisions_fts_rows"),
-        ("trigger", "recall_entries_insert"),
-        ("trigger", "recall_entries_update"),
-        ("trigger", "entries_revision_unstamped"),
-        ("trigger", "entries_revision"),
-        ("trigger", "entry_revisions_fts_insert"),
-        ("trigger", "entry_revisions_fts_delete"),
-    },
-    # The revision triggers made again with the speaker (a column of entry_revisions).
-    "m024_revision_speaker": {("trigger", "entries_revision_unstamped"), ("trigger", "entries_revision")},
-    "m017_fact_scopes": {
-        ("index", "facts_subject_entity"), ("index", "facts_object_entity"), ("trigger", "facts_scope_immutable"),
-    },
-    "m019_relation_qualifier": set(),  # a column of relations
-    "m025_entry_entities_name": set(),  # a column of entry_entities
-    "m026_entry_entities_name_backfill": set(),  # data only
-    "m015_users_teams": {
-        ("table", "users"),
-        ("index", "sqlite_autoindex_users_1"),
-        ("index", "sqlite_autoindex_users_2"),
-        ("table", "teams"),
-        ("index", "sqlite_autoindex_teams_1"),
-        ("table", "team_members"),
-        ("index", "team_members_team"),
-        ("table", "scopes"),
-        ("index", "sqlite_autoindex_scopes_1"),
-        ("index", "sqlite_autoindex_scopes_2"),
-    },
-    # The tag graph rebuilt per scope: the same names, keyed by scope_id.
-    "m016_tag_scopes": {
-        ("table", "entry_tags"),
-        ("index", "entry_tags_tag"),
-        ("table", "tag_counts"),
-        ("table", "tag_pairs"),
-        ("table", "tag_graph_version"),
-        ("trigger", "entries_tags_insert"),
-        ("trigger", "entries_tags_update"),
-        ("trigger", "entries_tags_delete"),
-        ("table", "cluster_names"),
-    },
-    "m012_associations": {
-        ("table", "associations"),
-        ("index", "associations_b"),
-        ("index", "entries_time"),
-    },
-    "m010_tenant_fts": {
-        ("trigger", "recall_entries_insert"),
-        ("trigger", "recall_entries_delete"),
-    },
-    "m011_salience_maintenance": {
-        ("table", "entry_salience"),
-        ("table", "access_log"),
-        ("index", "access_log_at"),
-        ("table", "entry_sketches"),
-        ("table", "entry_retirements"),
-        ("index", "entry_retirements_entry"),
-        ("table", "maintenance_runs"),
-        ("index", "maintenance_runs_tenant"),
-        ("table", "entity_clusters"),
-        ("index", "entity_clusters_cluster"),
-        ("table", "entity_backlog"),
-    },
-    "m027_derive_queue": {
-        ("table", "derive_queue"),
-        ("trigger", "entries_derive_insert"),
-        ("trigger", "entries_derive_update"),
-        ("trigger", "entries_derive_delete"),
-    },
-}
-# What a migration removed (before adding its own): the one index over every
-# tenant went in m010; m016 dropped the per-tenant tag graph it rebuilt per scope;
-# m018 rebuilt the import id map with more kinds; m021 the tag graph's entry_tags as one table.
-DROPPED_OBJECTS: dict[str, set[tuple[str, str]]] = {
-    "m010_tenant_fts": EXPECTED_OBJECTS["m002_fts_entries"]
-    | {("view", "entries_fts_rows"), ("table", "entries_fts_vocab")},
-    "m016_tag_scopes": EXPECTED_OBJECTS["m016_tag_scopes"],
-    "m027_derive_queue": {("table", "entity_backlog")},
-    "m018_import_fact_ids": {("table", "import_ids")},
-    "m020_deferred_index": {("trigger", "entries_tags_insert")},
-    "m022_entry_tags_one_table": {
-        ("table", "entry_tags"), ("index", "entry_tags_tag"),
-        ("trigger", "entries_tags_insert"), ("trigger", "entries_tags_update"), ("trigger", "entries_tags_delete"),
-    },
-}
 # What creating a tenant adds (store/fts.py), by name pattern.
 TENANT_OBJECTS = {
     ("view", "entries_fts_{n}_rows"),
@@ -267,18 +74,92 @@ def matches(db, word: str) -> list[int]:
 # ---- migrations ----------------------------------------------------------------
 
 
-def test_migrating_an_empty_database_gives_the_exact_schema(db):
-    names = [name for name, _ in MIGRATIONS]
-    missing = [n for n in names if n not in EXPECTED_OBJECTS]
-    assert not missing, f"add the objects of {missing} to EXPECTED_OBJECTS"
-    expected = {("table", "schema_version")}
-    for n in names:
-        expected = (expected - DROPPED_OBJECTS.get(n, set())) | EXPECTED_OBJECTS[n]
-    actual = set(db.execute("SELECT type, name FROM sqlite_master"))
-    assert actual == expected
-    rows = db.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall()
-    assert rows == [(i, n) for i, n in enumerate(names, start=1)]
-    assert schema_version(db) == len(MIGRATIONS)
+def _schema(conn: apsw.Connection) -> dict:
+    """What must not depend on the step a file was made at: every object's SQL (whitespace folded), the
+    settings fixed when a file is made or opened, each full-text index's own settings, the steps recorded."""
+    objects = {(kind, name): " ".join((sql or "").split())
+               for kind, name, sql in conn.execute("SELECT type, name, sql FROM sqlite_master")}
+    return {
+        "objects": objects,
+        "fts5 config": {name: sorted(conn.execute(f"SELECT k, v FROM {name}"))
+                        for kind, name in objects if kind == "table" and name.endswith("_config")},
+        "pragmas": {p: conn.pragma(p) for p in ("page_size", "auto_vacuum", "journal_mode", "user_version",
+                                                  "application_id", "encoding", "foreign_keys")},
+        "steps": conn.execute("SELECT version, name FROM schema_version ORDER BY version").fetchall(),
+    }
+
+
+#: Each step's number, by name.
+STEP = {name: k for k, (name, _) in enumerate(MIGRATIONS, start=1)}
+
+
+def _file_at_step(path, k: int) -> None:
+    """A file made by the first `k` steps, holding a tenant (from m015 also a team) made as the code of step k
+    made one, so the steps that remake each tenant's or scope's index (m010, m015, m020, m023) have one to remake."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(db_module, "MIGRATIONS", MIGRATIONS[:k])
+        conn = open_database(path, synchronous="NORMAL")  # no fsync a step: the files are thrown away
+    with conn:
+        if k < STEP["m015_users_teams"]:  # a tenant was its row, and from m010 its own index
+            conn.execute("INSERT INTO tenants(name, token_hash, created_at) VALUES ('alice', x'01', ?)", (T0,))
+            if k >= STEP["m010_tenant_fts"]:
+                m010_index(conn, 1)
+        else:  # store/fts.py makes a scope's index as the step a file is at made it
+            tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+            users.create_team(conn, tid, "ops", now=T0)
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def fresh_schemas(tmp_path_factory) -> dict[bool, dict]:
+    """A new file's schema with the tenant of `_file_at_step`, without and with its team, made by live code."""
+    schemas = {}
+    for team in (False, True):
+        conn = open_database(tmp_path_factory.mktemp("fresh") / "a.db", synchronous="NORMAL")
+        with conn:
+            tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+            if team:
+                users.create_team(conn, tid, "ops", now=T0)
+        schemas[team] = _schema(conn)
+        conn.close()
+    return schemas
+
+
+@pytest.mark.parametrize("k", range(1, len(MIGRATIONS)))
+def test_a_file_made_at_any_earlier_step_upgrades_to_a_new_files_schema(tmp_path, fresh_schemas, k):
+    """Every upgrade path ends where a new file starts: the frozen steps agree with each other and with the live
+    code that makes a new scope's index (store/fts.py). A change to that code, or to a shipped step, fails here
+    until a new step brings existing files along."""
+    path = tmp_path / "old.db"
+    _file_at_step(path, k)
+    conn = open_database(path, synchronous="NORMAL")
+    assert _schema(conn) == fresh_schemas[k >= STEP["m015_users_teams"]]
+    conn.close()
+
+
+def test_every_step_file_is_applied_in_its_numbered_place():
+    """A step file left out of NAMES would never run; NAMES out of number order would run steps out of order."""
+    files = sorted(p.stem for p in Path(migrations.__file__).parent.glob("m[0-9][0-9][0-9]_*.py"))
+    assert list(migrations.NAMES) == files
+    assert [int(name[1:4]) for name in migrations.NAMES] == list(range(1, len(files) + 1))
+
+
+def test_past_states_are_ranked_by_the_sql_that_keeps_recall_entries(db, tenant):
+    """recall/past.py ranks a past state with its own copy of the SQL the recall_entries triggers hold."""
+    v = users.first_viewer(db, tenant)
+    texts = ["I said you would come", "two weeks in May", "You and me, 3 times: my you", "I'm here", "plain"]
+
+    def agree(eid: int) -> bool:
+        kept = db.execute("SELECT * FROM recall_entries WHERE entry_id = ?", (eid,)).fetchone()
+        return db.execute(f"SELECT {past.recall_row('e')} FROM entries e WHERE e.id = ?", (eid,)).fetchone() == kept
+
+    for text in texts:
+        with db:
+            eid = entries.remember(db, v, RememberParams(type="context", title="t", content=text), now=T0)
+        assert agree(eid), text
+        with db:  # and as the update trigger keeps it
+            entries.update(db, v, UpdateParams(id=eid, content=f"Me: {text} (you said nine)"), now=T0 + US)
+        assert agree(eid), text
 
 
 def test_each_tenant_gets_an_index_of_its_own(db, tenant, other):
