@@ -41,6 +41,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-judge", action="store_true", help="hard assertions only: no judge calls")
     p.add_argument("--fake", action="store_true",
                    help="no key: the local fake Messages server answers, with a scripted agent")
+    p.add_argument("--name-clusters", action="store_true",
+                   help="give the daemon the key too, so it names topic clusters with the model as in production "
+                        "(a few fast-model calls a run); by default they keep their tag-list names")
     p.add_argument("--agent", choices=list(agents.AGENTS), default="careful", help="the scripted agent for --fake")
     p.add_argument("--out", type=Path, default=OUT,
                    help="results.jsonl (appended) and transcripts/ go here (default bench/results/scenarios)")
@@ -52,11 +55,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-async def _main(args: argparse.Namespace, home: Path, daemon: Daemon, fake) -> str:
+async def _main(args: argparse.Namespace, home: Path, daemon: Daemon, fake, key: str | None) -> str:
     import anthropic
 
     client = (anthropic.AsyncAnthropic(api_key="fake", base_url=fake.base_url, max_retries=0) if fake
-              else anthropic.AsyncAnthropic())
+              else anthropic.AsyncAnthropic(api_key=key))
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     h = Harness(home=home, socket=daemon.socket_path, admin_token=paths.admin_token_path(home).read_text().strip(),
                 model_client=client, model="scripted" if fake else args.model,
@@ -75,8 +78,10 @@ async def _main(args: argparse.Namespace, home: Path, daemon: Daemon, fake) -> s
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    if args.fake:
-        # The scripted run uses no key anywhere: a daemon with one would name clusters through the real API.
+    key = None if args.fake else os.environ["ANTHROPIC_API_KEY"]
+    if args.fake or not args.name_clusters:
+        # The daemon inherits this environment: with a key it would name clusters through the API, which a
+        # scripted run must never reach and a keyed run pays for only when asked.
         os.environ.pop("ANTHROPIC_API_KEY", None)
     with tempfile.TemporaryDirectory(prefix="arb-scn-") as tmp:
         home = Path(tmp)
@@ -85,9 +90,9 @@ def main(argv: list[str] | None = None) -> None:
                 from tests.fake_messages import FakeMessages
 
                 with FakeMessages() as fake:
-                    print(anyio.run(_main, args, home, daemon, fake))
+                    print(anyio.run(_main, args, home, daemon, fake, None))
             else:
-                print(anyio.run(_main, args, home, daemon, None))
+                print(anyio.run(_main, args, home, daemon, None, key))
 
 
 if __name__ == "__main__":

@@ -138,7 +138,7 @@ def careful(key: str, v: View) -> Act:
         if not v.called(tools.TOPIC_CLUSTER) and not v.called(tools.RECALL):
             return [tools.topic_cluster("rollback") if v.tags(["rollback"]) else tools.recall("rollback runbook")]
         lines = (v.result(tools.TOPIC_CLUSTER) or v.result(tools.RECALL)).replace("**", "").splitlines()
-        said = [body.strip() for head, body in zip(lines, lines[1:])
+        said = [body.strip() for head, body in itertools.pairwise(lines)
                 if head.startswith("- #") and "roll back" in head.lower()]
         return "The rollback runbooks say: " + " ".join(said) if said else "No rollback runbook found."
     if key == "teammate-thread":

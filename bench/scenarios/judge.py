@@ -127,6 +127,5 @@ async def _ask(client: anthropic.AsyncAnthropic, model: str, messages: list, out
     except anthropic.APIError as e:
         out.error = f"messages API: {type(e).__name__}: {e}"
         return None
-    out.usage.input_tokens += reply.usage.input_tokens
-    out.usage.output_tokens += reply.usage.output_tokens
+    out.usage.count(reply.usage)
     return "".join(b.text for b in reply.content if b.type == "text")

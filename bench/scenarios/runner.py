@@ -180,7 +180,11 @@ def render(board: Scoreboard) -> str:
                   f"rubric mean {rubric}" + (f" ({board.judge_failures} unreadable verdicts)"
                                              if board.judge_failures else "")]
     for name, u in (("driven model", board.agent_usage), ("judge", board.judge_usage)):
-        if u.requests:
-            lines.append(f"{name}: {u.requests} requests, {u.input_tokens} input / {u.output_tokens} output "
-                         f"tokens reported, {u.request_chars} request characters")
+        if not u.requests:
+            continue
+        # The fake server's token counts are placeholders: a scripted run reports what it sent, in characters.
+        tokens = "" if board.agent else (
+            f", tokens: {u.input_tokens} input + {u.cache_read_tokens} cache read + {u.cache_write_tokens} cache "
+            f"write, {u.output_tokens} output")
+        lines.append(f"{name}: {u.requests} requests, {u.request_chars} characters sent{tokens}")
     return "\n".join(lines)

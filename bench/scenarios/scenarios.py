@@ -77,7 +77,7 @@ def read_something(c: Ctx) -> str | None:
 
 
 def read_before_write(c: Ctx) -> str | None:
-    names = [call.tool for call, _ in c.t.calls()]
+    names = [call.tool for call, _ in c.calls()]
     first_write = next((i for i, n in enumerate(names) if n in tools.WRITES), len(names))
     if not any(n in tools.READS for n in names[:first_write]):
         return "wrote before reading anything" if first_write < len(names) else "read nothing"
