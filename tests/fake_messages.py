@@ -133,9 +133,7 @@ class FakeMessages:
                 return self._steps.popleft()
         return _Exhausted(len(self.requests))
 
-    def _message(self, model: str, text: str, reply: Reply | None = None) -> dict[str, Any]:
-        if reply is not None:
-            return {**self._message(model, text), "content": list(reply.content), "stop_reason": reply.stop_reason}
+    def _message(self, model: str, text: str) -> dict[str, Any]:
         return {
             "id": f"msg_fake_{next(self._ids):04d}",
             "type": "message",
@@ -193,7 +191,8 @@ def _handler_for(fake: FakeMessages) -> type[BaseHTTPRequestHandler]:
                 message = f"FakeMessages: script exhausted at request {step.request_number}"
                 self._send(500, _error_body(500, message))
             elif isinstance(step, Reply):
-                self._send(200, fake._message(str(body.get("model", "")), json.dumps(step.content), step))
+                message = fake._message(str(body.get("model", "")), json.dumps(step.content))
+                self._send(200, {**message, "content": list(step.content), "stop_reason": step.stop_reason})
             elif isinstance(step, bool) or not isinstance(step, (str, int)):
                 self._send(500, _error_body(500, f"FakeMessages: bad script step {step!r}"))
             elif isinstance(step, int):
