@@ -169,8 +169,7 @@ async def _converse(session: ClientSession, model_client: anthropic.AsyncAnthrop
             t.error = f"messages API: {type(e).__name__}: {e}"
             return False
         t.usage.count(reply.usage)
-        content = [block.model_dump(exclude_none=True) for block in reply.content]
-        messages.append({"role": "assistant", "content": content})
+        messages.append({"role": "assistant", "content": [_echo(block) for block in reply.content]})
         text = "\n".join(b.text for b in reply.content if b.type == "text")
         uses = [b for b in reply.content if b.type == "tool_use"]
         if text or not uses:
@@ -189,3 +188,12 @@ async def _converse(session: ClientSession, model_client: anthropic.AsyncAnthrop
         messages.append({"role": "user", "content": results})
     t.error = f"no answer after {MAX_TURNS} model turns"
     return False
+
+
+def _echo(block: Any) -> dict[str, Any]:
+    """A reply's content block as it goes back in the next request: the fields a request takes, no more."""
+    if block.type == "text":
+        return {"type": "text", "text": block.text}
+    if block.type == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    return block.model_dump(exclude_none=True)  # thinking blocks go back whole, signature and all

@@ -40,7 +40,8 @@ class RunResult(msgspec.Struct, kw_only=True):
 
     @property
     def passed(self) -> bool:
-        return all(v is None for v in self.checks.values())
+        """Every assertion held, and the model answered: a run cut short has not done its task."""
+        return self.error is None and all(v is None for v in self.checks.values())
 
 
 @dataclass
@@ -105,8 +106,9 @@ async def run_all(h: Harness, scenarios: list[Scenario], reps: int, *, progress:
             r = await h.run(scenario, rep)
             results.append(r)
             if progress:
-                failed = [k for k, v in r.checks.items() if v is not None]
-                print(f"{scenario.key} #{rep}: {'pass' if r.passed else 'FAIL ' + '; '.join(failed)}",
+                failed = [f"{k}: {v}" for k, v in r.checks.items() if v is not None]
+                cut = f" [{r.error}]" if r.error else ""
+                print(f"{scenario.key} #{rep}: {'pass' if r.passed else 'FAIL ' + '; '.join(failed)}{cut}",
                       file=sys.stderr)
     return results
 
@@ -116,6 +118,8 @@ class ScenarioScore(msgspec.Struct, kw_only=True):
     runs: int
     rubric_mean: float | None
     failures: dict[str, int]
+    #: Runs cut short (an API error, the turn limit): their assertions ran on what had happened.
+    errors: int = 0
 
 
 class Scoreboard(msgspec.Struct, kw_only=True):
@@ -146,6 +150,7 @@ def scoreboard(h: Harness, results: list[RunResult], reps: int) -> Scoreboard:
         s = per.setdefault(r.scenario, ScenarioScore(passed=0, runs=0, rubric_mean=None, failures={}))
         s.runs += 1
         s.passed += r.passed
+        s.errors += r.error is not None
         for name, why in r.checks.items():
             if why is not None:
                 s.failures[name] = s.failures.get(name, 0) + 1
@@ -174,6 +179,8 @@ def render(board: Scoreboard) -> str:
     for key, s in board.scenarios.items():
         rubric = f"{s.rubric_mean:.2f}" if s.rubric_mean is not None else "-"
         failed = ", ".join(f"{name} x{n}" for name, n in s.failures.items())
+        if s.errors:
+            failed += f" ({s.errors} run(s) cut short: see the transcripts' `error`)"
         lines.append(f"{key:<22} {s.passed:>3}/{s.runs:<2} {rubric:>7}  {failed}")
     rubric = f"{board.rubric_mean:.2f}" if board.rubric_mean is not None else "-"
     lines += ["", f"hard assertions: {board.passed}/{board.runs} runs pass ({100 * board.pass_rate:.1f}%); "

@@ -18,7 +18,7 @@ from functools import cached_property
 from arbiter.client import Client
 from arbiter.errors import ArbiterError
 from arbiter.model import Entry
-from bench.scenarios import tools
+from bench.scenarios import corpus, tools
 from bench.scenarios.corpus import Fixture
 from bench.scenarios.driver import Event, Transcript
 
@@ -85,6 +85,7 @@ def read_before_write(c: Ctx) -> str | None:
 
 
 def wrote_nothing(c: Ctx) -> str | None:
+    # Attempts count too: a question is no occasion to write, whether or not the write went through.
     writes = [call.tool for call, _ in c.t.calls() if call.tool in tools.WRITES]
     if writes or c.new:
         return f"wrote: calls {writes}, new entries {[e.id for e in c.new]}"
@@ -116,7 +117,6 @@ def replied_in(root: str) -> Check:
 
 def unchanged(*names: str) -> Check:
     def check(c: Ctx) -> str | None:
-        from bench.scenarios import corpus
         texts = {n: body for n, *_, body in (*corpus.TICKETS, *corpus.RUNBOOKS, *corpus.REPLIES)}
         changed = [n for n in names if c.client.get(c.fx[n]).content != texts[n]]
         return f"text changed: {changed}" if changed else None

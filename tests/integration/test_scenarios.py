@@ -17,7 +17,8 @@ import anthropic
 import anyio
 import pytest
 
-from bench.scenarios.driver import Event, Transcript
+from bench.scenarios import agents, tools
+from bench.scenarios.driver import MAX_TURNS, Event, Transcript
 from bench.scenarios.judge import judge
 from bench.scenarios.runner import Harness, run_all, scoreboard
 from bench.scenarios.scenarios import BY_KEY, SCENARIOS
@@ -109,6 +110,17 @@ def test_without_the_briefing_the_topics_question_needs_a_tool(bench_env):
     h = dataclasses.replace(_harness(bench_env, "careful"), briefing="none")
     [result] = _run(h, [BY_KEY["topics-from-briefing"]])
     assert {k for k, v in result.checks.items() if v} == {"no tool calls"}
+
+
+def test_a_model_that_never_answers_is_cut_short_and_fails(bench_env, monkeypatch):
+    """An agent that calls tools forever stops at the turn limit; the run is marked cut short, and fails."""
+    monkeypatch.setitem(agents.AGENTS, "looping", lambda key, view: [tools.recall("anything")])
+    h = _harness(bench_env, "looping")
+    [result] = _run(h, [BY_KEY["no-duplicate"]])
+    assert result.error == f"no answer after {MAX_TURNS} model turns" and result.usage.requests == MAX_TURNS
+    # Its assertions hold (it read, and wrote no duplicate), but it never answered the user.
+    assert {k for k, v in result.checks.items() if v} == set() and not result.passed
+    assert scoreboard(h, [result], 1).scenarios["no-duplicate"].errors == 1
 
 
 # The judge against the fake: decoding, and the repair of a malformed verdict.
