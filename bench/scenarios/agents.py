@@ -11,6 +11,11 @@ It keeps no state of its own between requests.
   links and supersedes.
 - `careless` ignores it: it answers questions without looking and files
   every request as a new entry with tags of its own.
+- `meddler` reads, then does the wrong thing with what it found: edits
+  entries in place (a teammate's too), replies where a new memory belongs,
+  writes while answering a question, writes twice. It fails the
+  assertions the careless agent never reaches, for the scenarios in
+  `MEDDLES`.
 
 The judge's model gets `judge_reply`, a verdict shaped as the judge's prompt
 asks, built from the rubric questions the request carries.
@@ -62,6 +67,10 @@ class View:
 
     def called(self, name: str) -> bool:
         return any(s[0] == name and not s[3] for s in self.steps)
+
+    def tried(self, name: str) -> bool:
+        """Called `name`, whether or not it succeeded."""
+        return any(s[0] == name for s in self.steps)
 
     def result(self, name: str) -> str:
         return next((s[2] for s in reversed(self.steps) if s[0] == name and not s[3]), "")
@@ -137,10 +146,7 @@ def careful(key: str, v: View) -> Act:
     if key == "cluster-recall":
         if not v.called(tools.TOPIC_CLUSTER) and not v.called(tools.RECALL):
             return [tools.topic_cluster("rollback") if v.tags(["rollback"]) else tools.recall("rollback runbook")]
-        lines = (v.result(tools.TOPIC_CLUSTER) or v.result(tools.RECALL)).replace("**", "").splitlines()
-        said = [body.strip() for head, body in itertools.pairwise(lines)
-                if head.startswith("- #") and "roll back" in head.lower()]
-        return "The rollback runbooks say: " + " ".join(said) if said else "No rollback runbook found."
+        return _rollback_summary(v)
     if key == "teammate-thread":
         if not v.called(tools.REPLY):
             parent = _locate(v, "Deadlock between invoice and payment writers", "deadlock invoice payment")
@@ -190,6 +196,14 @@ def careful(key: str, v: View) -> Act:
     raise KeyError(f"careful agent: no script for scenario {key!r}")
 
 
+def _rollback_summary(v: View) -> str:
+    """What the rollback runbooks say, from the last topic_cluster or recall result."""
+    lines = (v.result(tools.TOPIC_CLUSTER) or v.result(tools.RECALL)).replace("**", "").splitlines()
+    said = [body.strip() for head, body in itertools.pairwise(lines)
+            if head.startswith("- #") and "roll back" in head.lower()]
+    return "The rollback runbooks say: " + " ".join(said) if said else "No rollback runbook found."
+
+
 def careless(key: str, v: View) -> Act:
     """The scripted agent that ignores the briefing: never reads, files everything new, invents tags."""
     if v.prompt.rstrip().endswith("?") or v.prompt.lower().startswith(("what", "which")):
@@ -200,7 +214,40 @@ def careless(key: str, v: View) -> Act:
     return "Saved."
 
 
-AGENTS: dict[str, Callable[[str, View], Act]] = {"careful": careful, "careless": careless}
+def meddler(key: str, v: View) -> Act:
+    """The scripted agent that reads and then misuses what it read, for the scenarios in MEDDLES."""
+    if key == "new-memory":
+        if not v.called(tools.REPLY):
+            thread = re.search(r"#(\d+)", v.system[v.system.index("## 5. Open threads"):])
+            return [tools.reply(int(thread.group(1)), v.prompt)]
+        return "Noted."
+    if key == "cluster-recall":
+        if not v.called(tools.TOPIC_CLUSTER):
+            return [tools.topic_cluster("rollback")]
+        if not v.called(tools.REMEMBER):
+            return [tools.remember(type="context", title="Rollback summary", content=_rollback_summary(v),
+                                   tags=["runbook"])]
+        return _rollback_summary(v)
+    if key in ("teammate-thread", "cross-reference"):
+        title = {"teammate-thread": "Deadlock between invoice and payment writers",
+                 "cross-reference": "Rate-limit the public API per token"}[key]
+        if not v.tried(tools.UPDATE):
+            return [tools.update(_locate(v, title, title), v.prompt)]
+        return "Updated the entry."
+    if key == "cluster-vocabulary":
+        parent = _locate(v, "Runbook: Postgres failover", "Postgres failover runbook")
+        if not v.called(tools.REPLY):
+            return [tools.reply(parent, v.prompt)]
+        if not v.called(tools.REMEMBER):
+            return [tools.remember(type="reference", title="Drain the queue after a failover",
+                                   content="Drain the job queue before restarting the workers after a failover.",
+                                   tags=["runbook", "ops", "oncall", "incident"])]
+        return "Noted, twice to be safe."
+    raise KeyError(f"meddler: no script for scenario {key!r} (it has {', '.join(MEDDLES)})")
+
+
+MEDDLES = ("new-memory", "cluster-recall", "teammate-thread", "cross-reference", "cluster-vocabulary")
+AGENTS: dict[str, Callable[[str, View], Act]] = {"careful": careful, "careless": careless, "meddler": meddler}
 
 
 def judge_reply(body: dict[str, Any]) -> str:

@@ -55,6 +55,11 @@ def link(source_id: int, relation: str, target_id: int) -> Call:
     return LINK, {"source_id": source_id, "relation": relation, "target_id": target_id}
 
 
+def update(entry_id: int, content: str) -> Call:
+    """Overwrite an entry's text in place."""
+    return UPDATE, {"id": entry_id, "content": content}
+
+
 def recall(query: str) -> Call:
     return RECALL, {"query": query, "everywhere": True}
 

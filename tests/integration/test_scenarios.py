@@ -18,10 +18,11 @@ import anyio
 import pytest
 
 from bench.scenarios import agents, tools
+from bench.scenarios.corpus import TEAMMATE, seed
 from bench.scenarios.driver import MAX_TURNS, Event, Transcript
 from bench.scenarios.judge import judge
 from bench.scenarios.runner import Harness, run_all, scoreboard
-from bench.scenarios.scenarios import BY_KEY, SCENARIOS
+from bench.scenarios.scenarios import BY_KEY, SCENARIOS, Ctx
 from tests.conftest import DaemonProcess
 from tests.fake_messages import FakeMessages
 
@@ -36,6 +37,14 @@ CARELESS_FAILS = {
     "supersede": {"old runbook superseded by a new entry"},
     "topics-from-briefing": {"names three topics"},
     "cluster-vocabulary": {"reuses the runbook cluster's tags"},
+}
+#: What reading and then misusing the memory breaks: the assertions the careless agent never reaches.
+MEDDLER_FAILS = {
+    "new-memory": {"not filed as a reply"},
+    "cluster-recall": {"wrote nothing"},
+    "teammate-thread": {"replied in raj's thread", "overwrote nothing"},
+    "cross-reference": {"a new entry holds the note", "linked with the rate-limit ticket"},
+    "cluster-vocabulary": {"one new entry"},
 }
 
 
@@ -91,6 +100,24 @@ def test_the_careless_agent_fails_what_ignoring_the_briefing_breaks(bench_env):
     failed = {r.scenario: {k for k, v in r.checks.items() if v} for r in results if not r.passed}
     assert failed == CARELESS_FAILS
     assert [r.scenario for r in results if r.passed] == ["new-memory"]
+
+
+def test_the_meddling_agent_fails_what_misusing_the_memory_breaks(bench_env):
+    results = _run(_harness(bench_env, "meddler"), [BY_KEY[k] for k in agents.MEDDLES])
+    assert {r.scenario: {k for k, v in r.checks.items() if v} for r in results} == MEDDLER_FAILS
+
+
+def test_a_teammates_entry_changed_is_caught(bench_env):
+    """The daemon refuses to let ana overwrite raj's entry, so no script can; raj changing it himself must show."""
+    d, _ = bench_env
+    fx = seed(d.socket, d.admin_token, "untouched")
+    check = BY_KEY["teammate-thread"].checks["raj's entries untouched"]
+    empty = Transcript(scenario="teammate-thread", rep=1, model="m", briefing="full")
+    with fx.client(d.socket) as ana:
+        assert check(Ctx(empty, fx, ana)) is None
+        with fx.client(d.socket, TEAMMATE) as raj:
+            raj.update(fx["deadlock-r1"], content="Rewritten.")
+        assert check(Ctx(empty, fx, ana)) == "text changed: ['deadlock-r1']"
 
 
 def test_an_assertion_flipped_by_hand_fails(bench_env):
