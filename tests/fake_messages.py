@@ -13,7 +13,9 @@ A step is one of:
 
 - `str`: a 200 reply whose single text block is that string (valid JSON or not);
 - `int`: that HTTP status with an Anthropic-style error body (429, 500, 529 ...);
-- `Delay(seconds, then)`: wait, then answer `then` (a `str` or `int` step).
+- `Delay(seconds, then)`: wait, then answer `then` (a `str` or `int` step);
+- `Reply(content, stop_reason)`: a 200 reply with those content blocks, as the
+  API sends them (`tool_use` blocks for a scripted agent, bench/scenarios).
 
 Instead of a list, the script may be a callable given each request's JSON body
 and returning a step. When a list runs out, the fake answers 500 with a message
@@ -33,7 +35,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["Delay", "FakeMessages", "Script", "Step", "fake_messages"]
+__all__ = ["Delay", "FakeMessages", "Reply", "Script", "Step", "fake_messages"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,15 @@ class Delay:
     then: str | int = '{"ok": true}'
 
 
-Step = str | int | Delay
+@dataclass(frozen=True)
+class Reply:
+    """A 200 reply whose content is these blocks (`{"type": "tool_use", ...}` and text blocks)."""
+
+    content: tuple[dict[str, Any], ...]
+    stop_reason: str = "end_turn"
+
+
+Step = str | int | Delay | Reply
 Script = Sequence[Step] | Callable[[dict[str, Any]], Step]
 
 # The `error.type` the real API sends for each status.
@@ -180,6 +190,9 @@ def _handler_for(fake: FakeMessages) -> type[BaseHTTPRequestHandler]:
             if isinstance(step, _Exhausted):
                 message = f"FakeMessages: script exhausted at request {step.request_number}"
                 self._send(500, _error_body(500, message))
+            elif isinstance(step, Reply):
+                message = fake._message(str(body.get("model", "")), json.dumps(step.content))
+                self._send(200, {**message, "content": list(step.content), "stop_reason": step.stop_reason})
             elif isinstance(step, bool) or not isinstance(step, (str, int)):
                 self._send(500, _error_body(500, f"FakeMessages: bad script step {step!r}"))
             elif isinstance(step, int):
