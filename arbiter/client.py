@@ -87,6 +87,16 @@ def _drop_none(params: dict) -> dict:
     return {k: v for k, v in params.items() if v is not None}
 
 
+def _given(named: dict) -> dict:
+    """A typed method's parameters (its `locals()`) as the request's params: the daemon applies the defaults of
+    what is left out (None)."""
+    return {k: v for k, v in named.items() if k != "self" and v is not None}
+
+
+#: What a time parameter takes: an RFC 3339 text or seconds since the epoch.
+When = str | float | None
+
+
 def no_daemon(socket_path, start_with: str = "arbiter serve") -> Unavailable:
     """The error for a socket nobody serves, with the command line that starts a daemon on it."""
     return Unavailable(f"no daemon on {socket_path}: start it with `{start_with}`")
@@ -219,9 +229,17 @@ class Client:
     def status(self) -> Status:
         return self.call("status", {}, Status)
 
-    def remember(self, **params) -> Remembered:
-        """Write one entry; see `RememberParams` for the fields."""
-        return self.call("remember", params, Remembered)
+    def remember(
+        self, *, type: str, title: str, content: str, tags: list[str] | None = None, source: str | None = None,
+        conversation_id: int | None = None, new_conversation: str | None = None, parent_id: int | None = None,
+        supersedes_ids: list[int] | None = None, valid_from: When = None, speaker: str | None = None,
+        team: str | None = None, auto_tag: bool | None = None, auto_supersede: bool | None = None,
+        entities: list[str | dict] | None = None, salience: float | None = None, permanent: bool | None = None,
+        allow_duplicate: bool | None = None, extract_entities: bool | None = None, auto_link: bool | None = None,
+        candidates: bool | None = None,
+    ) -> Remembered:
+        """Write one entry; `RememberParams` says what each field does."""
+        return self.call("remember", _given(locals()), Remembered)
 
     def remember_many(self, entries: list[RememberParams | dict]) -> list[int]:
         """Write many entries in one transaction; returns their ids in order."""
@@ -237,12 +255,16 @@ class Client:
         """One entry valid now (or at `as_of`), as recorded now (or at `known_at`), with its salience now."""
         return self.call("get", {"id": id, "as_of": as_of, "known_at": known_at}, EntryDetail)
 
-    def list(self, **params) -> list[Entry]:
-        """Browse newest first; `types`, `tag`, `conversation_id`, `as_of`, `known_at`, `limit`, `before_id`."""
-        return self.call("list", params, EntryList).entries
+    def list(self, *, types: list[str] | None = None, tag: str | None = None, conversation_id: int | None = None,
+             as_of: When = None, known_at: When = None, limit: int | None = None,
+             before_id: int | None = None) -> list[Entry]:
+        """Browse newest first; every filter is a hard filter (`ListParams`)."""
+        return self.call("list", _given(locals()), EntryList).entries
 
-    def update(self, id: int, **fields) -> Entry:
-        return self.call("update", {"id": id, **fields}, Entry)
+    def update(self, id: int, *, type: str | None = None, title: str | None = None, content: str | None = None,
+               tags: list[str] | None = None, source: str | None = None, speaker: str | None = None) -> Entry:
+        """Correct an active entry in place; omitted fields keep their value (`UpdateParams`)."""
+        return self.call("update", _given(locals()), Entry)
 
     def forget(self, id: int) -> bool:
         """Retire an entry; False if it was already retired."""
@@ -272,15 +294,24 @@ class Client:
         params = {"source_id": source_id, "relation": relation, "target_id": target_id}
         return self.call("unlink", params, UnlinkResult).removed
 
-    def expand(self, id: int, **params) -> Graph:
-        return self.call("expand", {"id": id, **params}, Graph)
+    def expand(self, id: int, *, depth: int | None = None, limit: int | None = None, as_of: When = None,
+               known_at: When = None) -> Graph:
+        """The entries linked to one, one or two hops out (`ExpandParams`)."""
+        return self.call("expand", _given(locals()), Graph)
 
     def density(self, id: int) -> Density:
         return self.call("density", {"id": id}, Density)
 
-    def recall(self, query: str = "", **params) -> RecallResult:
-        """Search (or browse with no query); see `RecallParams` for the knobs."""
-        return self.call("recall", {"query": query, **params}, RecallResult)
+    def recall(
+        self, query: str = "", *, conversation_id: int | None = None, types: list[str] | None = None,
+        tag: str | None = None, as_of: When = None, known_at: When = None, limit: int | None = None,
+        explain: bool | None = None, intent: str | None = None, decay: bool | None = None,
+        half_life_days: float | None = None, floor: float | None = None, disable: list[str] | None = None,
+        excerpts: int | None = None, expand: bool | str | None = None, rerank: bool | str | None = None,
+        rerank_fine: bool | str | None = None, deadline_ms: int | None = None, graph: bool | None = None,
+    ) -> RecallResult:
+        """Search (or browse with no query); `RecallParams` says what each knob does."""
+        return self.call("recall", _given(locals()), RecallResult)
 
     def conversation_create(self, title: str) -> Conversation:
         return self.call("conversation_create", {"title": title}, Conversation)
@@ -336,9 +367,10 @@ class Client:
 
     # ---- threads, graph projection, topic clusters, briefing ---------------------
 
-    def reply(self, parent_id: int, content: str, **params) -> Entry:
+    def reply(self, parent_id: int, content: str, *, title: str | None = None, type: str | None = None,
+              tags: list[str] | None = None, source: str | None = None, speaker: str | None = None) -> Entry:
         """Reply under `parent_id`; `title`, `type`, `tags`, `source` default to the parent's (no source)."""
-        return self.call("reply", {"parent_id": parent_id, "content": content, **params}, Entry)
+        return self.call("reply", _given(locals()), Entry)
 
     def thread(self, id: int, *, as_of: str | float | None = None, known_at: str | float | None = None) -> Thread:
         """The thread through an entry: root and visible replies, oldest first."""
@@ -418,13 +450,15 @@ class Client:
         return self.call("import_batch", params, ImportProgress)
     # ---- facts behind the evaluation gate ---------------------------------------------
 
-    def facts_propose(self, facts: list[dict], **params) -> Batch:
+    def facts_propose(self, facts: list[dict], *, origin: str | None = None, apply: bool | None = None,
+                      threshold: float | None = None, note: str | None = None, team: str | None = None) -> Batch:
         """Propose a batch of candidate facts (`subject`, `predicate`, `object`, `confidence`, `sources`...); `apply=True` applies it through the gate."""
-        return self.call("facts_propose", {"facts": facts, **params}, Batch)
+        return self.call("facts_propose", _given(locals()), Batch)
 
-    def facts(self, subject: str | None = None, **params) -> FactList:
-        """Active facts true now; `predicate`, `status`, `as_of`, `known_at`, `limit`."""
-        return self.call("facts", {"subject": subject, **params}, FactList)
+    def facts(self, subject: str | None = None, *, predicate: str | None = None, status: str | None = None,
+              as_of: When = None, known_at: When = None, limit: int | None = None) -> FactList:
+        """Active facts true now (`FactsParams`)."""
+        return self.call("facts", _given(locals()), FactList)
 
     def fact_history(self, id: int) -> FactHistory:
         return self.call("fact_history", {"id": id}, FactHistory)
