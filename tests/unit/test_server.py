@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import apsw
+import msgspec
 import pytest
 
 from arbiter.server import IDLE_CHECKPOINT_PAGES, Daemon, writer_settings
-from arbiter.server.runner import transaction
+from arbiter.server.runner import Caller, Runner, disk_full, transaction, upkeep
+from arbiter.verb import Verb
+from tests.conftest import fill
 from arbiter.store import open_database
 
 
@@ -70,3 +73,45 @@ def test_the_idle_checkpoint_leaves_a_small_wal_until_it_grows_or_the_disk_fills
         assert d._writer.execute("SELECT count(*) FROM t").fetchone() == (1 + 1000 * (n + 1),)
     finally:
         d._writer.close()
+
+
+def test_a_full_disk_under_a_savepoint_is_a_full_disk_and_leaves_no_transaction(small_disk):
+    # SQLite answers SQLITE_FULL in a page spill by rolling the whole transaction back: the verb's own
+    # savepoint (`with conn`) then fails on its way out, and apsw raises that failure, not the FullError.
+    conn = open_database(small_disk / "arbiter.db")
+    writer_settings(conn)
+    runner = Runner(conn, lambda lane: conn)
+    conn.execute("CREATE TABLE t(v)")
+
+    def bulk(ctx, params):
+        with ctx.conn:
+            ctx.conn.executemany("INSERT INTO t VALUES (randomblob(1000))", [()] * params.rows)
+
+    class Rows(msgspec.Struct):
+        rows: int
+
+    verb = Verb(Rows, bulk, writes=True)
+    try:
+        fill(small_disk / "filler")
+        for rows in (1, 3000):  # one row fails at the commit; thousands fail in a spill, under the savepoint
+            with pytest.raises(apsw.Error) as failed:
+                runner.execute(verb, Rows(rows), Caller(1, "t", None))
+            assert disk_full(failed.value) and not conn.in_transaction
+        (small_disk / "filler").unlink()
+        runner.execute(verb, Rows(10), Caller(1, "t", None))
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (10,)
+    finally:
+        conn.close()
+
+
+def test_upkeep_raises_a_full_disk_as_one(small_disk):
+    conn = open_database(small_disk / "arbiter.db")
+    writer_settings(conn)
+    conn.execute("CREATE TABLE t(v)")
+    try:
+        fill(small_disk / "filler")
+        with pytest.raises(apsw.FullError), upkeep(conn):  # `with conn` raised the savepoint's SQLError
+            conn.executemany("INSERT INTO t VALUES (randomblob(1000))", [()] * 3000)
+        assert not conn.in_transaction
+    finally:
+        conn.close()
