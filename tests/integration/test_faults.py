@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
+import os
 import re
 import resource
 import select
@@ -281,6 +284,51 @@ def _pings(sock, proc) -> bool:
         return False
 
 
+def open_files(pid: int) -> list[str]:
+    """What each of the process's file descriptors names (sockets as socket:[inode])."""
+    out = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # closed while listed
+            out.append(os.readlink(fd))
+    return sorted(out)
+
+
+def test_file_descriptors_left_after_clients_close_are_a_bounded_pool(home):
+    """After a burst of clients the daemon holds more files than at start: each read lane's connection,
+    opened at its first read, holds the database and its WAL. A second burst adds none."""
+    d = DaemonProcess(home).start()
+
+    def burst():
+        def one(i):
+            with d.client() as c:
+                c.remember(type="user", title=f"t{i}", content=f"hello {i} world")
+                c.recall("hello world"), c.list(limit=5), c.get(1), c.status()
+
+        clients = [threading.Thread(target=one, args=(i,)) for i in range(32)]
+        for t in clients:
+            t.start()
+        for t in clients:
+            t.join()
+        wait_for(lambda: sum(f.startswith("socket:") for f in open_files(d.proc.pid)) <= sockets,
+                 what="the clients' sockets to be closed")
+
+    try:
+        with d.client() as c:
+            c.ping()  # the first read connection (the loop's), as the start-up check's ping may not have closed
+        start = [f for f in open_files(d.proc.pid) if not f.startswith("socket:")]
+        sockets = 3  # the listening socket, and the pair that wakes the event loop
+        burst()
+        after = open_files(d.proc.pid)
+        burst()
+        assert open_files(d.proc.pid) == after
+        after = [f for f in after if not f.startswith("socket:")]
+        added = list((collections.Counter(after) - collections.Counter(start)).elements())
+        # At most one read connection per reader thread (4 at most), the quick lane's and the loop's.
+        assert set(added) <= {str(d.db), f"{d.db}-wal"} and len(added) <= 2 * (4 + 1 + 1)
+    finally:
+        d.stop()
+
+
 # ---- memory per connection -----------------------------------------------------------------
 
 
@@ -365,8 +413,6 @@ def test_a_connection_that_never_reads_its_answers_is_closed_when_idle(home):
 
 def test_a_client_past_1024_file_descriptors_talks_and_reconnects(home):
     """select() takes no descriptor from FD_SETSIZE (1024) on: a process with many files open must still be served."""
-    import os
-
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < 1100:
         if hard != resource.RLIM_INFINITY and hard < 1100:
