@@ -26,7 +26,7 @@ class DatabasePath(GivenPath):
     def convert(self, value, param, ctx):
         if isinstance(value, str) and paths.is_database_url(value):
             self.fail(f"{value.split('://', 1)[0]}:// is a database URL; this arbiter serves SQLite files only "
-                      "(the PostgreSQL engine is not built yet): give a file path", param, ctx)
+                      "(the PostgreSQL engine is not built yet): give a file path (--db or ARBITER_DB)", param, ctx)
         return super().convert(value, param, ctx)
 
 
