@@ -25,6 +25,12 @@ def db_path(home: Path) -> Path:
     return home / "arbiter.db"
 
 
+def is_database_url(text: str) -> bool:
+    """Whether `text` is a URL naming a database server (`postgresql://...`) rather than a file path."""
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.replace("+", "").isalnum() and scheme[:1].isalpha()
+
+
 def socket_path(home: Path) -> Path:
     return home / "arbiter.sock"
 

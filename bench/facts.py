@@ -42,15 +42,14 @@ from pathlib import Path
 
 import msgspec
 
-from arbiter._time import now_us
 from arbiter.facts import store as facts_store
 from arbiter.facts import verbs as facts_verbs
 from arbiter.facts import recall as fact_recall
 from arbiter.facts.model import ProposeParams
 from arbiter.model import RecallParams
-from arbiter.server import _transaction, writer_settings
+from arbiter.server import writer_settings
+from arbiter.server.runner import Caller, Runner
 from arbiter.store import connect, open_database, users
-from arbiter.verb import Context
 from bench.load import cpu_s
 from bench.longmemeval.daemon import Daemon
 from bench.longmemeval.metrics import percentile
@@ -106,12 +105,13 @@ def in_process(home: Path, rng: random.Random, runs: int) -> tuple[list[float], 
     conn = open_database(home / "arbiter.db")
     writer_settings(conn)
     tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+    runner, caller = Runner(conn, lambda lane: conn), Caller(tenant, "default", None)
+    propose = facts_verbs.VERBS["facts_propose"]
     wall, cpu = [], []
     for _ in range(runs):
         params = msgspec.convert({"facts": _batch(rng), "apply": True}, ProposeParams)
         w, c = time.perf_counter(), time.process_time()
-        with _transaction(conn, write=True):  # the daemon's writer's transaction, its page cache
-            facts_verbs.facts_propose(Context(conn, tenant, "default", now_us()), params)
+        runner.execute(propose, params, caller)  # the daemon's runner, its writer's page cache
         wall.append((time.perf_counter() - w) * 1000)
         cpu.append((time.process_time() - c) * 1000)
     conn.close()

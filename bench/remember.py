@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import random
 import shutil
@@ -63,11 +64,10 @@ import apsw
 import msgspec
 
 from arbiter import paths, verbs
-from arbiter._time import now_us
 from arbiter.model import RememberParams
-from arbiter.server import _transaction, writer_settings
+from arbiter.server import writer_settings
+from arbiter.server.runner import Caller, Runner
 from arbiter.store import connect, open_database, users
-from arbiter.verb import Context
 from bench import loadavg
 from bench.entities import entry, names
 from bench.load import BenchDaemon, Vocabulary, cpu_s
@@ -148,6 +148,12 @@ def _copy(home: Path) -> Path:
     return work
 
 
+def _runner(conn) -> tuple[Runner, Caller]:
+    """The daemon's verb runner on `conn` (as writer and reader), and the default tenant's first user."""
+    tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
+    return Runner(conn, lambda lane: conn), Caller(tenant, "default", users.first_user(conn, tenant))
+
+
 def parts(home: Path, writes: list[dict]) -> dict[str, float]:
     """p50 CPU ms per part, per call, and the whole call's CPU and wall p50."""
     work = _copy(home)
@@ -178,15 +184,22 @@ def parts(home: Path, writes: list[dict]) -> dict[str, float]:
     try:
         conn = open_database(paths.db_path(work))
         writer_settings(conn)
-        tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
-        viewer = users.first_viewer(conn, tenant)  # the daemon keeps its callers' viewers
+        runner, caller = _runner(conn)
+        verb_done = 0.0
+
+        def run_then_mark(ctx, params):
+            nonlocal verb_done
+            try:
+                return verbs.remember(ctx, params)
+            finally:
+                verb_done = time.process_time()
+
+        verb = dataclasses.replace(verbs.VERBS["remember"], run=run_then_mark)
         for e in writes:
             p = msgspec.convert(e, RememberParams)
             spent.clear()
             w, t = time.perf_counter(), time.process_time()
-            with _transaction(conn, write=True, small=verbs.VERBS["remember"].small):
-                verbs.remember(Context(conn, tenant, "default", now_us(), seen_as=viewer), p)
-                verb_done = time.process_time()
+            runner.execute(verb, p, caller)  # the daemon's runner, on its writer's settings
             done = time.process_time()
             whole.append((done - t) * 1000)
             wall.append((time.perf_counter() - w) * 1000)
@@ -227,16 +240,13 @@ def pages(home: Path, writes: list[dict]) -> dict[str, float]:
         conn.pragma("wal_autocheckpoint", 0)  # every commit's frames stay in the WAL to be read
         conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_TRUNCATE)
         page_size = conn.pragma("page_size")
-        tenant = conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0]
-        viewer = users.first_viewer(conn, tenant)
+        runner, caller = _runner(conn)
         wal = Path(f"{path}-wal")
         by_object: dict[str, int] = defaultdict(int)
         frames = []
         for e in writes:
             start = max(wal.stat().st_size, _WAL_HEADER) if wal.exists() else _WAL_HEADER
-            with _transaction(conn, write=True, small=verbs.VERBS["remember"].small):
-                verbs.remember(Context(conn, tenant, "default", now_us(), seen_as=viewer),
-                               msgspec.convert(e, RememberParams))
+            runner.execute(verbs.VERBS["remember"], msgspec.convert(e, RememberParams), caller)
             with open(wal, "rb") as f:
                 f.seek(start)
                 data = f.read()

@@ -17,11 +17,24 @@ from arbiter.cli._common import (
 from arbiter.errors import Unavailable
 
 
+class DatabasePath(GivenPath):
+    """A database file; a URL (`postgresql://...`) is refused until an engine other than SQLite is built.
+
+    Else the URL is taken for a relative path, and a folder named `postgresql:` appears where it ran.
+    """
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and paths.is_database_url(value):
+            self.fail(f"{value.split('://', 1)[0]}:// is a database URL; this arbiter serves SQLite files only "
+                      "(the PostgreSQL engine is not built yet): give a file path (--db or ARBITER_DB)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @main.command()
 @click.option("--home", type=GivenPath(path_type=Path, file_okay=False),
               help="Data folder (overrides the global option).")
 @click.option("--socket", type=GivenPath(path_type=Path), help="Socket path (overrides the global option).")
-@click.option("--db", type=GivenPath(path_type=Path), envvar="ARBITER_DB",
+@click.option("--db", type=DatabasePath(path_type=Path), envvar="ARBITER_DB",
               help="Database file (env ARBITER_DB; default HOME/arbiter.db).")
 @click.option("--synchronous", type=click.Choice(["FULL", "NORMAL"]), default="FULL", show_default=True,
               envvar="ARBITER_SYNCHRONOUS",
@@ -30,11 +43,14 @@ from arbiter.errors import Unavailable
 @click.option("--max-frame", type=click.IntRange(1024), default=4 * 1024 * 1024, show_default=True,
               help="Largest request line in bytes.")
 @click.option("--max-connections", type=click.IntRange(1), default=256, show_default=True,
-              help="Connections served at once; one more is told so and closed (also kept under the fd limit).")
+              help="Connections served at once (also kept under the fd limit); at the limit the one idle longest "
+                   "is closed to let a new one in, and only if all are busy is the new one told so and closed.")
 @click.option("--max-buffered", type=click.IntRange(1024), default=16 * 1024 * 1024, show_default=True,
               help="Bytes of unfinished requests held across all connections; a frame past it is refused.")
 @click.option("--idle-timeout", type=click.FloatRange(0.1), default=600.0, show_default=True,
               help="Seconds after which a connection with nothing in flight and nothing sent is closed.")
+@click.option("--line-timeout", type=click.FloatRange(0.1), default=30.0, show_default=True,
+              help="Seconds a connection may take to finish a request line it has begun before it is closed.")
 @click.option("--fast-model", default="claude-haiku-4-5", show_default=True, envvar="ARBITER_FAST_MODEL",
               help="LLM for expand, rerank, auto-tag, extract-entities and topic names (needs ANTHROPIC_API_KEY).")
 @click.option("--strong-model", default="claude-sonnet-4-6", show_default=True, envvar="ARBITER_STRONG_MODEL",
@@ -50,6 +66,7 @@ from arbiter.errors import Unavailable
 @click.pass_obj
 @handle_errors
 def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_connections, max_buffered, idle_timeout,
+          line_timeout,
           fast_model, strong_model, maintenance_interval, min_salience, access_retention_days):
     """Run the daemon in the foreground until SIGTERM or Ctrl-C.
 
@@ -82,6 +99,7 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_conn
         max_connections=max_connections,
         max_buffered=max_buffered,
         idle_timeout=idle_timeout,
+        line_timeout=line_timeout,
         services=services,
         maintenance_interval_s=maintenance_interval,
         min_salience=min_salience,

@@ -276,26 +276,28 @@ def _pings(socket_path: Path) -> bool:
         return False
 
 
-def test_a_daemon_refusing_connections_is_not_taken_for_dead(home, tmp_path):
-    """Past --max-connections the daemon says so and closes: the write was never read, and no daemon is started."""
-    daemon = DaemonProcess(home, args=("--max-connections", "1", "--idle-timeout", "1")).start()
+def test_a_daemon_refusing_connections_is_not_taken_for_dead(home, tmp_path, fake_messages):
+    """Past --max-connections, every one busy, the daemon says so and closes: the write was never read, and no
+    daemon is started."""
+    daemon = DaemonProcess(home, args=("--max-connections", "1"), extra_env={
+        "ANTHROPIC_API_KEY": "test", "ANTHROPIC_BASE_URL": fake_messages.base_url}).start()
     errlog = tmp_path / "stderr"
     holding = threading.Event()
+    with daemon.client() as c:  # what the holder's write will ask the advisor to link to
+        c.remember(type="context", title="Team skills", content="The team lacks Redis experience in production")
+    fake_messages.set_script(lambda body: holding.wait(30) and '{"links": []}')
+    held = {}
 
-    def hold_the_slot(ready: threading.Event) -> None:
+    def hold_the_slot() -> None:  # a request in flight (the advisor thinking): the one slot is busy, not idle
         with daemon.client() as c:
-            while not holding.is_set():
-                c.ping()  # never idle, so never swept: the one slot stays taken
-                ready.set()
-                time.sleep(0.2)
+            held["entry"] = c.remember(type="project", title="held", auto_link=True,
+                                       content="We chose SQLite for the cache because the team lacks Redis experience")
 
     async def body(session, init):
-        await anyio.sleep(2.5)  # the MCP server's own connection is swept as idle, freeing the slot
-        ready = threading.Event()
-        holder = threading.Thread(target=hold_the_slot, args=(ready,))
-        holder.start()
+        holder = threading.Thread(target=hold_the_slot)
+        holder.start()  # at the limit, it takes the MCP server's idle connection's place
         try:
-            ready.wait(10)
+            wait_for(lambda: fake_messages.requests, what="the holder's request to be in flight")
             return await session.call_tool("remember", {"type": "project", "title": "x", "content": "y"})
         finally:
             holding.set()
@@ -307,6 +309,6 @@ def test_a_daemon_refusing_connections_is_not_taken_for_dead(home, tmp_path):
         assert write.is_error and "too many connections" in _text(write), _text(write)
         assert "started one" not in errlog.read_text()
         with daemon.client() as c:
-            assert c.list() == []  # refused before it was read: nothing written
+            assert [e.title for e in c.list()] == ["held", "Team skills"]  # refused before it was read: not written
     finally:
         daemon.stop()
