@@ -48,6 +48,8 @@ def test_the_four_sets_every_stage_one_table(tmp_path: Path) -> None:
 def test_mean_and_deltas_by_hand() -> None:
     a, b = Row(60, 90, 95, 0.7, 1.0), Row(30, 60, 66, 0.4, 3.0)
     assert mean([a, b]) == pytest.approx((60 + 90 + 95 + 30 + 60 + 66) / 6)
+    # Four sets: LME and its third-person copy count half each.
+    assert mean([a, a, b, b]) == pytest.approx(((60 + 90 + 95) / 3 + 2 * (30 + 60 + 66) / 3) / 3)
     text = table({"as shipped": [a, b, a, b], "- x": [b, a, a, b]})
     assert "| as shipped | 60.0 / 90.0 / 95.0 | 0.700 |" in text
     assert "+0.0 / +0.0 / +0.0 / +0.0" in text and "-30.0 / +30.0 / +0.0 / +0.0" in text
