@@ -321,15 +321,15 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    naming = "names" not in off and tuning.names and query.names
-    texts = _sql.at(conn, [r[0] for r in rows], "content", known_at=known_at) if dating or asking_when or naming else {}
+    # Who a note is about is whom it names; a turn's is its speaker (the speaker signal): only notes are read for it.
+    notes = [r[0] for r in rows if r[0] not in speakers] if "names" not in off and tuning.names and query.names else []
+    reading = [r[0] for r in rows] if dating or asking_when else notes
+    texts = _sql.at(conn, reading, "content", known_at=known_at) if reading else {}
     says_when = {eid for eid, text in texts.items() if dates.says_when(text)} if asking_when else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
-    if naming:
+    if notes:
         tokenize = tokenizer(conn)
-        # Who a note is about is whom it names; a turn's is its speaker (the speaker signal), so turns are left out.
-        naming_ids = {eid for eid, text in texts.items() if eid not in speakers
-                      and query.names & {st for _, st in tokenize(text)}}
+        naming = {eid for eid in notes if eid in texts and query.names & {st for _, st in tokenize(texts[eid])}}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -362,8 +362,8 @@ def _score(
         if named and eid in speakers:
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)
             value *= f
-        elif naming and eid not in speakers:
-            parts["names"] = f = 1.0 + tuning.names if eid in naming_ids else 1.0
+        elif notes and eid not in speakers:
+            parts["names"] = f = 1.0 + tuning.names if eid in naming else 1.0
             value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
