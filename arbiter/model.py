@@ -259,7 +259,7 @@ class ExpandParams(Params):
 RecallStage = Literal[
     "stopwords", "weights", "boosts", "intent", "decay", "voice", "quantity", "number_words", "common", "tenant_fill",
     "select", "facts", "entities", "clusters", "salience", "budget", "replies", "threads", "speaker", "framing", "dates",
-    "followups", "when", "episodes", "antecedents", "parties",
+    "followups", "when", "episodes", "antecedents", "parties", "names",
 ]
 RECALL_STAGES: tuple[str, ...] = RecallStage.__args__
 

@@ -53,6 +53,8 @@ class Tuning:
     quantity: float = score.QUANTITY_BOOST
     #: An entry whose speaker the query names: x(1 + speaker).
     speaker: float = score.SPEAKER_BOOST
+    #: An entry with no speaker (a note) whose text names whom the query names: x(1 + names).
+    names: float = score.NAMES_BOOST
     #: An entry valid from inside a date the query names: x(1 + date).
     date: float = score.DATE_BOOST
     #: A "when" question favours entries that say when: x(1 + when).
@@ -234,7 +236,10 @@ def search(
         replying = known_at is None and "replies" not in off
         # Read once for the pass: the speaker factor and the replies' test of who said which turn both use them.
         speaking = "speaker" not in off and tuning.speaker
-        speakers = _sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at) if speaking or replying else {}
+        naming = bool(tuning.names and "names" not in off and query.names)
+        grouping = bool(tuning.episode_weight and "episodes" not in off)  # episodes are made of turns
+        speakers = (_sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at)
+                    if speaking or replying or naming or grouping else {})
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, speakers, known_at=known_at)
         ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         if replying:
@@ -344,9 +349,15 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    texts = _sql.at(conn, [r[0] for r in rows], "content", known_at=known_at) if dating or asking_when else {}
+    # Who a note is about is whom it names; a turn's is its speaker (the speaker signal): only notes are read for it.
+    notes = [r[0] for r in rows if r[0] not in speakers] if "names" not in off and tuning.names and query.names else []
+    reading = [r[0] for r in rows] if dating or asking_when else notes
+    texts = _sql.at(conn, reading, "content", known_at=known_at) if reading else {}
     says_when = {eid for eid, text in texts.items() if dates.says_when(text)} if asking_when else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
+    if notes:
+        tokenize = tokenizer(conn)
+        naming = {eid for eid in notes if eid in texts and query.names & {st for _, st in tokenize(texts[eid])}}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -379,15 +390,20 @@ def _score(
         if named and eid in speakers:
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)
             value *= f
+        elif notes and eid not in speakers:
+            parts["names"] = f = 1.0 + tuning.names if eid in naming else 1.0
+            value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
             value *= f
         out.append(Candidate(eid, etype, conv, valid_from, value, parts))
     if episodes and tuning.episode_weight and "episodes" not in off:
+        # An episode is an exchange: only turns (entries with a speaker) form one; notes are wholes of their own.
+        turns = [c for c in out if c.id in speakers]
         factors = score.episodes(
-            out, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
+            turns, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
         )
-        for c, f in zip(out, factors):
+        for c, f in zip(turns, factors):
             c.parts["episode"] = f
             c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
@@ -430,7 +446,7 @@ def _entity_signals(
 
 
 #: The factors of a candidate's score that describe the entry itself rather than its match to the query.
-ENTRY_FACTORS = ("boost", "intent", "decay", "voice", "quantity", "date", "when", "speaker", "size")
+ENTRY_FACTORS = ("boost", "intent", "decay", "voice", "quantity", "date", "when", "speaker", "names", "size")
 
 
 def _entry_factor(c: Candidate) -> float:
@@ -472,8 +488,9 @@ def _replies(
     that is higher.
 
     A turn answers a short question (at most `tuning.reply_bytes`, ending in
-    "?") unless both have a speaker and it is the same one; a turn before is
-    lent to only when both have a speaker and they differ. `speakers` holds
+    "?") when both have a speaker and they differ; a turn before is lent to
+    on the same terms. Entries with no speaker are notes, not turns of an
+    exchange, and neither lend nor borrow. `speakers` holds
     those of `ranked` (read with the pass); the neighbours' are read once,
     with the short turns' texts.
     """
@@ -495,10 +512,8 @@ def _replies(
     turns = {*nxt.values(), *before.values(), *(a for _, a, _ in later.values())}
     read, asks = _sql.speakers(conn, [t for t in turns if t not in by_id], asking=list(short))
     said = {**speakers, **read}
-    answers = {
-        q: a for q, a in short.items()
-        if q in asks and (said.get(q) is None or said.get(a) is None or said[q] != said[a])
-    }
+    # Only a transcript's turns answer one another: two notes that follow each other are not an exchange.
+    answers = {q: a for q, a in short.items() if q in asks and q in said and a in said and said[q] != said[a]}
     offers: list[tuple[int, float, int, str]] = []  # (answer, lent score, lender, part)
     if tuning.reply:
         offers += [(answers[q], tuning.reply * scores[q], q, "reply_to") for q in nxt if q in answers]

@@ -89,6 +89,8 @@ _REPORTING = frozenset(
     "say tell mention recommend suggest give provide list share explain write describe call name note advise".split()
 )
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|(?<!\w)\'([^\']+)\'(?!\w)')
+#: A capitalised word: a name, where it is not a stopword ("What", "I").
+_NAME = re.compile(r"(?<![\w'’])[A-Z][\w]*")
 # `depl*`: a word with a trailing star searches every word it begins.
 _PREFIX = re.compile(r"(\w+)\*(?![\w*])")
 
@@ -129,6 +131,8 @@ class Query:
     words: frozenset[str] = field(default_factory=frozenset)
     #: The calendar days, months and years the query names (`dates.spans`).
     when: tuple[Span, ...] = ()
+    #: Stems of the names the query holds (capitalised words that are not stopwords): whom it is about.
+    names: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def empty(self) -> bool:
@@ -185,8 +189,11 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
         else:
             add(_term(surface, stem))
     words = frozenset(s for s, _ in tokens)
+    names = frozenset(st for m in _NAME.finditer(text) for s, st in tokenize(m.group()) if s not in stopwords
+                      and s not in PARTIES)
     return Query(
-        text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens), words=words, when=spans(text)
+        text=text, terms=tuple(terms), voice=_voice(tokens), cues=_cues(tokens), words=words, when=spans(text),
+        names=names,
     )
 
 

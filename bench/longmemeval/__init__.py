@@ -6,7 +6,7 @@ The protocol, kept identical to the one behind Arbiter's published figures:
   conversation. Sessions shared between questions are ingested once per
   question, as the benchmark gives them.
 - One `context` entry per turn: title = the turn's first 200 bytes with
-  whitespace folded (cut on a character boundary), content = the turn, no
+  whitespace folded and control characters read as spaces (cut on a character boundary), content = the turn, no
   source, valid_from = the session's date (read as UTC) + 60 s x turn index.
   Which turn an entry is lives in the harness's state file (entry ids per
   conversation), never in the store: gold session ids start with `answer_`,
@@ -16,8 +16,8 @@ The protocol, kept identical to the one behind Arbiter's published figures:
   character boundary and counted. Turn indexes keep counting skipped turns, so
   a source always names the turn's position in the dataset.
 - Ground truth: the entries of the question's `has_answer` turns. Scored as
-  the official code does: `_abs` questions and questions with no flagged turn
-  are queried but not scored. Round 1's fallback (every entry of the
+  the official code does: `_abs` questions are queried but not scored, and a
+  question with no flagged turn scores 0 (no correct unit). Round 1's fallback (every entry of the
   `answer_session_ids` when no turn is flagged, abstention included) is
   reported beside it.
 - Hits count by entry id: a copy of the same turn in another question's
@@ -28,7 +28,8 @@ The protocol, kept identical to the one behind Arbiter's published figures:
   rerank + fine rerank). The LLM variants run only with ANTHROPIC_API_KEY.
 - Metrics over the top 10: R@1, R@5, R@10, MRR, NDCG@10 (binary relevance,
   the official discount: ranks 1 and 2 undiscounted),
-  session R@5 (any top-5 hit from an answer session), latency percentiles of
+  answer-session turn@5 (a turn of an answer session among the top 5; not
+  LongMemEval's session recall, which `official.py` computes), latency percentiles of
   the recall round trip through the daemon's socket; overall and per type.
 - LoCoMo files are recognised and read in their own format (`locomo.py`);
   `official.py` is LongMemEval's own protocol; `phrasing.py` the

@@ -188,7 +188,9 @@ def _load(path: Path) -> ds.Corpus:
     data = ds.load_corpus(path)
     click.echo(
         f"loaded {data.format}: {len(data.units)} conversations, {sum(len(u.asks) for u in data.units)} questions, "
-        f"{sum(u.turns for u in data.units)} turns in {time.perf_counter() - started:.1f} s",
+        f"{sum(u.turns for u in data.units)} turns in {time.perf_counter() - started:.1f} s; "
+        f"{sum(u.cleaned for u in data.units)} titles cleaned of control characters, "
+        f"{data.mended} half surrogate pairs read as U+FFFD",
         err=True,
     )
     return data
@@ -237,7 +239,8 @@ def _ingest_line(stats: report.IngestStats) -> str:
         return f"nothing to ingest: the home already holds these questions ({stats.entries} entries at the time)"
     return (
         f"ingested {stats.entries} entries into {stats.conversations} conversations in {stats.seconds:.1f} s "
-        f"({stats.entries_per_s:.0f}/s); skipped {stats.skipped_empty} empty turns, cut {stats.truncated}"
+        f"({stats.entries_per_s:.0f}/s); skipped {stats.skipped_empty} empty turns, cut {stats.truncated}, "
+        f"cleaned control characters from {stats.cleaned} titles"
     )
 
 

@@ -25,6 +25,14 @@ SOURCE_PREFIX = "longmemeval"
 # full title; only a turn that opens with a huge whitespace run needs more.
 _TITLE_SCAN = 4 * TITLE_MAX_BYTES
 _DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2}) \(\w+\) (\d{2}):(\d{2})")
+#: What a title or speaker may not hold (model.ONE_LINE): published LongMemEval-S has turns with `\x02` and
+#: others in their first 200 bytes. Whitespace among them (tabs, newlines) is folded anyway.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: A `\uXXXX` escape of half a surrogate pair: Python's json reads it, msgspec (rightly) refuses it.
+_LONE_SURROGATE = re.compile(
+    rb"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
 # msgspec reports where validation failed only inside its message text.
 _AT = re.compile(r" - at `\$\.?(?P<path>[^`]*)`$")
 _MISSING = re.compile(r"missing required field `(?P<name>[^`]+)`")
@@ -77,6 +85,8 @@ class Dataset(msgspec.Struct):
     path: str
     sha256: str
     questions: list[Question]
+    #: Escaped half surrogate pairs read as U+FFFD.
+    mended: int = 0
 
     @property
     def turns(self) -> int:
@@ -117,15 +127,17 @@ class Plan(msgspec.Struct):
     truth_from: Literal["turns", "sessions", "none"]
     skipped_empty: int
     truncated: int
+    #: Turns whose title held control characters, read as spaces (the content keeps them).
+    cleaned: int = 0
 
 
 def load(path: str | Path) -> Dataset:
     """Read a LongMemEval JSON file (plain or gzip) and check it; DatasetError otherwise."""
     p = Path(path)
     data = read_bytes(p)
-    questions = _decode(data, p)
+    questions, mended = _decode(data, p)
     _check(questions, p)
-    return Dataset(path=str(p), sha256=hashlib.sha256(data).hexdigest(), questions=questions)
+    return Dataset(path=str(p), sha256=hashlib.sha256(data).hexdigest(), questions=questions, mended=mended)
 
 
 def read_bytes(p: Path) -> bytes:
@@ -142,15 +154,25 @@ def read_bytes(p: Path) -> bytes:
     return data
 
 
-def _decode(data: bytes, p: Path) -> list[Question]:
+def _decode(data: bytes, p: Path, mended: int = 0) -> tuple[list[Question], int]:
+    """The questions, and how many half surrogate pairs were mended to read them."""
     try:
-        return msgspec.json.decode(data, type=list[Question])
+        return msgspec.json.decode(data, type=list[Question]), mended
     except msgspec.ValidationError as whole:
         # msgspec's path counts from the top-level list; decoding question by
         # question again lets the message name the question by its id.
         raise _locate(data, p) from whole
     except msgspec.DecodeError as e:
-        raise DatasetError(f"{p}: not valid JSON: {e}") from None
+        fixed, lone = mend_surrogates(data)
+        if not lone or mended:
+            raise DatasetError(f"{p}: not valid JSON: {e}") from None
+        return _decode(fixed, p, lone)
+
+
+def mend_surrogates(data: bytes) -> tuple[bytes, int]:
+    """`data` with each escaped half surrogate pair made U+FFFD (how many there were): one odd character in
+    one turn must not stop a whole file's run."""
+    return _LONE_SURROGATE.subn(rb"\\ufffd", data)
 
 
 def _locate(data: bytes, p: Path) -> DatasetError:
@@ -249,35 +271,48 @@ def cut_utf8(text: str, limit: int) -> str:
     return data[:end].decode("utf-8", "surrogatepass")
 
 
+def one_line(text: str) -> str:
+    """`text` with control characters read as spaces and whitespace folded: what a title or speaker may hold."""
+    return " ".join(_CONTROL.sub(" ", text).split())
+
+
 def make_title(text: str) -> str:
-    """The turn's first TITLE_MAX_BYTES bytes with whitespace folded, cut on a character boundary."""
+    """The turn's first TITLE_MAX_BYTES bytes with whitespace folded and control characters read as spaces, cut
+    on a character boundary."""
     # Folding a prefix gives a prefix of the folded whole, so the scan window is
     # exact whenever it already yields a full title.
-    head = " ".join(text[:_TITLE_SCAN].split())
+    head = one_line(text[:_TITLE_SCAN])
     if len(text) > _TITLE_SCAN and len(head.encode("utf-8", "surrogatepass")) < TITLE_MAX_BYTES:
-        head = " ".join(text.split())
+        head = one_line(text)
     return cut_utf8(head, TITLE_MAX_BYTES).rstrip()
+
+
+def unprintable(text: str) -> bool:
+    """Whether `text` holds a control character other than whitespace (its title is cleaned)."""
+    return any(c not in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f" for c in _CONTROL.findall(text[:_TITLE_SCAN]))
 
 
 def plan(q: Question) -> Plan:
     """The entries one question writes, in dataset order, and its ground truth."""
     entries: list[TurnEntry] = []
-    skipped = truncated = 0
+    skipped = truncated = cleaned = 0
     for sid, date, turns in zip(q.haystack_session_ids, q.haystack_dates, q.haystack_sessions):
         start = parse_date(date)
         for i, turn in enumerate(turns):
             content = turn.content
-            if not content.strip():
+            title = make_title(content) if content.strip() else ""
+            if not title:  # nothing but whitespace and control characters
                 skipped += 1
                 continue
             cut = cut_utf8(content, CONTENT_MAX_BYTES)
             if cut is not content:
                 truncated += 1
+            cleaned += unprintable(cut)
             entries.append(
                 TurnEntry(
                     session_id=sid,
                     turn_index=i,
-                    role=turn.role,
+                    role=one_line(turn.role),
                     title=make_title(cut),
                     content=cut,
                     key=source(q.question_id, sid, i),
@@ -303,6 +338,7 @@ def plan(q: Question) -> Plan:
         truth_from=truth_from,
         skipped_empty=skipped,
         truncated=truncated,
+        cleaned=cleaned,
     )
 
 
@@ -332,6 +368,8 @@ class Unit(msgspec.Struct, kw_only=True):
     turns: int
     skipped_empty: int
     truncated: int
+    #: Entries whose title held control characters, read as spaces.
+    cleaned: int = 0
 
 
 class Corpus(msgspec.Struct, kw_only=True):
@@ -342,6 +380,8 @@ class Corpus(msgspec.Struct, kw_only=True):
     format: Literal["longmemeval", "locomo"]
     units: list[Unit]
     questions_in_file: int
+    #: Escaped half surrogate pairs read as U+FFFD.
+    mended: int = 0
 
 
 def unit(q: Question) -> Unit:
@@ -364,6 +404,7 @@ def unit(q: Question) -> Unit:
         turns=q.turns,
         skipped_empty=p.skipped_empty,
         truncated=p.truncated,
+        cleaned=p.cleaned,
     )
 
 
@@ -377,5 +418,5 @@ def load_corpus(path: str | Path) -> Corpus:
     d = load(path)
     return Corpus(
         path=d.path, sha256=d.sha256, format="longmemeval", units=[unit(q) for q in d.questions],
-        questions_in_file=len(d.questions),
+        questions_in_file=len(d.questions), mended=d.mended,
     )

@@ -151,7 +151,7 @@ def ingest(
         return msgspec.structs.replace(state.ingest, reused=True)
 
     started = time.perf_counter()
-    written = skipped = truncated = 0
+    written = skipped = truncated = cleaned = 0
     pending: list[tuple[Unit, int]] = []
     buffer: list[RememberParams] = []
 
@@ -176,6 +176,7 @@ def ingest(
     for u in todo:
         skipped += u.skipped_empty
         truncated += u.truncated
+        cleaned += u.cleaned
         conversation = client.conversation_create(title=u.key)
         pending.append((u, conversation.id))
         buffer.extend(remember_params(u, conversation.id))
@@ -191,6 +192,7 @@ def ingest(
         batch_size=batch_size,
         skipped_empty=skipped,
         truncated=truncated,
+        cleaned=cleaned,
     )
     state.save(state_path)
     return state.ingest
@@ -205,7 +207,7 @@ def remember_params(u: Unit, conversation_id: int) -> list[RememberParams]:
             content=e.content,
             conversation_id=conversation_id,
             valid_from=e.valid_from,
-            speaker=e.role,
+            speaker=e.role or None,
             allow_duplicate=True,  # every turn is one entry, as the gold labels are per turn
         )
         for e in u.entries

@@ -26,7 +26,9 @@ from pathlib import Path
 import msgspec
 
 from arbiter.model import CONTENT_MAX_BYTES
-from bench.longmemeval.dataset import TURN_SPACING_S, Ask, Corpus, DatasetError, TurnEntry, Unit, cut_utf8, make_title
+from bench.longmemeval.dataset import (
+    TURN_SPACING_S, Ask, Corpus, DatasetError, TurnEntry, Unit, cut_utf8, make_title, mend_surrogates, one_line, unprintable,
+)
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _SPLIT = re.compile(r"[;,\s]+")
@@ -108,7 +110,7 @@ def unit(sample: Sample) -> Unit:
     entries: list[TurnEntry] = []
     position: dict[str, int] = {}
     session_of: list[int] = []
-    turns = truncated = 0
+    turns = truncated = cleaned = 0
     for number, date, items in sessions(sample):
         try:
             start = parse_date(date)
@@ -119,13 +121,14 @@ def unit(sample: Sample) -> Unit:
             text = turn_text(t)
             cut = cut_utf8(text, CONTENT_MAX_BYTES)
             truncated += cut is not text
+            cleaned += unprintable(cut)
             position[t.dia_id] = len(entries)
             session_of.append(number)
             entries.append(
                 TurnEntry(
                     session_id=f"session_{number}",
                     turn_index=i,
-                    role=t.speaker,
+                    role=one_line(t.speaker),
                     title=make_title(cut),
                     content=cut,
                     key=f"locomo:{sample.sample_id}:{t.dia_id}",
@@ -151,13 +154,21 @@ def unit(sample: Sample) -> Unit:
                 truth_from="evidence" if truth else "none",
             )
         )
-    return Unit(key=sample.sample_id, entries=entries, asks=asks, turns=turns, skipped_empty=0, truncated=truncated)
+    return Unit(key=sample.sample_id, entries=entries, asks=asks, turns=turns, skipped_empty=0, truncated=truncated,
+                cleaned=cleaned)
 
 
 def corpus(path: str | Path, data: bytes) -> Corpus:
     """The LoCoMo file's samples as units; DatasetError if it does not fit the format."""
+    mended = 0
     try:
-        samples = msgspec.json.decode(data, type=list[Sample])
+        try:
+            samples = msgspec.json.decode(data, type=list[Sample])
+        except msgspec.DecodeError as e:
+            fixed, mended = mend_surrogates(data)
+            if isinstance(e, msgspec.ValidationError) or not mended:
+                raise
+            samples = msgspec.json.decode(fixed, type=list[Sample])
     except (msgspec.ValidationError, msgspec.DecodeError) as e:
         raise DatasetError(f"{path}: not a LoCoMo file: {e}") from None
     units = [unit(s) for s in samples]
@@ -167,4 +178,5 @@ def corpus(path: str | Path, data: bytes) -> Corpus:
         format="locomo",
         units=units,
         questions_in_file=sum(len(s.qa) for s in samples),
+        mended=mended,
     )

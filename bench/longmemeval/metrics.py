@@ -11,10 +11,13 @@ import msgspec
 K = 10
 
 
-#: Which questions are scored. "official" is LongMemEval's own code: abstention
-#: (`_abs`) questions are skipped, and so are questions with no flagged
-#: (`has_answer`) turn. "fallback" also scores those, with every turn of the
-#: answer sessions as ground truth (round 1's protocol).
+#: Which questions are scored. "official" is LongMemEval's own average
+#: (`run_retrieval.py`): every question but the abstention (`_abs`) ones; one
+#: with no flagged (`has_answer`) turn has no correct unit and scores 0 on
+#: every metric. A question with no ground truth at all (no answer session; a
+#: LoCoMo question whose evidence names no turn) is counted, not scored.
+#: "fallback" scores those with no flagged turn with every turn of the answer
+#: sessions as ground truth, abstention included (round 1's protocol).
 TRUTH_MODES = ("official", "fallback")
 
 
@@ -39,10 +42,10 @@ class Outcome(msgspec.Struct, kw_only=True):
 def scored(o: Outcome, truth: str = "official") -> bool:
     """Whether `o` counts under the truth mode (see TRUTH_MODES)."""
     if not o.truth:
-        return False
+        return False  # no answer session at all: nothing to score against, in either mode
     if truth == "fallback":
         return True
-    return not o.abstention and o.truth_from != "sessions"
+    return not o.abstention
 
 
 class Latency(msgspec.Struct):
@@ -68,7 +71,9 @@ class Scores(msgspec.Struct, kw_only=True):
     r_at_10: float | None = msgspec.field(name="r@10")
     mrr: float | None
     ndcg_at_10: float | None = msgspec.field(name="ndcg@10")
-    session_r_at_5: float | None = msgspec.field(name="session_r@5")
+    #: A turn of an answer session among the top 5 turns. Not LongMemEval's session recall, which ranks
+    #: sessions (turn rankings widened to 5 distinct sessions): `python -m bench.longmemeval official` has that.
+    answer_session_turn_at_5: float | None = msgspec.field(name="answer_session_turn@5")
     latency_ms: Latency
     notes: int = 0
 
@@ -141,7 +146,10 @@ def scores(outcomes: Iterable[Outcome], *, truth: str = "official") -> Scores:
     """Average each metric over the outcomes the truth mode scores; latency over all of them."""
     outcomes = list(outcomes)
     graded = [o for o in outcomes if scored(o, truth)]
-    sets = [(o.ranked, set(o.truth), set(o.answer_sessions)) for o in graded]
+    # Officially, a question with no flagged turn has no correct unit: a miss, whatever is ranked.
+    sets = [(o.ranked, set(o.truth) if truth == "fallback" or o.truth_from != "sessions" else set(),
+             set(o.answer_sessions) if truth == "fallback" or o.truth_from != "sessions" else set())
+            for o in graded]
     latencies = [o.latency_ms for o in outcomes]
     return Scores(
         n=len(graded),
@@ -151,7 +159,7 @@ def scores(outcomes: Iterable[Outcome], *, truth: str = "official") -> Scores:
         r_at_10=_mean([float(hit_at(r, t, 10)) for r, t, _ in sets]),
         mrr=_mean([reciprocal_rank(r[:K], t) for r, t, _ in sets]),
         ndcg_at_10=_mean([ndcg_at(r, t, 10) for r, t, _ in sets]),
-        session_r_at_5=_mean([float(hit_at(r, s, 5)) for r, _, s in sets]),
+        answer_session_turn_at_5=_mean([float(hit_at(r, s, 5)) for r, _, s in sets]),
         latency_ms=Latency(*(round(percentile(latencies, q), 2) if latencies else None for q in (50, 95, 99))),
         notes=sum(o.note is not None for o in outcomes),
     )

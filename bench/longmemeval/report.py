@@ -12,7 +12,8 @@ import msgspec
 from bench.longmemeval.metrics import Scores, VariantScores
 
 #: Bumped when the protocol or a metric changes meaning, so old results are not compared blindly.
-HARNESS_VERSION = "2"  # 2: no source on entries; official NDCG and abstention; LoCoMo; phrasings
+HARNESS_VERSION = "3"  # 2: no source on entries; official NDCG and abstention; LoCoMo; phrasings
+# 3: questions with no has_answer turn score 0 officially (were skipped); session_r@5 is answer_session_turn@5
 
 
 class DatasetInfo(msgspec.Struct, kw_only=True):
@@ -44,10 +45,10 @@ class Settings(msgspec.Struct, kw_only=True):
     fine_model: str
     daemon: str
     phrasings: list[str] = msgspec.field(default_factory=lambda: ["as-written"])
-    truth: str = "official: _abs questions and questions with no has_answer turn are not scored"
+    truth: str = "official: every question but _abs ones; one with no has_answer turn scores 0"
     empty_turns: str = "skipped and counted"
     dates: str = "session date read as UTC, + 60 s per turn index"
-    title: str = "first 200 bytes, whitespace folded"
+    title: str = "first 200 bytes, whitespace folded, control characters read as spaces"
 
 
 class Version(msgspec.Struct, kw_only=True):
@@ -78,6 +79,8 @@ class IngestStats(msgspec.Struct, kw_only=True):
     skipped_empty: int
     truncated: int
     reused: bool = False
+    #: Turns whose title held control characters, read as spaces (their content is kept as written).
+    cleaned: int = 0
 
 
 class NotRun(msgspec.Struct):
@@ -155,7 +158,7 @@ def _row(name: str, s: Scores) -> str:
         _pct(s.r_at_10),
         _num(s.mrr, ".3f"),
         _num(s.ndcg_at_10, ".3f"),
-        _pct(s.session_r_at_5),
+        _pct(s.answer_session_turn_at_5),
         _num(s.latency_ms.p50, ".0f"),
         _num(s.latency_ms.p95, ".0f"),
         _num(s.latency_ms.p99, ".0f"),
@@ -164,7 +167,7 @@ def _row(name: str, s: Scores) -> str:
 
 
 _HEAD = (
-    "| {first} | n | R@1 | R@5 | R@10 | MRR | NDCG@10 | session R@5 | p50 ms | p95 ms | p99 ms |\n"
+    "| {first} | n | R@1 | R@5 | R@10 | MRR | NDCG@10 | answer-session turn@5 | p50 ms | p95 ms | p99 ms |\n"
     "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
 )
 

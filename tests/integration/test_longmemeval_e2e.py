@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest import approx
+
 from arbiter.client import Client
 from tests.fake_messages import FakeMessages
 
@@ -48,13 +50,15 @@ def check_results(out: Path, variants: tuple[str, ...] = ("bm25", "graduated")) 
     assert data["dataset"]["no_truth"] == ["tiny_no_truth"]
     assert data["dataset"]["truth_from"] == {"turns": 3, "sessions": 2, "none": 1}
     for name in variants:
-        # The official rule scores the three questions with flagged turns and
-        # no `_abs`; round 1's fallback also scores the two with session truth.
+        # The official mean is over every question but `_abs`: the three with flagged
+        # turns, and tiny_multi, with session truth only, which has no correct unit
+        # and scores 0 though its sessions' turns rank first (round 1's fallback,
+        # which also scores the abstention question, finds them).
         v, f = data["variants"][name], data["fallback"][name]
-        assert (v["n"], v["no_truth"]) == (3, 3)
+        assert (v["n"], v["no_truth"]) == (4, 2)
         assert (f["n"], f["no_truth"]) == (5, 1)
-        assert (v["r@1"], v["r@5"], v["r@10"], v["mrr"], v["session_r@5"]) == (1.0, 1.0, 1.0, 1.0, 1.0), name
-        assert (f["r@1"], f["r@5"], f["r@10"], f["mrr"], f["session_r@5"]) == (1.0, 1.0, 1.0, 1.0, 1.0), name
+        assert (v["r@1"], v["r@5"], v["r@10"], v["mrr"], v["answer_session_turn@5"]) == (0.75,) * 5, name
+        assert (f["r@1"], f["r@5"], f["r@10"], f["mrr"], f["answer_session_turn@5"]) == (1.0, 1.0, 1.0, 1.0, 1.0), name
         assert 0 < v["ndcg@10"] <= 1
         assert set(v["latency_ms"]) == {"p50", "p95", "p99"}
         assert 0 < v["latency_ms"]["p50"] <= v["latency_ms"]["p95"] <= v["latency_ms"]["p99"]
@@ -63,7 +67,7 @@ def check_results(out: Path, variants: tuple[str, ...] = ("bm25", "graduated")) 
         lines = (out / f"outcomes-{name}.jsonl").read_text(encoding="utf-8").splitlines()
         assert len(lines) == 6
     table = (out / "results.md").read_text(encoding="utf-8")
-    assert all(f"| {name} | 3 | 100.0% | 100.0% | 100.0% | 1.000 |" in table for name in variants)
+    assert all(f"| {name} | 4 | 75.0% | 75.0% | 75.0% | 0.750 |" in table for name in variants)
     return data
 
 
@@ -78,7 +82,7 @@ def test_run_on_its_own_daemon(tmp_path: Path) -> None:
     assert data["ingest"]["skipped_empty"] == 2
     assert data["ingest"]["conversations"] == 6
     assert data["settings"]["daemon"] == "own"
-    assert "| graduated | 3 |" in result.stdout
+    assert "| graduated | 4 |" in result.stdout
 
 
 def test_ingest_once_query_twice(home: Path, tmp_path: Path) -> None:
@@ -140,7 +144,8 @@ def test_limit_runs_the_first_questions(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert data["dataset"]["questions"] == 3
-    assert data["variants"]["bm25"]["n"] == 2  # the third (tiny_multi) has session truth only
+    # The third (tiny_multi) has session truth only: no correct unit, a miss in the official mean.
+    assert (data["variants"]["bm25"]["n"], data["variants"]["bm25"]["r@5"]) == (3, approx(2 / 3, abs=1e-4))
 
 
 def test_llm_variants_run_with_a_key(tmp_path: Path, fake_messages: FakeMessages) -> None:
@@ -190,3 +195,72 @@ def test_decoys_separate_a_good_ranking_from_a_bad_one(tmp_path: Path) -> None:
     assert v["graduated"]["r@1"] == v["graduated (third-person)"]["r@1"] == 1.0
     assert v["bm25"]["r@1"] == v["bm25 (third-person)"]["r@1"] == 0.5
     assert v["bm25"]["r@5"] == 1.0
+
+
+def odd_fixtures(tmp_path: Path) -> tuple[Path, Path]:
+    """The tiny LongMemEval file with control characters and half a surrogate pair in turns, as published
+    LongMemEval-S has (`\\x02` and others in five turns' first 200 bytes), and a LoCoMo file with the same."""
+    data = json.loads(TINY.read_text(encoding="utf-8"))
+    turns = [t for q in data for s in q["haystack_sessions"] for t in s if t["content"].strip()]
+    turns[0]["content"] = "\x02Start\x1b[0m of a turn\x7f with " + turns[0]["content"]
+    turns[1]["content"] = turns[1]["content"] + " \ud83d and a lone half of an emoji"
+    turns[2]["content"] = "\x00\x1f" + turns[2]["content"]
+    lme = tmp_path / "lme-odd.json"
+    lme.write_text(json.dumps(data), encoding="utf-8")  # ensure_ascii: the half pair is written as \ud83d
+    sample = json.loads((ROOT / "tests" / "data" / "locomo_tiny.json").read_text(encoding="utf-8"))
+    sample[0]["conversation"]["session_1"][0]["text"] = "I went\x07 to a support group\x0b yesterday."
+    loc = tmp_path / "locomo-odd.json"
+    loc.write_text(json.dumps(sample), encoding="utf-8")
+    return lme, loc
+
+
+def test_control_characters_and_half_surrogates_never_stop_a_run(tmp_path: Path) -> None:
+    lme, loc = odd_fixtures(tmp_path)
+    result = bench("run", "--dataset", lme, "--variants", "graduated", "--out", tmp_path / "lme")
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "lme" / "results.json").read_text(encoding="utf-8"))
+    # Every turn is written, two with their titles cleaned; the half pair is read as U+FFFD.
+    assert (data["ingest"]["entries"], data["ingest"]["cleaned"]) == (32, 2)
+    assert "2 titles cleaned of control characters, 1 half surrogate pairs read as U+FFFD" in result.stderr
+    assert data["variants"]["graduated"]["n"] == 4
+    result = bench("run", "--dataset", loc, "--variants", "graduated", "--out", tmp_path / "loc")
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "loc" / "results.json").read_text(encoding="utf-8"))
+    # \x07 is counted; \x0b (vertical tab) is whitespace, folded like a newline.
+    assert (data["ingest"]["entries"], data["ingest"]["cleaned"]) == (6, 1)
+
+
+def test_no_gold_label_reaches_an_entry(tmp_path: Path) -> None:
+    """Every field of every entry is the turn's own: a label anywhere in the store would tell ranking the answer."""
+    from arbiter.store import connect
+    from bench.longmemeval import dataset as ds
+
+    lme, loc = odd_fixtures(tmp_path)
+    for path in (TINY, lme, ROOT / "tests" / "data" / "locomo_tiny.json", loc):
+        home = tmp_path / f"home-{path.stem}"
+        result = bench("ingest", "--dataset", path, "--home", home)
+        assert result.returncode == 0, result.stderr
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        corpus = ds.load_corpus(path)
+        roles: dict[str, set[str]] = {}
+        for e in (e for u in corpus.units for e in u.entries):
+            roles.setdefault(e.content, set()).add(e.role)
+        if corpus.format == "longmemeval":
+            labels = {"has_answer", *(q["question_id"] for q in raw), *(q["question_type"] for q in raw),
+                      *(s for q in raw for s in q["answer_session_ids"]), *(str(q["answer"]) for q in raw)}
+        else:
+            labels = {"evidence", "category", *(s["sample_id"] for s in raw),
+                      *(str(qa.get("answer") or qa.get("adversarial_answer")) for s in raw for qa in s["qa"]),
+                      *(d for s in raw for qa in s["qa"] for d in qa["evidence"]),
+                      *(t["dia_id"] for s in raw for k, v in s["conversation"].items() if k[-1].isdigit() for t in v)}
+        db = connect(home / "arbiter.db", readonly=True)
+        try:
+            rows = db.execute("SELECT title, content, tags, source, speaker, type FROM entries").fetchall()
+        finally:
+            db.close()
+        assert len(rows) == sum(len(u.entries) for u in corpus.units)
+        for title, content, tags, source, speaker, kind in rows:
+            assert speaker in roles[content]  # the content is a turn's text, exactly, and the speaker its own
+            assert (title, tags, source, kind) == (ds.make_title(content), "[]", None, "context")
+            for label in labels:  # a label may be in the store only where the turn itself says it
+                assert label.lower() not in f"{title}\n{speaker}".lower() or label.lower() in content.lower(), label

@@ -52,7 +52,7 @@ def test_results_json_shape(tmp_path: Path) -> None:
     assert {"path", "sha256", "questions", "turns"} <= data["dataset"].keys()
     assert {"entries", "seconds", "entries_per_s"} <= data["ingest"].keys()
     graduated = data["variants"]["graduated"]
-    assert {"n", "r@1", "r@5", "r@10", "mrr", "ndcg@10", "session_r@5", "latency_ms", "by_type"} <= graduated.keys()
+    assert {"n", "r@1", "r@5", "r@10", "mrr", "ndcg@10", "answer_session_turn@5", "latency_ms", "by_type"} <= graduated.keys()
     assert graduated["n"] == 2 and graduated["no_truth"] == 1 and graduated["r@1"] == 0.5
     assert set(graduated["by_type"]) == {"multi-session", "temporal-reasoning"}
     assert data["variants"]["rerank"] == {"status": "not run: no ANTHROPIC_API_KEY"}

@@ -221,21 +221,22 @@ def test_the_user_asked_about_ranks_as_i_do(db, tenant):
     met = remember(db, tenant, "Meetup", "I met Emma at the marketing workshop")
     first, third = ask(db, tenant, "when did I meet Emma?"), ask(db, tenant, "when did the user meet Emma?")
     assert ids(third) == ids(first) == [met]
-    assert met in ids(ask(db, tenant, "when did the user meet Emma?", disable=["parties"]))[1:]  # the term, back
+    # The term, back (with names off: the note naming Emma would otherwise stay first on her name).
+    assert met in ids(ask(db, tenant, "when did the user meet Emma?", disable=["parties", "names"]))[1:]
 
 
 def test_the_reply_to_a_matching_question_is_found(db, tenant):
     chat = conversation(db, tenant)
     other = conversation(db, tenant)
     asked = remember(db, tenant, "q", "Anything you're excited about in the adoption process?", conversation_id=chat,
-                     valid_from=format_time(T0 - 180 * US))
+                     valid_from=format_time(T0 - 180 * US), speaker="Ann")
     answer = remember(db, tenant, "a", "I'm thrilled to make a family for kids who need one.", conversation_id=chat,
-                      valid_from=format_time(T0 - 120 * US))
+                      valid_from=format_time(T0 - 120 * US), speaker="Bo")
     remember(db, tenant, "later", "Then we talked about the weather.", conversation_id=chat,
-             valid_from=format_time(T0 - 60 * US))
+             valid_from=format_time(T0 - 60 * US), speaker="Ann")
     # The same question in another conversation lends nothing across conversations.
     remember(db, tenant, "q2", "What about the adoption process?", conversation_id=other,
-             valid_from=format_time(T0 - 180 * US))
+             valid_from=format_time(T0 - 180 * US), speaker="Ann")
     res = ask(db, tenant, "What is Caroline excited about in the adoption process?", conversation_id=chat,
               explain=True)
     order = ids(res)
@@ -266,18 +267,18 @@ def test_a_reply_takes_the_questions_score_unless_its_own_is_higher(db, tenant):
     # Without a conversation the hits' scores are the pass's own, so the lent score can be read exactly.
     chat = conversation(db, tenant)
     asked = remember(db, tenant, "q", "Anything you're excited about in the adoption process?", conversation_id=chat,
-                     valid_from=format_time(T0 - 180 * US))
+                     valid_from=format_time(T0 - 180 * US), speaker="Ann")
     answer = remember(db, tenant, "a", "I'm thrilled to make a family for kids who need one.", conversation_id=chat,
-                      valid_from=format_time(T0 - 120 * US))
+                      valid_from=format_time(T0 - 120 * US), speaker="Bo")
     question = "excited about the adoption process"
     res = explained(db, tenant, question)
     assert res[answer].parts["reply_to"] == asked and res[answer].parts["bm25"] == 0.0
     assert res[answer].score == pytest.approx(res[asked].score)  # the question's whole score
     # A reply that matches better on its own keeps its own score.
     again = remember(db, tenant, "q", "Anything new in the adoption process?", conversation_id=chat,
-                     valid_from=format_time(T0 - 60 * US))
+                     valid_from=format_time(T0 - 60 * US), speaker="Ann")
     strong = remember(db, tenant, "a", "The adoption process excites me: every adoption process step excited me.",
-                      conversation_id=chat, valid_from=format_time(T0 - 30 * US))
+                      conversation_id=chat, valid_from=format_time(T0 - 30 * US), speaker="Bo")
     res = explained(db, tenant, question)
     assert res[strong].score > res[again].score and "reply_to" not in res[strong].parts
     assert res[strong].score == pytest.approx(res[strong].parts["bm25"])
@@ -308,19 +309,37 @@ def test_every_matching_question_near_the_top_lends_to_its_answer(db, tenant):
     for i, (q, a) in enumerate([("Anything new in the adoption process?", "We met the agency on Monday."),
                                 ("How is the adoption process going?", "Slowly, the paperwork is endless."),
                                 ("Any adoption process news?", "Not yet, still waiting.")]):
-        said[remember(db, tenant, "q", q, conversation_id=chat, valid_from=format_time(T0 - (300 - 60 * i) * US))] = (
-            remember(db, tenant, "a", a, conversation_id=chat, valid_from=format_time(T0 - (270 - 60 * i) * US)))
+        said[remember(db, tenant, "q", q, conversation_id=chat, valid_from=format_time(T0 - (300 - 60 * i) * US),
+                      speaker="Ann")] = remember(db, tenant, "a", a, conversation_id=chat, speaker="Bo",
+                                                 valid_from=format_time(T0 - (270 - 60 * i) * US))
     hits = explained(db, tenant, "adoption process")
     assert {a: hits[a].parts["reply_to"] for a in said.values()} == {a: q for q, a in said.items()}
+
+
+def test_notes_are_not_an_exchange_they_neither_lend_nor_form_episodes(db, tenant):
+    # An agent's notes in one conversation, with no speaker: a note ending in "?" is not a question the next
+    # note answers, and notes a minute apart are not an episode. The same texts as turns are.
+    chat = conversation(db, tenant)
+    asked = remember(db, tenant, "q", "Open question: is the adoption process excited about?", conversation_id=chat,
+                     valid_from=format_time(T0 - 180 * US))
+    after = remember(db, tenant, "a", "Deployed v2 of the billing service to staging.", conversation_id=chat,
+                     valid_from=format_time(T0 - 120 * US))
+    hits = explained(db, tenant, "excited about the adoption process")
+    assert after not in hits and "episode" not in hits[asked].parts
+    _, (q, a) = exchange(db, tenant, ("Ann", "Open question: is the adoption process excited about?"),
+                         ("Bo", "Deployed v2 of the billing service to staging."))
+    hits = explained(db, tenant, "excited about the adoption process")
+    assert hits[a].parts["reply_to"] == q and "episode" in hits[q].parts
 
 
 def test_a_follow_up_answer_gets_seven_tenths_of_the_turn_it_follows(db, tenant):
     chat = conversation(db, tenant)
     told = remember(db, tenant, "s", "We celebrated my daughter's birthday with a concert last night!",
-                    conversation_id=chat, valid_from=format_time(T0 - 240 * US))
-    remember(db, tenant, "q", "Wow! Who was on stage?", conversation_id=chat, valid_from=format_time(T0 - 180 * US))
+                    conversation_id=chat, valid_from=format_time(T0 - 240 * US), speaker="Bo")
+    remember(db, tenant, "q", "Wow! Who was on stage?", conversation_id=chat, valid_from=format_time(T0 - 180 * US),
+             speaker="Ann")
     answer = remember(db, tenant, "a", "It was Matt Patterson, so talented!", conversation_id=chat,
-                      valid_from=format_time(T0 - 120 * US))
+                      valid_from=format_time(T0 - 120 * US), speaker="Bo")
     res = explained(db, tenant, "concert for the daughter's birthday")
     assert res[answer].parts["followup_of"] == told
     assert res[answer].score == pytest.approx(0.7 * res[told].score)
@@ -392,8 +411,8 @@ def teammates(db, tenant):
 
 @pytest.mark.parametrize(("part", "first", "second", "query"), [
     # replies: the question lends to the next turn the reader sees
-    ("reply_to", (None, "Anything you're excited about in the adoption process?"),
-     (None, "I'm thrilled to make a family for kids who need one."), "excited about the adoption process"),
+    ("reply_to", ("Ann", "Anything you're excited about in the adoption process?"),
+     ("Bo", "I'm thrilled to make a family for kids who need one."), "excited about the adoption process"),
     # antecedents: the answer lends to the turn before it that the reader sees
     ("antecedent_of", ("user", "I found that turbinado sugar adds a richer flavor."),
      ("assistant", "Turbinado is great for your chocolate chip cookies."),
@@ -404,7 +423,8 @@ def test_a_turn_lends_across_the_turns_the_reader_sees(db, teammates, part, firs
     # shared turns lend to each other; for the teammate, their own turn is the neighbour.
     ann, ben, say = teammates
     one = say(ann, first[1], 180, first[0])
-    aside = say(ben, "Note to self: buy milk.", 150, first[0], team=None)
+    # The aside is said by whoever would then lend or borrow: a turn lends only to another speaker's.
+    aside = say(ben, "Note to self: buy milk.", 150, second[0] if part == "reply_to" else first[0], team=None)
     two = say(ann, second[1], 120, second[0])
     lender, borrower = (one, two) if part == "reply_to" else (two, one)
     p = RecallParams(query=query, explain=True)
@@ -469,9 +489,11 @@ def test_a_turn_of_an_exchange_about_the_query_outranks_a_lone_mention(db, tenan
     # sourdough starter is about it, the one a day later is about a car.
     chat = conversation(db, tenant)
     said = remember(db, tenant, "t", "My sourdough starter bubbled overnight, the sourdough smells great",
-                    conversation_id=chat, now=T0)
-    after = remember(db, tenant, "t", "Keep the starter warm and it rises again", conversation_id=chat, now=T0 + 60 * US)
-    lone = remember(db, tenant, "t", "The starter of the old car failed", conversation_id=chat, now=T0 + DAY)
+                    conversation_id=chat, now=T0, speaker="Ann")
+    after = remember(db, tenant, "t", "Keep the starter warm and it rises again", conversation_id=chat, now=T0 + 60 * US,
+                     speaker="Bo")
+    lone = remember(db, tenant, "t", "The starter of the old car failed", conversation_id=chat, now=T0 + DAY,
+                    speaker="Ann")
     question = "How is the sourdough starter?"
     res = ask(db, tenant, question, conversation_id=chat, explain=True, now=T0 + 2 * DAY)
     assert ids(res) == [said, after, lone]
@@ -872,3 +894,21 @@ def test_idf_is_never_negative_and_falls_as_more_documents_hold_the_word():
         assert all(v >= 0 for v in values)
         assert values == sorted(values, reverse=True)
         assert values[0] > values[n]  # a rare word outweighs one every document holds
+
+
+def test_a_note_naming_whom_the_question_names_is_about_them(db, tenant):
+    # Notes have no speaker: who a note is about is whom it names. Caroline is in most notes (her name
+    # weighs little), so on words alone Melanie's short note on research wins; naming Caroline, hers does.
+    for text in ("Caroline paints on weekends", "Caroline likes hiking", "Caroline moved to Boston",
+                 "Caroline adopted a dog", "Caroline plays the violin"):
+        remember(db, tenant, text[:20], text, type="learning")
+    hers = remember(db, tenant, "Caroline", "Caroline has been researching adoption agencies near her home town",
+                    type="learning")
+    other = remember(db, tenant, "Melanie", "Melanie researched research grants", type="learning")
+    res = explained(db, tenant, "What did Caroline research?")
+    assert ids(ask(db, tenant, "What did Caroline research?"))[:2] == [hers, other]
+    assert (res[hers].parts["names"], res[other].parts["names"]) == (1.5, 1.0)
+    assert ids(ask(db, tenant, "What did Caroline research?", disable=["names"]))[:2] == [other, hers]
+    # A turn is about its speaker (the speaker signal), not whom it names.
+    _, (turn,) = exchange(db, tenant, ("Melanie", "Caroline researched adoption agencies, Melanie said"))
+    assert "names" not in explained(db, tenant, "What did Caroline research?")[turn].parts

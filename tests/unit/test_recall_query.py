@@ -271,3 +271,17 @@ def test_slots_number_the_phrases_as_fts5_does(db, tok):
 def test_tokenizer_matches_the_index(db):
     row = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (FTS,)).fetchone()[0]
     assert "tokenize='porter unicode61 remove_diacritics 2'" in row
+
+
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("When did Maria meet Jean?", {"maria", "jean"}),
+        ("What is Caroline's favourite book?", {"carolin"}),  # the possessive is not part of the name
+        ("What did I tell the User about it?", set()),  # "I" is a stopword, "User" a party
+        ("what did caroline research", set()),  # a name in lower case is only a word
+        ("Which Postgres version did we upgrade to?", {"postgr"}),
+    ],
+)
+def test_names_are_the_capitalised_words_that_are_not_stopwords(tok, text, names):
+    assert analyze(text, tok).names == names
