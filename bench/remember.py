@@ -63,7 +63,7 @@ from pathlib import Path
 import apsw
 import msgspec
 
-from arbiter import paths, verbs
+from arbiter import derive, paths, verbs
 from arbiter.model import RememberParams
 from arbiter.server import writer_settings
 from arbiter.server.runner import Caller, Runner
@@ -74,13 +74,13 @@ from bench.load import BenchDaemon, Vocabulary, cpu_s
 
 #: The parts of `remember`, as (label, object whose attribute is called, attribute). Wrapped only in this process.
 PARTS = (
-    ("reference checks", verbs.entries, "_row"),
+    ("reference checks", verbs.entries, "checked_row"),
     ("exact duplicate", verbs.duplicates, "duplicate_of"),
-    ("row + FTS insert", verbs.entries, "remember"),
-    ("entities", verbs.entities_mod, "link_entry"),
+    ("row + FTS insert + triggers", verbs.entries, "remember"),
+    ("entities", derive, "link_entry"),
     ("near duplicates + keys", verbs.duplicates, "add_new"),
     ("salience", verbs.salience_mod, "set_initial"),
-    ("associations", verbs.associations, "derive"),
+    ("associations", derive.associations, "derive"),
     ("result (get, get_any)", verbs.entries, "get"),
     ("result (get, get_any)", verbs.entries, "get_any"),
 )
@@ -160,7 +160,7 @@ def parts(home: Path, writes: list[dict]) -> dict[str, float]:
     spent: dict[str, float] = defaultdict(float)
     originals = []
 
-    inside: list[str] = []  # a part called from within another (entries.remember calls _row) counts to the outer
+    inside: list[str] = []  # a part called from within another (entries.remember calls checked_row) counts to the outer
 
     def timed(label, fn):
         @functools.wraps(fn)
