@@ -181,8 +181,10 @@ class Loader:
         self._used: set[str] = set()
         self.count = 0
 
-    def add(self, rec, line: int, ref) -> None:
-        """Write record `rec` (file line `line`); `ref(mapping, old, field, what)` maps an id of the file (raising on a dangling one)."""
+    def add(self, rec, ref) -> None:
+        """Write record `rec`; `ref(mapping, old, field, what)` maps an id of the file (raising on a dangling one).
+
+        A refusal is raised without its line: the import says which line, for every record alike."""
         if isinstance(rec, PredicateRecord):
             # A predicate the tenant already has keeps its kind here: a tenant's schema is declared once.
             self.conn.execute(
@@ -191,7 +193,7 @@ class Loader:
                 (self.tenant_id, rec.name, int(rec.functional), parse_time(rec.declared_at, path="declared_at")),
             )
         elif isinstance(rec, FactBatchRecord):
-            self._add_batch(rec, line)
+            self._add_batch(rec)
         elif isinstance(rec, FactRecord):
             self._add_fact(rec, ref)
         else:
@@ -202,8 +204,8 @@ class Loader:
                  ref(self.facts, rec.id, "id", "fact")),
             )
 
-    def _add_batch(self, rec: FactBatchRecord, line: int) -> None:
-        author = self.people.user(rec.author, line)
+    def _add_batch(self, rec: FactBatchRecord) -> None:
+        author = self.people.user(rec.author)
         scope = self.people.scope(author, rec.team, count=False)
         self.conn.execute(
             "INSERT INTO patch_batches(tenant_id, author_id, scope_id, origin, status, threshold, note, created_at, "

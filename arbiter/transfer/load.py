@@ -112,14 +112,14 @@ class _People:
         self._scopes: dict[int, int] = {}
         self._teams: dict[str, int | None] = {}
 
-    def user(self, name: str | None, line: int) -> int:
+    def user(self, name: str | None) -> int:
         if not self.authors or name is None:
             return self.v.user_id
         if name not in self._users:
             row = self.conn.execute("SELECT id FROM users WHERE tenant_id = ? AND name = ?",
                                     (self.v.tenant_id, name)).fetchone()
             if row is None:
-                raise InvalidParams(f"line {line}: author {name!r} is no user of this tenant nor of the file",
+                raise InvalidParams(f"author {name!r} is no user of this tenant nor of the file",
                                     path="author")
             self._users[name] = row[0]
         return self._users[name]
@@ -234,12 +234,12 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     facts = fact_records.Loader(conn, tenant, people, batches=_Map(conn, import_id, "b"), facts=_Map(conn, import_id, "f"),
                                 entries=entries, entities=ents, now=ctx.now)
 
-    def ref(mapping: _Map, old: int | None, line: int, field: str, what: str) -> int | None:
+    def ref(mapping: _Map, old: int | None, field: str, what: str) -> int | None:
         if old is None:
             return None
         new = mapping[old]
         if new is None:
-            raise InvalidParams(f"line {line}: {field} {old} names no {what} earlier in the file", path=field)
+            raise InvalidParams(f"{field} {old} names no {what} earlier in the file", path=field)
         return new
 
     pending: list[tuple[int, tuple]] = []  # (old id, row) of entries not yet inserted
@@ -266,11 +266,11 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             if isinstance(rec, EntryRecord):
                 if rec.parent_id in waiting:  # a reply to an entry of this chunk: give the parent its id first
                     insert_pending()
-                author = people.user(rec.author, line)
+                author = people.user(rec.author)
                 pending.append((rec.id, (
                     tenant, rec.type, rec.title, text.pack(rec.content), _encode(list(dict.fromkeys(rec.tags))).decode(),
-                    rec.source, ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
-                    ref(entries, rec.parent_id, line, "parent_id", "entry"),
+                    rec.source, ref(conversations, rec.conversation_id, "conversation_id", "conversation"),
+                    ref(entries, rec.parent_id, "parent_id", "entry"),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
                     _time(rec.valid_to, "valid_to"), _time(rec.revised_at, "revised_at"), rec.speaker,
                     author, people.scope(author, rec.team),
@@ -281,8 +281,8 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 if pending:
                     insert_pending()
                 revisions.append((
-                    ref(entries, rec.entry_id, line, "entry_id", "entry"), tenant,
-                    ref(conversations, rec.conversation_id, line, "conversation_id", "conversation"),
+                    ref(entries, rec.entry_id, "entry_id", "entry"), tenant,
+                    ref(conversations, rec.conversation_id, "conversation_id", "conversation"),
                     parse_time(rec.recorded_from, path="recorded_from"), parse_time(rec.recorded_to, path="recorded_to"),
                     rec.type, rec.title, text.pack(rec.content), _encode(rec.tags).decode(), rec.source,
                     parse_time(rec.valid_from, path="valid_from"), _time(rec.valid_to, "valid_to"),
@@ -294,8 +294,8 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     insert_pending()
                 relations.require_qualifier(rec.relation, rec.qualifier)
                 links.append((
-                    tenant, ref(entries, rec.source_id, line, "source_id", "entry"),
-                    ref(entries, rec.target_id, line, "target_id", "entry"), rec.relation,
+                    tenant, ref(entries, rec.source_id, "source_id", "entry"),
+                    ref(entries, rec.target_id, "target_id", "entry"), rec.relation,
                     parse_time(rec.created_at, path="created_at"), rec.qualifier,
                 ))
                 counts["relations"] += 1
@@ -305,7 +305,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 conn.execute(
                     "INSERT INTO entry_salience(entry_id, tenant_id, initial, decay_rate, permanent, accesses, "
                     "last_access, reinforcements) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (ref(entries, rec.entry_id, line, "entry_id", "entry"), tenant, rec.initial, rec.decay_rate,
+                    (ref(entries, rec.entry_id, "entry_id", "entry"), tenant, rec.initial, rec.decay_rate,
                      int(rec.permanent), rec.accesses, _time(rec.last_access, "last_access"), rec.reinforcements),
                 )
             elif isinstance(rec, RetirementRecord):
@@ -313,7 +313,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     insert_pending()
                 conn.execute(
                     "INSERT INTO entry_retirements(tenant_id, entry_id, reason, salience, at) VALUES (?, ?, ?, ?, ?)",
-                    (tenant, ref(entries, rec.entry_id, line, "entry_id", "entry"), rec.reason, rec.salience,
+                    (tenant, ref(entries, rec.entry_id, "entry_id", "entry"), rec.reason, rec.salience,
                      parse_time(rec.at, path="at")),
                 )
             elif isinstance(rec, EntityRecord):
@@ -324,21 +324,21 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             elif isinstance(rec, EntityMergeRecord):
                 if ents.created(rec.id):  # never re-point an entity that was here
                     conn.execute("UPDATE entities SET merged_into = ? WHERE id = ?",
-                                 (ref(ents, rec.into, line, "into", "entity"), ents[rec.id]))
+                                 (ref(ents, rec.into, "into", "entity"), ents[rec.id]))
             elif isinstance(rec, MentionRecord):
                 if pending:
                     insert_pending()
-                entity = ref(ents, rec.entity_id, line, "entity_id", "entity")
+                entity = ref(ents, rec.entity_id, "entity_id", "entity")
                 conn.execute(  # the name it came through, if the entity answers to it here (else none: see m025)
                     "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES "
                     "(?, ?, ?, ?, (SELECT id FROM entity_names WHERE tenant_id = ? AND key = ? AND entity_id = ?))",
-                    (ref(entries, rec.entry_id, line, "entry_id", "entry"), entity, tenant, rec.how,
+                    (ref(entries, rec.entry_id, "entry_id", "entry"), entity, tenant, rec.how,
                      tenant, entity_names.key(rec.name or ""), entity),
                 )
                 counts["mentions"] += 1
             elif isinstance(rec, EntityRelationRecord):
-                source = ref(ents, rec.source_id, line, "source_id", "entity")
-                target = ref(ents, rec.target_id, line, "target_id", "entity")
+                source = ref(ents, rec.source_id, "source_id", "entity")
+                target = ref(ents, rec.target_id, "target_id", "entity")
                 if source != target:  # both ends mapped onto one entity the tenant had: nothing left to relate
                     conn.execute(
                         "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
@@ -350,17 +350,17 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             elif isinstance(rec, EntityEventRecord):
                 conn.execute(
                     "INSERT INTO entity_events(tenant_id, entity_id, kind, detail, at) VALUES (?, ?, ?, ?, ?)",
-                    (tenant, ref(ents, rec.entity_id, line, "entity_id", "entity"), rec.event, rec.detail,
+                    (tenant, ref(ents, rec.entity_id, "entity_id", "entity"), rec.event, rec.detail,
                      parse_time(rec.at, path="at")),
                 )
             elif isinstance(rec, (PredicateRecord, FactBatchRecord, FactRecord, FactLinkRecord)):
                 if pending:
                     insert_pending()
-                facts.add(rec, line, lambda m, old, field, what, line=line: ref(m, old, line, field, what))
+                facts.add(rec, ref)
             elif isinstance(rec, ConversationRecord):
                 conn.execute(
                     "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
-                    (tenant, people.user(rec.author, line), rec.title, parse_time(rec.created_at, path="created_at")),
+                    (tenant, people.user(rec.author), rec.title, parse_time(rec.created_at, path="created_at")),
                 )
                 conversations.fresh[rec.id] = conn.last_insert_rowid()
                 counts["conversations"] += 1
@@ -375,7 +375,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     people.team(rec.name, created_at=parse_time(rec.created_at, path="created_at"))
                 else:
                     team = people.team(rec.team)
-                    user = people.user(rec.user, line)
+                    user = people.user(rec.user)
                     # Created where missing: one the tenant has (current or ended) is its own, as the import found it.
                     if conn.execute("SELECT 1 FROM team_members WHERE team_id = ? AND user_id = ?",
                                     (team, user)).fetchone() is None:
@@ -384,12 +384,10 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                             users.leave(conn, team, user, now=parse_time(rec.left_at, path="left_at"))
             elif isinstance(rec, TenantRecord):
                 raise InvalidParams(
-                    f"line {line}: a tenant record: this is an --all export; import it with `arbiter import --all`",
+                    "a tenant record: this is an --all export; import it with `arbiter import --all`",
                     path="kind",
                 )
-        except InvalidParams as e:
-            if e.message.startswith("line "):
-                raise
+        except InvalidParams as e:  # every refusal of a record names its line, once
             raise InvalidParams(f"line {line}: {e.message}", path=e.path) from None
     insert_pending()
     # Past states go in as rows: the record-time triggers fire only on updates, so nothing is re-derived.
