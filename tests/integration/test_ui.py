@@ -3,10 +3,13 @@
 The browser tests drive Debian's chromium through chromedriver (selenium);
 `.ci/run` installs both. Screenshots at desktop and phone widths are saved
 in the test's tmp dir (pytest keeps the last runs' under its basetemp).
+One daemon and one browser serve the module: each test that writes has a
+tenant of its own, and each page test loads the page afresh at its size.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
@@ -17,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from arbiter.client import Client
 from arbiter.ui.server import UIServer
-from tests.conftest import wait_for
+from tests.conftest import DaemonProcess, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -30,15 +34,59 @@ TOPICS = [
 ]
 
 
+SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
+# Note 29's content fills more than a screen: what is shown after it must still come into view.
+LONG = "\n".join(f"Line {n} of the budget review: invoices, payments and the contract." for n in range(60))
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """The module's daemon (a real process on a real socket)."""
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    yield d
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+class Tenant:
+    """A tenant of the shared daemon: `client()` is its first user's, as `DaemonProcess.client` is the default's."""
+
+    def __init__(self, daemon: DaemonProcess, token: str):
+        self.socket, self.home, self.token = daemon.socket, daemon.home, token
+
+    def client(self, token: str | None = None) -> Client:
+        return Client(self.socket, token or self.token)
+
+
+_names = itertools.count()
+
+
+def _tenant(shared: DaemonProcess) -> Tenant:
+    with shared.client(shared.admin_token) as admin:
+        return Tenant(shared, admin.tenant_create(f"t{next(_names)}").token)
+
+
 @pytest.fixture
-def memory(daemon):
-    """30 entries in three tag topics across 2026, a chain of relations in each, one superseded entry."""
+def daemon(shared):
+    """A fresh tenant of the module's daemon, so what one test writes no other test sees."""
+    return _tenant(shared)
+
+
+@pytest.fixture(scope="module")
+def memory(shared):
+    """30 entries in three tag topics across 2026, a chain of relations in each, one superseded entry.
+
+    Three entries share each month's instant and each topic names one entity, so every kind of association
+    joins them; entries of a topic differ by one word in their content, so similarity edges form too."""
+    tenant = _tenant(shared)
     ids = []
-    with daemon.client() as c:
+    with tenant.client() as c:
         for i in range(30):
             topic = TOPICS[i % 3]
             ids.append(c.remember(
-                type="project", title=f"Note {i} on {topic[0]}", content=f"About {' and '.join(topic)}, item {i}.",
+                type="project", title=f"Note {i} on {topic[0]}",
+                content=f"About {' and '.join(topic)}, item {i}." + ("\n" + LONG if i == 29 else ""),
                 tags=[topic[j] for j in range(4) if j != i % 4], valid_from=f"2026-{1 + i // 3:02d}-15T09:00:00Z",
                 entities=[["Alice Martin", "Bob Stone", "Acme Ltd"][i % 3]],
             ).id)
@@ -47,13 +95,17 @@ def memory(daemon):
         c.entity_relate("Alice Martin", "knows", "Bob Stone")
         newer = c.remember(type="project", title="Note 0 revised", content="Deploy on Mondays now.",
                            tags=["deploy", "release", "ci"], supersedes_ids=[ids[0]]).id
-    return {"ids": ids, "newer": newer}
+    return {"ids": ids, "newer": newer, "tenant": tenant}
 
 
-@pytest.fixture
-def ui(daemon, memory):
-    server = UIServer(daemon.client)
+@pytest.fixture(scope="module")
+def ui(memory):
+    server = UIServer(memory["tenant"].client)
     server.start()
+    # The idle writer derives similarity edges in the daemon's quiet spells after the writes: draw once they are
+    # there, asking seldom enough to leave it quiet.
+    wait_for(lambda: any(a["kind"] == "similarity" for a in json.loads(_get(server.url + "api/graph")[1])["associations"]),
+             what="the similarity edges to be derived", interval=0.5)
     yield server
     server.shutdown()
     server.server_close()
@@ -78,12 +130,13 @@ def test_nothing_is_served_without_the_token(ui):
     assert status == 200 and b"force-graph.min.js" in body
 
 
-def test_api_reads_the_memory_through_the_client(ui, memory, client):
+def test_api_reads_the_memory_through_the_client(ui, memory):
     status, body = _get(ui.url + "api/graph")
     graph = json.loads(body)
     assert status == 200
     assert len(graph["nodes"]) == 30  # 31 written, the superseded one retired
-    assert [c["name"] for c in graph["clusters"]] == [c.name for c in client.topic_clusters().clusters]
+    with memory["tenant"].client() as client:
+        assert [c["name"] for c in graph["clusters"]] == [c.name for c in client.topic_clusters().clusters]
     assert all(n["cluster"] is not None for n in graph["nodes"])
     assert sum(e["relation"] == "relates_to" for e in graph["edges"]) == 26  # the one touching the retired entry is not drawn
     status, body = _get(ui.url + "api/graph?as_of=2026-02-01T00:00:00Z")
@@ -111,8 +164,8 @@ def test_api_reads_the_memory_through_the_client(ui, memory, client):
     assert status == 400
 
 
-@pytest.fixture
-def browser():
+@pytest.fixture(scope="module")
+def chromium():
     if not shutil.which("chromium") and not shutil.os.path.exists(CHROMIUM):
         pytest.skip("chromium is not installed (.ci/run installs Debian's chromium and chromium-driver)")
     from selenium import webdriver
@@ -131,6 +184,20 @@ def browser():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def browser(chromium):
+    """The module's browser at desktop size; a test loads its page itself."""
+    chromium.set_window_size(*SIZES["desktop"])
+    return chromium
+
+
+def _open(browser, url: str, size: str) -> None:
+    """Load the page afresh at `size` (the window is resized first, so the page starts in that layout)."""
+    browser.set_window_size(*SIZES[size])
+    browser.get(url)
+    _settled(browser)
 
 
 
@@ -164,7 +231,7 @@ def test_the_page_in_chromium(ui, memory, browser, tmp_path):
     browser.get(ui.url)
     _settled(browser)
     assert _js(browser, "window.arbiter.nodes") == 30
-    legend = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#legend li")]
+    legend = [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#topics li")]
     assert len(legend) == 3 and all(legend)
     with urllib.request.urlopen(ui.url + "api/graph") as r:
         names = [c["name"] for c in json.load(r)["clusters"]]
@@ -381,7 +448,7 @@ def test_the_page_says_when_it_is_empty_and_when_it_draws_only_the_newest(daemon
         server.server_close()
 
 
-def test_open_never_puts_the_token_on_a_command_line(daemon, tmp_path):
+def test_open_never_puts_the_token_on_a_command_line(shared, tmp_path):
     """`ui --open` ran the browser with the URL, token and all, as an argument any local user reads (ps)."""
     import signal
     import stat
@@ -395,7 +462,7 @@ def test_open_never_puts_the_token_on_a_command_line(daemon, tmp_path):
     browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {said}\n')
     browser.chmod(0o700)
     ui = subprocess.Popen([sys.executable, "-m", "arbiter", "ui", "--open"], stdout=subprocess.PIPE, text=True,
-                          env=isolated_env(daemon.home, BROWSER=f"{browser} %s"))
+                          env=isolated_env(shared.home, BROWSER=f"{browser} %s"))
     try:
         url = ui.stdout.readline().split()[2]
         token = url.rstrip("/").rsplit("/", 1)[1]

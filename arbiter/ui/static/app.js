@@ -276,8 +276,8 @@ function renderLegend() {
     },
   }, el("span", { className: "line" + (v.dash ? " dashed" : ""), style: `border-color:${v.colour}` }),
      el("span", { className: "name" }, v.name), el("span", { className: "count" }, String(counts.get(k)))));
-  $("legend").replaceChildren(el("h2", {}, "Topics"), el("ul", {}, ...items),
-    ...(kinds.length ? [el("h2", {}, "Links"), el("ul", {}, ...kinds)] : []));
+  $("legend").replaceChildren(el("h2", {}, "Topics"), el("ul", { id: "topics" }, ...items),
+    ...(kinds.length ? [el("h2", {}, "Links"), el("ul", { id: "link-kinds" }, ...kinds)] : []));
 }
 
 function highlight(ids) {
