@@ -23,7 +23,7 @@ const state = { data: null, asOf: null, view: "entries", hits: new Set(), query:
                 positions: new Map(), hidden: new Set(), visibleBox: null };
 // What tests and the bench read: counts, when the first frame with the data was drawn, the labels of the last frame.
 window.arbiter = { nodes: 0, edges: 0, associations: 0, loads: 0, renderedAt: null, settled: false, graph: null,
-                   labels: [] };
+                   labels: [], highlighted: [] };
 
 const $ = (id) => document.getElementById(id);
 
@@ -282,6 +282,7 @@ function renderLegend() {
 
 function highlight(ids) {
   state.hits = ids;
+  window.arbiter.highlighted = [...ids];
   if (NARROW.matches) renderLists();
   else if (state.graph) state.graph.nodeColor(state.graph.nodeColor());  // repaint with the new dimming
 }
@@ -311,7 +312,7 @@ async function search(query, { reveal: show = true } = {}) {
   }
   const drawn = new Set(state.data.nodes.map((n) => n.id));
   // recall's note says why nothing was searched or found ("no searchable word..."): a bare "0 hits" does not.
-  $("hits").replaceChildren(el("h2", {}, `Recall: ${result.hits.length} hits`, state.asOf ? ` as of ${day(state.asOf)}` : ""),
+  $("hits").replaceChildren(el("h2", {}, `Recall: ${result.hits.length} hit${result.hits.length === 1 ? "" : "s"}`, state.asOf ? ` as of ${day(state.asOf)}` : ""),
     ...(result.note ? [el("p", { className: "hint", id: "recall-note" }, result.note)] : []),
     el("ul", {}, ...result.hits.map((h) =>
       el("li", {}, el("button", { className: "link hit", onclick: () => select(h.id) },
