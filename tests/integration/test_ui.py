@@ -343,8 +343,7 @@ def test_what_a_tap_or_a_search_shows_comes_into_view(ui, memory, browser, size,
 
     _open(browser, ui.url, size)
     if size == "phone":
-        button = browser.find_elements(By.CSS_SELECTOR, "#lists button")[-1]  # the last entry, far down the list
-        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        button = browser.find_elements(By.CSS_SELECTOR, "#lists button")[0]  # at the top: the panel is far below
         title = button.text.split(" ", 1)[1]
         button.click()
         wait_for(lambda: browser.find_elements(By.ID, "entry-title"), what="the entry to open")
