@@ -384,15 +384,18 @@ def test_nodes_are_labelled_at_a_readable_zoom_and_associations_drawn_by_kind(ui
             return g.graphData().nodes.filter(n => { const p = c(n.x, n.y);
               return p.x >= 0 && p.y >= 0 && p.x <= g.width() && p.y <= g.height(); }).map(n => n.title); })()"""))
 
-    fitted = labels_after("window.arbiter.graph.zoomToFit(0, 30)")  # 30 nodes fitted: a readable zoom
-    assert fitted == titles == on_screen()
+    # 30 nodes fitted: a readable zoom, where a label that would overlap one already drawn is left out.
+    fitted = labels_after("window.arbiter.graph.zoomToFit(0, 30)")
+    assert fitted and fitted <= on_screen() == titles
     closer = labels_after("(n => window.arbiter.graph.centerAt(n.x, n.y, 0).zoom(10, 0))(window.arbiter.graph"
                           ".graphData().nodes.find(n => n.title === 'Note 14 on budget'))")
     assert "Note 14 on budget" in closer and closer == on_screen() and closer < titles  # only what is on screen
     assert labels_after("window.arbiter.graph.zoom(0.5, 0)") == set()  # dots too close for labels to read
-    _search(browser, "invoice")  # zoomed out, the hits keep their labels
+    _search(browser, "invoice")  # zoomed out, the hits keep their labels (where they fit)
     budget = {f"Note {i} on budget" for i in range(2, 30, 3)}
-    assert labels_after("window.arbiter.graph.zoom(0.5, 0)") == budget
+    zoomed_out = labels_after("window.arbiter.graph.zoom(0.5, 0)")
+    assert zoomed_out and zoomed_out <= budget
+    assert labels_after("window.arbiter.graph.zoomToFit(0, 30)") & budget
 
     # Every link kind drawn, in one colour of its own, and listed in the legend with its count.
     colours = _js(browser, """(() => { const g = window.arbiter.graph, colour = g.linkColor(), out = {};

@@ -20,7 +20,7 @@ const LABEL_ZOOM = 1.5;
 const LABEL_CHARS = 32;
 const NARROW = window.matchMedia("(max-width: 700px)");
 const state = { data: null, asOf: null, view: "entries", hits: new Set(), query: "", selected: null, graph: null,
-                positions: new Map(), hidden: new Set(), visibleBox: null };
+                positions: new Map(), hidden: new Set() };
 // What tests and the bench read: counts, when the first frame with the data was drawn, the labels of the last frame.
 window.arbiter = { nodes: 0, edges: 0, associations: 0, loads: 0, renderedAt: null, settled: false, graph: null,
                    labels: [], highlighted: [] };
@@ -168,23 +168,17 @@ function renderGraph() {
       .nodeLabel((n) => el("span", {}, `#${n.id} ${n.title}`))
       .nodeColor((n) => (state.hits.size && !state.hits.has(n.id) ? colour(n.cluster) + "40" : colour(n.cluster)))
       .nodeRelSize(4)
-      .linkColor((l) => LINKS[l.kind].colour)
+      .linkColor((l) => LINKS[l.kind].colour + (LINKS[l.kind].dash ? "99" : ""))  // derived: fainter
+      .linkWidth((l) => (LINKS[l.kind].dash ? 0.75 : 1))
       .linkLineDash((l) => LINKS[l.kind].dash || null)
       .linkVisibility((l) => !state.hidden.has(l.kind))
       .linkDirectionalArrowLength((l) => (l.kind === "relation" ? 3 : 0))
       .linkLabel((l) => el("span", {}, l.label))
       .cooldownTicks(120)
       .nodeCanvasObjectMode(() => "after")
-      .nodeCanvasObject(drawMarks)
-      .onRenderFramePre((ctx, scale) => {
-        // The part of the graph on screen, in graph coordinates: only labels there are drawn.
-        const m = ctx.getTransform().inverse(), w = ctx.canvas.width, h = ctx.canvas.height;
-        const a = m.transformPoint(new DOMPoint(0, 0)), b = m.transformPoint(new DOMPoint(w, h));
-        state.visibleBox = { x0: a.x, y0: a.y, x1: b.x, y1: b.y, scale };
-        window.arbiter.labels = [];
-      })
-      .onNodeClick((n) => (state.data.view === "entities" ? selectEntity(n.title) : select(n.id)))
-      .onRenderFramePost(() => {
+      .nodeCanvasObject(drawRing)
+      .onRenderFramePost((ctx, scale) => {
+        drawLabels(ctx, scale);
         if (window.arbiter.renderedAt === null && state.graph && state.graph.graphData().nodes.length)
           window.arbiter.renderedAt = performance.now();
       })
@@ -203,29 +197,50 @@ function renderGraph() {
   state.graph.graphData({ nodes, links });
 }
 
-function drawMarks(n, ctx, scale) {
-  const hit = state.hits.has(n.id), selected = state.selected === n.id;
-  if (hit || selected) {
-    ctx.beginPath();
-    ctx.arc(n.x, n.y, selected ? 7 : 6, 0, 2 * Math.PI);
-    ctx.strokeStyle = selected ? "#000" : "#cf222e";
-    ctx.lineWidth = 1.5;
-    ctx.stroke();
-  }
-  const box = state.visibleBox;
-  if (!box || (scale < LABEL_ZOOM && !hit && !selected)) return;
-  if (n.x < box.x0 || n.x > box.x1 || n.y < box.y0 || n.y > box.y1) return;
-  const text = n.title.length > LABEL_CHARS ? n.title.slice(0, LABEL_CHARS - 1) + "…" : n.title;
-  ctx.font = `${(hit || selected ? "600 " : "") + 11 / scale}px system-ui, sans-serif`;
+function drawRing(n, ctx) {
+  const selected = state.selected === n.id;
+  if (!selected && !state.hits.has(n.id)) return;
+  ctx.beginPath();
+  ctx.arc(n.x, n.y, selected ? 7 : 6, 0, 2 * Math.PI);
+  ctx.strokeStyle = selected ? "#000" : "#cf222e";
+  ctx.lineWidth = 1.5;
+  ctx.stroke();
+}
+
+// Labels go on top of the whole frame, the selected node's and the hits' first, then the rest where they fit:
+// one that would overlap a label already drawn is left out (hover still names it), and so is one off screen.
+function drawLabels(ctx, scale) {
+  const labels = (window.arbiter.labels = []);
+  if (!state.graph) return;
+  const m = ctx.getTransform().inverse();
+  const a = m.transformPoint(new DOMPoint(0, 0)), b = m.transformPoint(new DOMPoint(ctx.canvas.width, ctx.canvas.height));
+  const rank = (n) => (state.selected === n.id ? 0 : state.hits.has(n.id) ? 1 : 2);
+  const nodes = state.graph.graphData().nodes.filter((n) => (scale >= LABEL_ZOOM || rank(n) < 2) &&
+    n.x >= a.x && n.x <= b.x && n.y >= a.y && n.y <= b.y);
+  nodes.sort((p, q) => rank(p) - rank(q));
+  const cell = 40, grid = new Map(), size = 11 / scale, high = 14 / scale;
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
-  // A white halo keeps a label legible over the lines it crosses.
   ctx.lineWidth = 3 / scale;
-  ctx.strokeStyle = "rgba(255,255,255,0.85)";
-  ctx.strokeText(text, n.x, n.y + 5);
-  ctx.fillStyle = hit ? "#cf222e" : "#1f2328";
-  ctx.fillText(text, n.x, n.y + 5);
-  window.arbiter.labels.push(n.title);
+  ctx.strokeStyle = "rgba(255,255,255,0.85)";  // a halo keeps a label legible over the lines it crosses
+  for (const n of nodes) {
+    const text = n.title.length > LABEL_CHARS ? n.title.slice(0, LABEL_CHARS - 1) + "…" : n.title;
+    ctx.font = `${rank(n) < 2 ? "600 " : ""}${size}px system-ui, sans-serif`;
+    const half = ctx.measureText(text).width / 2, top = n.y + 9.5;  // below the selection ring
+    // The box in screen pixels, and the grid cells it covers.
+    const box = [(n.x - half) * scale, top * scale, (n.x + half) * scale, (top + high) * scale];
+    const keys = [];
+    for (let x = Math.floor(box[0] / cell); x <= Math.floor(box[2] / cell); x++)
+      for (let y = Math.floor(box[1] / cell); y <= Math.floor(box[3] / cell); y++) keys.push(`${x},${y}`);
+    const clash = keys.some((k) => (grid.get(k) || []).some((o) =>
+      o[0] < box[2] && box[0] < o[2] && o[1] < box[3] && box[1] < o[3]));
+    if (clash) continue;
+    for (const k of keys) grid.set(k, [...(grid.get(k) || []), box]);
+    ctx.strokeText(text, n.x, top);
+    ctx.fillStyle = state.hits.has(n.id) ? "#cf222e" : "#1f2328";
+    ctx.fillText(text, n.x, top);
+    labels.push(n.title);
+  }
 }
 
 // ---- the cluster-and-list view (small screens) -----------------------------------
