@@ -177,6 +177,7 @@ function renderGraph() {
       .cooldownTicks(120)
       .nodeCanvasObjectMode(() => "after")
       .nodeCanvasObject(drawRing)
+      .onNodeClick((n) => (state.data.view === "entities" ? selectEntity(n.title) : select(n.id)))
       .onRenderFramePost((ctx, scale) => {
         drawLabels(ctx, scale);
         if (window.arbiter.renderedAt === null && state.graph && state.graph.graphData().nodes.length)
