@@ -14,13 +14,14 @@ const LINKS = {
   entity: { colour: "#8250df", name: "same entity", dash: [2, 2] },
   similarity: { colour: "#1a7f37", name: "similar words", dash: [2, 2] },
 };
-// A label is drawn 11 px high whatever the zoom; below this zoom the nodes are too close for labels to read
-// (only hits and the selected node keep theirs).
-const LABEL_ZOOM = 1.5;
+// Labels are drawn 11 px high whatever the zoom; below this zoom the nodes are too close for labels to read (only
+// hits and the selected node keep theirs), and derived links, one or more an entry, are a tangle that also tripled
+// the layout's time to settle at 2,000 entries (docs/benchmarks.md): both show from this zoom in.
+const READABLE_ZOOM = 1.5;
 const LABEL_CHARS = 32;
 const NARROW = window.matchMedia("(max-width: 700px)");
 const state = { data: null, asOf: null, view: "entries", hits: new Set(), query: "", selected: null, graph: null,
-                positions: new Map(), hidden: new Set() };
+                positions: new Map(), hidden: new Set(), zoom: 1 };
 // What tests and the bench read: counts, when the first frame with the data was drawn, the labels of the last frame.
 window.arbiter = { nodes: 0, edges: 0, associations: 0, loads: 0, renderedAt: null, settled: false, graph: null,
                    labels: [], highlighted: [] };
@@ -171,13 +172,14 @@ function renderGraph() {
       .linkColor((l) => LINKS[l.kind].colour + (LINKS[l.kind].dash ? "99" : ""))  // derived: fainter
       .linkWidth((l) => (LINKS[l.kind].dash ? 0.75 : 1))
       .linkLineDash((l) => LINKS[l.kind].dash || null)
-      .linkVisibility((l) => !state.hidden.has(l.kind))
+      .linkVisibility((l) => !state.hidden.has(l.kind) && (!LINKS[l.kind].dash || state.zoom >= READABLE_ZOOM))
       .linkDirectionalArrowLength((l) => (l.kind === "relation" ? 3 : 0))
       .linkLabel((l) => el("span", {}, l.label))
       .cooldownTicks(120)
       .nodeCanvasObjectMode(() => "after")
       .nodeCanvasObject(drawRing)
       .onNodeClick((n) => (state.data.view === "entities" ? selectEntity(n.title) : select(n.id)))
+      .onRenderFramePre((ctx, scale) => { state.zoom = scale; })
       .onRenderFramePost((ctx, scale) => {
         drawLabels(ctx, scale);
         if (window.arbiter.renderedAt === null && state.graph && state.graph.graphData().nodes.length)
@@ -216,7 +218,7 @@ function drawLabels(ctx, scale) {
   const m = ctx.getTransform().inverse();
   const a = m.transformPoint(new DOMPoint(0, 0)), b = m.transformPoint(new DOMPoint(ctx.canvas.width, ctx.canvas.height));
   const rank = (n) => (state.selected === n.id ? 0 : state.hits.has(n.id) ? 1 : 2);
-  const nodes = state.graph.graphData().nodes.filter((n) => (scale >= LABEL_ZOOM || rank(n) < 2) &&
+  const nodes = state.graph.graphData().nodes.filter((n) => (scale >= READABLE_ZOOM || rank(n) < 2) &&
     n.x >= a.x && n.x <= b.x && n.y >= a.y && n.y <= b.y);
   nodes.sort((p, q) => rank(p) - rank(q));
   const cell = 40, grid = new Map(), size = 11 / scale, high = 14 / scale;
@@ -284,7 +286,8 @@ function renderLegend() {
   for (const a of d.associations) counts.set(a.kind, (counts.get(a.kind) || 0) + 1);
   // Click a kind to hide its links (derived ones can crowd a drawing), again to show them.
   const kinds = Object.entries(LINKS).filter(([k]) => counts.get(k)).map(([k, v]) => el("li", {
-    className: "link-kind" + (state.hidden.has(k) ? " off" : ""), title: "show or hide these links",
+    className: "link-kind" + (state.hidden.has(k) ? " off" : ""),
+    title: "show or hide these links" + (v.dash ? " (drawn once zoomed in far enough to read labels)" : ""),
     onclick: () => {
       if (!state.hidden.delete(k)) state.hidden.add(k);
       renderLegend();
