@@ -511,6 +511,9 @@ def test_the_view_shows_what_its_user_sees(team_ui):
     graph = json.loads(_get(ui.url + "api/graph")[1])
     assert sorted(n["id"] for n in graph["nodes"]) == sorted([ids["shared"], ids["reply"], ids["own"]])
     assert [(e["source"], e["target"]) for e in graph["edges"]] == [(ids["reply"], ids["shared"])]
+    # Derived edges only among what bob sees: alice's private note, written the same minute, joins none of them.
+    drawn = {n["id"] for n in graph["nodes"]}
+    assert graph["associations"] and all({a["source"], a["target"]} <= drawn for a in graph["associations"])
     entities = json.loads(_get(ui.url + "api/graph?view=entities")[1])
     assert [n["title"] for n in entities["nodes"]] == ["Acme Ltd"]  # never the entity only alice's note names
     status, body = _get(ui.url + f"api/entry/{ids['private']}")

@@ -214,7 +214,7 @@ function drawRing(n, ctx) {
 // one that would overlap a label already drawn is left out (hover still names it), and so is one off screen.
 function drawLabels(ctx, scale) {
   const labels = (window.arbiter.labels = []);
-  if (!state.graph) return;
+  if (!state.graph || (scale < READABLE_ZOOM && !state.hits.size && state.selected == null)) return;
   const m = ctx.getTransform().inverse();
   const a = m.transformPoint(new DOMPoint(0, 0)), b = m.transformPoint(new DOMPoint(ctx.canvas.width, ctx.canvas.height));
   const rank = (n) => (state.selected === n.id ? 0 : state.hits.has(n.id) ? 1 : 2);
