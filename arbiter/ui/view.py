@@ -70,7 +70,7 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
     `associations.of` gives an entry up to 10 neighbours in time and 5 per entity: for 2,000 drawn entries that
     is tens of thousands of lines (a bulk load puts thousands at one instant), and one query per entry. Chaining
     each entry to the next drawn one of its conversation, instant (within 24 hours) or entity keeps every group
-    joined with one line an entry per kind, from three set queries. Similarity edges are few (at most 3 an
+    joined with one line an entry per kind, from the rows read and two queries. Similarity edges are few (at most 3 an
     entry, stored) and drawn as stored. Every end is a drawn entry, so the caller sees both.
     """
     if not rows:
