@@ -9,6 +9,7 @@ entries and their teams' shares, and the entities those mention.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import pairwise
 
 import msgspec
 
@@ -82,11 +83,11 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
             by_conversation[r[6]].append(r[0])
     joined = set()
     for ids in by_conversation.values():
-        for a, b in zip(ids, ids[1:]):
+        for a, b in pairwise(ids):
             joined.add((a, b))
             out.append(GraphAssociation(source=b, target=a, kind="temporal", evidence="next to it in the conversation"))
     in_time = sorted((r[4], r[0]) for r in rows)
-    for (t0, a), (t1, b) in zip(in_time, in_time[1:]):
+    for (t0, a), (t1, b) in pairwise(in_time):
         if t1 - t0 <= PROXIMITY_HOURS * HOUR_US and (min(a, b), max(a, b)) not in joined:
             out.append(GraphAssociation(source=b, target=a, kind="temporal",
                                         evidence=f"{(t1 - t0) / HOUR_US:.2f} hours apart"))

@@ -293,7 +293,7 @@ def _pairs(associations, kind: str, evidence: str | None = None) -> set[tuple[in
 
 def _chain(ids) -> set[tuple[int, int]]:
     ids = sorted(ids)
-    return set(zip(ids, ids[1:]))
+    return set(itertools.pairwise(ids))
 
 
 def test_the_graph_carries_the_associations_among_the_drawn_entries(ui, memory):
