@@ -144,30 +144,33 @@ def screenshots(folder: Path) -> None:
         server.start()
         driver = _browser(1280, 800)
         try:
-            def settle(loads: int = 1):
+            def until(condition: str) -> None:
                 deadline = time.monotonic() + 60
-                while not driver.execute_script(f"return window.arbiter.loads >= {loads} && window.arbiter.settled"):
+                while not driver.execute_script("return " + condition):
                     if time.monotonic() > deadline:
-                        raise SystemExit("the page did not settle within 60 s")
+                        raise SystemExit(f"the page did not reach {condition!r} within 60 s")
                     time.sleep(0.05)
+
+            def settle(loads: int = 1) -> None:
+                until(f"window.arbiter.loads >= {loads} && window.arbiter.settled")
 
             driver.get(server.url)
             settle()
             driver.execute_script("search('invoice'); select(arguments[0])", ids[17])
-            time.sleep(1)  # the detail's fetch and a frame: a picture, not a measurement
+            until(f"window.arbiter.selected === {ids[17]} && window.arbiter.hits")
             driver.save_screenshot(str(folder / "ui.png"))
             driver.execute_script("document.getElementById('q').value = ''; search('');"
                                   "const v = document.getElementById('view'); v.value = 'entities';"
                                   "v.dispatchEvent(new Event('change'))")
             settle(2)
             driver.execute_script("selectEntity('Acme Ltd')")
-            time.sleep(1)
+            until("window.arbiter.selected !== null")
             driver.save_screenshot(str(folder / "ui-entities.png"))
             driver.set_window_size(390, 844)
             driver.get(server.url)
             settle()
             driver.execute_script("select(arguments[0])", ids[2])
-            time.sleep(1)
+            until(f"window.arbiter.selected === {ids[2]}")
             driver.save_screenshot(str(folder / "ui-phone.png"))
         finally:
             driver.quit()
