@@ -218,6 +218,11 @@ def _js(driver, expr: str):
     return driver.execute_script(f"return {expr};")
 
 
+def _loaded(driver, loads: int) -> None:
+    """Wait for the page's `loads`th load, with the search and the open entry it carries over (not the layout)."""
+    wait_for(lambda: _js(driver, f"window.arbiter.loads >= {loads}"), timeout=30, what=f"load {loads}")
+
+
 def _settled(driver, loads: int = 1) -> None:
     wait_for(lambda: _js(driver, f"window.arbiter && window.arbiter.loads >= {loads} && window.arbiter.settled"),
              timeout=30, what="the page to draw and settle")
@@ -455,7 +460,7 @@ def test_highlights_and_details_follow_the_view_and_the_time(ui, memory, browser
     close_sheet()
 
     browser.find_element(By.ID, "time").send_keys(Keys.HOME)  # January: only note 2 of the budget notes yet
-    _settled(browser, loads=2)
+    _loaded(browser, 2)
     as_of = _js(browser, "state.asOf")
     hits = json.loads(_get(ui.url + "api/recall?" + urllib.parse.urlencode({"q": "invoice", "as_of": as_of}))[1])["hits"]
     assert [h["id"] for h in hits] == [ids[2]] and highlighted() == [ids[2]]
@@ -463,12 +468,12 @@ def test_highlights_and_details_follow_the_view_and_the_time(ui, memory, browser
         f"Recall: 1 hit as of {as_of[:10]}"
     assert "not visible at this time" in browser.find_element(By.ID, "entry-who").get_attribute("textContent")
     browser.find_element(By.ID, "time").send_keys(Keys.END)
-    _settled(browser, loads=3)
+    _loaded(browser, 3)
     assert highlighted() == budget
     assert "not visible" not in browser.find_element(By.ID, "entry-who").get_attribute("textContent")
 
     Select(browser.find_element(By.ID, "view")).select_by_value("entities")
-    _settled(browser, loads=4)
+    _loaded(browser, 4)
     assert not browser.find_elements(By.ID, "entry-title")  # the entry's detail is gone with its view
     assert _js(browser, "window.arbiter.selected") is None and highlighted() == []
     assert len(browser.find_elements(By.CSS_SELECTOR, "#hits li")) == 10  # hits are entries: listed, not drawn
@@ -476,7 +481,7 @@ def test_highlights_and_details_follow_the_view_and_the_time(ui, memory, browser
     wait_for(lambda: browser.find_elements(By.ID, "entry-title"), what="the entity to open")
     close_sheet()
     Select(browser.find_element(By.ID, "view")).select_by_value("entries")
-    _settled(browser, loads=5)
+    _loaded(browser, 5)
     assert not browser.find_elements(By.ID, "entry-title") and _js(browser, "window.arbiter.selected") is None
     assert highlighted() == budget
 
