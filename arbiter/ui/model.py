@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from msgspec import Meta, Struct
+from msgspec import Meta, Struct, field
 
-from arbiter.model import Params, Time, TopicCluster
+from arbiter.model import AssociationKind, Params, Time, TopicCluster
 
 
 class GraphViewParams(Params):
@@ -41,8 +41,23 @@ class GraphEdge(Struct, kw_only=True):
     relation: str
 
 
+class GraphAssociation(Struct, kw_only=True):
+    """A derived edge between two drawn entries (`arbiter.associations`), `evidence` in words."""
+
+    source: int
+    target: int
+    kind: AssociationKind
+    evidence: str
+
+
 class GraphView(Struct, kw_only=True):
-    """What the web view draws. `earliest` is the oldest `valid_from` (the time slider's start)."""
+    """What the web view draws. `earliest` is the oldest `valid_from` (the time slider's start).
+
+    `associations` (entries view only) are the derived edges among the drawn
+    entries, thinned to what a drawing can show: per kind, each entry to the
+    next drawn one in its conversation, within 24 hours, or naming the same
+    entity, and the stored similarity edges as they are.
+    """
 
     nodes: list[GraphNode]
     edges: list[GraphEdge]
@@ -50,3 +65,4 @@ class GraphView(Struct, kw_only=True):
     earliest: str | None
     truncated: bool
     view: str = "entries"
+    associations: list[GraphAssociation] = field(default_factory=list)

@@ -9,31 +9,34 @@ entries and their teams' shares, and the entities those mention.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import pairwise
 
 import msgspec
 
 from arbiter._time import format_time
+from arbiter.associations.core import HOUR_US, PROXIMITY_HOURS
 from arbiter.entities.core import most_mentioned
 from arbiter.entities.visibility import dated_sql, links_sql, sees_most, seen_links_sql, whole
 from arbiter.graph import clusters
 from arbiter.graph.topics import topic_clusters
 from arbiter.model import Empty
 from arbiter.store.entries import visible
-from arbiter.ui.model import GraphEdge, GraphNode, GraphView, GraphViewParams
+from arbiter.ui.model import GraphAssociation, GraphEdge, GraphNode, GraphView, GraphViewParams
 from arbiter.verb import Context, Verb, _as_of
 
 _tags = msgspec.json.Decoder(list[str])
+_ids = msgspec.json.Encoder()
 
 
 def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
-    """The newest entries visible at `as_of`, their relations and reply links, and their topic clusters (named as in the briefing); or the entities."""
+    """The newest entries visible at `as_of`, their relations, reply links and associations, and their topic clusters (named as in the briefing); or the entities."""
     as_of = _as_of(p.as_of)
     if p.view == "entities":
         return _entities(ctx, p, as_of)
     cond, args = visible(as_of)
     v = ctx.viewer
     rows = ctx.conn.execute(
-        f"SELECT e.id, e.type, e.title, e.tags, e.valid_from, e.parent_id FROM entries e "
+        f"SELECT e.id, e.type, e.title, e.tags, e.valid_from, e.parent_id, e.conversation_id FROM entries e "
         f"WHERE {v.sees('e')} AND {cond} ORDER BY e.id DESC LIMIT ?",
         (*args, p.limit + 1),
     ).fetchall()
@@ -43,7 +46,7 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     ids = {r[0] for r in rows}
-    for id_, type_, title, tags_json, valid_from, parent in rows:
+    for id_, type_, title, tags_json, valid_from, parent, _ in rows:
         tags = _tags.decode(tags_json)
         nodes.append(GraphNode(
             id=id_, type=type_, title=title, tags=tags, valid_from=format_time(valid_from),
@@ -59,7 +62,55 @@ def graph_view(ctx: Context, p: GraphViewParams) -> GraphView:
         ):
             if source in ids and target in ids:
                 edges.append(GraphEdge(source=source, target=target, relation=relation))
-    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=_earliest(ctx), truncated=truncated)
+    return GraphView(nodes=nodes, edges=edges, clusters=named, earliest=_earliest(ctx), truncated=truncated,
+                     associations=_associations(ctx, rows, ctx.now if as_of is None else as_of))
+
+
+def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssociation]:
+    """The derived edges among the drawn entries (`rows`: id, ..., valid_from, parent, conversation), as chains.
+
+    `associations.of` gives an entry up to 10 neighbours in time and 5 per entity: for 2,000 drawn entries that
+    is tens of thousands of lines (a bulk load puts thousands at one instant), and one query per entry. Chaining
+    each entry to the next drawn one of its conversation, instant (within 24 hours) or entity keeps every group
+    joined with one line an entry per kind, from the rows read and two queries. Similarity edges are few (at most 3 an
+    entry, stored) and drawn as stored. Every end is a drawn entry, so the caller sees both.
+    """
+    if not rows:
+        return []
+    out: list[GraphAssociation] = []
+    by_conversation: defaultdict[int, list[int]] = defaultdict(list)
+    for r in sorted(rows):
+        if r[6] is not None:
+            by_conversation[r[6]].append(r[0])
+    joined = set()
+    for ids in by_conversation.values():
+        for a, b in pairwise(ids):
+            joined.add((a, b))
+            out.append(GraphAssociation(source=b, target=a, kind="temporal", evidence="next to it in the conversation"))
+    in_time = sorted((r[4], r[0]) for r in rows)
+    for (t0, a), (t1, b) in pairwise(in_time):
+        if t1 - t0 <= PROXIMITY_HOURS * HOUR_US and (min(a, b), max(a, b)) not in joined:
+            out.append(GraphAssociation(source=b, target=a, kind="temporal",
+                                        evidence=f"{(t1 - t0) / HOUR_US:.2f} hours apart"))
+    drawn = _ids.encode([r[0] for r in rows])
+    last: dict[int, int] = {}
+    for entity_id, entry_id, name in ctx.conn.execute(
+        "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.id = m.entity_id "
+        "WHERE m.entry_id IN (SELECT value FROM json_each(?)) ORDER BY m.entity_id, m.entry_id", (drawn,),
+    ):
+        if entity_id in last:
+            out.append(GraphAssociation(source=entry_id, target=last[entity_id], kind="entity",
+                                        evidence=f"both mention {name}"))
+        last[entity_id] = entry_id
+    out += [
+        GraphAssociation(source=b, target=a, kind="similarity", evidence=f"{w:.0%} of their words shared")
+        for a, b, w in ctx.conn.execute(
+            "SELECT a, b, weight FROM associations WHERE tenant_id = ?2 AND created_at <= ?3 "
+            "AND a IN (SELECT value FROM json_each(?1)) AND b IN (SELECT value FROM json_each(?1))",
+            (drawn, ctx.tenant_id, at),
+        )
+    ]
+    return out
 
 
 def _earliest(ctx: Context) -> str | None:
