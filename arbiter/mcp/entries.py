@@ -132,6 +132,12 @@ class Suggestion(View):
     reason: str
 
 
+def suggestions(candidates) -> list[Suggestion]:
+    """The daemon's link candidates as the tools show them."""
+    return [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
+                       reason=c.reason) for c in candidates]
+
+
 class SameAs(Struct, kw_only=True):
     """An entity `remember` resolved, and existing entities with names close to its own (not merged unasked)."""
 
@@ -139,8 +145,10 @@ class SameAs(Struct, kw_only=True):
     others: list[str]
 
 
-class Written(View):
-    """An entry as a write left it."""
+class Written(View, dict=True):
+    """An entry as a write left it (`merge_as`: how this session calls `entity_merge`, kept out of the structure)."""
+
+    merge_as = "`entity_merge`"
 
     verb: str
     entry: Ref
@@ -156,6 +164,8 @@ class Written(View):
     linked: list[str] = []
     #: Entities it mentions whose names are close to another's: one thing under two names? (`entity_merge`)
     possibly_same: list[SameAs] = []
+    #: `remember`: the call that finds links worth making from the new entry (left out of the write: its slow part).
+    follow_up: str | None = None
 
     def text(self) -> str:
         out = f"{self.verb} {self.entry.text()}"
@@ -167,7 +177,7 @@ class Written(View):
             out += "\nentities: " + ", ".join(self.entities)
         for x in self.possibly_same:
             out += (f"\nentity {x.name!r} may be the same as " + ", ".join(repr(n) for n in x.others)
-                    + ": if it is, `entity_merge` them")
+                    + f": if it is, {self.merge_as} them")
         if self.similar:
             out += ("\nnearly the same as " + ", ".join(f"#{i}" for i in self.similar)
                     + ": reply to, link or supersede it rather than keep both")
@@ -178,6 +188,8 @@ class Written(View):
             out += ("\nPossible links (judge each: if it is true, call `link` with it; otherwise ignore it):"
                     + "".join(f"\n- link {c.source_id} {c.relation} {c.target_id}: {c.reason}"
                               for c in self.suggested_links))
+        if self.follow_up:
+            out += f"\n{self.follow_up}"
         return out
 
 
@@ -293,7 +305,9 @@ def remember(s: Session, a: RememberArgs) -> Written:
                supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
                **_scope(s, a.everywhere), entities=a.entities, permanent=a.permanent,
                allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
-               candidates=True)  # the model is the judge here: it always gets the links to consider
+               # Finding link candidates was most of a write's time (~10 ms of 14): the model asks for them
+               # when it wants them (`suggest_links`), as the answer tells it.
+               candidates=False)
     if e.duplicate_of is not None:
         s.wrote = False
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
@@ -302,13 +316,15 @@ def remember(s: Session, a: RememberArgs) -> Written:
     s.started(conversation)
     s.changed(e.id, *a.supersedes_ids, *(r.source_id if r.target_id == e.id else r.target_id for r in e.linked))
     made = {(r.source_id, r.relation, r.target_id) for r in e.linked}
-    suggested = [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
-                            reason=c.reason) for c in e.candidates
-                 if (c.source_id, c.relation, c.target_id) not in made]
+    suggested = [c for c in suggestions(e.candidates) if (c.source_id, c.relation, c.target_id) not in made]
     same = [SameAs(name=m.name, others=[o.name for o in m.possibly_same_as]) for m in e.entities if m.possibly_same_as]
-    return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
+    out = Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
                    note=e.note, entities=[m.name for m in e.entities], similar=e.similar, possibly_same=same,
-                   suggested_links=suggested, linked=[f"#{r.source_id} {r.relation} #{r.target_id}" for r in e.linked])
+                   suggested_links=suggested, linked=[f"#{r.source_id} {r.relation} #{r.target_id}" for r in e.linked],
+                   follow_up=None if a.auto_link else f"links worth making from it: {s.named('suggest_links')} "
+                                                      f"with id {e.id}")
+    out.merge_as = s.named("entity_merge")
+    return out
 
 
 class Item(TextParams):

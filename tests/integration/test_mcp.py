@@ -38,7 +38,7 @@ TOOLS = {
 def _server(home: Path, *args: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "arbiter", "mcp", *args],
+        args=["-m", "arbiter", "mcp", *([] if "--tools" in args else ["--tools", "all"]), *args],
         env={"ARBITER_HOME": str(home)},
         cwd=str(REPO),
     )

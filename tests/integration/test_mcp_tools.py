@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def server_params(home: Path, *args: str) -> StdioServerParameters:
+    """`arbiter mcp` with every fine-grained tool (these tests call each by name), unless `args` choose the tools."""
+    tools = [] if "--tools" in args else ["--tools", "all"]
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "arbiter", "mcp", *args], env=isolated_env(home), cwd=str(REPO),
+        command=sys.executable, args=["-m", "arbiter", "mcp", *tools, *args], env=isolated_env(home), cwd=str(REPO),
     )
 
 
@@ -80,6 +82,7 @@ CASES = {
     "relate": lambda ids, mine: {"source": "Redis", "relation": "related_to", "target": "PostgreSQL"},
     "reinforce": lambda ids, mine: {"id": mine},
     "associations": lambda ids, mine: {"id": ids["adr-queue"]},
+    "suggest_links": lambda ids, mine: {"id": ids["deadlock"]},
     "whoami": lambda ids, mine: {},
     "share": lambda ids, mine: {"id": mine, "team": "mcp-tools"},
     "unshare": lambda ids, mine: {"id": mine},
