@@ -194,9 +194,12 @@ class Written(View, dict=True):
 
 
 class Hit(Ref, kw_only=True):
-    """A recall hit: its rank score, whether it came from the conversation searched first, an excerpt."""
+    """A recall hit: whether it came from the conversation searched first, an excerpt. Hits come best first.
 
-    score: float
+    No score: the daemon's fused score has no scale a model could read across calls (a browse's hits have none,
+    a conversation's pass and the tenant's differ), so the order says it.
+    """
+
     scope: Literal["conversation", "tenant"]
     conversation_id: int | None = None
     excerpt: str | None = None
@@ -240,7 +243,7 @@ def _fact_line(f: RecalledFact) -> str:
 
 
 def _hit_lines(h: Hit) -> list[str]:
-    lines = [f"- {Ref.text(h)} score {h.score:.3g}" if h.score else f"- {Ref.text(h)}"]
+    lines = [f"- {Ref.text(h)}"]
     if h.excerpt:
         lines.append("  " + h.excerpt)
     return lines
@@ -698,7 +701,7 @@ def _hit(h) -> Hit:
     if excerpt and (len(excerpt) > EXCERPT_CHARS or "\n" in excerpt):  # the daemon's are one line already
         excerpt = flat(excerpt, EXCERPT_CHARS)
     return Hit(id=h.id, type=h.type, title=h.title, tags=h.tags, valid_from=h.valid_from, valid_to=h.valid_to,
-               recorded_at=h.recorded_at, superseded=h.superseded, score=round(h.score, 6), scope=h.scope,
+               recorded_at=h.recorded_at, superseded=h.superseded, scope=h.scope,
                conversation_id=h.conversation_id, excerpt=excerpt or None)
 
 
@@ -720,7 +723,7 @@ def list_(s: Session, a: ListArgs) -> Listed:
     before = page_offset(a.cursor) or None
     items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
                    known_at=a.known_at, limit=a.limit + 1, before_id=before)
-    page = [Hit(**ref_fields(e), score=0.0, scope="tenant",
+    page = [Hit(**ref_fields(e), scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
     out = Listed(entries=page, more=False, next_cursor=None)
     shown = fit_page(out, map(_hit_lines, page), 40, a.max_chars)

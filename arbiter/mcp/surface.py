@@ -45,7 +45,7 @@ def _flag(flag: str, when_set: str, otherwise: str) -> Callable[[dict], tuple[st
     def route(args: dict) -> tuple[str, dict]:
         value = args.pop(flag, False)
         if not isinstance(value, bool):
-            raise InvalidParams(f"{flag}: expected `bool`, got `{type(value).__name__}`", path=flag)
+            raise InvalidParams(f"{flag}: must be true or false", path=flag)
         return (when_set if value else otherwise), args
 
     return route
@@ -61,6 +61,7 @@ def _renamed(route: Callable[[dict], tuple[str, dict]], names: dict[str, dict[st
                 rest[theirs] = rest.pop(ours)
         return name, rest
 
+    renaming.spelled = {tool: {theirs: ours for ours, theirs in pairs.items()} for tool, pairs in names.items()}
     return renaming
 
 
@@ -129,7 +130,7 @@ def _combine(name: str, description: str, tools: list[str], route, *, extra: dic
     if required:
         input_schema["required"] = list(required)
     return Combined(name=name, description=description, input_schema=input_schema, route=route,
-                    writes=any(TOOLS[t].writes for t in tools))
+                    writes=any(TOOLS[t].writes for t in tools), spelled=getattr(route, "spelled", {}))
 
 
 def _enum(values, description: str, default: str | None = None) -> dict:

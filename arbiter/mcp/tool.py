@@ -161,6 +161,9 @@ class Tool:
         """The tool that runs these arguments (itself), and the arguments it runs with."""
         return self, arguments
 
+    def explain(self, e: InvalidParams, t: Tool) -> InvalidParams:
+        return e
+
 
 @dataclass(frozen=True)
 class Combined:
@@ -179,6 +182,8 @@ class Combined:
     input_schema: dict
     route: Callable[[dict], tuple[str, dict]]
     writes: bool
+    #: Per fine-grained tool, its own name for an argument this tool spells otherwise (`{"around": {"k": "limit"}}`).
+    spelled: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def listing(self) -> dict:
         return {
@@ -191,6 +196,18 @@ class Combined:
     def resolve(self, arguments: dict) -> tuple[Tool, dict]:
         name, rest = self.route(dict(arguments))
         return TOOLS[name], rest
+
+    def explain(self, e: InvalidParams, t: Tool) -> InvalidParams:
+        """A routed tool's refusal in this tool's words: its argument names, and what this call takes instead."""
+        head, _, tail = (e.path or "").partition(".")
+        ours = self.spelled.get(t.name, {}).get(head.split("[")[0])
+        path = (ours + head[len(head.split("[")[0]):] + ("." + tail if tail else "")) if ours else e.path
+        message = e.message.replace(e.path, path, 1) if ours else e.message
+        if e.message == f"{e.path}: unknown field" and e.path in self.input_schema["properties"]:
+            back = {theirs: mine for theirs, mine in self.spelled.get(t.name, {}).items()}
+            takes = ", ".join(back.get(f, f) for f in t.args.__struct_encode_fields__)
+            message = f"{e.path}: not taken by this call (with these arguments it takes {takes})"
+        return InvalidParams(message, path=path)
 
 
 #: Every tool, by name, in declaration order (the order `tools/list` shows).
@@ -297,7 +314,10 @@ def call_tool(session: Session, offered: dict[str, Tool | Combined], name: str, 
         return _error(f"method_not_found: no tool named {name!r}{hint}")
     try:
         t, arguments = listed.resolve(arguments or {})
-        args = decode_args(t, arguments)
+        try:
+            args = decode_args(t, arguments)
+        except InvalidParams as e:
+            raise listed.explain(e, t) from None
         session.wrote = t.writes  # a write tool that finds nothing to change clears it (`Session.wrote`)
         session.listed = True
         result = t.run(session, args)
