@@ -65,7 +65,7 @@ def session_note(conversation_id: int | None) -> str:
     """What the instructions add to the briefing about this session's conversation."""
     if conversation_id is None:
         return ("\n\n## This session\nYour first write starts this session's conversation: your writes go to it "
-                "and `recall` searches it first. Resume an earlier one with the `conversation` tool (`conversations` lists them).")
+                "and `recall` searches it first. Resume an earlier one with the `conversation` tool (with `list` it lists them).")
     return (f"\n\n## This session\nThis session is conversation #{conversation_id}: your writes go to it and "
             "`recall` searches it first (`everywhere` for the whole memory alike).")
 
