@@ -73,7 +73,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile, vm_kb
 from bench.longmemeval.daemon import isolated_env
 
-TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0)}
+TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0), "remember_mcp_p50_ms": ("<=", 5.0)}
 BATCH = 500
 WAYS = ("sdk", "unchecked", "validate", "raw", "same", "plain")
 NODE_WAYS = ("node", "node_unchecked", "node_validate")
@@ -161,6 +161,85 @@ class NodeMcp:
         self.proc.wait(30)
 
 
+def session_cost(command: list[str], env: dict | None = None) -> dict:
+    """What a client pays before its first call: `initialize` (+ `initialized`) and `tools/list`, as JSON lines.
+
+    `definition_bytes` is what a client puts in the model's context for the tools (name, description and input
+    schema, as JSON); `session_bytes` every byte both ways; `round_trips` the requests answered.
+    """
+    proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    sent = received = 0
+
+    def send(message: dict) -> None:
+        nonlocal sent
+        line = json.dumps(message).encode() + b"\n"
+        sent += len(line)
+        proc.stdin.write(line)
+        proc.stdin.flush()
+
+    def answer(i: int) -> dict:
+        nonlocal received
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{command[0]} exited before answering")
+            received += len(line)
+            message = json.loads(line)
+            if message.get("id") == i:
+                return message["result"]
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+        init = answer(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        tools = answer(2)["tools"]
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+    return {
+        "tools": len(tools),
+        "definition_bytes": sum(len(json.dumps({k: t.get(k) for k in ("name", "description", "inputSchema")}).encode())
+                                for t in tools),
+        "instructions_bytes": len((init.get("instructions") or "").encode()),
+        "session_bytes": sent + received,
+        "round_trips": 2,
+    }
+
+
+def reference_server(prefix: Path) -> list[str]:
+    """The command of the MCP reference memory server installed under `prefix` (npm install --prefix PREFIX)."""
+    index = prefix / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+    if not index.exists():
+        raise SystemExit(f"--reference: no {index}; npm install --prefix {prefix} @modelcontextprotocol/server-memory "
+                         "(outside the repository)")
+    return ["node", str(index)]
+
+
+async def reference_remember(command: list[str], entries: list[dict]) -> dict:
+    """The reference server's write, one entity per call (`create_entities`), through the SDK client: p50 ms."""
+    folder = Path(tempfile.mkdtemp(prefix="arb-bench-ref-"))
+    env = {**os.environ, "MEMORY_FILE_PATH": str(folder / "memory.jsonl")}
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    samples = []
+    try:
+        with open(os.devnull, "w") as err:
+            async with stdio_client(params, errlog=err) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.list_tools()
+                    for n, e in enumerate(entries):
+                        t = time.perf_counter_ns()
+                        r = await session.call_tool("create_entities", {"entities": [
+                            {"name": f"{e['title']} {n}", "entityType": e["type"], "observations": [e["content"]]}]})
+                        samples.append(time.perf_counter_ns() - t)
+                        assert not r.is_error, r.content[0].text
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"reference_remember_p50_ms": round(statistics.median(samples) / 1e6, 2)}
+
+
 def _ns(fn) -> int:
     t = time.perf_counter_ns()
     fn()
@@ -189,19 +268,21 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                     assert not r.is_error, r.content[0].text
                     return r
 
-                mcp_ns = socket_ns = 0
+                mcp_ns, socket_ns = [], []
                 for e, s in zip(singles, socket_singles):
                     t = time.perf_counter_ns()
                     r = await tool("remember", e)
-                    mcp_ns += time.perf_counter_ns() - t
-                    socket_ns += _ns(lambda: client.remember(**s))
+                    mcp_ns.append(time.perf_counter_ns() - t)
+                    socket_ns.append(_ns(lambda: client.remember(**s)))
                 conversation = r.structured_content["conversation_id"]
-                out["remember_mcp_per_s"] = round(len(singles) / (mcp_ns / 1e9), 1)
-                out["remember_socket_per_s"] = round(len(socket_singles) / (socket_ns / 1e9), 1)
+                out["remember_mcp_per_s"] = round(len(singles) / (sum(mcp_ns) / 1e9), 1)
+                out["remember_socket_per_s"] = round(len(socket_singles) / (sum(socket_ns) / 1e9), 1)
+                out["remember_mcp_p50_ms"] = round(statistics.median(mcp_ns) / 1e6, 2)
+                out["remember_socket_p50_ms"] = round(statistics.median(socket_ns) / 1e6, 2)
                 half = len(bulk) // 2
                 t = time.perf_counter_ns()
                 for i in range(0, half, BATCH):
-                    await tool("remember_many", {"entries": bulk[i:min(i + BATCH, half)]})
+                    await tool("remember", {"entries": bulk[i:min(i + BATCH, half)]})
                 out["remember_many_mcp_per_s"] = round(half / ((time.perf_counter_ns() - t) / 1e9), 1)
                 t = time.perf_counter_ns()
                 for i in range(half, len(bulk), BATCH):
@@ -311,6 +392,13 @@ def run(args) -> dict:
             res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries, args.subscribe, args.node)
         res["queries"] = len(queries)
         res["daemon_peak_rss_mb"] = round(vm_kb(daemon.proc.pid, "VmHWM") / 1024, 1)
+        env = isolated_env(home)
+        res["sessions"] = {"arbiter": session_cost([sys.executable, "-m", "arbiter", "mcp"], env),
+                           "arbiter --tools all": session_cost([sys.executable, "-m", "arbiter", "mcp", "--tools", "all"], env)}
+        if args.reference:
+            command = reference_server(args.reference)
+            res["sessions"]["reference memory server"] = session_cost(command)
+            res.update(anyio.run(reference_remember, command, singles))
         return res
     finally:
         daemon.stop()
@@ -326,6 +414,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--subscribe", action="store_true", help="subscribe first: the server polls for changes throughout")
     ap.add_argument("--node", action="store_true",
                     help=f"also time the official TypeScript SDK client ({NODE_SDK}; needs Node)")
+    ap.add_argument("--reference", type=Path, metavar="PREFIX",
+                    help="also measure the MCP reference memory server installed with npm under PREFIX (outside the repo)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.node:
@@ -337,6 +427,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{res['entries']} entries, {res['queries']} queries, seed {args.seed}")
     print(f"{'':26}{'MCP':>10}{'socket':>10}")
     print(f"{'remember (items/s)':26}{res['remember_mcp_per_s']:>10}{res['remember_socket_per_s']:>10}")
+    print(f"{'remember p50 (ms)':26}{res['remember_mcp_p50_ms']:>10}{res['remember_socket_p50_ms']:>10}"
+          + (f"   reference server: {res['reference_remember_p50_ms']}" if "reference_remember_p50_ms" in res else ""))
     print(f"{'remember_many (items/s)':26}{res['remember_many_mcp_per_s']:>10}{res['remember_many_socket_per_s']:>10}")
     ways = WAYS + NODE_WAYS if args.node else WAYS
     print(f"{'recall (ms)':26}" + "".join(f"{w:>15}" for w in ways))
@@ -349,6 +441,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"with the TypeScript SDK client ({res['node_tools']} tools listed): MCP adds "
               f"{res['recall_node_adds_p50_ms']} ms, {res['recall_node_validation_p50_ms']} ms of it in its "
               f"output validation (timed alone: {res['recall_node_validate_p50_ms']} ms p50)")
+    print(f"{'session before a call':26}{'tools':>7}{'definitions':>13}{'instructions':>14}{'both ways':>11}{'round trips':>13}")
+    for name, c in res["sessions"].items():
+        print(f"{'  ' + name:26}{c['tools']:>7}{c['definition_bytes']:>13}{c['instructions_bytes']:>14}"
+              f"{c['session_bytes']:>11}{c['round_trips']:>13}")
     print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
     print(f"changes (10 ids, socket p50): {res['changes_idle_p50_ms']} ms idle, "
           f"{res['changes_after_write_p50_ms']} ms right after a write"

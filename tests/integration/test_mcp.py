@@ -87,7 +87,7 @@ def test_the_briefing_names_only_tools_the_model_can_call(memory, tmp_path):
         text, callable_names = anyio.run(_session, _server(daemon.home, "--tools", "default"), err, body)
     spans = set(re.findall(r"`([^`]+)`", text))
     command_like = {s for s in spans if re.fullmatch(r"[a-z]+(_[a-z]+)+|[a-z]+ [a-z]+ [A-Z]+", s)}
-    assert {"propose_facts", "parent_id", "open_threads"} <= command_like  # the facts line, guidance, threads
+    assert {"propose_facts", "parent_id"} <= command_like  # the facts line and the guidance
     assert command_like <= callable_names, command_like - callable_names
 
 
