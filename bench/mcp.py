@@ -1,6 +1,7 @@
 """MCP cost over the daemon: the same daemon, driven through `arbiter mcp` and through the socket.
 
-    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--node] [--json]
+    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--node]
+                        [--reference PREFIX] [--memorygraph PREFIX] [--json]
 
 Starts its own `arbiter serve` on a temporary home and one `arbiter mcp`
 over stdio, driven by the official MCP Python SDK client (what an agent's
@@ -8,7 +9,7 @@ client does), and measures:
 
 - `remember`, one entry per call: items/s through MCP and through the socket
   (`Client.remember`), the two calls alternating entry by entry;
-- `remember_many` in batches of 500: items/s through MCP, then the socket;
+- `remember` with `entries`, batches of 500: items/s through MCP, then `remember_many` on the socket;
 - `recall` round trips, p50/p95, for the same queries one at a time (after
   one untimed pass over them all). Each query is timed back to back these
   ways, in a shuffled order, so a busy machine slows them all alike and
@@ -35,6 +36,13 @@ client does), and measures:
     that validation alone, timed around the compiled validator.
     Needs Node; the pinned SDK is installed into .ci/node (as .ci/run does)
     when it is not there yet;
+- `remember` one entry per call, p50 ms end to end (SDK client to answer) beside the socket's, and with
+  `--reference` the MCP reference memory server's one-entity `create_entities` through the same client;
+- what a session costs before its first call: `initialize` and `tools/list` as JSON lines (tools,
+  definition bytes: name + description + input schema as JSON, the instructions, bytes both ways, round
+  trips), for the default surface and `--tools all`, and with `--reference PREFIX` / `--memorygraph PREFIX`
+  for the MCP reference memory server (npm install --prefix PREFIX @modelcontextprotocol/server-memory) and
+  MemoryGraph (pip install --target PREFIX memorygraphmcp "mcp<2" httpx), both installed outside the repo;
 - the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon;
 - the `changes` verb a subscribed server polls each second, p50 through the
   socket with 10 watched ids: on an idle memory (the memory version comes
@@ -49,6 +57,8 @@ once a second throughout: compare recall with and without it.
 output validation; with `--node`, `node - same` and `node - node_unchecked`
 for the TypeScript client). Entries are bench.load's synthetic text
 (300-800 bytes, Zipf vocabulary); queries are 2-3 mid-frequency words.
+With `--compare TREE` it measures only a single `remember`'s p50, through MCP and the socket, on this tree and
+on another checkout (e.g. `git archive main | tar -x -C /tmp/main`), the trees alternating round by round.
 Numbers are printed; nothing is asserted.
 """
 
@@ -217,6 +227,19 @@ def reference_server(prefix: Path) -> list[str]:
     return ["node", str(index)]
 
 
+def memorygraph_cost(prefix: Path) -> dict:
+    """MemoryGraph's session cost, from its package installed under `prefix` (pip install --target PREFIX
+    memorygraphmcp "mcp<2" httpx: it needs the 1.x SDK). Its home (a SQLite file) is a temporary folder."""
+    if not (prefix / "memorygraph").is_dir():
+        raise SystemExit(f"--memorygraph: no memorygraph package in {prefix}")
+    home = Path(tempfile.mkdtemp(prefix="arb-bench-mg-"))
+    try:
+        return session_cost([sys.executable, "-c", "from memorygraph.cli import main; main()"],
+                            {"PYTHONPATH": str(prefix), "HOME": str(home), "PATH": os.environ.get("PATH", "")})
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 async def reference_remember(command: list[str], entries: list[dict]) -> dict:
     """The reference server's write, one entity per call (`create_entities`), through the SDK client: p50 ms."""
     folder = Path(tempfile.mkdtemp(prefix="arb-bench-ref-"))
@@ -378,6 +401,51 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
     return out
 
 
+async def _singles(home: Path, tree: Path | None, client, entries: list[dict]) -> tuple[list[int], list[int]]:
+    """Each entry written by the MCP `remember` tool of `tree`'s `arbiter mcp` (SDK client), then by the socket."""
+    env = isolated_env(home, **({"PYTHONPATH": str(tree)} if tree else {}))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp"], env=env, cwd=tree)
+    mcp_ns, socket_ns = [], []
+    with open(home / "mcp.stderr", "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.list_tools()
+                for e in entries:
+                    t = time.perf_counter_ns()
+                    r = await session.call_tool("remember", e)
+                    mcp_ns.append(time.perf_counter_ns() - t)
+                    assert not r.is_error, r.content[0].text
+                    socket_ns.append(_ns(lambda: client.remember(**{**e, "title": e["title"] + " (socket)"})))
+    return mcp_ns, socket_ns
+
+
+def compare(args) -> dict:
+    """`--compare TREE`: a single `remember`'s p50 on this tree and on TREE, a fresh daemon a round, the trees
+    alternating (each first every other round), so a busy machine slows both alike."""
+    rng = random.Random(args.seed)
+    vocab = Vocabulary(rng)
+    base = [make_entry(vocab, rng, n) for n in range(args.entries)]
+    singles = [make_entry(vocab, rng, args.entries + n) for n in range(args.singles)]
+    trees = {"this tree": None, str(args.compare): args.compare}
+    samples: dict[str, dict[str, list[int]]] = {name: {"mcp": [], "socket": []} for name in trees}
+    for round_ in range(args.rounds):
+        for name in (list(trees) if round_ % 2 == 0 else list(trees)[::-1]):
+            home = Path(tempfile.mkdtemp(prefix="arb-bench-mcp-"))
+            daemon = BenchDaemon(home, "FULL", tree=trees[name])
+            try:
+                with daemon.client() as c:
+                    c.remember_many(base)
+                    mcp_ns, socket_ns = anyio.run(_singles, home, trees[name], c, singles)
+            finally:
+                daemon.stop()
+                shutil.rmtree(home, ignore_errors=True)
+            samples[name]["mcp"] += mcp_ns
+            samples[name]["socket"] += socket_ns
+    return {name: {way: round(statistics.median(ns) / 1e6, 2) for way, ns in ways.items()}
+            for name, ways in samples.items()}
+
+
 def run(args) -> dict:
     rng = random.Random(args.seed)
     vocab = Vocabulary(rng)
@@ -399,6 +467,8 @@ def run(args) -> dict:
             command = reference_server(args.reference)
             res["sessions"]["reference memory server"] = session_cost(command)
             res.update(anyio.run(reference_remember, command, singles))
+        if args.memorygraph:
+            res["sessions"]["MemoryGraph"] = memorygraph_cost(args.memorygraph)
         return res
     finally:
         daemon.stop()
@@ -416,10 +486,24 @@ def main(argv: list[str] | None = None) -> None:
                     help=f"also time the official TypeScript SDK client ({NODE_SDK}; needs Node)")
     ap.add_argument("--reference", type=Path, metavar="PREFIX",
                     help="also measure the MCP reference memory server installed with npm under PREFIX (outside the repo)")
+    ap.add_argument("--memorygraph", type=Path, metavar="PREFIX",
+                    help="also list MemoryGraph's tools, from its package pip-installed with --target PREFIX (outside the repo)")
+    ap.add_argument("--compare", type=Path, metavar="TREE",
+                    help="only a single remember's p50, on this tree and on another checkout, alternating (--rounds)")
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.node:
         node_modules()  # before anything is written: fail or install first
+    if args.compare:
+        res = compare(args)
+        if args.json:
+            print(json.dumps(res, indent=2))
+            return
+        print(f"remember, one entry per call, p50 ms ({args.rounds} rounds of {args.singles} on {args.entries} entries):")
+        for name, ways in res.items():
+            print(f"  {name}: MCP {ways['mcp']}, socket {ways['socket']}")
+        return
     res = run(args)
     if args.json:
         print(json.dumps(res, indent=2))

@@ -206,7 +206,7 @@ class Hit(Ref, kw_only=True):
 
 
 class RecalledFact(Struct, kw_only=True):
-    """An active fact matching the query (facts behind the evaluation gate); `sources` are its entries."""
+    """An active fact matching the query (facts behind the evaluation gate); `source_ids` are its entries."""
 
     id: int
     subject: str
@@ -214,7 +214,7 @@ class RecalledFact(Struct, kw_only=True):
     object: str
     confidence: float
     valid_from: str
-    sources: list[int]
+    source_ids: list[int]
 
 
 class Recalled(Page):
@@ -238,7 +238,7 @@ class Recalled(Page):
 
 
 def _fact_line(f: RecalledFact) -> str:
-    sources = ", from " + ", ".join(f"#{i}" for i in f.sources) if f.sources else ""
+    sources = ", from " + ", ".join(f"#{i}" for i in f.source_ids) if f.source_ids else ""
     return f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since {f.valid_from[:10]}{sources})"
 
 
@@ -682,7 +682,7 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     unseen = [h for h in res.hits if h.id not in seen]
     page = [_hit(h) for h in unseen[:a.limit]]
     facts = [RecalledFact(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,
-                          valid_from=f.valid_from, sources=f.sources) for f in res.facts] if a.cursor is None else []
+                          valid_from=f.valid_from, source_ids=f.sources) for f in res.facts] if a.cursor is None else []
     out = Recalled(query=a.query, conversation_id=conversation, hits=page, note=res.note, more=False,
                    next_cursor=None, facts=facts)
     # The lines around the hits count too: the heading and footer, the facts under their heading, the note.

@@ -235,7 +235,7 @@ starts a new one, `id` resumes one, neither says which; `list: true` lists them,
                      "subject": "'user' or a name.", "predicate": "A relation.", "id": "A fact id."},
                  extra={"kind": _enum(_FACTS, "Which view.", "current")}),
         _combine("propose_facts", """Record lasting facts (subject predicate object) the user states about themselves or
-the world (work, home, people, preferences, decisions); `remember` the statement first and cite it in `sources`.
+the world (work, home, people, preferences, decisions); `remember` the statement first and cite it in `source_ids`.
 A gate applies them: a contradicting fact of a single-valued predicate replaces the current one only if newer and
 confident (>= 0.7). Never guesses or plans.""",
                  ["propose_facts"], lambda args: ("propose_facts", args), words={
@@ -244,7 +244,7 @@ confident (>= 0.7). Never guesses or plans.""",
                      "facts.predicate": "snake_case: works_at, lives_in, knows, prefers_<topic>...",
                      "facts.object": "The value, short.",
                      "facts.confidence": "1.0 said outright, 0.7 strongly implied; below 0.5 is refused.",
-                     "facts.sources": "Ids of the entries it comes from.",
+                     "facts.source_ids": "Ids of the entries it comes from.",
                      "facts.valid_from": "When it became true (RFC 3339); default now.",
                      "team": "Share them with this team.",
                  }, required=("facts",)),

@@ -73,7 +73,7 @@ CASES = {
     "topic_cluster": lambda ids, mine: {"tag": "runbook", "limit": 3},
     "get_memory_briefing": lambda ids, mine: {},
     "propose_facts": lambda ids, mine: {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
-                                                   "sources": [ids["deadlock"]]}]},
+                                                   "source_ids": [ids["deadlock"]]}]},
     "facts": lambda ids, mine: {"subject": "user"},
     "aspects": lambda ids, mine: {},
 
