@@ -295,8 +295,8 @@ def select(spec: str | None) -> dict[str, Tool | Combined]:
         return dict(TOOLS)
     names = [n.strip() for n in spec.split(",") if n.strip()]
     known = {**TOOLS, **default}  # a name in both is the combined tool: it reaches everything the other does
-    unknown = [n for n in names if n not in known]
-    if unknown or not names:
-        raise InvalidParams(f"tools: unknown tool {unknown[0]!r}; give all, default, or names among: "
-                            + ", ".join(sorted(known)) if unknown else "tools: no tool named", path="tools")
+    unknown = [n for n in names if n not in known] or ([] if names else [spec])
+    if unknown:
+        raise InvalidParams(f"tools: no tool named {unknown[0]!r}; give all, default, or a comma list of: "
+                            + ", ".join(sorted(known)), path="tools")
     return {n: known[n] for n in names}
