@@ -446,6 +446,7 @@ def compare(args) -> dict:
             try:
                 with daemon.client() as c:
                     c.remember_many(base)
+                    time.sleep(args.settle)  # the idle writer indexes the fill: single writes meet a quiet daemon
                     mcp_ns, socket_ns = anyio.run(_singles, home, trees[name], c, singles)
             finally:
                 daemon.stop()
@@ -501,6 +502,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--compare", type=Path, metavar="TREE",
                     help="only a single remember's p50, on this tree and on another checkout, alternating (--rounds)")
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--settle", type=float, default=10.0, help="--compare: seconds to wait after the bulk fill")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.node:

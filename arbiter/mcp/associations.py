@@ -75,10 +75,11 @@ class SuggestionsView(View):
                 + "".join(f"\n- link {c.source_id} {c.relation} {c.target_id}: {c.reason}" for c in self.suggested_links))
 
 
-@tool(EntryIdArgs, SuggestionsView, writes=True)
+# Not a write tool: the verb stores the entry's derived edges (as the idle writer would have), nothing a
+# resource or the model sees changes.
+@tool(EntryIdArgs, SuggestionsView)
 def suggest_links(s: Session, a: EntryIdArgs) -> SuggestionsView:
     """Links worth making from an entry, for you to judge: causes its text states, entries saying
     much the same. Make the true ones with `link`; ignore the rest."""
     found = s.call("link_candidates", a.id)
-    s.wrote = False  # it stores derived edges only: nothing a resource shows
     return SuggestionsView(id=found.id, suggested_links=suggestions(found.candidates))

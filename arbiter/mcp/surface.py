@@ -108,23 +108,24 @@ def _lean(prop: dict) -> dict:
 
 
 def _combine(name: str, description: str, tools: list[str], route, *, extra: dict | None = None,
-             rename: dict[str, str] | None = None, drop: tuple = (), required: tuple = (),
-             words: dict | None = None) -> Combined:
-    """A combined tool over `tools`: their properties (the first tool's wording wins, or `words`), then `extra`."""
+             rename: dict[str, str] | None = None, required: tuple = (), words: dict[str, str] | None = None,
+             retype: dict[str, dict] | None = None) -> Combined:
+    """A combined tool over `tools` (every tool its route reaches): their properties, the first tool's wording
+    winning unless `words` has one (`facts.subject`: a property of a list's items), `retype` replacing a
+    property's type, then `extra`."""
     words = {**_SHORT, **(words or {})}
     properties: dict = {}
     for t in tools:
         for field, prop in schema(TOOLS[t].args, arguments=True)["properties"].items():
             field = (rename or {}).get(field, field)
-            if field not in drop and field not in properties:
+            if field not in properties:
                 properties[field] = _lean({**prop, "description": words[field]} if field in words else prop)
-    for path, text in words.items():  # `facts.subject`: a property of a list's items; `valid_from.`: its type
-        if path.endswith("."):
-            prop = properties[path[:-1]]
-            properties[path[:-1]] = {**{k: v for k, v in prop.items() if k != "anyOf"}, **text}
-        elif "." in path:
+    for path, text in words.items():
+        if "." in path:
             outer, inner = path.split(".")
             properties[outer]["items"]["properties"][inner]["description"] = text
+    for field, shape in (retype or {}).items():
+        properties[field] = {**{k: v for k, v in properties[field].items() if k not in ("anyOf", "type")}, **shape}
     properties.update(extra or {})
     input_schema = {"type": "object", "properties": properties, "additionalProperties": False}
     if required:
@@ -153,15 +154,13 @@ def build() -> dict[str, Combined]:
         _combine("remember", """Store a NEW memory entry; `recall` its key words first. To add to a stored subject, reply
 with `parent_id` (type, title, tags default to the parent's). A fact that changed: the new one with `supersedes_ids`
 (the old retire, kept in history). Several at once: `entries`.""",
-                 ["remember", "reply"], _remember_route, words={
+                 ["remember", "reply", "remember_many"], _remember_route, words={
                      "type": ("user: about the person; feedback: how to work with them; project: work, decisions; "
                               "reference: how-tos, facts; learning: lessons; context: session summaries."),
                      "title": "One specific line.",
                      "content": "The memory itself. Mention related entries as #ID.",
                      "tags": "Tags without spaces; reuse the briefing's.",
                      "valid_from": "When it became true (RFC 3339); default now, never future.",
-                     # Epoch seconds decode too; a schema offering one type is one every client reads.
-                     "valid_from.": {"type": "string"},
                      "speaker": "Who said it: a name, 'user' or 'assistant'.",
                      "everywhere": "Not in this session's conversation: it holds beyond it.",
                      "entities": "Names it is about beyond those in its text.",
@@ -171,24 +170,25 @@ with `parent_id` (type, title, tags default to the parent's). A fact that change
                      "supersedes_ids": "Entries this one replaces.",
                      "source": "Where it came from (URL, file, person).",
                      "permanent": "Never fades.",
-                 }, extra={
+                 }, retype={"valid_from": {"type": "string"}},  # epoch seconds decode too; one type reads everywhere
+                 extra={
                      "parent_id": {"type": "integer", "minimum": 1, "description": "Reply to this entry."},
                      "entries": _ENTRIES}),
         _combine("update", """Correct your own slip in an entry in place (a typo, a wrong tag); omitted fields stay.
 Another author's entry: reply. A fact that changed: `remember` with `supersedes_ids`. `reinforce: true` (only `id`):
 mark it useful instead.""",
-                 ["update"], _flag("reinforce", "reinforce", "update"), words={
+                 ["update", "reinforce"], _flag("reinforce", "reinforce", "update"), words={
                      "type": "The entry type.", "title": "New title.", "content": "New content.", "tags": "New tags.",
                      "source": "New source.", "speaker": "New speaker; '' removes it."},
                  extra={"reinforce": {"type": "boolean", "description": "Reinforce instead."}}, required=("id",)),
         _combine("forget", """Retire an entry you wrote that is wrong: it leaves searches, stays in history; your replies
 under it retire with it. Replaced by a newer one: `remember` with `supersedes_ids` instead.
 `restore: true` brings back one retired by mistake.""",
-                 ["forget"], _flag("restore", "restore", "forget"),
+                 ["forget", "restore"], _flag("restore", "restore", "forget"),
                  extra={"restore": {"type": "boolean", "description": "Undo a forget."}}, required=("id",)),
         _combine("link", """Relate two entries: SOURCE relation TARGET, once `recall`/`get` confirmed both ids
 (`supersedes` retires the target). `remove: true` removes a relation made by mistake.""",
-                 ["link"], _flag("remove", "unlink", "link"), words={
+                 ["link", "unlink"], _flag("remove", "unlink", "link"), words={
                      "relation": ("supersedes: source replaces target; contradicts: both stay; refines: details it; "
                                   "supports: evidence for it; relates_to: same subject; causes: source caused target."),
                      "qualifier": "Only with causes: enables or prevents.",
@@ -216,7 +216,7 @@ around: thread parent, children, siblings, shared tags, references, relations; t
 backlinks: what points to it; density: relation counts; expand: its links' subgraph (`depth` 1-2);
 associations: what Arbiter relates to it (`association`); suggestions: links worth making, for `link`;
 topic: a tag's cluster (`tag`); topics: all clusters; open_threads: recent threads; briefing: the briefing.""",
-                 ["around", "thread", "expand", "associations", "topic_cluster", "open_threads"],
+                 list(_EXPLORE.values()),
                  _renamed(_pick(_EXPLORE, "kind"), {"around": {"limit": "k"}, "associations": {"association": "kind"}}),
                  rename={"k": "limit", "kind": "association"}, words={
                      "tag": "A tag of the topic.", "depth": "Hops: 1 or 2.",
@@ -231,7 +231,7 @@ starts a new one, `id` resumes one, neither says which; `list: true` lists them,
                  extra={"list": {"type": "boolean", "description": "List them."}}),
         _combine("facts", """Facts (subject predicate object) by `kind`: current (default): what holds, by `subject`,
 `predicate`, at `as_of`; history: one fact's versions (`id`); aspects: a subject's; predicates: all relations.""",
-                 ["facts", "fact_history", "aspects"], _pick(_FACTS, "kind", "current"), words={
+                 list(_FACTS.values()), _pick(_FACTS, "kind", "current"), words={
                      "subject": "'user' or a name.", "predicate": "A relation.", "id": "A fact id."},
                  extra={"kind": _enum(_FACTS, "Which view.", "current")}),
         _combine("propose_facts", """Record lasting facts (subject predicate object) the user states about themselves or
@@ -255,14 +255,14 @@ and cluster. Else: entities whose name starts with `query`, most mentioned first
                      "limit": "At most this many."}),
         _combine("entity_edit", """Change entities by `action`: relate `source` `relation` `target` (adds `weight`);
 merge `other` into `keep` (one thing); rename `name` to `new_name` (the old stays an alias).""",
-                 ["relate", "entity_merge", "entity_rename"], _pick(_ENTITY_EDIT, "action"), words={
+                 list(_ENTITY_EDIT.values()), _pick(_ENTITY_EDIT, "action"), words={
                      "source": "An entity.", "target": "An entity.", "relation": "How source relates to target.",
                      "weight": "Weight to add.", "keep": "The entity kept.", "other": "The entity folded in.",
                      "name": "The entity.", "new_name": "Its new name."},
                  extra={"action": _enum(_ENTITY_EDIT, "What to change.")}, required=("action",)),
         _combine("share", """Share a thread you started with a team you are in (`id`, `team`); `remove: true` makes it
 private again; no arguments: who you are and your teams.""",
-                 ["share"], _share_route, words={"id": "The thread's root.", "team": "The team."},
+                 ["share", "unshare", "whoami"], _share_route, words={"id": "The thread's root.", "team": "The team."},
                  extra={"remove": {"type": "boolean", "description": "Unshare it."}}),
     ]
     return {t.name: t for t in ts}
