@@ -41,6 +41,7 @@ flat; reuse `EntryId`, `AsOf`, `Ref` and the helpers below.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable
@@ -199,15 +200,16 @@ class Combined:
 
     def explain(self, e: InvalidParams, t: Tool) -> InvalidParams:
         """A routed tool's refusal in this tool's words: its argument names, and what this call takes instead."""
-        head, _, tail = (e.path or "").partition(".")
-        ours = self.spelled.get(t.name, {}).get(head.split("[")[0])
-        path = (ours + head[len(head.split("[")[0]):] + ("." + tail if tail else "")) if ours else e.path
-        message = e.message.replace(e.path, path, 1) if ours else e.message
+        spelled = self.spelled.get(t.name, {})
+        field = re.match(r"\w*", e.path or "")[0]
+        if field in spelled:
+            path = spelled[field] + e.path[len(field):]
+            return InvalidParams(e.message.replace(e.path, path, 1), path=path)
         if e.message == f"{e.path}: unknown field" and e.path in self.input_schema["properties"]:
-            back = {theirs: mine for theirs, mine in self.spelled.get(t.name, {}).items()}
-            takes = ", ".join(back.get(f, f) for f in t.args.__struct_encode_fields__)
-            message = f"{e.path}: not taken by this call (with these arguments it takes {takes})"
-        return InvalidParams(message, path=path)
+            takes = ", ".join(spelled.get(f, f) for f in t.args.__struct_encode_fields__)
+            return InvalidParams(f"{e.path}: not taken by this call (with these arguments it takes {takes})",
+                                 path=e.path)
+        return e
 
 
 #: Every tool, by name, in declaration order (the order `tools/list` shows).
