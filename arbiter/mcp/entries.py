@@ -679,6 +679,13 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     want = min(RECALL_DEPTH, len(seen) + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
                  as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
+    if conversation is not None and not a.query.strip() and len(res.hits) < want:
+        # An empty query browses, and a browse keeps to the conversation it is given; here, as a search does,
+        # the conversation comes first and the newest of the whole memory after it.
+        rest = s.call("recall", a.query, types=a.types or None, tag=a.tag, as_of=a.as_of, known_at=a.known_at,
+                      limit=want, excerpts=want)
+        first = {h.id for h in res.hits}
+        res.hits += [h for h in rest.hits if h.id not in first][: want - len(res.hits)]
     unseen = [h for h in res.hits if h.id not in seen]
     page = [_hit(h) for h in unseen[:a.limit]]
     facts = [RecalledFact(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,

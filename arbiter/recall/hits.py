@@ -90,17 +90,15 @@ def unranked(conn: apsw.Connection, v: Viewer, p: RecallParams) -> RecallResult:
 
 
 def browse(conn: apsw.Connection, v: Viewer, p: RecallParams) -> RecallResult:
-    """No query terms: newest first, `conversation_id`'s entries before the rest (as a search puts them first);
-    `types` and `tag` are hard filters."""
-
-    def newest(conversation_id: int | None, limit: int) -> list[Entry]:
-        return entries.list_entries(conn, v, ListParams(
-            types=p.types, tag=p.tag, conversation_id=conversation_id, as_of=p.as_of, known_at=p.known_at, limit=limit))
-
-    listed = newest(p.conversation_id, p.limit)
-    if p.conversation_id is not None and len(listed) < p.limit:
-        first = {e.id for e in listed}
-        listed += [e for e in newest(None, p.limit + len(listed)) if e.id not in first][: p.limit - len(listed)]
+    """No query terms: newest first, and `types`, `tag` and `conversation_id` are hard filters."""
+    listed = entries.list_entries(
+        conn,
+        v,
+        ListParams(
+            types=p.types, tag=p.tag, conversation_id=p.conversation_id, as_of=p.as_of, known_at=p.known_at,
+            limit=p.limit,
+        ),
+    )
     hits = [
         _hit(e, 0.0, p, excerpt=lead(e.content) if rank < p.excerpts else None, parts={} if p.explain else None)
         for rank, e in enumerate(listed)
