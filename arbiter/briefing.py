@@ -40,22 +40,22 @@ CLUSTER_TAGS_SHOWN = 10
 TITLE_CHARS = 90
 NAMING_BUDGET_S = 12.0
 #: No tool lists every tag, family or pair; these say where the tags that form topics are.
-TAGS_HINT = "`topic_clusters` shows the tags that form topics"
+TAGS_HINT = "`explore` kind `topics` shows the tags that form topics"
 
 #: The guidance line on tags, filled in with the tag lists the briefing shows above it once fitted (`_guidance`).
 REUSE_TAGS = "- **Reuse the {shown}** above; invent a new tag only when none fits."
 NO_TAGS_YET = "- **No tags yet**: choose short, general tags that later entries can reuse."
 
 GUIDANCE = [
-    "- **Search before writing.** When a request overlaps a topic below, `recall` (or `topic_cluster` with one of "
-    "its tags) first; if the memory already holds it, extend that entry instead of writing a duplicate.",
-    "- **Reply, don't restart.** A follow-up on an open thread below is a `reply` with `parent_id` set to the "
-    "thread's id, not a new top-level entry.",
+    "- **Search before writing.** When a request overlaps a topic below, `recall` (or `explore` kind `topic` with one "
+    "of its tags) first; if the memory already holds it, extend that entry instead of writing a duplicate.",
+    "- **Reply, don't restart.** A follow-up on an open thread below is a `remember` with `parent_id` set "
+    "to the thread's id, not a new top-level entry.",
     "- **Link explicitly** when extending or correcting: `supersedes` (replaces and retires the old entry), "
     "`contradicts`, `refines`, `supports`. Mention another entry as `#ID` in content to leave a backlink.",
     REUSE_TAGS,
-    "- `around` and `backlinks` show an entry's neighbourhood before you change it; `get_memory_briefing` "
-    "returns this map again.",
+    "- `explore` kinds `around` and `backlinks` show an entry's neighbourhood before you change it; kind "
+    "`briefing` returns this map again.",
 ]
 
 
@@ -224,7 +224,7 @@ def build(
             "tag pairs",
             pair_items,
             _inline("- Tags that travel together: "),
-            "`topic_cluster TAG` shows a tag's topic and the tags beside it",
+            "`explore` kind `topic` with a `tag` shows its topic and the tags beside it",
             total=vocabulary.paired,
         ))
 
@@ -239,7 +239,7 @@ def build(
             "topic clusters",
             cluster_items,
             _bullets,
-            "`topic_clusters` lists them all",
+            "`explore` kind `topics` lists them all",
             total=len(shapes),
             floor=min(3, len(cluster_items)),
         ))
@@ -250,18 +250,18 @@ def build(
         doc.blocks.append(_Part(
             "entities",
             [f"**{_md(name, 60)}** ({etype}) ×{n}" for name, etype, n in top],
-            _inline("- Most-mentioned entities of the latest entries (`entity_context` for their memories): "),
+            _inline("- Most-mentioned entities of the latest entries (`entities` with a `name` for their memories): "),
             f"`entities` finds them by name or type, up to {ENTITIES_PER_TOOL_CALL} a call",
             total=mentioned,
             floor=min(5, len(top)),
         ))
 
     # 5. open threads
-    doc.blocks.append(["", "## 5. Open threads (newest activity first; continue with `reply`)"])
+    doc.blocks.append(["", "## 5. Open threads (newest activity first; continue one with `remember` and its `parent_id`)"])
     if open_threads:
         doc.blocks.append(_Part(
             "open threads", _thread_lines(open_threads), _bullets,
-            f"`open_threads` lists up to {OPEN_THREADS_PER_TOOL_CALL}",
+            f"`explore` kind `open_threads` lists up to {OPEN_THREADS_PER_TOOL_CALL}",
             total=thread_count,
             floor=min(3, len(open_threads)),
         ))
@@ -385,7 +385,7 @@ def _fit(doc: _Doc, max_bytes: int) -> tuple[str, list[str]]:
     if cut:
         text = doc.render(
             f"_Cut to stay under {max_bytes // 1024} KB: {'; '.join(cut)}. "
-            "`recall`, `list`, `open_threads`, `topic_clusters` and `topic_cluster` reach the rest._"
+            "`recall`, `list` and `explore` (kinds `open_threads`, `topics`, `topic`) reach the rest._"
         )
     data = text.encode()
     if len(data) > max_bytes:  # every list at its floor and still too long: very long titles

@@ -22,7 +22,7 @@ import msgspec
 
 from arbiter import _code, paths
 from arbiter.errors import BY_CODE, ArbiterError, DaemonOutdated, Unavailable
-from arbiter.associations.model import Associations, AssociationsRebuilt
+from arbiter.associations.model import Associations, AssociationsRebuilt, LinkCandidates
 from arbiter.changes.model import Changes
 from arbiter.model import (
     Conversation,
@@ -508,6 +508,10 @@ class Client:
     def associations(self, id: int, *, kind: str | None = None, limit: int = 50) -> Associations:
         """What Arbiter derived around an entry: temporal, entity and similarity edges with their evidence."""
         return self.call("associations", {"id": id, "kind": kind, "limit": limit}, Associations)
+
+    def link_candidates(self, id: int) -> LinkCandidates:
+        """The links worth making from entry `id` (causal, similar): what `remember` returns with `candidates`."""
+        return self.call("link_candidates", {"id": id}, LinkCandidates)
 
     def associations_rebuild(self) -> AssociationsRebuilt:
         """Derive the tenant's stored associations again from its entries."""

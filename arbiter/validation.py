@@ -108,7 +108,9 @@ def _choices(root: type | None, path: str) -> list:
 
 
 def _unwrap(info):
-    """The one non-null member of an optional, else the type itself."""
+    """The one non-null member of an optional, else the type itself; an `Annotated` type's own type."""
+    while isinstance(info, inspect.Metadata):  # `Annotated[EntryType, Meta(description=...)]`
+        info = info.type
     if isinstance(info, inspect.UnionType):
         members = [t for t in info.types if not isinstance(t, inspect.NoneType)]
         literal = [t for t in members if isinstance(t, inspect.LiteralType)]

@@ -1,14 +1,16 @@
 """MCP cost over the daemon: the same daemon, driven through `arbiter mcp` and through the socket.
 
-    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--node] [--json]
+    python -m bench.mcp [--entries 2929] [--singles 300] [--queries 300] [--seed 7] [--subscribe] [--node]
+                        [--reference PREFIX] [--memorygraph PREFIX] [--json]
 
 Starts its own `arbiter serve` on a temporary home and one `arbiter mcp`
 over stdio, driven by the official MCP Python SDK client (what an agent's
 client does), and measures:
 
 - `remember`, one entry per call: items/s through MCP and through the socket
-  (`Client.remember`), the two calls alternating entry by entry;
-- `remember_many` in batches of 500: items/s through MCP, then the socket;
+  (`Client.remember`), the two calls alternating entry by entry, each first
+  every other entry;
+- `remember` with `entries`, batches of 500: items/s through MCP, then `remember_many` on the socket;
 - `recall` round trips, p50/p95, for the same queries one at a time (after
   one untimed pass over them all). Each query is timed back to back these
   ways, in a shuffled order, so a busy machine slows them all alike and
@@ -35,6 +37,13 @@ client does), and measures:
     that validation alone, timed around the compiled validator.
     Needs Node; the pinned SDK is installed into .ci/node (as .ci/run does)
     when it is not there yet;
+- `remember` one entry per call, p50 ms end to end (SDK client to answer) beside the socket's, and with
+  `--reference` the MCP reference memory server's one-entity `create_entities` through the same client;
+- what a session costs before its first call: `initialize` and `tools/list` as JSON lines (tools,
+  definition bytes: name + description + input schema as JSON, the instructions, bytes both ways, round
+  trips), for the default surface and `--tools all`, and with `--reference PREFIX` / `--memorygraph PREFIX`
+  for the MCP reference memory server (npm install --prefix PREFIX @modelcontextprotocol/server-memory) and
+  MemoryGraph (pip install --target PREFIX memorygraphmcp "mcp<2" httpx), both installed outside the repo;
 - the peak RSS (VmHWM) of the `arbiter mcp` process and of the daemon;
 - the `changes` verb a subscribed server polls each second, p50 through the
   socket with 10 watched ids: on an idle memory (the memory version comes
@@ -49,6 +58,8 @@ once a second throughout: compare recall with and without it.
 output validation; with `--node`, `node - same` and `node - node_unchecked`
 for the TypeScript client). Entries are bench.load's synthetic text
 (300-800 bytes, Zipf vocabulary); queries are 2-3 mid-frequency words.
+With `--compare TREE` it measures only a single `remember`'s p50, through MCP and the socket, on this tree and
+on another checkout (e.g. `git archive main | tar -x -C /tmp/main`), the trees alternating round by round.
 Numbers are printed; nothing is asserted.
 """
 
@@ -73,7 +84,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile, vm_kb
 from bench.longmemeval.daemon import isolated_env
 
-TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0)}
+TARGETS = {"recall_mcp_adds_p50_ms": ("<=", 1.0), "mcp_peak_rss_mb": ("<=", 40.0), "remember_mcp_p50_ms": ("<=", 5.0)}
 BATCH = 500
 WAYS = ("sdk", "unchecked", "validate", "raw", "same", "plain")
 NODE_WAYS = ("node", "node_unchecked", "node_validate")
@@ -161,6 +172,98 @@ class NodeMcp:
         self.proc.wait(30)
 
 
+def session_cost(command: list[str], env: dict | None = None) -> dict:
+    """What a client pays before its first call: `initialize` (+ `initialized`) and `tools/list`, as JSON lines.
+
+    `definition_bytes` is what a client puts in the model's context for the tools (name, description and input
+    schema, as JSON); `session_bytes` every byte both ways; `round_trips` the requests answered.
+    """
+    proc = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    sent = received = 0
+
+    def send(message: dict) -> None:
+        nonlocal sent
+        line = json.dumps(message).encode() + b"\n"
+        sent += len(line)
+        proc.stdin.write(line)
+        proc.stdin.flush()
+
+    def answer(i: int) -> dict:
+        nonlocal received
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{command[0]} exited before answering")
+            received += len(line)
+            message = json.loads(line)
+            if message.get("id") == i:
+                return message["result"]
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}})
+        init = answer(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        tools = answer(2)["tools"]
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+    return {
+        "tools": len(tools),
+        "definition_bytes": sum(len(json.dumps({k: t.get(k) for k in ("name", "description", "inputSchema")}).encode())
+                                for t in tools),
+        "instructions_bytes": len((init.get("instructions") or "").encode()),
+        "session_bytes": sent + received,
+        "round_trips": 2,
+    }
+
+
+def reference_server(prefix: Path) -> list[str]:
+    """The command of the MCP reference memory server installed under `prefix` (npm install --prefix PREFIX)."""
+    index = prefix / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+    if not index.exists():
+        raise SystemExit(f"--reference: no {index}; npm install --prefix {prefix} @modelcontextprotocol/server-memory "
+                         "(outside the repository)")
+    return ["node", str(index)]
+
+
+def memorygraph_cost(prefix: Path) -> dict:
+    """MemoryGraph's session cost, from its package installed under `prefix` (pip install --target PREFIX
+    memorygraphmcp "mcp<2" httpx: it needs the 1.x SDK). Its home (a SQLite file) is a temporary folder."""
+    if not (prefix / "memorygraph").is_dir():
+        raise SystemExit(f"--memorygraph: no memorygraph package in {prefix}")
+    home = Path(tempfile.mkdtemp(prefix="arb-bench-mg-"))
+    try:
+        return session_cost([sys.executable, "-c", "from memorygraph.cli import main; main()"],
+                            {"PYTHONPATH": str(prefix), "HOME": str(home), "PATH": os.environ.get("PATH", "")})
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def reference_remember(command: list[str], entries: list[dict]) -> dict:
+    """The reference server's write, one entity per call (`create_entities`), through the SDK client: p50 ms."""
+    folder = Path(tempfile.mkdtemp(prefix="arb-bench-ref-"))
+    env = {**os.environ, "MEMORY_FILE_PATH": str(folder / "memory.jsonl")}
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
+    samples = []
+    try:
+        with open(os.devnull, "w") as err:
+            async with stdio_client(params, errlog=err) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    await session.list_tools()
+                    for n, e in enumerate(entries):
+                        t = time.perf_counter_ns()
+                        r = await session.call_tool("create_entities", {"entities": [
+                            {"name": f"{e['title']} {n}", "entityType": e["type"], "observations": [e["content"]]}]})
+                        samples.append(time.perf_counter_ns() - t)
+                        assert not r.is_error, r.content[0].text
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {"reference_remember_p50_ms": round(statistics.median(samples) / 1e6, 2)}
+
+
 def _ns(fn) -> int:
     t = time.perf_counter_ns()
     fn()
@@ -189,19 +292,26 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
                     assert not r.is_error, r.content[0].text
                     return r
 
-                mcp_ns = socket_ns = 0
-                for e, s in zip(singles, socket_singles):
+                mcp_ns, socket_ns = [], []
+                for n, (e, s) in enumerate(zip(singles, socket_singles)):
+                    # Each way first every other entry: the first call after a pause meets whatever the idle
+                    # writer started in it (indexing, deriving edges), and neither way should take it all.
+                    if n % 2:
+                        socket_ns.append(_ns(lambda: client.remember(**s)))
                     t = time.perf_counter_ns()
                     r = await tool("remember", e)
-                    mcp_ns += time.perf_counter_ns() - t
-                    socket_ns += _ns(lambda: client.remember(**s))
+                    mcp_ns.append(time.perf_counter_ns() - t)
+                    if not n % 2:
+                        socket_ns.append(_ns(lambda: client.remember(**s)))
                 conversation = r.structured_content["conversation_id"]
-                out["remember_mcp_per_s"] = round(len(singles) / (mcp_ns / 1e9), 1)
-                out["remember_socket_per_s"] = round(len(socket_singles) / (socket_ns / 1e9), 1)
+                out["remember_mcp_per_s"] = round(len(singles) / (sum(mcp_ns) / 1e9), 1)
+                out["remember_socket_per_s"] = round(len(socket_singles) / (sum(socket_ns) / 1e9), 1)
+                out["remember_mcp_p50_ms"] = round(statistics.median(mcp_ns) / 1e6, 2)
+                out["remember_socket_p50_ms"] = round(statistics.median(socket_ns) / 1e6, 2)
                 half = len(bulk) // 2
                 t = time.perf_counter_ns()
                 for i in range(0, half, BATCH):
-                    await tool("remember_many", {"entries": bulk[i:min(i + BATCH, half)]})
+                    await tool("remember", {"entries": bulk[i:min(i + BATCH, half)]})
                 out["remember_many_mcp_per_s"] = round(half / ((time.perf_counter_ns() - t) / 1e9), 1)
                 t = time.perf_counter_ns()
                 for i in range(half, len(bulk), BATCH):
@@ -297,6 +407,56 @@ async def _measure(home: Path, client, singles: list[dict], socket_singles: list
     return out
 
 
+async def _singles(home: Path, tree: Path | None, client, entries: list[dict]) -> tuple[list[int], list[int]]:
+    """Each entry written by the MCP `remember` tool of `tree`'s `arbiter mcp` (SDK client), then by the socket."""
+    env = isolated_env(home, **({"PYTHONPATH": str(tree)} if tree else {}))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp"], env=env, cwd=tree)
+    mcp_ns, socket_ns = [], []
+    with open(home / "mcp.stderr", "w") as err:
+        async with stdio_client(params, errlog=err) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.list_tools()
+                for n, e in enumerate(entries):
+                    socket = {**e, "title": e["title"] + " (socket)"}
+                    if n % 2:  # each way first every other entry, as in `_measure`
+                        socket_ns.append(_ns(lambda: client.remember(**socket)))
+                    t = time.perf_counter_ns()
+                    r = await session.call_tool("remember", e)
+                    mcp_ns.append(time.perf_counter_ns() - t)
+                    assert not r.is_error, r.content[0].text
+                    if not n % 2:
+                        socket_ns.append(_ns(lambda: client.remember(**socket)))
+    return mcp_ns, socket_ns
+
+
+def compare(args) -> dict:
+    """`--compare TREE`: a single `remember`'s p50 on this tree and on TREE, a fresh daemon a round, the trees
+    alternating (each first every other round), so a busy machine slows both alike."""
+    rng = random.Random(args.seed)
+    vocab = Vocabulary(rng)
+    base = [make_entry(vocab, rng, n) for n in range(args.entries)]
+    singles = [make_entry(vocab, rng, args.entries + n) for n in range(args.singles)]
+    trees = {"this tree": None, str(args.compare): args.compare}
+    samples: dict[str, dict[str, list[int]]] = {name: {"mcp": [], "socket": []} for name in trees}
+    for round_ in range(args.rounds):
+        for name in (list(trees) if round_ % 2 == 0 else list(trees)[::-1]):
+            home = Path(tempfile.mkdtemp(prefix="arb-bench-mcp-"))
+            daemon = BenchDaemon(home, "FULL", tree=trees[name])
+            try:
+                with daemon.client() as c:
+                    c.remember_many(base)
+                    time.sleep(args.settle)  # the idle writer indexes the fill: single writes meet a quiet daemon
+                    mcp_ns, socket_ns = anyio.run(_singles, home, trees[name], c, singles)
+            finally:
+                daemon.stop()
+                shutil.rmtree(home, ignore_errors=True)
+            samples[name]["mcp"] += mcp_ns
+            samples[name]["socket"] += socket_ns
+    return {name: {way: round(statistics.median(ns) / 1e6, 2) for way, ns in ways.items()}
+            for name, ways in samples.items()}
+
+
 def run(args) -> dict:
     rng = random.Random(args.seed)
     vocab = Vocabulary(rng)
@@ -311,6 +471,15 @@ def run(args) -> dict:
             res = anyio.run(_measure, home, c, singles, socket_singles, bulk, queries, args.subscribe, args.node)
         res["queries"] = len(queries)
         res["daemon_peak_rss_mb"] = round(vm_kb(daemon.proc.pid, "VmHWM") / 1024, 1)
+        env = isolated_env(home)
+        res["sessions"] = {"arbiter": session_cost([sys.executable, "-m", "arbiter", "mcp"], env),
+                           "arbiter --tools all": session_cost([sys.executable, "-m", "arbiter", "mcp", "--tools", "all"], env)}
+        if args.reference:
+            command = reference_server(args.reference)
+            res["sessions"]["reference memory server"] = session_cost(command)
+            res.update(anyio.run(reference_remember, command, singles))
+        if args.memorygraph:
+            res["sessions"]["MemoryGraph"] = memorygraph_cost(args.memorygraph)
         return res
     finally:
         daemon.stop()
@@ -326,10 +495,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--subscribe", action="store_true", help="subscribe first: the server polls for changes throughout")
     ap.add_argument("--node", action="store_true",
                     help=f"also time the official TypeScript SDK client ({NODE_SDK}; needs Node)")
+    ap.add_argument("--reference", type=Path, metavar="PREFIX",
+                    help="also measure the MCP reference memory server installed with npm under PREFIX (outside the repo)")
+    ap.add_argument("--memorygraph", type=Path, metavar="PREFIX",
+                    help="also list MemoryGraph's tools, from its package pip-installed with --target PREFIX (outside the repo)")
+    ap.add_argument("--compare", type=Path, metavar="TREE",
+                    help="only a single remember's p50, on this tree and on another checkout, alternating (--rounds)")
+    ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--settle", type=float, default=10.0, help="--compare: seconds to wait after the bulk fill")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.node:
         node_modules()  # before anything is written: fail or install first
+    if args.compare:
+        res = compare(args)
+        if args.json:
+            print(json.dumps(res, indent=2))
+            return
+        print(f"remember, one entry per call, p50 ms ({args.rounds} rounds of {args.singles} on {args.entries} entries):")
+        for name, ways in res.items():
+            print(f"  {name}: MCP {ways['mcp']}, socket {ways['socket']}")
+        return
     res = run(args)
     if args.json:
         print(json.dumps(res, indent=2))
@@ -337,6 +523,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{res['entries']} entries, {res['queries']} queries, seed {args.seed}")
     print(f"{'':26}{'MCP':>10}{'socket':>10}")
     print(f"{'remember (items/s)':26}{res['remember_mcp_per_s']:>10}{res['remember_socket_per_s']:>10}")
+    print(f"{'remember p50 (ms)':26}{res['remember_mcp_p50_ms']:>10}{res['remember_socket_p50_ms']:>10}"
+          + (f"   reference server: {res['reference_remember_p50_ms']}" if "reference_remember_p50_ms" in res else ""))
     print(f"{'remember_many (items/s)':26}{res['remember_many_mcp_per_s']:>10}{res['remember_many_socket_per_s']:>10}")
     ways = WAYS + NODE_WAYS if args.node else WAYS
     print(f"{'recall (ms)':26}" + "".join(f"{w:>15}" for w in ways))
@@ -349,6 +537,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"with the TypeScript SDK client ({res['node_tools']} tools listed): MCP adds "
               f"{res['recall_node_adds_p50_ms']} ms, {res['recall_node_validation_p50_ms']} ms of it in its "
               f"output validation (timed alone: {res['recall_node_validate_p50_ms']} ms p50)")
+    print(f"{'session before a call':26}{'tools':>7}{'definitions':>13}{'instructions':>14}{'both ways':>11}{'round trips':>13}")
+    for name, c in res["sessions"].items():
+        print(f"{'  ' + name:26}{c['tools']:>7}{c['definition_bytes']:>13}{c['instructions_bytes']:>14}"
+              f"{c['session_bytes']:>11}{c['round_trips']:>13}")
     print(f"peak RSS: arbiter mcp {res['mcp_peak_rss_mb']} MB, daemon {res['daemon_peak_rss_mb']} MB")
     print(f"changes (10 ids, socket p50): {res['changes_idle_p50_ms']} ms idle, "
           f"{res['changes_after_write_p50_ms']} ms right after a write"

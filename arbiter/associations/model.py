@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta, Struct
 
-from arbiter.model import Association, AssociationKind, Id, Params
+from arbiter.model import Association, AssociationKind, Id, LinkCandidate, Params
 
 
 
@@ -23,3 +23,14 @@ class AssociationsParams(Params):
 
 class AssociationsRebuilt(Struct, kw_only=True):
     edges: int
+
+
+class LinkCandidatesParams(Params):
+    id: Id
+
+
+class LinkCandidates(Struct, kw_only=True):
+    """The links worth making from an entry, left to the caller: what `remember` returns when asked (`candidates`)."""
+
+    id: int
+    candidates: list[LinkCandidate]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import msgspec
 
 from arbiter.associations import core
-from arbiter.associations.model import Associations, AssociationsParams, AssociationsRebuilt
+from arbiter.associations.model import (
+    Associations, AssociationsParams, AssociationsRebuilt, LinkCandidates, LinkCandidatesParams,
+)
 from arbiter.model import Empty
 from arbiter.store import entries
 from arbiter.verb import Context, Verb
@@ -26,7 +28,21 @@ def associations_rebuild(ctx: Context, p: Empty) -> AssociationsRebuilt:
     return AssociationsRebuilt(edges=core.rebuild(ctx.conn, ctx.tenant_id, now=ctx.now, v=ctx.viewer))
 
 
+def link_candidates(ctx: Context, p: LinkCandidatesParams) -> LinkCandidates:
+    """The links worth making from an entry (causal, similar), found as `remember` finds them when asked.
+
+    For a write that skipped them (`candidates` off: most of a write's time) and a caller that wants them
+    afterwards. Finding them stores the entry's similarity edges, as `remember` does (idempotent).
+    """
+    entries.get(ctx.conn, ctx.viewer, p.id)  # not_found for a missing, retired or foreign id
+    found = core.derive(ctx.conn, ctx.tenant_id, p.id, now=ctx.now, v=ctx.viewer)
+    seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in found])}
+    core.mark_derived(ctx.conn, p.id)
+    return LinkCandidates(id=p.id, candidates=[c for c in found if c.id in seen])
+
+
 VERBS: dict[str, Verb] = {
+    "link_candidates": Verb(LinkCandidatesParams, link_candidates, writes=True, small=True),
     "associations": Verb(AssociationsParams, associations),
     "associations_rebuild": Verb(Empty, associations_rebuild, writes=True),
 }

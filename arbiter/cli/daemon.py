@@ -169,9 +169,11 @@ def stop(settings: Settings, home, timeout):
 @click.option("--user", callback=_name, help="Act as this user of the tenant (overrides the global --user / ARBITER_USER).")
 @click.option("--token-file", type=GivenPath(path_type=Path, dir_okay=False),
               help="Act as whoever this token file's token names (instead of --tenant/--user).")
+@click.option("--tools", metavar="all|default|NAME,...", envvar="ARBITER_MCP_TOOLS",
+              help="Tools to offer: the default surface (14 tools), all (every fine-grained tool), or these names.")
 @click.pass_obj
 @handle_errors
-def mcp(settings: Settings, home, tenant, conversation, http, user, token_file):
+def mcp(settings: Settings, home, tenant, conversation, http, user, token_file, tools):
     """Serve MCP on stdin/stdout for an agent (Claude Desktop, Claude Code, any MCP client).
 
     Starts the daemon (detached) if none answers on the socket, then hands
@@ -187,6 +189,8 @@ def mcp(settings: Settings, home, tenant, conversation, http, user, token_file):
       {"mcpServers": {"arbiter": {"command": "arbiter", "args": ["mcp", "--user", "bob"]}}}
     Example over HTTP:
       arbiter mcp --http 127.0.0.1:8765
+    Every fine-grained tool instead of the 14 that reach them:
+      arbiter mcp --tools all
     """
     from arbiter import mcp as mcp_package  # the MCP layer loads only on this path
 
@@ -195,4 +199,4 @@ def mcp(settings: Settings, home, tenant, conversation, http, user, token_file):
     tenant = tenant or settings.tenant
     token_file = token_file or paths.user_token_path(home, tenant, user or settings.user)
     mcp_package.run(home=home, socket_path=socket, tenant=tenant, token_file=token_file,
-                    conversation_id=conversation, http=http)
+                    conversation_id=conversation, http=http, tools=tools)

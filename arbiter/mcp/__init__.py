@@ -65,16 +65,23 @@ def session_note(conversation_id: int | None) -> str:
     """What the instructions add to the briefing about this session's conversation."""
     if conversation_id is None:
         return ("\n\n## This session\nYour first write starts this session's conversation: your writes go to it "
-                "and `recall` searches it first. Resume an earlier one with the `conversation` tool (`conversations` lists them).")
+                "and `recall` searches it first. Resume an earlier one with the `conversation` tool (with `list` it lists them).")
     return (f"\n\n## This session\nThis session is conversation #{conversation_id}: your writes go to it and "
             "`recall` searches it first (`everywhere` for the whole memory alike).")
 
 
 def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None = None,
-        conversation_id: int | None = None, http: tuple[str, int] | None = None) -> None:
-    """Serve MCP on stdin/stdout until the client hangs up (or on loopback HTTP until interrupted)."""
+        conversation_id: int | None = None, http: tuple[str, int] | None = None, tools: str | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client hangs up (or on loopback HTTP until interrupted).
+
+    `tools`: `all` (every fine-grained tool), a comma list of tool names, or None for the default surface.
+    """
+    from arbiter.mcp import surface
     from arbiter.mcp._daemon import Calls, ensure_daemon
     from arbiter.mcp.tool import Session
+
+    load_tools()
+    offered = surface.select(tools)  # a bad name is refused before anything starts
 
     ensure_daemon(home, socket_path)
     # The token decides who the session is (a user of a tenant); the file defaults to the tenant's first user.
@@ -90,10 +97,9 @@ def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None =
             client.conversation_get(conversation_id)
         except NotFound:
             raise NotFound(f"conversation {conversation_id} not found in tenant {tenant!r}", path="conversation") from None
-    load_tools()
     from arbiter.mcp.server import McpServer, serve_stdio
 
-    server = McpServer(session, instructions)
+    server = McpServer(session, instructions, offered)
 
     def fresh_instructions() -> str:
         # Its own connection: the briefing never waits behind a tool call on the shared one.

@@ -17,17 +17,15 @@ from arbiter.errors import Unavailable
 START_TIMEOUT_S = 20.0
 T = TypeVar("T")
 
-#: Client methods that only read: a read cut off by a dying daemon is retried
-#: once on the revived one. Anything else (a write, or a verb not listed here)
-#: may or may not have committed, so it is reported, never retried blindly.
-READS = frozenset({
-    "ping", "status", "get", "list", "history", "expand", "density", "recall", "conversation_list",
-    "conversation_get", "thread",
-    "open_threads", "backlinks", "around", "tag_cooccurrence", "topic_clusters", "topic_cluster", "briefing",
-    "facts", "fact_history", "batch_list", "batch_show", "predicates", "aspects", "changes",
-    "associations", "entities", "entity_show", "whoami", "user_list", "team_list", "tenant_list", "export_page",
-    "graph_view",
-})
+def _reads(method: str) -> bool:
+    """Whether the Client method `method` sends a verb that only reads (`Verb.writes` says; each method sends
+    the verb of its name). A read cut off by a dying daemon is retried once on the revived one; anything else
+    (a write, a method that is no verb) may or may not have committed, so it is reported, never retried blindly.
+    """
+    from arbiter.verbs import VERBS  # only once the daemon died: the table is not loaded on the way to a call
+
+    verb = VERBS.get(method)
+    return verb is not None and not verb.writes
 
 
 def say(message: str) -> None:
@@ -87,7 +85,7 @@ class Calls:
     """The one Client, shared by every tool call (a lock makes it safe across threads).
 
     If the daemon has gone away, `revive` starts a new one (saying so on
-    stderr); a read (see READS) is then retried once, a write reports what
+    stderr); a read (`_reads`) is then retried once, a write reports what
     happened. A daemon that still holds its socket is up, only refusing
     (too many connections): a write gets its refusal, and nothing starts.
     """
@@ -105,9 +103,10 @@ class Calls:
                 if self.revive is None:
                     raise
                 self.client.close()
-                if self.revive() is None and method not in READS:
+                read = _reads(method)
+                if self.revive() is None and not read:
                     raise  # the daemon is up (it refused us: too many connections); nothing was restarted
-                if method not in READS:
+                if not read:
                     raise Unavailable(
                         "the daemon stopped during this call and was restarted; the write may or may "
                         "not have been saved: check with `get` or `recall` before retrying"

@@ -1,4 +1,4 @@
-"""MCP tools for the association graph: what Arbiter derived around an entry."""
+"""MCP tools for the association graph: what Arbiter derived around an entry, and links worth making from it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from arbiter.mcp.entries import Suggestion, suggestions
 from arbiter.mcp.tool import Args, EntryId, Session, View, tool
 from arbiter.model import AssociationKind
 
@@ -16,6 +17,10 @@ class AssociationsArgs(Args):
         "temporal: next to it in time or in its conversation; entity: mentions the same name; "
         "similarity: says much the same. Omit for all."))] = None
     limit: Annotated[int, Meta(ge=1, le=100, description="At most this many.")] = 30
+
+
+class EntryIdArgs(Args):
+    id: EntryId
 
 
 class AssociationView(View):
@@ -57,3 +62,24 @@ def associations(s: Session, a: AssociationsArgs) -> AssociationsView:
                         weight=x.weight, evidence=x.evidence)
         for x in found.associations
     ])
+
+
+class SuggestionsView(View):
+    id: int
+    suggested_links: list[Suggestion]
+
+    def text(self) -> str:
+        if not self.suggested_links:
+            return f"No links to suggest from #{self.id}."
+        return (f"Possible links from #{self.id} (judge each: if it is true, call `link` with it; otherwise ignore it):"
+                + "".join(f"\n- link {c.source_id} {c.relation} {c.target_id}: {c.reason}" for c in self.suggested_links))
+
+
+# Not a write tool: the verb stores the entry's derived edges (as the idle writer would have), nothing a
+# resource or the model sees changes.
+@tool(EntryIdArgs, SuggestionsView)
+def suggest_links(s: Session, a: EntryIdArgs) -> SuggestionsView:
+    """Links worth making from an entry, for you to judge: causes its text states, entries saying
+    much the same. Make the true ones with `link`; ignore the rest."""
+    found = s.call("link_candidates", a.id)
+    return SuggestionsView(id=found.id, suggested_links=suggestions(found.candidates))

@@ -132,6 +132,12 @@ class Suggestion(View):
     reason: str
 
 
+def suggestions(candidates) -> list[Suggestion]:
+    """The daemon's link candidates as the tools show them."""
+    return [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
+                       reason=c.reason) for c in candidates]
+
+
 class SameAs(Struct, kw_only=True):
     """An entity `remember` resolved, and existing entities with names close to its own (not merged unasked)."""
 
@@ -139,8 +145,10 @@ class SameAs(Struct, kw_only=True):
     others: list[str]
 
 
-class Written(View):
-    """An entry as a write left it."""
+class Written(View, dict=True):
+    """An entry as a write left it (`merge_as`: how this session calls `entity_merge`, kept out of the structure)."""
+
+    merge_as = "`entity_merge`"
 
     verb: str
     entry: Ref
@@ -156,6 +164,8 @@ class Written(View):
     linked: list[str] = []
     #: Entities it mentions whose names are close to another's: one thing under two names? (`entity_merge`)
     possibly_same: list[SameAs] = []
+    #: `remember`: the call that finds links worth making from the new entry (left out of the write: its slow part).
+    follow_up: str | None = None
 
     def text(self) -> str:
         out = f"{self.verb} {self.entry.text()}"
@@ -167,7 +177,7 @@ class Written(View):
             out += "\nentities: " + ", ".join(self.entities)
         for x in self.possibly_same:
             out += (f"\nentity {x.name!r} may be the same as " + ", ".join(repr(n) for n in x.others)
-                    + ": if it is, `entity_merge` them")
+                    + f": if it is, {self.merge_as} them")
         if self.similar:
             out += ("\nnearly the same as " + ", ".join(f"#{i}" for i in self.similar)
                     + ": reply to, link or supersede it rather than keep both")
@@ -178,20 +188,25 @@ class Written(View):
             out += ("\nPossible links (judge each: if it is true, call `link` with it; otherwise ignore it):"
                     + "".join(f"\n- link {c.source_id} {c.relation} {c.target_id}: {c.reason}"
                               for c in self.suggested_links))
+        if self.follow_up:
+            out += f"\n{self.follow_up}"
         return out
 
 
 class Hit(Ref, kw_only=True):
-    """A recall hit: its rank score, whether it came from the conversation searched first, an excerpt."""
+    """A recall hit: whether it came from the conversation searched first, an excerpt. Hits come best first.
 
-    score: float
+    No score: the daemon's fused score has no scale a model could read across calls (a browse's hits have none,
+    a conversation's pass and the tenant's differ), so the order says it.
+    """
+
     scope: Literal["conversation", "tenant"]
     conversation_id: int | None = None
     excerpt: str | None = None
 
 
 class RecalledFact(Struct, kw_only=True):
-    """An active fact matching the query (facts behind the evaluation gate); `sources` are its entries."""
+    """An active fact matching the query (facts behind the evaluation gate); `source_ids` are its entries."""
 
     id: int
     subject: str
@@ -199,7 +214,7 @@ class RecalledFact(Struct, kw_only=True):
     object: str
     confidence: float
     valid_from: str
-    sources: list[int]
+    source_ids: list[int]
 
 
 class Recalled(Page):
@@ -223,12 +238,12 @@ class Recalled(Page):
 
 
 def _fact_line(f: RecalledFact) -> str:
-    sources = ", from " + ", ".join(f"#{i}" for i in f.sources) if f.sources else ""
+    sources = ", from " + ", ".join(f"#{i}" for i in f.source_ids) if f.source_ids else ""
     return f"- fact #{f.id} {f.subject} {f.predicate} {f.object} ({f.confidence:g}, since {f.valid_from[:10]}{sources})"
 
 
 def _hit_lines(h: Hit) -> list[str]:
-    lines = [f"- {Ref.text(h)} score {h.score:.3g}" if h.score else f"- {Ref.text(h)}"]
+    lines = [f"- {Ref.text(h)}"]
     if h.excerpt:
         lines.append("  " + h.excerpt)
     return lines
@@ -293,7 +308,9 @@ def remember(s: Session, a: RememberArgs) -> Written:
                supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
                **_scope(s, a.everywhere), entities=a.entities, permanent=a.permanent,
                allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
-               candidates=True)  # the model is the judge here: it always gets the links to consider
+               # Finding link candidates was most of a write's time (~10 ms of 14): the model asks for them
+               # when it wants them (`suggest_links`), as the answer tells it.
+               candidates=False)
     if e.duplicate_of is not None:
         s.wrote = False
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
@@ -302,13 +319,15 @@ def remember(s: Session, a: RememberArgs) -> Written:
     s.started(conversation)
     s.changed(e.id, *a.supersedes_ids, *(r.source_id if r.target_id == e.id else r.target_id for r in e.linked))
     made = {(r.source_id, r.relation, r.target_id) for r in e.linked}
-    suggested = [Suggestion(kind=c.kind, source_id=c.source_id, relation=c.relation, target_id=c.target_id,
-                            reason=c.reason) for c in e.candidates
-                 if (c.source_id, c.relation, c.target_id) not in made]
+    suggested = [c for c in suggestions(e.candidates) if (c.source_id, c.relation, c.target_id) not in made]
     same = [SameAs(name=m.name, others=[o.name for o in m.possibly_same_as]) for m in e.entities if m.possibly_same_as]
-    return Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
+    out = Written(verb="Remembered", entry=ref(e), retired=a.supersedes_ids, conversation_id=conversation,
                    note=e.note, entities=[m.name for m in e.entities], similar=e.similar, possibly_same=same,
-                   suggested_links=suggested, linked=[f"#{r.source_id} {r.relation} #{r.target_id}" for r in e.linked])
+                   suggested_links=suggested, linked=[f"#{r.source_id} {r.relation} #{r.target_id}" for r in e.linked],
+                   follow_up=None if a.auto_link else f"links worth making from it: {s.named('suggest_links')} "
+                                                      f"with id {e.id}")
+    out.merge_as = s.named("entity_merge")
+    return out
 
 
 class Item(TextParams):
@@ -660,10 +679,17 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     want = min(RECALL_DEPTH, len(seen) + a.limit + 1)
     res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
                  as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
+    if conversation is not None and not a.query.strip() and len(res.hits) < want:
+        # An empty query browses, and a browse keeps to the conversation it is given; here, as a search does,
+        # the conversation comes first and the newest of the whole memory after it.
+        rest = s.call("recall", a.query, types=a.types or None, tag=a.tag, as_of=a.as_of, known_at=a.known_at,
+                      limit=want, excerpts=want)
+        first = {h.id for h in res.hits}
+        res.hits += [h for h in rest.hits if h.id not in first][: want - len(res.hits)]
     unseen = [h for h in res.hits if h.id not in seen]
     page = [_hit(h) for h in unseen[:a.limit]]
     facts = [RecalledFact(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,
-                          valid_from=f.valid_from, sources=f.sources) for f in res.facts] if a.cursor is None else []
+                          valid_from=f.valid_from, source_ids=f.sources) for f in res.facts] if a.cursor is None else []
     out = Recalled(query=a.query, conversation_id=conversation, hits=page, note=res.note, more=False,
                    next_cursor=None, facts=facts)
     # The lines around the hits count too: the heading and footer, the facts under their heading, the note.
@@ -682,7 +708,7 @@ def _hit(h) -> Hit:
     if excerpt and (len(excerpt) > EXCERPT_CHARS or "\n" in excerpt):  # the daemon's are one line already
         excerpt = flat(excerpt, EXCERPT_CHARS)
     return Hit(id=h.id, type=h.type, title=h.title, tags=h.tags, valid_from=h.valid_from, valid_to=h.valid_to,
-               recorded_at=h.recorded_at, superseded=h.superseded, score=round(h.score, 6), scope=h.scope,
+               recorded_at=h.recorded_at, superseded=h.superseded, scope=h.scope,
                conversation_id=h.conversation_id, excerpt=excerpt or None)
 
 
@@ -704,7 +730,7 @@ def list_(s: Session, a: ListArgs) -> Listed:
     before = page_offset(a.cursor) or None
     items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
                    known_at=a.known_at, limit=a.limit + 1, before_id=before)
-    page = [Hit(**ref_fields(e), score=0.0, scope="tenant",
+    page = [Hit(**ref_fields(e), scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
     out = Listed(entries=page, more=False, next_cursor=None)
     shown = fit_page(out, map(_hit_lines, page), 40, a.max_chars)

@@ -24,7 +24,7 @@ class ProposedFact(Struct, kw_only=True, forbid_unknown_fields=True):
     object: Object
     confidence: Annotated[float, Meta(ge=0, le=1, description=(
         "How clearly it was stated: 1.0 said outright, 0.7 strongly implied, below 0.5 a guess (rejected)."))] = 0.9
-    sources: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(max_length=64, description=(
+    source_ids: Annotated[list[Annotated[int, Meta(ge=1)]], Meta(max_length=64, description=(
         "Entry ids it was drawn from (remember the statement first, then cite it)."))] = []
     valid_from: Annotated[str | None, Meta(description=(
         "When it became true (RFC 3339); default now. Never in the future: a plan for later is a fact that holds "
@@ -51,7 +51,8 @@ class FactLine(Struct, kw_only=True):
     valid_from: str
     valid_to: str | None
     supersedes_fact_id: int | None
-    sources: list[int]
+    #: The entries it was drawn from (named as `supersedes_ids` is: entry ids end in `_ids`).
+    source_ids: list[int]
     finding: str | None = None
     reason: str | None = None
 
@@ -59,7 +60,7 @@ class FactLine(Struct, kw_only=True):
 def line(f) -> FactLine:
     return FactLine(id=f.id, subject=f.subject, predicate=f.predicate, object=f.object, confidence=f.confidence,
                     status=f.status, valid_from=f.valid_from, valid_to=f.valid_to,
-                    supersedes_fact_id=f.supersedes_fact_id, sources=f.sources, finding=f.finding, reason=f.reason)
+                    supersedes_fact_id=f.supersedes_fact_id, source_ids=f.sources, finding=f.finding, reason=f.reason)
 
 
 def _text(f: FactLine) -> str:
@@ -88,7 +89,7 @@ def propose_facts(s: Session, a: ProposeArgs) -> ProposedView:
     """Record lasting facts as subject-predicate-object triples. Call it whenever the user states
     something about themselves or the world that will stay true for a while (where they work or
     live, who they know, what they like or prefer, a decision), usually right after `remember`ing
-    the statement, citing that entry in `sources`.
+    the statement, citing that entry in `source_ids`.
 
     Facts pass an evaluation gate: a fact that contradicts the current one for a single-valued
     predicate (works_at, lives_in, prefers_*) replaces it only if it is newer and confident (at least
@@ -96,7 +97,7 @@ def propose_facts(s: Session, a: ProposeArgs) -> ProposedView:
     propose guesses, plans or small talk. Each fact's finding says what happened to it.
     """
     facts = [{"subject": f.subject, "predicate": f.predicate, "object": f.object, "confidence": f.confidence,
-              "sources": f.sources, "valid_from": f.valid_from} for f in a.facts]
+              "sources": f.source_ids, "valid_from": f.valid_from} for f in a.facts]
     b = s.call("facts_propose", facts, apply=a.apply, team=a.team)
     s.listed = False  # facts are no entries: the briefing's facts line moves (held batches too), not the entry list
     return ProposedView(batch_id=b.id, status=b.status, facts=[line(f) for f in b.facts], note=b.note)

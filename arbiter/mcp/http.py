@@ -288,6 +288,7 @@ def build_app(mcp: McpServer, token: str, host: str, instructions: Callable[[], 
         sid = _session_id(ctx)
         if sid not in sessions:
             sessions[sid] = Session(mcp.session.call, conversation_id=start)
+            sessions[sid].called_as = mcp.session.called_as
         return sessions[sid]
 
     async def call_tool(ctx, params):

@@ -65,8 +65,8 @@ PROMPTS = {
         "arguments": [{"name": "decision", "description": "What was decided, and why.", "required": True}],
         "text": (
             "Record this decision in Arbiter's memory: {decision}\n\n"
-            "1. `recall` its key words first. If an entry already covers the subject, read it (`get`, `thread`).\n"
-            "2. If the decision continues a thread, `reply` under it. If it replaces an earlier decision, "
+            "1. `recall` its key words first. If an entry already covers the subject, read it (`get`; `explore` kind `thread`).\n"
+            "2. If the decision continues a thread, `remember` it with `parent_id` set to it. If it replaces an earlier decision, "
             "`remember` it with `supersedes_ids` set to the old entry (never `update` another author's entry).\n"
             "3. Otherwise `remember` it as type `project`, with a specific title, the reasons in the content, "
             "#ID mentions of related entries and tags reused from the briefing.\n"
@@ -80,8 +80,8 @@ PROMPTS = {
         "text": (
             "What does Arbiter's memory hold about: {subject}?\n\n"
             "1. `recall` the key words (page with `cursor` while `more` is true and the hits stay relevant).\n"
-            "2. Read the strongest hits in full with `get`; follow threads (`thread`) and replacements "
-            "(`history`) where a hit is superseded.\n"
+            "2. Read the strongest hits in full with `get`; follow threads (`explore` kind `thread`) and "
+            "replacements (`get` with `history`) where a hit is superseded.\n"
             "3. Answer citing #IDs with their dates. Say what is current and what was superseded, and say "
             "plainly when memory holds nothing on the subject."
         ),

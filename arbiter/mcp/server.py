@@ -21,9 +21,9 @@ import msgspec
 
 from arbiter import __version__
 from arbiter.errors import ArbiterError, InvalidParams, NotFound
-from arbiter.mcp import resources
+from arbiter.mcp import resources, surface
 from arbiter.mcp._daemon import say
-from arbiter.mcp.tool import TOOLS, Session, call_tool, error_line
+from arbiter.mcp.tool import Session, call_tool, error_line
 from arbiter.mcp.watch import POLL_S, Watch
 
 #: Handshake revisions we speak; a client offering another gets the newest.
@@ -49,8 +49,11 @@ class McpServer:
     session's own write made is told once, after that write.
     """
 
-    def __init__(self, session: Session, instructions: str):
+    def __init__(self, session: Session, instructions: str, tools: dict | None = None):
         self.session = session
+        #: The tools this server offers (`surface.select`): the default surface unless told otherwise.
+        self.tools = surface.build() if tools is None else tools
+        session.called_as = surface.called_as(self.tools)
         self.instructions = instructions
         self.subscribed: set[str] = set()
         self.watch = Watch(session.call)
@@ -60,7 +63,7 @@ class McpServer:
         self._pending: list[dict] = []  # notifications a request's handler found, sent after its response
         self._poller: threading.Thread | None = None
         self._failing = False
-        self._tools = [t.listing() for t in TOOLS.values()]
+        self._tools = [t.listing() for t in self.tools.values()]
         self.methods: dict[str, Callable[[dict], dict]] = {
             "initialize": self.initialize,
             "ping": lambda p: {},
@@ -91,7 +94,7 @@ class McpServer:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidParams("arguments: must be an object", path="arguments")
-        return call_tool(s, _str(params, "name"), arguments)
+        return call_tool(s, self.tools, _str(params, "name"), arguments)
 
     def after(self, method: str) -> list[dict]:
         """Notifications owed after `method` ran: what a write changed (here or, found by the poll, anywhere)."""

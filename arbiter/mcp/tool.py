@@ -41,6 +41,7 @@ flat; reuse `EntryId`, `AsOf`, `Ref` and the helpers below.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable
@@ -111,6 +112,13 @@ class Session:
         #: items the pages up to it showed (`_paging`).
         self.cursors: dict[str, tuple[tuple, frozenset]] = {}
         self.pages = 0
+        #: How this session's client calls a fine-grained tool its server offers only through a combined one
+        #: (`surface.called_as`): results that name a tool name it as the client can call it.
+        self.called_as: dict[str, str] = {}
+
+    def named(self, tool_name: str) -> str:
+        """How the model calls `tool_name` in this session: `` `suggest_links` ``, or `` `explore` kind `suggestions` ``."""
+        return self.called_as.get(tool_name, f"`{tool_name}`")
 
     def changed(self, *ids: int) -> None:
         """Record entries a write touched (their resources get change notifications)."""
@@ -145,10 +153,63 @@ class Tool:
         return {
             "name": self.name,
             "description": self.description,
-            "inputSchema": schema(self.args),
+            "inputSchema": schema(self.args, arguments=True),
             "outputSchema": schema(self.result),
             "annotations": {"readOnlyHint": not self.writes, "destructiveHint": False, "openWorldHint": False},
         }
+
+    def resolve(self, arguments: dict) -> tuple[Tool, dict]:
+        """The tool that runs these arguments (itself), and the arguments it runs with."""
+        return self, arguments
+
+    def explain(self, e: InvalidParams, t: Tool) -> InvalidParams:
+        return e
+
+
+@dataclass(frozen=True)
+class Combined:
+    """One tool of the default surface that stands for several fine-grained ones (`arbiter.mcp.surface`).
+
+    `route` reads the call's arguments and names the fine-grained tool that
+    runs them, with the arguments it takes (a `kind` or `action` removed, a
+    field renamed to its own spelling); that tool's decoder then checks them
+    exactly as a direct call would, so an argument another route takes is
+    refused by name. No output schema: what comes back is the routed tool's
+    result, and one schema for all of them would cost more than it tells.
+    """
+
+    name: str
+    description: str
+    input_schema: dict
+    route: Callable[[dict], tuple[str, dict]]
+    writes: bool
+    #: Per fine-grained tool, its own name for an argument this tool spells otherwise (`{"around": {"k": "limit"}}`).
+    spelled: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def listing(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "annotations": {"readOnlyHint": not self.writes, "destructiveHint": False, "openWorldHint": False},
+        }
+
+    def resolve(self, arguments: dict) -> tuple[Tool, dict]:
+        name, rest = self.route(dict(arguments))
+        return TOOLS[name], rest
+
+    def explain(self, e: InvalidParams, t: Tool) -> InvalidParams:
+        """A routed tool's refusal in this tool's words: its argument names, and what this call takes instead."""
+        spelled = self.spelled.get(t.name, {})
+        field = re.match(r"\w*", e.path or "")[0]
+        if field in spelled:
+            path = spelled[field] + e.path[len(field):]
+            return InvalidParams(e.message.replace(e.path, path, 1), path=path)
+        if e.message == f"{e.path}: unknown field" and e.path in self.input_schema["properties"]:
+            takes = ", ".join(spelled.get(f, f) for f in t.args.__struct_encode_fields__)
+            return InvalidParams(f"{e.path}: not taken by this call (with these arguments it takes {takes})",
+                                 path=e.path)
+        return e
 
 
 #: Every tool, by name, in declaration order (the order `tools/list` shows).
@@ -171,7 +232,7 @@ def tool(args: type[Args], result: type[View], *, name: str | None = None, write
     return register
 
 
-def schema(struct: type[msgspec.Struct]) -> dict:
+def schema(struct: type[msgspec.Struct], *, arguments: bool = False) -> dict:
     """A Struct's JSON Schema, self-contained, with the Struct itself at the top (MCP wants `"type": "object"`).
 
     Clients validate every result against the output schema (the Python SDK
@@ -179,34 +240,52 @@ def schema(struct: type[msgspec.Struct]) -> dict:
     nested Structs inlined rather than `$ref`ed, `X | None` as a type list
     rather than `anyOf`. Measured on a 10-hit recall result: 6.5 ms -> 3.1 ms
     of the SDK client's time.
+
+    An input schema (`arguments`) never offers null: an optional argument is
+    one left out. Function-declaration formats (Gemini's) and strict
+    validators (the Inspector's) refuse `"type": [T, "null"]`, and a model
+    needs no way to say "nothing" beyond saying nothing. A null sent anyway
+    still decodes as left out.
     """
     (ref,), defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
-    top = _inline(ref, defs)
+    top = _inline(ref, defs, arguments)
     top.pop("description", None)  # the tool's description says it, for the model
     return top
 
 
-def _inline(node, defs: dict):
+def _inline(node, defs: dict, arguments: bool):
     if isinstance(node, list):
-        return [_inline(n, defs) for n in node]
+        return [_inline(n, defs, arguments) for n in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:  # our Structs are never recursive
-        return _inline(defs[node["$ref"].rsplit("/", 1)[1]], defs)
+        return _inline(defs[node["$ref"].rsplit("/", 1)[1]], defs, arguments)
     out = {}
     for key, value in node.items():
         if key == "title":
             continue  # the Struct's class name: noise to a model and a client
         if key == "properties":
-            out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
+            out[key] = {name: _inline(sub, defs, arguments) for name, sub in value.items()}
         elif key == "description":
             out[key] = inspect.cleandoc(value)  # a nested Struct's docstring, indented as in its source
         else:
-            out[key] = _inline(value, defs)
+            out[key] = _inline(value, defs, arguments)
     branches = out.get("anyOf")
-    if branches and all(set(b) == {"type"} and isinstance(b["type"], str) for b in branches):
+    if branches and arguments:
+        branches = [b for b in branches if b != {"type": "null"}]
+        if len(branches) == 1:
+            del out["anyOf"]
+            out = {**branches[0], **out}  # the field's own description wins over its type's
+        else:
+            out["anyOf"] = branches
+    elif branches and all(set(b) == {"type"} and isinstance(b["type"], str) for b in branches):
         del out["anyOf"]
         out["type"] = [b["type"] for b in branches]
+    if arguments:
+        if out.get("default", 0) is None:
+            del out["default"]  # a null no argument can be
+        if "enum" in out and "type" not in out and all(isinstance(v, str) for v in out["enum"]):
+            out["type"] = "string"  # some function-declaration formats want the type beside the enum
     return out
 
 
@@ -229,13 +308,18 @@ def error_line(e: ArbiterError) -> str:
     return " ".join(f"{e.name}: {e.message}{where}".split())
 
 
-def call_tool(session: Session, name: str, arguments: dict | None) -> dict:
-    """Run a tool; the `tools/call` result (a tool error is a result with `isError`, never a crash)."""
-    t = TOOLS.get(name)
-    if t is None:
-        return _error(f"method_not_found: no tool named {name!r}")
+def call_tool(session: Session, offered: dict[str, Tool | Combined], name: str, arguments: dict | None) -> dict:
+    """Run one of the `offered` tools; the `tools/call` result (a tool error is a result with `isError`, never a crash)."""
+    listed = offered.get(name)
+    if listed is None:
+        hint = " (this server offers the default set; `arbiter mcp --tools all` offers every tool)" if name in TOOLS else ""
+        return _error(f"method_not_found: no tool named {name!r}{hint}")
     try:
-        args = decode_args(t, arguments)
+        t, arguments = listed.resolve(arguments or {})
+        try:
+            args = decode_args(t, arguments)
+        except InvalidParams as e:
+            raise listed.explain(e, t) from None
         session.wrote = t.writes  # a write tool that finds nothing to change clears it (`Session.wrote`)
         session.listed = True
         result = t.run(session, args)

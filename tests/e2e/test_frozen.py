@@ -175,7 +175,7 @@ def test_frozen_mcp_server_answers_a_real_mcp_client(served, home, tmp_path):
 
     instructions, tools, found = anyio.run(session_run)
     assert "Staging host" in instructions
-    assert {"remember", "recall", "get_memory_briefing"} <= tools
+    assert {"remember", "recall", "explore"} <= tools
     assert not found.is_error
     assert "Staging host" in "".join(block.text for block in found.content if block.type == "text")
 

@@ -38,7 +38,7 @@ TOOLS = {
 def _server(home: Path, *args: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "arbiter", "mcp", *args],
+        args=["-m", "arbiter", "mcp", *([] if "--tools" in args else ["--tools", "all"]), *args],
         env={"ARBITER_HOME": str(home)},
         cwd=str(REPO),
     )
@@ -80,13 +80,14 @@ def test_the_briefing_names_only_tools_the_model_can_call(memory, tmp_path):
 
     async def body(session, init):
         tools = (await session.list_tools()).tools
-        return init.instructions, {t.name for t in tools} | {p for t in tools for p in t.input_schema["properties"]}
+        return init.instructions, {t.name for t in tools} | {p for t in tools for p in t.input_schema["properties"]} | {
+            kind for t in tools for p in ("kind", "action") for kind in t.input_schema["properties"].get(p, {}).get("enum", [])}
 
     with open(tmp_path / "stderr", "w") as err:
-        text, callable_names = anyio.run(_session, _server(daemon.home), err, body)
+        text, callable_names = anyio.run(_session, _server(daemon.home, "--tools", "default"), err, body)
     spans = set(re.findall(r"`([^`]+)`", text))
     command_like = {s for s in spans if re.fullmatch(r"[a-z]+(_[a-z]+)+|[a-z]+ [a-z]+ [A-Z]+", s)}
-    assert {"propose_facts", "entity_context"} <= command_like  # the facts line and the entities line
+    assert {"propose_facts", "parent_id"} <= command_like  # the facts line and the guidance
     assert command_like <= callable_names, command_like - callable_names
 
 
@@ -103,10 +104,10 @@ def test_a_cut_briefing_names_the_tools_that_reach_what_it_cut(home, daemon, tmp
         return init.instructions, {t.name for t in tools}
 
     with open(tmp_path / "stderr", "w") as err:
-        text, tools = anyio.run(_session, _server(home), err, body)
+        text, tools = anyio.run(_session, _server(home, "--tools", "default"), err, body)
     note = text[text.index("_Cut to stay under"):]
     named = set(re.findall(r"`([a-z_]+)`", note))
-    assert "open_threads" in named and named <= tools, named - tools
+    assert {"explore", "open_threads"} <= named and named - {"open_threads", "topics", "topic"} <= tools, named - tools
 
 
 def test_tools_are_listed_and_each_one_works(memory, tmp_path):

@@ -10,7 +10,7 @@ def test_an_agent_proposes_facts_and_reads_what_is_true_now(daemon):
         said = await session.call_tool("remember", {"type": "user", "title": "Job", "content": "I work at Acme."})
         entry = said.structured_content["entry"]["id"]
         first = await session.call_tool("propose_facts", {"facts": [
-            {"subject": "user", "predicate": "works_at", "object": "Acme", "sources": [entry],
+            {"subject": "user", "predicate": "works_at", "object": "Acme", "source_ids": [entry],
              "valid_from": "2024-01-01T00:00:00Z"}]})
         moved = await session.call_tool("propose_facts", {"facts": [
             {"subject": "user", "predicate": "works_at", "object": "Globex", "confidence": 1.0},

@@ -46,7 +46,7 @@ class HttpServer:
         self.port = _free_port()
         self.errlog = open(errlog, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "mcp", "--http", f"127.0.0.1:{self.port}"],
+            [sys.executable, "-m", "arbiter", "mcp", "--tools", "all", "--http", f"127.0.0.1:{self.port}"],
             env=isolated_env(home), cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errlog,
         )
         wait_for(lambda: self.proc.poll() is not None or _listening(self.port), what="arbiter mcp --http to listen")

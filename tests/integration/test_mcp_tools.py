@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def server_params(home: Path, *args: str) -> StdioServerParameters:
+    """`arbiter mcp` with every fine-grained tool (these tests call each by name), unless `args` choose the tools."""
+    tools = [] if "--tools" in args else ["--tools", "all"]
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "arbiter", "mcp", *args], env=isolated_env(home), cwd=str(REPO),
+        command=sys.executable, args=["-m", "arbiter", "mcp", *tools, *args], env=isolated_env(home), cwd=str(REPO),
     )
 
 
@@ -71,7 +73,7 @@ CASES = {
     "topic_cluster": lambda ids, mine: {"tag": "runbook", "limit": 3},
     "get_memory_briefing": lambda ids, mine: {},
     "propose_facts": lambda ids, mine: {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
-                                                   "sources": [ids["deadlock"]]}]},
+                                                   "source_ids": [ids["deadlock"]]}]},
     "facts": lambda ids, mine: {"subject": "user"},
     "aspects": lambda ids, mine: {},
 
@@ -80,6 +82,7 @@ CASES = {
     "relate": lambda ids, mine: {"source": "Redis", "relation": "related_to", "target": "PostgreSQL"},
     "reinforce": lambda ids, mine: {"id": mine},
     "associations": lambda ids, mine: {"id": ids["adr-queue"]},
+    "suggest_links": lambda ids, mine: {"id": ids["deadlock"]},
     "whoami": lambda ids, mine: {},
     "share": lambda ids, mine: {"id": mine, "team": "mcp-tools"},
     "unshare": lambda ids, mine: {"id": mine},
@@ -386,24 +389,28 @@ def test_a_conversation_that_does_not_exist_is_refused_at_start(home, daemon):
     assert out.stderr.strip().endswith("conversation 999 not found in tenant 'default'")
 
 
-def test_remember_hands_the_model_its_suggested_links(home, daemon):
+def test_remember_names_the_call_for_links_and_suggest_links_hands_them_over(home, daemon):
     async def body(session):
         cause = await session.call_tool("remember", {
             "type": "context", "title": "Team skills", "content": "The team lacks Redis experience in production"})
         effect = await session.call_tool("remember", {
             "type": "project", "title": "Storage choice",
             "content": "We chose SQLite for the cache because the team lacks Redis experience"})
+        asked = await session.call_tool("suggest_links", {"id": effect.structured_content["entry"]["id"]})
         walked = await session.call_tool("recall", {"query": "why SQLite", "graph": True})
-        return cause, effect, walked
+        return cause, effect, asked, walked
 
-    cause, effect, walked = run_session(home, body)
+    cause, effect, asked, walked = run_session(home, body)
     cause_id = cause.structured_content["entry"]["id"]
     effect_id = effect.structured_content["entry"]["id"]
-    assert effect.structured_content["suggested_links"] == [{
+    # Finding them is most of a write's time: the write names the call, the model makes it when it wants them.
+    assert "suggested_links" not in effect.structured_content
+    assert f"`suggest_links` with id {effect_id}" in text(effect)
+    assert asked.structured_content["suggested_links"] == [{
         "kind": "causal", "source_id": cause_id, "relation": "causes", "target_id": effect_id,
-        "reason": effect.structured_content["suggested_links"][0]["reason"],
+        "reason": asked.structured_content["suggested_links"][0]["reason"],
     }]
-    assert f"link {cause_id} causes {effect_id}" in text(effect) and "Possible links" in text(effect)
+    assert f"link {cause_id} causes {effect_id}" in text(asked) and "Possible links" in text(asked)
     assert not walked.is_error and walked.structured_content["hits"][0]["id"] == effect_id
 
 

@@ -379,7 +379,7 @@ def test_two_users_of_one_team_through_real_mcp_sessions(people):
 
     def server(user: str) -> StdioServerParameters:
         paths.write_secret(paths.user_token_path(d.home, "default", user), tokens[user])
-        return StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp", "--user", user],
+        return StdioServerParameters(command=sys.executable, args=["-m", "arbiter", "mcp", "--tools", "all", "--user", user],
                                      env={**isolated_env(d.home)}, cwd=str(REPO))
 
     async def session(user: str, body):

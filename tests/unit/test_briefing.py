@@ -69,12 +69,12 @@ def test_every_capped_list_says_how_many_it_left_out_and_what_lists_them(big):
     assert b.cut == []
     _, thread_count = threads.open_threads(conn, v, limit=1)
     assert len(b.open_threads) == briefing.MAX_THREADS < thread_count
-    assert f"- … {thread_count - briefing.MAX_THREADS} more (`open_threads` lists up to {OPEN_THREADS_PER_TOOL_CALL}" in b.text
+    assert f"- … {thread_count - briefing.MAX_THREADS} more (`explore` kind `open_threads` lists up to {OPEN_THREADS_PER_TOOL_CALL}" in b.text
     assert f"- … {400 - briefing.MAX_RECENT} more (`list` pages through them" in b.text
     distinct = tags.distinct(conn, v)
-    assert f", … {distinct - briefing.MAX_VOCABULARY} more (`topic_clusters`" in b.text
+    assert f", … {distinct - briefing.MAX_VOCABULARY} more (`explore` kind `topics`" in b.text
     paired = tags.pair_count(conn, v, at_least=2)
-    assert f", … {paired - briefing.MAX_PAIRS} more (`topic_cluster TAG`" in b.text
+    assert f", … {paired - briefing.MAX_PAIRS} more (`explore` kind `topic` with a `tag`" in b.text
 
 
 def test_a_list_cut_for_the_budget_counts_its_cut_and_its_unread_items_together(big):
@@ -99,7 +99,7 @@ def test_the_tag_families_left_out_are_counted_on_a_line_of_the_families_list(tm
     b, _ = briefing.build(conn, v, "fam", now=T0 + 1000, advisor=None, max_bytes=65536)
     conn.close()
     lines = b.text.splitlines()
-    at = lines.index("  - … 7 more (`topic_clusters` shows the tags that form topics)")
+    at = lines.index("  - … 7 more (`explore` kind `topics` shows the tags that form topics)")
     assert lines[at - 3:at] == [line for line in lines if line.startswith("  - `f")]
 
 

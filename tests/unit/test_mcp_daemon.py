@@ -1,34 +1,91 @@
-"""`arbiter/mcp/_daemon.py` on its own: which calls are retried after the daemon is revived; and which verbs the
-MCP tools reach."""
+"""`arbiter/mcp/_daemon.py` and the tools over a real daemon, in process: which calls are retried after the daemon
+is revived (a verb's `writes` decides), and which verbs the tools reach."""
 
 from __future__ import annotations
 
-import inspect
-import re
+import shutil
+import tempfile
 from pathlib import Path
 
-import arbiter.mcp
+import pytest
+
 from arbiter.client import Client
-from arbiter.mcp import WITHOUT_TOOL
-from arbiter.mcp._daemon import READS
+from arbiter.errors import Unavailable
+from arbiter.mcp import WITHOUT_TOOL, load_tools
+from arbiter.mcp._daemon import Calls
+from arbiter.mcp.tool import TOOLS, Session, call_tool
+from arbiter.mcp.watch import Watch
 from arbiter.verbs import VERBS
+from tests import corpus
+from tests.conftest import DaemonProcess
 
 
-def test_the_retried_calls_are_exactly_the_read_verbs_a_client_method_reaches():
-    # A read missing here answers "the write may or may not have been saved" after a revival, and is not retried;
-    # a name here that is no read verb (a write, a verb renamed or gone) would be retried blindly, or never match.
-    reads = {name for name, verb in VERBS.items() if not verb.writes and hasattr(Client, name)}
-    assert READS == reads, (sorted(reads - READS), sorted(READS - reads))
+class Recording(Client):
+    """A real client that notes the verb of every request it sends."""
+
+    sent: set[str]
+
+    def call(self, method, params=None, result_type=dict):
+        self.sent.add(method)
+        return super().call(method, params, result_type)
 
 
-def test_every_verb_is_reached_by_a_tool_or_left_out_for_a_stated_reason():
+@pytest.fixture(scope="module")
+def served():
+    home = Path(tempfile.mkdtemp(prefix="arb-"))
+    d = DaemonProcess(home).start()
+    with d.client() as c:
+        built = corpus.build(c)
+        c.team_add("mcp-tools")
+        c.remember(type="reference", title="Dashboards", content="Logs are read in Kibana.", entities=["Kibana UI"])
+    yield d, built
+    d.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_after_a_revival_a_read_verb_is_retried_and_a_write_verb_is_reported(served, tmp_path):
+    daemon, built = served
+    revived: list[DaemonProcess] = []
+
+    def revive():
+        revived.append(DaemonProcess(daemon.home).start())
+        return revived[-1].proc.pid
+
+    with Client(daemon.socket, daemon.token) as client:
+        calls = Calls(client, revive=revive)
+        assert calls("get", built["deadlock"]).id == built["deadlock"]
+        daemon.stop()
+        try:
+            assert calls("get", built["deadlock"]).id == built["deadlock"]  # `get` reads: retried on the new daemon
+            revived.pop().stop()
+            with pytest.raises(Unavailable, match="may or may not"):  # `reinforce` writes: reported, not retried
+                calls("reinforce", built["deadlock"])
+            assert VERBS["get"].writes is False and VERBS["reinforce"].writes is True
+        finally:
+            for d in revived:
+                d.stop()
+            daemon.start()
+
+
+def test_every_verb_is_reached_by_a_tool_or_left_out_for_a_stated_reason(served):
     # A verb added without a tool fails here until it gets one or a reason in WITHOUT_TOOL (and architecture.md).
-    # Tools reach the daemon as `s.call("client_method", ...)`; each Client method sends one verb.
-    package = Path(arbiter.mcp.__file__).parent
-    methods = {m for f in package.glob("*.py") for m in re.findall(r'call\("([a-z_]+)"', f.read_text())}
-    client_source = Path(inspect.getsourcefile(Client)).read_text()
-    sends = dict(re.findall(r'def ([a-z_]+)\(self.*?self\.call\("([a-z_]+)"', client_source, re.S))
-    reached = {sends[m] for m in methods}
+    from tests.integration.test_mcp_tools import CASES, LAST, ORDER
+
+    daemon, built = served
+    load_tools()
+    client = Recording(daemon.socket, daemon.token)
+    client.sent = set()
+    with client:
+        client.connect()
+        client.sent.clear()  # connecting checks the daemon's version: no tool's doing
+        session = Session(Calls(client))
+        mine = call_tool(session, TOOLS, "remember", CASES["remember"](built.ids, 0))["structuredContent"].entry.id
+        for name in [n for n in TOOLS if n not in ORDER + LAST] + ORDER + LAST:
+            result = call_tool(session, TOOLS, name, CASES[name](built.ids, mine))
+            assert not result["isError"], (name, result["content"][0]["text"])
+        assert not call_tool(session, TOOLS, "conversation", {"title": "Another"})["isError"]
+        Watch(session.call).poll({"arbiter://briefing"})  # what a subscribed server polls
+        reached = client.sent
     assert not reached & set(WITHOUT_TOOL), sorted(reached & set(WITHOUT_TOOL))
     assert set(VERBS) - reached == set(WITHOUT_TOOL), (sorted(set(VERBS) - reached - set(WITHOUT_TOOL)),
                                                        sorted(set(WITHOUT_TOOL) - set(VERBS)))

@@ -6,7 +6,7 @@ import io
 import json
 
 from arbiter.client import Client
-from arbiter.mcp import load_tools
+from arbiter.mcp import load_tools, surface
 from arbiter.mcp._daemon import Calls
 from arbiter.mcp.server import PROTOCOL_VERSIONS, McpServer, serve_stdio
 from arbiter.mcp.tool import TOOLS, Session
@@ -45,7 +45,7 @@ def test_notifications_get_no_answer_and_requests_keep_their_order():
     )
     assert [a["id"] for a in answers] == ["a", "b"]
     assert answers[0]["result"] == {}
-    assert [t["name"] for t in answers[1]["result"]["tools"]] == list(TOOLS)
+    assert [t["name"] for t in answers[1]["result"]["tools"]] == list(surface.build())
 
 
 def test_hostile_messages_get_one_line_errors_and_the_server_keeps_serving():
