@@ -42,7 +42,7 @@ class View:
 
     system: str
     prompt: str
-    #: (tool, args, result text, is_error) for each earlier call, in order.
+    #: (action, args, result text, is_error) for each earlier call, in order (`tools.action`: a reply, a view).
     steps: list[tuple[str, dict[str, Any], str, bool]] = field(default_factory=list)
 
     @classmethod
@@ -62,7 +62,7 @@ class View:
                     name, args = calls[block["tool_use_id"]]
                     content = block.get("content")
                     text = content if isinstance(content, str) else "".join(c.get("text", "") for c in content or [])
-                    steps.append((name, args, text, bool(block.get("is_error"))))
+                    steps.append((tools.action(name, args), args, text, bool(block.get("is_error"))))
         return cls(system, prompt, steps)
 
     def called(self, name: str) -> bool:
@@ -110,7 +110,7 @@ def _locate(v: View, title: str, query: str) -> int:
 
 
 def _read_first(v: View, query: str) -> None:
-    if not any(s[0] in tools.READS for s in v.steps):
+    if not any(s[0].partition(":")[0] in tools.READS for s in v.steps):
         raise _Need(tools.recall(query))
 
 

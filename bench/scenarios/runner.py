@@ -11,10 +11,11 @@ and rubric mean, per scenario and overall.
 from __future__ import annotations
 
 import itertools
+import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,10 @@ class RunResult(msgspec.Struct, kw_only=True):
         return self.error is None and all(v is None for v in self.checks.values())
 
 
+#: Runs started by this process, across runners: each names its tenant.
+_TENANTS = itertools.count(1)
+
+
 @dataclass
 class Harness:
     """What every run shares: the daemon, the Messages client, the models and the briefing mode."""
@@ -60,11 +65,11 @@ class Harness:
     #: `--fake`: the fake Messages server and the scripted agent answering on it.
     fake: Any = None
     agent: str = "careful"
-    _tenants: Any = field(default_factory=lambda: itertools.count(1))
 
     async def run(self, scenario: Scenario, rep: int) -> RunResult:
         # A tenant per run: a fresh memory on the same daemon, which no other run's session can see.
-        tenant = f"run{next(self._tenants)}-{int(time.time())}"
+        # Named for this process's count: two runners on one daemon in the same second once took the same name.
+        tenant = f"run{next(_TENANTS)}-{os.getpid()}-{int(time.time())}"
         fx = seed(self.socket, self.admin_token, tenant)
         token_file = self.home / f"{tenant}.token"
         token_file.touch(mode=0o600)

@@ -13,27 +13,24 @@ from collections.abc import Iterable
 from typing import Any
 
 REMEMBER = "remember"
-REPLY = "reply"
 LINK = "link"
 UPDATE = "update"
 FORGET = "forget"
 RECALL = "recall"
-TOPIC_CLUSTER = "topic_cluster"
-TOPIC_CLUSTERS = "topic_clusters"
+EXPLORE = "explore"
 LIST = "list"
 GET = "get"
-THREAD = "thread"
-OPEN_THREADS = "open_threads"
+
+#: What the scripted agents look for in their earlier steps: an action, named by `action` below. On the default
+#: surface a reply is a `remember` with a `parent_id`, and the topic views are `explore` kinds.
+REPLY = "reply"
+TOPIC_CLUSTER = "explore:topic"
+TOPIC_CLUSTERS = "explore:topics"
 
 #: Tools that only read the memory: "read before you write" is any of these before the first write.
-READS = frozenset({
-    RECALL, TOPIC_CLUSTER, TOPIC_CLUSTERS, LIST, GET, THREAD, OPEN_THREADS,
-    "around", "backlinks", "density", "expand", "history", "get_memory_briefing", "associations",
-})
+READS = frozenset({RECALL, EXPLORE, LIST, GET, "facts", "entities", "conversation"})
 #: Tools that change entries (the scenarios' writes).
-WRITES = frozenset({REMEMBER, "remember_many", REPLY, LINK, UPDATE, FORGET, "restore", "unlink", "share", "unshare"})
-#: Writes that change an existing entry's own text in place (a teammate's words would be lost).
-OVERWRITES = frozenset({UPDATE})
+WRITES = frozenset({REMEMBER, LINK, UPDATE, FORGET, "share", "entity_edit", "propose_facts"})
 
 Call = tuple[str, dict[str, Any]]
 
@@ -48,7 +45,7 @@ def remember(*, type: str, title: str, content: str, tags: Iterable[str], supers
 
 def reply(parent_id: int, content: str) -> Call:
     """A reply in the thread of `parent_id`."""
-    return REPLY, {"parent_id": parent_id, "content": content}
+    return REMEMBER, {"parent_id": parent_id, "content": content}
 
 
 def link(source_id: int, relation: str, target_id: int) -> Call:
@@ -65,25 +62,34 @@ def recall(query: str) -> Call:
 
 
 def topic_cluster(tag: str) -> Call:
-    return TOPIC_CLUSTER, {"tag": tag}
+    return EXPLORE, {"kind": "topic", "tag": tag}
 
 
 def topic_clusters() -> Call:
-    return TOPIC_CLUSTERS, {}
+    return EXPLORE, {"kind": "topics"}
 
 
 # Reading a transcript's calls back.
 
+def action(name: str, args: dict[str, Any]) -> str:
+    """What a call did, as the agents name it: `reply` for a remember in a thread, `explore:<kind>` for a view."""
+    if name == REMEMBER and args.get("parent_id") is not None:
+        return REPLY
+    if name == EXPLORE:
+        return f"{EXPLORE}:{args.get('kind')}"
+    return name
+
+
 def reply_parent(name: str, args: dict[str, Any]) -> int | None:
     """The entry a call replies under, if it is a reply."""
-    return args.get("parent_id") if name == REPLY else None
+    return args.get("parent_id") if action(name, args) == REPLY else None
 
 
 def new_top_level(name: str, args: dict[str, Any]) -> bool:
     """Whether a call writes a new entry outside any thread."""
-    return name == REMEMBER
+    return action(name, args) == REMEMBER
 
 
 def edited_id(name: str, args: dict[str, Any]) -> int | None:
-    """The entry whose text a call overwrites in place."""
-    return args.get("id") if name in OVERWRITES else None
+    """The entry whose text a call overwrites in place (`update` of its text, not a reinforcement)."""
+    return args.get("id") if name == UPDATE and ({"title", "content"} & set(args)) else None

@@ -14,7 +14,7 @@ from arbiter.model import ListParams, RememberParams, UpdateParams
 from arbiter.recall import past
 from arbiter.store import db as db_module
 from arbiter.store import migrations
-from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, schema_version, tenants, users
+from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, tenants, users
 from arbiter.store.migrations.m010_tenant_fts import index as m010_index
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
