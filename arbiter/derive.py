@@ -161,16 +161,20 @@ def written(conn: apsw.Connection, v: Viewer, entry_id: int, p: RememberParams, 
         unlink_speaker(conn, entry_id)
     mentioned = link_entry(conn, v.tenant_id, entry_id, p, now=now, v=v)
     similar = duplicates.add_new(conn, v, entry_id, p.content, pending=pending)
-    names: tuple[str, ...] = ("entities", "sketch")
-    found: list[LinkCandidate] = []
-    if candidates:
-        # After entities: the entity edges and causal candidates read the new links.
-        found = associations.derive(conn, v.tenant_id, entry_id, now=now, v=v)
-        # Derived from the whole tenant: shown if the writer sees it.
-        seen = {r[0] for r in conn.execute(
-            f"SELECT e.id FROM entries e WHERE {v.sees('e')} AND e.id IN ({','.join('?' * len(found))})",
-            [c.id for c in found])} if found else set()
-        found = [c for c in found if c.id in seen]
-        names += ("associations",)
-    queued(conn, [entry_id], names)
+    queued(conn, [entry_id], ("entities", "sketch"))
+    found = link_candidates(conn, v, entry_id, now=now) if candidates else []
     return Derived(entities=mentioned, similar=similar, candidates=found)
+
+
+def link_candidates(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> list[LinkCandidate]:
+    """An entry's link candidates among what `v` sees; finding them derives its similarity edges on the way.
+
+    After its entities: the entity edges and causal candidates read its links.
+    """
+    found = associations.derive(conn, v.tenant_id, entry_id, now=now, v=v)
+    queued(conn, [entry_id], ("associations",))
+    # Derived from the whole tenant: shown if the writer sees it.
+    seen = {r[0] for r in conn.execute(
+        f"SELECT e.id FROM entries e WHERE {v.sees('e')} AND e.id IN ({','.join('?' * len(found))})",
+        [c.id for c in found])} if found else set()
+    return [c for c in found if c.id in seen]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from arbiter import derive
 from arbiter.associations import core
 from arbiter.associations.model import (
     Associations, AssociationsParams, AssociationsRebuilt, LinkCandidates, LinkCandidatesParams,
@@ -35,10 +36,7 @@ def link_candidates(ctx: Context, p: LinkCandidatesParams) -> LinkCandidates:
     afterwards. Finding them stores the entry's similarity edges, as `remember` does (idempotent).
     """
     entries.get(ctx.conn, ctx.viewer, p.id)  # not_found for a missing, retired or foreign id
-    found = core.derive(ctx.conn, ctx.tenant_id, p.id, now=ctx.now, v=ctx.viewer)
-    seen = {e.id for e in entries.get_any(ctx.conn, ctx.viewer, [c.id for c in found])}
-    core.mark_derived(ctx.conn, p.id)
-    return LinkCandidates(id=p.id, candidates=[c for c in found if c.id in seen])
+    return LinkCandidates(id=p.id, candidates=derive.link_candidates(ctx.conn, ctx.viewer, p.id, now=ctx.now))
 
 
 VERBS: dict[str, Verb] = {
