@@ -4,8 +4,12 @@ Each entry gets a few integer keys in `entry_sketches`:
 
 - its *fingerprint*: a hash of the content case-folded with whitespace
   collapsed. `remember` of content whose fingerprint an active entry of the
-  same type already has writes nothing and answers `duplicate_of` (unless
-  `allow_duplicate`).
+  same type and title (up to case and whitespace) already has writes nothing
+  and answers `duplicate_of` (unless `allow_duplicate`). The title counts: two
+  entries titled "Rota" and "Deploy plan" are two things, whatever their text.
+- its *word key*: a hash of its words alone, in order, so texts that differ
+  only by punctuation or case ("Target: Friday" and "Target: Friday.") find
+  each other as `similar` even when too short for bands.
 - up to four *band* keys, MinHash locality-sensitive hashing over the
   content's word bigrams (one-permutation MinHash, 16 buckets as 4 bands of
   4): two texts share a band with probability 1 - (1 - J⁴)⁴ for bigram
@@ -14,8 +18,8 @@ Each entry gets a few integer keys in `entry_sketches`:
   Candidates sharing a band are checked by their exact Jaccard; those at or
   above `SIMILAR` come back as `similar`, so the agent can link or supersede.
 
-At most five index rows an entry instead of a text search per `remember`:
-the lookup is five B-tree probes whatever the tenant's size.
+At most six index rows an entry instead of a text search per `remember`:
+the lookup is six B-tree probes whatever the tenant's size.
 
 A bulk write (`remember_many`) leaves its entries' keys to the idle writer
 (`entities/backlog.py`), seconds after it answers. Until then `remember`
@@ -39,7 +43,8 @@ _BANDS, _ROWS = 4, 4
 _EMPTY = 1 << 32  # a bucket no word fell into
 _BUCKET_MASK = _BANDS * _ROWS - 1  # 16 buckets: the hash's low 4 bits
 _WORD = re.compile(r"\w+")
-_FINGERPRINT_TAG = 1 << 62  # fingerprints and band keys never collide
+_FINGERPRINT_TAG = 1 << 62  # fingerprints, word keys and band keys never collide
+_WORD_KEY_TAG = 1 << 61
 _VERIFY = 20  # candidates (most bands shared first) checked by their exact Jaccard
 #: Entries of a bulk write not yet indexed that `remember` compares directly, newest first (bench.pending_duplicates).
 PENDING_COMPARED = 50
@@ -70,6 +75,17 @@ def fingerprint(content: str) -> int:
     return (int.from_bytes(digest.digest(), "big") >> 2) | _FINGERPRINT_TAG
 
 
+def word_key(content: str) -> int:
+    """The content's words (case-folded, punctuation dropped), in order, hashed to a key tagged as a word key."""
+    digest = hashlib.blake2b(" ".join(_WORD.findall(content.casefold())).encode("utf-8", "surrogatepass"),
+                             digest_size=8, person=b"words")
+    return (int.from_bytes(digest.digest(), "big") >> 3) | _WORD_KEY_TAG
+
+
+def _same_title(a: str, b: str) -> bool:
+    return a.casefold().split() == b.casefold().split()
+
+
 def bands(shingles: frozenset[str]) -> list[int]:
     """The MinHash band keys of a set of word bigrams (bands with an empty bucket are left out).
 
@@ -96,7 +112,7 @@ def bands(shingles: frozenset[str]) -> list[int]:
 
 
 def keys(content: str) -> list[int]:
-    return [fingerprint(content), *bands(words(content))]
+    return _probes(content, words(content))
 
 
 def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
@@ -115,24 +131,27 @@ def remove(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -
     )
 
 
-def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str, *,
-                 pending: list[tuple[int, str, str]] | None = None) -> int | None:
-    """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace.
+def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, content: str, *, title: str | None = None,
+                 pending: list[tuple[int, str, str, str]] | None = None) -> int | None:
+    """The oldest active entry `v` sees of `type` whose content is `content` up to case and whitespace, and
+    whose title is `title` up to the same (any title when None).
 
     Among the indexed entries, else among the newest a bulk write left unindexed (`pending`: `unindexed`'s
     rows, read here unless the caller has them).
     """
     key = fingerprint(content)
-    row = conn.execute(
-        "SELECT s.entry_id FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
+    rows = conn.execute(
+        "SELECT s.entry_id, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
         f"WHERE s.tenant_id = ? AND s.key = ? AND e.valid_to IS NULL AND e.type = ? AND {v.sees()} "
-        "ORDER BY s.entry_id LIMIT 1",
+        "ORDER BY s.entry_id",
         (v.tenant_id, key, type),
-    ).fetchone()
-    if row:
-        return row[0]
+    ).fetchall()
+    for entry_id, their_title in rows:
+        if title is None or _same_title(title, their_title):
+            return entry_id
     pending = unindexed(conn, v) if pending is None else pending
-    same = [eid for eid, kind, text in pending if kind == type and fingerprint(text) == key]
+    same = [eid for eid, kind, text, their_title in pending
+            if kind == type and fingerprint(text) == key and (title is None or _same_title(title, their_title))]
     return min(same, default=None)
 
 
@@ -143,10 +162,10 @@ def _unindexed_sql(v: Viewer) -> str:
             f"WHERE b.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
 
 
-def unindexed(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
-    """(id, type, content) of the newest active entries `v` sees whose keys a bulk write left to the idle writer."""
+def unindexed(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str, str]]:
+    """(id, type, content, title) of the newest active entries `v` sees whose keys a bulk write left to the idle writer."""
     return conn.execute(
-        f"SELECT e.id, e.type, e.content {_unindexed_sql(v)} ORDER BY b.entry_id DESC LIMIT ?", (limit,)
+        f"SELECT e.id, e.type, e.content, e.title {_unindexed_sql(v)} ORDER BY b.entry_id DESC LIMIT ?", (limit,)
     ).fetchall()
 
 
@@ -161,18 +180,23 @@ def not_compared(conn: apsw.Connection, v: Viewer) -> int:
 
 
 def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | None = None,
-            threshold: float = SIMILAR, limit: int = 5, pending: list[tuple[int, str, str]] | None = None) -> list[int]:
+            threshold: float = SIMILAR, limit: int = 5, pending: list[tuple[int, str, str, str]] | None = None) -> list[int]:
     """Active entries `v` sees whose word bigrams are at least `threshold` Jaccard-similar to `content`, most similar first."""
     mine = words(content)
-    # The fingerprint too: identical text too short for bands.
-    return _similar(conn, v, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit, pending)
+    return _similar(conn, v, mine, _probes(content, mine), exclude, threshold, limit, pending)
+
+
+def _probes(content: str, mine: frozenset[str]) -> list[int]:
+    # The fingerprint and word key too: text too short for bands, identical or but for punctuation. (The
+    # fingerprint alone finds the entries indexed before word keys were.)
+    return [fingerprint(content), word_key(content), *bands(mine)]
 
 
 def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
-            pending: list[tuple[int, str, str]] | None = None) -> list[int]:
+            pending: list[tuple[int, str, str, str]] | None = None) -> list[int]:
     """Index a new entry's keys and return what `similar` finds for `v` (what `remember` does), hashing its text once."""
     mine = words(content)
-    own = [fingerprint(content), *bands(mine)]
+    own = _probes(content, mine)
     found = _similar(conn, v, mine, own, entry_id, SIMILAR, 5, pending)
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
@@ -183,7 +207,7 @@ def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
 
 def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: list[int],
              exclude: int | None, threshold: float, limit: int,
-             pending: list[tuple[int, str, str]] | None) -> list[int]:
+             pending: list[tuple[int, str, str, str]] | None) -> list[int]:
     # The entries compared are chosen among those `v` sees: another user's near-copies would otherwise take
     # the `_VERIFY` places, and the caller's own similar entry go unreported.
     seen = "" if v.solo or v.everyone else f"AND EXISTS (SELECT 1 FROM entries e WHERE e.id = entry_id AND {v.sees()}) "
@@ -195,6 +219,6 @@ def _similar(conn: apsw.Connection, v: Viewer, mine: frozenset[str], band_keys: 
         (v.tenant_id, *band_keys),
     ).fetchall()
     pending = unindexed(conn, v) if pending is None else pending
-    rows += [(eid, text) for eid, _, text in pending]  # and a bulk write's, not indexed yet
+    rows += [(eid, text) for eid, _, text, _ in pending]  # and a bulk write's, not indexed yet
     scored = {(jaccard(mine, words(text)), eid) for eid, text in rows if eid != exclude}
     return [eid for score, eid in sorted(scored, key=lambda s: (-s[0], -s[1])) if score >= threshold][:limit]
