@@ -20,8 +20,6 @@ from click.core import ParameterSource
 
 from arbiter import __version__, paths
 from arbiter.errors import ArbiterError, InvalidParams, Unauthorized, Unavailable
-from arbiter.model import ENTRY_TYPES, RELATION_TYPES, Name
-from arbiter.validation import describe
 
 EXAMPLES = """
 \b
@@ -44,10 +42,6 @@ class GivenPath(click.Path):
         if isinstance(value, str) and not value:
             self.fail("must not be empty: name a file or folder", param, ctx)
         return super().convert(value, param, ctx)
-
-
-_TYPES = click.Choice(ENTRY_TYPES)
-_RELATIONS = click.Choice(RELATION_TYPES)
 
 
 class Settings:
@@ -177,6 +171,9 @@ def _name(ctx, param, value: str | None) -> str | None:
 def new_name(name: str) -> str:
     """A tenant or user name, checked as the daemon would check it, before it names a token file ("../admin"
     would name the admin token's); the error is one line naming NAME, as the daemon's."""
+    from arbiter.model import Name  # here: `arbiter --version` and `--help` need none of the model
+    from arbiter.validation import describe
+
     try:
         return msgspec.convert(name, Name)
     except msgspec.ValidationError as e:
@@ -280,7 +277,27 @@ def command(group, name=None, **kw):
     return deco
 
 
-@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """The root group: a command's module is imported when the command is asked for, not at every start.
+
+    Every command paid for importing all of them (and what they import) before it ran; the frozen executable
+    most of all (bench/startup.py). `modules` maps each command name to the module that registers it.
+    """
+
+    modules: dict[str, str] = {}
+
+    def list_commands(self, ctx):
+        return sorted(self.commands.keys() | self.modules.keys())
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            import importlib
+
+            importlib.import_module(f"arbiter.cli.{self.modules[cmd_name]}")
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="arbiter")
 @click.option("--home", type=GivenPath(path_type=Path, file_okay=False), envvar="ARBITER_HOME",
               help="Data folder (env ARBITER_HOME; default $XDG_DATA_HOME/arbiter, else ~/.local/share/arbiter).")

@@ -10,9 +10,12 @@ import msgspec
 
 from arbiter import paths
 from arbiter.cli._common import (
-    _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name,
+    _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name,
 )
-from arbiter.model import RECALL_STAGES, RELATION_TYPES, RelationQualifier
+from arbiter.model import ENTRY_TYPES, RECALL_STAGES, RELATION_TYPES, RelationQualifier
+
+_TYPES = click.Choice(ENTRY_TYPES)
+_RELATIONS = click.Choice(RELATION_TYPES)
 
 
 @command(main)

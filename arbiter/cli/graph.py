@@ -7,8 +7,11 @@ import sys
 import click
 
 from arbiter.cli._common import (
-    _TYPES, _date, _emit, _show_list, command, counted, entry_line, main,
+    _date, _emit, _show_list, command, counted, entry_line, main,
 )
+from arbiter.model import ENTRY_TYPES
+
+_TYPES = click.Choice(ENTRY_TYPES)
 
 
 @command(main)
