@@ -59,11 +59,22 @@ class Settings:
     def token_path(self) -> Path:
         return paths.user_token_path(self.home, self.tenant, self.user)
 
+    def as_administrator(self) -> None:
+        """Refuse `--user` (or ARBITER_USER) on a command that runs as the administrator.
+
+        Such a command (export --all, tenant add, backup create, ...) uses the admin token, which sees every
+        tenant and user: run "as bob", it would silently do what bob may not.
+        """
+        if self.user is not None:
+            raise InvalidParams(f"--user {self.user}: this command runs as the administrator (the admin token, "
+                                "every tenant and user), not as a user: leave out --user (and ARBITER_USER)")
+
     def client(self, *, admin: bool = False):
         from arbiter.client import Client, no_daemon
 
         try:
             if admin:
+                self.as_administrator()
                 token = paths.read_secret(paths.admin_token_path(self.home), "the admin")
             else:
                 who = f"user {self.user!r} of tenant {self.tenant!r}" if self.user else f"tenant {self.tenant!r}"
@@ -178,6 +189,20 @@ def new_name(name: str) -> str:
         return msgspec.convert(name, Name)
     except msgspec.ValidationError as e:
         raise InvalidParams(f"name: {describe(e)[0]}", path="name") from None
+
+
+def read_content(content: str | None) -> str | None:
+    """`--content`'s text (stdin for `-`), checked as the daemon checks it before it is sent.
+
+    Text past the daemon's frame limit (4 MiB) would otherwise get a frame error instead of the content limit.
+    """
+    from arbiter.model import check_content
+
+    if content == "-":
+        content = sys.stdin.read()
+    if content is not None:
+        check_content(content)
+    return content
 
 
 def json_option(f):

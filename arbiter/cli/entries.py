@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import get_args
 
 import click
@@ -10,7 +9,7 @@ import msgspec
 
 from arbiter import paths
 from arbiter.cli._common import (
-    _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name,
+    _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name, read_content,
 )
 from arbiter.model import ENTRY_TYPES, RECALL_STAGES, RELATION_TYPES, RelationQualifier
 
@@ -56,8 +55,7 @@ def remember(settings, as_json, type, title, content, tags, source, conversation
       arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --candidates
       arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --auto-link
     """
-    if content == "-":
-        content = sys.stdin.read()
+    content = read_content(content)
     if content is None:
         raise click.UsageError("--content is required (use --content - to read it from stdin)")
     with settings.client() as c:
@@ -165,8 +163,7 @@ def update(settings, as_json, id, type, title, content, tags, source, speaker):
     """
     if (type, title, content, tags, source, speaker) == (None, None, None, (), None, None):
         raise click.UsageError("nothing to update: give --title, --content, --tag, --type, --source or --speaker")
-    if content == "-":
-        content = sys.stdin.read()
+    content = read_content(content)
     with settings.client() as c:
         e = c.update(id, type=type, title=title, content=content, tags=list(tags) or None, source=source,
                      speaker=speaker)

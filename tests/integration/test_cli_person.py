@@ -1,0 +1,82 @@
+"""What a newcomer tripped on at the command line (issue 33): each case as they typed it, against a real daemon."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+
+from tests.integration import test_cli as cli
+from tests.integration import test_mcp_tools as mcp
+
+
+def test_import_dash_reads_stdin_as_load_dash_does(daemon, tmp_path):
+    h = daemon.home
+    cli.ok(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday")
+    cli.ok(h, "tenant", "add", "other")
+    exported = cli.ok(h, "export", "--no-progress")
+    said = cli.ok(h, "--tenant", "other", "import", "-", "--no-progress", input=exported)
+    assert "imported 1 entry " in said, said
+    assert [e["title"] for e in cli.js(h, "--tenant", "other", "list")] == ["Ship v1"]
+    assert "already imported" in cli.ok(h, "--tenant", "other", "import", "-", "--no-progress", input=exported)
+    err = cli.one_line_error(h, "--tenant", "other", "import", "-", input='{"kind": "nothing"}\n')
+    assert "line 1" in err
+
+
+def test_user_is_refused_on_a_command_that_runs_as_the_administrator(daemon, tmp_path):
+    h = daemon.home
+    cli.ok(h, "user", "add", "bob")
+    cli.ok(h, "remember", "--type", "project", "--title", "Private", "--content", "not for bob")
+    for args in (["export", "--all", str(tmp_path / "all.jsonl")], ["tenant", "add", "acme"],
+                 ["backup", "create", str(tmp_path / "b.db")], ["tenant", "list"]):
+        err = cli.one_line_error(h, "--user", "bob", *args)
+        assert "--user bob" in err and "administrator" in err, (args, err)
+        err = cli.one_line_error(h, *args, env={"ARBITER_USER": "bob"})
+        assert "--user bob" in err, (args, err)
+    assert not (tmp_path / "all.jsonl").exists() and not (tmp_path / "b.db").exists()
+    assert [t["name"] for t in cli.js(h, "tenant", "list")] == ["default"]
+    export = cli.ok(h, "export", "--all", "-", "--no-progress")
+    err = cli.one_line_error(h, "--user", "bob", "import", "--all", "-", input=export)
+    assert "administrator" in err
+
+
+def _limit_error(home, size: int) -> str:
+    return cli.one_line_error(home, "remember", "--type", "project", "--title", "Big", "--content", "-",
+                              input="x" * size)
+
+
+def test_content_over_the_limit_gets_one_message_at_every_size(daemon):
+    said = {size: _limit_error(daemon.home, size) for size in (70_000, 1 << 20, 5 << 20)}
+    for size, err in said.items():
+        assert err == f"arbiter: error: --content: {size} bytes is over the limit of 65536", err
+    assert cli.js(daemon.home, "list") == []
+
+
+def test_content_over_the_limit_gets_the_same_message_over_mcp(daemon):
+    async def body(session):
+        return [await session.call_tool("remember", {"type": "project", "title": "Big", "content": "x" * size})
+                for size in (70_000, 5 << 20)]
+
+    results = mcp.run_session(daemon.home, body)
+    for result, size in zip(results, (70_000, 5 << 20)):
+        assert result.is_error and f"content: {size} bytes is over the limit of 65536" in mcp.text(result), mcp.text(result)
+
+
+def test_one_rule_for_control_characters_in_content_and_titles(daemon):
+    h = daemon.home
+    err = cli.one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "-", input="a\x00b")
+    assert "U+0000" in err and "control characters" in err and "line breaks" in err, err
+    err = cli.one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "bell \x07")
+    assert "U+0007" in err, err
+    with daemon.client() as c:  # the daemon holds the rule, whoever sends the text
+        try:
+            c.remember(type="project", title="t", content="esc \x1b[31m")
+        except Exception as e:  # noqa: BLE001  (its class and path are what is checked)
+            assert (type(e).__name__, e.path) == ("InvalidParams", "content"), e
+        else:
+            raise AssertionError("content with an escape character was stored")
+    title_err = cli.one_line_error(h, "remember", "--type", "project", "--title", "a\x01b", "--content", "x")
+    assert "control characters" in title_err
+    kept = cli.js(h, "remember", "--type", "project", "--title", "Lines", "--content", "one\n\ttwo\r\nthree")
+    assert kept["content"] == "one\n\ttwo\r\nthree"
+    assert [e["title"] for e in cli.js(h, "list")] == ["Lines"]
