@@ -80,3 +80,10 @@ def test_one_rule_for_control_characters_in_content_and_titles(daemon):
     kept = cli.js(h, "remember", "--type", "project", "--title", "Lines", "--content", "one\n\ttwo\r\nthree")
     assert kept["content"] == "one\n\ttwo\r\nthree"
     assert [e["title"] for e in cli.js(h, "list")] == ["Lines"]
+
+
+def test_serve_checks_the_socket_path_before_creating_anything(tmp_path):
+    home = tmp_path / ("a" * 60) / ("b" * 60)
+    err = cli.one_line_error(home, "serve")
+    assert "--socket" in err and "bytes" in err, err
+    assert not home.exists()
