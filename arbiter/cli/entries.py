@@ -424,11 +424,17 @@ def status(settings, as_json):
     """
     with settings.client() as c:
         s = c.status()
+        # The maintenance report counts the whole tenant: the daemon gives it only to the user of a one-user
+        # tenant. Printed "none", it read as "never ran".
+        hidden = s.last_maintenance is None and not as_json and len(c.user_list().users) > 1
+
     def human(s):
         from arbiter.cli.salience import maintenance_line
 
         for k, v in msgspec.structs.asdict(s).items():
-            if k == "last_maintenance":
+            if k in ("last_maintenance", "average_salience") and v is None and hidden:
+                v = "hidden (maintenance counts the whole tenant, and it has other users)"
+            elif k == "last_maintenance":
                 v = maintenance_line(v) if v is not None else "none"
             elif isinstance(v, list):
                 v = ", ".join(v) or "none"

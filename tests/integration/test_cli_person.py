@@ -87,3 +87,21 @@ def test_serve_checks_the_socket_path_before_creating_anything(tmp_path):
     err = cli.one_line_error(home, "serve")
     assert "--socket" in err and "bytes" in err, err
     assert not home.exists()
+
+
+def _field(text: str, name: str) -> str:
+    (value,) = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith(f"{name}: ")]
+    return value
+
+
+def test_status_shows_the_maintenance_maintain_printed_then_says_it_is_hidden_from_a_user(daemon):
+    h = daemon.home
+    cli.ok(h, "remember", "--type", "project", "--title", "Ship v1", "--content", "Target: Friday")
+    printed = cli.ok(h, "maintain").splitlines()[0]
+    assert _field(cli.ok(h, "status"), "last_maintenance") == printed  # the checkpoint's words included
+    cli.ok(h, "user", "add", "bob")
+    for who in ([], ["--user", "bob"]):
+        status = cli.ok(h, *who, "status")
+        for name in ("last_maintenance", "average_salience"):
+            assert _field(status, name).startswith("hidden"), status
+    assert cli.js(h, "--user", "bob", "status")["last_maintenance"] is None  # JSON keeps the protocol's value
