@@ -9,7 +9,7 @@ import msgspec
 
 from arbiter import paths
 from arbiter.cli._common import (
-    _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name, read_content,
+    _date, _emit, _show_entry, _show_list, command, counted, entry_line, main, new_name, read_content,
 )
 from arbiter.model import ENTRY_TYPES, RECALL_STAGES, RELATION_TYPES, RelationQualifier
 
@@ -388,7 +388,8 @@ def expand(settings, as_json, id, depth, as_of, known_at):
 
     def human(g):
         for n in g.nodes:
-            click.echo(("  " * g.depth[n.id]) + entry_line(n))
+            why = _reached_by(g, n.id)
+            click.echo(("  " * g.depth[n.id]) + entry_line(n) + (f"  <- {why}" if why else ""))
         for r in g.edges:
             click.echo("edge: " + _relation_line(r))
         if g.truncated:
@@ -397,10 +398,26 @@ def expand(settings, as_json, id, depth, as_of, known_at):
     _emit(g, as_json, human)
 
 
+#: Why a derived neighbour is in a subgraph, in words (arbiter/associations).
+_ASSOCIATED = {"temporal": "written close in time to", "entity": "names an entity with", "similarity": "reads like"}
+
+
+def _reached_by(g, node: int) -> str:
+    """Why `node` is in subgraph `g`: its relations and associations with the nodes a hop nearer the start."""
+    nearer = {i for i, d in g.depth.items() if d < g.depth[node]}
+    why = [f"{r.relation}{f' ({r.qualifier})' if r.qualifier else ''} #{r.target_id}" if r.source_id == node
+           else f"#{r.source_id} {r.relation} it" for r in g.edges
+           if {r.source_id, r.target_id} & nearer and node in (r.source_id, r.target_id)]
+    why += [f"{_ASSOCIATED.get(a.kind, a.kind)} #{a.source_id if a.target_id == node else a.target_id} "
+            f"({a.kind}/{a.sub_type})" for a in g.associations
+            if node in (a.source_id, a.target_id) and {a.source_id, a.target_id} & nearer]
+    return "; ".join(why)
+
+
 @command(main)
 @click.argument("id", metavar="ENTRY_ID", type=int)
 def density(settings, as_json, id):
-    """How connected an entry is: degrees, relation labels, 2-hop reach.
+    """How connected an entry is: degrees (relations, replies, #ID mentions), relation labels, 2-hop reach.
 
     \b
     Example:
@@ -408,9 +425,12 @@ def density(settings, as_json, id):
     """
     with settings.client() as c:
         d = c.density(id)
-    _emit(d, as_json, lambda d: click.echo(
-        f"#{d.id}  in {d.in_degree}  out {d.out_degree}  reach(2) {d.reach_2hop}  relations: "
-        + (", ".join(d.relations) or "none")))
+    def human(d):
+        parts = [counted(d.replies, "reply", "replies"), counted(d.mentioned_by, "mention")]
+        click.echo(f"#{d.id}  in {d.in_degree} ({', '.join(parts)} among them)  out {d.out_degree}  "
+                   f"reach(2) {d.reach_2hop}  relations: " + (", ".join(d.relations) or "none"))
+
+    _emit(d, as_json, human)
 
 
 @command(main)

@@ -105,3 +105,24 @@ def test_status_shows_the_maintenance_maintain_printed_then_says_it_is_hidden_fr
         for name in ("last_maintenance", "average_salience"):
             assert _field(status, name).startswith("hidden"), status
     assert cli.js(h, "--user", "bob", "status")["last_maintenance"] is None  # JSON keeps the protocol's value
+
+
+def test_density_counts_replies_and_mentions_and_expand_says_why_each_row_is_there(daemon):
+    h = daemon.home
+
+    def remember(*args) -> int:
+        return cli.js(h, "remember", "--type", "project", *args)["id"]
+
+    root = remember("--title", "Deploy plan", "--content", "Staging first, then production")
+    for text in ("done on staging", "production on Friday", "rolled back once"):
+        cli.ok(h, "reply", str(root), "--content", text)
+    remember("--title", "Postmortem", "--content", f"What went wrong in #{root}")
+    d = cli.js(h, "density", str(root))
+    assert (d["in_degree"], d["out_degree"], d["replies"], d["mentioned_by"]) == (4, 0, 3, 1), d
+    assert "in 4 (3 replies, 1 mention among them)" in cli.ok(h, "density", str(root))
+    cause = remember("--title", "Flaky disk", "--content", "The build host's disk fills up every week")
+    cli.ok(h, "link", str(cause), "causes", str(root))
+    rows = cli.ok(h, "expand", str(root)).splitlines()
+    nodes = [line for line in rows if line.lstrip().startswith("#") and not line.startswith(f"#{root} ")]
+    assert nodes and all("  <- " in line for line in nodes), rows  # entries written close in time included
+    assert any(f"#{cause} " in line and "<- causes #" in line for line in nodes), rows
