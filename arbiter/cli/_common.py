@@ -209,8 +209,18 @@ def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
 
 
-def _fail(line: str):
-    click.echo(f"arbiter: error: {line}", err=True)
+def _fail(line: str, error: ArbiterError | None = None, *, as_json: bool = False):
+    """One line on stderr and exit 1; with --json, the JSON-RPC error object the socket and MCP answer with.
+
+    The same `code` and `data.name` (`invalid_params`, `not_found`...) whoever asks; `message` is the line
+    a person reads. An error of the user's own machine (a file missing, a port in use) is `invalid_params`.
+    """
+    if as_json:
+        error = error or InvalidParams(line)
+        click.echo(msgspec.json.encode({"error": {"code": error.code, "message": line, "data": error.data()}}),
+                   err=True)
+    else:
+        click.echo(f"arbiter: error: {line}", err=True)
     sys.exit(1)
 
 
@@ -261,7 +271,8 @@ def _in_flags(e: ArbiterError) -> str:
 
 
 def handle_errors(f):
-    """Turn ArbiterError into one stderr line and exit 1 (tracebacks with ARBITER_DEBUG=1).
+    """Turn ArbiterError into one stderr line (with --json, a JSON error object) and exit 1 (tracebacks with
+    ARBITER_DEBUG=1).
 
     So do the errors of the user's own machine, which are theirs to fix: a
     file or folder missing or of the wrong kind, a port in use (OSError), an
@@ -271,24 +282,25 @@ def handle_errors(f):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        fail = functools.partial(_fail, as_json=bool(kwargs.get("as_json")))
         try:
             return f(*args, **kwargs)
         except ArbiterError as e:
             if os.environ.get("ARBITER_DEBUG"):
                 raise
-            _fail(_in_flags(e))
+            fail(_in_flags(e), e)
         except BrokenPipeError:
             raise  # `arbiter list | head`: click ends quietly
         except OSError as e:
             if os.environ.get("ARBITER_DEBUG"):
                 raise
-            _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e))
+            fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e))
         except UnicodeEncodeError as e:
             if os.environ.get("ARBITER_DEBUG") or "surrogates" not in e.reason:
                 raise
             bad = e.object[e.start:e.end].encode("utf-8", "surrogateescape")
-            _fail(f"{e.object[max(0, e.start - 20):e.end + 20]!r} is not UTF-8 text (byte {bad.hex(' ')}): "
-                  "arguments and input must be UTF-8")
+            fail(f"{e.object[max(0, e.start - 20):e.end + 20]!r} is not UTF-8 text (byte {bad.hex(' ')}): "
+                 "arguments and input must be UTF-8")
 
     return wrapper
 

@@ -126,3 +126,33 @@ def test_density_counts_replies_and_mentions_and_expand_says_why_each_row_is_the
     nodes = [line for line in rows if line.lstrip().startswith("#") and not line.startswith(f"#{root} ")]
     assert nodes and all("  <- " in line for line in nodes), rows  # entries written close in time included
     assert any(f"#{cause} " in line and "<- causes #" in line for line in nodes), rows
+
+
+def _socket_error(daemon, method: str, params: dict) -> dict:
+    """The error object the daemon's socket answers a request with."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(daemon.socket))
+        s.sendall(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params,
+                              "token": daemon.token}).encode() + b"\n")
+        return json.loads(s.makefile("rb").readline())["error"]
+
+
+def test_json_errors_are_json_objects_with_the_sockets_code(daemon):
+    h = daemon.home
+    for args, method, params in (
+        (["get", "999"], "get", {"id": 999}),
+        (["remember", "--type", "project", "--title", "t", "--content", "bell \x07"], "remember",
+         {"type": "project", "title": "t", "content": "bell \x07"}),
+    ):
+        proc = cli.arbiter(h, *args, "--json")
+        assert proc.returncode == 1 and proc.stdout == "", proc
+        (line,) = proc.stderr.splitlines()
+        error = json.loads(line)["error"]
+        wire = _socket_error(daemon, method, params)
+        assert (error["code"], error["data"]["name"]) == (wire["code"], wire["data"]["name"]), (error, wire)
+        assert error["message"]
+    assert json.loads(cli.arbiter(h, "get", "999", "--json").stderr)["error"]["data"]["name"] == "not_found"
+    plain = cli.one_line_error(h, "get", "999")
+    assert plain.startswith("arbiter: error: ")
