@@ -152,13 +152,26 @@ def _show_entry(e) -> None:
 
 
 def salience_words(s) -> str:
-    """`0.512 (initial 0.5 · read 3 times, last 2026-11-23 · reinforced 1 time · permanent)`."""
+    """`0.612 (initial 0.5 · read 3 times, last 2026-11-23: +0.100 · +0.012 recency and age)`: every term of the
+    sum (arbiter/salience.py), so none of the value is unexplained.
+
+    Recency adds up to 0.1 on the day of the last write or read, less each day after; age takes a little each day.
+    """
+    import math
+
+    from arbiter.salience import PERMANENT_FLOOR
+
+    reads = 0.05 * math.log2(1 + s.access_count)
+    boost = min(0.15 * s.reinforcements, 0.6)
     parts = [f"initial {s.initial:g}", "never read" if not s.access_count else
-             f"read {counted(s.access_count, 'time')}, last {_date(s.last_access)}"]
+             f"read {counted(s.access_count, 'time')}, last {_date(s.last_access)}"
+             + ("" if s.permanent else f": +{reads:.3f}")]
     if s.reinforcements:
-        parts.append(f"reinforced {counted(s.reinforcements, 'time')}")
+        parts.append(f"reinforced {counted(s.reinforcements, 'time')}" + ("" if s.permanent else f": +{boost:.2f}"))
     if s.permanent:
-        parts.append("permanent")
+        parts.append(f"permanent: the initial value, at least {PERMANENT_FLOOR:g}")
+    elif 0 < s.salience < 1:  # else clamped, and the terms add up to more than the value shows
+        parts.append(f"{s.salience - s.initial - reads - boost:+.3f} recency and age")
     return f"{s.salience:.3f} ({' · '.join(parts)})"
 
 

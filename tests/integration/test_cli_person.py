@@ -156,3 +156,23 @@ def test_json_errors_are_json_objects_with_the_sockets_code(daemon):
     assert json.loads(cli.arbiter(h, "get", "999", "--json").stderr)["error"]["data"]["name"] == "not_found"
     plain = cli.one_line_error(h, "get", "999")
     assert plain.startswith("arbiter: error: ")
+
+
+def test_words_counts_agree_with_their_nouns_and_every_term_of_salience_is_shown(daemon, tmp_path):
+    h = daemon.home
+    cli.ok(h, "team", "add", "core")
+    root = cli.js(h, "remember", "--type", "project", "--title", "Deploy plan", "--content", "Staging first")["id"]
+    assert cli.ok(h, "share", str(root), "--team", "core").startswith(f"thread #{root}: 1 entry now ")
+    shown = cli.ok(h, "get", str(root)).splitlines()[1]  # salience: 0.600 (initial 0.5 · never read · +0.100 ...)
+    value, terms = float(shown.split()[1]), shown.split("(", 1)[1]
+    assert "recency and age" in terms, shown
+    assert value == round(0.5 + float(terms.split(" · ")[-1].split()[0]), 3), shown  # the terms add up
+    user = cli.js(h, "remember", "--type", "user", "--title", "New job", "--content", "I started at Acme Corp today")
+    cli.ok(h, "fact", "propose", "--subject", "user", "--predicate", "works_at", "--object", "Acme Corp",
+           "--source", str(user["id"]), "--apply")
+    briefing = cli.ok(h, "briefing")
+    assert " 1 fact, " in briefing and "1 facts" not in briefing, briefing
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text('{"kind": "arbiter-export", "format": 99}\n')
+    err = cli.one_line_error(h, "import", str(newer))
+    assert "written by a newer Arbiter" in err and "?" not in err, err
