@@ -589,10 +589,11 @@ class Density(Struct, kw_only=True):
     reach_2hop: int
     #: Derived edges by kind (temporal, entity, similarity).
     associations: dict[str, int] = {}
-    #: Of `in_degree`: its replies, and the entries that mention it as `#ID` (a reply's parent and the entries it
-    #: mentions count in `out_degree`).
+    #: Links no relation holds (the degrees count relations): its replies, the entries that mention it as `#ID`,
+    #: and the entries it mentions.
     replies: int = 0
     mentioned_by: int = 0
+    mentions: int = 0
 
 
 class Hit(Struct, kw_only=True):

@@ -417,7 +417,7 @@ def _reached_by(g, node: int) -> str:
 @command(main)
 @click.argument("id", metavar="ENTRY_ID", type=int)
 def density(settings, as_json, id):
-    """How connected an entry is: degrees (relations, replies, #ID mentions), relation labels, 2-hop reach.
+    """How connected an entry is: relations in and out, replies, #ID mentions both ways, 2-hop reach.
 
     \b
     Example:
@@ -426,9 +426,9 @@ def density(settings, as_json, id):
     with settings.client() as c:
         d = c.density(id)
     def human(d):
-        parts = [counted(d.replies, "reply", "replies"), counted(d.mentioned_by, "mention")]
-        click.echo(f"#{d.id}  in {d.in_degree} ({', '.join(parts)} among them)  out {d.out_degree}  "
-                   f"reach(2) {d.reach_2hop}  relations: " + (", ".join(d.relations) or "none"))
+        click.echo(f"#{d.id}  relations in {d.in_degree} out {d.out_degree}  {counted(d.replies, 'reply', 'replies')}  "
+                   f"mentioned by {d.mentioned_by}, mentions {d.mentions}  reach(2) {d.reach_2hop}  relations: "
+                   + (", ".join(d.relations) or "none"))
 
     _emit(d, as_json, human)
 

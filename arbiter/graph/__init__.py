@@ -85,8 +85,8 @@ def _associations(conn, v, start, nodes, seen, limit, as_of, known_at, truncated
 
 
 def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
-    """Degree (relations, replies and `#ID` mentions), distinct relation labels and 2-hop reach (undirected, over
-    relations) of an entry, over what `v` sees."""
+    """Degree and distinct labels of an entry's relations, 2-hop reach over them (undirected), and its replies and
+    `#ID` mentions both ways, over what `v` sees."""
     entry = entries.get(conn, v, entry_id)
     out_degree, in_degree = conn.execute(
         "SELECT count(*) FILTER (WHERE r.source_id = ?1), count(*) FILTER (WHERE r.target_id = ?1) "
@@ -116,28 +116,24 @@ def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
         """,
         (entry_id, v.tenant_id),
     ).fetchone()[0]
-    replies, parent, mentioned_by, mentions = _implicit_links(conn, v, entry)
+    replies, mentioned_by, mentions = _implicit_links(conn, v, entry)
     derived = associations.of(conn, v, entry_id)
     seen = {e.id for e in entries.get_any(conn, v, [a.other_id for a in derived])}
     kinds: dict[str, int] = {}
     for a in derived:
         if a.other_id in seen:
             kinds[a.kind] = kinds.get(a.kind, 0) + 1
-    return Density(id=entry_id, in_degree=in_degree + replies + mentioned_by,
-                   out_degree=out_degree + parent + mentions, relations=labels, reach_2hop=reach,
-                   associations=kinds, replies=replies, mentioned_by=mentioned_by)
+    return Density(id=entry_id, in_degree=in_degree, out_degree=out_degree, relations=labels, reach_2hop=reach,
+                   associations=kinds, replies=replies, mentioned_by=mentioned_by, mentions=mentions)
 
 
-def _implicit_links(conn: apsw.Connection, v: Viewer, entry: Entry) -> tuple[int, int, int, int]:
-    """The links no relation row holds, among active entries `v` sees: (its replies, its parent (0 or 1), the
-    entries that mention it as `#ID`, the entries it mentions). A reply points at its parent, a mention at what
-    it names: a thread's root with three replies and a mention has four links in."""
+def _implicit_links(conn: apsw.Connection, v: Viewer, entry: Entry) -> tuple[int, int, int]:
+    """The links no relation row holds, among active entries `v` sees: (its replies, the entries that mention it
+    as `#ID`, the entries it mentions)."""
     from arbiter.graph import projection, threads  # projection imports this package
 
     replies = len(threads.children(conn, v, entry.id, limit=projection.MAX_LINKS))
-    parent = int(entry.parent_id is not None and any(
-        e.valid_to is None for e in entries.get_any(conn, v, [entry.parent_id])))
     mentioned_by = len(projection.mentioning(conn, v, entry.id, limit=projection.MAX_LINKS))
     named = [i for i in projection.mentioned_ids(entry.title + "\n" + entry.content) if i != entry.id]
     mentions = sum(e.valid_to is None for e in entries.get_any(conn, v, named))
-    return replies, parent, mentioned_by, mentions
+    return replies, mentioned_by, mentions
