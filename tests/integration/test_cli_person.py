@@ -65,7 +65,7 @@ def test_content_over_the_limit_gets_the_same_message_over_mcp(daemon):
 def test_one_rule_for_control_characters_in_content_and_titles(daemon):
     h = daemon.home
     err = cli.one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "-", input="a\x00b")
-    assert "U+0000" in err and "control characters" in err and "line breaks" in err, err
+    assert "U+0000" in err and "control characters" in err and "whitespace" in err, err
     err = cli.one_line_error(h, "remember", "--type", "project", "--title", "t", "--content", "bell \x07")
     assert "U+0007" in err, err
     with daemon.client() as c:  # the daemon holds the rule, whoever sends the text
@@ -77,8 +77,8 @@ def test_one_rule_for_control_characters_in_content_and_titles(daemon):
             raise AssertionError("content with an escape character was stored")
     title_err = cli.one_line_error(h, "remember", "--type", "project", "--title", "a\x01b", "--content", "x")
     assert "control characters" in title_err
-    kept = cli.js(h, "remember", "--type", "project", "--title", "Lines", "--content", "one\n\ttwo\r\nthree")
-    assert kept["content"] == "one\n\ttwo\r\nthree"
+    kept = cli.js(h, "remember", "--type", "project", "--title", "Lines", "--content", "one\n\ttwo\r\nthree\x0bfour\x0c")
+    assert kept["content"] == "one\n\ttwo\r\nthree\x0bfour\x0c"  # whitespace, as pasted from chats and PDFs
     assert [e["title"] for e in cli.js(h, "list")] == ["Lines"]
 
 
