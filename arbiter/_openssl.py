@@ -21,7 +21,8 @@ import sys
 
 def leave_out() -> bool:
     """Call before anything imports hashlib or asyncio; False (and no change) if it is too late."""
-    if any(name in sys.modules for name in ("_hashlib", "hashlib", "hmac", "ssl", "asyncio")):
+    # A name set to None is one left out already (the executable leaves out _hashlib: packaging/rthook_lazy_binaries.py).
+    if any(sys.modules.get(name, None) is not None for name in ("_hashlib", "hashlib", "hmac", "ssl", "asyncio")):
         return False
     sys.modules["_hashlib"] = None  # hashlib then serves sha256/blake2b from _sha256/_blake2
     sys.modules["ssl"] = None

@@ -10,6 +10,9 @@ Each entry gets a few integer keys in `entry_sketches`:
   `allow_duplicate`); a batch skips it. The same text under another title is
   another entry (a team's "Rota" and one's own "Deploy plan" may say the same
   words), reported as `similar`.
+- its *word key*: a hash of its words alone, in order, so texts that differ
+  only by punctuation or case ("Target: Friday" and "Target: Friday.") find
+  each other as `similar` even when too short for bands.
 - up to four *band* keys, MinHash locality-sensitive hashing over the
   content's word bigrams (one-permutation MinHash, 16 buckets as 4 bands of
   4): two texts share a band with probability 1 - (1 - J⁴)⁴ for bigram
@@ -18,10 +21,10 @@ Each entry gets a few integer keys in `entry_sketches`:
   Candidates sharing a band are checked by their exact Jaccard; those at or
   above `SIMILAR` come back as `similar`, so the agent can link or supersede.
 
-At most five index rows an entry instead of a text search per `remember`:
-the lookup is five B-tree probes whatever the tenant's size.
+At most six index rows an entry instead of a text search per `remember`:
+the lookup is six B-tree probes whatever the tenant's size.
 
-Band keys are the `sketch` deriver's (arbiter/derive.py): a single write
+Word and band keys are the `sketch` deriver's (arbiter/derive.py): a single write
 derives them at once, a batch or an import leaves them to the idle writer,
 seconds after it answers. Until then `similar` compares a text with those
 entries directly, the newest `PENDING_COMPARED` of them; past that,
@@ -44,7 +47,8 @@ _BANDS, _ROWS = 4, 4
 _EMPTY = 1 << 32  # a bucket no word fell into
 _BUCKET_MASK = _BANDS * _ROWS - 1  # 16 buckets: the hash's low 4 bits
 _WORD = re.compile(r"\w+")
-_FINGERPRINT_TAG = 1 << 62  # fingerprints and band keys never collide
+_FINGERPRINT_TAG = 1 << 62  # fingerprints, word keys and band keys never collide
+_WORD_KEY_TAG = 1 << 61
 _VERIFY = 20  # candidates (most bands shared first) checked by their exact Jaccard
 #: Entries of a bulk write not yet indexed that `remember` compares directly, newest first (bench.pending_duplicates).
 PENDING_COMPARED = 50
@@ -83,6 +87,13 @@ def fingerprint(content: str) -> int:
     return (int.from_bytes(digest.digest(), "big") >> 2) | _FINGERPRINT_TAG
 
 
+def word_key(content: str) -> int:
+    """The content's words (case-folded, punctuation dropped), in order, hashed to a key tagged as a word key."""
+    digest = hashlib.blake2b(" ".join(_WORD.findall(content.casefold())).encode("utf-8", "surrogatepass"),
+                             digest_size=8, person=b"words")
+    return (int.from_bytes(digest.digest(), "big") >> 3) | _WORD_KEY_TAG
+
+
 def bands(shingles: frozenset[str]) -> list[int]:
     """The MinHash band keys of a set of word bigrams (bands with an empty bucket are left out).
 
@@ -108,9 +119,14 @@ def bands(shingles: frozenset[str]) -> list[int]:
     return out
 
 
+def _sketch(content: str, mine: frozenset[str]) -> list[int]:
+    """The keys the `sketch` deriver writes: the word key and the bands."""
+    return [word_key(content), *bands(mine)]
+
+
 def _keys_json(content: str) -> str:
     """Every key of an entry, as a JSON array: what the update and delete triggers remove."""
-    return "[" + ",".join(map(str, [fingerprint(content), *bands(words(content))])) + "]"
+    return "[" + ",".join(map(str, [fingerprint(content), *_sketch(content, words(content))])) + "]"
 
 
 def register(conn: apsw.Connection) -> None:
@@ -120,10 +136,10 @@ def register(conn: apsw.Connection) -> None:
 
 
 def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
-    """Index an entry's band keys (its fingerprint is the trigger's)."""
+    """Index an entry's word and band keys (its fingerprint is the trigger's)."""
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
-        [(tenant_id, k, entry_id) for k in bands(words(content))],
+        [(tenant_id, k, entry_id) for k in _sketch(content, words(content))],
     )
 
 
@@ -167,17 +183,17 @@ def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | No
             threshold: float = SIMILAR, limit: int = 5, pending: list[tuple[int, str, str]] | None = None) -> list[int]:
     """Active entries `v` sees whose word bigrams are at least `threshold` Jaccard-similar to `content`, most similar first."""
     mine = words(content)
-    # The fingerprint too: identical text too short for bands.
-    return _similar(conn, v, mine, [fingerprint(content), *bands(mine)], exclude, threshold, limit, pending)
+    # The fingerprint and word key too: text too short for bands, identical or but for punctuation.
+    return _similar(conn, v, mine, [fingerprint(content), *_sketch(content, mine)], exclude, threshold, limit, pending)
 
 
 def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
             pending: list[tuple[int, str, str]] | None = None) -> list[int]:
-    """Index a new entry's band keys and return what `similar` finds for `v` (what `remember` does), hashing its
-    text once. The fingerprint (the trigger's) finds identical text too short for bands, under another title too.
+    """Index a new entry's word and band keys and return what `similar` finds for `v` (what `remember` does),
+    hashing its text once. The fingerprint (the trigger's) finds identical text under another title too.
     """
     mine = words(content)
-    own = bands(mine)
+    own = _sketch(content, mine)
     found = _similar(conn, v, mine, [fingerprint(content), *own], entry_id, SIMILAR, 5, pending)
     conn.executemany(
         "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",

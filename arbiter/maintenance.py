@@ -108,8 +108,14 @@ def maintain(ctx: Context, p: MaintainParams):
         retention_days=ctx.services.get("access_retention_days", DEFAULT_RETENTION_DAYS),
     )
 
+    run_id = ctx.conn.last_insert_rowid()  # `run` stores the report last
+
     def after_commit(conn: apsw.Connection) -> None:
         report.wal_checkpointed = checkpoint(conn)
+        # Stored before the checkpoint ran: the stored report says what the answer says (status shows it).
+        with conn:
+            conn.execute("UPDATE maintenance_runs SET report = ? WHERE id = ?",
+                         (msgspec.json.encode(report).decode(), run_id))
 
     ctx.committed.append(after_commit)
     return report

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
+from arbiter.errors import InvalidParams
 from arbiter.validation import pattern
 
 EntryType = Literal["user", "feedback", "project", "reference", "learning", "context"]
@@ -80,12 +81,37 @@ def _not_blank(field: str, value: str | None) -> None:
         raise ValueError(f"{field}: must not be empty")
 
 
+#: One rule for an entry's text: no control characters, except the whitespace ones in content (tab, line feed,
+#: vertical tab, form feed, carriage return: real text, pasted from chats and PDFs, holds them).
+_CONTENT_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def _check_content(value: str | None) -> None:
+    _check_bytes("content", value, CONTENT_MAX_BYTES, required=True)
+    if value is not None and (bad := _CONTENT_CONTROL.search(value)):
+        raise ValueError(f"content: control character U+{ord(bad[0]):04X} at character {bad.start() + 1}: an entry's "
+                         "title and content hold no control characters (content alone may hold line breaks, tabs "
+                         "and other whitespace)")
+
+
+def check_content(value: str) -> None:
+    """Raise `InvalidParams` as the daemon would for this content, before it is sent.
+
+    Text over the frame limit (4 MiB) never reaches the daemon's own check, whose words would be lost to a
+    frame error: the CLI checks first, with the same words (the MCP server's arguments are `TextParams`).
+    """
+    try:
+        _check_content(value)
+    except ValueError as e:
+        raise InvalidParams(str(e), path="content") from None
+
+
 class TextParams(Params):
     """Params carrying an entry's text: title, content and source limits, in UTF-8 bytes."""
 
     def __post_init__(self) -> None:
         _check_bytes("title", getattr(self, "title", None), TITLE_MAX_BYTES, required=True)
-        _check_bytes("content", getattr(self, "content", None), CONTENT_MAX_BYTES, required=True)
+        _check_content(getattr(self, "content", None))
         _check_source(getattr(self, "source", None))
 
 
@@ -568,6 +594,11 @@ class Density(Struct, kw_only=True):
     reach_2hop: int
     #: Derived edges by kind (temporal, entity, similarity).
     associations: dict[str, int] = {}
+    #: Links no relation holds (the degrees count relations): its replies, the entries that mention it as `#ID`,
+    #: and the entries it mentions.
+    replies: int = 0
+    mentioned_by: int = 0
+    mentions: int = 0
 
 
 class Hit(Struct, kw_only=True):

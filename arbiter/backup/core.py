@@ -237,8 +237,9 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
             raise
         aside = None
         if db_path.exists():
+            _fold_wal(db_path)
             aside = _free_name(db_path.with_name(f"{db_path.name}.before-restore-{time.strftime('%Y%m%dT%H%M%S')}"))
-            for suffix in ("-wal", "-shm"):  # a WAL must never meet a database it was not written for
+            for suffix in ("-wal", "-shm"):  # what _fold_wal could not fold: a WAL must never meet another database
                 if Path(f"{db_path}{suffix}").exists():
                     os.replace(f"{db_path}{suffix}", f"{aside}{suffix}")
             os.replace(db_path, aside)
@@ -251,6 +252,24 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
     finally:
         for fd in held:
             os.close(fd)
+
+
+def _fold_wal(db: Path) -> None:
+    """Checkpoint `db`'s -wal into it; closing the last connection then removes the -wal and -shm.
+
+    So the copy a restore keeps aside is one file, whole, as a backup is (a daemon killed, or a reader left
+    open, leaves them). A database SQLite cannot open this way keeps them, and they move aside with it.
+    """
+    if not any(os.path.lexists(f"{db}{suffix}") for suffix in ("-wal", "-shm")):
+        return
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            conn.close()
+    except apsw.Error:
+        return  # not folded: the caller moves the -wal and -shm aside with the database, nothing is lost
 
 
 def _free_name(path: Path) -> Path:

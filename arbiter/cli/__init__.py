@@ -4,8 +4,8 @@ Config is read here and only here (flags, then ARBITER_* env vars). Errors
 become one line on stderr and exit 1; usage errors exit 2; ARBITER_DEBUG=1
 keeps tracebacks.
 
-Each module registers its commands on the root group in `_common`; a new
-feature adds a module and one import line below.
+Each module registers its commands on the root group in `_common`, imported
+only when one of them runs; a new feature adds a module and its line below.
 """
 
 import sys
@@ -16,6 +16,21 @@ if "serve" in sys.argv[1:]:  # the daemon, before any import maps OpenSSL (arbit
     _openssl.leave_out()
 
 from arbiter.cli._common import main  # noqa: E402
-from arbiter.cli import associations, backup, daemon, entities, entries, facts, graph, load, people, salience, transfer, ui  # noqa: F401  (they register their commands)
+
+main.modules = {name: module for module, names in {
+    "associations": ["associations"],
+    "backup": ["backup"],
+    "daemon": ["mcp", "serve", "stop"],
+    "entities": ["entities", "entity"],
+    "entries": ["conversation", "density", "expand", "forget", "get", "history", "link", "list", "purge", "recall",
+                "remember", "restore", "status", "tenant", "unlink", "update"],
+    "facts": ["aspects", "batch", "fact", "facts", "predicates"],
+    "graph": ["around", "backlinks", "briefing", "cluster", "clusters", "reply", "tags", "thread", "threads"],
+    "load": ["load"],
+    "people": ["share", "team", "unshare", "user", "whoami"],
+    "salience": ["maintain", "reinforce"],
+    "transfer": ["export", "import"],
+    "ui": ["ui"],
+}.items() for name in names}
 
 __all__ = ["main"]

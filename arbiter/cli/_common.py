@@ -20,8 +20,6 @@ from click.core import ParameterSource
 
 from arbiter import __version__, paths
 from arbiter.errors import ArbiterError, InvalidParams, Unauthorized, Unavailable
-from arbiter.model import ENTRY_TYPES, RELATION_TYPES, Name
-from arbiter.validation import describe
 
 EXAMPLES = """
 \b
@@ -46,10 +44,6 @@ class GivenPath(click.Path):
         return super().convert(value, param, ctx)
 
 
-_TYPES = click.Choice(ENTRY_TYPES)
-_RELATIONS = click.Choice(RELATION_TYPES)
-
-
 class Settings:
     """Where the CLI finds the daemon and its token."""
 
@@ -65,11 +59,22 @@ class Settings:
     def token_path(self) -> Path:
         return paths.user_token_path(self.home, self.tenant, self.user)
 
+    def as_administrator(self) -> None:
+        """Refuse `--user` (or ARBITER_USER) on a command that runs as the administrator.
+
+        Such a command (export --all, tenant add, backup create, ...) uses the admin token, which sees every
+        tenant and user: run "as bob", it would silently do what bob may not.
+        """
+        if self.user is not None:
+            raise InvalidParams(f"--user {self.user}: this command runs as the administrator (the admin token, "
+                                "every tenant and user), not as a user: leave out --user (and ARBITER_USER)")
+
     def client(self, *, admin: bool = False):
         from arbiter.client import Client, no_daemon
 
         try:
             if admin:
+                self.as_administrator()
                 token = paths.read_secret(paths.admin_token_path(self.home), "the admin")
             else:
                 who = f"user {self.user!r} of tenant {self.tenant!r}" if self.user else f"tenant {self.tenant!r}"
@@ -147,13 +152,26 @@ def _show_entry(e) -> None:
 
 
 def salience_words(s) -> str:
-    """`0.512 (initial 0.5 · read 3 times, last 2026-11-23 · reinforced 1 time · permanent)`."""
+    """`0.612 (initial 0.5 · read 3 times, last 2026-11-23: +0.100 · +0.012 recency and age)`: every term of the
+    sum (arbiter/salience.py), so none of the value is unexplained.
+
+    Recency adds up to 0.1 on the day of the last write or read, less each day after; age takes a little each day.
+    """
+    import math
+
+    from arbiter.salience import PERMANENT_FLOOR
+
+    reads = 0.05 * math.log2(1 + s.access_count)
+    boost = min(0.15 * s.reinforcements, 0.6)
     parts = [f"initial {s.initial:g}", "never read" if not s.access_count else
-             f"read {counted(s.access_count, 'time')}, last {_date(s.last_access)}"]
+             f"read {counted(s.access_count, 'time')}, last {_date(s.last_access)}"
+             + ("" if s.permanent else f": +{reads:.3f}")]
     if s.reinforcements:
-        parts.append(f"reinforced {counted(s.reinforcements, 'time')}")
+        parts.append(f"reinforced {counted(s.reinforcements, 'time')}" + ("" if s.permanent else f": +{boost:.2f}"))
     if s.permanent:
-        parts.append("permanent")
+        parts.append(f"permanent: the initial value, at least {PERMANENT_FLOOR:g}")
+    elif 0 < s.salience < 1:  # else clamped, and the terms add up to more than the value shows
+        parts.append(f"{s.salience - s.initial - reads - boost:+.3f} recency and age")
     return f"{s.salience:.3f} ({' · '.join(parts)})"
 
 
@@ -177,18 +195,45 @@ def _name(ctx, param, value: str | None) -> str | None:
 def new_name(name: str) -> str:
     """A tenant or user name, checked as the daemon would check it, before it names a token file ("../admin"
     would name the admin token's); the error is one line naming NAME, as the daemon's."""
+    from arbiter.model import Name  # here: `arbiter --version` and `--help` need none of the model
+    from arbiter.validation import describe
+
     try:
         return msgspec.convert(name, Name)
     except msgspec.ValidationError as e:
         raise InvalidParams(f"name: {describe(e)[0]}", path="name") from None
 
 
+def read_content(content: str | None) -> str | None:
+    """`--content`'s text (stdin for `-`), checked as the daemon checks it before it is sent.
+
+    Text past the daemon's frame limit (4 MiB) would otherwise get a frame error instead of the content limit.
+    """
+    from arbiter.model import check_content
+
+    if content == "-":
+        content = sys.stdin.read()
+    if content is not None:
+        check_content(content)
+    return content
+
+
 def json_option(f):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(f)
 
 
-def _fail(line: str):
-    click.echo(f"arbiter: error: {line}", err=True)
+def _fail(line: str, error: ArbiterError | None = None, *, as_json: bool = False):
+    """One line on stderr and exit 1; with --json, the JSON-RPC error object the socket and MCP answer with.
+
+    The same `code` and `data.name` (`invalid_params`, `not_found`...) whoever asks; `message` is the line
+    a person reads. An error of the user's own machine (a file missing, a port in use) is `invalid_params`.
+    """
+    if as_json:
+        error = error or InvalidParams(line)
+        click.echo(msgspec.json.encode({"error": {"code": error.code, "message": line, "data": error.data()}}),
+                   err=True)
+    else:
+        click.echo(f"arbiter: error: {line}", err=True)
     sys.exit(1)
 
 
@@ -239,7 +284,8 @@ def _in_flags(e: ArbiterError) -> str:
 
 
 def handle_errors(f):
-    """Turn ArbiterError into one stderr line and exit 1 (tracebacks with ARBITER_DEBUG=1).
+    """Turn ArbiterError into one stderr line (with --json, a JSON error object) and exit 1 (tracebacks with
+    ARBITER_DEBUG=1).
 
     So do the errors of the user's own machine, which are theirs to fix: a
     file or folder missing or of the wrong kind, a port in use (OSError), an
@@ -249,24 +295,25 @@ def handle_errors(f):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        fail = functools.partial(_fail, as_json=bool(kwargs.get("as_json")))
         try:
             return f(*args, **kwargs)
         except ArbiterError as e:
             if os.environ.get("ARBITER_DEBUG"):
                 raise
-            _fail(_in_flags(e))
+            fail(_in_flags(e), e)
         except BrokenPipeError:
             raise  # `arbiter list | head`: click ends quietly
         except OSError as e:
             if os.environ.get("ARBITER_DEBUG"):
                 raise
-            _fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e))
+            fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e))
         except UnicodeEncodeError as e:
             if os.environ.get("ARBITER_DEBUG") or "surrogates" not in e.reason:
                 raise
             bad = e.object[e.start:e.end].encode("utf-8", "surrogateescape")
-            _fail(f"{e.object[max(0, e.start - 20):e.end + 20]!r} is not UTF-8 text (byte {bad.hex(' ')}): "
-                  "arguments and input must be UTF-8")
+            fail(f"{e.object[max(0, e.start - 20):e.end + 20]!r} is not UTF-8 text (byte {bad.hex(' ')}): "
+                 "arguments and input must be UTF-8")
 
     return wrapper
 
@@ -280,7 +327,27 @@ def command(group, name=None, **kw):
     return deco
 
 
-@click.group(epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """The root group: a command's module is imported when the command is asked for, not at every start.
+
+    Every command paid for importing all of them (and what they import) before it ran; the frozen executable
+    most of all (bench/startup.py). `modules` maps each command name to the module that registers it.
+    """
+
+    modules: dict[str, str] = {}
+
+    def list_commands(self, ctx):
+        return sorted(self.commands.keys() | self.modules.keys())
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name not in self.commands and cmd_name in self.modules:
+            import importlib
+
+            importlib.import_module(f"arbiter.cli.{self.modules[cmd_name]}")
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="arbiter")
 @click.option("--home", type=GivenPath(path_type=Path, file_okay=False), envvar="ARBITER_HOME",
               help="Data folder (env ARBITER_HOME; default $XDG_DATA_HOME/arbiter, else ~/.local/share/arbiter).")

@@ -90,6 +90,7 @@ def backup_restore(settings: Settings, file, db):
     """
     from arbiter.backup import core as backup_mod
 
+    settings.as_administrator()  # it replaces every tenant's data
     db = db or paths.db_path(settings.home)
     aside = backup_mod.restore(
         file.expanduser(), home=settings.home, db_path=db, socket_path=settings.socket,

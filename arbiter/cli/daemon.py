@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from arbiter._lock import lock_owner
 from arbiter.cli._common import (
     GivenPath, Settings, _name, handle_errors, main,
 )
-from arbiter.errors import Unavailable
+from arbiter.errors import InvalidParams, Unavailable
 
 
 class DatabasePath(GivenPath):
@@ -82,6 +83,7 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_conn
 
     home = home or settings.home
     socket = socket or (settings.socket if settings.socket != paths.socket_path(settings.home) else None)
+    _fits_a_socket(socket or paths.socket_path(home), given=socket is not None)
     services: dict = {"access_retention_days": access_retention_days}
     if key := os.environ.get("ANTHROPIC_API_KEY"):
         from arbiter.advisor import Advisor  # cheap: the anthropic SDK itself loads on first use
@@ -105,6 +107,18 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_conn
         min_salience=min_salience,
     )
 
+
+#: The longest path a unix socket takes, in bytes: sun_path less its closing NUL (108 on Linux, 104 elsewhere).
+SOCKET_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+
+
+def _fits_a_socket(path: Path, *, given: bool) -> None:
+    """Refuse a socket path the kernel would refuse, before the daemon creates anything under its home."""
+    size = len(os.fsencode(path))
+    if size > SOCKET_PATH_MAX:
+        hint = "give a shorter --socket" if given else "give a shorter one with --socket (e.g. --socket /tmp/arbiter.sock)"
+        raise InvalidParams(f"the socket path {path} is {size} bytes, over the {SOCKET_PATH_MAX} a unix socket takes: "
+                            f"{hint}", path="socket")
 
 
 def _loopback(ctx, param, value):

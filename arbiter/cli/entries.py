@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import get_args
 
 import click
@@ -10,9 +9,12 @@ import msgspec
 
 from arbiter import paths
 from arbiter.cli._common import (
-    _RELATIONS, _TYPES, _date, _emit, _show_entry, _show_list, command, entry_line, main, new_name,
+    _date, _emit, _show_entry, _show_list, command, counted, entry_line, main, new_name, read_content,
 )
-from arbiter.model import RECALL_STAGES, RELATION_TYPES, RelationQualifier
+from arbiter.model import ENTRY_TYPES, RECALL_STAGES, RELATION_TYPES, RelationQualifier
+
+_TYPES = click.Choice(ENTRY_TYPES)
+_RELATIONS = click.Choice(RELATION_TYPES)
 
 
 @command(main)
@@ -53,8 +55,7 @@ def remember(settings, as_json, type, title, content, tags, source, conversation
       arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --candidates
       arbiter remember --type project --title "Cache" --content "SQLite, because we lack Redis skills" --auto-link
     """
-    if content == "-":
-        content = sys.stdin.read()
+    content = read_content(content)
     if content is None:
         raise click.UsageError("--content is required (use --content - to read it from stdin)")
     with settings.client() as c:
@@ -162,8 +163,7 @@ def update(settings, as_json, id, type, title, content, tags, source, speaker):
     """
     if (type, title, content, tags, source, speaker) == (None, None, None, (), None, None):
         raise click.UsageError("nothing to update: give --title, --content, --tag, --type, --source or --speaker")
-    if content == "-":
-        content = sys.stdin.read()
+    content = read_content(content)
     with settings.client() as c:
         e = c.update(id, type=type, title=title, content=content, tags=list(tags) or None, source=source,
                      speaker=speaker)
@@ -388,7 +388,8 @@ def expand(settings, as_json, id, depth, as_of, known_at):
 
     def human(g):
         for n in g.nodes:
-            click.echo(("  " * g.depth[n.id]) + entry_line(n))
+            why = _reached_by(g, n.id)
+            click.echo(("  " * g.depth[n.id]) + entry_line(n) + (f"  <- {why}" if why else ""))
         for r in g.edges:
             click.echo("edge: " + _relation_line(r))
         if g.truncated:
@@ -397,10 +398,26 @@ def expand(settings, as_json, id, depth, as_of, known_at):
     _emit(g, as_json, human)
 
 
+#: Why a derived neighbour is in a subgraph, in words (arbiter/associations).
+_ASSOCIATED = {"temporal": "written close in time to", "entity": "names an entity with", "similarity": "reads like"}
+
+
+def _reached_by(g, node: int) -> str:
+    """Why `node` is in subgraph `g`: its relations and associations with the nodes a hop nearer the start."""
+    nearer = {i for i, d in g.depth.items() if d < g.depth[node]}
+    why = [f"{r.relation}{f' ({r.qualifier})' if r.qualifier else ''} #{r.target_id}" if r.source_id == node
+           else f"#{r.source_id} {r.relation} it" for r in g.edges
+           if {r.source_id, r.target_id} & nearer and node in (r.source_id, r.target_id)]
+    why += [f"{_ASSOCIATED.get(a.kind, a.kind)} #{a.source_id if a.target_id == node else a.target_id} "
+            f"({a.kind}/{a.sub_type})" for a in g.associations
+            if node in (a.source_id, a.target_id) and {a.source_id, a.target_id} & nearer]
+    return "; ".join(why)
+
+
 @command(main)
 @click.argument("id", metavar="ENTRY_ID", type=int)
 def density(settings, as_json, id):
-    """How connected an entry is: degrees, relation labels, 2-hop reach.
+    """How connected an entry is: relations in and out, replies, #ID mentions both ways, 2-hop reach.
 
     \b
     Example:
@@ -408,9 +425,12 @@ def density(settings, as_json, id):
     """
     with settings.client() as c:
         d = c.density(id)
-    _emit(d, as_json, lambda d: click.echo(
-        f"#{d.id}  in {d.in_degree}  out {d.out_degree}  reach(2) {d.reach_2hop}  relations: "
-        + (", ".join(d.relations) or "none")))
+    def human(d):
+        click.echo(f"#{d.id}  relations in {d.in_degree} out {d.out_degree}  {counted(d.replies, 'reply', 'replies')}  "
+                   f"mentioned by {d.mentioned_by}, mentions {d.mentions}  reach(2) {d.reach_2hop}  relations: "
+                   + (", ".join(d.relations) or "none"))
+
+    _emit(d, as_json, human)
 
 
 @command(main)
@@ -424,11 +444,17 @@ def status(settings, as_json):
     """
     with settings.client() as c:
         s = c.status()
+        # The maintenance report counts the whole tenant: the daemon gives it only to the user of a one-user
+        # tenant. Printed "none", it read as "never ran".
+        hidden = s.last_maintenance is None and not as_json and len(c.user_list().users) > 1
+
     def human(s):
         from arbiter.cli.salience import maintenance_line
 
         for k, v in msgspec.structs.asdict(s).items():
-            if k == "last_maintenance":
+            if k in ("last_maintenance", "average_salience") and v is None and hidden:
+                v = "hidden (maintenance counts the whole tenant, and it has other users)"
+            elif k == "last_maintenance":
                 v = maintenance_line(v) if v is not None else "none"
             elif isinstance(v, list):
                 v = ", ".join(v) or "none"

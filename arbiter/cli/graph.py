@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from arbiter.cli._common import (
-    _TYPES, _date, _emit, _show_list, command, counted, entry_line, main,
+    _date, _emit, _show_list, command, counted, entry_line, main, read_content,
 )
+from arbiter.model import ENTRY_TYPES
+
+_TYPES = click.Choice(ENTRY_TYPES)
 
 
 @command(main)
@@ -27,8 +28,7 @@ def reply(settings, as_json, parent_id, content, title, type, tags, source, spea
       arbiter reply 12 --content "Fixed in 4.2; closing."
       arbiter reply 40 --content "It was Matt Patterson!" --speaker Melanie
     """
-    if content == "-":
-        content = sys.stdin.read()
+    content = read_content(content)
     if content is None:
         raise click.UsageError("--content is required (use --content - to read it from stdin)")
     with settings.client() as c:

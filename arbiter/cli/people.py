@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from arbiter import paths
-from arbiter.cli._common import _date, _emit, command, main, new_name
+from arbiter.cli._common import _date, _emit, command, counted, main, new_name
 
 
 @main.group()
@@ -159,7 +159,7 @@ def team_list(settings, as_json):
 
 def _shared(s) -> None:
     where = f"team {s.team}" if s.team else "private (each entry to its own author)"
-    click.echo(f"thread #{s.root_id}: {len(s.ids)} entries now {where}")
+    click.echo(f"thread #{s.root_id}: {counted(len(s.ids), 'entry', 'entries')} now {where}")
 
 
 @command(main, "share")

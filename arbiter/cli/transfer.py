@@ -108,7 +108,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
 
 
 @command(main, "import")
-@click.argument("file", type=GivenPath(path_type=Path, exists=True))
+@click.argument("file", type=GivenPath(path_type=Path, exists=True, allow_dash=True))
 @click.option("--from", "source", type=click.Choice(["arbiter", "mcp-memory", "markdown"]), default="arbiter",
               show_default=True,
               help="What FILE is: an Arbiter export, the MCP memory server's memory.jsonl, or a folder of "
@@ -118,7 +118,7 @@ def export_cmd(settings: Settings, as_json, file, everything, progress, force):
                    "missing, unless its token file is already there; needs the admin token).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress on stderr.")
 def import_cmd(settings: Settings, as_json, file, source, everything, progress):
-    """Add the memory in FILE to this tenant, with new ids and every reference kept.
+    """Add the memory in FILE (`-` for stdin) to this tenant, with new ids and every reference kept.
 
     You are the author of what you import; an entry shared with a team stays
     shared if that team exists here and you are in it, else it is yours
@@ -138,9 +138,25 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     \b
     Examples:
       arbiter import memory.jsonl
+      arbiter --tenant work export | arbiter --tenant home import -
       arbiter import --from mcp-memory ~/.mcp/memory.jsonl
       arbiter import --from markdown ~/notes/vault
     """
+    if everything:
+        settings.as_administrator()  # it writes every tenant's part, whoever would otherwise be asked
+    if str(file) == "-":
+        if source == "markdown":
+            raise click.UsageError("--from markdown reads a folder of notes, not standard input")
+        # Read twice (checked whole, then written) and known again by its bytes: kept while it goes in, in a
+        # temporary file for its owner alone (mkstemp's 0600), as `export -` keeps its copy.
+        with tempfile.NamedTemporaryFile(prefix="arbiter-import-", suffix=".jsonl") as spool:
+            shutil.copyfileobj(sys.stdin.buffer, spool)
+            spool.flush()
+            return _import(settings, as_json, Path(spool.name), source, everything, progress, shown="-")
+    return _import(settings, as_json, file, source, everything, progress, shown=str(file))
+
+
+def _import(settings: Settings, as_json, file: Path, source, everything, progress, *, shown: str):
     from arbiter.cli._progress import Progress
     from arbiter.client import Client
     from arbiter.transfer import files, sources
@@ -206,7 +222,7 @@ def import_cmd(settings: Settings, as_json, file, source, everything, progress):
     issue_tokens(done)
     if not done:  # a header and nothing after it: say so, rather than print nothing
         _emit({} if everything else {settings.tenant: files.ImportSummary()}, as_json,
-              lambda _: click.echo(f"nothing to import: {file} holds no records"))
+              lambda _: click.echo(f"nothing to import: {shown} holds no records"))
         return
 
     def human(done):

@@ -254,5 +254,6 @@ def briefing_lines(conn: apsw.Connection, v: Viewer) -> list[str]:
         key=lambda x: (-x[0], x[3].slug),
     )
     lines = [head + (". By aspect (score 0-100):" if scored else ".")]
-    lines += [f"  - {a.name} ({a.category}): {s} · {n} facts, {ents} entities" for s, n, ents, a in scored]
+    lines += [f"  - {a.name} ({a.category}): {s} · {n} fact{'s' * (n != 1)}, {ents} entit{'y' if ents == 1 else 'ies'}"
+              for s, n, ents, a in scored]
     return lines

@@ -6,7 +6,7 @@ import apsw
 
 from arbiter.errors import NotFound
 from arbiter import associations
-from arbiter.model import AssociationEdge, Density, Graph
+from arbiter.model import AssociationEdge, Density, Entry, Graph
 from arbiter.store import entries, relations
 from arbiter.store.users import Viewer
 
@@ -85,8 +85,9 @@ def _associations(conn, v, start, nodes, seen, limit, as_of, known_at, truncated
 
 
 def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
-    """Degree, distinct relation labels and 2-hop reach (undirected) of an entry, over what `v` sees."""
-    entries.get(conn, v, entry_id)
+    """Degree and distinct labels of an entry's relations, 2-hop reach over them (undirected), and its replies and
+    `#ID` mentions both ways, over what `v` sees."""
+    entry = entries.get(conn, v, entry_id)
     out_degree, in_degree = conn.execute(
         "SELECT count(*) FILTER (WHERE r.source_id = ?1), count(*) FILTER (WHERE r.target_id = ?1) "
         "FROM relations r JOIN entries e ON e.id = (CASE WHEN r.source_id = ?1 THEN r.target_id ELSE r.source_id END) "
@@ -115,6 +116,7 @@ def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
         """,
         (entry_id, v.tenant_id),
     ).fetchone()[0]
+    replies, mentioned_by, mentions = _implicit_links(conn, v, entry)
     derived = associations.of(conn, v, entry_id)
     seen = {e.id for e in entries.get_any(conn, v, [a.other_id for a in derived])}
     kinds: dict[str, int] = {}
@@ -122,4 +124,16 @@ def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
         if a.other_id in seen:
             kinds[a.kind] = kinds.get(a.kind, 0) + 1
     return Density(id=entry_id, in_degree=in_degree, out_degree=out_degree, relations=labels, reach_2hop=reach,
-                   associations=kinds)
+                   associations=kinds, replies=replies, mentioned_by=mentioned_by, mentions=mentions)
+
+
+def _implicit_links(conn: apsw.Connection, v: Viewer, entry: Entry) -> tuple[int, int, int]:
+    """The links no relation row holds, among active entries `v` sees: (its replies, the entries that mention it
+    as `#ID`, the entries it mentions)."""
+    from arbiter.graph import projection, threads  # projection imports this package
+
+    replies = len(threads.children(conn, v, entry.id, limit=projection.MAX_LINKS))
+    mentioned_by = len(projection.mentioning(conn, v, entry.id, limit=projection.MAX_LINKS))
+    named = [i for i in projection.mentioned_ids(entry.title + "\n" + entry.content) if i != entry.id]
+    mentions = sum(e.valid_to is None for e in entries.get_any(conn, v, named))
+    return replies, mentioned_by, mentions

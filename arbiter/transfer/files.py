@@ -280,7 +280,8 @@ def _check_header(line: bytes) -> Header:
         raise InvalidParams("line 1: not an Arbiter export header (kind \"arbiter-export\")", path="line 1")
     if isinstance(raw.get("format"), int) and raw["format"] > FORMAT:
         raise FormatTooNew(
-            f"this file is export format {raw['format']}, written by Arbiter {raw.get('arbiter', '?')}; this "
+            f"this file is export format {raw['format']}, written by "
+            + (f"Arbiter {raw['arbiter']}" if isinstance(raw.get("arbiter"), str) else "a newer Arbiter") + "; this "
             f"Arbiter reads formats up to {FORMAT}: upgrade Arbiter to import it", path="format",
         )
     try:

@@ -206,3 +206,20 @@ def test_frozen_binary_serves_the_web_view_with_its_assets(served, home):
         ui.wait(15)
         ui.stdout.close()
         ui.stderr.close()
+
+
+def test_frozen_daemon_reaches_the_llm_over_the_libraries_it_unpacks_on_first_use(frozen, home, fake_messages):
+    """OpenSSL, jiter and pydantic-core are unpacked when the anthropic SDK first loads, not at start
+    (packaging/rthook_lazy_binaries.py): the SDK must find them then."""
+    fake_messages.set_script(['{"tags": ["release", "friday"]}'])
+    cli = Cli([str(frozen)], home)
+    cli.env.update(ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=fake_messages.base_url)
+    proc = subprocess.Popen([str(frozen), "serve"], env=cli.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait(lambda: _ping(home / "arbiter.sock"))
+        e = cli.json("remember", "--type", "project", "--title", "Ship", "--content", "Ship on Friday", "--auto-tag")
+        assert e["tags"] == ["release", "friday"] and len(fake_messages.requests) == 1
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        proc.stderr.close()

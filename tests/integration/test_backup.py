@@ -262,3 +262,25 @@ def test_a_restore_never_overwrites_a_database_an_earlier_restore_moved_aside(da
     assert all(path.read_text() == path.name for path in earlier)
     (aside,) = set(daemon.home.glob("arbiter.db.before-restore-*")) - set(earlier)
     assert aside.name in out and verify(aside).entries == 2
+
+
+def test_the_database_a_restore_keeps_aside_is_one_whole_file(daemon, tmp_path):
+    """A daemon killed (or a reader left open) leaves a -wal and -shm: folded into the kept copy, not beside it."""
+    import signal
+
+    import apsw
+
+    ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
+    with daemon.client() as c:
+        c.remember(type="project", title="Written after the backup", content="only in the WAL")
+    daemon.stop(signal.SIGKILL)
+    assert (daemon.home / "arbiter.db-wal").exists()
+    out = ok(daemon.home, "backup", "restore", str(tmp_path / "b.db"))
+    (aside,) = daemon.home.glob("arbiter.db.before-restore-*")
+    assert aside.name in out
+    assert sorted(p.name for p in daemon.home.glob("arbiter.db.before-restore-*")) == [aside.name]  # no -wal, -shm
+    kept = apsw.Connection(str(aside), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        assert ("Written after the backup",) in kept.execute("SELECT title FROM entries").fetchall()
+    finally:
+        kept.close()

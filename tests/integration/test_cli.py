@@ -377,7 +377,7 @@ def test_get_shows_salience_reads_reinforcements_and_permanence(daemon):
     assert "reinforced 1 time" in ok(h, "get", str(e["id"]))
     kept = js(h, "remember", "--type", "project", "--title", "Keep", "--content", "forever", "--permanent")
     line = ok(h, "get", str(kept["id"])).splitlines()[1]
-    assert line == "salience: 0.800 (initial 0.5 · never read · permanent)"
+    assert line == "salience: 0.800 (initial 0.5 · never read · permanent: the initial value, at least 0.8)"
     then = js(h, "get", str(e["id"]), "--as-of", e["valid_from"])["salience"]  # the value now, at any time asked
     assert then["reinforcements"] == 1
 

@@ -13,7 +13,9 @@ from arbiter.cli import main
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()):
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the root group imports a command's module only when asked for it
+        cmd = group.get_command(ctx, name)
         yield path + (name,), cmd
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, path + (name,))
@@ -67,3 +69,15 @@ def test_the_examples_of_arbiter_help_run_in_order_on_a_fresh_home(daemon):
         assert out.exit_code == 0, (argv, out.output)
         outputs.append(out.stdout)
     assert "Target: Friday" in outputs[-1]  # get --as-of reads the retired entry as it held then
+
+
+def test_every_command_a_module_registers_is_reachable():
+    """The root group imports a command's module by the name `main.modules` gives it: one left out is unreachable."""
+    import importlib
+    import pkgutil
+
+    import arbiter.cli
+
+    for module in pkgutil.iter_modules(arbiter.cli.__path__):
+        importlib.import_module(f"arbiter.cli.{module.name}")
+    assert sorted(main.commands) == sorted(main.modules)
