@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import anyio
 
 from tests.integration import test_cli as cli
 from tests.integration import test_mcp_tools as mcp

@@ -10,7 +10,7 @@ import pytest
 
 from arbiter._time import US, format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound
-from arbiter.facts import aspects, gate, store
+from arbiter.facts import aspects
 from arbiter.facts import verbs as fv
 from arbiter.facts.model import AspectsParams, BatchIdParams, FactsParams, ProposeParams
 from arbiter.model import IdParams, RememberParams

@@ -800,7 +800,7 @@ def test_compaction_merges_segments_and_keeps_results(db, tenant):
 def test_compaction_leaves_a_large_segment_alone_for_a_few_small_writes(db, tenant):
     with db:
         for i in range(300):
-            remember(db, tenant, f"canary {i}", f"canary flight log " + " ".join(f"w{i}x{j}" for j in range(40)))
+            remember(db, tenant, f"canary {i}", "canary flight log " + " ".join(f"w{i}x{j}" for j in range(40)))
     while maintain.compact(db, pages=50):
         pass
     table = "entries_fts_" + str(users.first_viewer(db, tenant).private_scope)
@@ -816,7 +816,7 @@ def test_compaction_leaves_a_large_segment_alone_for_a_few_small_writes(db, tena
     # Once the small ones add up to an eighth of the large one, everything is merged into one.
     with db:
         for i in range(50):
-            remember(db, tenant, f"canary batch {i}", f"canary batch log " + " ".join(f"b{i}x{j}" for j in range(40)))
+            remember(db, tenant, f"canary batch {i}", "canary batch log " + " ".join(f"b{i}x{j}" for j in range(40)))
     while maintain.compact(db, pages=50):
         pass
     assert maintain.segments(db) == 1
