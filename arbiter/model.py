@@ -83,12 +83,13 @@ def _not_blank(field: str, value: str | None) -> None:
 
 #: One rule for an entry's text: no control characters, except the whitespace ones in content (tab, line feed,
 #: vertical tab, form feed, carriage return: real text, pasted from chats and PDFs, holds them).
-_CONTENT_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+#: The control characters an entry's content may not hold (it may hold whitespace: tabs, line breaks).
+CONTENT_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
 def _check_content(value: str | None) -> None:
     _check_bytes("content", value, CONTENT_MAX_BYTES, required=True)
-    if value is not None and (bad := _CONTENT_CONTROL.search(value)):
+    if value is not None and (bad := CONTENT_CONTROL.search(value)):
         raise ValueError(f"content: control character U+{ord(bad[0]):04X} at character {bad.start() + 1}: an entry's "
                          "title and content hold no control characters (content alone may hold line breaks, tabs "
                          "and other whitespace)")

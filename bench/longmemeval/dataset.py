@@ -16,7 +16,7 @@ from typing import Literal
 
 import msgspec
 
-from arbiter.model import CONTENT_MAX_BYTES, TITLE_MAX_BYTES
+from arbiter.model import CONTENT_CONTROL, CONTENT_MAX_BYTES, TITLE_MAX_BYTES
 
 #: Seconds between consecutive turns of one session (sessions carry one date).
 TURN_SPACING_S = 60
@@ -127,7 +127,7 @@ class Plan(msgspec.Struct):
     truth_from: Literal["turns", "sessions", "none"]
     skipped_empty: int
     truncated: int
-    #: Turns whose title held control characters, read as spaces (the content keeps them).
+    #: Turns whose text held control characters (other than whitespace), read as spaces.
     cleaned: int = 0
 
 
@@ -292,6 +292,13 @@ def unprintable(text: str) -> bool:
     return any(c not in " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f" for c in _CONTROL.findall(text[:_TITLE_SCAN]))
 
 
+def readable(text: str) -> tuple[str, bool]:
+    """`text` with the control characters the daemon refuses in an entry (all but whitespace) read as spaces, and
+    whether it held any (in its text, or in what its title is made of)."""
+    kept = CONTENT_CONTROL.sub(" ", text)
+    return kept, unprintable(text) or kept != text
+
+
 def plan(q: Question) -> Plan:
     """The entries one question writes, in dataset order, and its ground truth."""
     entries: list[TurnEntry] = []
@@ -307,7 +314,8 @@ def plan(q: Question) -> Plan:
             cut = cut_utf8(content, CONTENT_MAX_BYTES)
             if cut is not content:
                 truncated += 1
-            cleaned += unprintable(cut)
+            cut, was = readable(cut)
+            cleaned += was
             entries.append(
                 TurnEntry(
                     session_id=sid,
@@ -368,7 +376,7 @@ class Unit(msgspec.Struct, kw_only=True):
     turns: int
     skipped_empty: int
     truncated: int
-    #: Entries whose title held control characters, read as spaces.
+    #: Entries whose text held control characters (other than whitespace), read as spaces.
     cleaned: int = 0
 
 

@@ -27,7 +27,7 @@ import msgspec
 
 from arbiter.model import CONTENT_MAX_BYTES
 from bench.longmemeval.dataset import (
-    TURN_SPACING_S, Ask, Corpus, DatasetError, TurnEntry, Unit, cut_utf8, make_title, mend_surrogates, one_line, unprintable,
+    TURN_SPACING_S, Ask, Corpus, DatasetError, TurnEntry, Unit, cut_utf8, make_title, mend_surrogates, one_line, readable,
 )
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -121,7 +121,8 @@ def unit(sample: Sample) -> Unit:
             text = turn_text(t)
             cut = cut_utf8(text, CONTENT_MAX_BYTES)
             truncated += cut is not text
-            cleaned += unprintable(cut)
+            cut, was = readable(cut)
+            cleaned += was
             position[t.dia_id] = len(entries)
             session_of.append(number)
             entries.append(

@@ -210,12 +210,12 @@ def test_verify_refuses_the_database_a_daemon_serves(daemon, tmp_path):
 
 
 def test_verify_checks_the_full_text_index(daemon, tmp_path):
-    import apsw
+    from arbiter.store import connect
 
     with daemon.client() as c:
         _fill(c, 20)
     ok(daemon.home, "backup", "create", str(tmp_path / "b.db"))
-    conn = apsw.Connection(str(tmp_path / "b.db"))
+    conn = connect(tmp_path / "b.db")  # the entries triggers call Arbiter's SQL functions
     conn.execute("DROP TRIGGER entries_fts_1_delete; DELETE FROM entries WHERE id = 1")  # its index keeps the row
     conn.close()
     check = verify(tmp_path / "b.db")

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -19,9 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def bench(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    # A short temporary folder: the daemon's socket path must fit AF_UNIX's 108 bytes (xdist's are long).
+    short = tempfile.mkdtemp(prefix="arb-")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("ARBITER_", "ANTHROPIC_"))}
-    return subprocess.run([sys.executable, "-m", "bench.mcp", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**base, "TMPDIR": str(tmp_path), **env}, timeout=120)
+    try:
+        return subprocess.run([sys.executable, "-m", "bench.mcp", *args], cwd=REPO, capture_output=True, text=True,
+                              env={**base, "TMPDIR": short, **env}, timeout=120)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js (.ci/run installs nodejs, npm and the SDK)")

@@ -106,7 +106,7 @@ def test_a_write_tool_that_changed_nothing_notifies_nothing(home, daemon):
     async def body(session):
         await session.subscribe_resource("arbiter://briefing")
         await session.call_tool("conversation", {})  # which one is current: a read
-        await session.call_tool("remember", {"type": "project", "title": "Kept again", "content": "kept v1"})
+        await session.call_tool("remember", {"type": "project", "title": "kept", "content": "kept v1"})
         await session.call_tool("forget", {"id": retired})  # already retired
         await session.call_tool("restore", {"id": kept.id})  # not retired
         quiet = list(seen)

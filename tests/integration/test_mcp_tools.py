@@ -539,7 +539,7 @@ def test_a_refused_or_duplicate_first_write_starts_no_conversation(home, daemon)
     async def body(session):
         refused = await session.call_tool("remember", {"type": "project", "title": "t", "content": "new",
                                                        "supersedes_ids": [999_999]})
-        duplicate = await session.call_tool("remember", {"type": "reference", "title": "Staging",
+        duplicate = await session.call_tool("remember", {"type": "reference", "title": "staging host",
                                                          "content": "staging runs on box-7"})
         refused_many = await session.call_tool("remember_many", {"entries": [
             {"type": "project", "title": "a", "content": "a"}, {"type": "project", "title": "x" * 201, "content": "b"}]})

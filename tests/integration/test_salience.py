@@ -61,7 +61,7 @@ def test_remember_right_after_a_bulk_write_finds_its_copies(daemon):
             "engineer signs the release off in the channel before anyone goes home for the weekend")
     calls = [("remember_many", {"entries": [{"type": "project", "title": "Bulk", "content": text}]}),
              ("remember", {"type": "project", "title": "Again", "content": text + " again"}),
-             ("remember", {"type": "project", "title": "Same", "content": text.lower()})]
+             ("remember", {"type": "project", "title": "bulk", "content": text.lower()})]
     batch = [{"jsonrpc": "2.0", "id": n, "method": m, "params": p, "token": daemon.token}
              for n, (m, p) in enumerate(calls)]
     with socket.socket(socket.AF_UNIX) as s, s.makefile("rb") as replies:
