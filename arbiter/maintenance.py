@@ -14,6 +14,7 @@ import time
 import apsw
 import msgspec
 
+from arbiter.verb import ACCESS_RETENTION_DAYS
 from arbiter._time import US, format_time
 from arbiter import derive
 from arbiter.entities import clusters
@@ -23,7 +24,7 @@ from arbiter.salience import SALIENCE_SQL
 from arbiter.store import entries, users
 
 DEFAULT_MIN_SALIENCE = 0.01
-DEFAULT_RETENTION_DAYS = 30
+DEFAULT_RETENTION_DAYS = ACCESS_RETENTION_DAYS
 #: FTS merge steps per run; the daemon's idle compaction does the rest.
 FTS_STEPS = 8
 
@@ -105,7 +106,7 @@ def maintain(ctx: Context, p: MaintainParams):
         users.require_owner(ctx.conn, ctx.viewer, "maintenance (the whole tenant's)")
     report = run(
         ctx.conn, ctx.tenant_id, now=ctx.now, min_salience=p.min_salience,
-        retention_days=ctx.services.get("access_retention_days", DEFAULT_RETENTION_DAYS),
+        retention_days=ctx.services.access_retention_days,
     )
 
     run_id = ctx.conn.last_insert_rowid()  # `run` stores the report last

@@ -34,7 +34,7 @@ from arbiter.verb import Context, Verb
 
 def _changed(ctx: Context) -> None:
     """After the commit, the daemon forgets what it knew of who sees what (its viewer cache)."""
-    if forget := ctx.services.get("people_changed"):
+    if forget := ctx.services.people_changed:
         ctx.committed.append(lambda conn: forget())
 
 

@@ -7,13 +7,33 @@ merges them into the one table the daemon serves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import apsw
 import msgspec
 
 from arbiter._time import parse_time
 from arbiter.store import users
+
+if TYPE_CHECKING:
+    from arbiter.advisor import Advisor
+
+#: Days the access log keeps a read (maintenance prunes older rows).
+ACCESS_RETENTION_DAYS = 30.0
+
+
+@dataclass
+class Services:
+    """What the daemon lends a verb beyond its connection; a verb run without a daemon (a test) gets the defaults."""
+
+    #: The LLM, when the daemon has a key (`serve --llm-model`, ANTHROPIC_API_KEY); else features say they skipped it.
+    advisor: Advisor | None = None
+    access_retention_days: float = ACCESS_RETENTION_DAYS
+    #: Empties the daemon's caches of tokens and of what each user sees, after a people verb changed them.
+    people_changed: Callable[[], None] | None = None
+    #: What changed since a subscriber last looked (MCP subscriptions poll it): an `arbiter.changes.core.Memo`,
+    #: not imported here, since that module's verbs import this one.
+    changes: Any = None
 
 
 @dataclass
@@ -24,7 +44,7 @@ class Context:
     tenant_id: int
     tenant_name: str
     now: int
-    services: dict[str, Any] = field(default_factory=dict)
+    services: Services = field(default_factory=Services)
     #: What optional layers want to tell the caller (a failed LLM call, tags added).
     notes: list[str] = field(default_factory=list)
     #: Writes a read verb asks for (caches): the daemon runs each on the writer
@@ -92,5 +112,5 @@ def _known_at(value) -> int | None:
 
 
 def advisor_for(ctx: Context):
-    """The daemon's advisor (`services["advisor"]`, set when it has an LLM key), else None."""
-    return ctx.services.get("advisor")
+    """The daemon's advisor (set when it has an LLM key), else None."""
+    return ctx.services.advisor

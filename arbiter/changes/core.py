@@ -94,7 +94,7 @@ def changes(ctx: Context, p: ChangesParams) -> Changes:
     superseded, shared or unshared, purged; a link from one; a fact). Poll
     only while something watches (`arbiter mcp` asks once a second).
     """
-    memo: Memo | None = ctx.services.get("changes")
+    memo: Memo | None = ctx.services.changes
     writes = memo.writes if memo is not None else 0  # first: before anything here reads (and starts the snapshot)
     v = ctx.viewer
     memory = memo.memory(ctx.conn, v, writes) if memo is not None else memory_version(ctx.conn, v)

@@ -84,11 +84,13 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_conn
     home = home or settings.home
     socket = socket or (settings.socket if settings.socket != paths.socket_path(settings.home) else None)
     _fits_a_socket(socket or paths.socket_path(home), given=socket is not None)
-    services: dict = {"access_retention_days": access_retention_days}
+    from arbiter.verb import Services
+
+    services = Services(access_retention_days=access_retention_days)
     if key := os.environ.get("ANTHROPIC_API_KEY"):
         from arbiter.advisor import Advisor  # cheap: the anthropic SDK itself loads on first use
 
-        services["advisor"] = Advisor(
+        services.advisor = Advisor(
             api_key=key, base_url=os.environ.get("ANTHROPIC_BASE_URL"), fast_model=fast_model,
             strong_model=strong_model,
         )

@@ -56,6 +56,7 @@ from arbiter.server.runner import Caller, DiskFull, Runner, disk_full, writer_se
 from arbiter.server.upkeep import IDLE_CHECKPOINT_PAGES, IDLE_S, Upkeep
 from arbiter.store import connect, open_database, tenants, users
 from arbiter.validation import describe
+from arbiter.verb import Services
 from arbiter.verbs import VERBS, Verb
 
 __all__ = ["Daemon", "IDLE_CHECKPOINT_PAGES", "IDLE_S", "MAX_FRAME", "run", "writer_settings"]
@@ -103,7 +104,7 @@ class Daemon(Connections, Upkeep):
         line_timeout: float = LINE_TIMEOUT_S,
         readers: int | None = None,
         synchronous: str = "FULL",
-        services: dict | None = None,
+        services: Services | None = None,
         log=None,
         maintenance_interval_s: float = 3600.0,
         min_salience: float = 0.01,
@@ -118,7 +119,7 @@ class Daemon(Connections, Upkeep):
         self.idle_timeout = idle_timeout
         self.line_timeout = line_timeout
         self.synchronous = synchronous
-        self.services = services or {}
+        self.services = services or Services()
         self.log = RateLimitedLog(log)
         # Each reader holds a connection (schema, page cache) and a thread: more
         # readers than cores add memory without adding throughput.

@@ -23,7 +23,7 @@ from arbiter._time import now_us
 from arbiter.changes import core as changes
 from arbiter.errors import ArbiterError, StorageFull
 from arbiter.server._log import RateLimitedLog
-from arbiter.verb import Context, Verb
+from arbiter.verb import Context, Services, Verb
 
 # The writer's page cache (SQLite's default is 2 MiB): half of it cost no
 # measurable ingest speed at 30K entries (CPU time per entry) and keeps a
@@ -176,15 +176,15 @@ class Runner:
 
     `reader(lane)` gives the calling thread's read connection for a lane. The
     caches (who a token is, what each user sees) are emptied by any change to
-    people (`forget_callers`, as `services["people_changed"]`).
+    people (`forget_callers`, as `services.people_changed`).
     """
 
     def __init__(self, writer: apsw.Connection, reader: Callable[[str], apsw.Connection], *,
-                 services: dict | None = None, log: Callable[..., None] | None = None,
+                 services: Services | None = None, log: Callable[..., None] | None = None,
                  disk: DiskFull | None = None):
         self.writer = writer
         self.reader = reader
-        self.services = services if services is not None else {}
+        self.services = services if services is not None else Services()
         self.log = log or RateLimitedLog()
         self.disk = disk or DiskFull(self.log)
         # Who a token is, and what each user sees (Viewer), kept between
@@ -195,9 +195,9 @@ class Runner:
         self.tokens: dict[str, Caller] = {}
         self.viewers: dict[int, object] = {}
         self.generation = 0
-        self.services["people_changed"] = self.forget_callers
+        self.services.people_changed = self.forget_callers
         # Counts committed writes, so `changes` recomputes a memory version only after one (arbiter/changes.py).
-        self.changes = self.services["changes"] = changes.Memo()
+        self.changes = self.services.changes = changes.Memo()
         #: Entries reads returned, as (tenant, entry, verb, time), for the writer's access log.
         self.accesses: collections.deque = collections.deque(maxlen=ACCESS_QUEUE_MAX)
 

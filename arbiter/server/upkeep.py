@@ -205,7 +205,7 @@ class Upkeep:
             with upkeep(self._writer):
                 report = maintenance.run(
                     self._writer, tenant_id, now=now_us(), min_salience=self.min_salience,
-                    retention_days=self.services.get("access_retention_days", maintenance.DEFAULT_RETENTION_DAYS),
+                    retention_days=self.services.access_retention_days,
                     trigger="idle",
                 )
             self.runner.changes.wrote()

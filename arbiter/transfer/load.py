@@ -208,7 +208,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conn, tenant, v = ctx.conn, ctx.tenant_id, ctx.viewer
     if p.authors:
         users.require_owner(conn, v, "importing with each record's author (import --all)")
-        if forget := ctx.services.get("people_changed"):  # its users and memberships change who sees what
+        if forget := ctx.services.people_changed:  # its users and memberships change who sees what
             ctx.committed.append(lambda conn: forget())
     digest = bytes.fromhex(p.digest)
     if v.user_id != users.first_user(conn, tenant):
