@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from arbiter.entities.names import key
+from arbiter.entities.names import COMPANY_SUFFIXES, key
 
 NAME_MAX = 128
 # Extraction reads at most this much of an entry: a 64 KB paste of a log
@@ -90,6 +90,9 @@ _ALIASES = {
     "vs code": "vscode", "gcloud": "gcp", "amazon web services": "aws", "google cloud": "gcp",
 }
 TERMS.update({alias: TERMS[canonical] for alias, canonical in _ALIASES.items()})
+# Formats and protocols are common nouns in a note ("export it as CSV over HTTP"), not tools: see COMMON_ACRONYMS.
+for _format in "json yaml toml xml csv http https tcp udp dns cdn vpn ssh tls rest websocket".split():
+    del TERMS[_format]
 # Multi-word aliases ("vs code") are never matched by the one-word scan: canonical() still maps them.
 # One-letter languages (C, R) are left to callers: in free text they are mostly "vitamin C" and "plan B".
 _TERM_KEYS = frozenset(k for k in TERMS if " " not in k and len(k) > 1)
@@ -112,7 +115,24 @@ NOT_ACRONYMS = frozenset(
     "OK AM PM TODO FIXME NOTE NB PS FYI ASAP ETA TBD TBA AKA IE EG ETC VS OR AND NOT THE IT IS IN ON AT TO OF "
     "BY IF NO YES II III IV VI VII VIII IX XI XII KB MB GB TB MS US UK EU USD EUR GBP".split()
 )
+#: Acronyms of units, formats, protocols, time zones, roles and business terms: a note uses them as common nouns
+#: ("store it as ISO 8601 in UTC", "the LLM judge", "a 99.9% SLA"), so they make no entity. They still link one a
+#: caller names (`--entity SLA`), as a pair of capitals does. Formats and protocols left the dictionary for the
+#: same reason: "JSON" in a note names no thing a later question is about.
+COMMON_ACRONYMS = frozenset("""
+UTC GMT CET CEST EST EDT PST PDT BST IST JST AEST WAT EAT CAT DST AOE ISO RFC IEEE ANSI UTF ASCII
+TTL LLM LLMS AI ML NLP GPU CPU RAM SSD HDD IO API APIS SDK CLI GUI UI UX URL URI DNS CDN VPN SSH TLS SSL HTTP HTTPS
+TCP UDP IP REST RPC JSON YAML TOML XML CSV TSV PDF PNG JPG JPEG GIF SVG HTML CSS SQL ORM SFTP FTP SMTP IMAP
+SSO SAML MFA OTP JWT OAUTH RBAC ACL IAM PII GDPR HIPAA SOC BAA NDA MSA SOW SLA SLO SLI KPI OKR OKRS ROI ARR MRR
+QA CI CD PR PRS MR ETL ELT CRUD DB DBA SRE SWE PM EM VP CEO CTO CFO COO CISO CIO HR IT OPS DEVOPS
+RSVP IRB ADR ADRS RFP RFQ POC MVP GA EOD EOW EOM EOY FY YTD QOQ YOY WIP FAQ TL DR TLDR DM DMS IM
+KR P0 P1 P2 P3 NA EMEA APAC LATAM AMER B2B B2C SAAS PAAS IAAS OS
+""".split())
 
+# Letters of the Latin scripts, so "Zoë", "Søren" and "Université de Montréal" are names like "Zoe".
+_LATIN = [chr(c) for c in range(0xC0, 0x250)]
+_UP = "A-Z" + "".join(c for c in _LATIN if c.isupper() and c != "×")
+_LO = "a-z" + "".join(c for c in _LATIN if c.islower() and c != "÷")
 _WORD = re.compile(r"[a-z][\w+#.\-]*[\w+#]|[a-z]")
 _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 _ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,9}\b")
@@ -120,16 +140,30 @@ _URL = re.compile(r"\bhttps?://[^\s<>\"')\]]+")
 _PATH = re.compile(r"(?<![\w/:.])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|jsx|md|json|toml|"
                    r"yaml|yml|rs|go|c|h|cpp|hpp|java|rb|sh|sql|txt|cfg|ini|html|css|lock)\b")
 _MENTION = re.compile(r"(?<![\w@])@([A-Za-z0-9_](?:[\w.-]*\w)?)")
-_CAPWORD = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?"
-_CONNECTORS = ("of", "de", "da", "van", "von", "der", "del", "la", "le")
+_CAPWORD = rf"[{_UP}][{_LO}]+(?:[{_UP}][{_LO}]+)*(?:-[{_UP}]?[{_LO}]+)?"
+_CONNECTORS = ("of", "de", "da", "das", "do", "dos", "du", "des", "di", "del", "della", "van", "von", "der", "la",
+               "le", "&")
 # Words of a name are separated by spaces, never a line break (a title line is not part of the next line's name).
-_MULTI = re.compile(rf"\b{_CAPWORD}(?:[ \t]+(?:(?:{'|'.join(_CONNECTORS)})[ \t]+)?{_CAPWORD})+\b")
+_MULTI = re.compile(
+    rf"(?<![\w'’-]){_CAPWORD}(?:[ \t]+(?:(?:{'|'.join(_CONNECTORS)})[ \t]+)?{_CAPWORD})+(?![\w-])"
+)
+#: A title before a name: "Dr. Patel", "Prof. Hiroshi Nakamura". The name is kept without it, as a person.
+HONORIFICS = frozenset("dr prof mr mrs ms mx sir dame".split())
+_HONORIFIC = re.compile(rf"\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Sir|Dame)\.?[ \t]+({_CAPWORD}(?:[ \t]+{_CAPWORD})*)")
 _QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”\n]{0,126})[\"”]")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)$")
+# A sentence ends at . ! ? : ; or a line break; a list item's first word is capitalised by convention too.
+_SENTENCE_START = re.compile(r"(?:^|([.!?:;])\s+|\n\s*|\n\s*[-*•]\s+)$")
+#: Abbreviations whose period ends no sentence ("Dr. Patel", "Wu et al. showed").
+_ABBREVIATIONS = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|vs|al|e\.g|i\.e))$")
 
 
-def _sentence_start(text: str, at: int) -> bool:
-    return bool(_SENTENCE_START.search(text[max(0, at - 4):at])) or at == 0
+def sentence_start(text: str, at: int) -> bool:
+    """Whether a sentence starts at `text[at]`, so a capital there is grammar's, not a name's."""
+    if at == 0:
+        return True
+    before = text[max(0, at - 12):at]
+    m = _SENTENCE_START.search(before)
+    return m is not None and not (m.group(1) == "." and _ABBREVIATIONS.search(before, 0, m.start(1)))
 
 
 #: Words capitalised only because a sentence starts with them ("Yesterday Alice Smith called"):
@@ -143,39 +177,86 @@ those though thus to today tomorrow tonight too under unless until was we well w
 which while who why will with without would yes yesterday yet you your hi hello hey dear sure ok okay great
 good first second third finally also however overall sometimes usually recently currently actually
 use using click add create make get set see try note check open save go run new keep find consider choose
+""".split()) | frozenset("""
+ask met meet call send sent tell told book email mail ping remind chase contact invite follow pick bring buy order
+pay move fix ship review read write draft plan schedule share pair talk discuss agree agreed decide decided
+confirm confirmed thank welcome introduce update reply offer quote sign visit lunch dinner coffee demo
+owner contact champion coach trainer accountant lawyer doctor manager lead director engineer customer client
+candidate reviewer attendees speaker host partner vendor team dear fwd re per via
 """.split())
 #: Weekdays and months, whole and abbreviated: "Tue Nov 24" (git's Date: line) is a date, not a name.
 #: A name made only of them is dropped; one that merely holds one ("April Smith", "May Day Parade") stays.
 CALENDAR = frozenset("""
 monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun
+mondays tuesdays wednesdays thursdays fridays saturdays sundays
 january february march april may june july august september october november december
 jan feb mar apr jun jul aug sep sept oct nov dec
 """.split())
-_CAPITALISED = re.compile(r"\b[A-Z][a-z][\w-]*\b")
+# Closed-class words that break a run of capitals: "Weekly Sync With Rosa" in a Title Case heading is no name.
+_BREAKERS = frozenset("with and for from to about at on in by the a an or vs into over via after before".split())
+_CAPITALISED = re.compile(rf"(?<![\w'’-])[{_UP}][{_LO}][\w-]*(?<!-)")
 # Two capitals: an abbreviated common noun far more often than a name ("DB choice", "PR merged", "QA sign-off").
 _PAIR = re.compile(r"\b[A-Z]{2}\b")
+_POSSESSIVE = re.compile(r"['’]s?$")
+#: Endings of a word that opens a sentence as a verb or a gerund ("Emailed Charles", "Booked Osteria Francescana").
+_VERB_ENDINGS = ("ed", "ing")
+_ORG_WORDS = frozenset("""
+inc ltd llc plc gmbh ag corp corporation co company sons labs lab university université universität universidad
+college institute foundation bank group ventures capital partners hospital clinic agency council ministry
+association society research health systems technologies
+""".split())
 
 
-def capitalised(text: str, found: list[Found]) -> list[str]:
-    """Single capitalised words not at a sentence start, and pairs of capitals, not part of `found`: names only if known.
+def _opener(word: str) -> bool:
+    """A first word a sentence's capital could explain: a function word, a common verb or role, a verb form."""
+    w = word.casefold()
+    return w in SENTENCE_OPENERS or w in CALENDAR or (len(w) >= 5 and w.endswith(_VERB_ENDINGS))
 
-    "Apollo" alone is no evidence of an entity (a new one is made only by the
-    patterns above), but once "Apollo" is an entity, a later "deploy Apollo"
-    mentions it. So with "DB": a title "DB choice" makes no entity, but once
-    someone names one "DB" (`--entity DB`), later mentions link it. The caller
-    links these only to entities that exist.
+
+def _title_case(line: str) -> bool:
+    """A line in Title Case ("Weekly Sync With Rosa"): its capitals say nothing about names."""
+    words = [w for w in re.findall(rf"[{_UP}{_LO}]+", line) if len(w) >= 3]
+    return len(words) >= 3 and sum(w[0].isupper() for w in words[1:]) >= 2 and any(
+        w[0].isupper() and w.casefold() in _BREAKERS for w in words[1:])
+
+
+def capitalised(text: str, found: list[Found]) -> list[tuple[str, str]]:
+    """Single capitalised words not part of `found`, each as (word, how): candidate, initial or known.
+
+    "Apollo" alone in one note is weak evidence of an entity, but the
+    tenant's other notes may show it is a name (`evidence.py`): a word
+    written with a capital mid-sentence is a `candidate`, one only at a
+    sentence's start (where grammar explains the capital) is `initial`, which
+    needs more of that evidence. A pair of capitals ("DB", "PR") is `known`:
+    it links an entity that exists and never makes one. So a title "DB
+    choice" makes no entity, but once someone names one "DB" (`--entity
+    DB`), later mentions link it.
     """
     text = text[:SCAN_MAX]
-    seen = {key(f.name) for f in found}
-    out: list[str] = []
-    words = [m for m in _CAPITALISED.finditer(text) if not _sentence_start(text, m.start())]
-    words += [m for m in _PAIR.finditer(text) if m.group() not in NOT_ACRONYMS]
-    for m in sorted(words, key=lambda m: m.start()):
-        k = key(m.group())
-        if k not in seen:
-            seen.add(k)
-            out.append(m.group())
+    # A word of a longer name found ("Lee" of "Lee Chen") is that name's, as is an honorific.
+    seen = {key(f.name) for f in found} | {key(w) for f in found for w in f.name.split()} | HONORIFICS
+    lower = {w.casefold() for w in re.findall(r"\b[a-z][\w-]*", text)}
+    title_end = text.find("\n") if _title_case(text.split("\n", 1)[0]) else -1
+    words = [(m.start(), _POSSESSIVE.sub("", m.group()), True) for m in _CAPITALISED.finditer(text)]
+    words += [(m.start(), m.group(), False) for m in _PAIR.finditer(text) if m.group() not in NOT_ACRONYMS]
+    out: list[tuple[str, str]] = []
+    for at, word, single in sorted(words, key=lambda w: w[0]):
+        k = key(word)
+        if k in seen or len(word) < 2:
+            continue
+        seen.add(k)
+        if not single or _opener(word) or k in _BREAKERS or k in TERMS or k in COMPANY_SUFFIXES \
+                or _common_acronym(word) or k in lower:
+            out.append((word, "known"))
+        elif at > title_end and not sentence_start(text, at):
+            out.append((word, "candidate"))
+        else:
+            out.append((word, "initial"))
     return out[:PER_ENTRY_MAX]
+
+
+def _typed(words: list[str]) -> str:
+    return "organisation" if any(w.casefold() in _ORG_WORDS for w in words) else "other"
 
 
 def extract(text: str) -> list[Found]:
@@ -206,6 +287,28 @@ def extract(text: str) -> list[Found]:
     def free(span: tuple[int, int]) -> bool:
         return not any(s <= span[0] < e for s, e in taken)
 
+    for m in _MENTION.finditer(text):
+        if free(m.span()):
+            add(m.start(), "@" + m.group(1), "person")
+    for m in _HONORIFIC.finditer(text):
+        if free(m.span()):
+            add(m.start(1), m.group(1), "person")
+            taken.append(m.span())
+    for m in _QUOTED.finditer(text):
+        inner = m.group(1).strip()
+        # One quoted word is a title only if it is no ordinary opener ("Use" on a button is not a name).
+        if len(inner.split()) <= 8 and len(inner) >= 2 and inner.casefold() not in SENTENCE_OPENERS:
+            add(m.start(1), inner, "other")
+    title_end = text.find("\n") if _title_case(text.split("\n", 1)[0]) else -1
+    names: list[tuple[int, int]] = []  # spans of multi-word names: a dictionary word inside one is part of it
+    for m in _MULTI.finditer(text):
+        if not free(m.span()) or m.start() < title_end:
+            continue
+        for start, words in _runs(text, m):
+            if len(words) >= 2 and not all(w.casefold() in CALENDAR for w in words):
+                name = " ".join(words)
+                add(start, name, _typed(words))
+                names.append((start, start + len(name)))
     # The dictionary: which of its terms occur at all is one C-level pass and a
     # set intersection; only those few are then located in the original text.
     for term in sorted(_TERM_KEYS.intersection(_WORD.findall(text.lower()))):
@@ -214,41 +317,60 @@ def extract(text: str) -> list[Found]:
             word = m.group()
             # An ordinary word that is also a term ("Make", "Go") counts only as spelled, and not where a
             # sentence's capital could explain it ("Make sure ...").
-            if term in _CASE_SENSITIVE and (word != canonical_name or _sentence_start(text, m.start())):
+            if term in _CASE_SENSITIVE and (word != canonical_name or sentence_start(text, m.start())):
                 continue
             if len(word) == 1 and not word.isupper():
                 continue
-            if free(m.span()):
+            if free(m.span()) and not any(s <= m.start() < e for s, e in names):
                 add(m.start(), canonical_name, kind)
                 break
-    for m in _MENTION.finditer(text):
-        if free(m.span()):
-            add(m.start(), "@" + m.group(1), "person")
-    for m in _QUOTED.finditer(text):
-        inner = m.group(1).strip()
-        # One quoted word is a title only if it is no ordinary opener ("Use" on a button is not a name).
-        if len(inner.split()) <= 8 and len(inner) >= 2 and inner.casefold() not in SENTENCE_OPENERS:
-            add(m.start(1), inner, "other")
-    for m in _MULTI.finditer(text):
-        if not free(m.span()):
-            continue
-        words, start = m.group().split(), m.start()
-        if _sentence_start(text, start) and words[0].casefold() in SENTENCE_OPENERS:
-            words = words[1:]
-            while words and words[0] in _CONNECTORS:
-                words = words[1:]
-            start = m.start() + m.group().index(words[0]) if words else start
-        if len(words) >= 2 and not all(w.casefold() in CALENDAR for w in words):
-            add(start, " ".join(words), "other")
     for pattern in (_CAMEL, _ACRONYM):
         for m in pattern.finditer(text):
             word = m.group()
             if not free(m.span()) or word in NOT_ACRONYMS or word.casefold() in TERMS:
                 continue
-            if pattern is _ACRONYM and (sum(c.isalpha() for c in word) < 2 or word.casefold() in SENTENCE_OPENERS):
-                continue  # "YOU", "WHAT": shouting, not an acronym
+            if pattern is _ACRONYM and (sum(c.isalpha() for c in word) < 2 or word.casefold() in SENTENCE_OPENERS
+                                        or _common_acronym(word)):
+                continue  # "YOU", "WHAT": shouting; "UTC", "KR2": a unit or a common noun, not a name
+            if pattern is _CAMEL and _common_acronym(word):
+                continue  # "AoE", "APIs"
             if pattern is _ACRONYM and _PAIR.fullmatch(word):
                 continue  # "DB": known names only (`capitalised`)
             add(m.start(), word, "other")
     ordered = sorted(found.values(), key=lambda item: item[0])
     return [f for _, f in ordered[:PER_ENTRY_MAX]]
+
+
+def _common_acronym(word: str) -> bool:
+    """An acronym of COMMON_ACRONYMS, in any case, plural or numbered ("APIs", "KR2", "P95")."""
+    w = word.upper()
+    return w in COMMON_ACRONYMS or w.rstrip("S") in COMMON_ACRONYMS or w.rstrip("0123456789") in COMMON_ACRONYMS \
+        or (w[:1] == "P" and w[1:].isdigit())
+
+
+def _runs(text: str, m: re.Match) -> list[tuple[int, list[str]]]:
+    """The names in a run of capitalised words: split at capitalised closed-class words ("Sync With Rosa"), a
+    sentence's opening verb or function word dropped ("Met Lee Chen" is Lee Chen), a trailing date dropped
+    ("Debrief Friday"), a possessive's "'s" dropped."""
+    out: list[tuple[int, list[str]]] = []
+    words: list[tuple[int, str]] = []
+    for w in re.finditer(r"\S+", m.group()):
+        if w.group().casefold() in _BREAKERS and w.group()[0].isupper():
+            out.append(_trim(text, words))
+            words = []
+        else:
+            words.append((m.start() + w.start(), w.group()))
+    out.append(_trim(text, words))
+    return [(start, ws) for start, ws in out if ws]
+
+
+def _trim(text: str, words: list[tuple[int, str]]) -> tuple[int, list[str]]:
+    if words and sentence_start(text, words[0][0]) and _opener(words[0][1]):
+        words = words[1:]
+    while words and words[0][1] in _CONNECTORS:
+        words = words[1:]
+    while words and (words[-1][1].casefold() in CALENDAR or words[-1][1] in _CONNECTORS):
+        words = words[:-1]
+    if not words:
+        return 0, []
+    return words[0][0], [w for _, w in words]
