@@ -1,12 +1,15 @@
-"""Evidence across the tenant that a lone capitalised word is a name: other notes write it so, mid-sentence.
+"""Evidence across the tenant that a lone capitalised word is a name, and the entries that named it before.
 
-One note's "we moved Falcon to the new queue" does not tell a project from
-a word capitalised for emphasis; a tenant whose notes keep writing "Falcon"
-with a capital where no sentence starts does. English capitalises a word in
-mid-sentence almost only when it is a name, so a word written so in two
-entries, and more often capitalised than not, becomes an entity, and the
-entries that wrote it before are linked to it too: the first note to name
-Dana is found by "Dana" as well as the tenth.
+English capitalises a word in mid-sentence almost only when it is a name
+("asked Dana", "moved Falcon to the new queue"), so such a word is one
+unless the tenant's other notes write it in lower case as often (then it
+is a word capitalised for emphasis or in a label: "the Growth plan" where
+notes say "growth"). A word seen only at a sentence's start, where grammar
+explains the capital ("Dana fixed it"), needs more: another note writing it
+mid-sentence, or several starting sentences with it and none in lower case.
+When a word becomes an entity, the entries that wrote it before are linked
+to it too: the first note to name Dana is found by "Dana" as well as the
+tenth.
 
 Only entries the writer sees count, so no one's private notes decide (or
 reveal) what another user's note names. The work is bounded: one full-text
@@ -36,16 +39,18 @@ def _indexes(conn: apsw.Connection, v: Viewer) -> list[tuple[int, int | None]]:
 
 
 def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, initial: bool = False) -> list[int] | None:
-    """The other entries `v` sees that name `word`, if the tenant's text says it is a name; else None.
+    """The other entries `v` sees that name `word`, if it is a name as the tenant writes it; else None.
 
     Entry `entry_id` writes `word` with a capital, mid-sentence unless
-    `initial`. It is a name if the other entries read write it capitalised
-    more often than in lower case, and: mid-sentence, in at least one of
-    them; or, for an `initial` word, mid-sentence in one of them or at a
-    sentence's start in `INITIAL` of them and never in lower case ("Dana
-    fixed it" in three notes; "Budget is tight" meets "the budget").
-    The entries named are those writing it on its own: in "Helena Duarte"
-    it is part of another name.
+    `initial`. Mid-sentence, it is a name unless the entries read write it in
+    lower case as often as with a capital (this entry included): "the Growth
+    plan" in a tenant that writes "growth" is a word. At a sentence's start
+    it is a name if another entry writes it capitalised mid-sentence (and
+    more often so than not), or `INITIAL` other entries start a sentence with
+    it (not a title: "Weekly sync") and none writes it in lower case: "Dana
+    fixed it" in three notes, where "Budget is tight" meets "the budget".
+    The entries named are those writing it on its own: in "Helena Duarte" it
+    is part of another name.
     """
     match = f"{{title content}} : {quote(word)}"
     ids: list[int] = []
@@ -57,12 +62,12 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
             (expr, entry_id, DEPTH),
         )]
     if not ids:
-        return None
+        return None if initial else []
     ids = sorted(ids, reverse=True)[:DEPTH]
     capital = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
     lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?![\w-])")
     named: list[int] = []
-    written = mid = lowered = 0
+    written = mid = starts = lowered = 0
     for other, text in conn.execute(
         f"SELECT id, title || char(10) || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
         f"AND tenant_id = ? AND valid_to IS NULL",
@@ -72,13 +77,16 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
         if spots:
             written += 1
             mid += any(not sentence_start(text, m.start()) for m in spots)
+            starts += any(m.start() > 0 for m in spots)  # the title's first word says least
             if any(_alone(text, m) for m in spots):
                 named.append(other)
         elif lower.search(text):
             lowered += 1
-    if written <= lowered:
-        return None
-    return named if mid or (initial and written >= INITIAL and not lowered) else None
+    if not initial:
+        return named if lowered < written + 1 else None
+    if (mid and lowered < written) or (starts >= INITIAL and not lowered):
+        return named
+    return None
 
 
 #: Other entries that must start a sentence with a word (and none write it in lower case) for it to be a name.

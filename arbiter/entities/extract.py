@@ -78,10 +78,22 @@ TERMS: dict[str, tuple[str, str]] = {
         "macOS Windows Android iOS FreeBSD npm pip Poetry Conda Cargo Maven Gradle Bazel Make CMake Homebrew "
         "VSCode Vim Neovim Emacs IntelliJ PyCharm Xcode Slack Jira Confluence Notion Figma Trello Zoom "
         "Postman Swagger OpenAPI JSON YAML TOML XML CSV Protobuf Parquet Avro OAuth JWT SAML LDAP SSH TLS HTTP "
-        "HTTPS WebSocket TCP UDP DNS CDN VPN MCP ChatGPT Claude GPT-4 Llama Mistral Gemini Copilot Ollama"
+        "HTTPS WebSocket TCP UDP DNS CDN VPN MCP ChatGPT Claude GPT-4 Llama Mistral Gemini Copilot Ollama "
+        # command-line and developer tools, written in lower case in notes ("piped it through jq")
+        "kubectl k9s kind minikube kustomize skaffold Tilt jq yq ripgrep fd fzf tmux htop curl wget ffmpeg rsync "
+        "pgbouncer pg_dump pg_restore pg_upgrade pgvector psycopg sqlx Alembic gunicorn uvicorn certbot uv ruff "
+        "black isort flake8 mypy pyright pylint tox nox pre-commit pipx pyenv nvm pnpm Yarn esbuild Vitest Biome "
+        "freezegun Hypothesis Locust k6 grpcurl HTTPie ngrok Tailscale WireGuard systemd journalctl strace gdb "
+        "Valgrind direnv Podman docker-compose Pulumi OpenTofu Loki Tempo Mimir Thanos Honeycomb Opsgenie "
+        "PagerDuty Sigstore cosign Graphiti LanceDB Chroma "
+        # everyday software
+        "Excel Airtable Dropbox OneDrive SharePoint Asana Linear Miro Loom Calendly HubSpot Zendesk Intercom "
+        "Twilio Mailchimp Mixpanel Amplitude Looker Tableau Metabase Superset WhatsApp Telegram Signal Discord "
+        "1Password Bitwarden Okta Auth0 Keycloak Duolingo Gmail Outlook Teams"
     )),
     **_terms("organisation", "Google Amazon Microsoft Apple Meta Netflix OpenAI Anthropic IBM Intel NVIDIA "
-             "Salesforce Stripe Shopify Uber Airbnb Spotify Twitter LinkedIn Mozilla"),
+             "Salesforce Stripe Shopify Uber Airbnb Spotify Twitter LinkedIn Mozilla DeepMind Samsung "
+             "Zalando Atlassian Databricks Palantir Adobe Dell Cisco SAP Siemens Bosch"),
 }
 _ALIASES = {
     "postgres": "postgresql", "psql": "postgresql", "k8s": "kubernetes", "golang": "go", "js": "javascript",
@@ -108,7 +120,8 @@ def canonical(name: str) -> str:
 _CASE_SENSITIVE = frozenset(
     "go c r make chef spring express render lambda hive spark rest swift rust unity vault nomad packer consul "
     "meta apple bun remix assembly scheme crystal zoom notion slack hugging claude gemini llama oracle apache "
-    "es js ts py tf gh node keras flask rails qt".split()
+    "es js ts py tf gh node keras flask rails qt kind tilt black yarn hypothesis locust tempo loki honeycomb linear "
+    "loom signal teams outlook chroma biome excel".split()
 )
 # ALL-CAPS words that are not names: shouts, units, Roman numerals, common abbreviations.
 NOT_ACRONYMS = frozenset(
@@ -145,7 +158,8 @@ _CONNECTORS = ("of", "de", "da", "das", "do", "dos", "du", "des", "di", "del", "
                "le", "&")
 # Words of a name are separated by spaces, never a line break (a title line is not part of the next line's name).
 _MULTI = re.compile(
-    rf"(?<![\w'’-]){_CAPWORD}(?:[ \t]+(?:(?:{'|'.join(_CONNECTORS)})[ \t]+)?{_CAPWORD})+(?![\w-])"
+    rf"(?<![\w'’-])(?:[A-Z]{{2,4}}[ \t]+)?{_CAPWORD}(?:[ \t]+(?:(?:{'|'.join(_CONNECTORS)})[ \t]+)?{_CAPWORD})+"
+    rf"(?![\w-])|(?<![\w'’-])[A-Z]{{2,4}}[ \t]+{_CAPWORD}(?![\w-])"
 )
 #: A title before a name: "Dr. Patel", "Prof. Hiroshi Nakamura". The name is kept without it, as a person.
 HONORIFICS = frozenset("dr prof mr mrs ms mx sir dame".split())
@@ -182,7 +196,15 @@ ask met meet call send sent tell told book email mail ping remind chase contact 
 pay move fix ship review read write draft plan schedule share pair talk discuss agree agreed decide decided
 confirm confirmed thank welcome introduce update reply offer quote sign visit lunch dinner coffee demo
 owner contact champion coach trainer accountant lawyer doctor manager lead director engineer customer client
-candidate reviewer attendees speaker host partner vendor team dear fwd re per via
+candidate reviewer attendees speaker host partner vendor team dear fwd re per via need needs
+daily weekly monthly yearly quarterly annual nobody everyone someone anyone everybody somebody
+""".split())
+#: Languages and nationalities: capitalised in English mid-sentence, yet a later question is rarely about "French".
+_DEMONYMS = frozenset("""
+english spanish french german italian portuguese dutch swedish norwegian danish finnish icelandic polish czech
+russian ukrainian greek turkish arabic hebrew persian hindi urdu bengali chinese mandarin cantonese japanese
+korean vietnamese thai indonesian malay filipino swahili yoruba igbo hausa american british canadian mexican
+brazilian argentine australian european african asian irish scottish welsh swiss austrian belgian latin
 """.split())
 #: Weekdays and months, whole and abbreviated: "Tue Nov 24" (git's Date: line) is a date, not a name.
 #: A name made only of them is dropped; one that merely holds one ("April Smith", "May Day Parade") stays.
@@ -194,7 +216,11 @@ jan feb mar apr jun jul aug sep sept oct nov dec
 """.split())
 # Closed-class words that break a run of capitals: "Weekly Sync With Rosa" in a Title Case heading is no name.
 _BREAKERS = frozenset("with and for from to about at on in by the a an or vs into over via after before".split())
-_CAPITALISED = re.compile(rf"(?<![\w'’-])[{_UP}][{_LO}][\w-]*(?<!-)")
+# A hyphen continues a name only before a capital ("Marc-André"): "Shopify-scale" is Shopify.
+_CAPITALISED = re.compile(rf"(?<![\w'’-])[{_UP}][{_LO}]\w*(?:-[{_UP}]\w*)*")
+# A capitalised word before a number is a numbered label ("Wave 3", "Type II", "Reviewer 2"), not a name.
+_AFTER_ACRONYM = re.compile(r"\b([A-Z]{2,5})[ \t]+$")
+_NUMBERED = re.compile(r"[ \t]+(?:\d|[IVX]+\b)")
 # Two capitals: an abbreviated common noun far more often than a name ("DB choice", "PR merged", "QA sign-off").
 _PAIR = re.compile(r"\b[A-Z]{2}\b")
 _POSSESSIVE = re.compile(r"['’]s?$")
@@ -245,8 +271,11 @@ def capitalised(text: str, found: list[Found]) -> list[tuple[str, str]]:
         if k in seen or len(word) < 2:
             continue
         seen.add(k)
-        if not single or _opener(word) or k in _BREAKERS or k in TERMS or k in COMPANY_SUFFIXES \
-                or _common_acronym(word) or k in lower:
+        after_acronym = _AFTER_ACRONYM.search(text, max(0, at - 8), at)
+        if after_acronym and _common_acronym(after_acronym.group(1)):
+            out.append((word, "known"))  # "VP Operations": a title's capitals
+        elif not single or _opener(word) or k in _BREAKERS or k in TERMS or k in COMPANY_SUFFIXES \
+                or k in _DEMONYMS or _common_acronym(word) or k in lower or _NUMBERED.match(text, at + len(word)):
             out.append((word, "known"))
         elif at > title_end and not sentence_start(text, at):
             out.append((word, "candidate"))
@@ -311,7 +340,9 @@ def extract(text: str) -> list[Found]:
                 names.append((start, start + len(name)))
     # The dictionary: which of its terms occur at all is one C-level pass and a
     # set intersection; only those few are then located in the original text.
-    for term in sorted(_TERM_KEYS.intersection(_WORD.findall(text.lower()))):
+    tokens = _WORD.findall(text.lower())
+    tokens += [part for t in tokens if "-" in t for part in t.split("-")]  # "ex-shopify", "kafka-based"
+    for term in sorted(_TERM_KEYS.intersection(tokens)):
         canonical_name, kind = TERMS[term]
         for m in re.finditer(rf"(?<![\w+#.]){re.escape(term)}(?![\w+#])", text, re.IGNORECASE):
             word = m.group()
@@ -332,8 +363,8 @@ def extract(text: str) -> list[Found]:
             if pattern is _ACRONYM and (sum(c.isalpha() for c in word) < 2 or word.casefold() in SENTENCE_OPENERS
                                         or _common_acronym(word)):
                 continue  # "YOU", "WHAT": shouting; "UTC", "KR2": a unit or a common noun, not a name
-            if pattern is _CAMEL and _common_acronym(word):
-                continue  # "AoE", "APIs"
+            if pattern is _CAMEL and (_common_acronym(word) or word.casefold() in COMPANY_SUFFIXES):
+                continue  # "AoE", "APIs", "GmbH"
             if pattern is _ACRONYM and _PAIR.fullmatch(word):
                 continue  # "DB": known names only (`capitalised`)
             add(m.start(), word, "other")
@@ -365,6 +396,9 @@ def _runs(text: str, m: re.Match) -> list[tuple[int, list[str]]]:
 
 
 def _trim(text: str, words: list[tuple[int, str]]) -> tuple[int, list[str]]:
+    # An acronym leads a name ("UC Berkeley") unless it is a common one ("VP Operations", "PR Review").
+    if words and words[0][1].isupper() and (_common_acronym(words[0][1]) or words[0][1] in NOT_ACRONYMS):
+        words = words[1:]
     if words and sentence_start(text, words[0][0]) and _opener(words[0][1]):
         words = words[1:]
     while words and words[0][1] in _CONNECTORS:
