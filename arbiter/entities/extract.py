@@ -103,7 +103,7 @@ _ALIASES = {
 }
 TERMS.update({alias: TERMS[canonical] for alias, canonical in _ALIASES.items()})
 # Formats and protocols are common nouns in a note ("export it as CSV over HTTP"), not tools: see COMMON_ACRONYMS.
-for _format in "json yaml toml xml csv http https tcp udp dns cdn vpn ssh tls rest websocket".split():
+for _format in "json yaml toml xml csv http https tcp udp dns cdn vpn ssh tls rest websocket saml oauth jwt ldap".split():
     del TERMS[_format]
 # Multi-word aliases ("vs code") are never matched by the one-word scan: canonical() still maps them.
 # One-letter languages (C, R) are left to callers: in free text they are mostly "vitamin C" and "plan B".
@@ -219,6 +219,8 @@ _BREAKERS = frozenset("with and for from to about at on in by the a an or vs int
 # A hyphen continues a name only before a capital ("Marc-André"): "Shopify-scale" is Shopify.
 _CAPITALISED = re.compile(rf"(?<![\w'’-])[{_UP}][{_LO}]\w*(?:-[{_UP}]\w*)*")
 # A capitalised word before a number is a numbered label ("Wave 3", "Type II", "Reviewer 2"), not a name.
+# A name after a lower-case prefix and a hyphen: "ex-Criteo", "non-Google".
+_PREFIXED = re.compile(rf"\b[a-z]{{2,5}}-([{_UP}][{_LO}]\w*)")
 _AFTER_ACRONYM = re.compile(r"\b([A-Z]{2,5})[ \t]+$")
 _NUMBERED = re.compile(r"[ \t]+(?:\d|[IVX]+\b)")
 # Two capitals: an abbreviated common noun far more often than a name ("DB choice", "PR merged", "QA sign-off").
@@ -236,7 +238,7 @@ association society research health systems technologies
 def _opener(word: str) -> bool:
     """A first word a sentence's capital could explain: a function word, a common verb or role, a verb form."""
     w = word.casefold()
-    return w in SENTENCE_OPENERS or w in CALENDAR or (len(w) >= 5 and w.endswith(_VERB_ENDINGS))
+    return w in SENTENCE_OPENERS or (len(w) >= 5 and w.endswith(_VERB_ENDINGS))
 
 
 def _title_case(line: str) -> bool:
@@ -259,29 +261,57 @@ def capitalised(text: str, found: list[Found]) -> list[tuple[str, str]]:
     DB`), later mentions link it.
     """
     text = text[:SCAN_MAX]
-    # A word of a longer name found ("Lee" of "Lee Chen") is that name's, as is an honorific.
-    seen = {key(f.name) for f in found} | {key(w) for f in found for w in f.name.split()} | HONORIFICS
+    # A word inside a longer name found ("Lee" of "Lee Chen") is that name's; alone elsewhere it is its own.
+    inside: list[tuple[int, int]] = []
+    for f in found:
+        if " " in f.name:
+            at = text.find(f.name)
+            while at >= 0:
+                inside.append((at, at + len(f.name)))
+                at = text.find(f.name, at + 1)
+    seen = {key(f.name) for f in found} | HONORIFICS
+    firsts = {key(f.name.split()[0]) for f in found if " " in f.name}
     lower = {w.casefold() for w in re.findall(r"\b[a-z][\w-]*", text)}
     title_end = text.find("\n") if _title_case(text.split("\n", 1)[0]) else -1
     words = [(m.start(), _POSSESSIVE.sub("", m.group()), True) for m in _CAPITALISED.finditer(text)]
+    words += [(m.start(1), m.group(1), True) for m in _PREFIXED.finditer(text)]  # "ex-Criteo"
     words += [(m.start(), m.group(), False) for m in _PAIR.finditer(text) if m.group() not in NOT_ACRONYMS]
-    out: list[tuple[str, str]] = []
+    how: dict[str, tuple[int, str, str]] = {}  # key -> (first position, word, how): a mid-sentence one wins
+    rank = {"known": 0, "initial": 1, "candidate": 2}
     for at, word, single in sorted(words, key=lambda w: w[0]):
         k = key(word)
-        if k in seen or len(word) < 2:
+        if k in seen or len(word) < 2 or any(s <= at < e for s, e in inside):
             continue
-        seen.add(k)
         after_acronym = _AFTER_ACRONYM.search(text, max(0, at - 8), at)
-        if after_acronym and _common_acronym(after_acronym.group(1)):
-            out.append((word, "known"))  # "VP Operations": a title's capitals
-        elif not single or _opener(word) or k in _BREAKERS or k in TERMS or k in COMPANY_SUFFIXES \
-                or k in _DEMONYMS or _common_acronym(word) or k in lower or _NUMBERED.match(text, at + len(word)):
-            out.append((word, "known"))
-        elif at > title_end and not sentence_start(text, at):
-            out.append((word, "candidate"))
+        if not single or _opener(word) or k in _BREAKERS or k in TERMS or k in COMPANY_SUFFIXES \
+                or k in _DEMONYMS or _common_acronym(word) or k in lower or _NUMBERED.match(text, at + len(word)) \
+                or (after_acronym and _common_acronym(after_acronym.group(1))) or _dated(text, at, word):
+            kind = "known"  # "VP Operations": a title's capitals; "Wave 3": a numbered label
+        elif (at > title_end and not sentence_start(text, at)) or k in firsts:
+            kind = "candidate"  # mid-sentence, or the first name of one the note writes in full ("Diane Roy ... Diane")
         else:
-            out.append((word, "initial"))
-    return out[:PER_ENTRY_MAX]
+            kind = "initial"
+        if k not in how or rank[kind] > rank[how[k][2]]:
+            how[k] = (how[k][0] if k in how else at, word, kind)
+    return [(word, kind) for _, word, kind in sorted(how.values())][:PER_ENTRY_MAX]
+
+
+def _dated(text: str, at: int, word: str) -> bool:
+    """A weekday or month: a full one always ("March"), an abbreviation ("Jun", "Sat") next to a number or another
+    one ("Jun 4", "Sat 12:00", "Tue Nov"), since alone it may be a name ("Jun took the page")."""
+    k = word.casefold()
+    if k not in CALENDAR:
+        return False
+    if k in _WHOLE_CALENDAR:
+        return True
+    return bool(_NEAR_DATE.match(text, at + len(word)) or _NEAR_DATE_BEFORE.search(text, max(0, at - 12), at))
+
+
+_WHOLE_CALENDAR = frozenset(w for w in CALENDAR if len(w) > 4 and w not in ("sept", "thurs", "tues")) | {"may", "june", "july"}
+_NEAR_DATE = re.compile(r"[ \t,.]*(?:\d|(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*\b)",
+                        re.IGNORECASE)
+_NEAR_DATE_BEFORE = re.compile(r"(?:\d|\b(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*)"
+                               r"[ \t,.]*$", re.IGNORECASE)
 
 
 def _typed(words: list[str]) -> str:
