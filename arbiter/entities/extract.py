@@ -241,6 +241,12 @@ def _opener(word: str) -> bool:
     return w in SENTENCE_OPENERS or (len(w) >= 5 and w.endswith(_VERB_ENDINGS))
 
 
+def _title_end(text: str) -> int:
+    """Where the first line ends if it is in Title Case (its capitals say nothing about names), else -1."""
+    first = text.split("\n", 1)[0]
+    return len(first) if _title_case(first) else -1
+
+
 def _title_case(line: str) -> bool:
     """A line in Title Case ("Weekly Sync With Rosa"): its capitals say nothing about names."""
     words = [w for w in re.findall(rf"[{_UP}{_LO}]+", line) if len(w) >= 3]
@@ -272,7 +278,7 @@ def capitalised(text: str, found: list[Found]) -> list[tuple[str, str]]:
     seen = {key(f.name) for f in found} | HONORIFICS
     firsts = {key(f.name.split()[0]) for f in found if " " in f.name}
     lower = {w.casefold() for w in re.findall(r"\b[a-z][\w-]*", text)}
-    title_end = text.find("\n") if _title_case(text.split("\n", 1)[0]) else -1
+    title_end = _title_end(text)
     words = [(m.start(), _POSSESSIVE.sub("", m.group()), True) for m in _CAPITALISED.finditer(text)]
     words += [(m.start(1), m.group(1), True) for m in _PREFIXED.finditer(text)]  # "ex-Criteo"
     words += [(m.start(), m.group(), False) for m in _PAIR.finditer(text) if m.group() not in NOT_ACRONYMS]
@@ -358,7 +364,7 @@ def extract(text: str) -> list[Found]:
         # One quoted word is a title only if it is no ordinary opener ("Use" on a button is not a name).
         if len(inner.split()) <= 8 and len(inner) >= 2 and inner.casefold() not in SENTENCE_OPENERS:
             add(m.start(1), inner, "other")
-    title_end = text.find("\n") if _title_case(text.split("\n", 1)[0]) else -1
+    title_end = _title_end(text)
     names: list[tuple[int, int]] = []  # spans of multi-word names: a dictionary word inside one is part of it
     for m in _MULTI.finditer(text):
         if not free(m.span()) or m.start() < title_end:

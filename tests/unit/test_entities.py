@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from arbiter import duplicates, entities, verbs
 from arbiter._time import US, format_time
 from arbiter.entities import backlog, core, names, visibility
-from arbiter.entities.extract import TERMS, Found, extract
+from arbiter.entities.extract import TERMS, Found, capitalised, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.model import RememberManyParams, RememberParams
@@ -60,6 +60,36 @@ def test_the_dictionary_holds_200_terms():
 ])
 def test_extraction_finds_names_in_order(text, expected):
     assert [(f.name, f.type) for f in extract(text)] == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Met Lee Chen about hiring", [("Lee Chen", "other")]),
+    ("Invited Helena Duarte and Zoë Lindqvist to Université de Montréal",
+     [("Helena Duarte", "other"), ("Zoë Lindqvist", "other"), ("Université de Montréal", "organisation")]),
+    ("Dentist with Dr. Patel, then Prof. Hiroshi Nakamura", [("Patel", "person"), ("Hiroshi Nakamura", "person")]),
+    ("Store it as ISO 8601 in UTC; the LLM judge, a TTL of 60s, the CLI, JSON over HTTP, a 99.9% SLA", []),
+    ("piped jq into psql, then kubectl and uv", [("jq", "tool"), ("PostgreSQL", "tool"), ("kubectl", "tool"),
+                                                ("uv", "tool")]),
+    ("a quote from Okafor & Sons, ex-Shopify, at UC Berkeley",
+     [("Okafor & Sons", "organisation"), ("Shopify", "organisation"), ("UC Berkeley", "other")]),
+    ("Weekly Sync With Rosa Jiménez", []),  # a Title Case heading's capitals say nothing
+    ("Weekly sync with Rosa Jiménez", [("Rosa Jiménez", "other")]),
+])
+def test_extraction_of_names_agents_write(text, expected):
+    assert [(f.name, f.type) for f in extract(text)] == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("we asked Dana, and Apollo's cutover slipped", [("Dana", "candidate"), ("Apollo", "candidate")]),
+    ("Dana fixed it. Falcon is next", [("Dana", "initial"), ("Falcon", "initial")]),
+    ("Nairobi trip: flying to Nairobi", [("Nairobi", "candidate")]),  # a mid-sentence use wins
+    ("the VP Operations and SOC 2 Type II in Spanish, on Monday, Jun 4, and Jun took it",
+     [("VP", "known"), ("Operations", "known"), ("Type", "known"), ("Spanish", "known"),
+      ("Monday", "known"), ("Jun", "candidate")]),
+    ("Diane Roy is the CFO. Diane asked for a discount", [("Diane", "candidate")]),
+])
+def test_single_capitalised_words_are_weighed_by_where_they_stand(text, expected):
+    assert capitalised(text, extract(text)) == expected
 
 
 @pytest.mark.parametrize("title", [
@@ -882,3 +912,49 @@ def test_the_whole_tenant_columns_refuse_a_viewer_of_part_of_it_even_under_pytho
     with pytest.raises(RuntimeError):
         core._columns(part)
     assert "x.created_at" in core._columns(Viewer(tenant_id=1, user_id=2, user_name="ann", solo=True))
+
+
+# ---- the quality bench's scorer (bench/entities_quality.py) -----------------------
+
+
+SAMPLE = """% a comment
+### Call with {Zoë|person|Zoë Lindqvist}
+{Zoë Lindqvist|person} met {Dr. Patel|person} at {Acme|organisation}. {Acme|organisation} again; UTC.
+### Nothing here
+It rained.
+"""
+
+
+def test_the_scorer_parses_marks_and_counts_a_name_once_per_note():
+    from bench.entities_quality import Gold, parse
+    first, second = parse(SAMPLE)
+    assert first.title == "Call with Zoë" and first.content == "Zoë Lindqvist met Dr. Patel at Acme. Acme again; UTC."
+    assert first.gold == [Gold("Zoë", "person", "Zoë Lindqvist"), Gold("Zoë Lindqvist", "person"),
+                          Gold("Dr. Patel", "person"), Gold("Acme", "organisation")]
+    assert (second.content, second.gold) == ("It rained.", [])
+    with pytest.raises(ValueError):
+        parse("### t\n{broken|person\n")
+
+
+def test_the_scorer_counts_found_wrong_and_typed():
+    from bench.entities_quality import Linked, parse, score
+    notes = parse(SAMPLE)
+    linked = [[Linked("Zoe Lindqvist", "person"), Linked("Patel", "other", ("Dr Patel",)), Linked("UTC", "other")],
+              [Linked("Rain", "other")]]
+    s = score(notes, linked)
+    # Zoë and Zoë Lindqvist are both found by one entity (any case and diacritics); Patel without the honorific;
+    # Acme is missed; UTC and Rain are wrong.
+    assert s.result()["precision"] == 0.5 and s.result()["recall"] == 0.75
+    assert (s.overall.linked, s.overall.right, s.overall.gold, s.overall.found) == (4, 2, 4, 3)
+    assert {t: (x.linked, x.right, x.gold, x.found) for t, x in s.by_type.items()} == {
+        "person": (1, 1, 3, 2), "organisation": (0, 0, 1, 0), "other": (3, 0, 0, 0)}
+    assert s.misses == [(0, "Acme (organisation)")] and s.wrong == [(0, "UTC (other)"), (1, "Rain (other)")]
+
+
+@pytest.mark.parametrize("name", ["entities_notes.txt", "entities_heldout.txt"])
+def test_the_labelled_sets_parse(name):
+    from pathlib import Path
+
+    from bench.entities_quality import parse
+    notes = parse((Path(__file__).parents[2] / "bench" / name).read_text(encoding="utf-8"))
+    assert notes and all(n.title and n.content for n in notes)
