@@ -7,7 +7,9 @@ meetings, CRM, a personal assistant, research) are written one `remember` at a
 time, in order, to a fresh daemon through the real socket, so extraction runs
 as it runs for a user, evidence from earlier notes included. Then every
 entity is read back (`entities`, then `entity_show` of each) and each note's
-linked entities are compared with its gold mentions.
+linked entities are compared with its gold mentions. The briefing's entity
+line (its most-mentioned entities) is printed too, with how many of its
+names are gold names of some note.
 
 A note's mentions are a set: a name written three times in one note is one
 mention. A linked entity matches a gold mention if its name or one of its
@@ -26,8 +28,10 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import statistics
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,12 +112,15 @@ class Tally:
     right: int = 0
     gold: int = 0
     found: int = 0
+    #: Gold mentions found by an entity of any type (by type: the name found, typed or not).
+    named: int = 0
 
     def figures(self) -> dict:
         p = self.right / self.linked if self.linked else 0.0
         r = self.found / self.gold if self.gold else 0.0
         f = 2 * p * r / (p + r) if p + r else 0.0
         return {"precision": round(p, 3), "recall": round(r, 3), "f1": round(f, 3),
+                "recall_any_type": round(self.named / self.gold, 3) if self.gold else 0.0,
                 "linked": self.linked, "wrong": self.linked - self.right, "gold": self.gold, "missed": self.gold - self.found}
 
 
@@ -147,8 +154,10 @@ def score(notes: list[Note], linked: list[list[Linked]]) -> Score:
             hits = [e for e in got if e.keys() & g.keys()]
             s.overall.gold += 1
             s.overall.found += bool(hits)
+            s.overall.named += bool(hits)
             tally(g.type).gold += 1
             tally(g.type).found += any(e.type == g.type for e in hits)
+            tally(g.type).named += bool(hits)
             if not hits:
                 s.misses.append((i, f"{g.surface} ({g.type})"))
         for e in got:
@@ -176,15 +185,23 @@ def linked_entities(client, ids: list[int]) -> list[list[Linked]]:
     return [by_entry[i] for i in ids]
 
 
-def run(notes: list[Note], home: Path, *, tree: Path | None = None) -> list[list[Linked]]:
-    """Write `notes` to a fresh daemon on `home` one `remember` at a time; the entities each was linked to."""
+def run(notes: list[Note], home: Path, *, tree: Path | None = None) -> tuple[list[list[Linked]], list[str]]:
+    """Write `notes` to a fresh daemon on `home` one `remember` at a time; the entities each was linked to, and the
+    names on the briefing's entity line."""
     from bench.load import BenchDaemon
 
     daemon = BenchDaemon(home, "NORMAL", tree=tree)
     try:
         with daemon.client() as c:
-            ids = [c.remember(type="context", title=n.title, content=n.content).id for n in notes]
-            return linked_entities(c, ids)
+            ids, took = [], []
+            for n in notes:
+                started = time.perf_counter()
+                ids.append(c.remember(type="context", title=n.title, content=n.content).id)
+                took.append(time.perf_counter() - started)
+            print(f"remember p50 {statistics.median(took) * 1000:.2f} ms over {len(took)} notes (a tiny tenant)",
+                  file=sys.stderr)
+            line = next((x for x in c.briefing(max_bytes=65536).text.splitlines() if "Most-mentioned entities" in x), "")
+            return linked_entities(c, ids), re.findall(r"\*\*(.+?)\*\*", line)
     finally:
         daemon.stop()
 
@@ -199,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = parse(args.notes.read_text(encoding="utf-8"))
     home = Path(tempfile.mkdtemp(prefix="arb-entq-"))
     try:
-        linked = run(notes, home, tree=args.tree)
+        linked, briefed = run(notes, home, tree=args.tree)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     s = score(notes, linked)
@@ -207,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
         for label, items in (("missed", s.misses), ("wrong", s.wrong)):
             for i, what in items:
                 print(f"{label:6} #{i + 1:<3} {notes[i].title[:40]:40} {what}", file=sys.stderr)
-    result = {"notes": len(notes), "gold_mentions": sum(len(n.gold) for n in notes), **s.result()}
+    gold = {k for n in notes for g in n.gold for k in g.keys()}
+    result = {"notes": len(notes), "gold_mentions": sum(len(n.gold) for n in notes), **s.result(),
+              # The briefing's "most-mentioned entities" line, and how many of its names some note's gold holds.
+              "briefing_entities": briefed, "briefing_entities_gold": sum(match_key(b) in gold for b in briefed)}
     report(result, args.out)
     return 0
 

@@ -946,8 +946,8 @@ def test_the_scorer_counts_found_wrong_and_typed():
     # Acme is missed; UTC and Rain are wrong.
     assert s.result()["precision"] == 0.5 and s.result()["recall"] == 0.75
     assert (s.overall.linked, s.overall.right, s.overall.gold, s.overall.found) == (4, 2, 4, 3)
-    assert {t: (x.linked, x.right, x.gold, x.found) for t, x in s.by_type.items()} == {
-        "person": (1, 1, 3, 2), "organisation": (0, 0, 1, 0), "other": (3, 0, 0, 0)}
+    assert {t: (x.linked, x.right, x.gold, x.found, x.named) for t, x in s.by_type.items()} == {
+        "person": (1, 1, 3, 2, 3), "organisation": (0, 0, 1, 0, 0), "other": (3, 0, 0, 0, 0)}
     assert s.misses == [(0, "Acme (organisation)")] and s.wrong == [(0, "UTC (other)"), (1, "Rain (other)")]
 
 
