@@ -2,7 +2,7 @@
 
 English capitalises a word in mid-sentence almost only when it is a name
 ("asked Dana", "moved Falcon to the new queue"), so such a word is one
-unless the tenant's other notes write it in lower case as often (then it
+unless the tenant's other notes often write it in lower case (then it
 is a word capitalised for emphasis or in a label: "the Growth plan" where
 notes say "growth"). A word seen only at a sentence's start, where grammar
 explains the capital ("Dana fixed it"), needs more: another note writing it
@@ -43,8 +43,8 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
 
     Entry `entry_id` writes `word` with a capital, mid-sentence unless
     `initial`. Mid-sentence, it is a name unless the entries read write it in
-    lower case as often as with a capital (this entry included): "the Growth
-    plan" in a tenant that writes "growth" is a word. At a sentence's start
+    lower case more than once for every two writing it with a capital: "the
+    Growth plan" in a tenant that writes "growth" is a word. At a sentence's start
     it is a name if another entry writes it capitalised mid-sentence (and
     more often so than not), or `INITIAL` other entries start a sentence with
     it (not a title: "Weekly sync") and none writes it in lower case: "Dana
@@ -80,11 +80,12 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
             starts += any(m.start() > 0 for m in spots)  # the title's first word says least
             if any(_alone(text, m) for m in spots):
                 named.append(other)
-        elif lower.search(text):
-            lowered += 1
+        lowered += lower.search(text) is not None
+    # A name is seldom written in lower case: at most once for every two entries writing it with a capital.
+    rare = 2 * lowered <= written
     if not initial:
-        return named if lowered < written + 1 else None
-    if (mid and lowered < written) or (starts >= INITIAL and not lowered):
+        return named if rare else None
+    if (mid and rare) or (starts >= INITIAL and not lowered):
         return named
     return None
 

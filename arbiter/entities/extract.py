@@ -80,9 +80,9 @@ TERMS: dict[str, tuple[str, str]] = {
         "Postman Swagger OpenAPI JSON YAML TOML XML CSV Protobuf Parquet Avro OAuth JWT SAML LDAP SSH TLS HTTP "
         "HTTPS WebSocket TCP UDP DNS CDN VPN MCP ChatGPT Claude GPT-4 Llama Mistral Gemini Copilot Ollama "
         # command-line and developer tools, written in lower case in notes ("piped it through jq")
-        "kubectl k9s kind minikube kustomize skaffold Tilt jq yq ripgrep fd fzf tmux htop curl wget ffmpeg rsync "
+        "kubectl k9s minikube kustomize skaffold Tilt jq yq ripgrep fd fzf tmux htop wget ffmpeg rsync "
         "pgbouncer pg_dump pg_restore pg_upgrade pgvector psycopg sqlx Alembic gunicorn uvicorn certbot uv ruff "
-        "black isort flake8 mypy pyright pylint tox nox pre-commit pipx pyenv nvm pnpm Yarn esbuild Vitest Biome "
+        "isort flake8 mypy pyright pylint tox nox pre-commit pipx pyenv nvm pnpm Yarn esbuild Vitest Biome "
         "freezegun Hypothesis Locust k6 grpcurl HTTPie ngrok Tailscale WireGuard systemd journalctl strace gdb "
         "Valgrind direnv Podman docker-compose Pulumi OpenTofu Loki Tempo Mimir Thanos Honeycomb Opsgenie "
         "PagerDuty Sigstore cosign Graphiti LanceDB Chroma "
@@ -120,7 +120,7 @@ def canonical(name: str) -> str:
 _CASE_SENSITIVE = frozenset(
     "go c r make chef spring express render lambda hive spark rest swift rust unity vault nomad packer consul "
     "meta apple bun remix assembly scheme crystal zoom notion slack hugging claude gemini llama oracle apache "
-    "es js ts py tf gh node keras flask rails qt kind tilt black yarn hypothesis locust tempo loki honeycomb linear "
+    "es js ts py tf gh node keras flask rails qt tilt yarn hypothesis locust tempo loki honeycomb linear "
     "loom signal teams outlook chroma biome excel".split()
 )
 # ALL-CAPS words that are not names: shouts, units, Roman numerals, common abbreviations.
@@ -165,8 +165,9 @@ _MULTI = re.compile(
 HONORIFICS = frozenset("dr prof mr mrs ms mx sir dame".split())
 _HONORIFIC = re.compile(rf"\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Sir|Dame)\.?[ \t]+({_CAPWORD}(?:[ \t]+{_CAPWORD})*)")
 _QUOTED = re.compile(r"[\"“]([A-Z0-9][^\"“”\n]{0,126})[\"”]")
-# A sentence ends at . ! ? : ; or a line break; a list item's first word is capitalised by convention too.
-_SENTENCE_START = re.compile(r"(?:^|([.!?:;])\s+|\n\s*|\n\s*[-*•]\s+)$")
+# A sentence ends at . ! ? : ; or a line break; a list item's first word is capitalised by convention too, and
+# markdown's emphasis, headings and numbering ("**Remember**", "### Tips", "1. Focus") stand before it.
+_SENTENCE_START = re.compile(r"(?:^[\s*_#>]*|([.!?:;])[\s*_\"“(]+|\n[\s*_#>•-]*|\n\s*\d+[.)][\s*_]+)$")
 #: Abbreviations whose period ends no sentence ("Dr. Patel", "Wu et al. showed").
 _ABBREVIATIONS = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|vs|al|e\.g|i\.e))$")
 
@@ -198,6 +199,9 @@ confirm confirmed thank welcome introduce update reply offer quote sign visit lu
 owner contact champion coach trainer accountant lawyer doctor manager lead director engineer customer client
 candidate reviewer attendees speaker host partner vendor team dear fwd re per via need needs
 daily weekly monthly yearly quarterly annual nobody everyone someone anyone everybody somebody
+yeah yep yup nope nah wow oh ah aw hmm haha lol omg cool awesome nice absolutely definitely exactly totally
+congrats congratulations sorry remember additionally furthermore moreover however bye cheers woah whoa aww
+oof woohoo yay hooray ugh phew btw
 """.split())
 #: Languages and nationalities: capitalised in English mid-sentence, yet a later question is rarely about "French".
 _DEMONYMS = frozenset("""
@@ -238,7 +242,8 @@ association society research health systems technologies
 def _opener(word: str) -> bool:
     """A first word a sentence's capital could explain: a function word, a common verb or role, a verb form."""
     w = word.casefold()
-    return w in SENTENCE_OPENERS or (len(w) >= 5 and w.endswith(_VERB_ENDINGS))
+    # "Unfortunately", "Honestly": an adverb; a name this long ending so is rare ("Kimberly" is the price).
+    return w in SENTENCE_OPENERS or (len(w) >= 5 and w.endswith(_VERB_ENDINGS)) or (len(w) >= 8 and w.endswith("ly"))
 
 
 def _title_end(text: str) -> int:
@@ -303,17 +308,18 @@ def capitalised(text: str, found: list[Found]) -> list[tuple[str, str]]:
 
 
 def _dated(text: str, at: int, word: str) -> bool:
-    """A weekday or month: a full one always ("March"), an abbreviation ("Jun", "Sat") next to a number or another
-    one ("Jun 4", "Sat 12:00", "Tue Nov"), since alone it may be a name ("Jun took the page")."""
+    """A weekday or month: a full one or a weekday's abbreviation always ("March", "Fri"), a month's abbreviation
+    next to a number or another one ("Jun 4", "Tue Nov"), since alone it may be a name ("Jun took the page")."""
     k = word.casefold()
     if k not in CALENDAR:
         return False
-    if k in _WHOLE_CALENDAR:
-        return True
+    if k in _WHOLE_CALENDAR or k in _WEEKDAYS:
+        return True  # a month's abbreviation may be a name ("Jun", "Jan"); a weekday's is not
     return bool(_NEAR_DATE.match(text, at + len(word)) or _NEAR_DATE_BEFORE.search(text, max(0, at - 12), at))
 
 
 _WHOLE_CALENDAR = frozenset(w for w in CALENDAR if len(w) > 4 and w not in ("sept", "thurs", "tues")) | {"may", "june", "july"}
+_WEEKDAYS = frozenset("mon tue tues wed thu thur thurs fri sat sun".split())
 _NEAR_DATE = re.compile(r"[ \t,.]*(?:\d|(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*\b)",
                         re.IGNORECASE)
 _NEAR_DATE_BEFORE = re.compile(r"(?:\d|\b(?:mon|tue|wed|thu|fri|sat|sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)\w*)"
