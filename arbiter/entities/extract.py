@@ -3,21 +3,28 @@
 What counts as a name (each a `Found(name, type)`, first occurrence first):
 
 - a term of the built-in dictionary (`TERMS`: languages, databases, clouds,
-  frameworks, tools), matched case-insensitively and named canonically
-  ("postgres" is PostgreSQL), type from the dictionary;
+  frameworks, developer tools also written in lower case, everyday
+  software, companies), matched case-insensitively and named canonically
+  ("postgres" is PostgreSQL), type from the dictionary; formats and
+  protocols (JSON, HTTP) are not in it;
 - CamelCase words ("MemoryGraph", "PostgreSQL");
-- ALL-CAPS acronyms of 3–10 characters ("AWS", "SLA"), minus a few shouts
-  and units (`NOT_ACRONYMS`); a pair of capitals ("DB", "PR", "QA", "UI")
-  is mostly a common noun abbreviated, so, like a single capitalised word,
-  it only links an entity that already exists (`capitalised`);
+- ALL-CAPS acronyms of 3–10 characters ("AWS", "GDPR"), minus shouts and
+  `COMMON_ACRONYMS` (units, formats, time zones, roles: "UTC", "LLM",
+  "SLA"); a pair of capitals ("DB", "PR", "QA", "UI") is mostly a common
+  noun abbreviated, so, like a single capitalised word, it is left to
+  `capitalised`;
 - file paths ("src/app/main.py", "~/notes.md") and URLs;
-- @-mentions ("@alice", a person);
-- capitalised multi-word names ("met Alice Smith"); at a sentence start a
-  common opening word is dropped ("Yesterday Alice Smith" is Alice Smith:
-  "Yesterday" is capitalised by grammar) and what is left is kept if still
-  two words;
+- @-mentions ("@alice", a person), and a name after an honorific ("Dr.
+  Patel" is the person Patel);
+- capitalised multi-word names in the Latin scripts ("Zoë Lindqvist",
+  "Okafor & Sons", "UC Berkeley"); at a sentence start a common opening
+  word, verb or role is dropped ("Met Lee Chen" is Lee Chen) and what is
+  left is kept if still two words; a Title Case first line names nothing;
 - quoted titles: a double-quoted phrase of at most eight words that starts
   with a capital ("read “Designing Data-Intensive Applications”").
+
+Single capitalised words are `capitalised`'s: whether one is a name depends
+on where it stands and on the tenant's other entries (`evidence.py`).
 
 Kept simple on purpose: extraction runs on every `remember`, so it is a few
 compiled regular expressions over the title and content and one dictionary
