@@ -65,7 +65,8 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
         return None if initial else []
     ids = sorted(ids, reverse=True)[:DEPTH]
     capital = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
-    lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?![\w-])")
+    # The word in lower case, inflected too: "joined" and "joins" show "Join" is a verb, as the index's stems do.
+    lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?:s|es|d|ed|ing)?(?![\w-])")
     named: list[int] = []
     written = mid = starts = lowered = 0
     for other, text in conn.execute(
