@@ -304,9 +304,9 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
     )
     if not candidates:
         return []
-    if not _whole(v):
-        seen = _seen(conn, v, [s[2] for s in scored])
-        scored = [s for s in scored if s[2] in seen]
+    # Candidates are what the writer could link: entries they see that stand (a forgotten one is still indexed).
+    live = _live(conn, v, [s[2] for s in scored])
+    scored = [s for s in scored if s[2] in live]
     found: list[LinkCandidate] = []
     for j, _, other, _, _ in scored:
         if CANDIDATE <= j < AUTO and len(found) < CANDIDATES_MAX:
@@ -317,11 +317,13 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
     return found + _causal(conn, v, row, mine, scored, words)
 
 
-def _seen(conn: apsw.Connection, v: Viewer, ids: list[int]) -> set[int]:
+def _live(conn: apsw.Connection, v: Viewer, ids: list[int]) -> set[int]:
+    """Those of `ids` that `v` sees and that are not retired."""
     if not ids:
         return set()
     return {r[0] for r in conn.execute(
-        f"SELECT e.id FROM entries e WHERE e.id IN ({','.join('?' * len(ids))}) AND {v.sees('e')}", ids
+        f"SELECT e.id FROM entries e WHERE e.id IN ({','.join('?' * len(ids))}) AND e.valid_to IS NULL "
+        f"AND {v.sees('e')}", ids
     )}
 
 
@@ -343,6 +345,8 @@ def _causal(conn, v: Viewer, row: Row, mine: frozenset[str], scored, words: Word
         if other in near:
             hop2 += [a.other_id for a in temporal(conn, v, near[other])[:3] if a.other_id < row.id]
     rest = [o for o in dict.fromkeys(hop1 + hop2) if o not in pool and o != row.id]
+    live = _live(conn, v, rest)
+    rest = [o for o in rest if o in live]
     far = _rows(conn, tenant_id, [o for o in rest if o not in near])
     for other in rest:
         r = near.get(other) or far.get(other)
@@ -363,7 +367,7 @@ def _causal(conn, v: Viewer, row: Row, mine: frozenset[str], scored, words: Word
         out.append(LinkCandidate(
             id=other, kind="causal", source_id=cause, target_id=effect, relation="causes", score=round(share, 4),
             reason=f"#{effect} gives a reason ({'this entry' if effect == row.id else f'#{other}'} has a causal word) "
-                   f"and shares {share:.0%} of its words with #{cause if effect == row.id else effect}",
+                   f"and shares {share:.0%} of its words with #{cause}",
         ))
     out.sort(key=lambda c: (-c.score, c.id))
     return out[:CANDIDATES_MAX]

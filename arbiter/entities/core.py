@@ -21,7 +21,7 @@ import apsw
 import msgspec
 
 from arbiter._time import format_time
-from arbiter.entities import names as nm
+from arbiter.entities import evidence, names as nm
 from arbiter.entities.extract import canonical
 from arbiter.entities.model import Entity, EntityRef, EntityRelation, Mention, MentioningEntry
 from arbiter.entities.visibility import (
@@ -29,7 +29,7 @@ from arbiter.entities.visibility import (
     visible_ids, visible_sql, whole,
 )
 from arbiter.errors import Conflict, InvalidParams, NotFound
-from arbiter.store.users import Viewer
+from arbiter.store.users import Viewer, whole_tenant
 
 #: Trigram similarity at or above which a new name is the existing entity.
 SAME = 0.85
@@ -225,6 +225,8 @@ class Linker:
     #: entity they could not see before counts as `created` for them.
     viewer: Viewer | None = None
     _seen: dict[tuple[str, str | None], Resolution] = field(default_factory=dict)
+    #: Candidate words the tenant's text did not show to be names, not asked about again in this batch.
+    _not_names: set[tuple[str, str]] = field(default_factory=set)
 
     def link(self, entry_id: int, named: list[tuple[str, str | None, str]]) -> list[tuple[Resolution, str | None]]:
         """Link `entry_id` to each (name, type, how); returns each resolution once per entity, in order."""
@@ -233,14 +235,25 @@ class Linker:
         for name, type, how in named:
             k = (nm.key(name), type)
             res = self._seen.get(k)
-            if res is None and how == "known":
+            if res is None and how in ("known", "candidate", "initial"):
                 row = self.conn.execute(
                     "SELECT entity_id, id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
                 ).fetchone()
-                # A lone capitalised word links only an entity the writer already sees.
-                if row is None or (self.viewer is not None and not visible(self.conn, self.viewer, row[0])):
+                # A lone capitalised word links an entity the writer already sees, or (mid-sentence) one the
+                # tenant's text shows is a name: then the entries that wrote it before are linked to it too.
+                if row is not None and (self.viewer is None or visible(self.conn, self.viewer, row[0])):
+                    res = Resolution(row[0], False, (), "exact", row[1])
+                elif row is None and how != "known" and (k[0], how) not in self._not_names:
+                    earlier = evidence.recurring(self.conn, self.viewer or whole_tenant(self.tenant_id), name,
+                                                 entry_id, initial=how == "initial")
+                    if earlier is None:
+                        self._not_names.add((k[0], how))
+                        continue
+                    res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer)
+                    self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
+                    rows += [(other, res.entity_id, self.tenant_id, "extracted", res.name_id) for other in earlier]
+                else:
                     continue
-                res = Resolution(row[0], False, (), "exact", row[1])
             elif res is None:
                 res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer)
                 if not res.created and self.viewer is not None and not visible(self.conn, self.viewer, res.entity_id):
@@ -248,7 +261,8 @@ class Linker:
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
             if res.entity_id not in out:
                 out[res.entity_id] = (res, name)
-                rows.append((entry_id, res.entity_id, self.tenant_id, "extracted" if how == "known" else how,
+                rows.append((entry_id, res.entity_id, self.tenant_id,
+                             "extracted" if how in ("known", "candidate", "initial") else how,
                              res.name_id))
         self.conn.executemany(
             "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?)",

@@ -14,7 +14,11 @@ def named_in(p: RememberParams) -> list[tuple[str, str | None, str]]:
     """(name, type or None, how) for an entry: the caller's names and speaker first, then what its text mentions.
 
     `how` is given, speaker, extracted, known (a capitalised word linked
-    only if it already names an entity: it never creates one) or advisor
+    only if it already names an entity: it never creates one), candidate (a
+    word capitalised mid-sentence: it names an entity that exists, or a new
+    one if the tenant's text says it is a name, `evidence.py`), initial (the
+    same for a word capitalised at a sentence's start, on stronger evidence)
+    or advisor
     (names the advisor added in `remember`'s prepare step: `advice.py`).
     """
     named = given_in(p)
@@ -44,7 +48,7 @@ def extracted_in(title: str, content: str) -> list[tuple[str, str | None, str]]:
     text = f"{title}\n{content}"
     found = extract(text)
     named = [(f.name, None if f.type == "other" else f.type, "extracted") for f in found]
-    named.extend((word, None, "known") for word in capitalised(text, found))
+    named.extend((word, None, how) for word, how in capitalised(text, found))
     return named
 
 

@@ -299,3 +299,32 @@ def test_causes_takes_enables_or_prevents_and_reads_show_it(client, daemon, home
     assert "--qualifier enables" in ok(home, "link", "--help")
     assert "supports takes no qualifier" in arbiter(home, "link", str(cause), "supports", str(other),
                                                      "--qualifier", "enables").stderr
+
+
+def test_a_causal_reason_names_the_entry_that_gives_it_and_the_other_one(client):
+    """When the earlier entry carries the causal word it is the effect, and the words are shared with the new one
+    (the cause), never with itself."""
+    effect = client.remember(type="project", title="Storage choice",
+                             content="We chose SQLite for the cache because the team lacks Redis experience").id
+    cause = client.remember(type="context", title="Team skills", content="The team lacks Redis experience in production",
+                            candidates=True)
+    causal = [c for c in cause.candidates if c.kind == "causal"]
+    assert [(c.source_id, c.target_id) for c in causal] == [(cause.id, effect)]
+    assert causal[0].reason.startswith(f"#{effect} gives a reason (#{effect} has a causal word)")
+    assert causal[0].reason.endswith(f"of its words with #{cause.id}")
+
+
+@pytest.mark.parametrize("kind", ["similar", "causal"])
+def test_a_forgotten_entry_is_never_suggested(client, kind):
+    if kind == "similar":
+        gone = client.remember(type="reference", title="Billing retries", content=LONG).id
+        text = dict(title="Card payments", content=COUSIN)
+    else:
+        gone = client.remember(type="context", title="Team skills", content="The team lacks Redis experience in production").id
+        text = dict(title="Storage choice", content="We chose SQLite for the cache because the team lacks Redis experience")
+    kept = client.remember(type="project", **text, candidates=True)
+    assert gone in {c.id for c in kept.candidates if c.kind == kind}  # suggested while it stands
+    assert client.forget(gone)
+    again = client.remember(type="project", title=text["title"] + " again", content=text["content"] + " today",
+                            candidates=True)
+    assert gone not in {c.id for c in again.candidates}

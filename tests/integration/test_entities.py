@@ -111,3 +111,14 @@ def test_remember_many_refuses_extract_entities(client):
     with pytest.raises(InvalidParams) as e:
         client.remember_many([{"type": "user", "title": "t", "content": "c", "extract_entities": True}])
     assert e.value.path == "entries[0].extract_entities"
+
+
+def test_entity_show_finds_a_first_name_several_notes_mention(client):
+    """The first note names Dana only at a sentence's start; the second writes the name mid-sentence, which makes
+    the entity and links the first note too; later notes link it, at a sentence's start as well."""
+    notes = ["Dana is still on the ingest bug.", "Lee reviewed the change Dana opened.", "Dana wants to own the migration.",
+             "Pair Bartholomew with Dana for two weeks."]
+    ids = [client.remember(type="context", title="Standup", content=text).id for text in notes]
+    shown = client.entity_show("Dana")
+    assert shown.entity.name == "Dana" and sorted(e.id for e in shown.entries) == ids
+    assert [e.name for e in client.entities("ISO")] == []  # and no unit became one on the way
