@@ -42,7 +42,8 @@ def states(draw, permanent: bool | None = None):
     """The keyword arguments of one entry's salience: its own, its age and its reads."""
     return {"initial": draw(unit), "decay_rate": draw(st.floats(min_value=0, max_value=0.1)),
             "age_days": draw(days), "days_since_access": draw(days), "accesses": draw(counts),
-            "reinforcements": draw(st.integers(0, 100)), "permanent": draw(st.booleans()) if permanent is None else permanent}
+            "reinforcements": draw(st.integers(0, 100)),
+            "permanent": draw(st.booleans()) if permanent is None else permanent}
 
 
 def more(state: dict, field: str, by) -> dict:
