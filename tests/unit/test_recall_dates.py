@@ -12,6 +12,8 @@ from arbiter.recall import dates
 from arbiter.recall.dates import Days, Span, referenced, spans
 from tests.unit.test_recall import ask, conversation, ids, remember
 
+DAY_US = 86_400 * US
+
 
 @pytest.mark.parametrize(
     ("text", "want"),
@@ -149,11 +151,20 @@ _PHRASES = ["yesterday", "last night", "last Friday", "on Sunday", "last week", 
     said=st.one_of(st.sampled_from([MIN_US, MAX_US]), st.integers(MIN_US, MAX_US)),
 )
 def test_told_days_lie_before_the_telling_and_never_fail(words, said):
+    text = " ".join(words)
     day = (datetime(1970, 1, 1) + timedelta(microseconds=said)).date()
-    for days in referenced(" ".join(words), said):
-        # Told events happened: a run of days, in order, ending no later than the day it was said.
+    told = referenced(text, said)
+    for days in told:
+        # Told events happened: a run of days, in order, ending no later than the day it was said,
+        # and no phrase places one more loosely than a calendar year.
         assert days.first <= days.last <= day
-        assert Span(None, days.last.month, None).meets(days) and Span(day.year, day.month, day.day).holds(said)
+        assert (days.last - days.first).days <= 365
+    # Said a day later, the same words place nothing earlier ("last Friday" on a Saturday is the day before).
+    if said + DAY_US <= MAX_US:
+        later = referenced(text, said + DAY_US)
+        if len(later) == len(told):  # a count of years can fall off the calendar's start on one day and not the next
+            for then, now in zip(told, later):
+                assert then.first <= now.first and then.last <= now.last
 
 
 @settings(max_examples=300, deadline=None)

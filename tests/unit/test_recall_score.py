@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import pytest
+from hypothesis import given, strategies as st
 
 from arbiter.recall import Candidate, DEFAULT, Tuning, _settled, fuse, score, select_terms
 from arbiter.recall._rank import idf
 from arbiter.recall.query import Term
 
-DAY = 86_400 * 1_000_000
-NOW = 1_800_000_000 * 1_000_000
+US = 1_000_000
+DAY = 86_400 * US
+NOW = 1_800_000_000 * US
 
 
 # ---- stage 4: boosts ------------------------------------------------------------
@@ -45,21 +48,44 @@ def test_caller_types_win_over_intent():
 # ---- stage 6: decay -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "age_days, expected",
-    [(0, 1.0), (30, 1.0), (31, 0.9), (90, 0.9), (91, 0.75), (180, 0.75), (181, 0.6), (360, 0.6), (361, 0.5),
-     (5000, 0.5), (-3, 1.0)],
-)
-def test_decay_is_piecewise_by_age(age_days, expected):
-    assert score.decay(NOW - age_days * DAY, NOW) == expected
+half_lives = st.floats(min_value=1, max_value=1000, allow_nan=False)
+floors = st.floats(min_value=0, max_value=0.6, allow_nan=False)
 
 
-def test_decay_follows_half_life_and_floor():
-    assert score.decay(NOW - 50 * DAY, NOW, half_life_days=40) == 0.75  # 40 < 50 <= 80
-    assert score.decay(NOW - 50 * DAY, NOW, half_life_days=60) == 0.9
-    assert score.decay(NOW - 1000 * DAY, NOW, floor=0.2) == 0.2
-    assert score.decay(NOW - 31 * DAY, NOW, half_life_days=10) == 0.6  # past 2x=20, within 4x=40
-    assert score.decay(NOW - 25 * DAY, NOW, half_life_days=10) == 1.0  # the first 30 days always count as new
+def decay_at(age: int, **kw) -> float:
+    return score.decay(NOW - age, NOW, **kw)
+
+
+@pytest.mark.parametrize("half_life", [1, 10, 45, 90, 365.25])
+@pytest.mark.parametrize("floor", [0.0, 0.3, 0.6])
+def test_an_older_entry_never_weighs_more_and_never_below_the_floor(half_life, floor):
+    # Every hour from a day in the future to five half-lives (or a year) back: a grid, so no step is missed.
+    hours = range(-24, round(max(5 * half_life, 365) * 24))
+    weights = [decay_at(h * 3600 * US, half_life_days=half_life, floor=floor) for h in hours]
+    assert weights == sorted(weights, reverse=True)
+    assert weights[0] == 1.0 and weights[-1] == floor
+
+
+@given(st.integers(-1000 * DAY, 30 * DAY), half_lives, floors)
+def test_the_first_month_and_the_future_count_as_new(age, half_life, floor):
+    assert decay_at(age, half_life_days=half_life, floor=floor) == 1.0
+
+
+@given(st.integers(31 * DAY, 5000 * DAY), half_lives, half_lives)
+def test_a_longer_half_life_decays_less_and_stretches_the_curve(age, h1, h2):
+    shorter, longer = sorted((h1, h2))
+    assert decay_at(age, half_life_days=longer) >= decay_at(age, half_life_days=shorter)
+    # The same share of a half-life weighs the same: the curve's shape is the half-life's, not the calendar's.
+    assert decay_at(2 * age, half_life_days=2 * shorter) == decay_at(age, half_life_days=shorter)
+
+
+@given(st.floats(min_value=40, max_value=1000), st.floats(min_value=0, max_value=0.6, exclude_max=True))
+def test_each_half_life_passed_weighs_less_down_to_the_floor(half_life, floor):
+    kw = {"half_life_days": half_life, "floor": floor}
+    days_old = (30, 0.99 * half_life, 1.01 * half_life, 2.01 * half_life, 4.01 * half_life, 100 * half_life)
+    steps = [decay_at(round(days * DAY), **kw) for days in days_old]
+    assert steps[0] == 1.0 and steps[-2] == steps[-1] == floor
+    assert all(a > b for a, b in pairwise(steps[:-1]))
 
 
 # ---- voice ------------------------------------------------------------------------------

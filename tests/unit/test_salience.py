@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 import pytest
+from hypothesis import given, strategies as st
 
 from arbiter import duplicates, maintenance, salience, verbs
 from arbiter._time import US
@@ -30,19 +29,68 @@ def remember(db, tenant, content: str, *, now=NOW, title="Note", **kw):
     return run(db, tenant, "remember", now=now, type="project", title=title, content=content, **kw)
 
 
-# ---- the formula -------------------------------------------------------------------
+# ---- what salience must do, whatever its numbers -------------------------------------
 
 
-def test_salience_is_the_seeds_formula():
-    got = salience.salience(initial=0.5, decay_rate=0.01, age_days=10, days_since_access=1, accesses=3,
-                            reinforcements=2, permanent=False)
-    assert got == pytest.approx(0.5 - 0.5 * 0.01 * 10 + 0.1 / 2 + 0.05 * math.log2(4) + 0.3)
-    assert salience.salience(initial=0.5, decay_rate=0.01, age_days=0, days_since_access=0, accesses=0,
-                             reinforcements=10, permanent=False) == 1.0  # clamped; reinforcement capped at 0.6
-    assert salience.salience(initial=0.5, decay_rate=0.01, age_days=900, days_since_access=900, accesses=0,
-                             reinforcements=0, permanent=False) == 0.0
-    assert salience.salience(initial=0.3, decay_rate=0.01, age_days=900, days_since_access=900, accesses=0,
-                             reinforcements=0, permanent=True) == 0.8
+unit = st.floats(min_value=0, max_value=1)
+days = st.floats(min_value=0, max_value=3000)
+counts = st.integers(min_value=0, max_value=10_000)
+
+
+@st.composite
+def states(draw, permanent: bool | None = None):
+    """The keyword arguments of one entry's salience: its own, its age and its reads."""
+    return {"initial": draw(unit), "decay_rate": draw(st.floats(min_value=0, max_value=0.1)),
+            "age_days": draw(days), "days_since_access": draw(days), "accesses": draw(counts),
+            "reinforcements": draw(st.integers(0, 100)),
+            "permanent": draw(st.booleans()) if permanent is None else permanent}
+
+
+def more(state: dict, field: str, by) -> dict:
+    return {**state, field: state[field] + by}
+
+
+@given(states(), st.floats(min_value=0, max_value=3000))
+def test_an_older_entry_never_weighs_more_and_a_recent_read_never_less(state, later):
+    now = salience.salience(**state)
+    assert 0.0 <= now <= 1.0
+    assert salience.salience(**more(state, "age_days", later)) <= now
+    assert salience.salience(**more(state, "days_since_access", later)) <= now
+
+
+@given(states(), st.integers(1, 10_000))
+def test_reads_and_reinforcements_never_lower_it(state, n):
+    now = salience.salience(**state)
+    assert salience.salience(**more(state, "accesses", n)) >= now
+    assert salience.salience(**more(state, "reinforcements", n)) >= now
+
+
+def test_a_little_valued_entry_rises_with_each_read_and_reinforcement_until_capped():
+    state = {"initial": 0.1, "decay_rate": salience.DEFAULT_DECAY_RATE, "age_days": 0.0, "days_since_access": 0.0,
+             "accesses": 0, "reinforcements": 0, "permanent": False}
+    base = salience.salience(**state)
+    assert salience.salience(**more(state, "accesses", 1)) > base
+    assert salience.salience(**more(state, "reinforcements", 1)) > base
+    # Capped: reinforcing forever does not take a little-valued entry to full weight.
+    capped = salience.salience(**more(state, "reinforcements", 100))
+    assert capped == salience.salience(**more(state, "reinforcements", 1000)) < 1.0
+
+
+@given(states(permanent=True), days, counts)
+def test_a_permanent_entry_never_decays(state, age, accesses):
+    now = salience.salience(**state)
+    assert now >= state["initial"]
+    assert salience.salience(**{**state, "age_days": age, "days_since_access": age, "accesses": accesses}) == now
+
+
+@given(states(permanent=False), st.floats(min_value=0.5, max_value=0.99))
+def test_without_reads_every_entry_fades_to_nothing(state, initial):
+    state = {**state, "initial": initial, "accesses": 0, "reinforcements": 0,
+             "decay_rate": salience.DEFAULT_DECAY_RATE}
+    fresh = salience.salience(**{**state, "age_days": 0.0, "days_since_access": 0.0})
+    assert fresh >= initial
+    faded = salience.salience(**{**state, "age_days": 3000.0, "days_since_access": 3000.0})
+    assert faded <= maintenance.DEFAULT_MIN_SALIENCE  # so maintenance retires it
 
 
 def test_remember_sets_salience_and_reinforce_adds(db, tenant):
