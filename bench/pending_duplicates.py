@@ -3,14 +3,14 @@
     python -m bench.pending_duplicates                  # 1000 pending entries of 80 words, 200 checks
     python -m bench.pending_duplicates --pending 5000 --words 200
 
-`remember_many` leaves its entries' fingerprints and MinHash bands to the
-idle writer (arbiter/derive.py); until it has written them, `remember`
-compares its text with the newest `duplicates.PENDING_COMPARED` of them
-directly. This measures both checks (`duplicate_of`, then `similar`) in
-this process on a fresh database, with the backlog full and after it is
-drained, in CPU and wall milliseconds a `remember`; and the count its
-`note` gives of the pending entries left out (`duplicates.not_compared`),
-which walks the whole backlog.
+`remember_many` writes its entries' fingerprints at once (the insert trigger)
+and leaves their word and band keys to the idle writer (arbiter/derive.py);
+until it has written them, `remember`'s `similar` compares its text with the
+newest `duplicates.PENDING_COMPARED` of them directly. This measures both
+checks (`duplicate_of`, then `similar`) in this process on a fresh database,
+with the queue full and after it is drained, in CPU and wall milliseconds a
+`remember`; and the count its `note` gives of the pending entries left out
+(`duplicates.not_compared`), which walks the whole queue.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _checks(conn, v, texts: list[str]) -> tuple[float, float]:
     """(CPU ms, wall ms) a `remember`'s two checks take, averaged over `texts`."""
     cpu, wall = time.process_time(), time.perf_counter()
     for text in texts:
-        duplicates.duplicate_of(conn, v, "context", text)
+        duplicates.duplicate_of(conn, v, "context", "t", text)
         duplicates.similar(conn, v, text)
     return ((time.process_time() - cpu) / len(texts) * 1e3, (time.perf_counter() - wall) / len(texts) * 1e3)
 
@@ -72,12 +72,12 @@ def main(argv: list[str] | None = None) -> int:
                 now=now)
         probes = [text() for _ in range(args.checks)]
         cpu, wall = _checks(conn, v, probes)
-        print(f"backlog full:    {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
+        print(f"queue full:      {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
         print(f"not compared:    {_count(conn, v):.2f} ms CPU a remember to count them")
         with conn:
             derive.drain(conn, now=now)
         cpu, wall = _checks(conn, v, probes)
-        print(f"backlog drained: {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
+        print(f"queue drained:   {cpu:.2f} ms CPU, {wall:.2f} ms wall a remember")
         conn.close()
     return 0
 
