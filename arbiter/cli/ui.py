@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import click
@@ -41,6 +42,8 @@ def ui(settings: Settings, port, open_browser):
         raise Unavailable(f"cannot serve the web view on 127.0.0.1:{port}: {e.strerror or e}") from None
     click.echo(f"arbiter ui: {server.url}  (as {me.user}: it shows what they see; Ctrl-C to stop)")
     opener = None
+    # `kill` stops it as Ctrl-C does: the page that holds the token goes with the server.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if open_browser:
             import webbrowser
@@ -56,6 +59,10 @@ def ui(settings: Settings, port, open_browser):
         server.server_close()
         if opener is not None:
             opener.unlink(missing_ok=True)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _redirect_page(home: Path, url: str) -> Path:
