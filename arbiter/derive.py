@@ -6,11 +6,18 @@ the write's own transaction, whoever wrote it (`remember`, a batch, a reply,
 `update`, an import, anything later):
 
 - what SQL computes from the row alone the trigger writes itself: each
-  scope's full-text rows and `recall_entries`, the revisions, the tag graph,
-  and the duplicate fingerprint (`arbiter_fingerprint`, duplicates.py);
+  scope's full-text rows and `recall_entries`, the revisions, the tag graph;
+  an update's and a delete's duplicate keys (`arbiter_sketch_keys`,
+  duplicates.py);
 - what needs more Python than a row's worth the trigger queues in
   `derive_queue`, one row per deriver below: the MinHash band keys of near
   copies, the entities a text names, the stored similarity edges.
+
+One key is the store's, not a trigger's: a new entry's duplicate fingerprint,
+which the store's two INSERTs (`entries.remember`, `entries.insert_rows`)
+write with the row from the text they hold, since a batch's duplicate check
+must find the entries written just before it (a trigger would decompress the
+text to hash it: a bulk write's speed, a quarter of it).
 
 A single `remember`, `reply` or `update` derives its own entry at once
 (`written`: its answer names the entities and near copies it found); batches,

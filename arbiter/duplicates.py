@@ -3,7 +3,7 @@
 Each entry gets a few integer keys in `entry_sketches`:
 
 - its *fingerprint*: a hash of its content case-folded with whitespace
-  collapsed, written by the insert trigger (arbiter/derive.py) in the
+  collapsed, written by the store with the entry (arbiter/derive.py), in the
   write's transaction, whoever writes. `remember` of an entry whose content
   an active entry of the same type and title (up to case and whitespace)
   already has writes nothing and answers `duplicate_of` (unless
@@ -81,7 +81,7 @@ def folded(text: str) -> str:
 def fingerprint(content: str) -> int:
     """The content, case-folded and whitespace-collapsed, hashed to a 62-bit key tagged as a fingerprint.
 
-    What the entries triggers write (as the SQL function `arbiter_fingerprint`, `register`).
+    What the store writes with a new entry, and the update and delete triggers swap (`register`).
     """
     digest = hashlib.blake2b(folded(content).encode("utf-8", "surrogatepass"), digest_size=8)
     return (int.from_bytes(digest.digest(), "big") >> 2) | _FINGERPRINT_TAG

@@ -208,6 +208,7 @@ def remember(
     row = row or checked_row(conn, v, p, now=now, path=path)
     conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES ({','.join('?' * (len(row) - 1))})", row[1:])
     new_id = conn.last_insert_rowid()
+    _fingerprints(conn, v.tenant_id, [new_id], [p.content])
     _supersede(conn, v, new_id, p, row, now=now, path=path)
     return new_id
 
@@ -245,7 +246,7 @@ def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams],
     with text.packing():
         rows = [checked_row(conn, v, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
         fresh = [i for i, found in enumerate(same) if found is None]
-        new_ids = dict(zip(fresh, _insert_many(conn, [rows[i] for i in fresh])))
+        new_ids = dict(zip(fresh, _insert_many(conn, v, [rows[i] for i in fresh], [items[i].content for i in fresh])))
     for i in fresh:
         if items[i].supersedes_ids:
             _supersede(conn, v, new_ids[i], items[i], rows[i], now=now, path=f"entries[{i}].")
@@ -281,12 +282,22 @@ def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams]) -> 
     return out
 
 
-def _insert_many(conn: apsw.Connection, rows: list[list]) -> list[int]:
-    return insert_rows(conn, _INSERT_COLUMNS, [row[1:] for row in rows], scopes={row[_SCOPE] for row in rows})
+def _insert_many(conn: apsw.Connection, v: Viewer, rows: list[list], contents: list[str]) -> list[int]:
+    return insert_rows(conn, _INSERT_COLUMNS, [row[1:] for row in rows], scopes={row[_SCOPE] for row in rows},
+                       tenant_id=v.tenant_id, contents=contents)
 
 
-def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *, scopes: set[int]) -> list[int]:
-    """Insert new entries' rows of `columns` (a batch, an import); their ids in order. The caller owns the transaction.
+def _fingerprints(conn: apsw.Connection, tenant_id: int, ids: list[int], contents: list[str]) -> None:
+    """The new entries' duplicate fingerprints, written with them: the one key of theirs not a deriver's
+    (arbiter/derive.py), since a batch's duplicate check must find the entries written just before it."""
+    conn.executemany("INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
+                     [(tenant_id, fingerprint(c), i) for i, c in zip(ids, contents)])
+
+
+def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *, scopes: set[int],
+                tenant_id: int, contents: list[str]) -> list[int]:
+    """Insert new entries' rows of `columns` (a batch, an import) and their fingerprints (`contents`: each row's
+    text); their ids in order. The caller owns the transaction.
 
     The one multi-row INSERT of entries: one statement per `_ROWS_PER_INSERT` rows, inside `deferred` for
     `scopes` (every scope a row names), so their indexes and tag graph are written set-based after them.
@@ -305,6 +316,7 @@ def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *
             # means nothing interleaves: the chunk's ids end at the last one.
             last = conn.last_insert_rowid()
             ids.extend(range(last - len(chunk) + 1, last + 1))
+    _fingerprints(conn, tenant_id, ids, contents)
     return ids
 
 

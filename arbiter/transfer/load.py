@@ -242,7 +242,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             raise InvalidParams(f"{field} {old} names no {what} earlier in the file", path=field)
         return new
 
-    pending: list[tuple[int, tuple]] = []  # (old id, row) of entries not yet inserted
+    pending: list[tuple[int, tuple, str]] = []  # (old id, row, its text) of entries not yet inserted
     waiting: set[int] = set()
     links: list[tuple] = []
     revisions: list[tuple] = []
@@ -251,12 +251,13 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
         # As remember_many does (store/entries.py): the entries triggers keep what is derived from them.
         if not pending:
             return
-        new = store_entries.insert_rows(conn, _COLUMNS, [row for _, row in pending],
-                                        scopes={row[-1] for _, row in pending})
+        new = store_entries.insert_rows(conn, _COLUMNS, [row for _, row, _ in pending],
+                                        scopes={row[-1] for _, row, _ in pending}, tenant_id=tenant,
+                                        contents=[content for _, _, content in pending])
         # The file carries its entity links (mention records): extracting them again would add links, and
         # entities, its memory never had, and an export of the copy would differ from the file.
         derive.queued(conn, new, ("entities",))
-        for (old, _), new_id in zip(pending, new):
+        for (old, _, _), new_id in zip(pending, new):
             entries.fresh[old] = new_id
         pending.clear()
         waiting.clear()
@@ -274,7 +275,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
                     _time(rec.valid_to, "valid_to"), _time(rec.revised_at, "revised_at"), rec.speaker,
                     author, people.scope(author, rec.team),
-                )))
+                ), rec.content))
                 waiting.add(rec.id)
                 counts["entries"] += 1
             elif isinstance(rec, RevisionRecord):

@@ -5,8 +5,9 @@ Before it, `remember` derived in the verb, `remember_many` queued its
 entries in `entity_backlog`, the idle writer caught associations up past a
 watermark (settings `associations_through`), and an import did neither: its
 entries had no duplicate keys (they get their fingerprints here). Now an insert
-writes the fingerprint and queues the `sketch`, `entities` and
-`associations` derivers; a change of title, text or speaker swaps the keys
+queues the `sketch`, `entities` and `associations` derivers (the store writes
+the new entry's fingerprint with it: from the text it holds, it costs a bulk
+write a tenth of what the trigger's decompress-and-hash did); a change of title, text or speaker swaps the keys
 and queues the first two again; a delete takes its keys and queue rows.
 Frozen: the SQL functions are the ones `connect` registers
 (arbiter/duplicates.py).
@@ -32,8 +33,6 @@ def apply(conn: apsw.Connection) -> None:
             SELECT tenant_id, arbiter_fingerprint(content), id FROM entries;
         DELETE FROM settings WHERE key = 'associations_through';
         CREATE TRIGGER entries_derive_insert AFTER INSERT ON entries BEGIN
-            INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id)
-                VALUES (new.tenant_id, arbiter_fingerprint(new.content), new.id);
             INSERT INTO derive_queue(deriver, entry_id, tenant_id)
                 VALUES ('entities', new.id, new.tenant_id), ('sketch', new.id, new.tenant_id),
                        ('associations', new.id, new.tenant_id);
