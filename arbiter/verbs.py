@@ -171,8 +171,9 @@ def remember_many(ctx: Context, p: RememberManyParams):
         started = tenants.create_conversation(ctx.conn, ctx.viewer, p.new_conversation, now=ctx.now).id
         p = msgspec.structs.replace(
             p, entries=[msgspec.structs.replace(e, conversation_id=started) for e in p.entries], new_conversation=None)
-    same = entries.identical(ctx.conn, ctx.viewer, p.entries)
-    ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now, same=same)
+    keys = [duplicates.fingerprint(item.content) for item in p.entries]  # hashed once, for the check and the write
+    same = entries.identical(ctx.conn, ctx.viewer, p.entries, keys)
+    ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now, same=same, keys=keys)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now, ctx.viewer)
     for entry_id, item, found in zip(ids, p.entries, same):
         if found is not None:

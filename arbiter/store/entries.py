@@ -208,7 +208,7 @@ def remember(
     row = row or checked_row(conn, v, p, now=now, path=path)
     conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES ({','.join('?' * (len(row) - 1))})", row[1:])
     new_id = conn.last_insert_rowid()
-    _fingerprints(conn, v.tenant_id, [new_id], [p.content])
+    _fingerprints(conn, v.tenant_id, [new_id], [fingerprint(p.content)])
     _supersede(conn, v, new_id, p, row, now=now, path=path)
     return new_id
 
@@ -233,20 +233,23 @@ def written(v: Viewer, entry_id: int, p: RememberParams, *, now: int) -> Entry |
 
 
 def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams], *, now: int,
-                  same: list[int | None] | None = None) -> list[int]:
+                  same: list[int | None] | None = None, keys: list[int] | None = None) -> list[int]:
     """Insert many entries (and their `supersedes` edges); ids in the order given. The caller owns the transaction.
 
     `same`: `identical`'s answer for `items`; an item it matched is checked but
-    not written, and its id is the entry it repeats. Every entry is checked
+    not written, and its id is the entry it repeats. `keys`: the items'
+    fingerprints, if the caller has them (hashing a text costs what the
+    rest of its write does). Every entry is checked
     before any is written. Rows go in as multi-row INSERTs (`insert_rows`).
     Nothing in the batch updates an entry it inserted (`supersedes` names
     entries that existed before it, and runs after the block).
     """
     same = same or [None] * len(items)
+    keys = keys or [fingerprint(p.content) for p in items]
     with text.packing():
         rows = [checked_row(conn, v, p, now=now, path=f"entries[{i}].") for i, p in enumerate(items)]
         fresh = [i for i, found in enumerate(same) if found is None]
-        new_ids = dict(zip(fresh, _insert_many(conn, v, [rows[i] for i in fresh], [items[i].content for i in fresh])))
+        new_ids = dict(zip(fresh, _insert_many(conn, v, [rows[i] for i in fresh], [keys[i] for i in fresh])))
     for i in fresh:
         if items[i].supersedes_ids:
             _supersede(conn, v, new_ids[i], items[i], rows[i], now=now, path=f"entries[{i}].")
@@ -254,13 +257,12 @@ def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams],
             for i, found in enumerate(same)]
 
 
-def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams]) -> list[int | None]:
+def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams], keys: list[int]) -> list[int | None]:
     """Per item: the id of the oldest active entry `v` sees that it repeats, -1 - i for an earlier item i, or None.
 
     Same type, title and content up to case and whitespace, as `remember`'s check; an item that allows
-    duplicates or supersedes something is always written.
+    duplicates or supersedes something is always written. `keys`: the items' fingerprints.
     """
-    keys = [fingerprint(p.content) for p in items]
     found: dict[tuple[int, str, str], int] = {}
     for start in range(0, len(keys), 500):
         chunk = sorted(set(keys[start:start + 500]))
@@ -282,22 +284,22 @@ def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams]) -> 
     return out
 
 
-def _insert_many(conn: apsw.Connection, v: Viewer, rows: list[list], contents: list[str]) -> list[int]:
+def _insert_many(conn: apsw.Connection, v: Viewer, rows: list[list], keys: list[int]) -> list[int]:
     return insert_rows(conn, _INSERT_COLUMNS, [row[1:] for row in rows], scopes={row[_SCOPE] for row in rows},
-                       tenant_id=v.tenant_id, contents=contents)
+                       tenant_id=v.tenant_id, keys=keys)
 
 
-def _fingerprints(conn: apsw.Connection, tenant_id: int, ids: list[int], contents: list[str]) -> None:
+def _fingerprints(conn: apsw.Connection, tenant_id: int, ids: list[int], keys: list[int]) -> None:
     """The new entries' duplicate fingerprints, written with them: the one key of theirs not a deriver's
     (arbiter/derive.py), since a batch's duplicate check must find the entries written just before it."""
     conn.executemany("INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
-                     [(tenant_id, fingerprint(c), i) for i, c in zip(ids, contents)])
+                     list(zip([tenant_id] * len(ids), keys, ids)))
 
 
 def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *, scopes: set[int],
-                tenant_id: int, contents: list[str]) -> list[int]:
-    """Insert new entries' rows of `columns` (a batch, an import) and their fingerprints (`contents`: each row's
-    text); their ids in order. The caller owns the transaction.
+                tenant_id: int, keys: list[int]) -> list[int]:
+    """Insert new entries' rows of `columns` (a batch, an import) and their fingerprints (`keys`: each row's
+    `duplicates.fingerprint`); their ids in order. The caller owns the transaction.
 
     The one multi-row INSERT of entries: one statement per `_ROWS_PER_INSERT` rows, inside `deferred` for
     `scopes` (every scope a row names), so their indexes and tag graph are written set-based after them.
@@ -316,7 +318,7 @@ def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *
             # means nothing interleaves: the chunk's ids end at the last one.
             last = conn.last_insert_rowid()
             ids.extend(range(last - len(chunk) + 1, last + 1))
-    _fingerprints(conn, tenant_id, ids, contents)
+    _fingerprints(conn, tenant_id, ids, keys)
     return ids
 
 

@@ -25,6 +25,7 @@ from arbiter.errors import InvalidParams
 from arbiter.entities import names as entity_names
 from arbiter.entities.core import add_name
 from arbiter import derive
+from arbiter.duplicates import fingerprint
 from arbiter.store import entries as store_entries, relations, text, users
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
@@ -253,7 +254,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
             return
         new = store_entries.insert_rows(conn, _COLUMNS, [row for _, row, _ in pending],
                                         scopes={row[-1] for _, row, _ in pending}, tenant_id=tenant,
-                                        contents=[content for _, _, content in pending])
+                                        keys=[fingerprint(content) for _, _, content in pending])
         # The file carries its entity links (mention records): extracting them again would add links, and
         # entities, its memory never had, and an export of the copy would differ from the file.
         derive.queued(conn, new, ("entities",))
