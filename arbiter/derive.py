@@ -155,19 +155,25 @@ class Derived(msgspec.Struct, frozen=True):
 
 
 def written(conn: apsw.Connection, v: Viewer, entry_id: int, p: RememberParams, *, now: int,
-            pending: list[tuple[int, str, str]], candidates: bool = False, respoken: bool = False) -> Derived:
+            pending: list[tuple[int, str, str]], candidates: bool = False, respoken: bool = False,
+            compare: bool = True) -> Derived:
     """Derive one entry `v` just wrote as `p` at once, for the answer; the idle writer does the rest.
 
     Its entities (the names given, its speaker's, those its text names), its
     band keys and the near copies `v` sees (`pending`: the newest a batch left
     unsketched, compared directly), and with `candidates` its similarity edges
     and link candidates among what `v` sees. `respoken`: an update changed the
-    speaker, whose old link goes first.
+    speaker, whose old link goes first. `compare`: look for near copies (a
+    reply's and an update's answers name none, so they only write the keys).
     """
     if respoken:
         unlink_speaker(conn, entry_id)
     mentioned = link_entry(conn, v.tenant_id, entry_id, p, now=now, v=v)
-    similar = duplicates.add_new(conn, v, entry_id, p.content, pending=pending)
+    if compare:
+        similar = duplicates.add_new(conn, v, entry_id, p.content, pending=pending)
+    else:
+        similar = []
+        duplicates.add(conn, v.tenant_id, entry_id, p.content)
     queued(conn, [entry_id], ("entities", "sketch"))
     found = link_candidates(conn, v, entry_id, now=now) if candidates else []
     return Derived(entities=mentioned, similar=similar, candidates=found)

@@ -71,11 +71,12 @@ from arbiter.model import (
 def remember(ctx: Context, p: RememberParams):
     """Write one entry; returns it as stored, with the entities it mentions and entries nearly the same.
 
-    Content identical (up to case and whitespace) to an active entry of the
-    same type writes nothing: the result is that entry, with `duplicate_of`
-    (unless `allow_duplicate`); `similar` lists near-identical entries. Both
-    checks also compare the newest entries a `remember_many` left for the idle
-    writer to index; `note` says how many past those were not compared.
+    Title and content identical (up to case and whitespace) to an active entry
+    of the same type writes nothing: the result is that entry, with
+    `duplicate_of` (unless `allow_duplicate`); `similar` lists near-identical
+    entries, the same text under another title among them. `similar` also
+    compares the newest entries a `remember_many` left for the idle writer to
+    index; `note` says how many past those were not compared.
     `note` says what `auto_tag`/`auto_supersede`/`extract_entities`/`auto_link` did;
     `linked` holds the candidates the advisor confirmed (`auto_link`). Link `candidates` are found only when
     asked (`candidates`, or `auto_link`); the entry's automatic similarity edges are derived by the idle writer
@@ -218,7 +219,7 @@ def update(ctx: Context, p: UpdateParams):
     if (entry.title, entry.content, entry.speaker) != (before.title, before.content, before.speaker):
         written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
         derive.written(ctx.conn, ctx.viewer, entry.id, written, now=ctx.now, pending=[],
-                       respoken=entry.speaker != before.speaker)
+                       respoken=entry.speaker != before.speaker, compare=False)
     return entry
 
 
@@ -376,7 +377,7 @@ def reply(ctx: Context, p: ReplyParams):
     entry_id = threads.reply(ctx.conn, ctx.viewer, p, now=ctx.now)
     entry = entries.get(ctx.conn, ctx.viewer, entry_id)
     written = RememberParams(type=entry.type, title=entry.title, content=entry.content, speaker=entry.speaker)
-    derive.written(ctx.conn, ctx.viewer, entry_id, written, now=ctx.now, pending=[])
+    derive.written(ctx.conn, ctx.viewer, entry_id, written, now=ctx.now, pending=[], compare=False)
     return entry
 
 
