@@ -18,7 +18,28 @@ import pytest
 from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import Unavailable
+from tests import pg
 from tests.fake_messages import fake_messages  # noqa: F401  (a fixture, shared by every test module)
+
+
+@pytest.fixture(scope="session")
+def pg_databases():
+    """Throwaway PostgreSQL databases (tests/pg.py); a test that needs one says so by name, and is skipped, with
+    the reason, only where no cluster is given (`.ci/run` always gives one)."""
+    admin = pg.admin_url()
+    if admin is None:
+        pytest.skip(f"{pg.ENV} is not set: .ci/run starts a throwaway PostgreSQL cluster and sets it")
+    databases = pg.Databases(admin)
+    yield databases
+    databases.close()
+
+
+@pytest.fixture
+def pg_url(pg_databases):
+    """The URL of a fresh, migrated PostgreSQL database, dropped after the test."""
+    url = pg_databases.create()
+    yield url
+    pg_databases.drop(url)
 
 
 def isolated_env(home: Path, **extra: str) -> dict[str, str]:

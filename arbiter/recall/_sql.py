@@ -52,7 +52,7 @@ def scoped(text: str, tenant_id: int, *, conversation_id: int | None = None, bes
 def seen(v: Viewer, column: str) -> str:
     """SQL: the entry whose id is `column` exists for `v` (true for a tenant's only user, whose every entry it is)."""
     if v.solo:
-        return "1"
+        return "TRUE"
     return f"EXISTS (SELECT 1 FROM entries e WHERE e.id = {column} AND {v.sees()})"
 
 

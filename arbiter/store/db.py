@@ -15,7 +15,7 @@ import apsw
 
 from arbiter._time import now_us
 from arbiter.errors import InvalidParams, SchemaTooNew
-from arbiter.store import text
+from arbiter.store import engine, text
 from arbiter.store.migrations import MIGRATIONS
 
 Synchronous = Literal["FULL", "NORMAL"]
@@ -82,10 +82,15 @@ def connect(
 ) -> apsw.Connection:
     """Open a connection with Arbiter's settings.
 
+    A URL connects to PostgreSQL instead (store/pg/db.py; the SQLite settings mean nothing there).
     `synchronous=FULL` (the default) makes every acknowledged write survive a
     power cut; NORMAL is faster per commit but the last transactions before an
     OS crash may roll back (never corrupt). A daemon `kill -9` is safe either way.
     """
+    if engine.is_url(path):
+        from arbiter.store.pg import db as pg
+
+        return pg.connect(str(path))
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     if readonly:
         flags = apsw.SQLITE_OPEN_READONLY
@@ -183,7 +188,11 @@ def _compact_if_pending(conn: apsw.Connection, say: Callable[[str], None]) -> No
 def open_database(
     path: str | os.PathLike, *, say: Callable[[str], None] = lambda _: None, **settings
 ) -> apsw.Connection:
-    """Connect and migrate: the writer's way in (`say`: as `migrate`)."""
+    """Connect and migrate: the writer's way in (`say`: as `migrate`); a URL opens PostgreSQL (store/pg/db.py)."""
+    if engine.is_url(path):
+        from arbiter.store.pg import db as pg  # only a PostgreSQL store loads psycopg
+
+        return pg.open_database(str(path), say=say)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
         _refuse_foreign(path)

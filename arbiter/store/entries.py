@@ -24,7 +24,7 @@ from arbiter.duplicates import fingerprint, folded
 from arbiter._time import format_time, parse_time
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
-from arbiter.store import relations, tenants, text, users
+from arbiter.store import engine, relations, tenants, text, users
 from arbiter.store.deferred import deferred
 from arbiter.store.users import Viewer
 
@@ -138,10 +138,11 @@ def _dedupe(tags: list[str]) -> list[str]:
     return list(dict.fromkeys(tags))
 
 
-_INSERT_COLUMNS = (
-    "tenant_id, author_id, scope_id, type, title, content_z, tags, source, conversation_id, parent_id, speaker, "
-    "recorded_at, valid_from"
-)
+def _insert_columns(conn: apsw.Connection) -> str:
+    return (f"tenant_id, author_id, scope_id, type, title, {text.column(conn)}, tags, source, conversation_id, "
+            "parent_id, speaker, recorded_at, valid_from")
+
+
 _SCOPE = 3  # scope_id's place in a `checked_row` (its first value, the id, is left to SQLite)
 # Rows per multi-row INSERT in remember_many. Measured on 30K entries of ~550
 # bytes: 1 row per statement 6K entries/s; 500 rows 11-13K/s for +6 MB peak
@@ -182,7 +183,7 @@ def checked_row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int
         relations.require_active(conn, v, old, f"{path}supersedes_ids[{i}]", "target")
         relations.require_own(conn, v, old, "supersede it", path=f"{path}supersedes_ids[{i}]")
     tags = msgspec.json.encode(_dedupe(p.tags)).decode()
-    return [None, tenant_id, v.user_id, scope, p.type, p.title, text.pack(p.content), tags, p.source, p.conversation_id,
+    return [None, tenant_id, v.user_id, scope, p.type, p.title, text.stored(conn, p.content), tags, p.source, p.conversation_id,
             p.parent_id, p.speaker, now, valid_from]
 
 
@@ -206,8 +207,9 @@ def remember(
     `row`: `checked_row`'s for `p`, if the caller built it already (its references checked, its text packed).
     """
     row = row or checked_row(conn, v, p, now=now, path=path)
-    conn.execute(f"INSERT INTO entries({_INSERT_COLUMNS}) VALUES ({','.join('?' * (len(row) - 1))})", row[1:])
-    new_id = conn.last_insert_rowid()
+    new_id = conn.execute(
+        f"INSERT INTO entries({_insert_columns(conn)}) VALUES ({','.join('?' * (len(row) - 1))}) RETURNING id", row[1:]
+    ).fetchall()[0][0]
     _fingerprints(conn, v.tenant_id, [new_id], [fingerprint(p.content)])
     _supersede(conn, v, new_id, p, row, now=now, path=path)
     return new_id
@@ -285,14 +287,14 @@ def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams], key
 
 
 def _insert_many(conn: apsw.Connection, v: Viewer, rows: list[list], keys: list[int]) -> list[int]:
-    return insert_rows(conn, _INSERT_COLUMNS, [row[1:] for row in rows], scopes={row[_SCOPE] for row in rows},
+    return insert_rows(conn, _insert_columns(conn), [row[1:] for row in rows], scopes={row[_SCOPE] for row in rows},
                        tenant_id=v.tenant_id, keys=keys)
 
 
 def _fingerprints(conn: apsw.Connection, tenant_id: int, ids: list[int], keys: list[int]) -> None:
     """The new entries' duplicate fingerprints, written with them: the one key of theirs not a deriver's
     (arbiter/derive.py), since a batch's duplicate check must find the entries written just before it."""
-    conn.executemany("INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
+    conn.executemany("INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                      list(zip([tenant_id] * len(ids), keys, ids)))
 
 
@@ -306,6 +308,8 @@ def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *
     Nothing else in the block may touch the rows it inserts.
     """
     ids: list[int] = []
+    if engine.is_postgresql(conn):
+        return _insert_rows_numbered(conn, columns, rows, tenant_id=tenant_id, keys=keys)
     row = "(" + ",".join("?" * (columns.count(",") + 1)) + ")"
     with deferred(conn, scopes):
         for start in range(0, len(rows), _ROWS_PER_INSERT):
@@ -318,6 +322,23 @@ def insert_rows(conn: apsw.Connection, columns: str, rows: list[tuple | list], *
             # means nothing interleaves: the chunk's ids end at the last one.
             last = conn.last_insert_rowid()
             ids.extend(range(last - len(chunk) + 1, last + 1))
+    _fingerprints(conn, tenant_id, ids, keys)
+    return ids
+
+
+def _insert_rows_numbered(conn: apsw.Connection, columns: str, rows: list[tuple | list], *, tenant_id: int,
+                          keys: list[int]) -> list[int]:
+    """`insert_rows` where other writers may interleave (PostgreSQL): ids are drawn first, then given."""
+    ids = [r[0] for r in conn.execute(
+        "SELECT nextval(pg_get_serial_sequence('entries', 'id')) FROM generate_series(1, ?)", (len(rows),)
+    )]
+    row = "(" + ",".join("?" * (columns.count(",") + 2)) + ")"
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start:start + _ROWS_PER_INSERT]
+        conn.execute(
+            f"INSERT INTO entries(id, {columns}) VALUES " + ",".join([row] * len(chunk)),
+            [value for i, r in zip(ids[start:], chunk) for value in (i, *r)],
+        )
     _fingerprints(conn, tenant_id, ids, keys)
     return ids
 
@@ -462,9 +483,9 @@ def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> En
         return current
     etype, title, _, tags, source, speaker = new
     conn.execute(
-        f"UPDATE entries SET type = ?, title = ?, content_z = ?, tags = ?, source = ?, speaker = ?, {_STAMP} "
+        f"UPDATE entries SET type = ?, title = ?, {text.column(conn)} = ?, tags = ?, source = ?, speaker = ?, {_STAMP} "
         "WHERE id = ? AND valid_to IS NULL",
-        (etype, title, text.pack(content), msgspec.json.encode(tags).decode(), source, speaker, now, p.id),
+        (etype, title, text.stored(conn, content), msgspec.json.encode(tags).decode(), source, speaker, now, p.id),
     )
     return get(conn, v, p.id)
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import apsw
 
+from arbiter.store import engine
+
 #: Per-table FTS5 settings. A 16 MiB hash (FTS5's default is 1 MiB) flushes
 #: bulk writes in fewer, larger segments: half the ingest time, and fewer
 #: segments to search. `automerge=16` merges less while writing (+20%
@@ -103,7 +105,12 @@ def _has_column(conn: apsw.Connection, table_name: str, column: str) -> bool:
 
 
 def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
-    """Create a scope's index (empty, or filled from its entries if it has any)."""
+    """Create a scope's index (empty, or filled from its entries if it has any).
+
+    Nothing to create on PostgreSQL: every scope's documents are rows of one table (store/pg/fulltext.py).
+    """
+    if engine.is_postgresql(conn):
+        return
     t = table(scope_id)
     conn.execute(
         f"""

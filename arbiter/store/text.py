@@ -30,6 +30,8 @@ from contextlib import contextmanager
 
 import apsw
 
+from arbiter.store import engine
+
 PLAIN = 0
 DEFLATE = 1
 _PLAIN = bytes([PLAIN])
@@ -72,6 +74,17 @@ def pack(text: str) -> bytes:
     if texts is not None:
         texts[blob] = text
     return blob
+
+
+def column(conn: object) -> str:
+    """The column a writer sets with an entry's text: `content_z` (a `pack`ed blob) on SQLite; PostgreSQL
+    stores `content` as text and compresses it itself (TOAST)."""
+    return "content" if engine.is_postgresql(conn) else "content_z"
+
+
+def stored(conn: object, text: str) -> bytes | str:
+    """What a writer puts in `column(conn)` for `text`."""
+    return text if engine.is_postgresql(conn) else pack(text)
 
 
 def unpack(blob: bytes) -> str:

@@ -1,0 +1,164 @@
+"""A PostgreSQL connection that speaks the part of apsw's interface Arbiter uses.
+
+Arbiter's modules write their SQL once, in the subset both engines run
+(`?` placeholders, `ON CONFLICT`, `RETURNING`, row values, CTEs), and call
+`conn.execute(sql, params)` / `with conn:` whichever engine holds the
+store. This class is the one place that differs: it turns `?` into
+psycopg's `%s`, runs `with conn:` as a transaction (a savepoint when
+nested, as apsw does), and keeps the last statement's row count for
+`changes()`. What cannot be said in the common subset lives beside its
+SQLite form, chosen by `conn.engine` (never by sniffing the SQL).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg.types.numeric import Int8Dumper
+
+ENGINE = "postgresql"
+
+# A string literal, a quoted identifier, a comment, or a placeholder (`?`, `?N`, `:name`) or `%`:
+# only the last two kinds are rewritten.
+_TOKENS = re.compile(
+    r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|/\*.*?\*/|(\?)(\d*)|(?<!:):([A-Za-z_]\w*)|(%)""", re.S
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def translate(sql: str) -> tuple[str, bool]:
+    """`sql` in psycopg's placeholders, and whether they are named (`?N` and `:name` become `%(N)s`, `%(name)s`).
+
+    `?` outside literals becomes `%s`, and each `%` is doubled (psycopg's escape).
+    """
+    named = False
+
+    def one(m: re.Match) -> str:
+        nonlocal named
+        if m.group(1):
+            if m.group(2):
+                named = True
+                return f"%({m.group(2)})s"
+            return "%s"
+        if m.group(3):
+            named = True
+            return f"%({m.group(3)})s"
+        if m.group(4):
+            return "%%"
+        return m.group(0).replace("%", "%%")
+
+    return _TOKENS.sub(one, sql), named
+
+
+class Cursor:
+    """The rows of one statement: iterate, or fetchone/fetchall, as with apsw."""
+
+    __slots__ = ("_cur",)
+
+    def __init__(self, cur: psycopg.Cursor):
+        self._cur = cur
+
+    def __iter__(self) -> Iterator[tuple]:
+        if self._cur.description is None:
+            return iter(())
+        return iter(self._cur)
+
+    def fetchone(self) -> tuple | None:
+        return self._cur.fetchone() if self._cur.description is not None else None
+
+    def fetchall(self) -> list[tuple]:
+        return self._cur.fetchall() if self._cur.description is not None else []
+
+    @property
+    def description(self):
+        return self._cur.description
+
+
+class Connection:
+    """One PostgreSQL session, used by one thread at a time (as an apsw connection is)."""
+
+    engine = ENGINE
+
+    def __init__(self, pg: psycopg.Connection, *, dsn: str):
+        self._pg = pg
+        # Every Python int goes as bigint (psycopg picks the smallest type by value): Arbiter's ids and
+        # instants are 64-bit, and a `?` typed smallint breaks a recursive query whose other arm is bigint.
+        pg.adapters.register_dumper(int, Int8Dumper)
+        self.dsn = dsn
+        self._depth = 0
+        self._changes = 0
+
+    # -- statements ---------------------------------------------------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] | dict | None = None) -> Cursor:
+        cur = self._pg.cursor()
+        if params is None or (not params and not isinstance(params, dict)):
+            # No parameters: several statements may be sent at once (DDL scripts), and `%` is literal.
+            cur.execute(sql.encode() if "%" in sql else sql)
+        else:
+            query, named = translate(sql)
+            if named and not isinstance(params, dict):
+                params = {str(i): value for i, value in enumerate(params, start=1)}
+            cur.execute(query, params)
+        self._changes = max(cur.rowcount, 0)
+        return Cursor(cur)
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> None:
+        with self._pg.cursor() as cur:
+            query, named = translate(sql)
+            rows = list(seq)
+            if named:
+                rows = [r if isinstance(r, dict) else {str(i): x for i, x in enumerate(r, start=1)} for r in rows]
+            cur.executemany(query, rows)
+            self._changes = max(cur.rowcount, 0)
+
+    def last_insert_rowid(self) -> int:
+        """The id the session's last INSERT took from a table's identity sequence."""
+        return self._pg.execute("SELECT lastval()").fetchone()[0]
+
+    def changes(self) -> int:
+        """Rows the last statement wrote."""
+        return self._changes
+
+    # -- transactions -------------------------------------------------------------------------------------
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    def __enter__(self) -> "Connection":
+        if self._depth == 0:
+            self._pg.execute("BEGIN")
+        else:
+            self._pg.execute(f"SAVEPOINT s{self._depth}")
+        self._depth += 1
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                self._pg.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            elif exc_type is None:
+                self._pg.execute(f"RELEASE SAVEPOINT s{self._depth}")
+            else:
+                self._pg.execute(f"ROLLBACK TO SAVEPOINT s{self._depth}")
+                self._pg.execute(f"RELEASE SAVEPOINT s{self._depth}")
+        except psycopg.Error:
+            if exc_type is None:
+                raise
+        return False
+
+    def close(self) -> None:
+        self._pg.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._pg.closed
+
+    @property
+    def filename(self) -> str:
+        """What names the store in caches keyed by database (apsw's attribute of the same name)."""
+        return self.dsn

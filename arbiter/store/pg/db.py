@@ -1,0 +1,99 @@
+"""Opening a PostgreSQL store: the URL, the checks before anything is written, and the schema steps."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from arbiter._time import now_us
+from arbiter.errors import InvalidParams, SchemaTooNew, Unavailable
+from arbiter.store.pg import migrations
+from arbiter.store.pg.connection import Connection
+
+# One number for "this database's schema is being changed": daemons starting at once take turns.
+_MIGRATE_LOCK = 0x41524249  # "ARBI"
+CONNECT_TIMEOUT_S = 10
+
+
+def _where(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the database URL"
+    host = parts.get("host", "localhost")
+    return f"postgresql://{parts.get('user', '') + '@' if parts.get('user') else ''}{host}" \
+           f"{':' + str(parts['port']) if parts.get('port') else ''}/{parts.get('dbname', '')}"
+
+
+def connect(url: str, *, application: str = "arbiter") -> Connection:
+    """A connection to the database at `url`, with Arbiter's session settings."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as e:
+        raise InvalidParams(f"not a PostgreSQL URL Arbiter can use: {e}", path="db") from None
+    try:
+        pg = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name=application)
+    except psycopg.OperationalError as e:
+        reason = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+        raise Unavailable(f"cannot reach PostgreSQL at {_where(url)}: {reason}") from None
+    # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite.
+    pg.execute("SET TIME ZONE 'UTC'")
+    return Connection(pg, dsn=url)
+
+
+def schema_version(conn: Connection) -> int:
+    """The number of steps applied (0 for a database Arbiter has not set up)."""
+    if conn.execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:
+        return 0
+    return conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+
+
+def _refuse_foreign(conn: Connection, url: str) -> None:
+    """Refuse a database that holds another program's tables: Arbiter sets up only an empty one or its own."""
+    tables = [r[0] for r in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+    )]
+    if tables and "schema_version" not in tables:
+        raise InvalidParams(
+            f"{_where(url)} holds another program's tables ({', '.join(tables[:3])}"
+            f"{', ...' if len(tables) > 3 else ''}): give Arbiter an empty database or one of its own",
+            path="db",
+        )
+
+
+def migrate(conn: Connection, *, say: Callable[[str], None] = lambda _: None) -> int:
+    """Apply the pending steps in one transaction under an advisory lock; return the version."""
+    steps = migrations.steps()
+    with conn:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATE_LOCK,))
+        current = schema_version(conn)
+        if current > len(steps):
+            raise SchemaTooNew(
+                f"database schema version {current} is newer than this Arbiter knows ({len(steps)}); "
+                "upgrade Arbiter to open it"
+            )
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version("
+            "version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)"
+        )
+        for version, (name, sql) in enumerate(steps[current:], start=current + 1):
+            say(f"arbiter: applying schema step {name}")
+            conn.execute(sql)
+            conn.execute("INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                         (version, name, now_us()))
+    return len(steps)
+
+
+def open_database(url: str, *, say: Callable[[str], None] = lambda _: None, **_settings) -> Connection:
+    """Connect, check and migrate: the writer's way in (settings that only mean something to SQLite are ignored)."""
+    conn = connect(url)
+    try:
+        _refuse_foreign(conn, url)
+        migrate(conn, say=say)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

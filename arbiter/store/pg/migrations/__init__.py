@@ -1,0 +1,18 @@
+"""PostgreSQL's schema steps: literal SQL files `pNNN_name.sql`, applied in name order, frozen once shipped.
+
+A PostgreSQL store starts at today's schema (the SQLite file's history
+before it, m001-m027, has no counterpart here); a later change to the
+schema is a new file, on both engines.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+NAMES = ["p001_core"]
+
+
+def steps() -> list[tuple[str, str]]:
+    """(name, SQL) of every step, in order."""
+    here = resources.files(__name__)
+    return [(name, (here / f"{name}.sql").read_text(encoding="utf-8")) for name in NAMES]
