@@ -53,7 +53,7 @@ def recall_row(row: str) -> str:
         return f"(octet_length({content}) - octet_length(replace({content}, '{needle}', ''))) / {size}"
 
     first = " + ".join(count(n, k) for n, k in ((" I ", 3), (" I''", 3), (" my ", 4), (" me ", 4)))
-    first += f" + (substr({content}, 1, 2) IN ('I ', 'I'''))"  # a text that opens with "I"
+    first += f" + CAST(substr({content}, 1, 2) IN ('I ', 'I''') AS INTEGER)"  # a text that opens with "I"
     second = " + ".join(count(n, 3) for n in ("you", "You"))
     return (
         f"{row}.id, {row}.tenant_id, {row}.type, {row}.conversation_id, {row}.valid_from, {row}.valid_to, "

@@ -10,11 +10,19 @@ from arbiter.store import open_database, tenants
 TENANT_CREATED = 1795168800 * US  # 2026-11-20T10:00:00Z
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgresql)])
+def pytest_generate_tests(metafunc):
+    """`db` is a SQLite file, and also a PostgreSQL database for a test marked `both_engines` (a module says so
+    for all its tests with `pytestmark`, once they pass on PostgreSQL)."""
+    if "db" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
+        metafunc.parametrize("db", ["sqlite", "postgresql"], indirect=True)
+
+
+@pytest.fixture
 def db(request, tmp_path):
-    """A new, migrated store on each engine: a SQLite file, and a PostgreSQL database (function scope; some
-    modules override with a shared one, or with `sqlite_db` where the test is about the SQLite file itself)."""
-    target = tmp_path / "arbiter.db" if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    """A new, migrated store: a SQLite file, or a PostgreSQL database (function scope; some modules override it
+    with a shared one). `sqlite_db` is for tests of what only the SQLite engine has."""
+    engine = getattr(request, "param", "sqlite")
+    target = tmp_path / "arbiter.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
     conn = open_database(target)
     yield conn
     conn.close()
