@@ -1,0 +1,2 @@
+-- Entities, facts and associations on PostgreSQL.
+SELECT 1;
