@@ -13,7 +13,7 @@ import importlib
 import importlib.abc
 import sys
 
-_TRIGGERS = ("pydantic_core", "rpds", "jiter", "charset_normalizer", "_ssl", "_multibytecodec", "_codecs_")
+_TRIGGERS = ("pydantic_core", "rpds", "jiter", "charset_normalizer", "_ssl", "_multibytecodec", "_codecs_", "psycopg")
 
 
 class _UnpackOnImport(importlib.abc.MetaPathFinder):
