@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -82,6 +82,9 @@ class Connection:
     """One PostgreSQL session, used by one thread at a time (as an apsw connection is)."""
 
     engine = ENGINE
+    #: Called with every statement as sent (psycopg's placeholders), when set: what tests/unit/test_pg_tenancy.py
+    #: reads to check that each statement stays within one tenant, and a way to see what a verb sends.
+    trace: Callable[[str], None] | None = None
 
     def __init__(self, pg: psycopg.Connection, *, dsn: str):
         self._pg = pg
@@ -97,9 +100,13 @@ class Connection:
         cur = self._pg.cursor()
         if params is None or (not params and not isinstance(params, dict)):
             # No parameters: several statements may be sent at once (DDL scripts), and `%` is literal.
-            cur.execute(sql.encode() if "%" in sql else sql)
+            if self.trace:
+                self.trace(sql)
+            cur.execute(sql)
         else:
             query, named = translate(sql)
+            if self.trace:
+                self.trace(query)
             if named and not isinstance(params, dict):
                 params = {str(i): value for i, value in enumerate(params, start=1)}
             cur.execute(query, params)
@@ -109,6 +116,8 @@ class Connection:
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> None:
         with self._pg.cursor() as cur:
             query, named = translate(sql)
+            if self.trace:
+                self.trace(query)
             rows = list(seq)
             if named:
                 rows = [r if isinstance(r, dict) else {str(i): x for i, x in enumerate(r, start=1)} for r in rows]

@@ -1,0 +1,128 @@
+"""Would a statement stay on one tenant's node under Citus? The check behind tests/unit/test_pg_tenancy.py.
+
+Citus routes a statement to one node when every distributed table it reads
+or writes is pinned to one value of the distribution column. Arbiter
+distributes every table that holds a tenant's data by `tenant_id`
+(docs/architecture.md, "PostgreSQL"), and keeps the directory (tenants,
+users, teams, memberships, scopes: small, read at every request, written
+rarely) as reference tables, copied to every node. So a statement is
+routable when, in each of its SELECT scopes (and an UPDATE's or DELETE's
+target), every distributed table is pinned: `t.tenant_id = <parameter or
+constant>`, or `t.tenant_id = u.tenant_id` with `u` pinned, in a conjunct of
+its WHERE or JOIN ... ON, or of an enclosing scope that it is correlated
+with. An INSERT into a distributed table names `tenant_id` among its
+columns. The statements are parsed with sqlglot, as PostgreSQL reads them.
+"""
+
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+#: Reference tables: the directory every request reads, the same on every node.
+REFERENCE = frozenset({"tenants", "users", "teams", "team_members", "scopes", "settings", "schema_version"})
+
+
+def _conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
+    if condition is None:
+        return []
+    if isinstance(condition, exp.And):
+        return _conjuncts(condition.left) + _conjuncts(condition.right)
+    if isinstance(condition, exp.Paren):
+        return _conjuncts(condition.this)
+    return [condition]
+
+
+def _is_value(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Literal, exp.Placeholder, exp.Parameter)) or (
+        isinstance(node, exp.Cast) and _is_value(node.this))
+
+
+def _tenant_column(node: exp.Expression, aliases: set[str], only: str | None) -> str | None:
+    """The alias whose tenant_id `node` is (an unqualified one belongs to the scope's only table)."""
+    if isinstance(node, exp.Column) and node.name == "tenant_id":
+        table = node.table or only
+        return table if table in aliases else None
+    return None
+
+
+def _pins(scope: Scope, conditions: list[exp.Expression], candidates: set[str], outer: set[str]) -> set[str]:
+    """The aliases among `candidates` pinned by `conditions` (outer aliases already pinned count as values)."""
+    only = next(iter(candidates)) if len(candidates) == 1 else None
+    pinned: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    for c in conditions:
+        if not isinstance(c, exp.EQ):
+            continue
+        left = _tenant_column(c.left, candidates | outer, only)
+        right = _tenant_column(c.right, candidates | outer, only)
+        if left and _is_value(c.right):
+            pinned.add(left)
+        elif right and _is_value(c.left):
+            pinned.add(right)
+        elif left and right:
+            pairs.append((left, right))
+    pinned |= outer
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            for x, y in ((a, b), (b, a)):
+                if y in pinned and x not in pinned:
+                    pinned.add(x)
+                    changed = True
+    return pinned & candidates
+
+
+def _scope_conditions(node: exp.Expression) -> list[exp.Expression]:
+    out = _conjuncts(node.args.get("where").this if node.args.get("where") else None)
+    for join in node.args.get("joins") or []:
+        out += _conjuncts(join.args.get("on"))
+    return out
+
+
+def fan_outs(sql: str) -> list[str]:
+    """Why `sql` would have to reach more than one tenant's node: one reason per unpinned table (none: routable)."""
+    problems: list[str] = []
+    for statement in sqlglot.parse(sql, read="postgres"):
+        if statement is None:
+            continue
+        problems += _statement(statement)
+    return problems
+
+
+def _distributed(table: exp.Table) -> bool:
+    return table.name not in REFERENCE
+
+
+def _statement(statement: exp.Expression) -> list[str]:
+    problems: list[str] = []
+    if isinstance(statement, exp.Insert):
+        target = statement.this
+        table = target.this if isinstance(target, exp.Schema) else target
+        columns = [c.name for c in target.expressions] if isinstance(target, exp.Schema) else []
+        if isinstance(table, exp.Table) and _distributed(table) and "tenant_id" not in columns:
+            problems.append(f"INSERT INTO {table.name} names no tenant_id")
+    if isinstance(statement, (exp.Update, exp.Delete)):
+        table = statement.this
+        if isinstance(table, exp.Table) and _distributed(table):
+            alias = table.alias_or_name
+            conditions = _conjuncts(statement.args.get("where").this if statement.args.get("where") else None)
+            if alias not in _pins(None, conditions, {alias}, set()):
+                problems.append(f"{type(statement).__name__.upper()} {table.name} without a tenant filter")
+    memo: dict[int, set[str]] = {}
+
+    def pinned(scope: Scope) -> set[str]:
+        """The aliases pinned in `scope` or, for a correlated subquery, in any scope around it."""
+        if id(scope) not in memo:
+            outer = pinned(scope.parent) if scope.parent is not None else set()
+            aliases = {alias for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
+            memo[id(scope)] = _pins(scope, _scope_conditions(scope.expression), aliases, outer) | outer
+        return memo[id(scope)]
+
+    for scope in traverse_scope(statement):
+        for alias, src in scope.sources.items():
+            if isinstance(src, exp.Table) and _distributed(src) and alias not in pinned(scope):
+                problems.append(f"{src.name}{'' if alias == src.name else ' ' + alias} without a tenant filter")
+    return problems
