@@ -130,15 +130,16 @@ def vm_kb(pid: int, field_name: str) -> int:
 class BenchDaemon:
     """`python -m arbiter serve` on `home`, stopped with SIGTERM."""
 
-    def __init__(self, home: Path, synchronous: str, *, tree: Path | None = None):
-        """`tree`: run another checkout's code (its folder on PYTHONPATH and as the working directory)."""
+    def __init__(self, home: Path, synchronous: str, *, tree: Path | None = None, args: tuple[str, ...] = ()):
+        """`tree`: run another checkout's code (its folder on PYTHONPATH and as the working directory); `args`:
+        more `serve` options (`--db URL`)."""
         self.home = home
         self.tree = tree
         env = isolated_env(home, ARBITER_SYNCHRONOUS=synchronous)
         if tree is not None:
             env["PYTHONPATH"] = str(tree)
         self.log = open(home / "bench-daemon.log", "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "arbiter", "serve"], env=env, stdout=self.log,
+        self.proc = subprocess.Popen([sys.executable, "-m", "arbiter", "serve", *args], env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, cwd=tree)
         deadline = time.monotonic() + 30
         while True:

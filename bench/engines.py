@@ -1,0 +1,196 @@
+"""SQLite and PostgreSQL side by side: one workload through the real socket on each engine, in one run.
+
+    python -m bench.engines --pg postgresql://USER@/DB?host=/run/postgresql [--sizes 10000,100000,250000]
+                            [--others 0] [--out engines.json]
+
+For each engine (a daemon on a fresh home; on PostgreSQL `serve --db URL` on
+an empty database, which the bench empties first), and through
+`arbiter.client.Client`:
+
+- `remember` p50/p99 over single calls, and bulk ingest (remember_many batches) in entries/s;
+- at each tenant size in --sizes: `recall` p50/p99 and `get` p50 on the largest tenant;
+- with --others N: N more tenants of --other-size entries each, written before the big one, so the big
+  tenant shares the database (the issue's 1,000 tenants and 2.5M entries: --others 999 --other-size 2250);
+- PostgreSQL only: recalls per second from --clients threads against one daemon, then spread over two
+  daemons serving the same database (the issue asks >= 1.6x).
+
+Targets (issue #31, PostgreSQL): recall p50 <= 10 ms and p99 <= 50 ms at 250K; remember p50 <= 5 ms;
+bulk >= 5K entries/s; two daemons >= 1.6x one. Numbers are reported, nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from arbiter import __version__, paths
+from arbiter.client import Client
+from bench import report
+from bench.load import BenchDaemon, Vocabulary, make_entry, percentile
+
+TARGETS = {"recall_p50_ms": 10.0, "recall_p99_ms": 50.0, "remember_p50_ms": 5.0, "bulk_entries_per_s": 5000.0}
+
+
+@dataclass
+class Engine:
+    name: str
+    remember_p50_ms: float = 0.0
+    remember_p99_ms: float = 0.0
+    bulk_entries_per_s: float = 0.0
+    by_size: dict[int, dict[str, float]] = field(default_factory=dict)
+    one_daemon_recalls_per_s: float = 0.0
+    two_daemons_recalls_per_s: float = 0.0
+
+
+def _empty_pg(url: str) -> None:
+    """Drop every table of the bench's PostgreSQL database, so each run starts from nothing."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+
+
+def _queries(vocab: Vocabulary, rng: random.Random, n: int) -> list[str]:
+    return [" ".join(vocab.mid_frequency(rng.randint(2, 4))) for _ in range(n)]
+
+
+def _timed(calls) -> list[int]:
+    samples = []
+    for call in calls:
+        t = time.perf_counter_ns()
+        call()
+        samples.append(time.perf_counter_ns() - t)
+    return samples
+
+
+def _throughput(clients: list[Client], queries: list[str], seconds: float) -> float:
+    """Recalls per second from one thread per client, for `seconds`."""
+    done = [0] * len(clients)
+    stop = time.monotonic() + seconds
+
+    def work(i: int) -> None:
+        rng = random.Random(i)
+        while time.monotonic() < stop:
+            clients[i].recall(rng.choice(queries), limit=10)
+            done[i] += 1
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(clients))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(done) / seconds
+
+
+def run_engine(name: str, db: str | None, args) -> Engine:
+    rng = random.Random(args.seed)
+    vocab = Vocabulary(rng)
+    res = Engine(name)
+    home = Path(tempfile.mkdtemp(prefix=f"arb-engines-{name}-"))
+    extra = ("--db", db) if db else ()
+    if db:
+        _empty_pg(db)
+    daemon = BenchDaemon(home, "FULL", args=extra)
+    second = None
+    try:
+        with daemon.client() as c:
+            if args.others:
+                _others(daemon, home, vocab, rng, args)
+            samples = _timed(lambda e=make_entry(vocab, rng, n): c.remember(**e) for n in range(args.singles))
+            res.remember_p50_ms, res.remember_p99_ms = percentile(samples, 50), percentile(samples, 99)
+            written, bulk_ns, ids = args.singles, 0, []
+            for size in args.sizes:
+                while written < size:
+                    batch = [make_entry(vocab, rng, written + i) for i in range(min(args.batch, size - written))]
+                    t = time.perf_counter_ns()
+                    ids += c.remember_many(batch)
+                    bulk_ns += time.perf_counter_ns() - t
+                    written += len(batch)
+                    print(f"{name}: {written:,} entries", file=sys.stderr, end="\r")
+                queries = _queries(vocab, rng, args.recalls)
+                for q in queries[:20]:  # warm the caches a long-running daemon has warm
+                    c.recall(q, limit=10)
+                recall = _timed(lambda q=q: c.recall(q, limit=10) for q in queries)
+                get = _timed(lambda i=i: c.get(i) for i in rng.choices(ids, k=args.recalls))
+                res.by_size[size] = {"recall_p50_ms": percentile(recall, 50), "recall_p99_ms": percentile(recall, 99),
+                                     "get_p50_ms": percentile(get, 50)}
+                print(f"{name} at {size:,}: recall p50 {res.by_size[size]['recall_p50_ms']:.1f} ms", file=sys.stderr)
+            res.bulk_entries_per_s = (written - args.singles) / (bulk_ns / 1e9) if bulk_ns else 0.0
+            if db and args.clients:
+                queries = _queries(vocab, rng, 200)
+                token = paths.token_path(home, "default").read_text().strip()
+                ones = [Client(paths.socket_path(home), token, timeout=600) for _ in range(args.clients)]
+                res.one_daemon_recalls_per_s = _throughput(ones, queries, args.seconds)
+                home2 = Path(tempfile.mkdtemp(prefix="arb-engines-second-"))
+                second = BenchDaemon(home2, "FULL", args=extra)
+                twos = [Client(paths.socket_path(home if i % 2 else home2), token, timeout=600)
+                        for i in range(args.clients)]
+                res.two_daemons_recalls_per_s = _throughput(twos, queries, args.seconds)
+                for client in ones + twos:
+                    client.close()
+    finally:
+        daemon.stop()
+        if second is not None:
+            second.stop()
+            shutil.rmtree(second.home, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+    return res
+
+
+def _others(daemon: BenchDaemon, home: Path, vocab: Vocabulary, rng: random.Random, args) -> None:
+    """--others tenants of --other-size entries each, through the admin token."""
+    admin = Client(paths.socket_path(home), paths.admin_token_path(home).read_text().strip(), timeout=600)
+    with admin:
+        for t in range(args.others):
+            token = admin.tenant_create(f"other-{t}").token
+            with Client(paths.socket_path(home), token, timeout=600) as other:
+                for start in range(0, args.other_size, args.batch):
+                    other.remember_many([make_entry(vocab, rng, start + i)
+                                         for i in range(min(args.batch, args.other_size - start))])
+            print(f"other tenants: {t + 1}", file=sys.stderr, end="\r")
+
+
+def table(results: list[Engine]) -> str:
+    lines = [f"arbiter {__version__}: engines side by side"]
+    for r in results:
+        lines.append(f"  {r.name}: remember p50 {r.remember_p50_ms:.2f} ms (p99 {r.remember_p99_ms:.2f}), "
+                     f"bulk {r.bulk_entries_per_s:,.0f} entries/s")
+        for size, m in r.by_size.items():
+            lines.append(f"    {size:>9,} entries: recall p50 {m['recall_p50_ms']:.1f} ms, p99 {m['recall_p99_ms']:.1f} ms;"
+                         f" get p50 {m['get_p50_ms']:.2f} ms")
+        if r.one_daemon_recalls_per_s:
+            lines.append(f"    recalls/s: one daemon {r.one_daemon_recalls_per_s:.0f}, two daemons "
+                         f"{r.two_daemons_recalls_per_s:.0f} ({r.two_daemons_recalls_per_s / r.one_daemon_recalls_per_s:.2f}x)")
+    lines.append("  targets (PostgreSQL): " + ", ".join(f"{k} {v:g}" for k, v in TARGETS.items()) + ", two daemons 1.6x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.engines", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pg", required=True, help="URL of an empty PostgreSQL database the bench may wipe")
+    ap.add_argument("--sizes", default="10000,100000,250000",
+                    type=lambda s: sorted(int(x) for x in s.split(",")), help="tenant sizes measured at (default 10K,100K,250K)")
+    ap.add_argument("--others", type=int, default=0, help="other tenants in the database (default 0)")
+    ap.add_argument("--other-size", type=int, default=2250, help="entries per other tenant (default 2250)")
+    ap.add_argument("--singles", type=int, default=1000, help="single remember calls to time")
+    ap.add_argument("--batch", type=int, default=2000, help="entries per remember_many call")
+    ap.add_argument("--recalls", type=int, default=300, help="recall and get calls to time at each size")
+    ap.add_argument("--clients", type=int, default=8, help="threads for the one-vs-two daemons run (0: skip)")
+    ap.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
+    ap.add_argument("--engines", default="sqlite,postgresql", help="which engines, in order")
+    ap.add_argument("--seed", type=int, default=20261129)
+    ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
+    args = ap.parse_args(argv)
+    results = [run_engine(e, args.pg if e == "postgresql" else None, args) for e in args.engines.split(",")]
+    report({"version": __version__, "engines": [asdict(r) for r in results]}, args.out, text=table(results))
+
+
+if __name__ == "__main__":
+    main()
