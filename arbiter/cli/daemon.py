@@ -13,22 +13,9 @@ import click
 from arbiter import paths
 from arbiter._lock import lock_owner
 from arbiter.cli._common import (
-    GivenPath, Settings, _name, handle_errors, main,
+    DatabasePath, GivenPath, Settings, _name, handle_errors, main,
 )
 from arbiter.errors import InvalidParams, Unavailable
-
-
-class DatabasePath(GivenPath):
-    """A database file; a URL (`postgresql://...`) is refused until an engine other than SQLite is built.
-
-    Else the URL is taken for a relative path, and a folder named `postgresql:` appears where it ran.
-    """
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and paths.is_database_url(value):
-            self.fail(f"{value.split('://', 1)[0]}:// is a database URL; this arbiter serves SQLite files only "
-                      "(the PostgreSQL engine is not built yet): give a file path (--db or ARBITER_DB)", param, ctx)
-        return super().convert(value, param, ctx)
 
 
 @main.command()
@@ -36,7 +23,7 @@ class DatabasePath(GivenPath):
               help="Data folder (overrides the global option).")
 @click.option("--socket", type=GivenPath(path_type=Path), help="Socket path (overrides the global option).")
 @click.option("--db", type=DatabasePath(path_type=Path), envvar="ARBITER_DB",
-              help="Database file (env ARBITER_DB; default HOME/arbiter.db).")
+              help="Database file, or a PostgreSQL URL postgresql://... (env ARBITER_DB; default HOME/arbiter.db).")
 @click.option("--synchronous", type=click.Choice(["FULL", "NORMAL"]), default="FULL", show_default=True,
               envvar="ARBITER_SYNCHRONOUS",
               help="FULL: acknowledged writes survive power loss. NORMAL: faster commits; the last "
