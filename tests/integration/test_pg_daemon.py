@@ -21,7 +21,7 @@ import pytest
 
 from arbiter import paths
 from arbiter.client import Client
-from arbiter.errors import Unauthorized, Unavailable
+from arbiter.errors import InvalidParams, Unauthorized, Unavailable
 from arbiter.server.upkeep import Job, turn
 from arbiter.store import connect
 from tests.conftest import DaemonProcess, isolated_env, wait_for
@@ -329,6 +329,29 @@ def test_a_database_down_when_a_request_comes_is_unavailable_and_not_an_internal
             assert c.conversation_list()
     assert d.stop() == 0
     assert "internal error" not in d.log
+
+
+# ---- backups are the operator's -------------------------------------------------------------------------------
+
+
+def test_backup_verify_and_restore_refuse_a_postgresql_store_and_write_nothing(homes, daemons, pg_url):
+    d = serve(daemons, homes(), pg_url)
+    target = d.home / "backup.db"
+    created = arbiter(d.home, "backup", "create", str(target))
+    assert created.returncode == 1 and "pg_dump" in created.stderr and "Traceback" not in created.stderr
+    assert not target.exists() and not Path(f"{target}.partial").exists()
+    with Client(d.socket, d.admin_token) as admin, pytest.raises(InvalidParams):
+        admin.backup_create(target)
+    verified = arbiter(d.home, "backup", "verify", pg_url)
+    assert verified.returncode == 1 and "pg_dump" in verified.stderr
+    before = sorted(p.name for p in d.home.rglob("*"))
+    some_file = d.home / "some.db"
+    some_file.touch()
+    restored = arbiter(d.home, "backup", "restore", str(some_file), ARBITER_DB=pg_url)
+    assert restored.returncode == 1 and "pg_dump" in restored.stderr
+    assert sorted(p.name for p in d.home.rglob("*")) == sorted([*before, "some.db"])
+    assert sql(pg_url, "SELECT count(*) FROM conversations")[0][0] == 0
+    assert d.stop() == 0
 
 
 def paths_token(home: Path) -> Path:
