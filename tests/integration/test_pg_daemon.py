@@ -70,10 +70,14 @@ def arbiter(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
-def blocked_on_a_lock(url: str) -> bool:
-    """Whether one of the daemons' sessions waits on a lock the test holds."""
+def _waiting(url: str) -> int:
+    """How many of the daemons' sessions wait on a lock (the test's, or one another's)."""
     return sql(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND application_name = 'arbiter' AND wait_event_type = 'Lock'")[0][0] > 0
+                    "AND application_name = 'arbiter' AND wait_event_type = 'Lock'")[0][0]
+
+
+def blocked_on_a_lock(url: str) -> bool:
+    return _waiting(url) > 0
 
 
 # ---- serving a URL -------------------------------------------------------------------------------------------
@@ -156,8 +160,12 @@ def test_daemons_started_at_once_on_a_new_database_make_one_tenant(homes, daemon
     pair = [DaemonProcess(homes(), args=("--db", pg_url)) for _ in range(2)]
     daemons.extend(pair)
     starts = [threading.Thread(target=d.start) for d in pair]
-    for t in starts:
-        t.start()
+    # Held, the lock stops a first run's INSERT but not its count: both daemons get as far as they can.
+    with psycopg.connect(pg_url) as holder:
+        holder.execute("LOCK TABLE tenants IN EXCLUSIVE MODE")
+        for t in starts:
+            t.start()
+        wait_for(lambda: _waiting(pg_url) == 2, timeout=30, what="both first runs to wait")
     for t in starts:
         t.join()
     assert sql(pg_url, "SELECT name FROM tenants") == [("default",)]
