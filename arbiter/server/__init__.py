@@ -419,13 +419,17 @@ class Daemon(Connections, Upkeep):
             if phase.writes:
                 self._wrote.set()
             try:
-                work = phase.work
-                if self.shared and phase.lane == "writer":
+                work, lane = phase.work, phase.lane
+                if self.shared and lane == "writer":
                     work = partial(self._on_live_writer, work)
-                if phase.lane == "loop":
+                elif self.shared and lane == "loop":
+                    # A row by key is a round trip to the server there, and a reconnect may wait for the connect
+                    # timeout: neither may hold the loop, which frames every other connection's requests.
+                    lane = "quick"
+                if lane == "loop":
                     value = work()
                 else:
-                    value = await loop.run_in_executor(self._pools[phase.lane], work)
+                    value = await loop.run_in_executor(self._pools[lane], work)
                 error = None
             except BaseException as e:  # handed to the phases, which say what it undoes
                 value, error = None, e
