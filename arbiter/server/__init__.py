@@ -437,7 +437,6 @@ class Daemon(Connections, Upkeep):
             self._schedule_access_flush(loop)
         return result
 
-
     def _on_live_writer(self, work):
         self._live_writer()
         return work()
