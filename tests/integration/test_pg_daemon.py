@@ -291,8 +291,11 @@ def test_every_acknowledged_write_is_there_after_kill_9(homes, daemons, pg_url):
 
 
 @pytest.fixture
-def own_cluster():
-    """A PostgreSQL cluster of this test's own (initdb in a temporary folder, unix socket only), to restart."""
+def own_cluster(request):
+    """A PostgreSQL cluster of this test's own (initdb in a temporary folder, unix socket only), to restart.
+
+    A test may pass it server settings (`@pytest.mark.parametrize("own_cluster", [...], indirect=True)`).
+    """
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not found and shutil.which("initdb") is None:
         pytest.skip("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
@@ -309,7 +312,7 @@ def own_cluster():
 
     subprocess.run([*as_user, str(pgbin / "initdb"), "-D", str(folder / "data"), "-U", "postgres", "-A", "trust",
                     "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=120)
-    options = f"-k {folder} -c listen_addresses= -c fsync=off"
+    options = " ".join([f"-k {folder} -c listen_addresses= -c fsync=off", *getattr(request, "param", [])])
     ctl("-w", "-o", options, "start")
     sql(f"postgresql://postgres@/postgres?host={folder}", "CREATE DATABASE arbiter")
     try:
@@ -357,6 +360,39 @@ def test_a_database_down_when_a_request_comes_is_unavailable_and_not_an_internal
             assert c.conversation_list()
     assert d.stop() == 0
     assert "internal error" not in d.log
+
+
+@pytest.mark.parametrize("own_cluster", [["-c max_connections=8", "-c superuser_reserved_connections=0"]],
+                         indirect=True)
+def test_a_server_out_of_connections_is_unavailable_until_one_frees(homes, daemons, own_cluster):
+    url, _ = own_cluster
+    d = serve(daemons, homes(), url)
+    with d.client() as c:
+        c.conversation_create("before")
+        taken = _take_every_session(url)
+        # The daemon's sessions end (an operator's pg_terminate_backend), and the test takes the slots they free.
+        taken[0].execute("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+                         "WHERE application_name = 'arbiter'")
+        taken += _take_every_session(url)
+        for call in (c.conversation_list, lambda: c.conversation_create("refused")):
+            with pytest.raises(Unavailable):
+                call()
+        for conn in taken:
+            conn.close()
+        c.conversation_create("after")
+        assert [x.title for x in c.conversation_list()] == ["after", "before"]
+    assert d.stop() == 0
+    assert "internal error" not in d.log
+
+
+def _take_every_session(url: str) -> list:
+    """Connections to `url` until the server refuses one, as other daemons or clients would take them."""
+    taken = []
+    try:
+        while True:
+            taken.append(psycopg.connect(url, connect_timeout=5, autocommit=True))
+    except psycopg.OperationalError:
+        return taken
 
 
 # ---- backups are the operator's -------------------------------------------------------------------------------
