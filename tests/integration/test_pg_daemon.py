@@ -104,13 +104,27 @@ def test_serve_takes_a_postgresql_url_and_makes_no_file_for_it(homes, daemons, p
     assert sql(pg_url, "SELECT name FROM tenants") == [("default",)]
 
 
-def test_a_url_of_postgresql_that_cannot_be_reached_is_one_line_and_leaves_nothing(homes, tmp_path):
+@pytest.mark.parametrize("case", ["unreachable", "malformed", "another program's"])
+def test_a_postgresql_url_the_daemon_cannot_use_is_one_line_and_changes_nothing(homes, tmp_path, pg_databases, case):
     home = homes()
     url = f"postgresql://postgres@/arbiter?host={tmp_path}/no-server-here"
-    done = arbiter(home, "serve", "--db", url)
-    assert done.returncode == 1
-    assert done.stderr.startswith("arbiter: error: cannot reach PostgreSQL") and done.stderr.count("\n") == 1
-    assert list(home.iterdir()) == []
+    if case == "unreachable":
+        said = "cannot reach PostgreSQL"
+    elif case == "malformed":
+        url, said = f"{url}&no_such_option=1", "not a PostgreSQL URL"
+    else:
+        url, said = pg_databases.create(empty=True), "another program's tables"
+        sql(url, "CREATE TABLE invoices(id integer PRIMARY KEY)")
+    try:
+        done = arbiter(home, "serve", "--db", url)
+        assert done.returncode == 1
+        assert done.stderr.startswith("arbiter: error: ") and said in done.stderr and done.stderr.count("\n") == 1
+        assert list(home.iterdir()) == []
+        if case == "another program's":
+            assert sql(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'") == [("invoices",)]
+    finally:
+        if case == "another program's":
+            pg_databases.drop(url)
 
 
 # ---- several daemons, one database ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as e:
-        raise InvalidParams(f"not a PostgreSQL URL Arbiter can use: {e}", path="db") from None
+        raise InvalidParams(f"not a PostgreSQL URL Arbiter can use: {str(e).strip()}", path="db") from None
     try:
         pg = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name=application)
     except psycopg.OperationalError as e:
