@@ -32,7 +32,7 @@ import apsw
 
 from arbiter import derive, maintenance
 from arbiter._time import US, now_us
-from arbiter.errors import ArbiterError
+from arbiter.errors import Unavailable
 from arbiter.recall.maintain import compact
 from arbiter.salience import record_accesses
 from arbiter.server import _memory
@@ -103,15 +103,14 @@ class Upkeep:
         self._active.set()
         self._access_timer: asyncio.TimerHandle | None = None
         self._idle_checkpoint_bytes = 0  # IDLE_CHECKPOINT_PAGES in bytes of WAL, once the page size is known
-        self._failures: tuple[type[BaseException], ...] = (apsw.Error,)  # what idle work may fail with
-        if self.shared:
-            import psycopg
-
-            self._failures += (psycopg.Error, ArbiterError)  # ArbiterError: `unavailable` on reconnecting
 
     def _failed(self, what: str, exc: BaseException) -> None:
-        """Log an idle job's failure: one line for a lost PostgreSQL connection, else with its traceback."""
-        if isinstance(exc, ArbiterError) or lost(self._writer, exc):
+        """Log an idle job's failure: one line for a lost PostgreSQL connection, else with its traceback.
+
+        Any exception: idle work runs in a task (or a pool's future) nobody awaits, and one it let through would
+        end idle work for the daemon's life without a word.
+        """
+        if isinstance(exc, Unavailable) or lost(self._writer, exc):
             self.log(f"arbiter: {what} waits: PostgreSQL is unreachable ({exc})", key=f"{what} lost")
         else:
             self.log(f"arbiter: {what} failed\n" + "".join(traceback.format_exception(exc)), key=f"{what} failed")
@@ -160,7 +159,7 @@ class Upkeep:
             except apsw.FullError:
                 self.disk.hit()
                 more = False  # the checkpoint below retries until there is room
-            except self._failures as e:
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
                 self._failed("idle upkeep (retried after the next write)", e)
                 return
             if not more:
@@ -245,7 +244,7 @@ class Upkeep:
         if self.shared:
             try:
                 self._live_writer()
-            except ArbiterError:
+            except Unavailable:
                 return  # PostgreSQL is down: the accesses stay queued (bounded) for the next flush
         batch = []
         while self.runner.accesses:
@@ -256,7 +255,7 @@ class Upkeep:
                     record_accesses(self._writer, batch)
             except apsw.FullError:
                 self.disk.hit()
-            except self._failures as e:
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
                 self._failed("the access log (those accesses are dropped)", e)
 
     # ---- maintenance ------------------------------------------------------------
@@ -271,7 +270,7 @@ class Upkeep:
                 await loop.run_in_executor(self._writer_pool, self._maintain_all)
             except apsw.FullError:
                 self.disk.hit()
-            except self._failures as e:
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
                 self._failed("maintenance (retried at the next interval)", e)
 
     def _maintain_all(self) -> None:
