@@ -9,6 +9,9 @@ restarting it (a backup from another connection restarts on every write).
 
 `verify` and `restore` work on files, with no daemon: `restore` refuses while
 one serves the home.
+
+A PostgreSQL store is backed up by its operator, not by Arbiter: each of
+these refuses one (`ON_POSTGRESQL`) before it writes anything.
 """
 
 from __future__ import annotations
@@ -26,10 +29,22 @@ from arbiter import paths
 from arbiter._lock import lock_owner, take_lock
 from arbiter.errors import Conflict, InvalidParams, StorageFull, Unavailable
 from arbiter.backup.model import STEP_PAGES, BackupCheck, BackupCreated, BackupCreateParams
-from arbiter.store import text
+from arbiter.store import engine, text
 from arbiter.store.db import MIGRATIONS
 from arbiter.store.users import hash_token
 from arbiter.verb import Context, Verb
+
+ON_POSTGRESQL = (
+    "backups of a PostgreSQL store are the operator's, not Arbiter's: use pg_dump (or pg_basebackup with WAL "
+    "archiving for point-in-time recovery) and restore with pg_restore; `arbiter backup` copies SQLite files only"
+)
+
+
+def _refuse_postgresql(target, *, path: str) -> None:
+    """Refuse a PostgreSQL store (a URL, or a connection to one) with `ON_POSTGRESQL`."""
+    if engine.is_url(target) or engine.is_postgresql(target):
+        raise InvalidParams(ON_POSTGRESQL, path=path)
+
 
 #: The targets of the backups being made in this process. The daemon runs every step on its writer thread,
 #: one at a time, so a set needs no lock.
@@ -122,6 +137,7 @@ def _open_readonly(path: Path) -> apsw.Connection:
 
 def verify(path: Path) -> BackupCheck:
     """Run SQLite's integrity and foreign-key checks and FTS5's index check on a backup file."""
+    _refuse_postgresql(path, path="path")
     path = Path(path)
     _not_served(path)
     conn = _open_readonly(path)
@@ -204,6 +220,7 @@ def restore(backup: Path, *, home: Path, db_path: Path, socket_path: Path, log=p
     other tenant and user, and the admin, get a fresh token written to `home` (a backup
     restored into a new home would otherwise lock everyone out).
     """
+    _refuse_postgresql(db_path, path="db")
     backup = Path(backup)
     check = verify(backup)
     if not check.ok:
@@ -359,6 +376,7 @@ def _matches(path: Path, token_hash: bytes) -> bool:
 
 def backup_create(ctx: Context, p: BackupCreateParams):
     """Copy the whole database (every tenant) to `path` while serving; writes wait one step at most."""
+    _refuse_postgresql(ctx.conn, path="path")
     return (yield from create(ctx.conn, Path(p.path), step_pages=p.pages_per_step))
 
 

@@ -44,6 +44,23 @@ class GivenPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class DatabasePath(GivenPath):
+    """A SQLite database file, or a PostgreSQL URL (`postgresql://` or `postgres://`), kept as the string it is.
+
+    Any other URL is refused: taken for a relative path, it would make a folder named `mysql:` where it ran.
+    """
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and paths.is_database_url(value):
+            from arbiter.store import engine  # only now: the store's modules load apsw, which --help need not
+
+            if engine.is_url(value):
+                return value
+            self.fail(f"{value.split('://', 1)[0]}:// is a database URL Arbiter cannot use: give a SQLite file "
+                      "path or a postgresql:// URL", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class Settings:
     """Where the CLI finds the daemon and its token."""
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from arbiter import paths
-from arbiter.cli._common import GivenPath, Settings, _emit, command, counted, handle_errors, json_option, main
+from arbiter.cli._common import (
+    DatabasePath, GivenPath, Settings, _emit, command, counted, handle_errors, json_option, main,
+)
 
 
 @main.group()
@@ -43,7 +45,7 @@ def backup_create(settings: Settings, as_json, file):
 
 
 @backup.command("verify")
-@click.argument("file", type=GivenPath(path_type=Path, dir_okay=False))
+@click.argument("file", type=DatabasePath(path_type=Path, dir_okay=False))
 @json_option
 @handle_errors
 def backup_verify(as_json, file):
@@ -55,7 +57,7 @@ def backup_verify(as_json, file):
     """
     from arbiter.backup import core as backup_mod
 
-    check = backup_mod.verify(file.expanduser())
+    check = backup_mod.verify(file.expanduser() if isinstance(file, Path) else file)
 
     def human(c):
         if c.ok:
@@ -72,7 +74,7 @@ def backup_verify(as_json, file):
 
 @backup.command("restore")
 @click.argument("file", type=GivenPath(path_type=Path, dir_okay=False, exists=True))
-@click.option("--db", type=GivenPath(path_type=Path), envvar="ARBITER_DB",
+@click.option("--db", type=DatabasePath(path_type=Path), envvar="ARBITER_DB",
               help="Database file to replace (env ARBITER_DB; default HOME/arbiter.db).")
 @click.pass_obj
 @handle_errors

@@ -13,34 +13,22 @@ import click
 from arbiter import paths
 from arbiter._lock import lock_owner
 from arbiter.cli._common import (
-    GivenPath, Settings, _name, handle_errors, main,
+    DatabasePath, GivenPath, Settings, _name, handle_errors, main,
 )
 from arbiter.errors import InvalidParams, Unavailable
-
-
-class DatabasePath(GivenPath):
-    """A database file; a URL (`postgresql://...`) is refused until an engine other than SQLite is built.
-
-    Else the URL is taken for a relative path, and a folder named `postgresql:` appears where it ran.
-    """
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and paths.is_database_url(value):
-            self.fail(f"{value.split('://', 1)[0]}:// is a database URL; this arbiter serves SQLite files only "
-                      "(the PostgreSQL engine is not built yet): give a file path (--db or ARBITER_DB)", param, ctx)
-        return super().convert(value, param, ctx)
 
 
 @main.command()
 @click.option("--home", type=GivenPath(path_type=Path, file_okay=False),
               help="Data folder (overrides the global option).")
 @click.option("--socket", type=GivenPath(path_type=Path), help="Socket path (overrides the global option).")
-@click.option("--db", type=DatabasePath(path_type=Path), envvar="ARBITER_DB",
-              help="Database file (env ARBITER_DB; default HOME/arbiter.db).")
+@click.option("--db", type=DatabasePath(path_type=Path), envvar="ARBITER_DB", metavar="FILE|URL",
+              help="Database file, or a PostgreSQL URL postgresql://... (env ARBITER_DB; default HOME/arbiter.db).")
 @click.option("--synchronous", type=click.Choice(["FULL", "NORMAL"]), default="FULL", show_default=True,
               envvar="ARBITER_SYNCHRONOUS",
               help="FULL: acknowledged writes survive power loss. NORMAL: faster commits; the last "
-                   "transactions before an OS crash or power cut may roll back (never corrupt).")
+                   "transactions before an OS crash or power cut may roll back (never corrupt). SQLite's: on "
+                   "PostgreSQL the server's synchronous_commit decides.")
 @click.option("--max-frame", type=click.IntRange(1024), default=4 * 1024 * 1024, show_default=True,
               help="Largest request line in bytes.")
 @click.option("--max-connections", type=click.IntRange(1), default=256, show_default=True,
@@ -75,9 +63,13 @@ def serve(settings: Settings, home, socket, db, synchronous, max_frame, max_conn
     HOME/tenants/default.token) and an admin token (HOME/admin.token); a
     token file already there is kept, and the new database takes its token.
 
+    With --db postgresql://..., the store is that PostgreSQL database, and
+    several daemons (each with its own home and socket) may serve it at once.
+
     \b
-    Example:
+    Examples:
       arbiter --home ~/scratch-memory serve
+      arbiter serve --db postgresql://arbiter@db.example/memory
     """
     from arbiter import server
 

@@ -9,6 +9,12 @@ The daemon frames and routes; each job lives in one module:
   associations, checkpoint), the access log, hourly maintenance;
 - `claim`: the lock files that make one daemon per database and per socket.
 
+On PostgreSQL (`--db postgresql://...`) several daemons serve one database:
+each claims only its socket, writes are transactions that wait on each
+other's row locks (a serialization failure or deadlock is tried again), idle
+work is taken in turns under advisory locks (`upkeep`), and a connection the
+server dropped (a restart) is replaced before the next request uses it.
+
 Threads: the asyncio loop frames and routes. Writes run on one writer thread
 with one connection (SQLite serializes writers anyway; one thread makes the
 order explicit and avoids BusyError). Reads run by their verb's lane
@@ -28,6 +34,7 @@ import signal
 import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import apsw
@@ -43,6 +50,7 @@ from arbiter.errors import (
     ParseError,
     StorageFull,
     Unauthorized,
+    Unavailable,
 )
 from arbiter.model import Request
 from arbiter.server import _memory
@@ -52,9 +60,9 @@ from arbiter.server.framing import (
     _CHUNK, FD_RESERVE, IDLE_TIMEOUT_S, LINE_TIMEOUT_S, MAX_BUFFERED, MAX_CONNECTIONS, MAX_FRAME, Connections,
     check_utf8, error_frame, result_frame,
 )
-from arbiter.server.runner import Caller, DiskFull, Runner, disk_full, writer_settings
-from arbiter.server.upkeep import IDLE_CHECKPOINT_PAGES, IDLE_S, Upkeep
-from arbiter.store import connect, open_database, tenants, users
+from arbiter.server.runner import Caller, DiskFull, Runner, disk_full, lost, writer_settings
+from arbiter.server.upkeep import IDLE_CHECKPOINT_PAGES, IDLE_S, Job, Upkeep, take_turn
+from arbiter.store import connect, engine, open_database, tenants, users
 from arbiter.validation import describe
 from arbiter.verb import Services
 from arbiter.verbs import VERBS, Verb
@@ -95,7 +103,7 @@ class Daemon(Connections, Upkeep):
         self,
         *,
         home: Path,
-        db_path: Path,
+        db_path: Path | str,
         socket_path: Path,
         max_frame: int = MAX_FRAME,
         max_connections: int = MAX_CONNECTIONS,
@@ -111,6 +119,8 @@ class Daemon(Connections, Upkeep):
     ):
         self.home = home
         self.db_path = db_path
+        #: Served from PostgreSQL (`db_path` a URL): several daemons may share the database.
+        self.shared = engine.is_url(db_path)
         self.socket_path = socket_path
         self.max_frame = max_frame
         self.max_connections = max_connections
@@ -126,12 +136,13 @@ class Daemon(Connections, Upkeep):
         self._readers = readers or min(4, os.cpu_count() or 1)
         self.disk = DiskFull(self.log)
         # The writer connection is set once the database is open (`serve`).
-        self.runner = Runner(None, self._reader_conn, services=self.services, log=self.log, disk=self.disk)
+        self.runner = Runner(None, self._reader_conn, services=self.services, log=self.log, disk=self.disk,
+                             shared=self.shared)
         self._admin_hash: bytes | None = None
         self._local = threading.local()
         self._reader_conns: list[apsw.Connection] = []
         self._stopping = False  # a signal came: connections start no new line
-        self._claim = Claim(db_path, socket_path)
+        self._claim = Claim(None if self.shared else db_path, socket_path)
         self.maintenance_interval_s = maintenance_interval_s
         self.min_salience = min_salience
         self._init_connections()
@@ -148,6 +159,8 @@ class Daemon(Connections, Upkeep):
         """
         now = now_us()
         with conn:
+            if self.shared:  # daemons started at once on a new database: one creates the tenant and the admin token
+                take_turn(conn, Job.FIRST_RUN, wait=True)
             if conn.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0:
                 path = paths.token_path(self.home, paths.DEFAULT_TENANT)
                 held = paths.held_secret(path)
@@ -171,15 +184,34 @@ class Daemon(Connections, Upkeep):
             self._admin_hash = row[0]
 
     def _reader_conn(self, lane: str = "reader") -> apsw.Connection:
-        """This thread's read connection (made on first use; a lane's threads read few pages each)."""
+        """This thread's read connection (made on first use; a lane's threads read few pages each).
+
+        A PostgreSQL session the server dropped is replaced here, before a request fails on it.
+        """
         conn = getattr(self._local, "conn", None)
+        if conn is not None and self.shared and not conn.alive():
+            self._reader_conns.remove(conn)
+            self._local.conn = None
+            conn.close()
+            conn = None
         if conn is None:
             conn = connect(self.db_path, synchronous=self.synchronous)
-            conn.pragma("query_only", True)
-            conn.pragma("cache_size", -(_READER_CACHE_KIB if lane == "reader" else _QUICK_CACHE_KIB))
+            if self.shared:
+                conn.execute("SET default_transaction_read_only = on")
+            else:
+                conn.pragma("query_only", True)
+                conn.pragma("cache_size", -(_READER_CACHE_KIB if lane == "reader" else _QUICK_CACHE_KIB))
             self._local.conn = conn
             self._reader_conns.append(conn)
         return conn
+
+    def _live_writer(self) -> None:
+        """On the writer thread: replace the writer's PostgreSQL session if the server dropped it (a restart)."""
+        if self.shared and not self._writer.alive():
+            old = self._writer
+            self._writer = self.runner.writer = connect(self.db_path)
+            old.close()
+            self.log("arbiter: reconnected to PostgreSQL", key="reconnected")
 
     # ---- serving --------------------------------------------------------------
 
@@ -206,7 +238,8 @@ class Daemon(Connections, Upkeep):
             self._pools = {"writer": self._writer_pool, "reader": self._reader_pool, "quick": self._quick_pool}
             writer_settings(self._writer)
             self.runner.writer = self._writer
-            self._idle_checkpoint_bytes = IDLE_CHECKPOINT_PAGES * (self._writer.pragma("page_size") + 24)
+            if not self.shared:
+                self._idle_checkpoint_bytes = IDLE_CHECKPOINT_PAGES * (self._writer.pragma("page_size") + 24)
             await loop.run_in_executor(self._writer_pool, self._first_run, self._writer)
             old_umask = os.umask(0o177)  # the socket is born 0600: no window where others can connect
             try:
@@ -216,7 +249,7 @@ class Daemon(Connections, Upkeep):
             stop = asyncio.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
-            self.log(f"arbiter: serving {self.db_path} on {self.socket_path}")
+            self.log(f"arbiter: serving {self._database()} on {self.socket_path}")
             if ready is not None:
                 ready.set()
             chores = [asyncio.create_task(self._work_when_idle()), asyncio.create_task(self._maintain_when_idle()),
@@ -260,8 +293,19 @@ class Daemon(Connections, Upkeep):
         if hasattr(self, "_writer"):  # a start that failed to open the database says why, and only that
             self.log("arbiter: stopped")
 
+    def _database(self) -> str:
+        """The database, for the log: a URL without its password."""
+        if not self.shared:
+            return str(self.db_path)
+        from arbiter.store.pg import db as pg_db
+
+        return pg_db.where(self.db_path)
+
     def _close_writer(self) -> None:
         self._flush_accesses()  # what reads queued since the last flush
+        if self.shared:  # PostgreSQL keeps its own statistics (autovacuum's ANALYZE)
+            self._writer.close()
+            return
         try:
             self._writer.pragma("optimize")  # writes statistics: it fails on a full disk, which is no reason to stay up
         except apsw.Error as e:
@@ -320,6 +364,12 @@ class Daemon(Connections, Upkeep):
                 return error_frame(req_id, StorageFull(
                     "the disk holding the database is full: nothing was written; free some space and retry "
                     "(reads still work)"))
+            if lost(self._writer, exc):
+                self.log("arbiter: lost the connection to PostgreSQL (restarted or unreachable); the failed "
+                         "requests are answered `unavailable`, and the next ones reconnect", key="lost")
+                return error_frame(req_id, Unavailable(
+                    "the connection to PostgreSQL was lost during this request (a restart?); retry it: "
+                    "the daemon reconnects"))
             # A bug: answer, log it (a few times a second at most), keep serving.
             where = traceback.extract_tb(exc.__traceback__)[-1]
             self.log("arbiter: internal error\n" + traceback.format_exc(),
@@ -351,7 +401,7 @@ class Daemon(Connections, Upkeep):
             if row is None:
                 raise Unauthorized("token matches no user", path="token")
             caller = Caller(row[0], row[1], row[2])
-            if generation == callers.generation:
+            if generation == callers.generation and not self.shared:
                 callers.tokens[token] = caller
         return caller
 
@@ -369,16 +419,27 @@ class Daemon(Connections, Upkeep):
             if phase.writes:
                 self._wrote.set()
             try:
-                if phase.lane == "loop":
-                    value = phase.work()
+                work, lane = phase.work, phase.lane
+                if self.shared and lane == "writer":
+                    work = partial(self._on_live_writer, work)
+                elif self.shared and lane == "loop":
+                    # A row by key is a round trip to the server there, and a reconnect may wait for the connect
+                    # timeout: neither may hold the loop, which frames every other connection's requests.
+                    lane = "quick"
+                if lane == "loop":
+                    value = work()
                 else:
-                    value = await loop.run_in_executor(self._pools[phase.lane], phase.work)
+                    value = await loop.run_in_executor(self._pools[lane], work)
                 error = None
             except BaseException as e:  # handed to the phases, which say what it undoes
                 value, error = None, e
         if self.runner.accesses:
             self._schedule_access_flush(loop)
         return result
+
+    def _on_live_writer(self, work):
+        self._live_writer()
+        return work()
 
 
 def run(**kwargs) -> None:

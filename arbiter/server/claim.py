@@ -12,9 +12,13 @@ from arbiter.errors import InvalidParams, Unavailable
 
 
 class Claim:
-    """One daemon per database file and one per socket, held by flocks until `release`."""
+    """One daemon per database file and one per socket, held by flocks until `release`.
 
-    def __init__(self, db_path: Path, socket_path: Path):
+    A PostgreSQL database (`db_path` None) is not claimed: several daemons serve one (the server takes turns
+    on idle work with advisory locks, server/upkeep.py); each still claims its own socket.
+    """
+
+    def __init__(self, db_path: Path | None, socket_path: Path):
         self.db_path = db_path
         self.socket_path = socket_path
         self._fds: list[int] = []
@@ -23,24 +27,26 @@ class Claim:
     def take(self) -> None:
         """Lock the database, then the socket.
 
-        The database lock is what keeps two writers off one file (`serve
+        The database lock (SQLite's only) is what keeps two writers off one file (`serve
         --socket other.sock` on a served home is refused); the socket lock keeps
         a daemon of another database from replacing a live socket. Each lock file
         holds the owner's pid, for `arbiter stop` and for the refusal message.
         """
-        for folder in (self.socket_path.parent, self.db_path.parent):
+        for folder in (self.socket_path.parent, *([self.db_path.parent] if self.db_path else [])):
             missing = [d for d in (folder, *folder.parents) if not d.exists()]
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._made.extend(reversed(missing))
-        db_lock, socket_lock = paths.lock_path(self.db_path), paths.lock_path(self.socket_path)
-        fresh = not db_lock.exists()
-        held = take_lock(db_lock, f"{os.getpid()}\n{self.socket_path}\n", self._fds)
-        if held is not None:
-            self.undo()
-            pid, _, where = held.partition("\n")
-            raise Unavailable(f"another arbiter daemon (pid {pid or '?'}) is already serving {self.db_path}"
-                              + (f" on {where.strip()}" if where.strip() else ""))
-        self._made += [db_lock] if fresh else []
+        if self.db_path is not None:
+            db_lock = paths.lock_path(self.db_path)
+            fresh = not db_lock.exists()
+            held = take_lock(db_lock, f"{os.getpid()}\n{self.socket_path}\n", self._fds)
+            if held is not None:
+                self.undo()
+                pid, _, where = held.partition("\n")
+                raise Unavailable(f"another arbiter daemon (pid {pid or '?'}) is already serving {self.db_path}"
+                                  + (f" on {where.strip()}" if where.strip() else ""))
+            self._made += [db_lock] if fresh else []
+        socket_lock = paths.lock_path(self.socket_path)
         fresh = not socket_lock.exists()
         if take_lock(socket_lock, f"{os.getpid()}\n", self._fds) is not None:
             self.undo()

@@ -21,8 +21,9 @@ import msgspec
 
 from arbiter._time import now_us
 from arbiter.changes import core as changes
-from arbiter.errors import ArbiterError, StorageFull
+from arbiter.errors import ArbiterError, StorageFull, Unavailable
 from arbiter.server._log import RateLimitedLog
+from arbiter.store import engine
 from arbiter.verb import Context, Services, Verb
 
 # The writer's page cache (SQLite's default is 2 MiB): half of it cost no
@@ -41,6 +42,9 @@ _WRITER_AUTOCHECKPOINT = 4000
 # Accesses waiting for the writer; beyond this the oldest are dropped.
 ACCESS_QUEUE_MAX = 100_000
 DISK_FULL_LOG = "arbiter: disk full: writes refused until space is freed"
+# Times a write is tried when PostgreSQL rolls it back for a serialization failure or a deadlock (another
+# daemon, or another client, wrote the same rows at once): each try is a new transaction, so a retry is safe.
+CONFLICT_TRIES = 5
 
 
 class Caller(NamedTuple):
@@ -61,7 +65,9 @@ class Phase(NamedTuple):
 
 
 def writer_settings(conn: apsw.Connection) -> None:
-    """The writer connection's own settings (a runner's writer, the daemon's or a bench's)."""
+    """The writer connection's own settings (a runner's writer, the daemon's or a bench's); SQLite's only."""
+    if engine.is_postgresql(conn):
+        return
     conn.pragma("cache_size", -_WRITER_CACHE_KIB)
     conn.pragma("wal_autocheckpoint", _WRITER_AUTOCHECKPOINT)
     conn.pragma("journal_size_limit", _WRITER_AUTOCHECKPOINT * conn.pragma("page_size"))
@@ -80,6 +86,25 @@ def disk_full(exc: BaseException) -> bool:
             return True
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def lost(conn, exc: BaseException) -> bool:
+    """Whether `exc` says `conn`'s PostgreSQL session is gone (never on SQLite, whose file cannot go away)."""
+    if not engine.is_postgresql(conn):
+        return False
+    from arbiter.store.pg import connection
+
+    return connection.lost(exc)
+
+
+def _conflicted(conn, exc: BaseException) -> bool:
+    """Whether PostgreSQL rolled the transaction back for a serialization failure or a deadlock (never on SQLite,
+    whose writers take turns)."""
+    if not engine.is_postgresql(conn):
+        return False
+    from arbiter.store.pg.connection import conflicted
+
+    return conflicted(exc)
 
 
 @contextlib.contextmanager
@@ -108,7 +133,17 @@ def transaction(conn: apsw.Connection, *, write: bool, small: bool = False):
     read when the transaction begins; the writer goes back to the default
     after it, so bulk writes and idle upkeep, whose statements change
     thousands of pages, still spill to a file instead of holding megabytes.
+
+    On PostgreSQL a read is one REPEATABLE READ snapshot (READ COMMITTED would
+    give each statement of a verb its own), and a write a READ COMMITTED
+    transaction whose row locks make writers wait for each other.
     """
+    if engine.is_postgresql(conn):
+        with conn:
+            if not write:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+        return
     if not write:
         with conn:
             yield
@@ -176,12 +211,15 @@ class Runner:
 
     `reader(lane)` gives the calling thread's read connection for a lane. The
     caches (who a token is, what each user sees) are emptied by any change to
-    people (`forget_callers`, as `services.people_changed`).
+    people (`forget_callers`, as `services.people_changed`). A `shared`
+    database (PostgreSQL, which other daemons write too) keeps none of them,
+    nor the memory versions: another daemon's change would never empty them,
+    and a rotated token would go on working here.
     """
 
     def __init__(self, writer: apsw.Connection, reader: Callable[[str], apsw.Connection], *,
                  services: Services | None = None, log: Callable[..., None] | None = None,
-                 disk: DiskFull | None = None):
+                 disk: DiskFull | None = None, shared: bool = False):
         self.writer = writer
         self.reader = reader
         self.services = services if services is not None else Services()
@@ -195,9 +233,11 @@ class Runner:
         self.tokens: dict[str, Caller] = {}
         self.viewers: dict[int, object] = {}
         self.generation = 0
+        self.shared = shared
         self.services.people_changed = self.forget_callers
         # Counts committed writes, so `changes` recomputes a memory version only after one (arbiter/changes.py).
-        self.changes = self.services.changes = changes.Memo()
+        self.changes = changes.Memo()
+        self.services.changes = None if shared else self.changes
         #: Entries reads returned, as (tenant, entry, verb, time), for the writer's access log.
         self.accesses: collections.deque = collections.deque(maxlen=ACCESS_QUEUE_MAX)
 
@@ -251,22 +291,28 @@ class Runner:
         """The verb in its one transaction; then, on the writer, what it asked for after the commit."""
         conn = self.writer if verb.writes else self.reader(verb.lane)
         generation = self.generation
-        ctx = self._context(conn, caller, notes=notes, seen_as=self.viewers.get(caller.user_id))
-        try:
-            with transaction(conn, write=verb.writes, small=verb.small):
-                result = verb.run(ctx, params)
+        for tries in range(1, CONFLICT_TRIES + 1):
+            ctx = self._context(conn, caller, notes=list(notes), seen_as=self.viewers.get(caller.user_id))
+            try:
+                with transaction(conn, write=verb.writes, small=verb.small):
+                    result = verb.run(ctx, params)
+                    if verb.writes:
+                        for later in ctx.after:
+                            later(conn)
+                        ctx.after.clear()
+                break
+            except Exception as e:
+                if tries == CONFLICT_TRIES or not _conflicted(conn, e):
+                    raise
+            finally:
                 if verb.writes:
-                    for later in ctx.after:
-                        later(conn)
-                    ctx.after.clear()
-        finally:
-            if verb.writes:
-                self.changes.wrote()
+                    self.changes.wrote()
         if verb.writes:
             self.disk.cleared()
         for later in ctx.committed:  # after the commit (a WAL checkpoint cannot run inside one), on the writer
             later(conn)
-        if ctx.seen_as is not None and caller.user_id is not None and generation == self.generation:
+        if ctx.seen_as is not None and caller.user_id is not None and generation == self.generation \
+                and not self.shared:
             self.viewers[caller.user_id] = ctx.seen_as
         self.accesses.extend((caller.tenant_id, entry_id, verb_name, ctx.now) for entry_id, verb_name in ctx.accessed)
         return result, ctx.after
@@ -295,6 +341,8 @@ class Runner:
             if disk_full(e):
                 self.disk.hit()
                 name = StorageFull.name
+            elif lost(self.writer, e):
+                name = Unavailable.name
             else:
                 self.log("arbiter: a write's follow-up failed after the write committed\n" + traceback.format_exc(),
                          key="follow-up failed")

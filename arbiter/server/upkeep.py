@@ -7,22 +7,36 @@ bounded step at a time, checking for new requests between steps, then
 checkpoints the WAL; and the heap is trimmed. Reads hand the entries they
 returned to the writer's access log in batches, after answering; once an
 interval (hourly) the writer runs maintenance at a quiet spell.
+
+On PostgreSQL several daemons may serve one database, and each runs this
+loop. Each idle job is taken in turns under an advisory lock keyed by the job
+(and the tenant, for maintenance): a daemon that finds the lock held leaves
+the job to its holder, so no queued entry is derived twice and no tenant is
+maintained twice an interval. The lock is a session lock taken before the
+job's transaction begins, so the transaction's snapshot is taken after the
+lock is held and sees what the last holder committed, whatever the database's
+default isolation. A daemon that dies mid-job loses its session and with it
+the lock; its uncommitted step is rolled back and stays queued. There is no
+WAL to checkpoint and no FTS5 index to merge there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import traceback
 from pathlib import Path
 
 import apsw
 
 from arbiter import derive, maintenance
-from arbiter._time import now_us
+from arbiter._time import US, now_us
+from arbiter.errors import Unavailable
 from arbiter.recall.maintain import compact
 from arbiter.salience import record_accesses
 from arbiter.server import _memory
-from arbiter.server.runner import upkeep
+from arbiter.server.runner import lost, upkeep
 from arbiter.store.db import BUSY_TIMEOUT_MS
 
 # Quiet time before idle compaction starts: longer than the gap between a
@@ -39,6 +53,39 @@ CHECKPOINT_RETRY_S = 1.0
 # The writer logs queued accesses once this many wait, or this long after the first.
 ACCESS_BATCH = 512
 ACCESS_FLUSH_S = 1.0
+# The first key of every advisory lock the daemon takes on PostgreSQL ("AR" and the job below), so Arbiter's
+# locks keep clear of another program's in a shared cluster; the second key is the tenant, 0 for all.
+_LOCK_SPACE = 0x41520000
+
+
+class Job(enum.IntEnum):
+    """Work only one of the daemons sharing a PostgreSQL database does at a time."""
+
+    FIRST_RUN = 1  # the `default` tenant and the admin token of a new database
+    DERIVE_URGENT = 2  # derive.step(urgent=True)
+    DERIVE = 3  # derive.step(urgent=False)
+    MAINTENANCE = 4  # maintenance.run, per tenant
+
+
+def take_turn(conn, job: Job, tenant_id: int = 0, *, wait: bool = False) -> bool:
+    """In the caller's PostgreSQL transaction: hold `job`'s lock until it ends; False if another holds it
+    (or wait for it: `wait`)."""
+    fn = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    got = conn.execute(f"SELECT {fn}(CAST(? AS integer), CAST(? AS integer))", (_LOCK_SPACE + job, tenant_id))
+    return wait or got.fetchone()[0]
+
+
+@contextlib.contextmanager
+def turn(conn, job: Job, tenant_id: int = 0):
+    """Outside a transaction on PostgreSQL: hold `job`'s session lock for the block; yields False if another
+    session holds it (the block then does nothing)."""
+    key = (_LOCK_SPACE + job, tenant_id)
+    mine = conn.execute("SELECT pg_try_advisory_lock(CAST(? AS integer), CAST(? AS integer))", key).fetchone()[0]
+    try:
+        yield mine
+    finally:
+        if mine and not conn.closed:
+            conn.execute("SELECT pg_advisory_unlock(CAST(? AS integer), CAST(? AS integer))", key)
 
 
 class Upkeep:
@@ -56,6 +103,17 @@ class Upkeep:
         self._active.set()
         self._access_timer: asyncio.TimerHandle | None = None
         self._idle_checkpoint_bytes = 0  # IDLE_CHECKPOINT_PAGES in bytes of WAL, once the page size is known
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        """Log an idle job's failure: one line for a lost PostgreSQL connection, else with its traceback.
+
+        Any exception: idle work runs in a task (or a pool's future) nobody awaits, and one it let through would
+        end idle work for the daemon's life without a word.
+        """
+        if isinstance(exc, Unavailable) or lost(self._writer, exc):
+            self.log(f"arbiter: {what} waits: PostgreSQL is unreachable ({exc})", key=f"{what} lost")
+        else:
+            self.log(f"arbiter: {what} failed\n" + "".join(traceback.format_exception(exc)), key=f"{what} failed")
 
     async def _work_when_idle(self) -> None:
         """After requests, once none has arrived for IDLE_S: merge the index (after writes), then trim memory.
@@ -101,9 +159,8 @@ class Upkeep:
             except apsw.FullError:
                 self.disk.hit()
                 more = False  # the checkpoint below retries until there is room
-            except apsw.Error:
-                self.log("arbiter: index compaction failed; retrying after the next write\n"
-                         + traceback.format_exc(), key="compaction failed")
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
+                self._failed("idle upkeep (retried after the next write)", e)
                 return
             if not more:
                 break
@@ -121,6 +178,8 @@ class Upkeep:
         wait, briefly (the next quiet spell tries again). A WAL of fewer than
         `IDLE_CHECKPOINT_PAGES` is left as it is, unless a write found the disk full.
         """
+        if self.shared:
+            return True
         wal = Path(f"{self.db_path}-wal")
         if not self.disk.since_checkpoint and wal.exists() and wal.stat().st_size < self._idle_checkpoint_bytes:
             return True
@@ -138,6 +197,9 @@ class Upkeep:
     def _compact_step(self) -> bool:
         """One step of idle upkeep: the urgent derivers first (entities and near-copy keys: recall and
         `remember` read them), then the index, then the rest (arbiter/derive.py)."""
+        if self.shared:
+            self._live_writer()
+            return self._derive_in_turn(Job.DERIVE_URGENT) or self._derive_in_turn(Job.DERIVE)
         with upkeep(self._writer):
             if derive.step(self._writer, now=now_us(), urgent=True):
                 return True
@@ -146,6 +208,14 @@ class Upkeep:
             more = bool(resume)
         with upkeep(self._writer):
             return derive.step(self._writer, now=now_us(), urgent=False) or more
+
+    def _derive_in_turn(self, job: Job) -> bool:
+        """One derive step on PostgreSQL, if no other daemon is taking one; True if it derived something."""
+        with turn(self._writer, job) as mine:
+            if not mine:
+                return False
+            with upkeep(self._writer):
+                return derive.step(self._writer, now=now_us(), urgent=job == Job.DERIVE_URGENT)
 
     # ---- access log -------------------------------------------------------------
 
@@ -171,6 +241,11 @@ class Upkeep:
             self._access_timer = loop.call_later(ACCESS_FLUSH_S, due)
 
     def _flush_accesses(self) -> None:
+        if self.shared:
+            try:
+                self._live_writer()
+            except Unavailable:
+                return  # PostgreSQL is down: the accesses stay queued (bounded) for the next flush
         batch = []
         while self.runner.accesses:
             batch.append(self.runner.accesses.popleft())
@@ -180,9 +255,8 @@ class Upkeep:
                     record_accesses(self._writer, batch)
             except apsw.FullError:
                 self.disk.hit()
-            except apsw.Error:
-                self.log("arbiter: access log write failed; those accesses are dropped\n" + traceback.format_exc(),
-                         key="access log")
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
+                self._failed("the access log (those accesses are dropped)", e)
 
     # ---- maintenance ------------------------------------------------------------
 
@@ -196,19 +270,35 @@ class Upkeep:
                 await loop.run_in_executor(self._writer_pool, self._maintain_all)
             except apsw.FullError:
                 self.disk.hit()
-            except apsw.Error:
-                self.log("arbiter: maintenance failed; retrying at the next interval\n" + traceback.format_exc())
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
+                self._failed("maintenance (retried at the next interval)", e)
 
     def _maintain_all(self) -> None:
+        if self.shared:
+            self._live_writer()
         tenant_ids = [r[0] for r in self._writer.execute("SELECT id FROM tenants ORDER BY id")]
         for tenant_id in tenant_ids:
-            with upkeep(self._writer):
-                report = maintenance.run(
-                    self._writer, tenant_id, now=now_us(), min_salience=self.min_salience,
-                    retention_days=self.services.access_retention_days,
-                    trigger="idle",
-                )
-            self.runner.changes.wrote()
-            if report.retired:
-                self.log(f"arbiter: maintenance retired {len(report.retired)} low-salience entries of tenant {tenant_id}")
-        maintenance.checkpoint(self._writer)
+            if not self.shared:
+                self._maintain(tenant_id)
+                continue
+            with turn(self._writer, Job.MAINTENANCE, tenant_id) as mine:
+                if mine and not self._maintained_since(tenant_id, now_us() - int(self.maintenance_interval_s * US)):
+                    self._maintain(tenant_id)
+        if not self.shared:
+            maintenance.checkpoint(self._writer)
+
+    def _maintained_since(self, tenant_id: int, since: int) -> bool:
+        """Whether a maintenance run of the tenant (another daemon's, or the `maintain` verb's) began since `since`."""
+        return self._writer.execute("SELECT 1 FROM maintenance_runs WHERE tenant_id = ? AND at >= ? LIMIT 1",
+                                    (tenant_id, since)).fetchone() is not None
+
+    def _maintain(self, tenant_id: int) -> None:
+        with upkeep(self._writer):
+            report = maintenance.run(
+                self._writer, tenant_id, now=now_us(), min_salience=self.min_salience,
+                retention_days=self.services.access_retention_days,
+                trigger="idle",
+            )
+        self.runner.changes.wrote()
+        if report.retired:
+            self.log(f"arbiter: maintenance retired {len(report.retired)} low-salience entries of tenant {tenant_id}")

@@ -30,6 +30,7 @@ NOT_RUN = {
     "arbiter ui --open": "opens a browser; the web view has its own tests (tests/integration/test_ui.py)",
     "SELECT id, CAST(": "SQL for a sqlite3 shell, not a command",
     "pyinstaller build.spec": "minutes of build; tests/e2e/test_frozen.py builds and runs the executable",
+    "arbiter serve --db postgresql://": "needs a PostgreSQL server; tests/integration/test_pg_daemon.py serves one",
 }
 
 #: What the README says a line prints: a command's start, then text its output must hold and text it must not.

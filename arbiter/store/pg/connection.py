@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+import select
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -160,6 +161,29 @@ class Connection:
                 raise
         return False
 
+    def alive(self) -> bool:
+        """Whether the session is still there, as far as can be told without a round trip to the server.
+
+        A server that shut down or restarted told an idle session so (a FATAL
+        notice, then end of file) and nobody read it yet: this reads it now, so
+        a daemon replaces the connection before a request fails on it.
+        """
+        if self._pg.closed:
+            return False
+        if self._depth:
+            return True
+        pgconn = self._pg.pgconn
+        try:
+            # A message, then end of file: the second read finds the end (and raises), as the first may not.
+            for _ in range(3):
+                readable, _, _ = select.select([pgconn.socket], [], [], 0)
+                if not readable:
+                    break
+                pgconn.consume_input()
+        except (OSError, ValueError, psycopg.OperationalError):
+            return False
+        return pgconn.status == psycopg.pq.ConnStatus.OK
+
     def close(self) -> None:
         self._pg.close()
 
@@ -171,3 +195,15 @@ class Connection:
     def filename(self) -> str:
         """What names the store in caches keyed by database (apsw's attribute of the same name)."""
         return self.dsn
+
+
+def lost(exc: BaseException) -> bool:
+    """Whether `exc` says the session is gone (the server restarted, shut down, or cannot be reached)."""
+    return isinstance(exc, psycopg.OperationalError) and (
+        exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P")))
+
+
+def conflicted(exc: BaseException) -> bool:
+    """Whether `exc` is a serialization failure or a deadlock: the transaction was rolled back, and running it
+    again may well succeed."""
+    return isinstance(exc, psycopg.Error) and (exc.sqlstate or "").startswith("40")  # transaction_rollback

@@ -17,7 +17,7 @@ _MIGRATE_LOCK = 0x41524249  # "ARBI"
 CONNECT_TIMEOUT_S = 10
 
 
-def _where(url: str) -> str:
+def where(url: str) -> str:
     """The URL without its password, for messages and logs."""
     try:
         parts = conninfo_to_dict(url)
@@ -33,12 +33,12 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as e:
-        raise InvalidParams(f"not a PostgreSQL URL Arbiter can use: {e}", path="db") from None
+        raise InvalidParams(f"not a PostgreSQL URL Arbiter can use: {str(e).strip()}", path="db") from None
     try:
         pg = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name=application)
     except psycopg.OperationalError as e:
         reason = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
-        raise Unavailable(f"cannot reach PostgreSQL at {_where(url)}: {reason}") from None
+        raise Unavailable(f"cannot reach PostgreSQL at {where(url)}: {reason}") from None
     # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite.
     pg.execute("SET TIME ZONE 'UTC'")
     return Connection(pg, dsn=url)
@@ -58,7 +58,7 @@ def _refuse_foreign(conn: Connection, url: str) -> None:
     )]
     if tables and "schema_version" not in tables:
         raise InvalidParams(
-            f"{_where(url)} holds another program's tables ({', '.join(tables[:3])}"
+            f"{where(url)} holds another program's tables ({', '.join(tables[:3])}"
             f"{', ...' if len(tables) > 3 else ''}): give Arbiter an empty database or one of its own",
             path="db",
         )
