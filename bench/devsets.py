@@ -128,7 +128,8 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"decay half-life {d} d", {"half_life_days": d}, {}) for d in (180, 365, 730)),
     # Issue 36, on notes: whom a note names (shipped 0.5; coordination, measured and removed: docs/retrieval.md),
     # BM25's k1 and b, column weights.
-    *((f"names {x}", {}, {"names": x}) for x in (0, 0.25, 1.0)),
+    *((f"names {x}", {}, {"names": x}) for x in (0, 0.25, 1.0, 2.0)),
+    ("names anywhere in the note", {}, {"names_first": False}),
     ("k1 0.8", {}, {"k1": 0.8}),
     *((f"b {x}", {}, {"b": x}) for x in (0.5, 0.75)),
     ("weights 1/1/2/0.5 (title as content)", {}, {"weights": (1.0, 1.0, 2.0, 0.5, 0.0)}),

@@ -25,7 +25,7 @@ from arbiter.model import RecallParams, RecallResult
 from arbiter.entities import recall as entity_signals
 from arbiter.recall import _rank, _sql, dates, past, score
 from arbiter.recall.hits import render, unranked
-from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
+from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, first_name, quote, tokenizer
 from arbiter.store.users import Viewer
 
 __all__ = ["Candidate", "Ranking", "Tuning", "fuse", "quote", "recall", "render", "search"]
@@ -55,6 +55,8 @@ class Tuning:
     speaker: float = score.SPEAKER_BOOST
     #: An entry with no speaker (a note) whose text names whom the query names: x(1 + names).
     names: float = score.NAMES_BOOST
+    #: ... only where the note names that person first (False: anywhere in the note, as measured before).
+    names_first: bool = True
     #: An entry valid from inside a date the query names: x(1 + date).
     date: float = score.DATE_BOOST
     #: A "when" question favours entries that say when: x(1 + when).
@@ -349,7 +351,7 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    # Who a note is about is whom it names; a turn's is its speaker (the speaker signal): only notes are read for it.
+    # Who a note is about is whom it names first; a turn's is its speaker (the speaker signal): only notes are read for it.
     notes = [r[0] for r in rows if r[0] not in speakers] if "names" not in off and tuning.names and query.names else []
     reading = [r[0] for r in rows] if dating or asking_when else notes
     texts = _sql.at(conn, reading, "content", known_at=known_at) if reading else {}
@@ -357,7 +359,10 @@ def _score(
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     if notes:
         tokenize = tokenizer(conn)
-        naming = {eid for eid in notes if eid in texts and query.names & {st for _, st in tokenize(texts[eid])}}
+        if tuning.names_first:
+            naming = {eid for eid in notes if eid in texts and first_name(texts[eid], tokenize) in query.names}
+        else:
+            naming = {eid for eid in notes if eid in texts and query.names & {st for _, st in tokenize(texts[eid])}}
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}

@@ -45,10 +45,10 @@ VOICE_STRENGTH = 1.0
 QUANTITY_BOOST = 0.2
 #: Speaker: an entry said by someone the query names ("What did Caroline research?").
 SPEAKER_BOOST = 0.5
-#: Names: a note (an entry with no speaker) whose text names whom the query names ("What did Caroline research?"):
-#: who a note is about is whom it names, as a turn's is its speaker, at the speaker's strength (measured 0.25 / 0.5 /
-#: 1 on the four sets: only the notes move, 29, 34 and 36 questions up, 0, 0 and 1 down).
-NAMES_BOOST = 0.5
+#: Names: a note (an entry with no speaker) that names first whom the query names ("What did Caroline research?"):
+#: who a note is about is whom it names first, as a turn's is its speaker. Named anywhere, x1.5 was the best of
+#: 0.25 / 0.5 / 1; named first, the signal is sharper and x2 the best of 0.25 / 0.5 / 1 / 2 (docs/retrieval.md).
+NAMES_BOOST = 1.0
 #: Dates: an entry valid from inside a day, month or year the query names, or telling of an event inside it in
 #: words relative to when it was said (measured with those 0.25 / 0.5 / 1 / 1.5 / 2 / 3: a plateau from 1 to 3).
 DATE_BOOST = 1.0

@@ -907,8 +907,27 @@ def test_a_note_naming_whom_the_question_names_is_about_them(db, tenant):
     other = remember(db, tenant, "Melanie", "Melanie researched research grants", type="learning")
     res = explained(db, tenant, "What did Caroline research?")
     assert ids(ask(db, tenant, "What did Caroline research?"))[:2] == [hers, other]
-    assert (res[hers].parts["names"], res[other].parts["names"]) == (1.5, 1.0)
+    assert (res[hers].parts["names"], res[other].parts["names"]) == (2.0, 1.0)
     assert ids(ask(db, tenant, "What did Caroline research?", disable=["names"]))[:2] == [other, hers]
     # A turn is about its speaker (the speaker signal), not whom it names.
     _, (turn,) = exchange(db, tenant, ("Melanie", "Caroline researched adoption agencies, Melanie said"))
     assert "names" not in explained(db, tenant, "What did Caroline research?")[turn].parts
+
+
+def test_a_note_is_about_whom_it_names_first(db, tenant):
+    # Melanie's note mentions Caroline in passing and holds more of the question's words; Caroline's own note,
+    # naming her first, is the one about her. Named anywhere, both notes would get the factor and Melanie's win.
+    for text in ("Caroline paints on weekends", "Caroline likes hiking", "Caroline moved to Boston",
+                 "Caroline adopted a dog", "Melanie plays the violin", "Melanie runs every morning"):
+        remember(db, tenant, text[:20], text, type="learning")
+    other = remember(db, tenant, "Melanie enjoyed", "Melanie enjoyed the LGBTQ events Caroline attended", type="learning")
+    hers = remember(db, tenant, "Caroline attended", "Caroline attended a pride parade with her LGBTQ group",
+                    type="learning")
+    question = "Which LGBTQ events has Caroline attended?"
+    res = explained(db, tenant, question)
+    assert (res[hers].parts["names"], res[other].parts["names"]) == (2.0, 1.0)
+    assert ids(ask(db, tenant, question))[:2] == [hers, other]
+    with db:
+        anywhere = recall(db, users.first_viewer(db, tenant), RecallParams(query=question), now=T0 + DAY,
+                          tuning=Tuning(names_first=False))
+    assert ids(anywhere)[:2] == [other, hers]
