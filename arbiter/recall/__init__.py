@@ -67,6 +67,8 @@ class Tuning:
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
+    #: Notes (entries with no speaker) written within `episode_gap_us` of each other form episodes too.
+    note_episodes: bool = True
     #: Replies: the turn after a top candidate that asks a question gets this
     #: share of the question's score (when that is more than its own); the
     #: top `reply_depth` candidates of a pass are looked at.
@@ -239,7 +241,7 @@ def search(
         # Read once for the pass: the speaker factor and the replies' test of who said which turn both use them.
         speaking = "speaker" not in off and tuning.speaker
         naming = bool(tuning.names and "names" not in off and query.names)
-        grouping = bool(tuning.episode_weight and "episodes" not in off)  # episodes are made of turns
+        grouping = bool(tuning.episode_weight and "episodes" not in off)  # turns and notes form episodes apart
         speakers = (_sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at)
                     if speaking or replying or naming or grouping else {})
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, speakers, known_at=known_at)
@@ -403,14 +405,17 @@ def _score(
             value *= f
         out.append(Candidate(eid, etype, conv, valid_from, value, parts))
     if episodes and tuning.episode_weight and "episodes" not in off:
-        # An episode is an exchange: only turns (entries with a speaker) form one; notes are wholes of their own.
-        turns = [c for c in out if c.id in speakers]
-        factors = score.episodes(
-            turns, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
-        )
-        for c, f in zip(turns, factors):
-            c.parts["episode"] = f
-            c.score *= f
+        # An episode is what was said or written together: a conversation's turns (entries with a speaker), or
+        # notes written within minutes of each other; a note and a turn are never of one episode.
+        streams = [([c for c in out if c.id in speakers], score.by_conversation)]
+        if tuning.note_episodes:
+            streams.append(([c for c in out if c.id not in speakers], score.by_writing))
+        for members, stream in streams:
+            factors = score.episodes(members, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us,
+                                     members=tuning.episode_members, stream=stream)
+            for c, f in zip(members, factors):
+                c.parts["episode"] = f
+                c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
     return out
 

@@ -12,7 +12,7 @@ behind them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
 import functools
@@ -219,8 +219,19 @@ class _Placed(Protocol):
 P = TypeVar("P", bound=_Placed)
 
 
+def by_conversation(c: _Placed) -> int | None:
+    """A turn's stream is its conversation (a turn in none is a whole of its own)."""
+    return c.conversation_id
+
+
+def by_writing(c: _Placed) -> int:
+    """A note's stream: notes written together, in their conversation or in none (-1)."""
+    return -1 if c.conversation_id is None else c.conversation_id
+
+
 def episodes(
-    candidates: Sequence[P], *, weight: float = EPISODE_WEIGHT, gap_us: int = EPISODE_GAP_US, members: int = EPISODE_MEMBERS
+    candidates: Sequence[P], *, weight: float = EPISODE_WEIGHT, gap_us: int = EPISODE_GAP_US, members: int = EPISODE_MEMBERS,
+    stream: Callable[[P], int | None] = by_conversation,
 ) -> list[float]:
     """Episode evidence: a factor per candidate, shared by every candidate of one episode.
 
@@ -234,21 +245,20 @@ def episodes(
     turns of that exchange rise over lone mentions elsewhere. Every member
     gets the same factor, so the order inside an episode is left alone (a
     share of the best neighbour's score added to each turn lifted the
-    neighbours of the best turn past it). An entry outside any conversation
-    is a whole of its own: its factor is 1.
+    neighbours of the best turn past it). Episodes run within one `stream`
+    (`by_conversation`: an entry outside any conversation is a whole of its
+    own, factor 1; `by_writing` for notes: a conversation's, or those in none).
     """
     out = [1.0] * len(candidates)
     if not weight or not candidates:
         return out
-    order = sorted(
-        (i for i, c in enumerate(candidates) if c.conversation_id is not None),
-        key=lambda i: (candidates[i].conversation_id, candidates[i].valid_from),
-    )
+    keys = [stream(c) for c in candidates]
+    order = sorted((i for i, k in enumerate(keys) if k is not None), key=lambda i: (keys[i], candidates[i].valid_from))
     groups: list[list[int]] = []
     for i in order:
         if groups:
-            last, me = candidates[groups[-1][-1]], candidates[i]
-            if last.conversation_id == me.conversation_id and me.valid_from - last.valid_from <= gap_us:
+            last, me = groups[-1][-1], candidates[i]
+            if keys[last] == keys[i] and me.valid_from - candidates[last].valid_from <= gap_us:
                 groups[-1].append(i)
                 continue
         groups.append([i])
