@@ -131,6 +131,7 @@ IDEAS: list[tuple[str, dict, dict]] = [
     *((f"names {x}", {}, {"names": x}) for x in (0, 0.25, 0.5, 2.0)),
     ("names anywhere in the note", {}, {"names_first": False}),
     ("names anywhere x1.5 (shipped before)", {}, {"names_first": False, "names": 0.5}),
+    *((f"names later x{1 + r}", {}, {"names_rest": r}) for r in (0.25, 0.5)),
     # Notes written together form episodes (shipped on, with the turns' weight, gap and members).
     ("- note episodes", {}, {"note_episodes": False}),
     ("k1 0.8", {}, {"k1": 0.8}),

@@ -37,15 +37,21 @@ from bench.longmemeval import official
 from bench.longmemeval.metrics import ndcg_at
 from bench.longmemeval.phrasing import phrase
 
+
+def _damped(w: float, count: int | None) -> Callable[[Sequence[float]], float]:
+    """The best turn's score plus `w` x the next `count` turns' (all the rest when None)."""
+    return lambda s: s[0] + w * sum(s[1:] if count is None else s[1 : 1 + count])
+
+
 #: How a session's turn scores (best first) make its score.
 AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
     "best turn": lambda s: s[0],
     "sum of turns": sum,
-    **{f"best + {w} x the rest": (lambda w: lambda s: s[0] + w * sum(s[1:]))(w) for w in (0.03, 0.1, 0.3)},
+    **{f"best + {w} x the rest": _damped(w, None) for w in (0.03, 0.1, 0.3)},
     "best + log(1 + the rest)": lambda s: s[0] + math.log1p(sum(s[1:])),
     "best x (1 + 0.1 ln turns)": lambda s: s[0] * (1 + 0.1 * math.log(len(s))),
-    **{f"best + {w} x the second": (lambda w: lambda s: s[0] + w * (s[1] if len(s) > 1 else 0.0))(w) for w in (0.3, 1.0)},
-    "best + 0.2 x (2nd + 3rd)": lambda s: s[0] + 0.2 * sum(s[1:3]),
+    **{f"best + {w} x the second": _damped(w, 1) for w in (0.3, 1.0)},
+    "best + 0.2 x (2nd + 3rd)": _damped(0.2, 2),
 }
 
 

@@ -55,8 +55,10 @@ class Tuning:
     speaker: float = score.SPEAKER_BOOST
     #: An entry with no speaker (a note) whose text names whom the query names: x(1 + names).
     names: float = score.NAMES_BOOST
-    #: ... only where the note names that person first (False: anywhere in the note, as measured before).
+    #: ... only where the note names that person first (False: anywhere in the note, as measured before);
+    #: a note naming them later gets x(1 + names_rest) (measured off: docs/retrieval.md).
     names_first: bool = True
+    names_rest: float = 0.0
     #: An entry valid from inside a date the query names: x(1 + date).
     date: float = score.DATE_BOOST
     #: A "when" question favours entries that say when: x(1 + when).
@@ -361,10 +363,14 @@ def _score(
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     if notes:
         tokenize = tokenizer(conn)
-        if tuning.names_first:
-            naming = {eid for eid in notes if eid in texts and first_name(texts[eid], tokenize) in query.names}
-        else:
-            naming = {eid for eid in notes if eid in texts and query.names & {st for _, st in tokenize(texts[eid])}}
+        naming = {}
+        for eid in notes:
+            if eid not in texts:
+                continue
+            if tuning.names_first and first_name(texts[eid], tokenize) in query.names:
+                naming[eid] = 1.0 + tuning.names
+            elif (not tuning.names_first or tuning.names_rest) and query.names & {st for _, st in tokenize(texts[eid])}:
+                naming[eid] = 1.0 + (tuning.names_rest if tuning.names_first else tuning.names)
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -398,7 +404,7 @@ def _score(
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)
             value *= f
         elif notes and eid not in speakers:
-            parts["names"] = f = 1.0 + tuning.names if eid in naming else 1.0
+            parts["names"] = f = naming.get(eid, 1.0)
             value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
