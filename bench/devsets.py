@@ -44,7 +44,7 @@ entity links (the idle writer's backlog) and stored similarity associations
 
 `--reach` splits each set's misses at k = 1, 5, 10, 25, 50 (as shipped) by whether
 any of the question's evidence entries holds a query term (stem) other than
-a word of its own speaker's name: a miss whose evidence holds none is out
+a word of its own speaker's name (on the notes: other than a name the question holds): a miss whose evidence holds none is out
 of reach of any ranking that scores an entry by its own words (only the
 replies, follow-ups, antecedents and episodes signals, which lend a
 neighbour's score, can bring it in). R@25 is the most the LLM rerank could make of R@5 and
@@ -126,9 +126,14 @@ IDEAS: list[tuple[str, dict, dict]] = [
     ("salience 0.4", {}, {"salience_weight": 0.4}),
     *((f"decay floor {f}", {"floor": f}, {}) for f in (0.7, 0.8, 0.9)),
     *((f"decay half-life {d} d", {"half_life_days": d}, {}) for d in (180, 365, 730)),
-    # Issue 36, on notes: whom a note names (shipped 0.5; coordination, measured and removed: docs/retrieval.md),
+    # Issue 36, on notes: whom a note names first (shipped 1.0; coordination, measured and removed: docs/retrieval.md),
     # BM25's k1 and b, column weights.
-    *((f"names {x}", {}, {"names": x}) for x in (0, 0.25, 1.0)),
+    *((f"names {x}", {}, {"names": x}) for x in (0, 0.25, 0.5, 2.0)),
+    ("names anywhere in the note", {}, {"names_first": False}),
+    ("names anywhere x1.5 (shipped before)", {}, {"names_first": False, "names": 0.5}),
+    *((f"names later x{1 + r}", {}, {"names_rest": r}) for r in (0.25, 0.5)),
+    # Notes written together form episodes (shipped on, with the turns' weight, gap and members).
+    ("- note episodes", {}, {"note_episodes": False}),
     ("k1 0.8", {}, {"k1": 0.8}),
     *((f"b {x}", {}, {"b": x}) for x in (0.5, 0.75)),
     ("weights 1/1/2/0.5 (title as content)", {}, {"weights": (1.0, 1.0, 2.0, 0.5, 0.0)}),
@@ -375,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.graph and not (args.ideas or args.only):
         chosen = [VARIANTS[0], ("+ graph", {"graph": True}, {})]
     if args.reach:
-        print(reach_table({name: reach(conns[key], tenants[key], states[key].questions, phrasing)
-                           for name, key, phrasing in SETS}), flush=True)
+        reached = {name: reach(conns[key], tenants[key], states[key].questions, phrasing) for name, key, phrasing in SETS}
+        reached["Notes"] = notes_reach(conns["notes"], notes_asks(conns["notes"], notes, "as-written"))
+        print(reach_table(reached), flush=True)
         return 0
     asked = "+keywords" if args.keywords else ""
     asks = {name: notes_asks(conns[key], notes, phrasing + asked) if key == "notes"
@@ -435,6 +441,23 @@ def reach(conn, tenant: int, questions: Sequence[harness.QuestionState], phrasin
         for k in KS:
             hit = hit_at(ranked, set(q.truth_ids), k)
             out[k][f"{'hit' if hit else 'miss'}, {'shares' if shares else 'none'}"] += 1
+    return out
+
+
+def notes_reach(conn, asks: Sequence[Ask]) -> dict[str, dict]:
+    """`reach` for the notes: "shares" leaves out the names the question holds (the person is in most of their notes)."""
+    tokenize = tokenizer(conn)
+    out = {k: {"hit, shares": 0, "hit, none": 0, "miss, shares": 0, "miss, none": 0} for k in KS}
+    for a in asks:
+        query = analyze(a.query, tokenize)
+        wanted = {t.stem for t in query.terms if not t.prefix} - query.names
+        texts = conn.execute(f"SELECT title, content FROM entries WHERE id IN ({','.join('?' * len(a.truth))})",
+                             tuple(a.truth)).fetchall()
+        shares = any(wanted & {stem for _, stem in tokenize(f"{title} {content}")} for title, content in texts)
+        with conn:
+            ranked = [h.id for h in recall(conn, a.viewer, RecallParams(query=a.query, limit=max(KS)), now=a.asked).hits]
+        for k in KS:
+            out[k][f"{'hit' if hit_at(ranked, set(a.truth), k) else 'miss'}, {'shares' if shares else 'none'}"] += 1
     return out
 
 

@@ -25,7 +25,7 @@ from arbiter.model import RecallParams, RecallResult
 from arbiter.entities import recall as entity_signals
 from arbiter.recall import _rank, _sql, dates, past, score
 from arbiter.recall.hits import render, unranked
-from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, quote, tokenizer
+from arbiter.recall.query import ENGLISH, STOPWORDS, Query, Term, analyze, expression, first_name, quote, tokenizer
 from arbiter.store.users import Viewer
 
 __all__ = ["Candidate", "Ranking", "Tuning", "fuse", "quote", "recall", "render", "search"]
@@ -55,6 +55,10 @@ class Tuning:
     speaker: float = score.SPEAKER_BOOST
     #: An entry with no speaker (a note) whose text names whom the query names: x(1 + names).
     names: float = score.NAMES_BOOST
+    #: ... only where the note names that person first (False: anywhere in the note, as measured before);
+    #: a note naming them later gets x(1 + names_rest) (measured off: docs/retrieval.md).
+    names_first: bool = True
+    names_rest: float = 0.0
     #: An entry valid from inside a date the query names: x(1 + date).
     date: float = score.DATE_BOOST
     #: A "when" question favours entries that say when: x(1 + when).
@@ -65,6 +69,8 @@ class Tuning:
     episode_weight: float = score.EPISODE_WEIGHT
     episode_gap_us: int = score.EPISODE_GAP_US
     episode_members: int = score.EPISODE_MEMBERS
+    #: Notes (entries with no speaker) written within `episode_gap_us` of each other form episodes too.
+    note_episodes: bool = True
     #: Replies: the turn after a top candidate that asks a question gets this
     #: share of the question's score (when that is more than its own); the
     #: top `reply_depth` candidates of a pass are looked at.
@@ -237,7 +243,7 @@ def search(
         # Read once for the pass: the speaker factor and the replies' test of who said which turn both use them.
         speaking = "speaker" not in off and tuning.speaker
         naming = bool(tuning.names and "names" not in off and query.names)
-        grouping = bool(tuning.episode_weight and "episodes" not in off)  # episodes are made of turns
+        grouping = bool(tuning.episode_weight and "episodes" not in off)  # turns and notes form episodes apart
         speakers = (_sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at)
                     if speaking or replying or naming or grouping else {})
         ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, speakers, known_at=known_at)
@@ -349,7 +355,7 @@ def _score(
     wording = "number_words" not in off
     dating = "dates" not in off and tuning.date and query.when
     asking_when = "when" not in off and tuning.when and "when" in query.cues
-    # Who a note is about is whom it names; a turn's is its speaker (the speaker signal): only notes are read for it.
+    # Who a note is about is whom it names first; a turn's is its speaker (the speaker signal): only notes are read for it.
     notes = [r[0] for r in rows if r[0] not in speakers] if "names" not in off and tuning.names and query.names else []
     reading = [r[0] for r in rows] if dating or asking_when else notes
     texts = _sql.at(conn, reading, "content", known_at=known_at) if reading else {}
@@ -357,7 +363,14 @@ def _score(
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     if notes:
         tokenize = tokenizer(conn)
-        naming = {eid for eid in notes if eid in texts and query.names & {st for _, st in tokenize(texts[eid])}}
+        naming = {}
+        for eid in notes:
+            if eid not in texts:
+                continue
+            if tuning.names_first and first_name(texts[eid], tokenize) in query.names:
+                naming[eid] = 1.0 + tuning.names
+            elif (not tuning.names_first or tuning.names_rest) and query.names & {st for _, st in tokenize(texts[eid])}:
+                naming[eid] = 1.0 + (tuning.names_rest if tuning.names_first else tuning.names)
     out = []
     for eid, relevance, (etype, conv, valid_from, nbytes, self_refs, other_refs, numerals) in rows:
         parts = {"bm25": relevance}
@@ -391,21 +404,24 @@ def _score(
             parts["speaker"] = f = score.speaker(speakers[eid], named, strength=tuning.speaker)
             value *= f
         elif notes and eid not in speakers:
-            parts["names"] = f = 1.0 + tuning.names if eid in naming else 1.0
+            parts["names"] = f = naming.get(eid, 1.0)
             value *= f
         if sizing:
             parts["size"] = f = score.size(nbytes, exponent=tuning.size_exponent)
             value *= f
         out.append(Candidate(eid, etype, conv, valid_from, value, parts))
     if episodes and tuning.episode_weight and "episodes" not in off:
-        # An episode is an exchange: only turns (entries with a speaker) form one; notes are wholes of their own.
-        turns = [c for c in out if c.id in speakers]
-        factors = score.episodes(
-            turns, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us, members=tuning.episode_members
-        )
-        for c, f in zip(turns, factors):
-            c.parts["episode"] = f
-            c.score *= f
+        # An episode is what was said or written together: a conversation's turns (entries with a speaker), or
+        # notes written within minutes of each other; a note and a turn are never of one episode.
+        streams = [([c for c in out if c.id in speakers], score.by_conversation)]
+        if tuning.note_episodes:
+            streams.append(([c for c in out if c.id not in speakers], score.by_writing))
+        for members, stream in streams:
+            factors = score.episodes(members, weight=tuning.episode_weight, gap_us=tuning.episode_gap_us,
+                                     members=tuning.episode_members, stream=stream)
+            for c, f in zip(members, factors):
+                c.parts["episode"] = f
+                c.score *= f
     out.sort(key=lambda c: (-c.score, c.id))
     return out
 

@@ -197,6 +197,17 @@ def analyze(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWO
     )
 
 
+def first_name(text: str, tokenize: Tokenize, *, stopwords: frozenset[str] = STOPWORDS) -> str | None:
+    """The stem of the first name `text` holds (a capitalised word that is not a stopword, as `analyze` reads a
+    query's names), or None: whom a note names first is whom it is about ("Melanie finds LGBTQ events like the
+    conference Caroline attended..." is about Melanie)."""
+    for m in _NAME.finditer(text):
+        for surface, stem in tokenize(m.group())[:1]:
+            if surface not in stopwords and surface not in PARTIES:
+                return stem
+    return None
+
+
 def _term(surface: str, stem: str) -> Term:
     return Term(surface, stem, number=surface.isdigit())
 

@@ -12,7 +12,7 @@ behind them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
 import functools
@@ -45,10 +45,10 @@ VOICE_STRENGTH = 1.0
 QUANTITY_BOOST = 0.2
 #: Speaker: an entry said by someone the query names ("What did Caroline research?").
 SPEAKER_BOOST = 0.5
-#: Names: a note (an entry with no speaker) whose text names whom the query names ("What did Caroline research?"):
-#: who a note is about is whom it names, as a turn's is its speaker, at the speaker's strength (measured 0.25 / 0.5 /
-#: 1 on the four sets: only the notes move, 29, 34 and 36 questions up, 0, 0 and 1 down).
-NAMES_BOOST = 0.5
+#: Names: a note (an entry with no speaker) that names first whom the query names ("What did Caroline research?"):
+#: who a note is about is whom it names first, as a turn's is its speaker. Named anywhere, x1.5 was the best of
+#: 0.25 / 0.5 / 1; named first, the signal is sharper and x2 the best of 0.25 / 0.5 / 1 / 2 (docs/retrieval.md).
+NAMES_BOOST = 1.0
 #: Dates: an entry valid from inside a day, month or year the query names, or telling of an event inside it in
 #: words relative to when it was said (measured with those 0.25 / 0.5 / 1 / 1.5 / 2 / 3: a plateau from 1 to 3).
 DATE_BOOST = 1.0
@@ -219,8 +219,19 @@ class _Placed(Protocol):
 P = TypeVar("P", bound=_Placed)
 
 
+def by_conversation(c: _Placed) -> int | None:
+    """A turn's stream is its conversation (a turn in none is a whole of its own)."""
+    return c.conversation_id
+
+
+def by_writing(c: _Placed) -> int:
+    """A note's stream: notes written together, in their conversation or in none (-1)."""
+    return -1 if c.conversation_id is None else c.conversation_id
+
+
 def episodes(
-    candidates: Sequence[P], *, weight: float = EPISODE_WEIGHT, gap_us: int = EPISODE_GAP_US, members: int = EPISODE_MEMBERS
+    candidates: Sequence[P], *, weight: float = EPISODE_WEIGHT, gap_us: int = EPISODE_GAP_US, members: int = EPISODE_MEMBERS,
+    stream: Callable[[P], int | None] = by_conversation,
 ) -> list[float]:
     """Episode evidence: a factor per candidate, shared by every candidate of one episode.
 
@@ -234,21 +245,20 @@ def episodes(
     turns of that exchange rise over lone mentions elsewhere. Every member
     gets the same factor, so the order inside an episode is left alone (a
     share of the best neighbour's score added to each turn lifted the
-    neighbours of the best turn past it). An entry outside any conversation
-    is a whole of its own: its factor is 1.
+    neighbours of the best turn past it). Episodes run within one `stream`
+    (`by_conversation`: an entry outside any conversation is a whole of its
+    own, factor 1; `by_writing` for notes: a conversation's, or those in none).
     """
     out = [1.0] * len(candidates)
     if not weight or not candidates:
         return out
-    order = sorted(
-        (i for i, c in enumerate(candidates) if c.conversation_id is not None),
-        key=lambda i: (candidates[i].conversation_id, candidates[i].valid_from),
-    )
+    keys = [stream(c) for c in candidates]
+    order = sorted((i for i, k in enumerate(keys) if k is not None), key=lambda i: (keys[i], candidates[i].valid_from))
     groups: list[list[int]] = []
     for i in order:
         if groups:
-            last, me = candidates[groups[-1][-1]], candidates[i]
-            if last.conversation_id == me.conversation_id and me.valid_from - last.valid_from <= gap_us:
+            last, me = groups[-1][-1], candidates[i]
+            if keys[last] == keys[i] and me.valid_from - candidates[last].valid_from <= gap_us:
                 groups[-1].append(i)
                 continue
         groups.append([i])

@@ -316,20 +316,46 @@ def test_every_matching_question_near_the_top_lends_to_its_answer(db, tenant):
     assert {a: hits[a].parts["reply_to"] for a in said.values()} == {a: q for q, a in said.items()}
 
 
-def test_notes_are_not_an_exchange_they_neither_lend_nor_form_episodes(db, tenant):
+def test_notes_are_not_an_exchange_they_do_not_lend(db, tenant):
     # An agent's notes in one conversation, with no speaker: a note ending in "?" is not a question the next
-    # note answers, and notes a minute apart are not an episode. The same texts as turns are.
+    # note answers. The same texts as turns are.
     chat = conversation(db, tenant)
     asked = remember(db, tenant, "q", "Open question: is the adoption process excited about?", conversation_id=chat,
                      valid_from=format_time(T0 - 180 * US))
     after = remember(db, tenant, "a", "Deployed v2 of the billing service to staging.", conversation_id=chat,
                      valid_from=format_time(T0 - 120 * US))
     hits = explained(db, tenant, "excited about the adoption process")
-    assert after not in hits and "episode" not in hits[asked].parts
+    assert after not in hits
     _, (q, a) = exchange(db, tenant, ("Ann", "Open question: is the adoption process excited about?"),
                          ("Bo", "Deployed v2 of the billing service to staging."))
     hits = explained(db, tenant, "excited about the adoption process")
     assert hits[a].parts["reply_to"] == q and "episode" in hits[q].parts
+
+
+def test_notes_written_together_are_an_episode(db, tenant):
+    # Three notes written within minutes of each other record one deploy; a note days later says "paused" and
+    # "deploy" about another team. On its words alone it outranks the note that says why the billing deploy
+    # was paused; as one of a lone episode, it stays below the notes of the episode the question is about.
+    for i, text in enumerate(("Lunch menus for the week", "The team offsite is in March",
+                              "The hiring plan needs a second reviewer")):
+        remember(db, tenant, text[:20], text, type="learning", valid_from=format_time(T0 - (9 - i) * DAY))
+    session = [remember(db, tenant, text[:20], text, type="learning", valid_from=format_time(T0 - 3 * DAY + i * 60 * US))
+               for i, text in enumerate(("The billing deploy failed on the schema migration",
+                                         "The migration was rolled back and the deploy paused",
+                                         "Billing customers were told of the failed deploy"))]
+    why = session[1]
+    other = remember(db, tenant, "The search team", "The search team paused a deploy", type="learning",
+                     valid_from=format_time(T0 - DAY))
+    question = "Why was the billing deploy paused?"
+    res = ask(db, tenant, question, explain=True, now=T0)
+    order = ids(res)
+    episode = {h.id: h.parts["episode"] for h in res.hits}
+    assert order.index(why) < order.index(other)
+    assert episode[why] == 1.0 > episode[other]
+    with db:
+        apart = recall(db, users.first_viewer(db, tenant), RecallParams(query=question), now=T0,
+                       tuning=Tuning(note_episodes=False))
+    assert ids(apart).index(other) < ids(apart).index(why)
 
 
 def test_a_follow_up_answer_gets_seven_tenths_of_the_turn_it_follows(db, tenant):
@@ -907,8 +933,27 @@ def test_a_note_naming_whom_the_question_names_is_about_them(db, tenant):
     other = remember(db, tenant, "Melanie", "Melanie researched research grants", type="learning")
     res = explained(db, tenant, "What did Caroline research?")
     assert ids(ask(db, tenant, "What did Caroline research?"))[:2] == [hers, other]
-    assert (res[hers].parts["names"], res[other].parts["names"]) == (1.5, 1.0)
+    assert (res[hers].parts["names"], res[other].parts["names"]) == (2.0, 1.0)
     assert ids(ask(db, tenant, "What did Caroline research?", disable=["names"]))[:2] == [other, hers]
     # A turn is about its speaker (the speaker signal), not whom it names.
     _, (turn,) = exchange(db, tenant, ("Melanie", "Caroline researched adoption agencies, Melanie said"))
     assert "names" not in explained(db, tenant, "What did Caroline research?")[turn].parts
+
+
+def test_a_note_is_about_whom_it_names_first(db, tenant):
+    # Melanie's note mentions Caroline in passing and holds more of the question's words; Caroline's own note,
+    # naming her first, is the one about her. Named anywhere, both notes would get the factor and Melanie's win.
+    for text in ("Caroline paints on weekends", "Caroline likes hiking", "Caroline moved to Boston",
+                 "Caroline adopted a dog", "Melanie plays the violin", "Melanie runs every morning"):
+        remember(db, tenant, text[:20], text, type="learning")
+    other = remember(db, tenant, "Melanie enjoyed", "Melanie enjoyed the LGBTQ events Caroline attended", type="learning")
+    hers = remember(db, tenant, "Caroline attended", "Caroline attended a pride parade with her LGBTQ group",
+                    type="learning")
+    question = "Which LGBTQ events has Caroline attended?"
+    res = explained(db, tenant, question)
+    assert (res[hers].parts["names"], res[other].parts["names"]) == (2.0, 1.0)
+    assert ids(ask(db, tenant, question))[:2] == [hers, other]
+    with db:
+        anywhere = recall(db, users.first_viewer(db, tenant), RecallParams(query=question), now=T0 + DAY,
+                          tuning=Tuning(names_first=False))
+    assert ids(anywhere)[:2] == [other, hers]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arbiter.recall import _sql
-from arbiter.recall.query import MAX_TERMS, analyze, expression, quote, tokenizer
+from arbiter.recall.query import MAX_TERMS, analyze, expression, first_name, quote, tokenizer
 from arbiter.store import open_database, tenants
 
 #: The one tenant's index in the module's database.
@@ -285,3 +285,17 @@ def test_tokenizer_matches_the_index(db):
 )
 def test_names_are_the_capitalised_words_that_are_not_stopwords(tok, text, names):
     assert analyze(text, tok).names == names
+
+
+@pytest.mark.parametrize(
+    "text, first",
+    [
+        ("Melanie finds LGBTQ events like the conference Caroline attended inspiring", "melani"),
+        ("Melanie's son got into an accident during the road trip.", "melani"),
+        ("The yoga studio John attends offers kickboxing", "john"),  # "The" is a stopword
+        ("I told the User that Maria called", "maria"),  # "I" a stopword, "User" a party
+        ("deployed v2 to staging", None),
+    ],
+)
+def test_the_first_name_a_note_holds(tok, text, first):
+    assert first_name(text, tok) == first

@@ -135,6 +135,10 @@ def test_episodes_share_one_factor_and_keep_the_order_inside():
     assert f[0] * items[0].score > f[1] * items[1].score
     assert score.episodes(items, weight=0.0) == [1.0] * 4
     assert score.episodes(items, weight=1.0, gap_us=10 * minute, members=1)[:3] == pytest.approx([1.0, 1.0, 0.8])
+    # Notes' stream: those in no conversation are one stream of their own, the note a minute in is with none.
+    notes = [Placed(None, 0, 10.0), Placed(None, minute, 6.0), Placed(None, DAY, 8.0), Placed(2, minute, 4.0)]
+    f = score.episodes(notes, weight=1.0, gap_us=10 * minute, members=3, stream=score.by_writing)
+    assert f == pytest.approx([1.0, 1.0, 0.5, 0.25])
 
 
 # ---- tenant pass term selection -----------------------------------------------------------
