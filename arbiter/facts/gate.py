@@ -202,8 +202,8 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
                 (c.confidence, now, c.target),
             )
             conn.execute(
-                "INSERT OR IGNORE INTO fact_sources(fact_id, entry_id) SELECT ?, entry_id FROM fact_sources "
-                "WHERE fact_id = ?",
+                "INSERT INTO fact_sources(fact_id, entry_id) SELECT ?, entry_id FROM fact_sources "
+                "WHERE fact_id = ? ON CONFLICT DO NOTHING",
                 (c.target, c.id),
             )
             touched.update(_aspects_of(conn, c.target))

@@ -124,8 +124,8 @@ def register_used(conn: apsw.Connection, tenant_id: int, names: set[str], *, now
     for name in names:
         if not _builtin(name):
             conn.execute(
-                "INSERT OR IGNORE INTO predicates(tenant_id, name, functional, declared_at, declared) "
-                "VALUES (?, ?, 0, ?, 0)",
+                "INSERT INTO predicates(tenant_id, name, functional, declared_at, declared) "
+                "VALUES (?, ?, 0, ?, 0) ON CONFLICT DO NOTHING",
                 (tenant_id, name, now),
             )
 
@@ -152,7 +152,7 @@ def predicates(conn: apsw.Connection, v: Viewer) -> list[Predicate]:
     only ever registered by applying a fact is as private as the facts using it.
     """
     declared = [r[0] for r in conn.execute(
-        f"SELECT p.name FROM predicates p WHERE p.tenant_id = ? AND (p.declared OR EXISTS ("
+        f"SELECT p.name FROM predicates p WHERE p.tenant_id = ? AND (p.declared != 0 OR EXISTS ("
         f"SELECT 1 FROM facts f WHERE f.tenant_id = p.tenant_id AND f.predicate = p.name AND f.status = 'active' "
         f"AND {v.sees('f')}))",
         (v.tenant_id,),
@@ -169,12 +169,11 @@ def create_batch(
 ) -> int:
     """A new batch by `v`'s user in `scope` (their private scope, or a team's they are in): its facts are seen as
     an entry of that author and scope would be."""
-    conn.execute(
+    return conn.execute(
         "INSERT INTO patch_batches(tenant_id, author_id, scope_id, origin, status, threshold, note, created_at) "
-        "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?) RETURNING id",
         (v.tenant_id, v.user_id, scope, origin, threshold, note, now),
-    )
-    return conn.last_insert_rowid()
+    ).fetchone()[0]
 
 
 def add_candidates(
@@ -200,14 +199,14 @@ def add_candidates(
         rows.append((p, slugs, subject_entity, object_entity, valid_from))
     ids = []
     for p, slugs, subject_entity, object_entity, valid_from in rows:
-        conn.execute(
+        # RETURNING, not last_insert_rowid: on PostgreSQL the trigger's fact_revisions row draws a sequence after it.
+        fid = conn.execute(
             "INSERT INTO facts(tenant_id, author_id, scope_id, batch_id, subject, subject_key, subject_entity_id, "
             "predicate, object, object_key, object_entity_id, confidence, status, valid_from, aspect_slugs, "
-            "recorded_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
+            "recorded_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?) RETURNING id",
             (tenant_id, author, scope, batch_id, p.subject, key(p.subject), subject_entity, p.predicate, p.object, key(p.object),
              object_entity, p.confidence, valid_from, msgspec.json.encode(slugs).decode(), now, now),
-        )
-        fid = conn.last_insert_rowid()
+        ).fetchone()[0]
         ids.append(fid)
         for eid in dict.fromkeys(p.sources):
             conn.execute("INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?)", (fid, eid))
