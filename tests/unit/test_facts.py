@@ -204,12 +204,6 @@ def test_an_unknown_source_refuses_the_whole_batch(db, alice):
     assert db.execute("SELECT count(*) FROM patch_batches").fetchone()[0] == 0
 
 
-def sqlite_only(db, why: str) -> None:
-    """Skip a test on PostgreSQL, for `why` (a part it needs is not there yet)."""
-    if engine.is_postgresql(db):
-        pytest.skip(why)
-
-
 def refused(db) -> type[Exception]:
     """What a trigger's refusal raises on `db`'s engine (SQLite's RAISE(ABORT), PostgreSQL's integrity class)."""
     if engine.is_postgresql(db):
@@ -379,8 +373,8 @@ def test_the_trigger_kept_scores_match_a_count_from_scratch(alice):
         assert sconf == pytest.approx(conf)
 
 
+@pytest.mark.sqlite_only("recall and facts search need full text on PostgreSQL (store/pg/fulltext.py)")
 def test_recall_returns_current_facts_beside_entries(db, alice):
-    sqlite_only(db, "recall and facts search need full text on PostgreSQL (store/pg/fulltext.py)")
     from arbiter.model import RecallParams
     from arbiter.verbs import recall
 
@@ -403,8 +397,8 @@ def test_recall_returns_current_facts_beside_entries(db, alice):
     assert alice(recall, RecallParams(query="")).facts == []
 
 
+@pytest.mark.sqlite_only("the briefing's tag graph on PostgreSQL comes with graph/'s changes (pgcore)")
 def test_the_briefing_has_a_line_per_aspect_that_holds_facts(db, alice):
-    sqlite_only(db, "the briefing's tag graph runs on PostgreSQL with pgcore's graph/ changes")
     from arbiter import briefing
 
     empty = briefing.build(db, users.first_viewer(db, alice.tenant_id), "alice", now=T0, advisor=None)[0].text
@@ -432,8 +426,8 @@ def test_parts_link_to_entities_and_typed_objects_become_entities_at_apply(db, a
     assert (entity.name, entity.type) == ("Acme Corp", "organisation")
 
 
+@pytest.mark.sqlite_only("recall and facts search need full text on PostgreSQL (store/pg/fulltext.py)")
 def test_recall_with_known_at_finds_facts_as_recorded_then(db, alice):
-    sqlite_only(db, "recall and facts search need full text on PostgreSQL (store/pg/fulltext.py)")
     from arbiter.model import RecallParams
     from arbiter.verbs import recall
 

@@ -22,7 +22,7 @@ from arbiter.model import RememberParams
 from arbiter.store import entries, users
 from arbiter.verb import Context
 from arbiter.verbs import VERBS
-from tests.unit.test_facts import T0, US, sqlite_only
+from tests.unit.test_facts import T0, US
 
 pytestmark = pytest.mark.both_engines
 
@@ -128,8 +128,8 @@ def seeded(db, tenant):
             "candidate": proposed.facts[1].id, "entry": entry, "applied": applied.id}
 
 
+@pytest.mark.sqlite_only("sweeps every verb: recall (full text) and remember (near copies) are not on PostgreSQL yet")
 def test_every_verb_is_swept_and_none_but_the_gate_activates_a_fact(db, tenant, seeded):
-    sqlite_only(db, "sweeps every verb: recall (full text) and remember (near copies) are not on PostgreSQL yet")
     now = T0 + 10 * US
     swept = []
     replayed: set[int] = set()
