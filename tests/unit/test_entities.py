@@ -978,3 +978,61 @@ def test_the_labelled_sets_parse(name):
     from bench.entities_quality import parse
     notes = parse((Path(__file__).parents[2] / "bench" / name).read_text(encoding="utf-8"))
     assert notes and all(n.title and n.content for n in notes)
+
+
+# ---- clusters --------------------------------------------------------------------
+
+
+def _co_mentions(db, tenant, groups: list[list[str]]) -> dict[str, int]:
+    """An entry per group naming each of its names (linked as given); the entity id of every name."""
+    from arbiter.store import entries
+
+    with db:
+        v = users.first_viewer(db, tenant)
+        linker = core.Linker(db, tenant, NOW)
+        for names_ in groups:
+            eid = entries.remember(db, v, RememberParams(type="project", title="t", content="x"), now=NOW)
+            linker.link(eid, [(n, None, "given") for n in names_])
+        return {n: entities.lookup(db, tenant, n)[0] for g in groups for n in g}
+
+
+def test_entity_clusters_are_the_co_mentioned_groups(db, tenant):
+    from arbiter.entities import clusters
+
+    ids = _co_mentions(db, tenant, [["Alder", "Birch", "Cedar"]] * 2 + [["Dune", "Elm"], ["Elm", "Fir"], ["Fir", "Dune"]])
+    with db:
+        assert clusters.refresh(db, tenant) == 2
+        got = clusters.cluster_of(db, users.first_viewer(db, tenant), ids["Birch"])
+    assert got.id == min(ids[n] for n in ("Alder", "Birch", "Cedar"))
+    assert {e.name for e in got.entities} == {"Alder", "Birch", "Cedar"}
+
+
+def test_the_same_entity_graph_clusters_the_same_on_both_engines(sqlite_db, pg_url):
+    """Louvain depends on the order its edges come in: both engines give them in one order."""
+    import random
+
+    from arbiter.entities import clusters
+    from arbiter.store import open_database
+
+    rng = random.Random(7)
+    print("seed 7")
+    names_ = [f"Node {chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(60)]
+    groups = [rng.sample(names_, rng.randint(2, 4)) for _ in range(150)]
+    found = []
+    pg = open_database(pg_url)
+    try:
+        for conn in (sqlite_db, pg):
+            with conn:
+                tenant = tenants.create_tenant(conn, "alice", now=NOW)[0]
+            ids = _co_mentions(conn, tenant, groups)
+            name_of = {i: n for n, i in ids.items()}
+            if conn is pg:  # PostgreSQL groups by hashing where sorting costs more: make it, at this small size
+                conn.execute("SET enable_sort = off")
+            with conn:
+                clusters.refresh(conn, tenant)
+                found.append(sorted(sorted(name_of[e] for (e,) in conn.execute(
+                    "SELECT entity_id FROM entity_clusters WHERE cluster = ?", (c,)))
+                    for (c,) in conn.execute("SELECT DISTINCT cluster FROM entity_clusters")))
+    finally:
+        pg.close()
+    assert len(found[0]) > 2 and found[0] == found[1]
