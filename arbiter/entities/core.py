@@ -188,6 +188,11 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     """
     name = canonical(" ".join(name.split()))
     found = _find(conn, tenant_id, name)
+    if found is None and engine.is_postgresql(conn):
+        # Daemons sharing a database may meet a new name at once: the first creates it, the others wait here,
+        # then find it (each statement reads what committed before it).
+        engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
+        found = _find(conn, tenant_id, name)
     if found is not None:
         _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1], found[2])

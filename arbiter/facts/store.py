@@ -24,7 +24,7 @@ from arbiter.facts.model import (
 from arbiter.entities import core as entities_core
 from arbiter.entities import visibility
 from arbiter.entities.extract import canonical
-from arbiter.store import relations
+from arbiter.store import engine, relations
 from arbiter.store.users import Viewer
 
 _slugs = msgspec.json.Decoder(list[str])
@@ -76,6 +76,9 @@ def link_object(conn: apsw.Connection, tenant_id: int, fact_id: int, predicate: 
     # thousand entities (bench/facts.py) and would dominate an apply.
     # Spelling variants are joined later with `entity merge`.
     found = entities_core.lookup(conn, tenant_id, obj)
+    if found is None and engine.is_postgresql(conn):  # another daemon may be creating it: as `resolve` does
+        engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
+        found = entities_core.lookup(conn, tenant_id, obj)
     entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
     conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
 

@@ -1036,3 +1036,39 @@ def test_the_same_entity_graph_clusters_the_same_on_both_engines(sqlite_db, pg_u
     finally:
         pg.close()
     assert len(found[0]) > 2 and found[0] == found[1]
+
+
+def test_daemons_meeting_one_new_name_at_once_make_one_entity(pg_url):
+    """Two writers of one PostgreSQL database resolve a name neither has seen: the second waits for the first's
+    transaction and finds its entity (without the wait it failed on the names' unique key)."""
+    import threading
+
+    from arbiter.store import open_database
+    from tests.conftest import wait_for
+    from tests.pg import waits_on_lock
+
+    first, second = open_database(pg_url), open_database(pg_url)
+    try:
+        with first:
+            tenant = tenants.create_tenant(first, "alice", now=NOW)[0]
+        pid = second.execute("SELECT pg_backend_pid()").fetchone()[0]
+        got: list = []
+
+        def resolve_second():
+            try:
+                with second:
+                    got.append(core.resolve(second, tenant, "Quasar Labs", now=NOW))
+            except Exception as e:  # the test's thread hands its failure to the test
+                got.append(e)
+
+        with first:
+            mine = core.resolve(first, tenant, "Quasar Labs", now=NOW)
+            other = threading.Thread(target=resolve_second)
+            other.start()
+            wait_for(lambda: waits_on_lock(pg_url, pid) or got, what="the second writer to wait")
+        other.join(10)
+        assert mine.created and got == [core.Resolution(mine.entity_id, False, (), "exact")]
+        assert first.execute("SELECT count(*) FROM entities WHERE name = 'Quasar Labs'").fetchone()[0] == 1
+    finally:
+        first.close()
+        second.close()

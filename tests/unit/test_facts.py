@@ -436,3 +436,42 @@ def test_recall_with_known_at_finds_facts_as_recorded_then(db, alice):
     alice.propose(F(obj="Globex"), apply=True)
     assert [f.object for f in alice(recall, RecallParams(query="user works")).facts] == ["Globex"]
     assert [f.object for f in alice(recall, RecallParams(query="user works", known_at=before)).facts] == ["Acme"]
+
+
+def test_daemons_applying_two_batches_about_one_functional_fact_at_once_leave_one_active(pg_url):
+    """Two writers of one PostgreSQL database apply batches that each supersede the same fact: the second waits
+    for the first and supersedes what the first made true (without the wait both stood, each superseding Acme)."""
+    import threading
+
+    from arbiter.store import open_database
+    from tests.conftest import wait_for
+    from tests.pg import waits_on_lock
+
+    first, second = open_database(pg_url), open_database(pg_url)
+    try:
+        with first:
+            tenant = tenants.create_tenant(first, "alice", now=T0)[0]
+        alice = Caller(first, tenant)
+        alice.propose(F(obj="Acme"), apply=True)
+        globex, initech = (alice.propose(F(obj=o, confidence=0.9)).id for o in ("Globex", "Initech"))
+        pid = second.execute("SELECT pg_backend_pid()").fetchone()[0]
+        got: list = []
+
+        def apply_second():
+            try:
+                with second:
+                    got.append(fv.batch_apply(Context(second, tenant, "t", T0 + HOUR), BatchIdParams(id=initech)))
+            except Exception as e:  # the test's thread hands its failure to the test
+                got.append(e)
+
+        with first:
+            fv.batch_apply(Context(first, tenant, "t", T0 + HOUR), BatchIdParams(id=globex))
+            other = threading.Thread(target=apply_second)
+            other.start()
+            wait_for(lambda: waits_on_lock(pg_url, pid) or got, what="the second writer to wait")
+        other.join(10)
+        assert [f.finding for f in got[0].facts] == ["supersede"]
+        assert [f.object for f in alice.facts()] == ["Initech"]
+    finally:
+        first.close()
+        second.close()
