@@ -5,6 +5,7 @@
 -- * Every table a tenant owns carries `tenant_id` (Citus distributes by it). `fact_revisions` and
 --   `fact_sources`, keyed by fact alone on SQLite, get the column, filled from their fact by a trigger so
 --   the writers stay one text for both engines.
+-- * `cluster_names` (topic clusters' names, graph/clusters.py) is p001's, beside the tag graph it names.
 -- * The facts' search index (`facts_fts`, its activation trigger) is full text: it is not here, and
 --   searching facts stays SQLite-only until PostgreSQL's full text (store/pg/fulltext.py) lands.
 -- * SQLite's triggers become PL/pgSQL with the same conditions and the same messages, raised as
@@ -76,16 +77,6 @@ CREATE TABLE entity_clusters(
     cluster bigint NOT NULL
 );
 CREATE INDEX entity_clusters_cluster ON entity_clusters(tenant_id, cluster);
-
-CREATE TABLE cluster_names(
-    tenant_id bigint NOT NULL REFERENCES tenants(id),
-    tags_sha256 bytea NOT NULL,
-    scopes text NOT NULL,
-    name text NOT NULL,
-    description text NOT NULL,
-    named_at bigint NOT NULL,
-    PRIMARY KEY (tenant_id, tags_sha256, scopes)
-);
 
 CREATE TABLE entry_entities(
     entry_id bigint NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
