@@ -36,7 +36,8 @@ def edges(conn: apsw.Connection, tenant_id: int) -> list[tuple[int, int, float]]
     ):
         weights[a, b] = n
     for a, b, w in conn.execute(
-        "SELECT source_id, target_id, sum(weight) FROM entity_relations WHERE tenant_id = ? GROUP BY 1, 2 ORDER BY 1, 2",
+        "SELECT source_id, target_id, sum(weight) FROM entity_relations WHERE tenant_id = ? "
+        "GROUP BY 1, 2 ORDER BY 1, 2",
         (tenant_id,),
     ):
         key = (b, a) if (b, a) in weights else (a, b)  # undirected: the edge keeps the way it was first added

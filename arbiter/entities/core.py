@@ -319,11 +319,11 @@ def _columns(conn: apsw.Connection, v: Viewer, dated: str | None = None) -> str:
         if not whole(v):  # not an assert: `python -O` would strip it, and a partial viewer would get the tenant's dates
             raise RuntimeError("a viewer of part of the tenant is dated by what they see (_rows)")
         dated = f"x.created_at, x.updated_at, {mentions_sql(v)}"
-    aliases = f"FROM entity_names n WHERE n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
+    known = f"FROM entity_names n WHERE n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
     if engine.is_postgresql(conn):
-        aliases = f"(SELECT coalesce(json_agg(n.name ORDER BY n.id)::text, '[]') {aliases})"
+        aliases = f"(SELECT coalesce(json_agg(n.name ORDER BY n.id)::text, '[]') {known})"
     else:
-        aliases = f"(SELECT json_group_array(name) FROM (SELECT n.name {aliases} ORDER BY n.id))"
+        aliases = f"(SELECT json_group_array(name) FROM (SELECT n.name {known} ORDER BY n.id))"
     return f"x.id, x.name, x.type, x.description, x.merged_into, {aliases}, {dated}"
 _aliases = msgspec.json.Decoder(list[str])
 
@@ -428,7 +428,8 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
             f"SELECT x.id, (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) AS n FROM entities x "
-            f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"), (*args, *([] if n is None else [n])),
+            f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"),
+            (*args, *([] if n is None else [n])),
         ).fetchall()
 
     best: list[tuple] = []  # (-mentions, id, row), best first
