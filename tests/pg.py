@@ -78,11 +78,3 @@ class Databases:
     def close(self) -> None:
         if self.template:
             self._run(f'DROP DATABASE IF EXISTS "{self.template}" WITH (FORCE)')
-
-
-def waits_on_lock(url: str, pid: int) -> bool:
-    """Whether the session `pid` of the database at `url` is waiting for a lock (asked from a session of its own:
-    a transaction sees the activity view as it was when it first read it)."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
-    return row is not None and row[0] == "Lock"

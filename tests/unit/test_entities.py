@@ -1045,7 +1045,7 @@ def test_daemons_meeting_one_new_name_at_once_make_one_entity(pg_url):
 
     from arbiter.store import open_database
     from tests.conftest import wait_for
-    from tests.pg import waits_on_lock
+    from tests.unit.test_facts import waits_on_lock
 
     first, second = open_database(pg_url), open_database(pg_url)
     try:

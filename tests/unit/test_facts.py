@@ -438,6 +438,16 @@ def test_recall_with_known_at_finds_facts_as_recorded_then(db, alice):
     assert [f.object for f in alice(recall, RecallParams(query="user works", known_at=before)).facts] == ["Acme"]
 
 
+def waits_on_lock(url: str, pid: int) -> bool:
+    """Whether the session `pid` of the database at `url` waits for a lock, asked from a session of its own (within
+    a transaction, PostgreSQL holds the activity view as it first read it)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+    return row is not None and row[0] == "Lock"
+
+
 def test_daemons_applying_two_batches_about_one_functional_fact_at_once_leave_one_active(pg_url):
     """Two writers of one PostgreSQL database apply batches that each supersede the same fact: the second waits
     for the first and supersedes what the first made true (without the wait both stood, each superseding Acme)."""
@@ -445,7 +455,6 @@ def test_daemons_applying_two_batches_about_one_functional_fact_at_once_leave_on
 
     from arbiter.store import open_database
     from tests.conftest import wait_for
-    from tests.pg import waits_on_lock
 
     first, second = open_database(pg_url), open_database(pg_url)
     try:
