@@ -25,16 +25,19 @@ def edges(conn: apsw.Connection, tenant_id: int) -> list[tuple[int, int, float]]
     """The tenant's entity graph as weighted edges, in the order they are added: co-mentions in active entries,
     then relations (a relation between two co-mentioned entities adds its weight to their edge)."""
     weights: dict[tuple[int, int], float] = {}
+    # Louvain's result depends on the edges' order: ORDER BY says the order SQLite's grouping gives, which
+    # PostgreSQL's (hashed) grouping does not.
     for a, b, n in conn.execute(
         "SELECT a.entity_id, b.entity_id, count(*) FROM entry_entities a "
         "JOIN entry_entities b ON b.entry_id = a.entry_id AND b.entity_id > a.entity_id "
         "JOIN entries e ON e.id = a.entry_id "
-        "WHERE a.tenant_id = ? AND e.valid_to IS NULL GROUP BY 1, 2",
+        "WHERE a.tenant_id = ? AND e.valid_to IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
         (tenant_id,),
     ):
         weights[a, b] = n
     for a, b, w in conn.execute(
-        "SELECT source_id, target_id, sum(weight) FROM entity_relations WHERE tenant_id = ? GROUP BY 1, 2",
+        "SELECT source_id, target_id, sum(weight) FROM entity_relations WHERE tenant_id = ? "
+        "GROUP BY 1, 2 ORDER BY 1, 2",
         (tenant_id,),
     ):
         key = (b, a) if (b, a) in weights else (a, b)  # undirected: the edge keeps the way it was first added

@@ -29,6 +29,7 @@ from arbiter.entities.visibility import (
     visible_ids, visible_sql, whole,
 )
 from arbiter.errors import Conflict, InvalidParams, NotFound
+from arbiter.store import engine
 from arbiter.store.users import Viewer, whole_tenant
 
 #: Trigram similarity at or above which a new name is the existing entity.
@@ -112,7 +113,7 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
         return []
     postings = " UNION ALL ".join(["SELECT name_id FROM entity_trigrams WHERE tenant_id = ? AND gram = ?"] * len(rare))
     top = [r[0] for r in conn.execute(
-        f"SELECT name_id FROM ({postings}) GROUP BY name_id ORDER BY count(*) DESC LIMIT {_CANDIDATES}",
+        f"SELECT name_id FROM ({postings}) p GROUP BY name_id ORDER BY count(*) DESC LIMIT {_CANDIDATES}",
         [v for g in rare for v in (tenant_id, g)],
     )]
     if not top:
@@ -130,12 +131,11 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
 def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
-    conn.execute(
+    name_id = conn.execute(
         "INSERT INTO entity_names(tenant_id, entity_id, name, key, norm, grams, is_alias, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (tenant_id, entity_id, name, nm.key(name), form, len(grams), int(alias), now),
-    )
-    name_id = conn.last_insert_rowid()
+    ).fetchone()[0]
     conn.executemany(
         "INSERT INTO entity_trigrams(tenant_id, gram, name_id) VALUES (?, ?, ?)",
         [(tenant_id, g, name_id) for g in grams],
@@ -157,11 +157,10 @@ def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "oth
 
 def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now: int) -> tuple[int, int]:
     """`create`, and the id of its name's row."""
-    conn.execute(
-        "INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+    entity_id = conn.execute(
+        "INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
         (tenant_id, name, type, now, now),
-    )
-    entity_id = conn.last_insert_rowid()
+    ).fetchone()[0]
     return entity_id, add_name(conn, tenant_id, entity_id, name, alias=False, now=now)
 
 
@@ -189,6 +188,11 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     """
     name = canonical(" ".join(name.split()))
     found = _find(conn, tenant_id, name)
+    if found is None and engine.is_postgresql(conn):
+        # Daemons sharing a database may meet a new name at once: the first creates it, the others wait here,
+        # then find it (each statement reads what committed before it).
+        engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
+        found = _find(conn, tenant_id, name)
     if found is not None:
         _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1], found[2])
@@ -265,7 +269,8 @@ class Linker:
                              "extracted" if how in ("known", "candidate", "initial") else how,
                              res.name_id))
         self.conn.executemany(
-            "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
             rows,
         )
         return list(out.values())
@@ -307,25 +312,24 @@ def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, li
 
 # ---- reading -------------------------------------------------------------------
 
-def _columns(v: Viewer, dated: str | None = None) -> str:
-    """The row's own columns, its aliases `v` knows, then a JSON [created_at, updated_at, mentions] as `v` knows them
-    (`dated`, which a viewer who does not see the whole tenant needs: `_rows` gathers it)."""
+def _columns(conn: apsw.Connection, v: Viewer, dated: str | None = None) -> str:
+    """The row's own columns, its aliases `v` knows (a JSON list), then created_at, updated_at and mentions as `v`
+    knows them (`dated`, which a viewer who does not see the whole tenant needs: `_rows` gathers it)."""
     if dated is None:
         if not whole(v):  # not an assert: `python -O` would strip it, and a partial viewer would get the tenant's dates
             raise RuntimeError("a viewer of part of the tenant is dated by what they see (_rows)")
-        dated = f"json_array(x.created_at, x.updated_at, {mentions_sql(v)})"
-    return (
-        "x.id, x.name, x.type, x.description, x.merged_into, "
-        "(SELECT json_group_array(name) FROM (SELECT n.name FROM entity_names n WHERE n.entity_id = x.id "
-        f"AND n.is_alias AND {names_sql(v)[0]} ORDER BY n.id)), {dated}"
-    )
+        dated = f"x.created_at, x.updated_at, {mentions_sql(v)}"
+    known = f"FROM entity_names n WHERE n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
+    if engine.is_postgresql(conn):
+        aliases = f"(SELECT coalesce(json_agg(n.name ORDER BY n.id)::text, '[]') {known})"
+    else:
+        aliases = f"(SELECT json_group_array(name) FROM (SELECT n.name {known} ORDER BY n.id))"
+    return f"x.id, x.name, x.type, x.description, x.merged_into, {aliases}, {dated}"
 _aliases = msgspec.json.Decoder(list[str])
-_dated = msgspec.json.Decoder(tuple[int, int, float])
 
 
 def _entity(row) -> Entity:
-    eid, name, etype, desc, merged, aliases, dated = row
-    created, updated, n = _dated.decode(dated)
+    eid, name, etype, desc, merged, aliases, created, updated, n = row
     return Entity(
         id=eid, name=name, type=etype, aliases=_aliases.decode(aliases), description=desc,
         created_at=format_time(created), updated_at=format_time(updated), mentions=int(n), merged_into=merged,
@@ -333,7 +337,7 @@ def _entity(row) -> Entity:
 
 
 def get(conn: apsw.Connection, v: Viewer, entity_id: int) -> Entity:
-    row = next(_rows(conn, v, [entity_id]), None)
+    row = next(iter(_rows(conn, v, [entity_id])), None)
     if row is None:
         raise NotFound(f"entity {entity_id} not found")
     return _entity(row)
@@ -347,13 +351,16 @@ def _rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
     had dropped since the last link into it (the 64 most mentioned of 47K entities have ~33K links). An entity no
     entry `v` sees names is checked by `visible_sql` (an active fact may name it) and has no mentions.
     """
+    if not ids:  # `IN ()` is SQLite's alone
+        return iter(())
     marks = ",".join("?" * len(ids))
     if whole(v):
-        return conn.execute(f"SELECT {_columns(v)} FROM entities x WHERE x.id IN ({marks}) AND {visible_sql(v)}", ids)
+        return conn.execute(f"SELECT {_columns(conn, v)} FROM entities x WHERE x.id IN ({marks}) AND {visible_sql(v)}",
+                            ids)
     created, updated = dated_sql(v, "x", "c.first", "c.last")
     return conn.execute(
         f"WITH {seen_links_sql(v, len(ids))} "
-        f"SELECT {_columns(v, f'json_array({created}, {updated}, coalesce(c.n, 0))')} "
+        f"SELECT {_columns(conn, v, f'{created}, {updated}, coalesce(c.n, 0)')} "
         f"FROM entities x LEFT JOIN c ON c.id = x.id WHERE x.id IN ({marks}) AND (c.id IS NOT NULL OR {visible_sql(v)})",
         (*ids, *ids),
     )
@@ -377,16 +384,16 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
         args += [tenant_id, prefix, prefix + "\U0010ffff"]
     if whole(v):
         rows = conn.execute(
-            f"SELECT {_columns(v)} FROM entities x WHERE {' AND '.join(where)} "
+            f"SELECT {_columns(conn, v)} FROM entities x WHERE {' AND '.join(where)} "
             f"ORDER BY {mentions_sql(v)} DESC, x.id LIMIT ?", (*args, limit),
         )
         return [_entity(r) for r in rows]
 
     def rank(ids: list[int]):
-        return ((_dated.decode(row[6])[2], row) for row in _rows(conn, v, ids))
+        return ((row[8], row) for row in _rows(conn, v, ids))
 
     def counts():  # a user who sees little: from what they see
-        return conn.execute(f"SELECT total(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "
+        return conn.execute(f"SELECT sum(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "
                             f"WHERE {' AND '.join(where)} GROUP BY x.id", args)
     return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank, counts,
                                                little=not sees_most(conn, v))]
@@ -421,7 +428,8 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
             f"SELECT x.id, (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) AS n FROM entities x "
-            f"WHERE {where} ORDER BY n DESC, x.id LIMIT ?", (*args, -1 if n is None else n),
+            f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"),
+            (*args, *([] if n is None else [n])),
         ).fetchall()
 
     best: list[tuple] = []  # (-mentions, id, row), best first
@@ -457,7 +465,7 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
     if whole(v) or sees_most(conn, v):
         return conn.execute(f"SELECT count(*) FROM entities x WHERE {live} AND {visible_sql(v)}",
                             (v.tenant_id,)).fetchone()[0]
-    return conn.execute(f"SELECT count(*) FROM entities x WHERE x.id IN (SELECT id FROM ({named_sql(v)})) AND {live}",
+    return conn.execute(f"SELECT count(*) FROM entities x WHERE x.id IN (SELECT id FROM ({named_sql(v)}) u) AND {live}",
                         (v.tenant_id,)).fetchone()[0]
 
 
@@ -518,7 +526,7 @@ def relate(conn: apsw.Connection, v: Viewer, source: str, relation: str, target:
     conn.execute(
         "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) "
-        "DO UPDATE SET weight = weight + excluded.weight, updated_at = excluded.updated_at",
+        "DO UPDATE SET weight = entity_relations.weight + excluded.weight, updated_at = excluded.updated_at",
         (tenant_id, a, relation, b, weight, now, now),
     )
     return _relations(conn, conn.execute(
@@ -572,8 +580,8 @@ def merge(conn: apsw.Connection, v: Viewer, keep: str, other: str, *, now: int) 
     conn.execute("UPDATE entity_names SET entity_id = ?, is_alias = 1 WHERE entity_id = ?", (keep_id, other_id))
     moved = [r[0] for r in conn.execute("SELECT entry_id FROM entry_entities WHERE entity_id = ?", (other_id,))]
     conn.execute(  # each link keeps the name it came through (which moves to `keep` too)
-        "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) "
-        "SELECT entry_id, ?, tenant_id, how, name_id FROM entry_entities WHERE entity_id = ?",
+        "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) "
+        "SELECT entry_id, ?, tenant_id, how, name_id FROM entry_entities WHERE entity_id = ? ON CONFLICT DO NOTHING",
         (keep_id, other_id),
     )
     conn.execute("DELETE FROM entry_entities WHERE entity_id = ?", (other_id,))
@@ -587,7 +595,7 @@ def merge(conn: apsw.Connection, v: Viewer, keep: str, other: str, *, now: int) 
             conn.execute(
                 "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
                 "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) "
-                "DO UPDATE SET weight = weight + excluded.weight, updated_at = excluded.updated_at",
+                "DO UPDATE SET weight = entity_relations.weight + excluded.weight, updated_at = excluded.updated_at",
                 (tenant_id, src, rel, dst, weight, now, now),
             )
     conn.execute(

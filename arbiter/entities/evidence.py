@@ -25,7 +25,7 @@ import apsw
 
 from arbiter.entities.extract import sentence_start
 from arbiter.recall.query import quote
-from arbiter.store import fts
+from arbiter.store import engine, fts
 from arbiter.store.users import Viewer
 
 #: Entries read per word: the most recent ones holding it in any case.
@@ -52,6 +52,11 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
     The entries named are those writing it on its own: in "Helena Duarte" it
     is part of another name.
     """
+    if engine.is_postgresql(conn):
+        # The evidence is a full-text search of the writer's entries, which PostgreSQL has once store/pg/fulltext.py
+        # lands: until then the search finds no other entry, as in a new tenant on SQLite (a word capitalised
+        # mid-sentence is a name, one at a sentence's start is not, and no earlier entry is linked).
+        return None if initial else []
     match = f"{{title content}} : {quote(word)}"
     ids: list[int] = []
     for scope, author in _indexes(conn, v):
@@ -70,7 +75,7 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
     named: list[int] = []
     written = mid = starts = lowered = 0
     for other, text in conn.execute(
-        f"SELECT id, title || char(10) || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
+        f"SELECT id, title || '\n' || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
         f"AND tenant_id = ? AND valid_to IS NULL",
         (*ids, v.tenant_id),
     ):

@@ -80,14 +80,14 @@ def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str
 def _dates(x: str, seen: str) -> tuple[str, str]:
     """SQL: (created_at, updated_at) of the entities row `x` from the times `t` of `seen` (NULLs ignored): the
     earliest and the latest, neither before the row's created_at (then the row's created_at)."""
-    return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}))",
-            f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}))")
+    return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}) s)",
+            f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}) s)")
 
 
 def links_sql(n: int) -> str:
     """SQL for a `WITH`: `m(entity_id, entry_id)`, the links of the `n` entities bound first, in entry order. Read
-    as `m CROSS JOIN entries e` (m first), each leaf page of `entries` is read once for the run of links into it,
-    not once a link."""
+    as `m CROSS JOIN entries e` (m first: SQLite keeps a CROSS JOIN's order), each leaf page of `entries` is read
+    once for the run of links into it, not once a link."""
     # One entity's links come in entry order from its index (entity_id, entry_id): copying them out first only costs
     # (`get` of an entity with 4.6K links, in process: 0.85 ms of CPU materialised, 0.68 not).
     how = "MATERIALIZED" if n > 1 else "NOT MATERIALIZED"
@@ -101,7 +101,7 @@ def seen_links_sql(v: Viewer, n: int, *, until: bool = False) -> str:
     the earliest and latest of their `recorded_at`, in one pass over the links (the inputs of `dated_sql`)."""
     recorded = "e.recorded_at <= ? AND " if until else ""
     return (f"{links_sql(n)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
-            f"max(e.recorded_at) FROM m CROSS JOIN entries e ON e.id = m.entry_id WHERE {recorded}{v.sees('e')} "
+            f"max(e.recorded_at) FROM m CROSS JOIN entries e WHERE e.id = m.entry_id AND {recorded}{v.sees('e')} "
             "GROUP BY m.entity_id)")
 
 
@@ -130,7 +130,7 @@ def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
         return f"{r}.created_at", f"{r}.updated_at"
     ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.id = {r}.{end}_id)"
             for e, end in (("s", "source"), ("t", "target"))]
-    created = f"max({r}.created_at, {ends[0]}, {ends[1]})"
+    created = f"max({r}.created_at, max({ends[0]}, {ends[1]}))"
     return created, f"max({r}.updated_at, {created})"
 
 
@@ -146,7 +146,7 @@ def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
     only those name, is theirs.
     """
     if whole(v):
-        return "1", f"{n}.created_at"
+        return "TRUE", f"{n}.created_at"
     through = (f"FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
                f"WHERE l.entity_id = {n}.entity_id AND l.name_id = {n}.id AND {v.sees('e')}")
     return (f"({n}.is_alias = 0 OR EXISTS (SELECT 1 {through}))",
@@ -193,7 +193,7 @@ def named_sql(v: Viewer) -> str:
 def sees_most(conn: apsw.Connection, v: Viewer) -> bool:
     """Whether `v` sees at least half of the tenant's `SAMPLE` newest entries: which plan is cheaper for them."""
     n, seen = conn.execute(
-        f"SELECT count(*), total({v.sees('e')}) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "
+        f"SELECT count(*), coalesce(sum(CAST({v.sees('e')} AS INTEGER)), 0) FROM (SELECT e.tenant_id, e.scope_id, e.author_id FROM entries e "
         "WHERE e.tenant_id = ? ORDER BY e.id DESC LIMIT ?) e", (v.tenant_id, SAMPLE),
     ).fetchone()
     return seen * 2 >= n

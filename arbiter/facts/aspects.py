@@ -144,12 +144,12 @@ _DIMENSIONS = """
             SELECT coalesce('e' || f2.object_entity_id, 't' || f2.object_key)
                 FROM fact_aspects a2 JOIN facts f2 ON f2.id = a2.fact_id
                 WHERE a2.tenant_id = :t AND a2.aspect = :a AND f2.status = 'active' AND f2.valid_to IS NULL {scope2}
-            LIMIT {breadth})),
+            LIMIT {breadth}) m),
         (SELECT count(*) FROM (
             SELECT DISTINCT f2.predicate
                 FROM fact_aspects a2 JOIN facts f2 ON f2.id = a2.fact_id
                 WHERE a2.tenant_id = :t AND a2.aspect = :a AND f2.status = 'active' AND f2.valid_to IS NULL {scope2}
-            LIMIT {diversity}))
+            LIMIT {diversity}) m)
     FROM fact_aspects a JOIN facts f ON f.id = a.fact_id
     WHERE a.tenant_id = :t AND a.aspect = :a AND f.status = 'active' AND f.valid_to IS NULL {scope}
 """
@@ -187,7 +187,7 @@ def dimensions(
 
 def _members(conn: apsw.Connection, tenant_id: int, slug: str, kind: str, cap: int) -> int:
     return conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM aspect_members WHERE tenant_id = ? AND aspect = ? AND kind = ? LIMIT ?)",
+        "SELECT count(*) FROM (SELECT 1 FROM aspect_members WHERE tenant_id = ? AND aspect = ? AND kind = ? LIMIT ?) m",
         (tenant_id, slug, kind, cap),
     ).fetchone()[0]
 
@@ -204,7 +204,7 @@ def refresh(conn: apsw.Connection, tenant_id: int, slugs: set[str], *, now: int)
         conf = total / n if n else 0.0
         conn.execute(
             "INSERT INTO aspect_scores(tenant_id, aspect, score, facts, confidence_sum, entities, predicates, "
-            "computed_at) VALUES (?, ?, ?, 0, 0, ?, ?, ?) ON CONFLICT DO UPDATE SET score = excluded.score, "
+            "computed_at) VALUES (?, ?, ?, 0, 0, ?, ?, ?) ON CONFLICT (tenant_id, aspect) DO UPDATE SET score = excluded.score, "
             "entities = excluded.entities, predicates = excluded.predicates, computed_at = excluded.computed_at",
             (tenant_id, slug, score(n, ents, preds, conf), ents, preds, now),
         )

@@ -21,6 +21,7 @@ import msgspec
 from arbiter.errors import Conflict, Forbidden
 from arbiter.facts import aspects, store
 from arbiter.facts.model import PASSING
+from arbiter.store import engine
 from arbiter.store.users import Viewer
 
 #: A candidate contradicting an active functional fact supersedes it only if
@@ -151,6 +152,7 @@ def evaluate(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> st
 
     Changes nothing that is true; a decided (applied or rejected) batch is left as it is.
     """
+    engine.serialize(conn, engine.FACT_GATE, v.tenant_id)
     _, _, status, threshold, *_, scope = store.batch_row(conn, v, batch_id)
     if status in ("proposed", "evaluated"):
         _record(conn, _judge(conn, v.tenant_id, batch_id, threshold, _judged_scope(conn, v, batch_id, scope)))
@@ -161,9 +163,11 @@ def evaluate(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> st
 def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
     """Evaluate (again) and apply a batch `v` sees in the caller's transaction; False if it was already applied.
 
-    A rejected batch cannot be applied (`conflict`).
+    A rejected batch cannot be applied (`conflict`). Where daemons share a database, one applies at a time in a
+    tenant: two batches superseding one functional fact would otherwise each retire it and both stand.
     """
     tenant_id = v.tenant_id
+    engine.serialize(conn, engine.FACT_GATE, tenant_id)
     _, _, status, threshold, *_, scope = store.batch_row(conn, v, batch_id)
     if status == "applied":
         return False
@@ -202,8 +206,8 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
                 (c.confidence, now, c.target),
             )
             conn.execute(
-                "INSERT OR IGNORE INTO fact_sources(fact_id, entry_id) SELECT ?, entry_id FROM fact_sources "
-                "WHERE fact_id = ?",
+                "INSERT INTO fact_sources(fact_id, entry_id) SELECT ?, entry_id FROM fact_sources "
+                "WHERE fact_id = ? ON CONFLICT DO NOTHING",
                 (c.target, c.id),
             )
             touched.update(_aspects_of(conn, c.target))
@@ -216,6 +220,7 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
 
 def reject(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
     """Reject a whole batch `v` sees: its candidates become rejected. False if it already was; an applied batch is a `conflict`."""
+    engine.serialize(conn, engine.FACT_GATE, v.tenant_id)
     _, _, status, *_ = store.batch_row(conn, v, batch_id)
     if status == "rejected":
         return False

@@ -28,6 +28,7 @@ from arbiter.model import FactHit, RecallParams
 from arbiter.recall import _rank
 from arbiter.recall.query import STOPWORDS, analyze, expression, quote, tokenizer
 from arbiter.facts.store import sources_sql
+from arbiter.store import engine
 from arbiter.store.users import Viewer
 
 #: Fact hits returned at most (fewer when `limit` is smaller).
@@ -60,6 +61,10 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     """The best active facts `v` sees for `p.query`, visible now or at `p.as_of`; [] with no terms or with `facts` disabled."""
     off = frozenset(p.disable)
     if "facts" in off or not p.query.strip():
+        return []
+    if engine.is_postgresql(conn):
+        # `facts_fts` is SQLite's FTS5: facts are searched on PostgreSQL once its full text (store/pg/fulltext.py)
+        # indexes them; until then recall there answers with entry hits alone.
         return []
     scopes = scopes_match(conn, v)
     n, avgdl = _totals(conn, scopes)

@@ -24,7 +24,7 @@ from arbiter.facts.model import (
 from arbiter.entities import core as entities_core
 from arbiter.entities import visibility
 from arbiter.entities.extract import canonical
-from arbiter.store import relations
+from arbiter.store import engine, relations
 from arbiter.store.users import Viewer
 
 _slugs = msgspec.json.Decoder(list[str])
@@ -76,6 +76,9 @@ def link_object(conn: apsw.Connection, tenant_id: int, fact_id: int, predicate: 
     # thousand entities (bench/facts.py) and would dominate an apply.
     # Spelling variants are joined later with `entity merge`.
     found = entities_core.lookup(conn, tenant_id, obj)
+    if found is None and engine.is_postgresql(conn):  # another daemon may be creating it: as `resolve` does
+        engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
+        found = entities_core.lookup(conn, tenant_id, obj)
     entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
     conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
 
@@ -124,8 +127,8 @@ def register_used(conn: apsw.Connection, tenant_id: int, names: set[str], *, now
     for name in names:
         if not _builtin(name):
             conn.execute(
-                "INSERT OR IGNORE INTO predicates(tenant_id, name, functional, declared_at, declared) "
-                "VALUES (?, ?, 0, ?, 0)",
+                "INSERT INTO predicates(tenant_id, name, functional, declared_at, declared) "
+                "VALUES (?, ?, 0, ?, 0) ON CONFLICT DO NOTHING",
                 (tenant_id, name, now),
             )
 
@@ -152,7 +155,7 @@ def predicates(conn: apsw.Connection, v: Viewer) -> list[Predicate]:
     only ever registered by applying a fact is as private as the facts using it.
     """
     declared = [r[0] for r in conn.execute(
-        f"SELECT p.name FROM predicates p WHERE p.tenant_id = ? AND (p.declared OR EXISTS ("
+        f"SELECT p.name FROM predicates p WHERE p.tenant_id = ? AND (p.declared != 0 OR EXISTS ("
         f"SELECT 1 FROM facts f WHERE f.tenant_id = p.tenant_id AND f.predicate = p.name AND f.status = 'active' "
         f"AND {v.sees('f')}))",
         (v.tenant_id,),
@@ -169,12 +172,11 @@ def create_batch(
 ) -> int:
     """A new batch by `v`'s user in `scope` (their private scope, or a team's they are in): its facts are seen as
     an entry of that author and scope would be."""
-    conn.execute(
+    return conn.execute(
         "INSERT INTO patch_batches(tenant_id, author_id, scope_id, origin, status, threshold, note, created_at) "
-        "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, 'proposed', ?, ?, ?) RETURNING id",
         (v.tenant_id, v.user_id, scope, origin, threshold, note, now),
-    )
-    return conn.last_insert_rowid()
+    ).fetchone()[0]
 
 
 def add_candidates(
@@ -200,14 +202,14 @@ def add_candidates(
         rows.append((p, slugs, subject_entity, object_entity, valid_from))
     ids = []
     for p, slugs, subject_entity, object_entity, valid_from in rows:
-        conn.execute(
+        # RETURNING, not last_insert_rowid: on PostgreSQL the trigger's fact_revisions row draws a sequence after it.
+        fid = conn.execute(
             "INSERT INTO facts(tenant_id, author_id, scope_id, batch_id, subject, subject_key, subject_entity_id, "
             "predicate, object, object_key, object_entity_id, confidence, status, valid_from, aspect_slugs, "
-            "recorded_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?)",
+            "recorded_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?) RETURNING id",
             (tenant_id, author, scope, batch_id, p.subject, key(p.subject), subject_entity, p.predicate, p.object, key(p.object),
              object_entity, p.confidence, valid_from, msgspec.json.encode(slugs).decode(), now, now),
-        )
-        fid = conn.last_insert_rowid()
+        ).fetchone()[0]
         ids.append(fid)
         for eid in dict.fromkeys(p.sources):
             conn.execute("INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?)", (fid, eid))

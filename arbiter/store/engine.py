@@ -23,3 +23,20 @@ def is_postgresql(conn: object) -> bool:
 def is_url(target: object) -> bool:
     """Whether a `--db` names a PostgreSQL database (a URL) rather than a SQLite file."""
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
+# Advisory locks Arbiter's own statements take on PostgreSQL: the first key is "AR" in its high half (as the
+# daemon's jobs, server/upkeep.py) and what is serialized in its low half; the second key is the tenant.
+_LOCK_SPACE = 0x41520000
+#: Creating an entity (a name not yet the tenant's): entities/core.py `resolve`.
+ENTITY_NAMES = 0x100
+#: Judging and applying a batch of facts: facts/gate.py.
+FACT_GATE = 0x101
+
+
+def serialize(conn, what: int, tenant_id: int) -> None:
+    """On PostgreSQL, wait for and hold `what`'s lock for `tenant_id` until the caller's transaction ends, where
+    several daemons may write one tenant at once; SQLite's one writer needs none."""
+    if is_postgresql(conn):
+        conn.execute("SELECT pg_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))",
+                     (_LOCK_SPACE + what, tenant_id))

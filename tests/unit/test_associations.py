@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import apsw
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from arbiter import associations, derive
@@ -12,6 +13,9 @@ from arbiter.recall.query import STOPWORDS, tokenizer
 from arbiter.store import entries, open_database, tenants, users
 
 NOW = 1_800_000_000 * 1_000_000  # 2027: every valid_from below is in its past
+
+pytestmark = pytest.mark.both_engines
+PROBE = "similarity edges are found by full text: PostgreSQL's comes with store/pg/fulltext.py"
 
 VOCABULARY = ("billing invoice payment retries backoff finance overdue ledger refund customer card "
               "gateway webhook timeout deploy rollback").split()
@@ -26,6 +30,7 @@ def stored(db) -> set[tuple]:
 @settings(max_examples=40, deadline=None)
 @given(batch=writes, order=st.randoms(use_true_random=False))
 def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
+    # A SQLite file of its own per example (the similarity edges it compares need full text: PROBE).
     db = open_database(tmp_path_factory.mktemp("a") / "a.db", synchronous="NORMAL")
     with db:
         tenant, _ = tenants.create_tenant(db, "t", now=1)
@@ -48,10 +53,9 @@ def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
     assert stored(db) == incremental
 
 
-def test_the_idle_writer_derives_what_bulk_writes_left(tmp_path):
-    db = open_database(tmp_path / "a.db")
+@pytest.mark.sqlite_only(PROBE)
+def test_the_idle_writer_derives_what_bulk_writes_left(db, tenant):
     with db:
-        tenant, _ = tenants.create_tenant(db, "t", now=1)
         text = "billing invoice payment retries backoff finance overdue ledger"
         entries.remember_many(db, users.first_viewer(db, tenant), [RememberParams(type="context", title="x", content=text, allow_duplicate=True)] * 3, now=2)
     assert derive.pending(db, names=("associations",)) == 3 and stored(db) == set()
@@ -99,10 +103,8 @@ def _write(db, tenant, text, *, v=None, hour=1, derive=True):
     return eid
 
 
-def test_rebuild_gives_the_edges_incremental_derivation_gave_near_duplicates(tmp_path):
-    db = open_database(tmp_path / "a.db")
-    with db:
-        tenant, _ = tenants.create_tenant(db, "t", now=1)
+@pytest.mark.sqlite_only(PROBE)
+def test_rebuild_gives_the_edges_incremental_derivation_gave_near_duplicates(db, tenant):
     a, b, c = (_write(db, tenant, text) for text in NEAR)
     assert {(x, y) for _, x, y, _ in stored(db)} == {(a, b), (a, c), (b, c)}  # every pair shares 7 of 9 words
     # Three later entries closer to `second` than `first` is: its edge to `first` must survive a rebuild.
@@ -118,10 +120,8 @@ def test_rebuild_gives_the_edges_incremental_derivation_gave_near_duplicates(tmp
     assert stored(db) == incremental
 
 
-def test_rebuild_drops_an_edge_the_entries_no_longer_support(tmp_path):
-    db = open_database(tmp_path / "a.db")
-    with db:
-        tenant, _ = tenants.create_tenant(db, "t", now=1)
+@pytest.mark.sqlite_only(PROBE)
+def test_rebuild_drops_an_edge_the_entries_no_longer_support(db, tenant):
     a, b = (_write(db, tenant, text) for text in NEAR[:2])
     assert {(x, y) for _, x, y, _ in stored(db)} == {(a, b)}
     with db:
@@ -131,10 +131,23 @@ def test_rebuild_drops_an_edge_the_entries_no_longer_support(tmp_path):
     assert stored(db) == set()
 
 
-def test_proximity_reaches_24_hours_and_no_further(tmp_path):
-    db = open_database(tmp_path / "a.db")
+def test_entries_naming_one_entity_are_associated_and_a_reason_suggests_its_cause(db, tenant):
+    from arbiter.entities.core import Linker
+
+    slow = _write(db, tenant, "the Falcon queue was slow all morning", hour=1, derive=False)
+    _write(db, tenant, "lunch with the design team", hour=300, derive=False)
+    why = _write(db, tenant, "we added retries to Falcon because the queue was slow", hour=600, derive=False)
     with db:
-        tenant, _ = tenants.create_tenant(db, "t", now=1)
+        for eid in (slow, why):
+            Linker(db, tenant, NOW).link(eid, [("Falcon", "tool", "given")])
+        v = users.first_viewer(db, tenant)
+        found = core.of(db, v, why)
+        candidates = associations.derive(db, tenant, why, now=NOW)
+    assert [(a.other_id, a.kind, a.sub_type) for a in found] == [(slow, "entity", "Falcon")]  # days apart: no proximity
+    assert [(c.kind, c.source_id, c.target_id) for c in candidates] == [("causal", slow, why)]
+
+
+def test_proximity_reaches_24_hours_and_no_further(db, tenant):
     first = _write(db, tenant, "alpha", hour=100, derive=False)
     near = _write(db, tenant, "beta", hour=120, derive=False)
     _write(db, tenant, "gamma", hour=130, derive=False)
@@ -143,10 +156,9 @@ def test_proximity_reaches_24_hours_and_no_further(tmp_path):
     assert [(x.other_id, x.weight) for x in found if x.sub_type == "proximity"] == [(near, round(1 / 21, 4))]
 
 
-def test_similar_candidates_are_only_entries_the_writer_sees(tmp_path):
-    db = open_database(tmp_path / "a.db")
+@pytest.mark.sqlite_only(PROBE)
+def test_similar_candidates_are_only_entries_the_writer_sees(db, tenant):
     with db:
-        tenant, _ = tenants.create_tenant(db, "t", now=1)
         ann, ben = (users.viewer(db, tenant, users.create_user(db, tenant, n, now=1)[0], n) for n in ("ann", "ben"))
     hidden = _write(db, tenant, NEAR[0], v=ann, derive=False)
     mine = _write(db, tenant, "billing invoice payment retries backoff customer refund webhook", v=ben, derive=False)

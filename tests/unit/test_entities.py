@@ -16,11 +16,15 @@ from arbiter.entities.extract import TERMS, Found, capitalised, extract
 from arbiter.entities.model import ENTITY_RELATIONS, ENTITY_TYPES
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.model import RememberManyParams, RememberParams
-from arbiter.store import tenants, users
+from arbiter.store import engine, tenants, users
 from arbiter.store.db import MIGRATIONS
 from arbiter.verb import Context
 
 NOW = 1795168800 * US
+
+pytestmark = pytest.mark.both_engines
+EVIDENCE = "a name's evidence is a full-text search: PostgreSQL's comes with store/pg/fulltext.py"
+GRAPH_VIEW = "the web view's graph on PostgreSQL waits for graph/tags.py (pgcore) and ui/view.py"
 
 
 def run(db, tenant, verb: str, **params):
@@ -38,6 +42,11 @@ def remember(db, tenant, content: str, title: str = "Note", **kw):
 
 def test_the_registries_match_the_database_checks(db):
     def allowed(table: str, column: str) -> list[str]:
+        if engine.is_postgresql(db):  # CHECK ((type = ANY (ARRAY['person'::text, ...])))
+            sql = next(d for (d,) in db.execute(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = CAST(? AS regclass) "
+                "AND contype = 'c'", (table,)) if f"({column} = ANY" in d)
+            return re.findall(r"'(\w+)'", sql)
         sql = db.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
         return re.findall(r"'(\w+)'", re.search(rf"CHECK \({column} IN \((.*?)\)\)", sql).group(1))
 
@@ -468,6 +477,7 @@ def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, ten
 
 
 @pytest.mark.parametrize("seed, share", [(1, 0.3), (2, 0.45), (3, 0.6), (4, 0.95)])
+@pytest.mark.sqlite_only(GRAPH_VIEW)
 def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant, seed, share):
     """The web view's entity graph walks as the list does (ties by id at the page's edge, and a reader who sees
     little counted from their entries): its nodes are exactly the viewer's top by their mentions recorded by then."""
@@ -524,6 +534,7 @@ def _solo_and_shared(db, *, first_in_core: bool = False):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.sqlite_only(GRAPH_VIEW)
 def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewer_sees(db, seed):
     """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
     topic: the cluster holding most of its tags; ties to the lower index, both times), for a one-user tenant and for
@@ -614,6 +625,7 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
                                           for n in entries_view.nodes)
 
 
+@pytest.mark.sqlite_only(GRAPH_VIEW)
 def test_the_entity_graph_of_a_past_moment_ranks_by_the_mentions_recorded_by_then(db, tenant):
     """The slider's past: a one-user tenant's graph counted later mentions too, where a shared tenant's did not."""
     from arbiter._time import format_time
@@ -744,6 +756,7 @@ def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(
         assert bool(query_entities(db, v, "What about Brontavix Quellmoor Industries", stopwords=frozenset()).ids)
 
 
+@pytest.mark.sqlite_only(EVIDENCE)
 def test_a_word_capitalised_mid_sentence_is_a_name_unless_the_tenant_writes_it_in_lower_case(db, tenant):
     assert [(m.name, m.created) for m in remember(db, tenant, "we deploy Zephyr today").entities] == [("Zephyr", True)]
     remember(db, tenant, "growth was slow this month")
@@ -758,6 +771,7 @@ def test_a_sentence_initial_word_links_a_known_entity_and_makes_one_only_on_evid
     assert [(m.name, m.created) for m in later.entities] == [("Zephyr", False)]
 
 
+@pytest.mark.sqlite_only(EVIDENCE)
 def test_a_name_found_later_links_the_entries_that_wrote_it_before(db, tenant):
     first = remember(db, tenant, "Dana fixed the flaky test.")
     second = remember(db, tenant, "Budget is tight. Dana reviewed the plan.")
@@ -791,6 +805,7 @@ def test_evidence_is_what_the_writer_sees(db, tenant):
     assert not linked & {h.id for h in hidden}
 
 
+@pytest.mark.sqlite_only("a step of the SQLite file's history (PostgreSQL starts at today's schema)")
 def test_m026_gives_a_link_made_before_m025_the_alias_its_entry_writes(db, tenant):
     ltd = remember(db, tenant, "Alice on tessaline ltd, privately.", title="T1", entities=["Tessaline Ltd"])
     group = remember(db, tenant, "Alice on Tessaline Group.", title="T2", entities=["Tessaline Group"])
@@ -882,7 +897,7 @@ def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed)
         for entity in sorted(mentions, key=lambda i: (-mentions[i], i)):
             name, etype, created, updated, merged = rows[entity]
             assert merged is None
-            aliases = [a for (a,) in db.execute("SELECT name FROM entity_names WHERE entity_id = ? AND is_alias "
+            aliases = [a for (a,) in db.execute("SELECT name FROM entity_names WHERE entity_id = ? AND is_alias != 0 "
                                                 "ORDER BY id", (entity,))]
             if user is not None:  # the row's times and every alias are the whole tenant's; a user's are what they saw
                 # (never before the row: an entry naming Cedar Z may be older than Birch A)
@@ -909,14 +924,14 @@ def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed)
     assert {(True, True), (True, False)} <= plans  # ann sees most of the tenant, cat little: both of the list's plans
 
 
-def test_the_whole_tenant_columns_refuse_a_viewer_of_part_of_it_even_under_python_O():
+def test_the_whole_tenant_columns_refuse_a_viewer_of_part_of_it_even_under_python_O(db):
     # Dating an entity by the row's own times would tell a partial viewer when another user wrote about it.
     from arbiter.store.users import Viewer
 
     part = Viewer(tenant_id=1, user_id=2, user_name="ann", scopes=(5,))
     with pytest.raises(RuntimeError):
-        core._columns(part)
-    assert "x.created_at" in core._columns(Viewer(tenant_id=1, user_id=2, user_name="ann", solo=True))
+        core._columns(db, part)
+    assert "x.created_at" in core._columns(db, Viewer(tenant_id=1, user_id=2, user_name="ann", solo=True))
 
 
 # ---- the quality bench's scorer (bench/entities_quality.py) -----------------------
@@ -963,3 +978,97 @@ def test_the_labelled_sets_parse(name):
     from bench.entities_quality import parse
     notes = parse((Path(__file__).parents[2] / "bench" / name).read_text(encoding="utf-8"))
     assert notes and all(n.title and n.content for n in notes)
+
+
+# ---- clusters --------------------------------------------------------------------
+
+
+def _co_mentions(db, tenant, groups: list[list[str]]) -> dict[str, int]:
+    """An entry per group naming each of its names (linked as given); the entity id of every name."""
+    from arbiter.store import entries
+
+    with db:
+        v = users.first_viewer(db, tenant)
+        linker = core.Linker(db, tenant, NOW)
+        for names_ in groups:
+            eid = entries.remember(db, v, RememberParams(type="project", title="t", content="x"), now=NOW)
+            linker.link(eid, [(n, None, "given") for n in names_])
+        return {n: entities.lookup(db, tenant, n)[0] for g in groups for n in g}
+
+
+def test_entity_clusters_are_the_co_mentioned_groups(db, tenant):
+    from arbiter.entities import clusters
+
+    ids = _co_mentions(db, tenant, [["Alder", "Birch", "Cedar"]] * 2 + [["Dune", "Elm"], ["Elm", "Fir"], ["Fir", "Dune"]])
+    with db:
+        assert clusters.refresh(db, tenant) == 2
+        got = clusters.cluster_of(db, users.first_viewer(db, tenant), ids["Birch"])
+    assert got.id == min(ids[n] for n in ("Alder", "Birch", "Cedar"))
+    assert {e.name for e in got.entities} == {"Alder", "Birch", "Cedar"}
+
+
+def test_the_same_entity_graph_clusters_the_same_on_both_engines(sqlite_db, pg_url):
+    """Louvain depends on the order its edges come in: both engines give them in one order."""
+    import random
+
+    from arbiter.entities import clusters
+    from arbiter.store import open_database
+
+    rng = random.Random(7)
+    print("seed 7")
+    names_ = [f"Node {chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(60)]
+    groups = [rng.sample(names_, rng.randint(2, 4)) for _ in range(150)]
+    found = []
+    pg = open_database(pg_url)
+    try:
+        for conn in (sqlite_db, pg):
+            with conn:
+                tenant = tenants.create_tenant(conn, "alice", now=NOW)[0]
+            ids = _co_mentions(conn, tenant, groups)
+            name_of = {i: n for n, i in ids.items()}
+            if conn is pg:  # PostgreSQL groups by hashing where sorting costs more: make it, at this small size
+                conn.execute("SET enable_sort = off")
+            with conn:
+                clusters.refresh(conn, tenant)
+                found.append(sorted(sorted(name_of[e] for (e,) in conn.execute(
+                    "SELECT entity_id FROM entity_clusters WHERE cluster = ?", (c,)))
+                    for (c,) in conn.execute("SELECT DISTINCT cluster FROM entity_clusters")))
+    finally:
+        pg.close()
+    assert len(found[0]) > 2 and found[0] == found[1]
+
+
+def test_daemons_meeting_one_new_name_at_once_make_one_entity(pg_url):
+    """Two writers of one PostgreSQL database resolve a name neither has seen: the second waits for the first's
+    transaction and finds its entity (without the wait it failed on the names' unique key)."""
+    import threading
+
+    from arbiter.store import open_database
+    from tests.conftest import wait_for
+    from tests.unit.test_facts import waits_on_lock
+
+    first, second = open_database(pg_url), open_database(pg_url)
+    try:
+        with first:
+            tenant = tenants.create_tenant(first, "alice", now=NOW)[0]
+        pid = second.execute("SELECT pg_backend_pid()").fetchone()[0]
+        got: list = []
+
+        def resolve_second():
+            try:
+                with second:
+                    got.append(core.resolve(second, tenant, "Quasar Labs", now=NOW))
+            except Exception as e:  # the test's thread hands its failure to the test
+                got.append(e)
+
+        with first:
+            mine = core.resolve(first, tenant, "Quasar Labs", now=NOW)
+            other = threading.Thread(target=resolve_second)
+            other.start()
+            wait_for(lambda: waits_on_lock(pg_url, pid) or got, what="the second writer to wait")
+        other.join(10)
+        assert mine.created and got == [core.Resolution(mine.entity_id, False, (), "exact")]
+        assert first.execute("SELECT count(*) FROM entities WHERE name = 'Quasar Labs'").fetchone()[0] == 1
+    finally:
+        first.close()
+        second.close()
