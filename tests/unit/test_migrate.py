@@ -1,0 +1,216 @@
+"""`transfer.migrate`: a home moved between SQLite and PostgreSQL exports the same lines and keeps its ids and tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter._time import US
+from arbiter.errors import Conflict, InvalidParams
+from arbiter.model import RememberParams, UpdateParams
+from arbiter.store import connect, entries, open_database, relations, tenants, users
+from arbiter.transfer import dump, migrate
+from arbiter.transfer.model import KINDS, PEOPLE_KINDS, ExportPageParams
+
+T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
+HOUR = 3600 * US
+
+#: The tables each kind of export record reads: a kind is compared once both engines have them (entities and
+#: facts on PostgreSQL arrive with p003_features.sql).
+_READS = {
+    "user": {"users"}, "team": {"teams"}, "member": {"team_members"}, "conversation": {"conversations"},
+    "entry": {"entries"}, "revision": {"entry_revisions"}, "relation": {"relations"}, "salience": {"entry_salience"},
+    "retirement": {"entry_retirements"}, "entity": {"entities", "entity_names"}, "entity_merge": {"entities"},
+    "mention": {"entry_entities", "entities"}, "entity_relation": {"entity_relations", "entities"},
+    "entity_event": {"entity_events", "entities"}, "predicate": {"predicates", "facts"},
+    "fact_batch": {"patch_batches", "facts"}, "fact": {"facts", "fact_revisions"}, "fact_link": {"fact_sources"},
+}
+
+
+def build(conn) -> dict[str, str]:
+    """A home of two tenants: users, a team one of them left, private and shared entries, a conversation, a thread,
+    an update (an earlier state), a supersession, a relation, a forgotten entry, and a purged one (the newest id).
+    Returns the tokens issued."""
+    now = iter(range(T0, T0 + 1000 * HOUR, HOUR))
+    with conn:
+        alice_t, alice_token = tenants.create_tenant(conn, "alice", now=next(now))
+        bob, bob_token = users.create_user(conn, alice_t, "bob", now=next(now))
+        core = users.create_team(conn, alice_t, "core", now=next(now))
+        alice = users.first_user(conn, alice_t)
+        users.join(conn, core, alice, now=next(now))
+        users.join(conn, core, bob, now=next(now))
+        zed_t, zed_token = tenants.create_tenant(conn, "zed", now=next(now))
+    a = users.viewer(conn, alice_t, alice, "alice")
+    b = users.viewer(conn, alice_t, bob, "bob")
+    z = users.first_viewer(conn, zed_t)
+
+    def remember(v, **kw):
+        with conn:
+            return entries.remember(conn, v, RememberParams(**{"type": "project", **kw}), now=next(now))
+
+    with conn:
+        chat = tenants.create_conversation(conn, b, "planning", now=next(now)).id
+    first = remember(a, title="Ship v1", content="Target: Friday, 3 reviewers", tags=["release", "v1"])
+    remember(a, title="Ship v1 slips", content="Target: Monday", tags=["release"], supersedes_ids=[first])
+    shared = remember(b, title="Design doc", content="The store has two engines. " * 40, team="core",
+                      conversation_id=chat, speaker="bob")
+    remember(a, type="feedback", title="Re: design", content="I like it", parent_id=shared)
+    noted = remember(a, type="learning", title="Naming", content="Names say what a thing is", tags=["style"])
+    with conn:
+        entries.update(conn, a, UpdateParams(id=noted, content="Names say what a thing is in the domain",
+                                             tags=["style", "words"]), now=next(now))
+        relations.link(conn, a, noted, "relates_to", first, now=next(now))
+    gone = remember(a, type="context", title="Scratch", content="to forget")
+    with conn:
+        entries.forget(conn, a, gone, now=next(now))
+        users.leave(conn, core, bob, now=next(now))
+    remember(z, type="user", title="Zed's own", content="Another tenant's private note", tags=["release"])
+    purged = remember(z, type="context", title="Oops", content="written by mistake")
+    with conn:
+        entries.purge(conn, z, purged)
+    return {"alice": alice_token, "bob": bob_token, "zed": zed_token}
+
+
+def export(conn, kinds) -> list[bytes]:
+    """Every tenant's records of `kinds`, whole (the pages `arbiter export --all` writes, by the same code)."""
+    lines = []
+    for tenant_id, name in conn.execute("SELECT id, name FROM tenants ORDER BY name").fetchall():
+        v = users.whole_tenant(tenant_id)
+        for kind in kinds:
+            after = 0
+            while after is not None:
+                page = dump.page(conn, v, ExportPageParams(kind=kind, after=after, limit=3))
+                lines += [bytes(r) for r in page.records]
+                after = page.next
+        lines.append(name.encode())
+    return lines
+
+
+def compared(a, b) -> list[str]:
+    """The export kinds whose tables both stores have."""
+    have = migrate._tables(a) & migrate._tables(b)
+    return [k for k in PEOPLE_KINDS + KINDS if _READS[k] <= have]
+
+
+def table_rows(conn, table: migrate.Table) -> list[tuple]:
+    readable, _ = migrate._columns(conn, table.name)
+    cols = [c for c in readable if c != "content_z"]
+    return conn.execute(f"SELECT {', '.join(cols)} FROM {table.name} ORDER BY {', '.join(table.key)}").fetchall()
+
+
+def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg_url):
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    tokens = build(conn)
+    conn.close()
+
+    moved = migrate.migrate(home, pg_url)
+    back = tmp_path / "back.db"
+    returned = migrate.migrate(pg_url, back)
+    assert moved.rows["entries"] == returned.rows["entries"] == 7  # the forgotten one too; not the purged one
+
+    sq, pg, again = connect(home), connect(pg_url), open_database(back)
+    try:
+        kinds = compared(sq, pg)
+        assert {"user", "team", "member", "entry", "revision", "relation", "conversation"} <= set(kinds)
+        assert export(sq, kinds) == export(pg, kinds) == export(again, compared(sq, again))
+        # Earlier states: the superseded entry's, the updated one's, the forgotten one's.
+        assert len(export(sq, ["revision"])) == 3 + 2  # and a line naming each tenant
+        for table in migrate.TABLES:  # the rows themselves, ids and all, not only what an export shows
+            if table.name in migrate._tables(sq) & migrate._tables(pg):
+                assert table_rows(sq, table) == table_rows(pg, table) == table_rows(again, table), table.name
+        for name, token in tokens.items():  # the home's token files still open it
+            assert users.user_by_token(again, users.hash_token(token))[3] == name
+            assert users.user_by_token(pg, users.hash_token(token))[3] == name
+        # The purged entry's id is not handed out again on either engine.
+        top = sq.execute("SELECT seq FROM sqlite_sequence WHERE name = 'entries'").fetchone()[0]
+        z = users.first_viewer(pg, pg.execute("SELECT id FROM tenants WHERE name = 'zed'").fetchone()[0])
+        for target in (pg, again):
+            with target:
+                new = entries.remember(target, users.first_viewer(target, z.tenant_id),
+                                       RememberParams(type="user", title="after", content="after the move"), now=T0)
+            assert new == top + 1
+    finally:
+        for c in (sq, pg, again):
+            c.close()
+
+
+def test_the_sqlite_copy_searches_every_scope(tmp_path, pg_url):
+    """Each scope's full-text index is made and filled on a SQLite target (a move never writes through fts's
+    triggers otherwise), and the past-text index too."""
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    migrate.migrate(home, pg_url)
+    back = tmp_path / "back.db"
+    migrate.migrate(pg_url, back)
+    before, after = connect(home), connect(back)
+    try:
+        scopes = [r[0] for r in before.execute("SELECT id FROM scopes ORDER BY id")]
+        for scope in scopes:
+            query = f"SELECT rowid FROM entries_fts_{scope} WHERE entries_fts_{scope} MATCH ? ORDER BY rowid"
+            for word in ("target", "engines", "names", "release", "private"):
+                assert after.execute(query, (word,)).fetchall() == before.execute(query, (word,)).fetchall()
+        past = "SELECT rowid FROM entry_revisions_fts WHERE entry_revisions_fts MATCH 'names' ORDER BY rowid"
+        assert after.execute(past).fetchall() == before.execute(past).fetchall() != []
+        assert after.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        before.close()
+        after.close()
+
+
+def test_a_target_holding_a_memory_is_refused_and_left_as_it_was(tmp_path, pg_url):
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    other = connect(pg_url)
+    with other:
+        tenants.create_tenant(other, "default", now=T0)
+    other.close()
+    with pytest.raises(Conflict):
+        migrate.migrate(home, pg_url)
+    check = connect(pg_url)
+    try:
+        assert check.execute("SELECT name FROM tenants").fetchall() == [("default",)]
+    finally:
+        check.close()
+    existing = tmp_path / "taken.db"
+    existing.write_bytes(b"mine")
+    with pytest.raises(Conflict):
+        migrate.migrate(home, existing)
+    assert existing.read_bytes() == b"mine"
+
+
+def test_a_failed_move_leaves_no_target_behind(tmp_path, pg_url):
+    """A row the target refuses midway rolls the whole copy back: PostgreSQL keeps no row; no SQLite file appears."""
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.execute("PRAGMA foreign_keys = OFF")  # a relation to an entry that is not there, which no target takes
+    with conn:
+        conn.execute("UPDATE relations SET target_id = 99999 WHERE relation = 'relates_to'")
+    conn.close()
+    with pytest.raises(InvalidParams):
+        migrate.migrate(home, pg_url)
+    check = connect(pg_url)
+    try:
+        assert check.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+        assert check.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
+    finally:
+        check.close()
+    with pytest.raises(InvalidParams):
+        migrate.migrate(home, tmp_path / "copy.db")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("copy")) == []
+
+
+def test_a_source_that_is_not_an_arbiter_store_is_refused(tmp_path, pg_databases):
+    empty = pg_databases.create(empty=True)
+    try:
+        with pytest.raises(InvalidParams):
+            migrate.migrate(empty, tmp_path / "copy.db")
+        assert not (tmp_path / "copy.db").exists()
+    finally:
+        pg_databases.drop(empty)
+    with pytest.raises(InvalidParams):
+        migrate.migrate(tmp_path / "missing.db", tmp_path / "copy.db")
