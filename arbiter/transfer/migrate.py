@@ -32,6 +32,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
+import apsw
 import msgspec
 
 from arbiter import paths
@@ -155,8 +156,6 @@ def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int],
 
 def _engine_errors() -> tuple[type[BaseException], ...]:
     """The errors a store's driver raises for a row it refuses: apsw's, and psycopg's once a URL loaded it."""
-    import apsw
-
     psycopg = sys.modules.get("psycopg")
     return (apsw.Error, psycopg.Error) if psycopg else (apsw.Error,)
 
@@ -187,10 +186,19 @@ def _source(source: str | Path) -> Iterator[object]:
                             "HOME/arbiter.db)", path="source")
     with ExitStack() as stack:
         _hold(stack, path, "move it")
+        # Looked at read-only first: connecting to write turns on WAL, which another program's file must not get.
+        try:
+            probe = db.connect(path, readonly=True)
+            try:
+                version = db.schema_version(probe)
+            finally:
+                probe.close()
+        except apsw.Error:  # not a database at all (NotADBError), or not one this process may open
+            version = 0
+        if version == 0:
+            raise InvalidParams(f"{path} is not an Arbiter database: nothing to move", path="source")
         conn = db.connect(path)
         stack.callback(conn.close)
-        if db.schema_version(conn) == 0:
-            raise InvalidParams(f"{path} is not an Arbiter database: nothing to move", path="source")
         db.migrate(conn)
         yield conn
 
@@ -214,10 +222,9 @@ def _target(target: str | Path) -> Iterator[tuple[object, Callable[[], None]]]:
     path = Path(target)
     paths.need_folder(path.parent, path="target")
     with ExitStack() as stack:
+        _refuse_existing(path)  # before its lock, which the source's may be (a move onto itself)
         _hold(stack, path, "write it")
-        if path.exists() or path.is_symlink():
-            raise Conflict(f"{path} already exists: a home moves only into a new file (or an empty PostgreSQL "
-                           "database); move it aside or name another", path="target")
+        _refuse_existing(path)
         # Ours while we hold the lock: one an interrupted move left is started again.
         partial = path.with_name(path.name + ".partial")
         _remove_database(partial)
@@ -237,6 +244,12 @@ def _target(target: str | Path) -> Iterator[tuple[object, Callable[[], None]]]:
             paths.replace(partial, path)
 
         yield conn, finish
+
+
+def _refuse_existing(path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        raise Conflict(f"{path} already exists: a home moves only into a new file (or an empty PostgreSQL "
+                       "database); move it aside or name another", path="target")
 
 
 def _hold(stack: ExitStack, path: Path, doing: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import apsw
 import pytest
 
 from arbiter._time import US
@@ -214,3 +215,24 @@ def test_a_source_that_is_not_an_arbiter_store_is_refused(tmp_path, pg_databases
         pg_databases.drop(empty)
     with pytest.raises(InvalidParams):
         migrate.migrate(tmp_path / "missing.db", tmp_path / "copy.db")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database")
+    other = tmp_path / "other.db"
+    theirs = apsw.Connection(str(other))
+    theirs.execute("CREATE TABLE accounts(id INTEGER PRIMARY KEY)")
+    theirs.close()
+    before = other.read_bytes()
+    for source in (notes, other):
+        with pytest.raises(InvalidParams):
+            migrate.migrate(source, tmp_path / "copy.db")
+    assert notes.read_text() == "not a database" and other.read_bytes() == before  # not even switched to WAL
+    assert not (tmp_path / "copy.db").exists()
+
+
+def test_a_home_is_not_moved_onto_itself(tmp_path):
+    home = tmp_path / "arbiter.db"
+    open_database(home).close()
+    size = home.stat().st_size
+    with pytest.raises(Conflict):
+        migrate.migrate(home, home)
+    assert home.stat().st_size == size
