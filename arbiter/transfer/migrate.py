@@ -90,8 +90,11 @@ TABLES: tuple[Table, ...] = (
     Table("derive_queue", ("deriver", "entry_id"), refilled=True),
 )
 
-#: Derived from the entries by the target's triggers as they go in (and SQLite's full-text tables, by `fts`).
-REBUILT = frozenset({"recall_entries", "entry_tags", "tag_counts", "tag_pairs", "tag_graph_version"})
+#: Derived from the entries on the target as they go in (`_indexing`): by its triggers, and the full text (SQLite's
+#: FTS5 tables by `fts`; PostgreSQL's postings, store/pg/fulltext.py, named here so that a PostgreSQL source's
+#: are not taken for rows the move would leave behind).
+REBUILT = frozenset({"recall_entries", "entry_tags", "tag_counts", "tag_pairs", "tag_graph_version",
+                     "fulltext_docs", "fulltext_postings", "fulltext_totals"})
 #: Each store's own bookkeeping, never another's: its schema steps, SQLite's sequences and deferred-index marks.
 OWN = frozenset({"schema_version", "sqlite_sequence", "deferred_scopes"})
 #: Settings that describe one file rather than the memory (a compaction the SQLite file still owes itself).
@@ -401,7 +404,12 @@ def _copy(src, dst, table: Table, pairs: list[tuple[str, str]], progress: Callab
 @contextmanager
 def _indexing(conn, table: Table) -> Iterator[None]:
     """Around the entries' copy into SQLite: every scope's full-text index made first, and it and the tag graph
-    filled set-based after the rows (store/deferred.py), as an import fills them; elsewhere nothing."""
+    filled set-based after the rows (store/deferred.py), as an import fills them; elsewhere nothing.
+
+    On PostgreSQL the triggers keep `recall_entries` and the tag graph; its full text (store/pg/fulltext.py) is
+    written by Python rather than by a trigger, so once it lands the copied entries and past states are indexed
+    here, through the call the store's own bulk writes use.
+    """
     if table.name != "entries" or engine.is_postgresql(conn):
         yield
         return

@@ -8,7 +8,7 @@ import pytest
 from arbiter._time import US
 from arbiter.errors import Conflict, InvalidParams
 from arbiter.model import RememberParams, UpdateParams
-from arbiter.store import connect, entries, open_database, relations, tenants, users
+from arbiter.store import connect, engine, entries, open_database, relations, tenants, users
 from arbiter.transfer import dump, migrate
 from arbiter.transfer.model import KINDS, PEOPLE_KINDS, ExportPageParams
 
@@ -236,3 +236,49 @@ def test_a_home_is_not_moved_onto_itself(tmp_path):
     with pytest.raises(Conflict):
         migrate.migrate(home, home)
     assert home.stat().st_size == size
+
+
+def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_url):
+    """Entities and mentions the derivers wrote move with their ids into a store that has their tables
+    (SQLite; PostgreSQL once p003_features.sql holds them); into one that has not, the move is refused, naming
+    them, and writes nothing."""
+    from arbiter import derive
+
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    with conn:
+        v = users.first_viewer(conn, 1)
+        for text in ("Alice Martin from Acme Corp reviews the Apollo plan in Berlin",
+                     "Apollo slips a week: Alice Martin asks Acme Corp for the parts"):
+            entries.remember(conn, v, RememberParams(type="project", title="Apollo", content=text), now=T0)
+        derive.drain(conn, now=T0 + 999 * HOUR, urgent=False)
+    assert conn.execute("SELECT count(*) FROM entities").fetchone()[0] > 0
+    assert conn.execute("SELECT count(*) FROM derive_queue").fetchone()[0] == 0
+    conn.close()
+    for target in (tmp_path / "copy.db", pg_url):
+        probe = open_database(target)
+        holds = "entities" in migrate._tables(probe)
+        probe.close()
+        if not holds:
+            with pytest.raises(InvalidParams):
+                migrate.migrate(home, target)
+            check = connect(target)
+            assert check.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
+            check.close()
+            continue
+        if not engine.is_url(target):
+            (tmp_path / "copy.db").unlink()  # opened above to look: a move writes only a new file
+        migrate.migrate(home, target)
+        source, copy = connect(home), connect(target)
+        try:
+            kinds = compared(source, copy)
+            assert {"entity", "mention"} <= set(kinds)
+            assert export(source, kinds) == export(copy, kinds)
+            for table in migrate.TABLES:
+                if table.name in migrate._tables(source) & migrate._tables(copy):
+                    assert table_rows(source, table) == table_rows(copy, table), table.name
+            assert copy.execute("SELECT count(*) FROM entry_entities").fetchone()[0] > 0
+        finally:
+            source.close()
+            copy.close()
