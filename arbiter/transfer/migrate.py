@@ -407,10 +407,16 @@ def _indexing(conn, table: Table) -> Iterator[None]:
     filled set-based after the rows (store/deferred.py), as an import fills them; elsewhere nothing.
 
     On PostgreSQL the triggers keep `recall_entries` and the tag graph; its full text (store/pg/fulltext.py) is
-    written by Python rather than by a trigger, so once it lands the copied entries and past states are indexed
-    here, through the call the store's own bulk writes use.
+    written by Python rather than by a trigger: until the copied entries and past states are indexed here (through
+    the call the store's own bulk writes use), a target that has its tables is refused.
     """
-    if table.name != "entries" or engine.is_postgresql(conn):
+    if table.name != "entries":
+        yield
+        return
+    if engine.is_postgresql(conn):
+        if "fulltext_docs" in _tables(conn):  # a copy that recall cannot search must not pass for a move
+            raise InvalidParams("this Arbiter cannot index a moved home's full text on PostgreSQL yet: nothing "
+                                "was moved", path="target")
         yield
         return
     from arbiter.store import deferred, fts
