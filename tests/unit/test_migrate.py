@@ -6,7 +6,7 @@ import apsw
 import pytest
 
 from arbiter._time import US
-from arbiter.errors import Conflict, InvalidParams
+from arbiter.errors import Conflict, InvalidParams, Unavailable
 from arbiter.model import RememberParams, UpdateParams
 from arbiter.store import connect, engine, entries, open_database, relations, tenants, users
 from arbiter.transfer import dump, migrate
@@ -282,3 +282,27 @@ def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_u
         finally:
             source.close()
             copy.close()
+
+
+def test_a_postgresql_target_with_full_text_it_cannot_fill_is_refused(tmp_path, pg_url):
+    """Until the move indexes the copy with store/pg/fulltext.py, a target that has its tables gets nothing, rather
+    than a copy recall cannot search."""
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    target = connect(pg_url)
+    with target:
+        target.execute("CREATE TABLE fulltext_docs(doc_id bigint)")
+    target.close()  # an Arbiter session left open on the target is refused first (as a daemon would be)
+    with pytest.raises(InvalidParams):
+        migrate.migrate(home, pg_url)
+    target = connect(pg_url)
+    try:
+        assert target.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+        with pytest.raises(Unavailable):  # and here is that session: nothing is written under a daemon's feet
+            migrate.migrate(home, pg_url)
+        with target:
+            target.execute("DROP TABLE fulltext_docs")
+    finally:
+        target.close()
