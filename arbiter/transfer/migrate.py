@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -111,17 +112,18 @@ class Moved(msgspec.Struct):
 
 
 def shown(target: str | Path) -> str:
-    """`target` fit to print: a URL without its password."""
+    """`target` fit to print, and to give `arbiter serve --db`: a URL without its password (in the user part or
+    the query), which a reader asks its owner for or finds in PGPASSFILE."""
     if not engine.is_url(target):
         return str(target)
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    try:
-        parts = conninfo_to_dict(str(target))
-    except Exception:  # noqa: BLE001 -- a URL psycopg cannot read is refused when opened; here it is only named
-        return "the PostgreSQL URL"
-    parts.pop("password", None)
-    return make_conninfo(**parts)
+    url = urllib.parse.urlsplit(str(target))
+    netloc = url.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = user.partition(":")[0] + "@" + host
+    query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query, keep_blank_values=True)
+                                    if k != "password"])
+    return f"{url.scheme}://{netloc}{url.path}" + (f"?{query}" if query else "")
 
 
 def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int], None] = lambda n: None,

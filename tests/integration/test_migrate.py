@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 from arbiter import paths
 from arbiter.store import open_database
@@ -33,11 +34,14 @@ def test_a_home_moved_to_postgresql_and_back_serves_the_same_memory(home, pg_url
     paths.write_secret(paths.user_token_path(home, "alice", "bob"), tokens["bob"])
     paths.write_secret(paths.token_path(home, "zed"), tokens["zed"])
 
-    there = js(home, "migrate", "--to", pg_url, "--no-progress")
-    assert there["rows"]["entries"] == 7 and there["rows"]["tenants"] == 2 and "password" not in there["target"]
+    secret = pg_url + "&password=hunter2"  # the cluster trusts its socket, so any password opens it
+    proc = arbiter(home, "migrate", "--to", secret)
+    assert proc.returncode == 0 and "hunter2" not in proc.stdout + proc.stderr, proc.stderr
+    assert "moved 7 entries (3 earlier states), 2 relations, 3 users, 1 team of 2 tenants" in proc.stdout
+    assert f"arbiter serve --db {shlex.quote(pg_url)}" in proc.stderr  # the URL to serve the copy, less its password
     back = home / "back.db"
     again = js(home, "migrate", "--from", pg_url, "--to", str(back), "--no-progress")
-    assert again["rows"] == there["rows"]
+    assert again["rows"]["entries"] == 7 and again["rows"]["relations"] == 2 and again["rows"]["tenants"] == 2
     assert sorted(p.name for p in home.iterdir() if p.name.startswith("back")) == ["back.db"]
 
     # Neither end is written twice, and a served home is not moved from under its daemon.
