@@ -45,9 +45,11 @@ def migrate_cmd(settings: Settings, as_json, target, source, progress):
     entries with their earlier states (`--known-at` reads the same),
     relations, salience, entities and what the derivers still owe. The
     search index and the tag graph are rebuilt by the target as the entries
-    go in. The source is only read, in one snapshot; a home whose facts or
-    other tables this engine cannot hold yet is refused, naming them,
-    before anything is written.
+    go in. The source is read in one snapshot (an older file is upgraded
+    first, as `arbiter serve` would); a home holding what the move cannot
+    copy yet (facts, which enter only through the evaluation gate: use
+    `export --all`) is refused, naming the tables, before anything is
+    written.
 
     The target must be a new file or an empty database (`createdb` makes
     one). Stop the daemons serving either end first (`arbiter stop`): a
