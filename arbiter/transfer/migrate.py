@@ -56,6 +56,9 @@ class Table(NamedTuple):
     key: tuple[str, ...]
     #: The target's own triggers add rows here while the entries go in: they give way to the source's.
     refilled: bool = False
+    #: Columns naming another row of the same table, which may come later in key order (an entity merged into a
+    #: newer one): written once the whole table is in, as neither engine defers these foreign keys.
+    later: tuple[str, ...] = ()
 
 
 #: Every table a move copies, each after those it refers to. A table one of the two engines lacks is passed
@@ -79,7 +82,7 @@ TABLES: tuple[Table, ...] = (
     Table("maintenance_runs", ("id",)),
     Table("imports", ("id",)),
     Table("import_ids", ("import_id", "kind", "old_id")),
-    Table("entities", ("id",)),
+    Table("entities", ("id",), later=("merged_into",)),
     Table("entity_names", ("id",)),
     Table("entity_trigrams", ("tenant_id", "gram", "name_id")),
     Table("entry_entities", ("entry_id", "entity_id")),
@@ -390,6 +393,9 @@ def _copy(src, dst, table: Table, pairs: list[tuple[str, str]], progress: Callab
     per = max(1, min(500, _MAX_PARAMS // len(pairs)))
     row_marks = "(" + ", ".join("?" * len(pairs)) + ")"
     insert = f"INSERT INTO {table.name}({', '.join(target_columns)}) VALUES "
+    later = [(i, c) for i, c in enumerate(target_columns) if c in table.later]
+    keys = [target_columns.index(k) for k in table.key]
+    links: dict[str, list[tuple]] = {c: [] for _, c in later}
     if table.refilled:
         # The entries just copied queued themselves for every deriver; the source's queue says what is still owed.
         dst.execute(f"DELETE FROM {table.name}")
@@ -397,10 +403,17 @@ def _copy(src, dst, table: Table, pairs: list[tuple[str, str]], progress: Callab
         for rows in _pages(src, table, source_columns):
             if packed:
                 rows = [tuple(text.pack(v) if i in packed else v for i, v in enumerate(r)) for r in rows]
+            for i, column in later:
+                links[column] += [(r[i], *(r[k] for k in keys)) for r in rows if r[i] is not None]
+                rows = [r[:i] + (None,) + r[i + 1:] for r in rows]
             for start in range(0, len(rows), per):
                 chunk = rows[start:start + per]
                 dst.execute(insert + ", ".join([row_marks] * len(chunk)), [v for r in chunk for v in r])
             progress(len(rows))
+    where = " AND ".join(f"{k} = ?" for k in table.key)
+    for column, values in links.items():
+        if values:
+            dst.executemany(f"UPDATE {table.name} SET {column} = ? WHERE {where}", values)
 
 
 @contextmanager

@@ -238,11 +238,14 @@ def test_a_home_is_not_moved_onto_itself(tmp_path):
     assert home.stat().st_size == size
 
 
-def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_url):
+def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_url, monkeypatch):
     """Entities and mentions the derivers wrote move with their ids into a store that has their tables
-    (SQLite; PostgreSQL once p003_features.sql holds them); into one that has not, the move is refused, naming
-    them, and writes nothing."""
+    (SQLite; PostgreSQL once p003_features.sql holds them), an entity merged into a newer one too, read two rows a
+    page (keys of one and of three columns); into a store that has not, the move is refused and writes nothing."""
     from arbiter import derive
+    from arbiter.entities import core as entity_core
+
+    monkeypatch.setattr(migrate, "PAGE", 2)
 
     home = tmp_path / "arbiter.db"
     conn = open_database(home)
@@ -253,7 +256,11 @@ def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_u
                      "Apollo slips a week: Alice Martin asks Acme Corp for the parts"):
             entries.remember(conn, v, RememberParams(type="project", title="Apollo", content=text), now=T0)
         derive.drain(conn, now=T0 + 999 * HOUR, urgent=False)
-    assert conn.execute("SELECT count(*) FROM entities").fetchone()[0] > 0
+        first_id, first_name = conn.execute("SELECT id, name FROM entities ORDER BY id LIMIT 1").fetchone()
+        last_id, last_name = conn.execute("SELECT id, name FROM entities ORDER BY id DESC LIMIT 1").fetchone()
+        entity_core.merge(conn, v, last_name, first_name, now=T0 + 999 * HOUR)
+    merged = conn.execute("SELECT merged_into FROM entities WHERE id = ?", (first_id,)).fetchone()[0]
+    assert merged == last_id > first_id + 2  # pages of two rows apart
     assert conn.execute("SELECT count(*) FROM derive_queue").fetchone()[0] == 0
     conn.close()
     for target in (tmp_path / "copy.db", pg_url):
