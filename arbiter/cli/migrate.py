@@ -66,6 +66,7 @@ def migrate_cmd(settings: Settings, as_json, target, source, progress):
     from arbiter.cli._progress import Progress
     from arbiter.transfer import migrate
 
+    settings.as_administrator()  # every tenant and user moves: "as bob" would mean nothing
     source = source if source is not None else paths.db_path(settings.home)
     bar = Progress(None, "migrate", unit="rows", file=sys.stderr) if progress else None
     try:
