@@ -54,11 +54,21 @@ class Table(NamedTuple):
 
     name: str
     key: tuple[str, ...]
-    #: The target's own triggers add rows here while the entries go in: they give way to the source's.
+    #: The target's triggers write rows here while the tables before it go in (the entries' derive queue, a fact's
+    #: revisions, the aspects' counts): once everything else is in, they give way to the source's rows.
     refilled: bool = False
-    #: Columns naming another row of the same table, which may come later in key order (an entity merged into a
-    #: newer one): written once the whole table is in, as neither engine defers these foreign keys.
-    later: tuple[str, ...] = ()
+    #: (column, stand-in): written as the stand-in, then set to the source's value once every table is in, the
+    #: last table first. For a row naming a later row of its own table (an entity merged into a newer one: neither
+    #: engine defers these foreign keys), and for what the target's triggers let in only by the gate's own path:
+    #: a fact goes in a candidate in a batch under evaluation, then becomes what it was, then the batch.
+    later: tuple[tuple[str, object], ...] = ()
+    #: (column, SQL over the source row): a column one engine keeps and the other derives (PostgreSQL gives a
+    #: fact's revisions and sources their fact's tenant_id), computed from the source when it lacks it.
+    fill: tuple[tuple[str, str], ...] = ()
+
+
+def _fact_tenant(table: str) -> tuple[tuple[str, str], ...]:
+    return (("tenant_id", f"(SELECT f.tenant_id FROM facts f WHERE f.id = {table}.fact_id)"),)
 
 
 #: Every table a move copies, each after those it refers to. A table one of the two engines lacks is passed
@@ -82,7 +92,7 @@ TABLES: tuple[Table, ...] = (
     Table("maintenance_runs", ("id",)),
     Table("imports", ("id",)),
     Table("import_ids", ("import_id", "kind", "old_id")),
-    Table("entities", ("id",), later=("merged_into",)),
+    Table("entities", ("id",), later=(("merged_into", None),)),
     Table("entity_names", ("id",)),
     Table("entity_trigrams", ("tenant_id", "gram", "name_id")),
     Table("entry_entities", ("entry_id", "entity_id")),
@@ -91,6 +101,14 @@ TABLES: tuple[Table, ...] = (
     Table("entity_clusters", ("entity_id",)),
     Table("cluster_names", ("tenant_id", "tags_sha256", "scopes")),
     Table("associations", ("a", "b")),
+    Table("predicates", ("tenant_id", "name")),
+    Table("patch_batches", ("id",), later=(("status", "evaluated"),)),
+    Table("facts", ("id",), later=(("status", "candidate"), ("valid_to", None))),
+    Table("fact_sources", ("fact_id", "entry_id"), fill=_fact_tenant("fact_sources")),
+    Table("fact_aspects", ("fact_id", "aspect")),
+    Table("fact_revisions", ("id",), refilled=True, fill=_fact_tenant("fact_revisions")),
+    Table("aspect_scores", ("tenant_id", "aspect"), refilled=True),
+    Table("aspect_members", ("tenant_id", "aspect", "kind", "value"), refilled=True),
     Table("derive_queue", ("deriver", "entry_id"), refilled=True),
 )
 
@@ -149,17 +167,30 @@ def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int],
                 plan = _plan(src, dst)
                 counts = {t.name: src.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0] for t, _ in plan}
                 total(sum(counts.values()))
-                for table, columns in plan:
-                    try:
-                        _copy(src, dst, table, columns, progress)
-                    except _engine_errors() as e:
-                        reason = " ".join(str(e).split()) or type(e).__name__
-                        raise InvalidParams(f"the target refused a row of the source's {table.name} ({reason}): "
-                                            "nothing was moved", path="source") from None
+                settle = []
+                for table, columns in [p for p in plan if not p[0].refilled]:
+                    settle.append(_guarded(table, _copy, src, dst, table, columns, progress))
+                for (table, _), links in reversed(list(zip([p for p in plan if not p[0].refilled], settle))):
+                    _guarded(table, _settle, dst, table, links)
+                for table, columns in [p for p in plan if p[0].refilled]:
+                    # What the target's triggers wrote meanwhile gives way to the source's: work the source still
+                    # owed, a fact's recorded states, the aspects' counts as the source's history left them.
+                    dst.execute(f"DELETE FROM {table.name}")
+                    _guarded(table, _copy, src, dst, table, columns, progress)
                 _set_sequences(src, dst, [t for t, _ in plan])
         finish()
     return Moved(source=shown(source), target=shown(target), rows=counts,
                  seconds=round(time.monotonic() - started, 3))
+
+
+def _guarded(table: Table, step, *args):
+    """`step(*args)`, a row the target refuses becoming one error that names the table (and nothing written)."""
+    try:
+        return step(*args)
+    except _engine_errors() as e:
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise InvalidParams(f"the target refused a row of the source's {table.name} ({reason}): nothing was moved",
+                            path="source") from None
 
 
 def _engine_errors() -> tuple[type[BaseException], ...]:
@@ -329,7 +360,8 @@ def _columns(conn, table: str) -> tuple[list[str], list[str]]:
 
 
 def _plan(src, dst) -> list[tuple[Table, list[tuple[str, str]]]]:
-    """Each table to copy with its (source column, target column) pairs; refuses what a move would leave behind."""
+    """Each table to copy with its (source column or expression, target column) pairs; refuses what a move would
+    leave behind."""
     have, can = _tables(src), _tables(dst)
     known = {t.name for t in TABLES} | REBUILT | OWN
     unknown = sorted(t for t in have - known if src.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone())
@@ -347,13 +379,16 @@ def _plan(src, dst) -> list[tuple[Table, list[tuple[str, str]]]]:
             continue
         readable, stored = _columns(src, table.name)
         _, settable = _columns(dst, table.name)
+        derived = dict(table.fill)
         pairs = []
         for column in settable:
             if column in readable:
                 pairs.append((column, column))
             elif column == "content_z" and "content" in readable:  # into SQLite: the text, packed (store/text.py)
                 pairs.append(("content", column))
-        carried = {s for s, _ in pairs}
+            elif column in derived:
+                pairs.append((derived[column], column))
+        carried = {s for s, _ in pairs} | derived.keys()  # a derived column the target lacks, it derives itself
         left = [c for c in stored if c not in carried and not (c == "content_z" and "content" in carried)]
         if left:
             raise InvalidParams(f"the target's {table.name} has no column for the source's "
@@ -386,32 +421,35 @@ def _pages(conn, table: Table, columns: list[str]) -> Iterator[list[tuple]]:
         after = tuple(rows[-1][width:])
 
 
-def _copy(src, dst, table: Table, pairs: list[tuple[str, str]], progress: Callable[[int], None]) -> None:
+def _copy(src, dst, table: Table, pairs: list[tuple[str, str]], progress: Callable[[int], None]) -> list:
+    """Copy one table's rows, its `later` columns as their stand-ins; returns what `_settle` sets them to."""
     source_columns = [s for s, _ in pairs]
     target_columns = [t for _, t in pairs]
     packed = [i for i, (s, t) in enumerate(pairs) if s == "content" and t == "content_z"]
     per = max(1, min(500, _MAX_PARAMS // len(pairs)))
     row_marks = "(" + ", ".join("?" * len(pairs)) + ")"
     insert = f"INSERT INTO {table.name}({', '.join(target_columns)}) VALUES "
-    later = [(i, c) for i, c in enumerate(target_columns) if c in table.later]
+    later = [(target_columns.index(c), c, stand_in) for c, stand_in in table.later if c in target_columns]
     keys = [target_columns.index(k) for k in table.key]
-    links: dict[str, list[tuple]] = {c: [] for _, c in later}
-    if table.refilled:
-        # The entries just copied queued themselves for every deriver; the source's queue says what is still owed.
-        dst.execute(f"DELETE FROM {table.name}")
+    links: list[tuple[str, list[tuple]]] = [(c, []) for _, c, _ in later]
     with _indexing(dst, table):
         for rows in _pages(src, table, source_columns):
             if packed:
                 rows = [tuple(text.pack(v) if i in packed else v for i, v in enumerate(r)) for r in rows]
-            for i, column in later:
-                links[column] += [(r[i], *(r[k] for k in keys)) for r in rows if r[i] is not None]
-                rows = [r[:i] + (None,) + r[i + 1:] for r in rows]
+            for (i, _, stand_in), (_, values) in zip(later, links):
+                values += [(r[i], *(r[k] for k in keys)) for r in rows if r[i] != stand_in]
+                rows = [r[:i] + (stand_in,) + r[i + 1:] for r in rows]
             for start in range(0, len(rows), per):
                 chunk = rows[start:start + per]
                 dst.execute(insert + ", ".join([row_marks] * len(chunk)), [v for r in chunk for v in r])
             progress(len(rows))
+    return links
+
+
+def _settle(dst, table: Table, links: list[tuple[str, list[tuple]]]) -> None:
+    """Set a table's `later` columns to the source's values, in the order `Table.later` gives them."""
     where = " AND ".join(f"{k} = ?" for k in table.key)
-    for column, values in links.items():
+    for column, values in links:
         if values:
             dst.executemany(f"UPDATE {table.name} SET {column} = ? WHERE {where}", values)
 

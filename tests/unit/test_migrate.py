@@ -313,3 +313,67 @@ def test_a_postgresql_target_with_full_text_it_cannot_fill_is_refused(tmp_path, 
             target.execute("DROP TABLE fulltext_docs")
     finally:
         target.close()
+
+
+def test_facts_move_through_the_gate_with_their_history(tmp_path, pg_url):
+    """Facts in every state (applied, superseded and so retired, rejected, still a candidate), their batches,
+    sources, aspects and recorded states move as they stand: the target's gate lets each in by its own path (a
+    candidate, then what it became), and every fact's recorded states read the same, into a store whose engine
+    holds facts (SQLite; PostgreSQL once p003_features.sql does); into one that does not, nothing is moved."""
+    import msgspec
+
+    from arbiter.facts import verbs as fv
+    from arbiter.facts.model import BatchIdParams, PredicateDeclareParams, ProposeParams
+    from arbiter.verb import Context
+
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    now = iter(range(T0 + 500 * HOUR, T0 + 600 * HOUR, HOUR))
+    tenant = conn.execute("SELECT id FROM tenants WHERE name = 'alice'").fetchone()[0]
+
+    def call(verb, params):
+        with conn:
+            return verb(Context(conn, tenant, "alice", next(now)), params)
+
+    def propose(*facts, apply=False):
+        return call(fv.facts_propose, msgspec.convert({"facts": list(facts), "apply": apply}, ProposeParams))
+
+    call(fv.predicate_declare, PredicateDeclareParams(name="works_at", functional=True))
+    propose({"subject": "user", "predicate": "works_at", "object": "Acme", "valid_from": "2026-01-01T00:00:00Z",
+             "sources": [1], "aspects": ["career"]}, apply=True)
+    propose({"subject": "user", "predicate": "works_at", "object": "Globex", "valid_from": "2026-06-01T00:00:00Z",
+             "confidence": 0.9, "aspects": ["career"]},
+            {"subject": "user", "predicate": "listens_to", "object": "jazz", "aspects": ["music"]}, apply=True)
+    rejected = propose({"subject": "user", "predicate": "lives_in", "object": "Berlin"})
+    call(fv.batch_reject, BatchIdParams(id=rejected.id))
+    propose({"subject": "user", "predicate": "enjoys", "object": "chess", "confidence": 0.7})
+    assert {r[0] for r in conn.execute("SELECT status FROM facts")} == {"active", "rejected", "candidate"}
+    assert conn.execute("SELECT count(*) FROM facts WHERE valid_to IS NOT NULL").fetchone()[0] == 1
+    conn.close()
+
+    for target in (tmp_path / "copy.db", pg_url):
+        probe = open_database(target)
+        holds = "facts" in migrate._tables(probe)
+        probe.close()
+        if not holds:
+            with pytest.raises(InvalidParams):
+                migrate.migrate(home, target)
+            continue
+        if not engine.is_url(target):
+            (tmp_path / "copy.db").unlink()
+        migrate.migrate(home, target)
+        source, copy = connect(home), connect(target)
+        try:
+            kinds = compared(source, copy)
+            assert {"predicate", "fact_batch", "fact", "fact_link"} <= set(kinds)
+            assert export(source, kinds) == export(copy, kinds)
+            for table in migrate.TABLES:
+                if table.name in migrate._tables(source) & migrate._tables(copy):
+                    assert table_rows(source, table) == table_rows(copy, table), table.name
+            if not engine.is_postgresql(copy):  # the facts' search index, filled as each fact became active
+                searched = "SELECT rowid, subject, predicate, object, scope FROM facts_fts ORDER BY rowid"
+                assert copy.execute(searched).fetchall() == source.execute(searched).fetchall() != []
+        finally:
+            source.close()
+            copy.close()
