@@ -92,10 +92,12 @@ def compared(a, b) -> list[str]:
     return [k for k in PEOPLE_KINDS + KINDS if _READS[k] <= have]
 
 
-def table_rows(conn, table: migrate.Table) -> list[tuple]:
-    readable, _ = migrate._columns(conn, table.name)
-    cols = [c for c in readable if c != "content_z"]
-    return conn.execute(f"SELECT {', '.join(cols)} FROM {table.name} ORDER BY {', '.join(table.key)}").fetchall()
+def same_rows(a, b, table: migrate.Table) -> bool:
+    """Whether two stores hold the same rows of `table`, in the columns both have (PostgreSQL gives some tables a
+    tenant_id SQLite derives; SQLite's text is also a packed column)."""
+    both = [c for c in migrate._columns(a, table.name)[0] if c in migrate._columns(b, table.name)[0] and c != "content_z"]
+    query = f"SELECT {', '.join(both)} FROM {table.name} ORDER BY {', '.join(table.key)}"
+    return a.execute(query).fetchall() == b.execute(query).fetchall()
 
 
 def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg_url):
@@ -118,7 +120,7 @@ def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg
         assert len(export(sq, ["revision"])) == 3 + 2  # and a line naming each tenant
         for table in migrate.TABLES:  # the rows themselves, ids and all, not only what an export shows
             if table.name in migrate._tables(sq) & migrate._tables(pg):
-                assert table_rows(sq, table) == table_rows(pg, table) == table_rows(again, table), table.name
+                assert same_rows(sq, pg, table) and same_rows(sq, again, table), table.name
         for name, token in tokens.items():  # the home's token files still open it
             assert users.user_by_token(again, users.hash_token(token))[3] == name
             assert users.user_by_token(pg, users.hash_token(token))[3] == name
@@ -284,7 +286,7 @@ def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_u
             assert export(source, kinds) == export(copy, kinds)
             for table in migrate.TABLES:
                 if table.name in migrate._tables(source) & migrate._tables(copy):
-                    assert table_rows(source, table) == table_rows(copy, table), table.name
+                    assert same_rows(source, copy, table), table.name
             assert copy.execute("SELECT count(*) FROM entry_entities").fetchone()[0] > 0
         finally:
             source.close()
@@ -370,7 +372,7 @@ def test_facts_move_through_the_gate_with_their_history(tmp_path, pg_url):
             assert export(source, kinds) == export(copy, kinds)
             for table in migrate.TABLES:
                 if table.name in migrate._tables(source) & migrate._tables(copy):
-                    assert table_rows(source, table) == table_rows(copy, table), table.name
+                    assert same_rows(source, copy, table), table.name
             if not engine.is_postgresql(copy):  # the facts' search index, filled as each fact became active
                 searched = "SELECT rowid, subject, predicate, object, scope FROM facts_fts ORDER BY rowid"
                 assert copy.execute(searched).fetchall() == source.execute(searched).fetchall() != []
