@@ -1,4 +1,4 @@
-"""`transfer.migrate`: a home moved between SQLite and PostgreSQL exports the same lines and keeps its ids and tokens."""
+"""`transfer.migrate`: a home moved between SQLite and PostgreSQL exports the same lines, keeps its ids and tokens."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def compared(a, b) -> list[str]:
 def same_rows(a, b, table: migrate.Table) -> bool:
     """Whether two stores hold the same rows of `table`, in the columns both have (PostgreSQL gives some tables a
     tenant_id SQLite derives; SQLite's text is also a packed column)."""
-    both = [c for c in migrate._columns(a, table.name)[0] if c in migrate._columns(b, table.name)[0] and c != "content_z"]
+    theirs = migrate._columns(b, table.name)[0]
+    both = [c for c in migrate._columns(a, table.name)[0] if c in theirs and c != "content_z"]
     query = f"SELECT {', '.join(both)} FROM {table.name} ORDER BY {', '.join(table.key)}"
     return a.execute(query).fetchall() == b.execute(query).fetchall()
 
