@@ -43,13 +43,13 @@ def migrate_cmd(settings: Settings, as_json, target, source, progress):
     Everything is copied with its ids: tenants, users, teams and memberships,
     tokens' hashes (the token files under HOME keep working), conversations,
     entries with their earlier states (`--known-at` reads the same),
-    relations, salience, entities and what the derivers still owe. The
-    search index and the tag graph are rebuilt by the target as the entries
-    go in. The source is read in one snapshot (an older file is upgraded
-    first, as `arbiter serve` would); a home holding what the move cannot
-    copy yet (facts, which enter only through the evaluation gate: use
-    `export --all`) is refused, naming the tables, before anything is
-    written.
+    relations, salience, entities, facts with every state they were
+    recorded in (each passes the target's gate as it passed the source's),
+    and what the derivers still owe. The search index and the tag graph are
+    rebuilt by the target as the entries go in. The source is read in one
+    snapshot (an older file is upgraded first, as `arbiter serve` would). A
+    table with rows that the move does not know, or that the target's
+    engine cannot hold yet, is named, and nothing is written.
 
     The target must be a new file or an empty database (`createdb` makes
     one). Stop the daemons serving either end first (`arbiter stop`): a
