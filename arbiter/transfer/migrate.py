@@ -24,6 +24,7 @@ stops it before anything is written: nothing is silently left behind.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -38,7 +39,7 @@ import msgspec
 
 from arbiter import paths
 from arbiter._lock import take_lock
-from arbiter.errors import Conflict, InvalidParams, Unavailable
+from arbiter.errors import Conflict, InvalidParams, StorageFull, Unavailable
 from arbiter.store import engine, text
 
 #: Rows read a page at a time (keyset by primary key: bounded memory on either engine, no server-side cursor).
@@ -152,45 +153,66 @@ def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int],
     """Copy the store at `source` (a SQLite file or a `postgresql://` URL) into `target`, a new file or an
     empty PostgreSQL database; `total` hears the rows to copy once they are counted, `progress` each page."""
     started = time.monotonic()
-    with ExitStack() as stack:
-        src = stack.enter_context(_source(source))
-        dst, finish = stack.enter_context(_target(target))
-        with src:  # one snapshot of the source
-            if engine.is_postgresql(src):
-                src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            with dst:  # one transaction on the target
-                if engine.is_postgresql(dst):
-                    from arbiter.store.pg import db as pg
+    try:
+        with ExitStack() as stack:
+            src = stack.enter_context(_source(source))
+            dst, finish = stack.enter_context(_target(target))
+            counts = _copy_all(src, dst, target, progress, total)
+            finish()
+    except (*_full_errors(), OSError) as e:  # anywhere: the lock, the schema, a row, the commit, the checkpoint
+        if isinstance(e, OSError) and e.errno != errno.ENOSPC:
+            raise
+        raise StorageFull(f"no space left for the copy ({' '.join(str(e).split())}): nothing was moved; free some "
+                          "and run it again", path="target") from None
+    return Moved(source=shown(source), target=shown(target), rows=counts,
+                 seconds=round(time.monotonic() - started, 3))
 
-                    pg.migrate(dst)  # a savepoint here; its advisory lock makes a daemon starting now wait for us
-                _refuse_unless_empty(dst, target)
-                plan = _plan(src, dst)
-                counts = {t.name: src.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0] for t, _ in plan}
-                total(sum(counts.values()))
-                settle = []
-                for table, columns in [p for p in plan if not p[0].refilled]:
-                    settle.append(_guarded(table, _copy, src, dst, table, columns, progress))
-                for (table, _), links in reversed(list(zip([p for p in plan if not p[0].refilled], settle))):
-                    _guarded(table, _settle, dst, table, links)
-                for table, columns in [p for p in plan if p[0].refilled]:
+
+def _copy_all(src, dst, target: str | Path, progress: Callable[[int], None],
+              total: Callable[[int], None]) -> dict[str, int]:
+    """Every table, read in one snapshot of `src` and written in one transaction on `dst`; rows per table."""
+    with src:
+        if engine.is_postgresql(src):
+            src.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with dst:
+            if engine.is_postgresql(dst):
+                from arbiter.store.pg import db as pg
+
+                pg.migrate(dst)  # a savepoint here; its advisory lock makes a daemon starting now wait for us
+            _refuse_unless_empty(dst, target)
+            plan = _plan(src, dst)
+            counts = {t.name: src.execute(f"SELECT count(*) FROM {t.name}").fetchone()[0] for t, _ in plan}
+            total(sum(counts.values()))
+            copied = [(t, columns) for t, columns in plan if not t.refilled]
+            links = [_guarded(t, _copy, src, dst, t, columns, progress) for t, columns in copied]
+            for (table, _), settled in reversed(list(zip(copied, links))):
+                _guarded(table, _settle, dst, table, settled)
+            for table, columns in plan:
+                if table.refilled:
                     # What the target's triggers wrote meanwhile gives way to the source's: work the source still
                     # owed, a fact's recorded states, the aspects' counts as the source's history left them.
                     dst.execute(f"DELETE FROM {table.name}")
                     _guarded(table, _copy, src, dst, table, columns, progress)
-                _set_sequences(src, dst, [t for t, _ in plan])
-        finish()
-    return Moved(source=shown(source), target=shown(target), rows=counts,
-                 seconds=round(time.monotonic() - started, 3))
+            _set_sequences(src, dst, [t for t, _ in plan])
+    return counts
 
 
 def _guarded(table: Table, step, *args):
     """`step(*args)`, a row the target refuses becoming one error that names the table (and nothing written)."""
     try:
         return step(*args)
+    except _full_errors():
+        raise
     except _engine_errors() as e:
         reason = " ".join(str(e).split()) or type(e).__name__
         raise InvalidParams(f"the target refused a row of the source's {table.name} ({reason}): nothing was moved",
                             path="source") from None
+
+
+def _full_errors() -> tuple[type[BaseException], ...]:
+    """What a store's driver raises when the target's disk is full: apsw's, and psycopg's once a URL loaded it."""
+    psycopg = sys.modules.get("psycopg")
+    return (apsw.FullError, psycopg.errors.DiskFull) if psycopg else (apsw.FullError,)
 
 
 def _engine_errors() -> tuple[type[BaseException], ...]:

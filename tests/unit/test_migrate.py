@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import apsw
 import pytest
 
 from arbiter._time import US
-from arbiter.errors import Conflict, InvalidParams, Unavailable
+from arbiter.errors import Conflict, InvalidParams, StorageFull, Unavailable
 from arbiter.model import RememberParams, UpdateParams
 from arbiter.store import connect, engine, entries, open_database, relations, tenants, users
 from arbiter.transfer import dump, migrate
@@ -380,3 +382,20 @@ def test_facts_move_through_the_gate_with_their_history(tmp_path, pg_url):
         finally:
             source.close()
             copy.close()
+
+
+@pytest.mark.parametrize("room", [0, 200 * 1024], ids=["none", "some"])
+def test_a_full_disk_is_said_and_leaves_nothing(tmp_path, small_disk, room):
+    """No room even for the lock file, or room for it and part of the copy: either way `storage_full`, and the disk
+    holds what it held."""
+    from tests.conftest import fill
+
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    fill(small_disk / "ballast")
+    os.truncate(small_disk / "ballast", (small_disk / "ballast").stat().st_size - room)
+    with pytest.raises(StorageFull):
+        migrate.migrate(home, small_disk / "copy.db")
+    assert sorted(p.name for p in small_disk.iterdir()) == ["ballast"]
