@@ -162,8 +162,10 @@ def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int],
     except (*_full_errors(), OSError) as e:  # anywhere: the lock, the schema, a row, the commit, the checkpoint
         if isinstance(e, OSError) and e.errno != errno.ENOSPC:
             raise
-        raise StorageFull(f"no space left for the copy ({' '.join(str(e).split())}): nothing was moved; free some "
-                          "and run it again", path="target") from None
+        raise StorageFull(f"no space left for the copy ({_words(e)}): nothing was moved; free some and run it again",
+                          path="target") from None
+    except _lost_errors() as e:  # the server went away (restarted, the session ended): its transaction with it
+        raise Unavailable(f"lost PostgreSQL during the move ({_words(e)}): nothing was moved; run it again") from None
     return Moved(source=shown(source), target=shown(target), rows=counts,
                  seconds=round(time.monotonic() - started, 3))
 
@@ -201,18 +203,27 @@ def _guarded(table: Table, step, *args):
     """`step(*args)`, a row the target refuses becoming one error that names the table (and nothing written)."""
     try:
         return step(*args)
-    except _full_errors():
+    except (*_full_errors(), *_lost_errors()):
         raise
     except _engine_errors() as e:
-        reason = " ".join(str(e).split()) or type(e).__name__
-        raise InvalidParams(f"the target refused a row of the source's {table.name} ({reason}): nothing was moved",
-                            path="source") from None
+        raise InvalidParams(f"the target refused a row of the source's {table.name} ({_words(e)}): nothing was "
+                            "moved", path="source") from None
+
+
+def _words(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def _full_errors() -> tuple[type[BaseException], ...]:
     """What a store's driver raises when the target's disk is full: apsw's, and psycopg's once a URL loaded it."""
     psycopg = sys.modules.get("psycopg")
     return (apsw.FullError, psycopg.errors.DiskFull) if psycopg else (apsw.FullError,)
+
+
+def _lost_errors() -> tuple[type[BaseException], ...]:
+    """psycopg's errors for a session the server ended or cannot go on with (none without a URL)."""
+    psycopg = sys.modules.get("psycopg")
+    return (psycopg.OperationalError,) if psycopg else ()
 
 
 def _engine_errors() -> tuple[type[BaseException], ...]:

@@ -399,3 +399,31 @@ def test_a_full_disk_is_said_and_leaves_nothing(tmp_path, small_disk, room):
     with pytest.raises(StorageFull):
         migrate.migrate(home, small_disk / "copy.db")
     assert sorted(p.name for p in small_disk.iterdir()) == ["ballast"]
+
+
+def test_postgresql_lost_mid_move_is_unavailable_and_leaves_nothing(tmp_path, pg_url):
+    """The server ends the move's session after its first page (as a restart would): `unavailable`, and the target
+    holds nothing, its transaction gone with the session."""
+    import psycopg
+
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    ended = []
+
+    def end_the_session(_n):
+        if not ended:
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                ended.append(admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND application_name = %s", (migrate.APPLICATION,)).fetchall())
+
+    with pytest.raises(Unavailable):
+        migrate.migrate(home, pg_url, progress=end_the_session)
+    assert ended == [[(True,)]]
+    check = connect(pg_url)
+    try:
+        assert check.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
+    finally:
+        check.close()
