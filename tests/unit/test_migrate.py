@@ -103,6 +103,43 @@ def same_rows(a, b, table: migrate.Table) -> bool:
     return a.execute(query).fetchall() == b.execute(query).fetchall()
 
 
+def moved_where_held(home, tmp_path, pg_url, table: str, kinds: set[str]) -> list:
+    """Move `home` into a new SQLite file, into PostgreSQL, and from there into another new file, wherever the
+    target's engine holds `table` (PostgreSQL: once p003_features.sql does): each copy exports the same records
+    of `kinds` (and every other kind) and holds the same rows as `home`. Where the engine lacks it, the move is
+    refused and writes nothing. Returns the SQLite copies made."""
+    made = []
+    for source, target in ((home, tmp_path / "copy.db"), (home, pg_url), (pg_url, tmp_path / "back.db")):
+        if source == pg_url and pg_url not in made:
+            break  # nothing went into PostgreSQL to come back
+        probe = open_database(target)
+        holds = table in migrate._tables(probe)
+        probe.close()
+        if not engine.is_url(target):
+            target.unlink()  # opened above to look: a move writes only a new file
+        if not holds:
+            with pytest.raises(InvalidParams):
+                migrate.migrate(source, target)
+            if engine.is_url(target):
+                check = connect(target)
+                assert check.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
+                check.close()
+            continue
+        migrate.migrate(source, target)
+        made.append(target)
+        original, copy = connect(home), connect(target)
+        try:
+            assert kinds <= set(compared(original, copy))
+            assert export(original, compared(original, copy)) == export(copy, compared(original, copy))
+            for t in migrate.TABLES:
+                if t.name in migrate._tables(original) & migrate._tables(copy):
+                    assert same_rows(original, copy, t), (target, t.name)
+        finally:
+            original.close()
+            copy.close()
+    return [m for m in made if not engine.is_url(m)]
+
+
 def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg_url):
     home = tmp_path / "arbiter.db"
     conn = open_database(home)
@@ -268,32 +305,12 @@ def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_u
     assert merged == last_id > first_id + 2  # pages of two rows apart
     assert conn.execute("SELECT count(*) FROM derive_queue").fetchone()[0] == 0
     conn.close()
-    for target in (tmp_path / "copy.db", pg_url):
-        probe = open_database(target)
-        holds = "entities" in migrate._tables(probe)
-        probe.close()
-        if not holds:
-            with pytest.raises(InvalidParams):
-                migrate.migrate(home, target)
-            check = connect(target)
-            assert check.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
-            check.close()
-            continue
-        if not engine.is_url(target):
-            (tmp_path / "copy.db").unlink()  # opened above to look: a move writes only a new file
-        migrate.migrate(home, target)
-        source, copy = connect(home), connect(target)
-        try:
-            kinds = compared(source, copy)
-            assert {"entity", "mention"} <= set(kinds)
-            assert export(source, kinds) == export(copy, kinds)
-            for table in migrate.TABLES:
-                if table.name in migrate._tables(source) & migrate._tables(copy):
-                    assert same_rows(source, copy, table), table.name
-            assert copy.execute("SELECT count(*) FROM entry_entities").fetchone()[0] > 0
-        finally:
-            source.close()
-            copy.close()
+    moved_where_held(home, tmp_path, pg_url, "entities", {"entity", "mention"})
+    back = connect(tmp_path / "copy.db")
+    try:
+        assert back.execute("SELECT count(*) FROM entry_entities").fetchone()[0] > 0
+    finally:
+        back.close()
 
 
 def test_a_postgresql_target_with_full_text_it_cannot_fill_is_refused(tmp_path, pg_url):
@@ -357,31 +374,14 @@ def test_facts_move_through_the_gate_with_their_history(tmp_path, pg_url):
     assert conn.execute("SELECT count(*) FROM facts WHERE valid_to IS NOT NULL").fetchone()[0] == 1
     conn.close()
 
-    for target in (tmp_path / "copy.db", pg_url):
-        probe = open_database(target)
-        holds = "facts" in migrate._tables(probe)
-        probe.close()
-        if not holds:
-            with pytest.raises(InvalidParams):
-                migrate.migrate(home, target)
-            continue
-        if not engine.is_url(target):
-            (tmp_path / "copy.db").unlink()
-        migrate.migrate(home, target)
-        source, copy = connect(home), connect(target)
-        try:
-            kinds = compared(source, copy)
-            assert {"predicate", "fact_batch", "fact", "fact_link"} <= set(kinds)
-            assert export(source, kinds) == export(copy, kinds)
-            for table in migrate.TABLES:
-                if table.name in migrate._tables(source) & migrate._tables(copy):
-                    assert same_rows(source, copy, table), table.name
-            if not engine.is_postgresql(copy):  # the facts' search index, filled as each fact became active
-                searched = "SELECT rowid, subject, predicate, object, scope FROM facts_fts ORDER BY rowid"
-                assert copy.execute(searched).fetchall() == source.execute(searched).fetchall() != []
+    searched = "SELECT rowid, subject, predicate, object, scope FROM facts_fts ORDER BY rowid"
+    for copy in moved_where_held(home, tmp_path, pg_url, "facts", {"predicate", "fact_batch", "fact", "fact_link"}):
+        before, after = connect(home), connect(copy)
+        try:  # the facts' search index, filled as each fact became active
+            assert after.execute(searched).fetchall() == before.execute(searched).fetchall() != []
         finally:
-            source.close()
-            copy.close()
+            before.close()
+            after.close()
 
 
 @pytest.mark.parametrize("room", [0, 200 * 1024], ids=["none", "some"])
