@@ -8,7 +8,10 @@ What the target's own triggers derive from the entries as they go in
 (`recall_entries`, the tag graph; on SQLite each scope's full-text index,
 made with `fts.create` and filled set-based by `deferred`) is rebuilt rather
 than copied: on PostgreSQL those tables also carry `tenant_id`, and a trigger
-computes them the same way whichever writer wrote the entry.
+computes them the same way whichever writer wrote the entry. What a target's
+triggers let in only by one path (a fact passes the evaluation gate) goes in
+by that path (`Table.later`), and what they write on the way (a fact's
+recorded states) gives way to the source's rows (`Table.refilled`).
 
 *Why tables and not an export:* an export is what one viewer sees, with new
 ids on import and no tokens; a move must keep everything a user's tools hold
