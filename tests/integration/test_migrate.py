@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 from arbiter import paths
@@ -39,6 +40,7 @@ def test_a_home_moved_to_postgresql_and_back_serves_the_same_memory(home, pg_url
     assert proc.returncode == 0 and "hunter2" not in proc.stdout + proc.stderr, proc.stderr
     assert "moved 7 entries (3 earlier states), 2 relations, 3 users, 1 team of 2 tenants" in proc.stdout
     assert f"arbiter serve --db {shlex.quote(pg_url)}" in proc.stderr  # the URL to serve the copy, less its password
+    assert re.search(r"^migrate  ([\d,]+)/\1 rows", proc.stderr, re.M), proc.stderr  # progress, to the last row
     back = home / "back.db"
     again = js(home, "migrate", "--from", pg_url, "--to", str(back), "--no-progress")
     assert again["rows"]["entries"] == 7 and again["rows"]["relations"] == 2 and again["rows"]["tenants"] == 2
