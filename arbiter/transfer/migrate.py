@@ -366,7 +366,7 @@ def _refuse_foreign_pg(conn, url: str | Path) -> None:
 
 def _refuse_unless_empty(conn, target: str | Path) -> None:
     """Refuse a target that holds a memory already: a move never merges two."""
-    have = _tables(conn)
+    have = table_names(conn)
     full = [t.name for t in TABLES if t.name in have and conn.execute(f"SELECT 1 FROM {t.name} LIMIT 1").fetchone()]
     if full:
         raise Conflict(f"{shown(target)} already holds a memory (rows in {', '.join(full[:3])}"
@@ -376,7 +376,7 @@ def _refuse_unless_empty(conn, target: str | Path) -> None:
 
 # ---- what to copy --------------------------------------------------------------------------------------------
 
-def _tables(conn) -> set[str]:
+def table_names(conn) -> set[str]:
     """The store's plain tables (on SQLite not the full-text ones, virtual and their shadows, which it rebuilds)."""
     if engine.is_postgresql(conn):
         return {r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
@@ -384,7 +384,7 @@ def _tables(conn) -> set[str]:
             if r[0] == "main" and r[2] == "table" and not r[1].startswith("sqlite_")}
 
 
-def _columns(conn, table: str) -> tuple[list[str], list[str]]:
+def table_columns(conn, table: str) -> tuple[list[str], list[str]]:
     """(every column a SELECT reads, the columns an INSERT sets) of `table`, in table order."""
     if engine.is_postgresql(conn):
         rows = conn.execute(
@@ -398,7 +398,7 @@ def _columns(conn, table: str) -> tuple[list[str], list[str]]:
 def _plan(src, dst) -> list[tuple[Table, list[tuple[str, str]]]]:
     """Each table to copy with its (source column or expression, target column) pairs; refuses what a move would
     leave behind."""
-    have, can = _tables(src), _tables(dst)
+    have, can = table_names(src), table_names(dst)
     known = {t.name for t in TABLES} | REBUILT | OWN
     unknown = sorted(t for t in have - known if src.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone())
     if unknown:
@@ -413,8 +413,8 @@ def _plan(src, dst) -> list[tuple[Table, list[tuple[str, str]]]]:
     for table in TABLES:
         if table.name not in have or table.name not in can:
             continue
-        readable, stored = _columns(src, table.name)
-        _, settable = _columns(dst, table.name)
+        readable, stored = table_columns(src, table.name)
+        _, settable = table_columns(dst, table.name)
         derived = dict(table.fill)
         pairs = []
         for column in settable:
@@ -503,7 +503,7 @@ def _indexing(conn, table: Table) -> Iterator[None]:
         yield
         return
     if engine.is_postgresql(conn):
-        if "fulltext_docs" in _tables(conn):  # a copy that recall cannot search must not pass for a move
+        if "fulltext_docs" in table_names(conn):  # a copy that recall cannot search must not pass for a move
             raise InvalidParams("this Arbiter cannot index a moved home's full text on PostgreSQL yet: nothing "
                                 "was moved", path="target")
         yield

@@ -90,15 +90,15 @@ def export(conn, kinds) -> list[bytes]:
 
 def compared(a, b) -> list[str]:
     """The export kinds whose tables both stores have."""
-    have = migrate._tables(a) & migrate._tables(b)
+    have = migrate.table_names(a) & migrate.table_names(b)
     return [k for k in PEOPLE_KINDS + KINDS if _READS[k] <= have]
 
 
 def same_rows(a, b, table: migrate.Table) -> bool:
     """Whether two stores hold the same rows of `table`, in the columns both have (PostgreSQL gives some tables a
     tenant_id SQLite derives; SQLite's text is also a packed column)."""
-    theirs = migrate._columns(b, table.name)[0]
-    both = [c for c in migrate._columns(a, table.name)[0] if c in theirs and c != "content_z"]
+    theirs = migrate.table_columns(b, table.name)[0]
+    both = [c for c in migrate.table_columns(a, table.name)[0] if c in theirs and c != "content_z"]
     query = f"SELECT {', '.join(both)} FROM {table.name} ORDER BY {', '.join(table.key)}"
     return a.execute(query).fetchall() == b.execute(query).fetchall()
 
@@ -113,7 +113,7 @@ def moved_where_held(home, tmp_path, pg_url, table: str, kinds: set[str]) -> lis
         if source == pg_url and pg_url not in made:
             break  # nothing went into PostgreSQL to come back
         probe = open_database(target)
-        holds = table in migrate._tables(probe)
+        holds = table in migrate.table_names(probe)
         probe.close()
         if not engine.is_url(target):
             target.unlink()  # opened above to look: a move writes only a new file
@@ -132,7 +132,7 @@ def moved_where_held(home, tmp_path, pg_url, table: str, kinds: set[str]) -> lis
             assert kinds <= set(compared(original, copy))
             assert export(original, compared(original, copy)) == export(copy, compared(original, copy))
             for t in migrate.TABLES:
-                if t.name in migrate._tables(original) & migrate._tables(copy):
+                if t.name in migrate.table_names(original) & migrate.table_names(copy):
                     assert same_rows(original, copy, t), (target, t.name)
         finally:
             original.close()
@@ -159,7 +159,7 @@ def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg
         # Earlier states: the superseded entry's, the updated one's, the forgotten one's.
         assert len(export(sq, ["revision"])) == 3 + 2  # and a line naming each tenant
         for table in migrate.TABLES:  # the rows themselves, ids and all, not only what an export shows
-            if table.name in migrate._tables(sq) & migrate._tables(pg):
+            if table.name in migrate.table_names(sq) & migrate.table_names(pg):
                 assert same_rows(sq, pg, table) and same_rows(sq, again, table), table.name
         for name, token in tokens.items():  # the home's token files still open it
             assert users.user_by_token(again, users.hash_token(token))[3] == name
