@@ -427,3 +427,27 @@ def test_postgresql_lost_mid_move_is_unavailable_and_leaves_nothing(tmp_path, pg
         assert check.execute("SELECT count(*) FROM tenants").fetchone()[0] == 0
     finally:
         check.close()
+
+
+def test_another_programs_postgresql_database_is_refused_untouched(tmp_path, pg_databases):
+    import psycopg
+
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    theirs = pg_databases.create(empty=True)
+    try:
+        with psycopg.connect(theirs, autocommit=True) as c:
+            c.execute("CREATE TABLE invoices(id int)")
+        with pytest.raises(InvalidParams):
+            migrate.migrate(home, theirs)
+        with psycopg.connect(theirs, autocommit=True) as c:
+            assert c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall() == [("invoices",)]
+    finally:
+        pg_databases.drop(theirs)
+    empty = pg_databases.create(empty=True)  # a new database: the move sets up Arbiter's schema in it, then copies
+    try:
+        assert migrate.migrate(home, empty).rows["entries"] == 7
+    finally:
+        pg_databases.drop(empty)
