@@ -19,6 +19,7 @@ import random
 import shutil
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 from arbiter.model import RememberParams, UpdateParams
@@ -75,11 +76,9 @@ def timed(source, target) -> dict:
 def run(args) -> dict:
     import psycopg
 
-    from tests.pg import url_of
-
-    admin = os.environ.get(ENV)
-    if not admin:
-        raise SystemExit(f"{ENV} is not set: name a PostgreSQL cluster where this user may CREATE DATABASE")
+    admin = os.environ.get(ENV, "")
+    if not admin.startswith(("postgresql://", "postgres://")):
+        raise SystemExit(f"{ENV} must be a postgresql:// URL of a cluster where this user may CREATE DATABASE")
     folder = Path(tempfile.mkdtemp(prefix="arb-mig-"))
     name = f"arbiter_bench_migrate_{os.getpid()}"
     try:
@@ -88,7 +87,7 @@ def run(args) -> dict:
         fill_s = time.perf_counter() - t
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(f'CREATE DATABASE "{name}"')
-        url = url_of(admin, name)
+        url = urllib.parse.urlunsplit(urllib.parse.urlsplit(admin)._replace(path=f"/{name}"))
         out = {"entries": args.entries, "tenants": args.tenants, "sqlite_bytes": size, "fill_s": round(fill_s, 1),
                "to_postgresql": timed(folder / "arbiter.db", url),
                "to_sqlite": timed(url, folder / "back.db"), "loadavg": loadavg()}
