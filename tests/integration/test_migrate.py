@@ -102,8 +102,9 @@ def test_a_daemon_serving_the_postgresql_copy_exports_what_the_original_did(home
         before = [ok(home, *argv) for argv in reads]
     finally:
         original.stop()
-    moved = DaemonProcess(home, args=("--db", pg_url)).start()
+    moved = DaemonProcess(home, args=("--db", pg_url))
     try:
+        moved.start()  # inside: a daemon that exits at once still has its pipes closed by stop()
         ok(home, "export", "--all", "--no-progress", str(home / "after.jsonl"))
         assert [ok(home, *argv) for argv in reads] == before  # the home's tokens, the same users, the same ids
     finally:
