@@ -332,7 +332,7 @@ def _hold(stack: ExitStack, path: Path, doing: str) -> None:
     held: list[int] = []
     stack.callback(lambda: [os.close(fd) for fd in held])
     for lock in dict.fromkeys((paths.lock_path(path), paths.lock_path(path.resolve()))):
-        if not lock.exists():  # made here, so removed after (while still held: a daemon waiting takes a new one)
+        if not lock.exists():  # made here, so removed after, while still held (a daemon starting later makes its own)
             stack.callback(lock.unlink, missing_ok=True)
         owner = take_lock(lock, f"{os.getpid()}\n", held)
         if owner is not None:
