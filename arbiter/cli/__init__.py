@@ -27,6 +27,7 @@ main.modules = {name: module for module, names in {
     "facts": ["aspects", "batch", "fact", "facts", "predicates"],
     "graph": ["around", "backlinks", "briefing", "cluster", "clusters", "reply", "tags", "thread", "threads"],
     "load": ["load"],
+    "migrate": ["migrate"],
     "people": ["share", "team", "unshare", "user", "whoami"],
     "salience": ["maintain", "reinforce"],
     "transfer": ["export", "import"],

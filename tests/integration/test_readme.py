@@ -29,6 +29,8 @@ NOT_RUN = {
     '{"mcpServers"': "a client's config file, not a command",
     "arbiter ui --open": "opens a browser; the web view has its own tests (tests/integration/test_ui.py)",
     "SELECT id, CAST(": "SQL for a sqlite3 shell, not a command",
+    "arbiter stop      # nothing may write while a home moves": "needs a PostgreSQL server; "
+    "tests/integration/test_migrate.py moves a home there and back, and serves it",
     "pyinstaller build.spec": "minutes of build; tests/e2e/test_frozen.py builds and runs the executable",
     "arbiter serve --db postgresql://": "needs a PostgreSQL server; tests/integration/test_pg_daemon.py serves one",
 }
