@@ -21,7 +21,7 @@ from arbiter.entities import clusters
 from arbiter.model import MaintenanceReport
 from arbiter.recall.maintain import compact
 from arbiter.salience import SALIENCE_SQL
-from arbiter.store import entries, users
+from arbiter.store import engine, entries, users
 
 DEFAULT_MIN_SALIENCE = 0.01
 DEFAULT_RETENTION_DAYS = ACCESS_RETENTION_DAYS
@@ -60,7 +60,8 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
     pruned = conn.changes()
     n_clusters = clusters.refresh(conn, tenant_id)
     merged, step = False, 1
-    for _ in range(FTS_STEPS):
+    # FTS5's segments are SQLite's: PostgreSQL keeps its own indexes.
+    for _ in range(0 if engine.is_postgresql(conn) else FTS_STEPS):
         step = compact(conn, start=step)
         if not step:
             break
@@ -79,7 +80,12 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
 
 
 def checkpoint(conn: apsw.Connection) -> bool:
-    """Copy the WAL back into the database (PASSIVE: never waits on readers); True if all of it went."""
+    """Copy the WAL back into the database (PASSIVE: never waits on readers); True if all of it went.
+
+    False on PostgreSQL: its WAL is the server's (checkpoints are its own).
+    """
+    if engine.is_postgresql(conn):
+        return False
     log, done = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
     return log == done
 
