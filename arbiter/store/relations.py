@@ -179,12 +179,11 @@ def insert(
     at: int | None = None, qualifier: str | None = None,
 ) -> Relation:
     """Insert an edge the caller has already checked, and run its handler."""
-    conn.execute(
+    rid = conn.execute(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
         (tenant_id, source_id, target_id, relation, now, qualifier),
-    )
-    rid = conn.last_insert_rowid()
+    ).fetchall()[0][0]
     kind = REGISTRY[relation]
     if kind.on_insert:
         kind.on_insert(conn, source_id, target_id, now if at is None else at, now)

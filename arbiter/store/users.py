@@ -120,10 +120,9 @@ def first_viewer(conn: apsw.Connection, tenant_id: int, user_id: int | None = No
 
 
 def _scope(conn: apsw.Connection, tenant_id: int, *, user_id: int | None = None, team_id: int | None = None) -> int:
-    conn.execute(
-        "INSERT INTO scopes(tenant_id, user_id, team_id) VALUES (?, ?, ?)", (tenant_id, user_id, team_id)
-    )
-    scope_id = conn.last_insert_rowid()
+    scope_id = conn.execute(
+        "INSERT INTO scopes(tenant_id, user_id, team_id) VALUES (?, ?, ?) RETURNING id", (tenant_id, user_id, team_id)
+    ).fetchall()[0][0]
     fts.create(conn, scope_id, shared=team_id is not None)
     return scope_id
 
@@ -141,11 +140,10 @@ def create_user(
     if token_hash is None:
         token = new_token()
         token_hash = hash_token(token)
-    conn.execute(
-        "INSERT INTO users(tenant_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+    user_id = conn.execute(
+        "INSERT INTO users(tenant_id, name, token_hash, created_at) VALUES (?, ?, ?, ?) RETURNING id",
         (tenant_id, name, token_hash, now),
-    )
-    user_id = conn.last_insert_rowid()
+    ).fetchall()[0][0]
     _scope(conn, tenant_id, user_id=user_id)
     return user_id, token
 
@@ -224,8 +222,9 @@ def create_team(conn: apsw.Connection, tenant_id: int, name: str, *, now: int) -
         "SELECT id FROM teams WHERE tenant_id = ? AND name = ?", (tenant_id, name)
     ).fetchone():
         raise Conflict(f"team {name!r} already exists", path="name", existing_id=existing[0])
-    conn.execute("INSERT INTO teams(tenant_id, name, created_at) VALUES (?, ?, ?)", (tenant_id, name, now))
-    team = conn.last_insert_rowid()
+    team = conn.execute(
+        "INSERT INTO teams(tenant_id, name, created_at) VALUES (?, ?, ?) RETURNING id", (tenant_id, name, now)
+    ).fetchall()[0][0]
     _scope(conn, tenant_id, team_id=team)
     return team
 
@@ -234,7 +233,8 @@ def join(conn: apsw.Connection, team: int, user: int, *, now: int) -> bool:
     """Add a member (back); False if they already belong."""
     conn.execute(
         "INSERT INTO team_members(team_id, user_id, joined_at) VALUES (?, ?, ?) "
-        "ON CONFLICT DO UPDATE SET joined_at = excluded.joined_at, left_at = NULL WHERE left_at IS NOT NULL",
+        "ON CONFLICT (user_id, team_id) DO UPDATE SET joined_at = excluded.joined_at, left_at = NULL "
+        "WHERE team_members.left_at IS NOT NULL",
         (team, user, now),
     )
     return conn.changes() > 0

@@ -1,4 +1,4 @@
-"""The tag graph tables stay equal to a recount of active entries, whatever the writes."""
+"""The tag graph tables stay equal to a recount of active entries, whatever the writes, on both engines."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from arbiter.graph import tags as tag_graph
 from arbiter.model import RememberParams, UpdateParams
 from arbiter.store import db, entries, open_database, relations, tenants, users
 
+pytestmark = pytest.mark.both_engines
 RUNS = itertools.count()
 TAGS = ["a", "b", "c", "d", "area:x", "area:y", "p1", "p2"]
 tag_lists = st.lists(st.sampled_from(TAGS), max_size=5)
@@ -45,11 +46,20 @@ def stored(conn, tenant_id):
     return counts, pairs
 
 
-@pytest.fixture(scope="module")
-def conn(tmp_path_factory):
-    c = open_database(tmp_path_factory.mktemp("tg") / "a.db", synchronous="NORMAL")
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def conn(request, tmp_path_factory):
+    """One store a module's property tests share (each example writes new tenants), on each engine."""
+    if request.param == "sqlite":
+        c = open_database(tmp_path_factory.mktemp("tg") / "a.db", synchronous="NORMAL")
+        yield c
+        c.close()
+        return
+    databases = request.getfixturevalue("pg_databases")
+    url = databases.create()
+    c = open_database(url)
     yield c
     c.close()
+    databases.drop(url)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -145,17 +155,16 @@ def stored_scopes(conn):
 
 
 @pytest.fixture
-def team(tmp_path):
+def team(db):
     """A tenant whose first user is `owner`, with alice and bob in team `core` and carol in none."""
-    conn = open_database(tmp_path / "t.db")
+    conn = db
     with conn:
         tid, _ = tenants.create_tenant(conn, "t", now=1)
         ids = {name: users.create_user(conn, tid, name, now=1)[0] for name in ("alice", "bob", "carol")}
         core = users.create_team(conn, tid, "core", now=1)
         for name in ("alice", "bob"):
             users.join(conn, core, ids[name], now=1)
-    yield conn, tid, ids
-    conn.close()
+    return conn, tid, ids
 
 
 def viewer(conn, tid, ids, name):
