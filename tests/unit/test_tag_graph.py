@@ -46,20 +46,9 @@ def stored(conn, tenant_id):
     return counts, pairs
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def conn(request, tmp_path_factory):
-    """One store a module's property tests share (each example writes new tenants), on each engine."""
-    if request.param == "sqlite":
-        c = open_database(tmp_path_factory.mktemp("tg") / "a.db", synchronous="NORMAL")
-        yield c
-        c.close()
-        return
-    databases = request.getfixturevalue("pg_databases")
-    url = databases.create()
-    c = open_database(url)
-    yield c
-    c.close()
-    databases.drop(url)
+@pytest.fixture(scope="module")
+def conn(shared_db):
+    return shared_db
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
