@@ -403,6 +403,10 @@ CREATE AGGREGATE group_concat(anyelement) (SFUNC = arbiter_concat_step, STYPE = 
 CREATE FUNCTION arbiter_concat_step(acc text, x text, sep text) RETURNS text LANGUAGE sql IMMUTABLE AS
     'SELECT CASE WHEN x IS NULL THEN acc WHEN acc IS NULL THEN x ELSE acc || sep || x END';
 CREATE AGGREGATE group_concat(text, text) (SFUNC = arbiter_concat_step, STYPE = text);
+-- total(x): the sum as a double, 0.0 over no rows.
+CREATE FUNCTION arbiter_total_step(acc double precision, x double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE AS 'SELECT acc + coalesce(x, 0)';
+CREATE AGGREGATE total(double precision) (SFUNC = arbiter_total_step, STYPE = double precision, INITCOND = '0');
 -- json_each(array): one row per element, its text in `value`.
 CREATE FUNCTION json_each(doc text) RETURNS TABLE(value text) LANGUAGE sql IMMUTABLE AS
     'SELECT jsonb_array_elements_text(doc::jsonb)';
