@@ -3,6 +3,8 @@ PostgreSQL database, answer for answer (issue #31: "the same answers")."""
 
 from __future__ import annotations
 
+import hashlib
+
 import msgspec
 import pytest
 
@@ -10,6 +12,7 @@ from arbiter import verbs
 from arbiter._time import US
 from arbiter.errors import ArbiterError
 from arbiter.store import open_database, tenants
+from arbiter.transfer.model import KINDS, ExportPageParams, ImportBatchParams, Record
 from arbiter.verb import Context
 
 T0 = 1_800_000_000 * US
@@ -111,13 +114,17 @@ def _comparable(name: str, answer):
     return answer
 
 
+def _waits_for_features(conn) -> None:
+    if conn.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
+        pytest.skip("remember links entities: waits for p003_features (branch pgfeatures), whose entity "
+                    "tables it needs, and PostgreSQL's full text (branch pgfts), which entity evidence reads")
+
+
 def test_every_core_verb_answers_alike_on_both_engines(tmp_path, pg_url):
     sqlite = open_database(tmp_path / "arbiter.db")
     postgresql = open_database(pg_url)
     try:
-        if postgresql.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
-            pytest.skip("remember links entities: waits for p003_features (branch pgfeatures), whose entity "
-                        "tables it needs, and PostgreSQL's full text (branch pgfts), which entity evidence reads")
+        _waits_for_features(postgresql)
         expected, got = _answers(sqlite), _answers(postgresql)
     finally:
         sqlite.close()
@@ -125,3 +132,49 @@ def test_every_core_verb_answers_alike_on_both_engines(tmp_path, pg_url):
     for want, have in zip(expected, got):
         assert have == want
     assert len(got) == len(SCRIPT)
+
+
+def _export(conn, tenant: int) -> list[bytes]:
+    """Every record of the tenant, in the file's order, as its lines."""
+    lines = []
+    for kind in KINDS:
+        after = 0
+        while after is not None:
+            ctx = Context(conn, tenant, "t", T0)
+            with conn:
+                page = verbs.VERBS["export_page"].run(ctx, ExportPageParams(kind=kind, after=after, limit=3))
+            lines += [bytes(r) for r in page.records]
+            after = page.next
+    return lines
+
+
+def _import(conn, lines: list[bytes]) -> int:
+    """A new tenant holding the file's records, written in two batches as `arbiter import` sends them."""
+    with conn:
+        tenant, _ = tenants.create_tenant(conn, "copy", now=T0)
+    records = [msgspec.json.decode(line, type=Record) for line in lines]
+    digest = hashlib.sha256(b"\n".join(lines)).hexdigest()
+    half = len(records) // 2
+    for first, batch in ((1, records[:half]), (half + 1, records[half:])):
+        with conn:
+            verbs.VERBS["import_batch"].run(Context(conn, tenant, "copy", T0 + 10**9), ImportBatchParams(
+                digest=digest, lines=len(records), first_line=first, records=batch))
+    return tenant
+
+
+def test_an_export_goes_into_either_engine_and_comes_out_the_same(tmp_path, pg_url):
+    """What `arbiter migrate --to` relies on: a SQLite tenant's file imported into PostgreSQL (and into SQLite)
+    exports the same records, ids renumbered alike."""
+    home, sqlite, postgresql = (open_database(target) for target in (tmp_path / "home.db", tmp_path / "copy.db", pg_url))
+    try:
+        _waits_for_features(postgresql)
+        _answers(home)
+        exported = _export(home, 1)
+        assert len(exported) > 15
+        copies = [_export(conn, _import(conn, exported)) for conn in (sqlite, postgresql)]
+    finally:
+        for conn in (home, sqlite, postgresql):
+            conn.close()
+    assert copies[1] == copies[0]
+    assert [msgspec.json.decode(line)["kind"] for line in copies[1]] == \
+        [msgspec.json.decode(line)["kind"] for line in exported]
