@@ -6,7 +6,7 @@ from __future__ import annotations
 import apsw
 
 from arbiter._time import format_time
-from arbiter.errors import Conflict, NotFound
+from arbiter.errors import NotFound
 from arbiter.model import Conversation, Status, Tenant
 from arbiter.store import engine, users
 from arbiter.store.users import Viewer, hash_token
@@ -14,12 +14,9 @@ from arbiter.store.users import Viewer, hash_token
 
 def create_tenant(conn: apsw.Connection, name: str, *, now: int, token: str | None = None) -> tuple[int, str]:
     """Create a tenant; returns (id, token). The token is never stored in clear; `token` is one already issued."""
-    if existing := conn.execute("SELECT id FROM tenants WHERE name = ?", (name,)).fetchone():
-        raise Conflict(f"tenant {name!r} already exists", path="name", existing_id=existing[0])
     token = token or users.new_token()
-    tenant_id = conn.execute(
-        "INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, ?) RETURNING id", (name, hash_token(token), now)
-    ).fetchall()[0][0]
+    tenant_id = users.insert_named(conn, "tenants", "tenant", {"name": name, "token_hash": hash_token(token),
+                                                               "created_at": now}, unique=("name",))
     # The tenant's first user holds the tenant token (store/users.py).
     users.create_user(conn, tenant_id, name, now=now, token_hash=hash_token(token))
     return tenant_id, token
