@@ -40,7 +40,7 @@ from arbiter.associations import core as associations
 from arbiter.entities import core as entity_core
 from arbiter.entities.link import extracted_in, link_entry, unlink_speaker
 from arbiter.model import LinkCandidate, Mention, RememberParams
-from arbiter.store import users
+from arbiter.store import engine, users
 from arbiter.store.users import Viewer
 
 
@@ -110,13 +110,16 @@ def queued(conn: apsw.Connection, entry_ids: list[int], names: tuple[str, ...]) 
 def step(conn: apsw.Connection, *, now: int, urgent: bool) -> bool:
     """Derive one step's worth for the first deriver (of the urgent ones, or the others) with work; True if more remains.
 
-    In the caller's (writer) transaction.
+    In the caller's (writer) transaction. Where several daemons share a PostgreSQL database, each step takes
+    rows no other transaction holds (SKIP LOCKED), so two daemons' idle writers split the queue, not repeat it.
     """
+    # SQLite has one writer at a time, and no row locks to take.
+    taking = " FOR UPDATE SKIP LOCKED" if engine.is_postgresql(conn) else ""
     for name, d in DERIVERS.items():
         if d.urgent != urgent:
             continue
         rows = conn.execute(
-            "SELECT entry_id, tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT ?",
+            f"SELECT entry_id, tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT ?{taking}",
             (name, d.step + 1),
         ).fetchall()
         if not rows:
