@@ -8,7 +8,9 @@ the write's own transaction, whoever wrote it (`remember`, a batch, a reply,
 - what SQL computes from the row alone the trigger writes itself: each
   scope's full-text rows and `recall_entries`, the revisions, the tag graph;
   an update's and a delete's duplicate keys (`arbiter_sketch_keys`,
-  duplicates.py);
+  duplicates.py; PostgreSQL's triggers cannot call Python, so there a change
+  drops all the entry's keys and the `sketch` deriver writes them again,
+  its fingerprint among them);
 - what needs more Python than a row's worth the trigger queues in
   `derive_queue`, one row per deriver below: the MinHash band keys of near
   copies, the entities a text names, the stored similarity edges.
