@@ -802,9 +802,10 @@ def test_m017_gives_earlier_batches_to_their_tenants_first_user(tmp_path, monkey
 # ---- several writers (PostgreSQL) ----------------------------------------------------
 
 
-def test_two_writers_adding_one_name_at_once_get_one_row_and_a_conflict(pg_url):
-    """Daemons sharing a database may add the same team at once: the second waits for the first and is told
-    it exists (Conflict, naming it), never a constraint error."""
+@pytest.mark.parametrize("what", ["team", "relation"])
+def test_two_writers_adding_one_thing_at_once_get_one_row_and_a_conflict(pg_url, what):
+    """Daemons sharing a database may add the same team, or the same edge, at once: the second waits for the
+    first and is told it exists (Conflict, naming it), never a constraint error."""
     import threading
 
     from tests.conftest import wait_for
@@ -813,25 +814,33 @@ def test_two_writers_adding_one_name_at_once_get_one_row_and_a_conflict(pg_url):
     try:
         with first:
             tid, _ = tenants.create_tenant(first, "alice", now=T0)
+        a, b = remember(first, tid, title="a"), remember(first, tid, title="b")
+
+        def add(conn) -> int:
+            if what == "team":
+                return users.create_team(conn, tid, "core", now=T0)
+            return relations.link(conn, users.first_viewer(conn, tid), a, "supports", b, now=T0).id
+
         outcome = {}
 
         def add_again():
             try:
                 with second:
-                    users.create_team(second, tid, "core", now=T0)
+                    add(second)
             except Conflict as e:
                 outcome["conflict"] = e.existing_id
 
         with first:
-            team = users.create_team(first, tid, "core", now=T0)
+            made = add(first)
             racer = threading.Thread(target=add_again)
             racer.start()
             wait_for(lambda: first.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
             ).fetchone()[0] == 1, what="the second writer waiting on the first")
         racer.join()
-        assert outcome == {"conflict": team}
-        assert first.execute("SELECT count(*) FROM teams WHERE name = 'core'").fetchone()[0] == 1
+        assert outcome == {"conflict": made}
+        table = "teams" if what == "team" else "relations"
+        assert first.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 1
     finally:
         first.close()
         second.close()
