@@ -27,12 +27,18 @@ DEFAULT_MIN_SALIENCE = 0.01
 DEFAULT_RETENTION_DAYS = ACCESS_RETENTION_DAYS
 #: FTS merge steps per run; the daemon's idle compaction does the rest.
 FTS_STEPS = 8
+#: PostgreSQL's advisory lock class for "maintaining a tenant" (its second key is the tenant).
+_LOCK = 0x4D41  # "MA"
 
 
 def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float = DEFAULT_MIN_SALIENCE,
         retention_days: float = DEFAULT_RETENTION_DAYS, trigger: str = "verb") -> MaintenanceReport:
     """One maintenance run for a tenant, in the caller's (writer) transaction; its report is stored too."""
     started = time.perf_counter()
+    if engine.is_postgresql(conn):
+        # Daemons sharing a database may maintain one tenant at once: the second waits for the first's commit,
+        # then finds nothing left to retire (each retirement is recorded once).
+        conn.execute("SELECT pg_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))", (_LOCK, tenant_id))
     derive.drain(conn, now=now)
     rows = conn.execute(
         f"SELECT e.id, {SALIENCE_SQL.format(now='?')}, coalesce(s.permanent, 0), s.entry_id IS NOT NULL "

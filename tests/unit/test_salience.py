@@ -403,3 +403,42 @@ def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
         off = recall(db, users.first_viewer(db, tenant), RecallParams(query="apollo deploy checklist", explain=True,
                                              disable=["entities", "clusters", "salience"]), now=NOW, tuning=tuning)
     assert not {"entities", "clusters", "salience"} & set(off.hits[0].parts)
+
+
+def test_two_writers_maintaining_one_tenant_retire_each_entry_once(pg_url):
+    """Daemons sharing a PostgreSQL database may maintain one tenant at once: the second waits for the first
+    and finds nothing left to retire."""
+    import threading
+
+    from arbiter.store import connect, open_database, tenants
+    from tests.conftest import wait_for
+
+    a = open_database(pg_url)
+    if a.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
+        a.close()
+        pytest.skip("maintenance refreshes entity clusters: waits for p003_features (branch pgfeatures)")
+    b = connect(pg_url)
+    try:
+        with a:
+            tid, _ = tenants.create_tenant(a, "alice", now=NOW - 200 * DAY)
+            old = entries.remember(a, users.first_viewer(a, tid), RememberParams(
+                type="project", title="Note", content="old and never read"), now=NOW - 200 * DAY)
+        second = {}
+
+        def maintain_too():
+            with b:
+                second["report"] = maintenance.run(b, tid, now=NOW)
+
+        with a:
+            first = maintenance.run(a, tid, now=NOW)
+            racer = threading.Thread(target=maintain_too)
+            racer.start()
+            wait_for(lambda: a.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ).fetchone()[0] == 1, what="the second maintenance waiting on the first")
+        racer.join()
+        assert (first.retired, second["report"].retired) == ([old], [])
+        assert a.execute("SELECT count(*) FROM entry_retirements").fetchone()[0] == 1
+    finally:
+        a.close()
+        b.close()
