@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 from arbiter import derive
 from arbiter._time import US
 from arbiter.model import RememberParams
 from arbiter.store import connect, entries, open_database, tenants, users
+from tests import pg
 
 T0 = 1_800_000_000 * US
 
@@ -15,12 +14,9 @@ T0 = 1_800_000_000 * US
 def test_two_writers_split_the_queue_rather_than_wait_or_repeat(pg_url):
     """A step takes the rows no other transaction holds: a second daemon's idle writer, stepping while the first
     has not committed, goes on with the next rows at once (a lock wait would fail it, `lock_timeout`)."""
-    a = open_database(pg_url)
-    if a.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
-        a.close()
-        pytest.skip("the entities deriver steps first: waits for p003_features (branch pgfeatures)")
-    b = connect(pg_url)
+    a, b = open_database(pg_url), connect(pg_url)
     try:
+        pg.skip_without_features(a)  # the entities deriver steps first
         with a:
             tid, _ = tenants.create_tenant(a, "alice", now=T0)
             n = derive.DERIVERS["sketch"].step + 20

@@ -411,14 +411,11 @@ def test_two_writers_maintaining_one_tenant_retire_each_entry_once(pg_url):
     import threading
 
     from arbiter.store import connect, open_database, tenants
-    from tests.conftest import wait_for
+    from tests import pg
 
-    a = open_database(pg_url)
-    if a.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
-        a.close()
-        pytest.skip("maintenance refreshes entity clusters: waits for p003_features (branch pgfeatures)")
-    b = connect(pg_url)
+    a, b = open_database(pg_url), connect(pg_url)
     try:
+        pg.skip_without_features(a)  # maintenance refreshes entity clusters
         with a:
             tid, _ = tenants.create_tenant(a, "alice", now=NOW - 200 * DAY)
             old = entries.remember(a, users.first_viewer(a, tid), RememberParams(
@@ -433,9 +430,7 @@ def test_two_writers_maintaining_one_tenant_retire_each_entry_once(pg_url):
             first = maintenance.run(a, tid, now=NOW)
             racer = threading.Thread(target=maintain_too)
             racer.start()
-            wait_for(lambda: a.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            ).fetchone()[0] == 1, what="the second maintenance waiting on the first")
+            pg.wait_until_blocked(a)
         racer.join()
         assert (first.retired, second["report"].retired) == ([old], [])
         assert a.execute("SELECT count(*) FROM entry_retirements").fetchone()[0] == 1

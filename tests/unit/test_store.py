@@ -15,7 +15,8 @@ from arbiter.model import ListParams, RememberParams, UpdateParams
 from arbiter.recall import past
 from arbiter.store import db as db_module
 from arbiter.store import migrations
-from arbiter.store import MIGRATIONS, connect, engine, entries, fts, open_database, relations, tenants, text, users
+from arbiter.store import MIGRATIONS, connect, engine, entries, fts, open_database, relations, tenants, users
+from arbiter.store import text as stored_text
 from arbiter.store.migrations.m010_tenant_fts import index as m010_index
 
 pytestmark = pytest.mark.both_engines
@@ -726,9 +727,9 @@ def test_readers_see_committed_writes_only(tmp_path):
 def test_check_constraints_back_the_model(db, tenant):
     with pytest.raises(refused(db)), db:
         db.execute(
-            f"INSERT INTO entries(tenant_id, type, title, {text.column(db)}, recorded_at, valid_from) "
+            f"INSERT INTO entries(tenant_id, type, title, {stored_text.column(db)}, recorded_at, valid_from) "
             "VALUES (?, 'gossip', 't', ?, 0, 0)",
-            (tenant, text.stored(db, "c")),
+            (tenant, stored_text.stored(db, "c")),
         )
 
 
@@ -744,7 +745,7 @@ def test_tenant_names_are_unique(db, tenant):
 def test_a_change_without_its_record_time_is_refused(db, tenant):
     eid = remember(db, tenant, content="kept")
     with pytest.raises(refused(db), match="revised_at"), db:
-        db.execute(f"UPDATE entries SET {text.column(db)} = ? WHERE id = ?", (text.stored(db, "rewritten"), eid))
+        db.execute(f"UPDATE entries SET {stored_text.column(db)} = ? WHERE id = ?", (stored_text.stored(db, "rewritten"), eid))
     assert entries.get(db, users.first_viewer(db, tenant), eid).content == "kept"
     assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
 
@@ -808,7 +809,7 @@ def test_two_writers_adding_one_thing_at_once_get_one_row_and_a_conflict(pg_url,
     first and is told it exists (Conflict, naming it), never a constraint error."""
     import threading
 
-    from tests.conftest import wait_for
+    from tests import pg
 
     first, second = connect(pg_url), connect(pg_url)
     try:
@@ -834,9 +835,7 @@ def test_two_writers_adding_one_thing_at_once_get_one_row_and_a_conflict(pg_url,
             made = add(first)
             racer = threading.Thread(target=add_again)
             racer.start()
-            wait_for(lambda: first.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-            ).fetchone()[0] == 1, what="the second writer waiting on the first")
+            pg.wait_until_blocked(first)
         racer.join()
         assert outcome == {"conflict": made}
         table = "teams" if what == "team" else "relations"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 
 import msgspec
-import pytest
 
 from arbiter import verbs
 from arbiter._time import US
@@ -14,6 +13,7 @@ from arbiter.errors import ArbiterError
 from arbiter.store import open_database, tenants
 from arbiter.transfer.model import KINDS, ExportPageParams, ImportBatchParams, Record
 from arbiter.verb import Context
+from tests import pg
 
 T0 = 1_800_000_000 * US
 
@@ -125,17 +125,11 @@ def _comparable(name: str, answer):
     return answer
 
 
-def _waits_for_features(conn) -> None:
-    if conn.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
-        pytest.skip("remember links entities: waits for p003_features (branch pgfeatures), whose entity "
-                    "tables it needs, and PostgreSQL's full text (branch pgfts), which entity evidence reads")
-
-
 def test_every_core_verb_answers_alike_on_both_engines(tmp_path, pg_url):
     sqlite = open_database(tmp_path / "arbiter.db")
     postgresql = open_database(pg_url)
     try:
-        _waits_for_features(postgresql)
+        pg.skip_without_features(postgresql)
         expected, got = _answers(sqlite), _answers(postgresql)
     finally:
         sqlite.close()
@@ -178,7 +172,7 @@ def test_an_export_goes_into_either_engine_and_comes_out_the_same(tmp_path, pg_u
     exports the same records, ids renumbered alike."""
     home, sqlite, postgresql = (open_database(target) for target in (tmp_path / "home.db", tmp_path / "copy.db", pg_url))
     try:
-        _waits_for_features(postgresql)
+        pg.skip_without_features(postgresql)
         _answers(home)
         exported = _export(home, 1)
         assert len(exported) > 15
