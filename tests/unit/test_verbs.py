@@ -183,3 +183,33 @@ def test_an_export_goes_into_either_engine_and_comes_out_the_same(tmp_path, pg_u
     assert copies[1] == copies[0]
     assert [msgspec.json.decode(line)["kind"] for line in copies[1]] == \
         [msgspec.json.decode(line)["kind"] for line in exported]
+
+
+def test_a_watcher_on_one_daemon_sees_a_write_made_through_another(pg_url):
+    """`changes` on PostgreSQL: a write another daemon commits moves the memory version here, though this
+    daemon's count of its own writes has not moved."""
+    from arbiter.changes.core import Memo
+    from arbiter.model import RememberParams
+    from arbiter.store import connect, entries, users
+    from arbiter.verb import Services
+
+    here, there = open_database(pg_url), connect(pg_url)
+    try:
+        pg.skip_without_features(here)  # the memory version counts facts too
+        with here:
+            tenant, _ = tenants.create_tenant(here, "alice", now=T0)
+        services = Services(changes=Memo())
+
+        def version() -> int:
+            with here:
+                return verbs.VERBS["changes"].run(Context(here, tenant, "alice", T0, services=services),
+                                                  msgspec.convert({}, verbs.VERBS["changes"].params)).memory
+
+        before = version()
+        with there:
+            entries.remember(there, users.first_viewer(there, tenant),
+                             RememberParams(type="project", title="t", content="written elsewhere"), now=T0)
+        assert version() != before
+    finally:
+        here.close()
+        there.close()
