@@ -26,7 +26,7 @@ from arbiter.entities import names as entity_names
 from arbiter.entities.core import add_name
 from arbiter import derive
 from arbiter.duplicates import fingerprint
-from arbiter.store import entries as store_entries, relations, text, users
+from arbiter.store import engine, entries as store_entries, relations, text, users
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     ConversationRecord,
@@ -216,16 +216,18 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     if v.user_id != users.first_user(conn, tenant):
         # Another user's import of the same file is theirs: not "already imported" because someone else did.
         digest = hashlib.sha256(digest + b"user %d" % v.user_id).digest()
+    # Daemons sharing a PostgreSQL database may be sent batches of one import at once: the import's row is made
+    # by whichever comes first, and locked while a batch is written, so the next one waits and then finds it
+    # already done (SQLite has one writer at a time).
+    conn.execute(
+        "INSERT INTO imports(tenant_id, digest, source, lines, lines_done, started_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (tenant_id, digest) DO NOTHING",
+        (tenant, digest, p.source, p.lines, p.first_line - 1, ctx.now),
+    )
     row = conn.execute(
-        "SELECT id, lines_done, lines, finished_at FROM imports WHERE tenant_id = ? AND digest = ?", (tenant, digest)
+        "SELECT id, lines_done, lines, finished_at FROM imports WHERE tenant_id = ? AND digest = ?"
+        + (" FOR UPDATE" if engine.is_postgresql(conn) else ""), (tenant, digest)
     ).fetchone()
-    if row is None:
-        import_id = conn.execute(
-            "INSERT INTO imports(tenant_id, digest, source, lines, lines_done, started_at) VALUES (?, ?, ?, ?, ?, ?) "
-            "RETURNING id",
-            (tenant, digest, p.source, p.lines, p.first_line - 1, ctx.now),
-        ).fetchall()[0][0]
-        row = (import_id, p.first_line - 1, p.lines, None)
     if row[3] is not None:
         return msgspec.structs.replace(_progress(row), already=True)
     import_id, lines_done = row[0], row[1]

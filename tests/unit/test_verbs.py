@@ -213,3 +213,42 @@ def test_a_watcher_on_one_daemon_sees_a_write_made_through_another(pg_url):
     finally:
         here.close()
         there.close()
+
+
+def test_one_batch_sent_to_two_daemons_at_once_is_written_once(tmp_path, pg_url):
+    """A client retrying a batch on another daemon while the first still writes it: the second waits for the
+    first, then finds the lines done, and nothing is imported twice."""
+    import threading
+
+    from arbiter.store import connect
+
+    home, first, second = open_database(tmp_path / "home.db"), open_database(pg_url), connect(pg_url)
+    try:
+        pg.skip_without_features(first)
+        _answers(home)
+        lines = _export(home, 1)
+        with first:
+            tenant, _ = tenants.create_tenant(first, "copy", now=T0)
+        batch = ImportBatchParams(digest=hashlib.sha256(b"\n".join(lines)).hexdigest(), lines=len(lines),
+                                  first_line=1, records=[msgspec.json.decode(line, type=Record) for line in lines])
+        late = {}
+
+        def send_again():
+            with second:
+                late["progress"] = verbs.VERBS["import_batch"].run(Context(second, tenant, "copy", T0), batch)
+
+        with first:
+            verbs.VERBS["import_batch"].run(Context(first, tenant, "copy", T0), batch)
+            racer = threading.Thread(target=send_again)
+            racer.start()
+            pg.wait_until_blocked(first)
+        racer.join()
+        assert late["progress"].already and late["progress"].entries == 0
+        once = open_database(tmp_path / "once.db")
+        try:
+            assert _export(first, tenant) == _export(once, _import(once, lines))
+        finally:
+            once.close()
+    finally:
+        for conn in (home, first, second):
+            conn.close()
