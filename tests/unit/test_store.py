@@ -175,6 +175,10 @@ def test_past_states_are_ranked_by_the_sql_that_keeps_recall_entries(db, tenant)
         with db:  # and as the update trigger keeps it
             entries.update(db, v, UpdateParams(id=eid, content=f"Me: {text} (you said nine)"), now=T0 + US)
         assert agree(eid), text
+    with db:  # and as a batch's insert keeps it (one statement, several rows)
+        batch = entries.remember_many(db, v, [RememberParams(type="context", title="t", content=text)
+                                              for text in texts], now=T0)
+    assert all(agree(eid) for eid in batch)
 
 
 @pytest.mark.sqlite_only("FTS5's tables, one set a tenant, are SQLite's")

@@ -21,6 +21,8 @@ tag_lists = st.lists(st.sampled_from(TAGS), max_size=5)
 ops = st.lists(
     st.one_of(
         st.tuples(st.just("remember"), st.integers(1, 2), tag_lists),
+        # A batch: one INSERT of several rows (PostgreSQL's trigger adds them set-based).
+        st.tuples(st.just("many"), st.integers(1, 2), st.lists(tag_lists, min_size=2, max_size=5)),
         st.tuples(st.just("update"), st.integers(0, 30), tag_lists),
         st.tuples(st.just("forget"), st.integers(0, 30)),
         st.tuples(st.just("purge"), st.integers(0, 30)),
@@ -68,6 +70,11 @@ def test_counts_and_pairs_match_a_recount(conn, script):
                 tid = t1 if op[1] == 1 else t2
                 ids.append(entries.remember(conn, users.first_viewer(conn, tid), RememberParams(type="user", title="t", content="c",
                                                                       tags=op[2]), now=now))
+                continue
+            if kind == "many":
+                tid = t1 if op[1] == 1 else t2
+                ids += entries.remember_many(conn, users.first_viewer(conn, tid), [
+                    RememberParams(type="user", title="t", content="c", tags=tags) for tags in op[2]], now=now)
                 continue
             if not ids:
                 continue
