@@ -90,9 +90,11 @@ def main(argv: list[str] | None = None) -> None:
                 out = subprocess.run(
                     [sys.executable, "-c", _CHILD, __file__, "--child", engine, "--pg", args.pg, "--entries", str(args.entries), "--batch", str(args.batch),
                      "--seed", str(args.seed + r)],
-                    env=env, cwd=tree, check=True, capture_output=True, text=True,
-                ).stdout
-                runs.setdefault((label, engine), []).append(json.loads(out.strip().splitlines()[-1]))
+                    env=env, cwd=tree, capture_output=True, text=True,
+                )
+                if out.returncode:
+                    sys.exit(f"the {engine} run of {tree} failed:\n{out.stderr}")
+                runs.setdefault((label, engine), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"remember_many, {args.entries} entries in batches of {args.batch}, {args.rounds} rounds (entries/s, median)")
     for (label, engine), rates in runs.items():
         print(f"  {label:5} {engine:10} {statistics.median(rates):9.0f}   runs: {', '.join(f'{x:.0f}' for x in rates)}")

@@ -9,6 +9,8 @@
 -- * Full text is not here: see p002_fulltext.sql.
 -- * What SQLite computes with Python functions registered on the connection (numerals, sketch keys)
 --   is computed in PL/pgSQL or by the derivers.
+-- * What a new entry adds is written per INSERT statement, over all its rows at once (SQLite's triggers
+--   fire per row, and a bulk write defers them to one set-based pass: store/deferred.py).
 
 CREATE TABLE settings(key text PRIMARY KEY, value bytea NOT NULL);
 
