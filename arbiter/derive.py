@@ -8,7 +8,9 @@ the write's own transaction, whoever wrote it (`remember`, a batch, a reply,
 - what SQL computes from the row alone the trigger writes itself: each
   scope's full-text rows and `recall_entries`, the revisions, the tag graph;
   an update's and a delete's duplicate keys (`arbiter_sketch_keys`,
-  duplicates.py);
+  duplicates.py; PostgreSQL's triggers cannot call Python, so there a change
+  drops all the entry's keys and the `sketch` deriver writes them again,
+  its fingerprint among them);
 - what needs more Python than a row's worth the trigger queues in
   `derive_queue`, one row per deriver below: the MinHash band keys of near
   copies, the entities a text names, the stored similarity edges.
@@ -40,7 +42,7 @@ from arbiter.associations import core as associations
 from arbiter.entities import core as entity_core
 from arbiter.entities.link import extracted_in, link_entry, unlink_speaker
 from arbiter.model import LinkCandidate, Mention, RememberParams
-from arbiter.store import users
+from arbiter.store import engine, users
 from arbiter.store.users import Viewer
 
 
@@ -110,13 +112,16 @@ def queued(conn: apsw.Connection, entry_ids: list[int], names: tuple[str, ...]) 
 def step(conn: apsw.Connection, *, now: int, urgent: bool) -> bool:
     """Derive one step's worth for the first deriver (of the urgent ones, or the others) with work; True if more remains.
 
-    In the caller's (writer) transaction.
+    In the caller's (writer) transaction. Where several daemons share a PostgreSQL database, each step takes
+    rows no other transaction holds (SKIP LOCKED), so two daemons' idle writers split the queue, not repeat it.
     """
+    # SQLite has one writer at a time, and no row locks to take.
+    taking = " FOR UPDATE SKIP LOCKED" if engine.is_postgresql(conn) else ""
     for name, d in DERIVERS.items():
         if d.urgent != urgent:
             continue
         rows = conn.execute(
-            "SELECT entry_id, tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT ?",
+            f"SELECT entry_id, tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT ?{taking}",
             (name, d.step + 1),
         ).fetchall()
         if not rows:

@@ -39,6 +39,7 @@ import zlib
 
 import apsw
 
+from arbiter.store import engine
 from arbiter.store.users import Viewer
 
 #: Word-set Jaccard at or above which an entry is `similar` (bench/duplicates.py measures it).
@@ -135,12 +136,22 @@ def register(conn: apsw.Connection) -> None:
     conn.create_scalar_function("arbiter_sketch_keys", _keys_json, 1, deterministic=True)
 
 
-def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
-    """Index an entry's word and band keys (its fingerprint is the trigger's)."""
+def _insert(conn: apsw.Connection, tenant_id: int, entry_id: int, keys: list[int]) -> None:
     conn.executemany(
-        "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
-        [(tenant_id, k, entry_id) for k in _sketch(content, words(content))],
+        "INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        [(tenant_id, k, entry_id) for k in keys],
     )
+
+
+def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
+    """Index an entry's word and band keys, and on PostgreSQL its fingerprint.
+
+    SQLite's trigger swaps the fingerprint when the text changes (it calls `fingerprint`); PostgreSQL's cannot
+    call Python, so it drops every key of the entry and this puts the fingerprint back with the rest (a new
+    entry's the store wrote already: the insert is a no-op).
+    """
+    keys = _sketch(content, words(content))
+    _insert(conn, tenant_id, entry_id, [fingerprint(content), *keys] if engine.is_postgresql(conn) else keys)
 
 
 def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, title: str, content: str) -> int | None:
@@ -155,17 +166,18 @@ def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, title: str, conten
     return next((entry_id for entry_id, theirs in rows if folded(theirs) == title), None)
 
 
-# CROSS JOIN: the queue drives (newest first); else the planner scans every entry of the tenant by its
-# time index and sorts them.
-def _unindexed_sql(v: Viewer) -> str:
-    return (f"FROM derive_queue q CROSS JOIN entries e ON e.id = q.entry_id "
+# CROSS JOIN: the queue drives (newest first); else SQLite's planner scans every entry of the tenant by its
+# time index and sorts them. PostgreSQL takes no ON after CROSS JOIN, and plans this join by its statistics.
+def _unindexed_sql(conn: apsw.Connection, v: Viewer) -> str:
+    join = "JOIN" if engine.is_postgresql(conn) else "CROSS JOIN"
+    return (f"FROM derive_queue q {join} entries e ON e.id = q.entry_id "
             f"WHERE q.deriver = 'sketch' AND q.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
 
 
 def unindexed(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:
     """(id, type, content) of the newest active entries `v` sees whose band keys wait for the idle writer."""
     return conn.execute(
-        f"SELECT e.id, e.type, e.content {_unindexed_sql(v)} ORDER BY q.entry_id DESC LIMIT ?", (limit,)
+        f"SELECT e.id, e.type, e.content {_unindexed_sql(conn, v)} ORDER BY q.entry_id DESC LIMIT ?", (limit,)
     ).fetchall()
 
 
@@ -174,9 +186,8 @@ def not_compared(conn: apsw.Connection, v: Viewer) -> int:
 
     Counted over the same rows as `unindexed`: another user's private bulk write must not show in the count.
     """
-    return conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 {_unindexed_sql(v)} LIMIT -1 OFFSET ?)", (PENDING_COMPARED,)
-    ).fetchone()[0]
+    waiting = conn.execute(f"SELECT count(*) FROM (SELECT 1 {_unindexed_sql(conn, v)}) q").fetchone()[0]
+    return max(0, waiting - PENDING_COMPARED)
 
 
 def similar(conn: apsw.Connection, v: Viewer, content: str, *, exclude: int | None = None,
@@ -195,10 +206,7 @@ def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
     mine = words(content)
     own = _sketch(content, mine)
     found = _similar(conn, v, mine, [fingerprint(content), *own], entry_id, SIMILAR, 5, pending)
-    conn.executemany(
-        "INSERT OR IGNORE INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?)",
-        [(v.tenant_id, k, entry_id) for k in own],
-    )
+    _insert(conn, v.tenant_id, entry_id, own)
     return found
 
 

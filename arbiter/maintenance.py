@@ -21,18 +21,24 @@ from arbiter.entities import clusters
 from arbiter.model import MaintenanceReport
 from arbiter.recall.maintain import compact
 from arbiter.salience import SALIENCE_SQL
-from arbiter.store import entries, users
+from arbiter.store import engine, entries, users
 
 DEFAULT_MIN_SALIENCE = 0.01
 DEFAULT_RETENTION_DAYS = ACCESS_RETENTION_DAYS
 #: FTS merge steps per run; the daemon's idle compaction does the rest.
 FTS_STEPS = 8
+#: PostgreSQL's advisory lock class for "maintaining a tenant" (its second key is the tenant).
+_LOCK = 0x4D41  # "MA"
 
 
 def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float = DEFAULT_MIN_SALIENCE,
         retention_days: float = DEFAULT_RETENTION_DAYS, trigger: str = "verb") -> MaintenanceReport:
     """One maintenance run for a tenant, in the caller's (writer) transaction; its report is stored too."""
     started = time.perf_counter()
+    if engine.is_postgresql(conn):
+        # Daemons sharing a database may maintain one tenant at once: the second waits for the first's commit,
+        # then finds nothing left to retire (each retirement is recorded once).
+        conn.execute("SELECT pg_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))", (_LOCK, tenant_id))
     derive.drain(conn, now=now)
     rows = conn.execute(
         f"SELECT e.id, {SALIENCE_SQL.format(now='?')}, coalesce(s.permanent, 0), s.entry_id IS NOT NULL "
@@ -60,7 +66,8 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
     pruned = conn.changes()
     n_clusters = clusters.refresh(conn, tenant_id)
     merged, step = False, 1
-    for _ in range(FTS_STEPS):
+    # FTS5's segments are SQLite's: PostgreSQL keeps its own indexes.
+    for _ in range(0 if engine.is_postgresql(conn) else FTS_STEPS):
         step = compact(conn, start=step)
         if not step:
             break
@@ -79,7 +86,12 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
 
 
 def checkpoint(conn: apsw.Connection) -> bool:
-    """Copy the WAL back into the database (PASSIVE: never waits on readers); True if all of it went."""
+    """Copy the WAL back into the database (PASSIVE: never waits on readers); True if all of it went.
+
+    False on PostgreSQL: its WAL is the server's (checkpoints are its own).
+    """
+    if engine.is_postgresql(conn):
+        return False
     log, done = conn.wal_checkpoint(mode=apsw.SQLITE_CHECKPOINT_PASSIVE)
     return log == done
 

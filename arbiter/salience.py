@@ -54,7 +54,10 @@ def salience(*, initial: float, decay_rate: float, age_days: float, days_since_a
 
 
 def sql_salience(initial, decay_rate, permanent, accesses, last_access, reinforcements, recorded_at, now) -> float:
-    """`arbiter_salience(...)`: `salience` over an entries row and its (maybe missing) `entry_salience` row."""
+    """`arbiter_salience(...)`: `salience` over an entries row and its (maybe missing) `entry_salience` row.
+
+    On PostgreSQL the same function is SQL (pg/migrations/p001_core.sql); tests hold the two to the same values.
+    """
     initial = DEFAULT_SALIENCE if initial is None else initial
     return salience(
         initial=initial, decay_rate=DEFAULT_DECAY_RATE if decay_rate is None else decay_rate,
@@ -112,7 +115,7 @@ def reinforce(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> S
         raise NotFound(f"entry {entry_id} not found (or retired)", path="id")
     conn.execute(
         "INSERT INTO entry_salience(entry_id, tenant_id, reinforcements) VALUES (?, ?, 1) "
-        "ON CONFLICT (entry_id) DO UPDATE SET reinforcements = reinforcements + 1",
+        "ON CONFLICT (entry_id) DO UPDATE SET reinforcements = entry_salience.reinforcements + 1",
         (entry_id, tenant_id),
     )
     return info(conn, tenant_id, entry_id, now=now)
@@ -131,8 +134,8 @@ def record_accesses(conn: apsw.Connection, accesses: list[tuple[int, int, str, i
     conn.executemany(
         "INSERT INTO entry_salience(entry_id, tenant_id, accesses, last_access) "
         "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM entries WHERE id = ?1) "
-        "ON CONFLICT (entry_id) DO UPDATE SET accesses = accesses + excluded.accesses, "
-        "last_access = max(coalesce(last_access, 0), excluded.last_access)",
+        "ON CONFLICT (entry_id) DO UPDATE SET accesses = entry_salience.accesses + excluded.accesses, "
+        "last_access = max(coalesce(entry_salience.last_access, 0), excluded.last_access)",
         [(entry_id, tenant_id, n, last) for entry_id, (n, last, tenant_id) in counts.items()],
     )
 

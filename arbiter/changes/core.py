@@ -8,7 +8,7 @@ import threading
 import msgspec
 
 from arbiter.changes.model import Changes, ChangesParams, EntryVersion
-from arbiter.store import entries
+from arbiter.store import engine, entries
 from arbiter.store.users import Viewer
 from arbiter.verb import Context, Verb
 
@@ -95,6 +95,8 @@ def changes(ctx: Context, p: ChangesParams) -> Changes:
     only while something watches (`arbiter mcp` asks once a second).
     """
     memo: Memo | None = ctx.services.changes
+    if memo is not None and engine.is_postgresql(ctx.conn):
+        memo = None  # daemons may share the database: another one's writes never reach this one's count
     writes = memo.writes if memo is not None else 0  # first: before anything here reads (and starts the snapshot)
     v = ctx.viewer
     memory = memo.memory(ctx.conn, v, writes) if memo is not None else memory_version(ctx.conn, v)

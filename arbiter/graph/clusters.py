@@ -201,8 +201,9 @@ def save_names(conn: apsw.Connection, tenant_id: int, rows: list[NameRow]) -> No
     """Write fresh names to the cache (replacing expired ones); the caller owns the transaction."""
     for r in rows:
         conn.execute(
-            "INSERT OR REPLACE INTO cluster_names(tenant_id, tags_sha256, scopes, name, description, named_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO cluster_names(tenant_id, tags_sha256, scopes, name, description, named_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, tags_sha256, scopes) DO UPDATE SET "
+            "name = excluded.name, description = excluded.description, named_at = excluded.named_at",
             (tenant_id, bytes.fromhex(r.key), _scopes_text(r.scopes), r.name, r.description, r.named_at),
         )
 

@@ -29,6 +29,7 @@ import apsw
 import msgspec
 
 from arbiter.model import TagCooccurrence, TagCount, TagPair
+from arbiter.store import engine
 from arbiter.store.users import Viewer
 
 T = TypeVar("T")
@@ -44,6 +45,11 @@ def scopes(conn: apsw.Connection, v: Viewer) -> tuple[int, ...]:
     if v.everyone:
         return tuple(r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ? ORDER BY id", (v.tenant_id,)))
     return v.scopes
+
+
+def _limit(limit: int | None) -> tuple[str, tuple]:
+    """A LIMIT clause and its binding, none for no limit (SQLite refuses `LIMIT NULL`, PostgreSQL `LIMIT -1`)."""
+    return ("", ()) if limit is None else (" LIMIT ?", (limit,))
 
 
 def _in(ids: tuple[int, ...]) -> str:
@@ -81,10 +87,11 @@ def memoized(conn: apsw.Connection, v: Viewer, what: str, compute: Callable[[], 
 
 def counts(conn: apsw.Connection, v: Viewer, *, limit: int | None = None) -> list[TagCount]:
     """Tags in use by active entries `v` sees, most used first (ties by name)."""
+    cut, bound = _limit(limit)
     rows = conn.execute(
         f"SELECT tag, sum(n) AS k FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))} "
-        "GROUP BY tag ORDER BY k DESC, tag LIMIT ?",
-        (-1 if limit is None else limit,),
+        f"GROUP BY tag ORDER BY k DESC, tag{cut}",
+        bound,
     )
     return [TagCount(tag=t, count=n) for t, n in rows]
 
@@ -105,14 +112,14 @@ def _summed(conn: apsw.Connection, v: Viewer, narrow: str = "") -> str:
 def pairs(conn: apsw.Connection, v: Viewer, *, tag: str | None = None, limit: int | None = None) -> list[TagPair]:
     """Pairs of tags sharing active entries `v` sees, strongest first; with `tag`, only its pairs."""
     narrow, args = ("", []) if tag is None else (" AND (a = ? OR b = ?)", [tag, tag])
-    rows = conn.execute(f"{_summed(conn, v, narrow)} ORDER BY k DESC, a, b LIMIT ?",
-                        (*args, -1 if limit is None else limit))
+    cut, bound = _limit(limit)
+    rows = conn.execute(f"{_summed(conn, v, narrow)} ORDER BY k DESC, a, b{cut}", (*args, *bound))
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
 def pair_count(conn: apsw.Connection, v: Viewer, *, at_least: int = 1) -> int:
     """How many pairs of tags share at least `at_least` active entries `v` sees."""
-    return conn.execute(f"SELECT count(*) FROM ({_summed(conn, v)} HAVING k >= ?)", (at_least,)).fetchone()[0]
+    return conn.execute(f"SELECT count(*) FROM ({_summed(conn, v)} HAVING sum(n) >= ?) p", (at_least,)).fetchone()[0]
 
 
 def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list[TagPair]:
@@ -122,7 +129,7 @@ def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list
     would make the graph depend on spelling. The heaviest class is always kept.
     """
     summed = _summed(conn, v)
-    classes = conn.execute(f"SELECT k, count(*) FROM ({summed}) GROUP BY k ORDER BY k DESC").fetchall()
+    classes = conn.execute(f"SELECT k, count(*) FROM ({summed}) p GROUP BY k ORDER BY k DESC").fetchall()
     if not classes:
         return []
     floor, total = classes[0][0], 0
@@ -131,7 +138,7 @@ def strongest_pairs(conn: apsw.Connection, v: Viewer, *, max_pairs: int) -> list
         if total > max_pairs and n != classes[0][0]:
             break
         floor = n
-    rows = conn.execute(f"{summed} HAVING k >= ? ORDER BY a, b", (floor,))
+    rows = conn.execute(f"{summed} HAVING sum(n) >= ? ORDER BY a, b", (floor,))
     return [TagPair(a=a, b=b, count=n) for a, b, n in rows]
 
 
@@ -148,9 +155,12 @@ def majority_counts(conn: apsw.Connection, v: Viewer, group_of: dict[str, int]) 
     """Active entries per group, each entry counted in the group holding most of its tags (ties: the lower group)."""
     if not group_of:
         return {}
+    # An object's members: SQLite's json_each reads them, PostgreSQL's jsonb_each_text (as text).
+    members = ("SELECT key, CAST(value AS bigint) FROM jsonb_each_text(CAST(?1 AS jsonb))" if engine.is_postgresql(conn)
+               else "SELECT key, value FROM json_each(?1)")
     rows = conn.execute(
         f"""
-        WITH g(tag, grp) AS (SELECT key, value FROM json_each(?1)),
+        WITH g(tag, grp) AS ({members}),
         votes AS (
             SELECT et.entry_id AS entry, g.grp AS grp, count(*) AS n
             FROM entry_tags et JOIN g ON g.tag = et.tag
@@ -226,7 +236,7 @@ def shared_tag_neighbors(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: 
             FROM (SELECT DISTINCT j.value AS tag FROM entries x, json_each(x.tags) j
                   WHERE x.id = ?1 AND x.valid_to IS NULL) a
         )
-        SELECT b.entry_id, group_concat(b.tag, char(31)), count(*) AS shared, sum(m.rarity) AS rarity
+        SELECT b.entry_id, group_concat(b.tag, ?3), count(*) AS shared, sum(m.rarity) AS rarity
         FROM mine m
         JOIN entry_tags b ON b.scope_id IN {searched} AND b.tag = m.tag AND b.entry_id != ?1
         JOIN entries e ON e.id = b.entry_id
@@ -235,7 +245,7 @@ def shared_tag_neighbors(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: 
         ORDER BY shared DESC, rarity DESC, b.entry_id DESC
         LIMIT ?2
         """,
-        (entry_id, k),
+        (entry_id, k, "\x1f"),
     )
     return [(eid, sorted(tags.split("\x1f"))) for eid, tags, _, _ in rows]
 

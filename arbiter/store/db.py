@@ -127,7 +127,11 @@ def connect(
 
 
 def schema_version(conn: apsw.Connection) -> int:
-    """The number of migrations applied (0 for a new file)."""
+    """The number of migrations applied (0 for a new file), or of PostgreSQL's schema steps."""
+    if engine.is_postgresql(conn):
+        from arbiter.store.pg import db as pg
+
+        return pg.schema_version(conn)
     has = conn.execute("SELECT 1 FROM sqlite_master WHERE name='schema_version'").fetchone()
     if not has:
         return 0

@@ -162,15 +162,6 @@ def link(
         require_entries(conn, v, [target_id], "target_id")
     if REGISTRY[relation].on_insert is not None:
         require_own(conn, v, target_id, f"retire it with {relation}")
-    existing = conn.execute(
-        "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND relation = ?",
-        (source_id, target_id, relation),
-    ).fetchone()
-    if existing:
-        raise Conflict(
-            f"{source_id} {relation} {target_id} already exists as relation {existing[0]}",
-            existing_id=existing[0],
-        )
     return insert(conn, v.tenant_id, source_id, relation, target_id, now=now, at=at, qualifier=qualifier)
 
 
@@ -178,13 +169,23 @@ def insert(
     conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int, *, now: int,
     at: int | None = None, qualifier: str | None = None,
 ) -> Relation:
-    """Insert an edge the caller has already checked, and run its handler."""
-    conn.execute(
+    """Insert an edge the caller has already checked, and run its handler; Conflict, naming it, if it exists.
+
+    Inserted first and checked after: where daemons share a database, two may add one edge at once.
+    """
+    row = conn.execute(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO NOTHING RETURNING id",
         (tenant_id, source_id, target_id, relation, now, qualifier),
-    )
-    rid = conn.last_insert_rowid()
+    ).fetchall()
+    if not row:
+        existing = conn.execute(
+            "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND relation = ?",
+            (source_id, target_id, relation),
+        ).fetchone()[0]
+        raise Conflict(f"{source_id} {relation} {target_id} already exists as relation {existing}",
+                       existing_id=existing)
+    rid = row[0][0]
     kind = REGISTRY[relation]
     if kind.on_insert:
         kind.on_insert(conn, source_id, target_id, now if at is None else at, now)

@@ -6,28 +6,26 @@ from __future__ import annotations
 import apsw
 
 from arbiter._time import format_time
-from arbiter.errors import Conflict, NotFound
+from arbiter.errors import NotFound
 from arbiter.model import Conversation, Status, Tenant
-from arbiter.store import users
+from arbiter.store import engine, users
 from arbiter.store.users import Viewer, hash_token
 
 
 def create_tenant(conn: apsw.Connection, name: str, *, now: int, token: str | None = None) -> tuple[int, str]:
     """Create a tenant; returns (id, token). The token is never stored in clear; `token` is one already issued."""
-    if existing := conn.execute("SELECT id FROM tenants WHERE name = ?", (name,)).fetchone():
-        raise Conflict(f"tenant {name!r} already exists", path="name", existing_id=existing[0])
     token = token or users.new_token()
-    conn.execute(
-        "INSERT INTO tenants(name, token_hash, created_at) VALUES (?, ?, ?)", (name, hash_token(token), now)
-    )
-    tenant_id = conn.last_insert_rowid()
+    tenant_id = users.insert_named(conn, "tenants", "tenant", {"name": name, "token_hash": hash_token(token),
+                                                               "created_at": now}, unique=("name",))
     # The tenant's first user holds the tenant token (store/users.py).
     users.create_user(conn, tenant_id, name, now=now, token_hash=hash_token(token))
     return tenant_id, token
 
 
 def db_bytes(conn: apsw.Connection) -> int:
-    """The database file's size (pages in use): the admin's figure, never a tenant's."""
+    """The database file's size (pages in use), or the PostgreSQL database's: the admin's figure, never a tenant's."""
+    if engine.is_postgresql(conn):
+        return conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     pages, size = conn.execute("SELECT * FROM pragma_page_count, pragma_page_size").fetchone()
     return pages * size
 
@@ -50,11 +48,11 @@ def conversation_seen(v: Viewer, alias: str = "c") -> str:
 
 
 def create_conversation(conn: apsw.Connection, v: Viewer, title: str, *, now: int) -> Conversation:
-    conn.execute(
-        "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
+    conversation_id = conn.execute(
+        "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?) RETURNING id",
         (v.tenant_id, v.user_id, title, now),
-    )
-    return Conversation(id=conn.last_insert_rowid(), title=title, created_at=format_time(now))
+    ).fetchall()[0][0]
+    return Conversation(id=conversation_id, title=title, created_at=format_time(now))
 
 
 def require_conversation(conn: apsw.Connection, v: Viewer, conversation_id: int, *, path: str = "conversation_id") -> None:

@@ -120,32 +120,44 @@ def first_viewer(conn: apsw.Connection, tenant_id: int, user_id: int | None = No
 
 
 def _scope(conn: apsw.Connection, tenant_id: int, *, user_id: int | None = None, team_id: int | None = None) -> int:
-    conn.execute(
-        "INSERT INTO scopes(tenant_id, user_id, team_id) VALUES (?, ?, ?)", (tenant_id, user_id, team_id)
-    )
-    scope_id = conn.last_insert_rowid()
+    scope_id = conn.execute(
+        "INSERT INTO scopes(tenant_id, user_id, team_id) VALUES (?, ?, ?) RETURNING id", (tenant_id, user_id, team_id)
+    ).fetchall()[0][0]
     fts.create(conn, scope_id, shared=team_id is not None)
     return scope_id
+
+
+def insert_named(conn: apsw.Connection, table: str, what: str, columns: dict, *, unique: tuple[str, ...]) -> int:
+    """Insert a row named by its `unique` columns (a tenant, user or team) and return its id; Conflict naming the
+    existing one if the name is taken.
+
+    Inserted first and checked after (ON CONFLICT), not the other way round: where several daemons share a
+    database, two may add the same name at once, and the one that loses must get the Conflict, not a
+    constraint error.
+    """
+    names = ", ".join(columns)
+    row = conn.execute(
+        f"INSERT INTO {table}({names}) VALUES ({','.join('?' * len(columns))}) "
+        f"ON CONFLICT ({', '.join(unique)}) DO NOTHING RETURNING id",
+        list(columns.values()),
+    ).fetchall()
+    if row:
+        return row[0][0]
+    existing = conn.execute(f"SELECT id FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in unique)}",
+                            [columns[c] for c in unique]).fetchone()[0]
+    raise Conflict(f"{what} {columns['name']!r} already exists", path="name", existing_id=existing)
 
 
 def create_user(
     conn: apsw.Connection, tenant_id: int, name: str, *, now: int, token_hash: bytes | None = None
 ) -> tuple[int, str | None]:
     """Add a user with a private scope; returns (id, token), the token None when `token_hash` is given."""
-
-    if existing := conn.execute(
-        "SELECT id FROM users WHERE tenant_id = ? AND name = ?", (tenant_id, name)
-    ).fetchone():
-        raise Conflict(f"user {name!r} already exists", path="name", existing_id=existing[0])
     token = None
     if token_hash is None:
         token = new_token()
         token_hash = hash_token(token)
-    conn.execute(
-        "INSERT INTO users(tenant_id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
-        (tenant_id, name, token_hash, now),
-    )
-    user_id = conn.last_insert_rowid()
+    user_id = insert_named(conn, "users", "user", {"tenant_id": tenant_id, "name": name, "token_hash": token_hash,
+                                                   "created_at": now}, unique=("tenant_id", "name"))
     _scope(conn, tenant_id, user_id=user_id)
     return user_id, token
 
@@ -220,12 +232,8 @@ def list_users(conn: apsw.Connection, tenant_id: int) -> list[UserInfo]:
 
 
 def create_team(conn: apsw.Connection, tenant_id: int, name: str, *, now: int) -> int:
-    if existing := conn.execute(
-        "SELECT id FROM teams WHERE tenant_id = ? AND name = ?", (tenant_id, name)
-    ).fetchone():
-        raise Conflict(f"team {name!r} already exists", path="name", existing_id=existing[0])
-    conn.execute("INSERT INTO teams(tenant_id, name, created_at) VALUES (?, ?, ?)", (tenant_id, name, now))
-    team = conn.last_insert_rowid()
+    team = insert_named(conn, "teams", "team", {"tenant_id": tenant_id, "name": name, "created_at": now},
+                        unique=("tenant_id", "name"))
     _scope(conn, tenant_id, team_id=team)
     return team
 
@@ -234,7 +242,8 @@ def join(conn: apsw.Connection, team: int, user: int, *, now: int) -> bool:
     """Add a member (back); False if they already belong."""
     conn.execute(
         "INSERT INTO team_members(team_id, user_id, joined_at) VALUES (?, ?, ?) "
-        "ON CONFLICT DO UPDATE SET joined_at = excluded.joined_at, left_at = NULL WHERE left_at IS NOT NULL",
+        "ON CONFLICT (user_id, team_id) DO UPDATE SET joined_at = excluded.joined_at, left_at = NULL "
+        "WHERE team_members.left_at IS NOT NULL",
         (team, user, now),
     )
     return conn.changes() > 0

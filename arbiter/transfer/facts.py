@@ -66,7 +66,8 @@ def _page(rows: list, build, limit: int) -> ExportPage:
 def predicates_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     """Declared predicates (the tenant's schema, seen by all its users), by name; the cursor is an offset."""
     rows = conn.execute(
-        "SELECT name, functional, declared_at FROM predicates WHERE tenant_id = ? AND declared "
+        # The cast serves both engines, whichever type PostgreSQL's column has (integer or boolean).
+        "SELECT name, functional, declared_at FROM predicates WHERE tenant_id = ? AND CAST(declared AS INTEGER) = 1 "
         "ORDER BY name LIMIT ? OFFSET ?", (v.tenant_id, p.limit, p.after),
     ).fetchall()
     raw = [msgspec.Raw(_encode(PredicateRecord(name=n, functional=bool(f), declared_at=format_time(at))))
@@ -189,7 +190,7 @@ class Loader:
             # A predicate the tenant already has keeps its kind here: a tenant's schema is declared once.
             self.conn.execute(
                 "INSERT INTO predicates(tenant_id, name, functional, declared_at, declared) VALUES (?, ?, ?, ?, 1) "
-                "ON CONFLICT DO UPDATE SET declared = 1",
+                "ON CONFLICT (tenant_id, name) DO UPDATE SET declared = 1",
                 (self.tenant_id, rec.name, int(rec.functional), parse_time(rec.declared_at, path="declared_at")),
             )
         elif isinstance(rec, FactBatchRecord):
@@ -207,14 +208,13 @@ class Loader:
     def _add_batch(self, rec: FactBatchRecord) -> None:
         author = self.people.user(rec.author)
         scope = self.people.scope(author, rec.team, count=False)
-        self.conn.execute(
+        new = self.conn.execute(
             "INSERT INTO patch_batches(tenant_id, author_id, scope_id, origin, status, threshold, note, created_at, "
-            "evaluated_at, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "evaluated_at, decided_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (self.tenant_id, author, scope, rec.origin, rec.status, rec.threshold, rec.note,
              parse_time(rec.created_at, path="created_at"), _time(rec.evaluated_at, "evaluated_at"),
              _time(rec.decided_at, "decided_at")),
-        )
-        new = self.conn.last_insert_rowid()
+        ).fetchall()[0][0]
         self.batches.fresh[rec.id] = new
         self._batch[new] = (author, scope, rec.status)
 
@@ -229,22 +229,23 @@ class Loader:
         author, scope, status = self._batch_of(batch)
         check_states(rec, status == "applied")
         first = rec.states[0]
-        self.conn.execute(
+        # RETURNING, not last_insert_rowid: on PostgreSQL that is the session's last sequence value, which the
+        # facts triggers' own inserts move.
+        fid = self.conn.execute(
             "INSERT INTO facts(tenant_id, author_id, scope_id, batch_id, subject, subject_key, subject_entity_id, "
             "predicate, object, object_key, object_entity_id, confidence, status, valid_from, valid_to, aspect_slugs, "
             "finding, reason, recorded_at, changed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'candidate', ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (self.tenant_id, author, scope, batch, rec.subject, store.key(rec.subject),
              ref(self.entities, rec.subject_entity_id, "subject_entity_id", "entity"), rec.predicate, rec.object,
              store.key(rec.object), ref(self.entities, rec.object_entity_id, "object_entity_id", "entity"),
              first.confidence, parse_time(rec.valid_from, path="valid_from"), _time(first.valid_to, "valid_to"),
              _encode(rec.aspects).decode(), rec.finding, rec.reason, parse_time(rec.recorded_at, path="recorded_at"),
              parse_time(rec.recorded_at, path="recorded_at")),
-        )
-        fid = self.conn.last_insert_rowid()
+        ).fetchall()[0][0]
         self.facts.fresh[rec.id] = fid
         self.conn.executemany(
-            "INSERT OR IGNORE INTO fact_sources(fact_id, entry_id) VALUES (?, ?)",
+            "INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(fid, ref(self.entries, e, "sources", "entry")) for e in rec.sources],
         )
         previous = first.status

@@ -26,7 +26,7 @@ from arbiter.entities import names as entity_names
 from arbiter.entities.core import add_name
 from arbiter import derive
 from arbiter.duplicates import fingerprint
-from arbiter.store import entries as store_entries, relations, text, users
+from arbiter.store import engine, entries as store_entries, relations, text, users
 from arbiter.transfer import facts as fact_records
 from arbiter.transfer.model import (
     ConversationRecord,
@@ -54,10 +54,12 @@ from arbiter.transfer.model import (
 from arbiter.verb import Context, Verb
 
 _encode = msgspec.json.Encoder().encode
-_COLUMNS = (
-    "tenant_id, type, title, content_z, tags, source, conversation_id, parent_id, "
-    "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id"
-)
+
+
+def _columns(conn) -> str:
+    """An imported entry's columns, its text in the engine's column (store/text.py)."""
+    return (f"tenant_id, type, title, {text.column(conn)}, tags, source, conversation_id, parent_id, "
+            "recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id")
 
 
 def _time(value: str | None, path: str) -> int | None:
@@ -185,13 +187,12 @@ def _entity(conn, tenant: int, rec: EntityRecord, ents: _Map) -> None:
         entity_id = primary
         ents.existing.add(rec.id)
     else:
-        conn.execute(
+        entity_id = conn.execute(
             "INSERT INTO entities(tenant_id, name, type, description, created_at, updated_at, retired_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (tenant, rec.name, rec.type, rec.description, parse_time(rec.created_at, path="created_at"),
              parse_time(rec.updated_at, path="updated_at"), _time(rec.retired_at, "retired_at")),
-        )
-        entity_id = conn.last_insert_rowid()
+        ).fetchall()[0][0]
     ents.fresh[rec.id] = entity_id
     for n in rec.names:
         if n.name not in owner:
@@ -215,15 +216,18 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     if v.user_id != users.first_user(conn, tenant):
         # Another user's import of the same file is theirs: not "already imported" because someone else did.
         digest = hashlib.sha256(digest + b"user %d" % v.user_id).digest()
+    # Daemons sharing a PostgreSQL database may be sent batches of one import at once: the import's row is made
+    # by whichever comes first, and locked while a batch is written, so the next one waits and then finds it
+    # already done (SQLite has one writer at a time).
+    conn.execute(
+        "INSERT INTO imports(tenant_id, digest, source, lines, lines_done, started_at) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (tenant_id, digest) DO NOTHING",
+        (tenant, digest, p.source, p.lines, p.first_line - 1, ctx.now),
+    )
     row = conn.execute(
-        "SELECT id, lines_done, lines, finished_at FROM imports WHERE tenant_id = ? AND digest = ?", (tenant, digest)
+        "SELECT id, lines_done, lines, finished_at FROM imports WHERE tenant_id = ? AND digest = ?"
+        + (" FOR UPDATE" if engine.is_postgresql(conn) else ""), (tenant, digest)
     ).fetchone()
-    if row is None:
-        conn.execute(
-            "INSERT INTO imports(tenant_id, digest, source, lines, lines_done, started_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (tenant, digest, p.source, p.lines, p.first_line - 1, ctx.now),
-        )
-        row = (conn.last_insert_rowid(), p.first_line - 1, p.lines, None)
     if row[3] is not None:
         return msgspec.structs.replace(_progress(row), already=True)
     import_id, lines_done = row[0], row[1]
@@ -252,7 +256,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
         # As remember_many does (store/entries.py): the entries triggers keep what is derived from them.
         if not pending:
             return
-        new = store_entries.insert_rows(conn, _COLUMNS, [row for _, row, _ in pending],
+        new = store_entries.insert_rows(conn, _columns(conn), [row for _, row, _ in pending],
                                         scopes={row[-1] for _, row, _ in pending}, tenant_id=tenant,
                                         keys=[fingerprint(content) for _, _, content in pending])
         # The file carries its entity links (mention records): extracting them again would add links, and
@@ -270,7 +274,8 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     insert_pending()
                 author = people.user(rec.author)
                 pending.append((rec.id, (
-                    tenant, rec.type, rec.title, text.pack(rec.content), _encode(list(dict.fromkeys(rec.tags))).decode(),
+                    tenant, rec.type, rec.title, text.stored(conn, rec.content),
+                    _encode(list(dict.fromkeys(rec.tags))).decode(),
                     rec.source, ref(conversations, rec.conversation_id, "conversation_id", "conversation"),
                     ref(entries, rec.parent_id, "parent_id", "entry"),
                     parse_time(rec.recorded_at, path="recorded_at"), parse_time(rec.valid_from, path="valid_from"),
@@ -286,7 +291,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     ref(entries, rec.entry_id, "entry_id", "entry"), tenant,
                     ref(conversations, rec.conversation_id, "conversation_id", "conversation"),
                     parse_time(rec.recorded_from, path="recorded_from"), parse_time(rec.recorded_to, path="recorded_to"),
-                    rec.type, rec.title, text.pack(rec.content), _encode(rec.tags).decode(), rec.source,
+                    rec.type, rec.title, text.stored(conn, rec.content), _encode(rec.tags).decode(), rec.source,
                     parse_time(rec.valid_from, path="valid_from"), _time(rec.valid_to, "valid_to"),
                     rec.speaker is msgspec.UNSET, None if rec.speaker is msgspec.UNSET else rec.speaker,
                 ))
@@ -332,8 +337,9 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     insert_pending()
                 entity = ref(ents, rec.entity_id, "entity_id", "entity")
                 conn.execute(  # the name it came through, if the entity answers to it here (else none: see m025)
-                    "INSERT OR IGNORE INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES "
-                    "(?, ?, ?, ?, (SELECT id FROM entity_names WHERE tenant_id = ? AND key = ? AND entity_id = ?))",
+                    "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES "
+                    "(?, ?, ?, ?, (SELECT id FROM entity_names WHERE tenant_id = ? AND key = ? AND entity_id = ?)) "
+                    "ON CONFLICT DO NOTHING",
                     (ref(entries, rec.entry_id, "entry_id", "entry"), entity, tenant, rec.how,
                      tenant, entity_names.key(rec.name or ""), entity),
                 )
@@ -360,11 +366,10 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     insert_pending()
                 facts.add(rec, ref)
             elif isinstance(rec, ConversationRecord):
-                conn.execute(
-                    "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?)",
+                conversations.fresh[rec.id] = conn.execute(
+                    "INSERT INTO conversations(tenant_id, author_id, title, created_at) VALUES (?, ?, ?, ?) RETURNING id",
                     (tenant, people.user(rec.author), rec.title, parse_time(rec.created_at, path="created_at")),
-                )
-                conversations.fresh[rec.id] = conn.last_insert_rowid()
+                ).fetchall()[0][0]
                 counts["conversations"] += 1
             elif isinstance(rec, (UserRecord, TeamRecord, MemberRecord)):
                 if not p.authors:
@@ -395,7 +400,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     # Past states go in as rows: the record-time triggers fire only on updates, so nothing is re-derived.
     conn.executemany(
         "INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to, type, title, "
-        "content_z, tags, source, valid_from, valid_to, speaker) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12, "
+        f"{text.column(conn)}, tags, source, valid_from, valid_to, speaker) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12, "
         "CASE WHEN ?13 THEN (SELECT speaker FROM entries WHERE id = ?1) ELSE ?14 END)", revisions,
     )
     conn.executemany(

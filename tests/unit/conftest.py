@@ -31,6 +31,23 @@ def db(request, tmp_path):
     conn.close()
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def shared_db(request, tmp_path_factory):
+    """One store that a module's tests share (property tests that write new tenants each example), on each
+    engine in turn."""
+    if request.param == "sqlite":
+        conn = open_database(tmp_path_factory.mktemp("shared") / "arbiter.db", synchronous="NORMAL")
+        yield conn
+        conn.close()
+        return
+    databases = request.getfixturevalue("pg_databases")
+    url = databases.create()
+    conn = open_database(url)
+    yield conn
+    conn.close()
+    databases.drop(url)
+
+
 @pytest.fixture
 def sqlite_db(tmp_path):
     """A new, migrated SQLite file: for tests of what only the SQLite engine has (FTS5 tables, the file)."""

@@ -1,4 +1,4 @@
-"""Topic clusters on a real SQLite file; names through the real anthropic SDK and the fake Messages API.
+"""Topic clusters on a real SQLite file and PostgreSQL; names through the real anthropic SDK and the fake Messages API.
 
 The cache clock is the `now` argument (microseconds), so TTL expiry needs no sleeping.
 """
@@ -16,9 +16,10 @@ from arbiter.errors import NotFound
 from arbiter.advisor import Advisor
 from arbiter.graph import clusters
 from arbiter.model import RememberParams
-from arbiter.store import entries, open_database, tenants, users
+from arbiter.store import entries, tenants, users
 from tests.fake_messages import FakeMessages
 
+pytestmark = pytest.mark.both_engines
 T0 = 1_800_000_000 * US
 HOUR = 3600 * US
 
@@ -29,15 +30,14 @@ RUNBOOKS = [["runbook", "ops", "deploy"], ["runbook", "ops", "rollback"], ["runb
 
 
 @pytest.fixture
-def store(tmp_path):
-    conn = open_database(tmp_path / "a.db")
+def store(db):
+    conn = db
     with conn:
         tid, _ = tenants.create_tenant(conn, "t", now=T0)
         for i, tags in enumerate(ENGINEERING + RUNBOOKS):
             entries.remember(conn, users.first_viewer(conn, tid), RememberParams(type="project", title=f"Entry {i} {tags[0]}",
                                                        content="body", tags=tags), now=T0)
-    yield conn, users.first_viewer(conn, tid)
-    conn.close()
+    return conn, users.first_viewer(conn, tid)
 
 
 @pytest.fixture
@@ -139,17 +139,16 @@ def test_memo_follows_the_tag_graph(store):
 
 
 @pytest.fixture
-def team(tmp_path):
+def team(db):
     """alice and bob in team `core`, carol in none; viewers by name."""
-    conn = open_database(tmp_path / "t.db")
+    conn = db
     with conn:
         tid, _ = tenants.create_tenant(conn, "t", now=T0)
         ids = {n: users.create_user(conn, tid, n, now=T0)[0] for n in ("alice", "bob", "carol")}
         core = users.create_team(conn, tid, "core", now=T0)
         users.join(conn, core, ids["alice"], now=T0)
         users.join(conn, core, ids["bob"], now=T0)
-    yield conn, {n: users.viewer(conn, tid, i, n) for n, i in ids.items()}
-    conn.close()
+    return conn, {n: users.viewer(conn, tid, i, n) for n, i in ids.items()}
 
 
 def write_all(conn, v, tag_lists, title, *, team=None):

@@ -8,7 +8,7 @@ recorded at its instant, or one microsecond after the entry's previous state
 if that is later (so every record window is non-empty); a `supersedes` needs
 an active source and target; `restore` is refused while a `supersedes` link
 retires the entry. Then, for (as_of, known_at) pairs around every event, the
-store's answers must equal the model's.
+store's answers must equal the model's, on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 from arbiter._time import US, format_time
 from arbiter.errors import Conflict, InvalidParams, NotFound
 from arbiter.model import ListParams, RememberParams, UpdateParams
-from arbiter.store import entries, open_database, relations, tenants, users
+from arbiter.store import entries, relations, tenants, users
 
 T0 = 1795168800 * US
 
@@ -99,10 +99,9 @@ def event_logs(draw):
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    conn = open_database(tmp_path_factory.mktemp("history") / "arbiter.db", synchronous="NORMAL")
-    yield conn
-    conn.close()
+def db(shared_db):
+    """One store for every example (each writes a new tenant), on each engine."""
+    return shared_db
 
 
 _tenant_names = (f"h{i}" for i in itertools.count())

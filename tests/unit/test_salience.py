@@ -1,4 +1,4 @@
-"""Salience, reinforcement, the access log, duplicates and maintenance, on a real SQLite file."""
+"""Salience, reinforcement, the access log, duplicates and maintenance, on a real SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ from arbiter import derive
 from arbiter.entities import clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
-from arbiter.store import users
+from arbiter.store import entries, users
 from arbiter.verb import Context
+
+pytestmark = pytest.mark.both_engines
+#: Why a test through `remember` (or maintenance, which refreshes entity clusters) runs on SQLite only for now.
+waits = pytest.mark.sqlite_only(
+    "remember links entities, which read full text: waits for p003_features (branch pgfeatures) and "
+    "PostgreSQL's full text (branch pgfts)")
 
 NOW = 1795168800 * US
 DAY = 86_400 * US
@@ -93,6 +99,7 @@ def test_without_reads_every_entry_fades_to_nothing(state, initial):
     assert faded <= maintenance.DEFAULT_MIN_SALIENCE  # so maintenance retires it
 
 
+@waits
 def test_remember_sets_salience_and_reinforce_adds(db, tenant):
     plain = remember(db, tenant, "plain")
     assert salience.info(db, tenant, plain.id, now=NOW).salience == pytest.approx(0.6)  # 0.5 + recency 0.1
@@ -102,6 +109,7 @@ def test_remember_sets_salience_and_reinforce_adds(db, tenant):
     assert run(db, tenant, "reinforce", id=plain.id).salience == pytest.approx(0.75)
 
 
+@waits
 def test_reinforce_refuses_missing_retired_and_foreign(db, tenant):
     gone = remember(db, tenant, "gone")
     run(db, tenant, "forget", id=gone.id)
@@ -112,6 +120,7 @@ def test_reinforce_refuses_missing_retired_and_foreign(db, tenant):
         msgspec.convert({"type": "project", "title": "t", "content": "c", "salience": 1.5}, RememberParams)
 
 
+@waits
 def test_accesses_count_and_log(db, tenant):
     e = remember(db, tenant, "read me")
     with db:
@@ -121,6 +130,7 @@ def test_accesses_count_and_log(db, tenant):
     assert db.execute("SELECT verb FROM access_log ORDER BY id").fetchall() == [("get",), ("recall",)]
 
 
+@waits
 def test_reads_collect_their_accesses(db, tenant):
     e = remember(db, tenant, "the quarterly roadmap")
     ctx = Context(db, tenant, "alice", NOW)
@@ -130,9 +140,36 @@ def test_reads_collect_their_accesses(db, tenant):
     assert ctx.accessed == [(e.id, "get"), (e.id, "recall")]
 
 
+def test_the_sql_salience_is_the_python_one(db):
+    """What SQLite calls in Python, PostgreSQL computes in SQL (p001_core.sql): the two agree."""
+    rows = [(None, None, None, None, None, None, NOW - 3 * DAY), (0.9, 0.01, 1, 0, None, 0, NOW - 900 * DAY),
+            (0.2, 0.05, 0, 7, NOW - DAY, 2, NOW - 40 * DAY), (0.5, 0.01, 0, 0, 0, 9, NOW),
+            (1.0, 0.0, 0, 1000, NOW, 1, NOW - DAY), (0.0, 0.5, 0, 3, NOW - 2 * DAY, 0, NOW - 400 * DAY)]
+    for row in rows:
+        got = db.execute("SELECT arbiter_salience(?, ?, ?, ?, ?, ?, ?, ?)", (*row, NOW)).fetchone()[0]
+        assert got == pytest.approx(salience.sql_salience(*row, NOW), abs=1e-12), row
+
+
+def test_reinforcements_and_reads_add_up_in_the_store(db, tenant):
+    v = users.first_viewer(db, tenant)
+    with db:
+        eid = entries.remember(db, v, RememberParams(type="project", title="Note", content="read me"), now=NOW)
+        salience.set_initial(db, tenant, eid, initial=0.3, permanent=False, now=NOW)
+        salience.reinforce(db, v, eid, now=NOW)
+        salience.reinforce(db, v, eid, now=NOW)
+        salience.record_accesses(db, [(tenant, eid, "get", NOW + DAY)])
+        salience.record_accesses(db, [(tenant, eid, "recall", NOW + 2 * DAY), (tenant, eid, "get", NOW)])
+    info = salience.info(db, tenant, eid, now=NOW + 2 * DAY)
+    assert (info.initial, info.reinforcements, info.access_count, info.last_access) == (
+        0.3, 2, 3, "2026-11-22T10:00:00.000000Z")
+    assert info.salience == pytest.approx(round(salience.sql_salience(0.3, None, 0, 3, NOW + 2 * DAY, 2, NOW,
+                                                                      NOW + 2 * DAY), 6))
+
+
 # ---- duplicates --------------------------------------------------------------------
 
 
+@waits
 def test_identical_content_is_not_written_twice(db, tenant):
     first = remember(db, tenant, "Deploys  happen on  Fridays.", entities=["Apollo"])
     again = remember(db, tenant, "deploys happen on fridays.")
@@ -145,12 +182,14 @@ def test_identical_content_is_not_written_twice(db, tenant):
     assert forced.duplicate_of is None and forced.id != first.id and first.id in forced.similar
 
 
+@waits
 def test_a_retired_entry_is_no_duplicate(db, tenant):
     first = remember(db, tenant, "Deploys happen on Fridays.")
     run(db, tenant, "forget", id=first.id)
     assert remember(db, tenant, "Deploys happen on Fridays.").duplicate_of is None
 
 
+@waits
 def test_near_duplicates_come_back_as_similar(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     a = remember(db, tenant, text)
@@ -159,6 +198,7 @@ def test_near_duplicates_come_back_as_similar(db, tenant):
     assert remember(db, tenant, "Lunch is at noon on Tuesdays in the big room").similar == []
 
 
+@waits
 def test_a_pair_the_index_proposes_is_similar_only_from_seven_tenths_of_its_word_pairs(db, tenant):
     text = ("the staging database is rebuilt every night at two from the production snapshot taken at midnight "
             "by the backup job on the old cluster")
@@ -171,6 +211,7 @@ def test_a_pair_the_index_proposes_is_similar_only_from_seven_tenths_of_its_word
     assert remember(db, tenant, loose).similar == []
 
 
+@waits
 def test_similar_entries_come_most_similar_first(db, tenant):
     text = ("the staging database is rebuilt every night at two from the production snapshot taken at midnight "
             "by the backup job on the old cluster")
@@ -179,6 +220,7 @@ def test_similar_entries_come_most_similar_first(db, tenant):
     assert remember(db, tenant, text).similar == [close.id, far.id]
 
 
+@waits
 def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_them(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     bulk = [{"type": "project", "title": "Note", "content": text}]
@@ -199,6 +241,7 @@ def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_
     assert remember(db, tenant, f"  {text} ").duplicate_of == first  # now through its key
 
 
+@waits
 def test_another_users_unindexed_bulk_write_is_not_counted_or_compared(db, tenant):
     with db:
         ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
@@ -212,6 +255,7 @@ def test_another_users_unindexed_bulk_write_is_not_counted_or_compared(db, tenan
     assert theirs.similar and "not compared with 2 entries" in theirs.note
 
 
+@waits
 def test_a_retired_entry_is_not_similar(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     old = remember(db, tenant, text)
@@ -219,6 +263,7 @@ def test_a_retired_entry_is_not_similar(db, tenant):
     assert remember(db, tenant, text.replace("two", "three")).similar == []
 
 
+@waits
 def test_the_same_text_under_another_title_is_another_entry(db, tenant):
     rota = remember(db, tenant, "Alice is on call this week", title="Rota")
     plan = remember(db, tenant, "alice is on call  this week", title="Deploy plan")
@@ -226,6 +271,7 @@ def test_the_same_text_under_another_title_is_another_entry(db, tenant):
     assert remember(db, tenant, "Alice is on call this week", title=" deploy PLAN").duplicate_of == plan.id
 
 
+@waits
 def test_update_moves_the_fingerprint(db, tenant):
     e = remember(db, tenant, "old words")
     run(db, tenant, "update", id=e.id, content="new words")
@@ -243,6 +289,7 @@ def test_lsh_finds_high_jaccard_pairs():
 # ---- maintenance -------------------------------------------------------------------
 
 
+@waits
 def test_maintenance_touches_only_its_own_tenant(db, tenant):
     from arbiter.store import tenants
 
@@ -256,6 +303,7 @@ def test_maintenance_touches_only_its_own_tenant(db, tenant):
     assert run(db, other, "get", id=theirs.id).valid_to is None
 
 
+@waits
 def test_maintenance_retires_low_salience_with_a_reason_and_keeps_the_rest(db, tenant):
     old = remember(db, tenant, "old and never read", now=NOW - 200 * DAY)
     kept = remember(db, tenant, "old but permanent", now=NOW - 200 * DAY, permanent=True)
@@ -273,12 +321,14 @@ def test_maintenance_retires_low_salience_with_a_reason_and_keeps_the_rest(db, t
     assert old.id in {e.id for e in run(db, tenant, "list").entries}
 
 
+@waits
 def test_min_salience_zero_retires_nothing(db, tenant):
     remember(db, tenant, "old", now=NOW - 900 * DAY)
     with db:
         assert maintenance.run(db, tenant, now=NOW, min_salience=0).retired == []
 
 
+@waits
 def test_maintenance_refreshes_entity_clusters_and_status_reports_it(db, tenant):
     remember(db, tenant, "Redis and Kafka in Apollo", entities=["Apollo"])
     remember(db, tenant, "Redis caches Apollo sessions", entities=["Apollo"])
@@ -293,6 +343,7 @@ def test_maintenance_refreshes_entity_clusters_and_status_reports_it(db, tenant)
     assert clusters.cluster_of(db, users.first_viewer(db, tenant), shown.entity.id).id == shown.cluster.id
 
 
+@waits
 def test_access_log_is_pruned_past_its_retention(db, tenant):
     e = remember(db, tenant, "x")
     with db:
@@ -302,6 +353,7 @@ def test_access_log_is_pruned_past_its_retention(db, tenant):
     assert salience.info(db, tenant, e.id, now=NOW).access_count == 2  # the counts stay
 
 
+@waits
 def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
     from arbiter import briefing
 
@@ -315,6 +367,7 @@ def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
     assert result.bytes <= 8192
 
 
+@waits
 def test_the_briefing_says_how_many_more_entities_the_latest_entries_mention(db, tenant):
     from arbiter import briefing
 
@@ -325,6 +378,7 @@ def test_the_briefing_says_how_many_more_entities_the_latest_entries_mention(db,
     assert "… 4 more (`entities` finds them by name or type, up to 200 a call" in result.text
 
 
+@waits
 def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
     import dataclasses
 
@@ -349,3 +403,37 @@ def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
         off = recall(db, users.first_viewer(db, tenant), RecallParams(query="apollo deploy checklist", explain=True,
                                              disable=["entities", "clusters", "salience"]), now=NOW, tuning=tuning)
     assert not {"entities", "clusters", "salience"} & set(off.hits[0].parts)
+
+
+def test_two_writers_maintaining_one_tenant_retire_each_entry_once(pg_url):
+    """Daemons sharing a PostgreSQL database may maintain one tenant at once: the second waits for the first
+    and finds nothing left to retire."""
+    import threading
+
+    from arbiter.store import connect, open_database, tenants
+    from tests import pg
+
+    a, b = open_database(pg_url), connect(pg_url)
+    try:
+        pg.skip_without_features(a)  # maintenance refreshes entity clusters
+        with a:
+            tid, _ = tenants.create_tenant(a, "alice", now=NOW - 200 * DAY)
+            old = entries.remember(a, users.first_viewer(a, tid), RememberParams(
+                type="project", title="Note", content="old and never read"), now=NOW - 200 * DAY)
+        second = {}
+
+        def maintain_too():
+            with b:
+                second["report"] = maintenance.run(b, tid, now=NOW)
+
+        with a:
+            first = maintenance.run(a, tid, now=NOW)
+            racer = threading.Thread(target=maintain_too)
+            racer.start()
+            pg.wait_until_blocked(a)
+        racer.join()
+        assert (first.retired, second["report"].retired) == ([old], [])
+        assert a.execute("SELECT count(*) FROM entry_retirements").fetchone()[0] == 1
+    finally:
+        a.close()
+        b.close()

@@ -1,4 +1,5 @@
-"""arbiter.store on a real SQLite file: migrations, entries, relations, validity windows, FTS sync."""
+"""arbiter.store on a real SQLite file and a real PostgreSQL database: migrations, entries, relations, validity
+windows, FTS sync (SQLite's; full text on PostgreSQL is tested where it lands)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ from arbiter.model import ListParams, RememberParams, UpdateParams
 from arbiter.recall import past
 from arbiter.store import db as db_module
 from arbiter.store import migrations
-from arbiter.store import MIGRATIONS, connect, entries, fts, open_database, relations, tenants, users
+from arbiter.store import MIGRATIONS, connect, engine, entries, fts, open_database, relations, tenants, users
+from arbiter.store import text as stored_text
 from arbiter.store.migrations.m010_tenant_fts import index as m010_index
+
+pytestmark = pytest.mark.both_engines
+#: Why a test that reads full-text results runs on SQLite only for now.
+FULLTEXT = "reads full-text results: PostgreSQL's full text (store/pg/fulltext.py) lands from branch pgfts"
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 
@@ -55,14 +61,23 @@ def listed(db, tenant_id, **kw) -> list[int]:
 
 
 def counts(db) -> dict[str, int]:
-    return {
-        table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        for table in ("entries", "relations", f"{FTS}_docsize")
-    }
+    tables = ("entries", "relations") if engine.is_postgresql(db) else ("entries", "relations", f"{FTS}_docsize")
+    return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables}
+
+
+def refused(db) -> type[Exception]:
+    """What each engine raises when a constraint refuses a row."""
+    if engine.is_postgresql(db):
+        import psycopg
+
+        return psycopg.errors.IntegrityError
+    return apsw.ConstraintError
 
 
 def fts_ok(db) -> None:
-    """FTS5's own check of the index against the entries it indexes (raises on drift)."""
+    """FTS5's own check of the index against the entries it indexes (raises on drift); SQLite's alone."""
+    if engine.is_postgresql(db):
+        return
     db.execute(f"INSERT INTO {FTS}({FTS}, rank) VALUES ('integrity-check', 1)")
     db.execute(f"INSERT INTO {FTS}({FTS}) VALUES ('integrity-check')")
 
@@ -160,8 +175,13 @@ def test_past_states_are_ranked_by_the_sql_that_keeps_recall_entries(db, tenant)
         with db:  # and as the update trigger keeps it
             entries.update(db, v, UpdateParams(id=eid, content=f"Me: {text} (you said nine)"), now=T0 + US)
         assert agree(eid), text
+    with db:  # and as a batch's insert keeps it (one statement, several rows)
+        batch = entries.remember_many(db, v, [RememberParams(type="context", title="t", content=text)
+                                              for text in texts], now=T0)
+    assert all(agree(eid) for eid in batch)
 
 
+@pytest.mark.sqlite_only("FTS5's tables, one set a tenant, are SQLite's")
 def test_each_tenant_gets_an_index_of_its_own(db, tenant, other):
     objects = set(db.execute("SELECT type, name FROM sqlite_master WHERE name LIKE 'entries_fts%'"))
     assert objects == {(kind, name.format(n=n)) for n in (tenant, other) for kind, name in TENANT_OBJECTS}
@@ -255,7 +275,8 @@ def test_revisions_made_before_speakers_could_change_take_their_entrys_speaker(t
     conn.close()
 
 
-def test_connection_settings(db):
+def test_connection_settings(sqlite_db):
+    db = sqlite_db
     assert db.pragma("journal_mode") == "wal"
     assert db.pragma("foreign_keys") == 1
     assert db.pragma("synchronous") == 2  # FULL
@@ -371,15 +392,15 @@ def test_purge_removes_entry_relations_and_index_rows(db, tenant):
     with db:
         relations.link(db, users.first_viewer(db, tenant), a, "relates_to", b, now=T0)
         relations.link(db, users.first_viewer(db, tenant), b, "supports", a, now=T0)
-    assert matches(db, "zebra") == [a]
     with db:
         entries.purge(db, users.first_viewer(db, tenant), a)
     assert db.execute("SELECT count(*) FROM entries WHERE id = ?", (a,)).fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM relations").fetchone()[0] == 0
-    assert db.execute(f"SELECT count(*) FROM {FTS}_docsize WHERE id = ?", (a,)).fetchone()[0] == 0
-    assert matches(db, "zebra") == []
-    assert matches(db, "yak") == [b]
-    fts_ok(db)
+    if not engine.is_postgresql(db):  # FULLTEXT
+        assert db.execute(f"SELECT count(*) FROM {FTS}_docsize WHERE id = ?", (a,)).fetchone()[0] == 0
+        assert matches(db, "zebra") == []
+        assert matches(db, "yak") == [b]
+        fts_ok(db)
     with pytest.raises(NotFound), db:
         entries.purge(db, users.first_viewer(db, tenant), a)
 
@@ -455,9 +476,10 @@ def test_speaker_is_kept_and_shown(db, tenant):
     assert entries.get(db, users.first_viewer(db, tenant), said).speaker == "Caroline"
     assert entries.get(db, users.first_viewer(db, tenant), plain).speaker is None
     assert entries.get(db, users.first_viewer(db, tenant), many[0]).speaker == "user"
-    # Never searched as text: the name is not in the index.
-    index = fts.table(tenant)
-    assert db.execute(f"SELECT count(*) FROM {index} WHERE {index} MATCH 'caroline'").fetchone()[0] == 0
+    if not engine.is_postgresql(db):  # FULLTEXT
+        # Never searched as text: the name is not in the index.
+        index = fts.table(tenant)
+        assert db.execute(f"SELECT count(*) FROM {index} WHERE {index} MATCH 'caroline'").fetchone()[0] == 0
 
 
 def test_remember_refuses_foreign_parent_and_conversation(db, tenant, other):
@@ -484,7 +506,8 @@ def test_remember_many_keeps_input_order_and_supersedes(db, tenant):
     assert [entries.get(db, users.first_viewer(db, tenant), i).title for i in ids[:3]] == ["n0", "n1", "n2"]
     assert entries.get(db, users.first_viewer(db, tenant), ids[-1]).title == "n1202"
     assert entries.get(db, users.first_viewer(db, tenant), old, as_of=T0).superseded_by == [ids[700]]
-    assert len(matches(db, "quokka")) == 1202
+    if not engine.is_postgresql(db):  # FULLTEXT
+        assert len(matches(db, "quokka")) == 1202
     fts_ok(db)
 
 
@@ -595,7 +618,7 @@ def test_causes_takes_a_qualifier_and_no_other_relation_does(db, tenant):
     with pytest.raises(Conflict), db:  # one causal link a pair, whatever its qualifier
         relations.link(db, v, a, "causes", b, now=T0, qualifier="prevents")
     assert counts(db) == before
-    with pytest.raises(apsw.ConstraintError), db:  # the column refuses it too, whoever writes
+    with pytest.raises(refused(db)), db:  # the column refuses it too, whoever writes
         db.execute("INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
                    "VALUES (?, ?, ?, 'supports', 0, 'prevents')", (tenant, c, a))
 
@@ -653,6 +676,7 @@ def test_supersedes_link_retires_its_target(db, tenant):
 # ---- FTS index -----------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(FULLTEXT)
 def test_fts_follows_update_forget_and_purge(db, tenant):
     a = remember(db, tenant, title="Kettle", content="descale the kettle monthly", tags=["home"])
     b = remember(db, tenant, title="Garden", content="water the ferns", source="notebook")
@@ -684,7 +708,8 @@ def test_a_failed_transaction_leaves_no_index_rows(db, tenant):
         entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="user", title="t", content="orphaned walrus"), now=T0)
         entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="user", title="t", content="x", parent_id=4242), now=T0)
     assert counts(db) == before
-    assert matches(db, "walrus") == []
+    if not engine.is_postgresql(db):  # FULLTEXT
+        assert matches(db, "walrus") == []
     fts_ok(db)
 
 
@@ -704,11 +729,11 @@ def test_readers_see_committed_writes_only(tmp_path):
 
 
 def test_check_constraints_back_the_model(db, tenant):
-    with pytest.raises(apsw.ConstraintError), db:
+    with pytest.raises(refused(db)), db:
         db.execute(
-            "INSERT INTO entries(tenant_id, type, title, content_z, recorded_at, valid_from) "
-            "VALUES (?, 'gossip', 't', arbiter_pack('c'), 0, 0)",
-            (tenant,),
+            f"INSERT INTO entries(tenant_id, type, title, {stored_text.column(db)}, recorded_at, valid_from) "
+            "VALUES (?, 'gossip', 't', ?, 0, 0)",
+            (tenant, stored_text.stored(db, "c")),
         )
 
 
@@ -723,8 +748,8 @@ def test_tenant_names_are_unique(db, tenant):
 
 def test_a_change_without_its_record_time_is_refused(db, tenant):
     eid = remember(db, tenant, content="kept")
-    with pytest.raises(apsw.ConstraintError, match="revised_at"), db:
-        db.execute("UPDATE entries SET content_z = arbiter_pack('rewritten') WHERE id = ?", (eid,))
+    with pytest.raises(refused(db), match="revised_at"), db:
+        db.execute(f"UPDATE entries SET {stored_text.column(db)} = ? WHERE id = ?", (stored_text.stored(db, "rewritten"), eid))
     assert entries.get(db, users.first_viewer(db, tenant), eid).content == "kept"
     assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
 
@@ -738,6 +763,8 @@ def test_purge_deletes_the_revisions_and_their_index_rows(db, tenant):
     with db:
         entries.purge(db, users.first_viewer(db, tenant), eid)
     assert db.execute("SELECT count(*) FROM entry_revisions").fetchone()[0] == 0
+    if engine.is_postgresql(db):  # FULLTEXT
+        return
     db.execute("INSERT INTO entry_revisions_fts(entry_revisions_fts, rank) VALUES ('integrity-check', 1)")
     found = db.execute("SELECT count(*) FROM entry_revisions_fts WHERE entry_revisions_fts MATCH 'walrus'")
     assert found.fetchone()[0] == 0
@@ -775,3 +802,48 @@ def test_m017_gives_earlier_batches_to_their_tenants_first_user(tmp_path, monkey
     assert conn.execute("SELECT author_id, scope_id FROM patch_batches").fetchall() == [
         (first, users.first_viewer(conn, y).private_scope)]
     conn.close()
+
+
+# ---- several writers (PostgreSQL) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["team", "relation"])
+def test_two_writers_adding_one_thing_at_once_get_one_row_and_a_conflict(pg_url, what):
+    """Daemons sharing a database may add the same team, or the same edge, at once: the second waits for the
+    first and is told it exists (Conflict, naming it), never a constraint error."""
+    import threading
+
+    from tests import pg
+
+    first, second = connect(pg_url), connect(pg_url)
+    try:
+        with first:
+            tid, _ = tenants.create_tenant(first, "alice", now=T0)
+        a, b = remember(first, tid, title="a"), remember(first, tid, title="b")
+
+        def add(conn) -> int:
+            if what == "team":
+                return users.create_team(conn, tid, "core", now=T0)
+            return relations.link(conn, users.first_viewer(conn, tid), a, "supports", b, now=T0).id
+
+        outcome = {}
+
+        def add_again():
+            try:
+                with second:
+                    add(second)
+            except Conflict as e:
+                outcome["conflict"] = e.existing_id
+
+        with first:
+            made = add(first)
+            racer = threading.Thread(target=add_again)
+            racer.start()
+            pg.wait_until_blocked(first)
+        racer.join()
+        assert outcome == {"conflict": made}
+        table = "teams" if what == "team" else "relations"
+        assert first.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 1
+    finally:
+        first.close()
+        second.close()
