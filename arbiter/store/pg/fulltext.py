@@ -1,0 +1,675 @@
+"""Full-text search and BM25 on PostgreSQL: what FTS5 and recall/_rank.py do on SQLite, same stems, same scores.
+
+No extension: postings in plain tables (migration p002_fulltext.sql), BM25 in
+SQL. A ranking over the same documents with the same `Spec` gives the same ids
+in the same order and the same scores as `recall._rank.ranked` over FTS5
+(tests/unit/test_pg_fulltext.py checks it against SQLite), because:
+
+- terms are SQLite's own FTS5 tokenizer's stems (`porter unicode61
+  remove_diacritics 2`, through apsw), so the two engines cannot disagree on
+  what a token is;
+- a document's length counts every column, the scope column too, as FTS5's
+  `column_size(-1)` does; per column token counts stand beside each posting;
+- MATCH strings are FTS5's, parsed (fulltext_query.py), and a phrase counts
+  the instances FTS5's `phrase_locations` reports (NEAR trimming, column
+  filters, branches that miss report none);
+- the score is `_rank`'s expression, operation for operation, summed in
+  phrase order, so the floats are the same floats.
+
+An index is an `Index(tenant_id, kind, scope_id)`, every key and statement
+within one tenant:
+
+    Index(t, ENTRIES, scope)  one visibility scope's entries (SQLite: entries_fts_<scope>);
+                              columns title, content, tags, source, scope ("c<conv>" | "u<tenant>", " a<author>")
+    Index(t, REVISIONS)       the tenant's past texts (entry_revisions_fts); same columns, scope "t<t> c<conv>|u<t>"
+    Index(t, FACTS)           the tenant's active facts (facts_fts); subject, predicate, object, scope "s<scope> u<author>"
+
+Writes (in the caller's transaction; `columns` are the texts FTS5 would index,
+in the kind's column order, the scope column's tokens last):
+
+    add(conn, index, doc_id, columns) / add_many(conn, index, [(doc_id, columns), ...])
+    remove(conn, index, doc_ids) -> documents removed
+    replace(conn, index, doc_id, columns)
+
+Reads, each the counterpart of an FTS5 read:
+
+    ranked(conn, index, match, spec, depth, *, min_rowid=0) -> [(doc_id, score)]    _rank.ranked
+    count(conn, index, match) -> int                                                 SELECT count(*) ... MATCH
+    newest(conn, index, match, count) -> doc_id (0 if fewer)                          _sql.newest
+    matching(conn, index, match, limit, *, below=None) -> [doc_id], newest first       rowid < ? ORDER BY rowid DESC
+    lengths(conn, index, match) -> (documents, tokens)                               facts' average length
+    totals(conn, index) -> (rows, tokens)                                            fts.totals
+    frequencies(conn, index, stems) -> {stem: documents}  ("x*": a prefix, summed)    _rank.Frequencies' counts
+    snippet(kind, match, columns, *, tokens=24) -> str | None                         FTS5 snippet(), in Python
+
+`conn` is anything with `execute(sql, params)` in qmark style returning a
+cursor (the PostgreSQL connection wrapper). `spec` is duck-typed as
+`_rank.Spec` (idf per leading phrase, weights of columns 0-3, k1, b, avgdl).
+
+Where the SQL runs: a ranked search whose text is an OR of single words or
+prefixes (what recall writes unless phrase and NEAR branches are on), with
+scope filters ANDed or NOTed on, is scored wholly in SQL: one index-only scan
+per phrase, a GROUP BY document. Any other expression (quoted phrases, NEAR,
+AND between words) gets its candidates from SQL (each phrase as "all its
+words", which can only be more) and is matched and scored here in Python from
+the positions, by the rules fulltext_query.py spells out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from arbiter.store.pg import fulltext_query as q
+
+ENTRIES, REVISIONS, FACTS = 1, 2, 3
+#: Each kind's columns, as its FTS5 table names them; the last is the scope column (filtered, never scored).
+COLUMNS = {
+    ENTRIES: ("title", "content", "tags", "source", "scope"),
+    REVISIONS: ("title", "content", "tags", "source", "scope"),
+    FACTS: ("subject", "predicate", "object", "scope"),
+}
+_SCORED = 4  # `_rank` weighs columns 0-3
+_TF = ("t0", "t1", "t2", "t3", "t4")
+
+
+class Connection(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """One full-text index: a tenant's visibility scope (ENTRIES), or its past texts or facts (scope_id 0)."""
+
+    tenant_id: int
+    kind: int
+    scope_id: int = 0
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return COLUMNS[self.kind]
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (int(self.tenant_id), int(self.kind), int(self.scope_id))
+
+
+_KEY = "tenant_id = ? AND kind = ? AND scope_id = ?"
+
+
+def _key(alias: str) -> str:
+    return f"{alias}.tenant_id = ? AND {alias}.kind = ? AND {alias}.scope_id = ?"
+
+
+# -- writes ---------------------------------------------------------------------------------------------------
+
+
+def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list]]:
+    """(length, scope tokens, {stem: [t0..t4, positions]}) of one document's column texts."""
+    postings: dict[str, list] = {}
+    length = 0
+    scope: list[str] = []
+    last = len(columns) - 1
+    for col, text in enumerate(columns):
+        if not text:
+            continue
+        for offset, (_, _, stem) in enumerate(q.tokenize(text)):
+            entry = postings.get(stem)
+            if entry is None:
+                entry = postings[stem] = [0, 0, 0, 0, 0, []]
+            entry[col] += 1
+            entry[5].append((col << q.SHIFT) | offset)
+            length += 1
+            if col == last:
+                scope.append(stem)
+    return length, scope, postings
+
+
+def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[str | None]]]) -> int:
+    """Index documents (ids new to the index); returns how many. Three statements whatever their number."""
+    width = len(index.columns)
+    d_ids: list[int] = []
+    d_lens: list[int] = []
+    d_scopes: list[str] = []
+    d_terms: list[str] = []
+    p_terms: list[str] = []
+    p_ids: list[int] = []
+    p_lens: list[int] = []
+    tf: list[list[int]] = [[], [], [], [], []]
+    p_pos: list[str] = []
+    tokens = 0
+    for doc_id, columns in docs:
+        if len(columns) != width:
+            raise ValueError(f"an index of kind {index.kind} has {width} columns, not {len(columns)}")
+        length, scope, postings = _document(columns)
+        d_ids.append(int(doc_id))
+        d_lens.append(length)
+        d_scopes.append(_array(scope))
+        d_terms.append(_array(postings))
+        tokens += length
+        for stem, entry in postings.items():
+            p_terms.append(stem)
+            p_ids.append(int(doc_id))
+            p_lens.append(length)
+            for c in range(5):
+                tf[c].append(entry[c])
+            p_pos.append("{" + ",".join(map(str, entry[5])) + "}")
+    if not d_ids:
+        return 0
+    key = index.key
+    conn.execute(
+        "INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, scope, terms) "
+        "SELECT ?, ?, ?, u.doc_id, u.len, u.scope::text[], u.terms::text[] "
+        "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[]) AS u(doc_id, len, scope, terms)",
+        (*key, d_ids, d_lens, d_scopes, d_terms),
+    )
+    conn.execute(
+        "INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, doc_id, len, t0, t1, t2, t3, t4, pos) "
+        "SELECT ?, ?, ?, u.term, u.doc_id, u.len, u.t0, u.t1, u.t2, u.t3, u.t4, u.pos::integer[] "
+        "FROM unnest(?::text[], ?::bigint[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], "
+        "?::integer[], ?::text[]) AS u(term, doc_id, len, t0, t1, t2, t3, t4, pos)",
+        (*key, p_terms, p_ids, p_lens, *tf, p_pos),
+    )
+    conn.execute(
+        "INSERT INTO fulltext_totals (tenant_id, kind, scope_id, rows, tokens) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (tenant_id, kind, scope_id) DO UPDATE "
+        "SET rows = fulltext_totals.rows + excluded.rows, tokens = fulltext_totals.tokens + excluded.tokens",
+        (*key, len(d_ids), tokens),
+    )
+    return len(d_ids)
+
+
+def _array(values: Iterable[str]) -> str:
+    """A PostgreSQL array literal of strings (every element quoted, so no word is read as NULL or syntax)."""
+    return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
+
+
+def add(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
+    """Index one document."""
+    add_many(conn, index, [(doc_id, columns)])
+
+
+def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
+    """Take documents out of the index (ids it does not hold are skipped); returns how many it held."""
+    key = index.key
+    row = conn.execute(
+        f"""
+        WITH gone AS (
+            DELETE FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[]) RETURNING doc_id, len, terms
+        ), postings AS (
+            DELETE FROM fulltext_postings p USING (SELECT g.doc_id, unnest(g.terms) AS term FROM gone g) x
+            WHERE {_key("p")} AND p.term = x.term AND p.doc_id = x.doc_id
+        ), totals AS (
+            UPDATE fulltext_totals t SET rows = t.rows - (SELECT count(*) FROM gone),
+                tokens = t.tokens - (SELECT coalesce(sum(len), 0) FROM gone)
+            WHERE {_key("t")} AND EXISTS (SELECT 1 FROM gone)
+        )
+        SELECT count(*) FROM gone
+        """,
+        (*key, [int(i) for i in doc_ids], *key, *key),
+    ).fetchone()
+    return int(row[0])
+
+
+def replace(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
+    """Index a document's new text in place of its old (or index it, if the index did not hold it)."""
+    remove(conn, index, [doc_id])
+    add(conn, index, doc_id, columns)
+
+
+# -- statistics -----------------------------------------------------------------------------------------------
+
+
+def totals(conn: Connection, index: Index) -> tuple[int, int]:
+    """(documents, tokens) in the index, kept by every write (no scan)."""
+    row = conn.execute(f"SELECT rows, tokens FROM fulltext_totals WHERE {_KEY}", index.key).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def frequencies(conn: Connection, index: Index, stems: Sequence[str]) -> dict[str, int]:
+    """{stem: documents holding it} in the index; a stem ending in `*` is a prefix: its words' counts, summed, at most
+    the index's documents (an upper bound, as `_rank.Frequencies` reads it from fts5vocab)."""
+    words = sorted({s for s in stems if not s.endswith("*")})
+    found: dict[str, int] = dict.fromkeys(stems, 0)
+    if words:
+        for term, docs in conn.execute(
+            f"SELECT term, count(*) FROM fulltext_postings WHERE {_KEY} AND term = ANY(?::text[]) GROUP BY term",
+            (*index.key, words),
+        ):
+            found[term] = int(docs)
+    prefixes = [s for s in dict.fromkeys(stems) if s.endswith("*")]
+    if prefixes:
+        n = totals(conn, index)[0]
+        for s in prefixes:
+            low = s[:-1]
+            if not low:
+                found[s] = n
+                continue
+            # The bounds `_rank.Frequencies` reads fts5vocab with, compared bytewise as FTS5 compares terms.
+            high = low[:-1] + chr(ord(low[-1]) + 1)
+            docs = conn.execute(
+                f"SELECT count(*) FROM fulltext_postings WHERE {_KEY} AND term >= ? AND term < ?",
+                (*index.key, low, high),
+            ).fetchone()[0]
+            found[s] = min(int(docs), n)
+    return found
+
+
+# -- matching -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Sql:
+    """A compiled part of an expression: a set of doc ids (`filter` False) or a condition on `d`, a docs row."""
+
+    sql: str
+    params: tuple
+    filter: bool
+    exact: bool
+
+
+def _scope_only(node: q.Node, scope_col: int) -> bool:
+    """True if every phrase under `node` is one whole token in the scope column alone: a test of `docs.scope`."""
+    return all(
+        len(p.stems) == 1 and not p.prefix and p.cols == {scope_col} for p in q.phrases(node)
+    ) and not _has_near(node)
+
+
+def _has_near(node: q.Node) -> bool:
+    if isinstance(node, q.Near):
+        return len(node.phrases) > 1
+    if isinstance(node, q.Not):
+        return _has_near(node.left) or _has_near(node.right)
+    if isinstance(node, (q.And, q.Or)):
+        return any(_has_near(c) for c in node.children)
+    return False
+
+
+def _term(stem: str, prefix: bool, alias: str = "") -> tuple[str, tuple]:
+    """The condition picking a term's postings: the stem, or every stem it begins."""
+    col = f"{alias}term"
+    if not prefix:
+        return f"{col} = ?", (stem,)
+    if not stem:
+        return "TRUE", ()
+    last = ord(stem[-1]) + 1
+    if 0xD800 <= last <= 0xDFFF:
+        last = 0xE000
+    if last > 0x10FFFF:
+        return f"{col} >= ? AND starts_with({col}, ?)", (stem, stem)
+    return f"{col} >= ? AND {col} < ?", (stem, stem[:-1] + chr(last))
+
+
+def _in_cols(cols: frozenset[int], width: int, alias: str = "") -> str:
+    """SQL: the posting has a token in one of `cols` (TRUE when that is every column)."""
+    if len(cols & set(range(width))) == width:
+        return "TRUE"
+    return "(" + " + ".join(f"{alias}{_TF[c]}" for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
+
+
+class _Compiler:
+    """An expression as SQL over one index, from `min_rowid` up: exact where its phrases are single tokens."""
+
+    def __init__(self, index: Index, min_rowid: int) -> None:
+        self.index, self.min_rowid = index, int(min_rowid)
+        self.width = len(index.columns)
+        self.scope_col = self.width - 1
+
+    def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
+        cond, params = _term(stem, prefix)
+        sql = (f"SELECT doc_id FROM fulltext_postings WHERE {_KEY} AND {cond} AND doc_id >= ? "
+               f"AND {_in_cols(cols, self.width)}")
+        return _Sql(sql, (*self.index.key, *params, self.min_rowid), False, True)
+
+    def as_set(self, part: _Sql) -> _Sql:
+        if not part.filter:
+            return part
+        sql = f"SELECT d.doc_id FROM fulltext_docs d WHERE {_key('d')} AND d.doc_id >= ? AND ({part.sql})"
+        return _Sql(sql, (*self.index.key, self.min_rowid, *part.params), False, part.exact)
+
+    def restrict(self, part: _Sql, cond: str, params: tuple) -> _Sql:
+        sql = (f"SELECT x.doc_id FROM ({part.sql}) x JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = x.doc_id "
+               f"WHERE {cond}")
+        return _Sql(sql, (*part.params, *self.index.key, *params), False, part.exact)
+
+    def compile(self, node: q.Node) -> _Sql:
+        if _scope_only(node, self.scope_col):
+            return self.scope_filter(node)
+        if isinstance(node, q.Phrase):
+            if not node.stems:
+                return _Sql("SELECT NULL::bigint AS doc_id WHERE FALSE", (), False, True)
+            parts = [self.postings(s, node.prefix and i == len(node.stems) - 1, node.cols)
+                     for i, s in enumerate(node.stems)]
+            return self.intersect(parts, exact=len(parts) == 1)
+        if isinstance(node, q.Near):
+            parts = [self.compile(p) for p in node.phrases]
+            return self.intersect(parts, exact=len(parts) == 1 and parts[0].exact)
+        if isinstance(node, q.Not):
+            left, right = self.compile(node.left), self.compile(node.right)
+            if left.filter and right.filter:
+                return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True, True)
+            left = self.as_set(left)
+            if right.filter:
+                return self.restrict(left, f"NOT ({right.sql})", right.params)
+            if not right.exact:  # removing a superset could remove matches: keep them all, Python decides
+                return _Sql(left.sql, left.params, False, False)
+            return _Sql(f"({left.sql}) EXCEPT ({right.sql})", (*left.params, *right.params), False, left.exact)
+        parts = [self.compile(c) for c in node.children]
+        if isinstance(node, q.Or):
+            sets = [self.as_set(p) for p in parts]
+            return _Sql(" UNION ".join(f"({p.sql})" for p in sets), tuple(x for p in sets for x in p.params),
+                        False, all(p.exact for p in sets))
+        sets = [p for p in parts if not p.filter]
+        filters = [p for p in parts if p.filter]
+        if not sets:
+            return _Sql(" AND ".join(f"({p.sql})" for p in filters), tuple(x for p in filters for x in p.params),
+                        True, True)
+        out = self.intersect(sets, exact=all(p.exact for p in sets))
+        if filters:
+            out = self.restrict(out, " AND ".join(f"({p.sql})" for p in filters),
+                                tuple(x for p in filters for x in p.params))
+        return out
+
+    def intersect(self, parts: list[_Sql], *, exact: bool) -> _Sql:
+        if len(parts) == 1:
+            return _Sql(parts[0].sql, parts[0].params, False, exact)
+        return _Sql(" INTERSECT ".join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params),
+                    False, exact)
+
+    def scope_filter(self, node: q.Node) -> _Sql:
+        if isinstance(node, q.Near):
+            node = node.phrases[0]
+        if isinstance(node, q.Phrase):
+            return _Sql("? = ANY(d.scope)", (node.stems[0],), True, True)
+        if isinstance(node, q.Not):
+            left, right = self.scope_filter(node.left), self.scope_filter(node.right)
+            return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True, True)
+        parts = [self.scope_filter(c) for c in node.children]
+        op = " OR " if isinstance(node, q.Or) else " AND "
+        return _Sql(op.join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params), True, True)
+
+
+def _candidates(conn: Connection, index: Index, tree: q.Node, min_rowid: int) -> tuple[_Sql, bool]:
+    part = _Compiler(index, min_rowid)
+    compiled = part.as_set(part.compile(tree))
+    return compiled, compiled.exact
+
+
+def _positions(conn: Connection, index: Index, tree: q.Node, ids: list[int]) -> dict[int, tuple[int, dict]]:
+    """doc id -> (length, {stem: sorted positions}) of the stems `tree` names, for the documents `ids`."""
+    conds, params = [], []
+    for p in q.phrases(tree):
+        for i, stem in enumerate(p.stems):
+            cond, ps = _term(stem, p.prefix and i == len(p.stems) - 1)
+            conds.append(f"({cond})")
+            params.extend(ps)
+    out: dict[int, tuple[int, dict]] = {}
+    if not ids:
+        return out
+    lengths = dict(conn.execute(
+        f"SELECT doc_id, len FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[])", (*index.key, ids)
+    ).fetchall())
+    for doc_id in ids:
+        if doc_id in lengths:
+            out[doc_id] = (int(lengths[doc_id]), {})
+    if conds:
+        for doc_id, term, pos in conn.execute(
+            f"SELECT doc_id, term, pos FROM fulltext_postings WHERE {_KEY} AND doc_id = ANY(?::bigint[]) "
+            f"AND ({' OR '.join(conds)})",
+            (*index.key, ids, *params),
+        ):
+            out[doc_id][1][term] = sorted(pos)
+    return out
+
+
+def _matches(conn: Connection, index: Index, tree: q.Node, ids: list[int]) -> dict[int, tuple[int, dict]]:
+    """doc id -> (length, {phrase: instances}) for the documents among `ids` that match `tree` (in Python)."""
+    out = {}
+    for doc_id, (length, doc) in _positions(conn, index, tree, ids).items():
+        ok, inst = q.instances(tree, doc, lambda prefix, d=doc: [t for t in d if t.startswith(prefix)])
+        if ok:
+            out[doc_id] = (length, inst)
+    return out
+
+
+def _ids(conn: Connection, index: Index, match: str) -> tuple[q.Node, _Sql, bool]:
+    tree = q.parse(match, index.columns)
+    compiled, exact = _candidates(conn, index, tree, 0)
+    return tree, compiled, exact
+
+
+def count(conn: Connection, index: Index, match: str) -> int:
+    """How many documents match."""
+    tree, sql, exact = _ids(conn, index, match)
+    if exact:
+        return int(conn.execute(f"SELECT count(*) FROM ({sql.sql}) c", sql.params).fetchone()[0])
+    ids = [r[0] for r in conn.execute(f"SELECT doc_id FROM ({sql.sql}) c", sql.params)]
+    return len(_matches(conn, index, tree, ids))
+
+
+def matching(conn: Connection, index: Index, match: str, limit: int, *, below: int | None = None) -> list[int]:
+    """The ids of the newest `limit` matches (below `below` if given), newest first."""
+    tree, sql, exact = _ids(conn, index, match)
+    cond, params = ("WHERE c.doc_id < ?", (int(below),)) if below is not None else ("", ())
+    if exact:
+        return [r[0] for r in conn.execute(
+            f"SELECT c.doc_id FROM ({sql.sql}) c {cond} ORDER BY c.doc_id DESC LIMIT ?", (*sql.params, *params, limit)
+        )]
+    ids = [r[0] for r in conn.execute(f"SELECT c.doc_id FROM ({sql.sql}) c {cond}", (*sql.params, *params))]
+    return sorted(_matches(conn, index, tree, ids), reverse=True)[:limit]
+
+
+def newest(conn: Connection, index: Index, match: str, count: int) -> int:
+    """The id from which the match has its newest `count` matches (0 if it has fewer): `_sql.newest`."""
+    found = matching(conn, index, match, count)
+    return found[-1] if len(found) == count else 0
+
+
+def lengths(conn: Connection, index: Index, match: str) -> tuple[int, int]:
+    """(documents matching, their tokens in all): the average length over a filtered set (facts' `_totals`)."""
+    tree, sql, exact = _ids(conn, index, match)
+    if not exact:
+        ids = [r[0] for r in conn.execute(f"SELECT doc_id FROM ({sql.sql}) c", sql.params)]
+        found = _matches(conn, index, tree, ids)
+        return len(found), sum(n for n, _ in found.values())
+    row = conn.execute(
+        f"SELECT count(*), coalesce(sum(d.len), 0) FROM ({sql.sql}) c JOIN fulltext_docs d "
+        f"ON {_key('d')} AND d.doc_id = c.doc_id",
+        (*sql.params, *index.key),
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+# -- ranking --------------------------------------------------------------------------------------------------
+
+
+def _constants(conn: Connection, index: Index, spec) -> tuple:
+    avgdl = spec.avgdl
+    if avgdl is None:  # as `_rank` does without one: the searched index's own average
+        rows, tokens = totals(conn, index)
+        avgdl = tokens / max(rows, 1) or 1.0
+    w0, w1, w2, w3 = (float(w) for w in spec.weights[:4])
+    return (w0, w1, w2, w3), float(spec.k1), 1.0 - spec.b, float(spec.b), spec.k1 + 1.0, float(avgdl)
+
+
+def _split(node: q.Node, scope_col: int) -> tuple[q.Node, list[tuple[q.Node, bool]]] | None:
+    """(the text part, [(scope filter, negated)]) of `text AND filter`, `text NOT filter`...; None if not so made."""
+    filters: list[tuple[q.Node, bool]] = []
+    while True:
+        if isinstance(node, q.And):
+            rest = [c for c in node.children if not _scope_only(c, scope_col)]
+            filters += [(c, False) for c in node.children if _scope_only(c, scope_col)]
+            if len(rest) != 1:
+                return None
+            node = rest[0]
+        elif isinstance(node, q.Not) and _scope_only(node.right, scope_col):
+            filters.append((node.right, True))
+            node = node.left
+        else:
+            return node, filters
+
+
+def _bag(node: q.Node) -> list[q.Phrase] | None:
+    """The phrases of an OR of single words and prefixes (the common recall pass), or None."""
+    if isinstance(node, q.Phrase):
+        return [node] if len(node.stems) == 1 else None
+    if isinstance(node, q.Near) and len(node.phrases) == 1:
+        return _bag(node.phrases[0])
+    if isinstance(node, q.Or):
+        out = []
+        for c in node.children:
+            part = _bag(c)
+            if part is None:
+                return None
+            out += part
+        return out
+    return None
+
+
+def ranked(
+    conn: Connection, index: Index, match: str, spec, depth: int, *, min_rowid: int = 0
+) -> list[tuple[int, float]]:
+    """(doc id, BM25) of the `depth` best matches from `min_rowid` up, best first: `_rank.ranked` on PostgreSQL.
+
+    `spec.idf[i]` is the idf of the MATCH's phrase i (the text phrases come
+    first); phrases past it are not scored.
+    """
+    tree = q.parse(match, index.columns)
+    weights, k1, one_minus_b, b, k1p1, avgdl = _constants(conn, index, spec)
+    idf = [float(x) for x in spec.idf]
+    scope_col = len(index.columns) - 1
+    split = _split(tree, scope_col)
+    bag = _bag(split[0]) if split else None
+    if bag is not None and all(p.index >= len(idf) for node, _ in split[1] for p in q.phrases(node)):
+        return _ranked_sql(conn, index, bag, split[1], idf, weights, k1, one_minus_b, b, k1p1, avgdl,
+                           depth, int(min_rowid))
+    compiled, _ = _candidates(conn, index, tree, min_rowid)
+    ids = [r[0] for r in conn.execute(f"SELECT doc_id FROM ({compiled.sql}) c", compiled.params)]
+    w0, w1, w2, w3 = weights
+    scored = []
+    for doc_id, (length, inst) in _matches(conn, index, tree, ids).items():
+        # `_rank._rank`, expression for expression, so the floats are the same.
+        norm = k1 * (one_minus_b + b * length / avgdl)
+        total = 0.0
+        for i, phrase_idf in enumerate(idf):
+            where = inst.get(i)
+            if not where:
+                continue
+            per = [0, 0, 0, 0]
+            for x in where:
+                c = x >> q.SHIFT
+                if c < _SCORED:
+                    per[c] += 1
+            f = w0 * per[0] + w1 * per[1] + w2 * per[2] + w3 * per[3]
+            if f:
+                total += phrase_idf * f * k1p1 / (f + norm)
+        scored.append((doc_id, total))
+    scored.sort(key=lambda r: (-r[1], r[0]))
+    return scored[:depth]
+
+
+def _ranked_sql(conn, index, bag, filters, idf, weights, k1, one_minus_b, b, k1p1, avgdl, depth, min_rowid):
+    """BM25 of an OR of single words and prefixes, in one statement: a scan per phrase, a sum per document."""
+    width = len(index.columns)
+    scans, params = [], []
+    scored = [p for p in bag if p.index < len(idf) and p.stems]
+    matched = [p for p in bag if p.stems]
+    for p in matched:
+        cond, ps = _term(p.stems[0], p.prefix)
+        tf = [f"t{c}" if c in p.cols else "0" for c in range(_SCORED)]
+        where = f"{_KEY} AND {cond} AND doc_id >= ? AND {_in_cols(p.cols, width)}"
+        if p.prefix:
+            scans.append(f"SELECT {p.index} AS ph, doc_id, min(len) AS len, "
+                         + ", ".join(f"sum({t}) AS a{c}" for c, t in enumerate(tf))
+                         + f" FROM fulltext_postings WHERE {where} GROUP BY doc_id")
+        else:
+            scans.append(f"SELECT {p.index} AS ph, doc_id, len, "
+                         + ", ".join(f"{t} AS a{c}" for c, t in enumerate(tf))
+                         + f" FROM fulltext_postings WHERE {where}")
+        params += [*index.key, *ps, min_rowid]
+    if not scans:
+        return []
+    # f per phrase as `_rank` computes it: w0 * n0 + w1 * n1 + w2 * n2 + w3 * n3 (a column outside the phrase's
+    # filter counts 0); then idf * f * (k1 + 1) / (f + norm), added in phrase order to 0.0, skipping f = 0.
+    fs = [f"max(CASE WHEN u.ph = {p.index} THEN ?::float8 * u.a0 + ?::float8 * u.a1 + ?::float8 * u.a2 "
+          f"+ ?::float8 * u.a3 END) AS f{p.index}" for p in scored]
+    f_params = [w for _ in scored for w in weights]
+    norm = "?::float8 * (?::float8 + ?::float8 * h.len / ?::float8)"
+    terms = []
+    s_params: list = []
+    for p in sorted(scored, key=lambda p: p.index):
+        f = f"h.f{p.index}"
+        terms.append(f"CASE WHEN {f} <> 0 THEN ?::float8 * {f} * ?::float8 / ({f} + {norm}) ELSE 0.0 END")
+        s_params += [idf[p.index], k1p1, k1, one_minus_b, b, avgdl]
+    score = " + ".join(["0.0::float8", *terms])
+    join, f_cond, f_params2 = "", "", []
+    if filters:
+        comp = _Compiler(index, min_rowid)
+        conds = []
+        for node, negated in filters:
+            part = comp.scope_filter(node)
+            conds.append(f"NOT ({part.sql})" if negated else f"({part.sql})")
+            f_params2 += part.params
+        join = f" JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = h.doc_id"
+        f_cond = " WHERE " + " AND ".join(conds)
+    inner = (f"SELECT u.doc_id, max(u.len) AS len{''.join(', ' + f for f in fs)} "
+             f"FROM ({' UNION ALL '.join(scans)}) u GROUP BY u.doc_id")
+    sql = f"SELECT h.doc_id, {score} AS s FROM ({inner}) h{join}{f_cond} ORDER BY s DESC, h.doc_id LIMIT ?"
+    all_params = (*s_params, *f_params, *params, *(index.key if filters else ()), *f_params2, depth)
+    return [(int(i), float(s)) for i, s in conn.execute(sql, all_params)]
+
+
+# -- snippets -------------------------------------------------------------------------------------------------
+
+
+def snippet(kind: int, match: str, columns: Sequence[str | None], *, tokens: int = 24,
+            start: str = "**", end: str = "**", ellipsis: str = "…") -> str | None:
+    """A window of about `tokens` tokens of the best column, matched tokens marked (FTS5's snippet(), in Python).
+
+    `columns` are the document's texts as indexed. The window is the one
+    holding the most distinct phrases (then the most instances), as FTS5's
+    snippet() picks it; None if no phrase is in the text.
+    """
+    names = COLUMNS[kind]
+    tree = q.parse(match, names)
+    sizes = {p.index: max(len(p.stems), 1) for p in q.phrases(tree)}
+    cut = [q.tokenize(text) if text else [] for text in columns]
+    doc: dict[str, list[int]] = {}
+    for col, toks in enumerate(cut):
+        for offset, (_, _, stem) in enumerate(toks):
+            doc.setdefault(stem, []).append((col << q.SHIFT) | offset)
+    ok, inst = q.instances(tree, doc, lambda prefix: [t for t in doc if t.startswith(prefix)])
+    if not ok:
+        return None
+    best: tuple | None = None
+    for col, toks in enumerate(cut[: len(names) - 1]):
+        hits: dict[int, set[int]] = {}  # offset -> phrases starting there
+        marked: set[int] = set()
+        for phrase, where in inst.items():
+            for x in where:
+                if x >> q.SHIFT == col:
+                    off = x & ((1 << q.SHIFT) - 1)
+                    hits.setdefault(off, set()).add(phrase)
+                    marked.update(range(off, off + sizes[phrase]))
+        for first in sorted(hits):
+            lo = max(0, min(first, len(toks) - tokens))
+            inside = [o for o in hits if lo <= o < lo + tokens]
+            score = (len(set().union(*(hits[o] for o in inside))), len(inside))
+            if best is None or score > best[0]:
+                best = (score, columns[col], toks, lo, marked)
+    if best is None:
+        return None
+    _, text, toks, lo, marked = best
+    data = text.encode("utf-8", "surrogatepass")
+    hi = min(len(toks), lo + tokens)
+    out = ellipsis if lo > 0 else ""
+    cursor = toks[lo][0] if lo > 0 else 0
+    for i in range(lo, hi):
+        s, e, _ = toks[i]
+        out += data[cursor:s].decode("utf-8", "replace")
+        word = data[s:e].decode("utf-8", "replace")
+        out += f"{start}{word}{end}" if i in marked else word
+        cursor = e
+    out += data[cursor:].decode("utf-8", "replace") if hi == len(toks) else ellipsis
+    return out
