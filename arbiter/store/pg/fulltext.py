@@ -266,213 +266,200 @@ class _Sql:
     sql: str
     params: tuple
     filter: bool
-    exact: bool
+
+
+#: doc id -> (length, {phrase number: instances}): what a phrase or NEAR group matched where, worked out here.
+Found = dict[int, tuple[int, dict[int, list[int]]]]
 
 
 def _scope_only(node: q.Node, scope_col: int) -> bool:
     """True if every phrase under `node` is one whole token in the scope column alone: a test of `docs.scope`."""
-    return all(
-        len(p.stems) == 1 and not p.prefix and p.cols == {scope_col} for p in q.phrases(node)
-    ) and not _has_near(node)
-
-
-def _has_near(node: q.Node) -> bool:
-    if isinstance(node, q.Near):
-        return len(node.phrases) > 1
+    if isinstance(node, q.Near) and len(node.phrases) > 1:
+        return False
     if isinstance(node, q.Not):
-        return _has_near(node.left) or _has_near(node.right)
+        return _scope_only(node.left, scope_col) and _scope_only(node.right, scope_col)
     if isinstance(node, (q.And, q.Or)):
-        return any(_has_near(c) for c in node.children)
-    return False
+        return all(_scope_only(c, scope_col) for c in node.children)
+    return all(len(p.stems) == 1 and not p.prefix and p.cols == {scope_col} for p in q.phrases(node))
 
 
-def _term(stem: str, prefix: bool, alias: str = "") -> tuple[str, tuple]:
+def _term(stem: str, prefix: bool) -> tuple[str, tuple]:
     """The condition picking a term's postings: the stem, or every stem it begins."""
-    col = f"{alias}term"
     if not prefix:
-        return f"{col} = ?", (stem,)
+        return "term = ?", (stem,)
     if not stem:
         return "TRUE", ()
     last = ord(stem[-1]) + 1
     if 0xD800 <= last <= 0xDFFF:
         last = 0xE000
     if last > 0x10FFFF:
-        return f"{col} >= ? AND starts_with({col}, ?)", (stem, stem)
-    return f"{col} >= ? AND {col} < ?", (stem, stem[:-1] + chr(last))
+        return "term >= ? AND starts_with(term, ?)", (stem, stem)
+    return "term >= ? AND term < ?", (stem, stem[:-1] + chr(last))
 
 
-def _in_cols(cols: frozenset[int], width: int, alias: str = "") -> str:
+def _in_cols(cols: frozenset[int], width: int) -> str:
     """SQL: the posting has a token in one of `cols` (TRUE when that is every column)."""
     if len(cols & set(range(width))) == width:
         return "TRUE"
-    return "(" + " + ".join(f"{alias}{_TF[c]}" for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
+    return "(" + " + ".join(_TF[c] for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
+
+
+def _simple(node: q.Node) -> bool:
+    """A phrase of one word or prefix (or a NEAR group of one): its postings say where it is, no positions needed."""
+    if isinstance(node, q.Near):
+        return len(node.phrases) == 1 and _simple(node.phrases[0])
+    return isinstance(node, q.Phrase) and len(node.stems) == 1
 
 
 class _Compiler:
-    """An expression as SQL over one index, from `min_rowid` up: exact where its phrases are single tokens."""
+    """An expression as a SQL set of doc ids over one index, from `min_rowid` up.
 
-    def __init__(self, index: Index, min_rowid: int) -> None:
-        self.index, self.min_rowid = index, int(min_rowid)
+    Words, prefixes and scope tokens are SQL. A phrase of several words or a
+    NEAR group is worked out here: SQL finds the documents holding all its
+    words, their positions come back, and `fulltext_query.instances` keeps
+    those where it stands as FTS5 would find it; `found` keeps the instances
+    for ranking, and the SQL gets the ids.
+    """
+
+    def __init__(self, conn: Connection, index: Index, min_rowid: int) -> None:
+        self.conn, self.index, self.min_rowid = conn, index, int(min_rowid)
         self.width = len(index.columns)
         self.scope_col = self.width - 1
+        self.found: dict[int, Found] = {}  # id(node) -> what it matched
 
     def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
         cond, params = _term(stem, prefix)
         sql = (f"SELECT doc_id FROM fulltext_postings WHERE {_KEY} AND {cond} AND doc_id >= ? "
                f"AND {_in_cols(cols, self.width)}")
-        return _Sql(sql, (*self.index.key, *params, self.min_rowid), False, True)
+        return _Sql(sql, (*self.index.key, *params, self.min_rowid), False)
 
     def as_set(self, part: _Sql) -> _Sql:
         if not part.filter:
             return part
         sql = f"SELECT d.doc_id FROM fulltext_docs d WHERE {_key('d')} AND d.doc_id >= ? AND ({part.sql})"
-        return _Sql(sql, (*self.index.key, self.min_rowid, *part.params), False, part.exact)
+        return _Sql(sql, (*self.index.key, self.min_rowid, *part.params), False)
 
     def restrict(self, part: _Sql, cond: str, params: tuple) -> _Sql:
         sql = (f"SELECT x.doc_id FROM ({part.sql}) x JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = x.doc_id "
                f"WHERE {cond}")
-        return _Sql(sql, (*part.params, *self.index.key, *params), False, part.exact)
+        return _Sql(sql, (*part.params, *self.index.key, *params), False)
 
     def compile(self, node: q.Node) -> _Sql:
         if _scope_only(node, self.scope_col):
             return self.scope_filter(node)
-        if isinstance(node, q.Phrase):
-            if not node.stems:
-                return _Sql("SELECT NULL::bigint AS doc_id WHERE FALSE", (), False, True)
-            parts = [self.postings(s, node.prefix and i == len(node.stems) - 1, node.cols)
-                     for i, s in enumerate(node.stems)]
-            return self.intersect(parts, exact=len(parts) == 1)
-        if isinstance(node, q.Near):
-            parts = [self.compile(p) for p in node.phrases]
-            return self.intersect(parts, exact=len(parts) == 1 and parts[0].exact)
+        if isinstance(node, (q.Phrase, q.Near)):
+            if not _simple(node):
+                return _Sql("SELECT unnest(?::bigint[]) AS doc_id", (sorted(self.evaluate(node)),), False)
+            p = node if isinstance(node, q.Phrase) else node.phrases[0]
+            return self.postings(p.stems[0], p.prefix, p.cols)
         if isinstance(node, q.Not):
             left, right = self.compile(node.left), self.compile(node.right)
             if left.filter and right.filter:
-                return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True, True)
+                return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True)
             left = self.as_set(left)
             if right.filter:
                 return self.restrict(left, f"NOT ({right.sql})", right.params)
-            if not right.exact:  # removing a superset could remove matches: keep them all, Python decides
-                return _Sql(left.sql, left.params, False, False)
-            return _Sql(f"({left.sql}) EXCEPT ({right.sql})", (*left.params, *right.params), False, left.exact)
+            return _Sql(f"({left.sql}) EXCEPT ({right.sql})", (*left.params, *right.params), False)
         parts = [self.compile(c) for c in node.children]
         if isinstance(node, q.Or):
             sets = [self.as_set(p) for p in parts]
-            return _Sql(" UNION ".join(f"({p.sql})" for p in sets), tuple(x for p in sets for x in p.params),
-                        False, all(p.exact for p in sets))
+            return _Sql(" UNION ".join(f"({p.sql})" for p in sets), tuple(x for p in sets for x in p.params), False)
         sets = [p for p in parts if not p.filter]
         filters = [p for p in parts if p.filter]
         if not sets:
-            return _Sql(" AND ".join(f"({p.sql})" for p in filters), tuple(x for p in filters for x in p.params),
-                        True, True)
-        out = self.intersect(sets, exact=all(p.exact for p in sets))
+            return _Sql(" AND ".join(f"({p.sql})" for p in filters), tuple(x for p in filters for x in p.params), True)
+        out = self.intersect(sets)
         if filters:
             out = self.restrict(out, " AND ".join(f"({p.sql})" for p in filters),
                                 tuple(x for p in filters for x in p.params))
         return out
 
-    def intersect(self, parts: list[_Sql], *, exact: bool) -> _Sql:
-        if len(parts) == 1:
-            return _Sql(parts[0].sql, parts[0].params, False, exact)
-        return _Sql(" INTERSECT ".join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params),
-                    False, exact)
+    def intersect(self, parts: list[_Sql]) -> _Sql:
+        return _Sql(" INTERSECT ".join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params), False)
+
+    def evaluate(self, node: q.Phrase | q.Near) -> Found:
+        """Where a phrase of several words or a NEAR group matches, with its instances."""
+        if id(node) in self.found:
+            return self.found[id(node)]
+        group = node.phrases if isinstance(node, q.Near) else (node,)
+        words = [self.postings(s, p.prefix and i == len(p.stems) - 1, p.cols)
+                 for p in group for i, s in enumerate(p.stems)]
+        found: Found = {}
+        if all(p.stems for p in group):
+            within = self.intersect(words)
+            for doc_id, (length, doc) in _positions(self.conn, self.index, group, within).items():
+                ok, inst = q.instances(node, doc, lambda prefix, d=doc: [t for t in d if t.startswith(prefix)])
+                if ok:
+                    found[doc_id] = (length, inst)
+        self.found[id(node)] = found
+        return found
 
     def scope_filter(self, node: q.Node) -> _Sql:
         if isinstance(node, q.Near):
             node = node.phrases[0]
         if isinstance(node, q.Phrase):
-            return _Sql("? = ANY(d.scope)", (node.stems[0],), True, True)
+            return _Sql("? = ANY(d.scope)", (node.stems[0],), True)
         if isinstance(node, q.Not):
             left, right = self.scope_filter(node.left), self.scope_filter(node.right)
-            return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True, True)
+            return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True)
         parts = [self.scope_filter(c) for c in node.children]
         op = " OR " if isinstance(node, q.Or) else " AND "
-        return _Sql(op.join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params), True, True)
+        return _Sql(op.join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params), True)
 
 
-def _candidates(conn: Connection, index: Index, tree: q.Node, min_rowid: int) -> tuple[_Sql, bool]:
-    part = _Compiler(index, min_rowid)
-    compiled = part.as_set(part.compile(tree))
-    return compiled, compiled.exact
-
-
-def _positions(conn: Connection, index: Index, tree: q.Node, ids: list[int]) -> dict[int, tuple[int, dict]]:
-    """doc id -> (length, {stem: sorted positions}) of the stems `tree` names, for the documents `ids`."""
+def _positions(conn: Connection, index: Index, group: Iterable[q.Phrase], within: _Sql) -> dict[int, tuple[int, dict]]:
+    """doc id -> (length, {stem: sorted positions}) of the stems of `group`, for the documents of the set `within`."""
     conds, params = [], []
-    for p in q.phrases(tree):
+    for p in group:
         for i, stem in enumerate(p.stems):
             cond, ps = _term(stem, p.prefix and i == len(p.stems) - 1)
             conds.append(f"({cond})")
             params.extend(ps)
     out: dict[int, tuple[int, dict]] = {}
-    if not ids:
+    if not conds:
         return out
-    lengths = dict(conn.execute(
-        f"SELECT doc_id, len FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[])", (*index.key, ids)
-    ).fetchall())
-    for doc_id in ids:
-        if doc_id in lengths:
-            out[doc_id] = (int(lengths[doc_id]), {})
-    if conds:
-        for doc_id, term, pos in conn.execute(
-            f"SELECT doc_id, term, pos FROM fulltext_postings WHERE {_KEY} AND doc_id = ANY(?::bigint[]) "
-            f"AND ({' OR '.join(conds)})",
-            (*index.key, ids, *params),
-        ):
-            out[doc_id][1][term] = sorted(pos)
+    for doc_id, length, term, pos in conn.execute(
+        f"SELECT p.doc_id, p.len, p.term, p.pos FROM fulltext_postings p JOIN ({within.sql}) w ON w.doc_id = p.doc_id "
+        f"WHERE {_key('p')} AND ({' OR '.join(conds)})",
+        (*within.params, *index.key, *params),
+    ):
+        out.setdefault(doc_id, (int(length), {}))[1][term] = pos
     return out
 
 
-def _matches(conn: Connection, index: Index, tree: q.Node, ids: list[int]) -> dict[int, tuple[int, dict]]:
-    """doc id -> (length, {phrase: instances}) for the documents among `ids` that match `tree` (in Python)."""
-    out = {}
-    for doc_id, (length, doc) in _positions(conn, index, tree, ids).items():
-        ok, inst = q.instances(tree, doc, lambda prefix, d=doc: [t for t in d if t.startswith(prefix)])
-        if ok:
-            out[doc_id] = (length, inst)
-    return out
-
-
-def _ids(conn: Connection, index: Index, match: str) -> tuple[q.Node, _Sql, bool]:
+def _compiled(conn: Connection, index: Index, match: str, min_rowid: int = 0) -> tuple[q.Node, _Compiler, _Sql]:
     tree = q.parse(match, index.columns)
-    compiled, exact = _candidates(conn, index, tree, 0)
-    return tree, compiled, exact
+    compiler = _Compiler(conn, index, min_rowid)
+    return tree, compiler, compiler.as_set(compiler.compile(tree))
 
 
 def count(conn: Connection, index: Index, match: str) -> int:
     """How many documents match."""
-    tree, sql, exact = _ids(conn, index, match)
-    if exact:
-        return int(conn.execute(f"SELECT count(*) FROM ({sql.sql}) c", sql.params).fetchone()[0])
-    ids = [r[0] for r in conn.execute(f"SELECT doc_id FROM ({sql.sql}) c", sql.params)]
-    return len(_matches(conn, index, tree, ids))
+    _, _, sql = _compiled(conn, index, match)
+    return int(conn.execute(f"SELECT count(*) FROM ({sql.sql}) c", sql.params).fetchone()[0])
 
 
 def matching(conn: Connection, index: Index, match: str, limit: int, *, below: int | None = None) -> list[int]:
     """The ids of the newest `limit` matches (below `below` if given), newest first."""
-    tree, sql, exact = _ids(conn, index, match)
+    _, _, sql = _compiled(conn, index, match)
     cond, params = ("WHERE c.doc_id < ?", (int(below),)) if below is not None else ("", ())
-    if exact:
-        return [r[0] for r in conn.execute(
-            f"SELECT c.doc_id FROM ({sql.sql}) c {cond} ORDER BY c.doc_id DESC LIMIT ?", (*sql.params, *params, limit)
-        )]
-    ids = [r[0] for r in conn.execute(f"SELECT c.doc_id FROM ({sql.sql}) c {cond}", (*sql.params, *params))]
-    return sorted(_matches(conn, index, tree, ids), reverse=True)[:limit]
+    return [r[0] for r in conn.execute(
+        f"SELECT c.doc_id FROM ({sql.sql}) c {cond} ORDER BY c.doc_id DESC LIMIT ?", (*sql.params, *params, limit)
+    )]
 
 
 def newest(conn: Connection, index: Index, match: str, count: int) -> int:
     """The id from which the match has its newest `count` matches (0 if it has fewer): `_sql.newest`."""
-    found = matching(conn, index, match, count)
-    return found[-1] if len(found) == count else 0
+    _, _, sql = _compiled(conn, index, match)
+    row = conn.execute(
+        f"SELECT c.doc_id FROM ({sql.sql}) c ORDER BY c.doc_id DESC LIMIT 1 OFFSET ?", (*sql.params, count - 1)
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def lengths(conn: Connection, index: Index, match: str) -> tuple[int, int]:
     """(documents matching, their tokens in all): the average length over a filtered set (facts' `_totals`)."""
-    tree, sql, exact = _ids(conn, index, match)
-    if not exact:
-        ids = [r[0] for r in conn.execute(f"SELECT doc_id FROM ({sql.sql}) c", sql.params)]
-        found = _matches(conn, index, tree, ids)
-        return len(found), sum(n for n, _ in found.values())
+    _, _, sql = _compiled(conn, index, match)
     row = conn.execute(
         f"SELECT count(*), coalesce(sum(d.len), 0) FROM ({sql.sql}) c JOIN fulltext_docs d "
         f"ON {_key('d')} AND d.doc_id = c.doc_id",
@@ -482,15 +469,6 @@ def lengths(conn: Connection, index: Index, match: str) -> tuple[int, int]:
 
 
 # -- ranking --------------------------------------------------------------------------------------------------
-
-
-def _constants(conn: Connection, index: Index, spec) -> tuple:
-    avgdl = spec.avgdl
-    if avgdl is None:  # as `_rank` does without one: the searched index's own average
-        rows, tokens = totals(conn, index)
-        avgdl = tokens / max(rows, 1) or 1.0
-    w0, w1, w2, w3 = (float(w) for w in spec.weights[:4])
-    return (w0, w1, w2, w3), float(spec.k1), 1.0 - spec.b, float(spec.b), spec.k1 + 1.0, float(avgdl)
 
 
 def _split(node: q.Node, scope_col: int) -> tuple[q.Node, list[tuple[q.Node, bool]]] | None:
@@ -510,16 +488,15 @@ def _split(node: q.Node, scope_col: int) -> tuple[q.Node, list[tuple[q.Node, boo
             return node, filters
 
 
-def _bag(node: q.Node) -> list[q.Phrase] | None:
-    """The phrases of an OR of single words and prefixes (the common recall pass), or None."""
-    if isinstance(node, q.Phrase):
-        return [node] if len(node.stems) == 1 else None
-    if isinstance(node, q.Near) and len(node.phrases) == 1:
-        return _bag(node.phrases[0])
+def _branches(node: q.Node) -> list[q.Phrase | q.Near] | None:
+    """The phrases and NEAR groups of an OR of them (what recall writes), or None: in an OR, each branch found
+    in a document reports its instances, whatever the others do."""
+    if isinstance(node, (q.Phrase, q.Near)):
+        return [node]
     if isinstance(node, q.Or):
-        out = []
+        out: list[q.Phrase | q.Near] = []
         for c in node.children:
-            part = _bag(c)
+            part = _branches(c)
             if part is None:
                 return None
             out += part
@@ -536,31 +513,36 @@ def ranked(
     first); phrases past it are not scored.
     """
     tree = q.parse(match, index.columns)
-    weights, k1, one_minus_b, b, k1p1, avgdl = _constants(conn, index, spec)
+    avgdl = spec.avgdl
+    if avgdl is None:  # as `_rank` does without one: the searched index's own average
+        rows, tokens = totals(conn, index)
+        avgdl = tokens / max(rows, 1) or 1.0
     idf = [float(x) for x in spec.idf]
-    scope_col = len(index.columns) - 1
-    split = _split(tree, scope_col)
-    bag = _bag(split[0]) if split else None
-    if bag is not None and all(p.index >= len(idf) for node, _ in split[1] for p in q.phrases(node)):
-        return _ranked_sql(conn, index, bag, split[1], idf, weights, k1, one_minus_b, b, k1p1, avgdl,
-                           depth, int(min_rowid))
-    compiled, _ = _candidates(conn, index, tree, min_rowid)
-    ids = [r[0] for r in conn.execute(f"SELECT doc_id FROM ({compiled.sql}) c", compiled.params)]
-    w0, w1, w2, w3 = weights
+    consts = (tuple(float(w) for w in spec.weights[:4]), float(spec.k1), 1.0 - spec.b, float(spec.b),
+              spec.k1 + 1.0, float(avgdl))
+    compiler = _Compiler(conn, index, min_rowid)
+    split = _split(tree, compiler.scope_col)
+    branches = _branches(split[0]) if split else None
+    if branches is not None and all(p.index >= len(idf) for node, _ in split[1] for p in q.phrases(node)):
+        return _ranked_sql(compiler, branches, split[1], idf, consts, depth)
+    return _ranked_here(compiler, tree, idf, consts, depth)
+
+
+def _ranked_here(compiler: _Compiler, tree: q.Node, idf: list[float], consts: tuple, depth: int):
+    """Any other expression: matched and scored in Python, from the positions of the documents SQL finds."""
+    conn, index = compiler.conn, compiler.index
+    within = compiler.as_set(compiler.compile(tree))
+    (w0, w1, w2, w3), k1, one_minus_b, b, k1p1, avgdl = consts
     scored = []
-    for doc_id, (length, inst) in _matches(conn, index, tree, ids).items():
+    for doc_id, (length, doc) in _positions(conn, index, q.phrases(tree), within).items():
+        ok, inst = q.instances(tree, doc, lambda prefix, d=doc: [t for t in d if t.startswith(prefix)])
+        if not ok:
+            continue
         # `_rank._rank`, expression for expression, so the floats are the same.
         norm = k1 * (one_minus_b + b * length / avgdl)
         total = 0.0
         for i, phrase_idf in enumerate(idf):
-            where = inst.get(i)
-            if not where:
-                continue
-            per = [0, 0, 0, 0]
-            for x in where:
-                c = x >> q.SHIFT
-                if c < _SCORED:
-                    per[c] += 1
+            per = _per_column(inst.get(i, ()))
             f = w0 * per[0] + w1 * per[1] + w2 * per[2] + w3 * per[3]
             if f:
                 total += phrase_idf * f * k1p1 / (f + norm)
@@ -569,55 +551,84 @@ def ranked(
     return scored[:depth]
 
 
-def _ranked_sql(conn, index, bag, filters, idf, weights, k1, one_minus_b, b, k1p1, avgdl, depth, min_rowid):
-    """BM25 of an OR of single words and prefixes, in one statement: a scan per phrase, a sum per document."""
+def _per_column(where: Iterable[int]) -> list[int]:
+    per = [0, 0, 0, 0]
+    for x in where:
+        c = x >> q.SHIFT
+        if c < _SCORED:
+            per[c] += 1
+    return per
+
+
+def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts: tuple, depth: int):
+    """BM25 of an OR of phrases and NEAR groups, in one statement: a scan per word, a sum per document.
+
+    A word or prefix is an index-only scan of its postings; a phrase of
+    several words or a NEAR group comes in as rows of counts worked out in
+    Python (`_Compiler.evaluate`).
+    """
+    index, min_rowid = compiler.index, compiler.min_rowid
+    weights, k1, one_minus_b, b, k1p1, avgdl = consts
     width = len(index.columns)
     scans, params = [], []
-    scored = [p for p in bag if p.index < len(idf) and p.stems]
-    matched = [p for p in bag if p.stems]
-    for p in matched:
+    extra: list[list] = [[], [], [], [], [], [], []]  # phrase, doc, len, a0..a3
+    numbered: list[q.Phrase] = []
+    for node in branches:
+        if not _simple(node):
+            group = node.phrases if isinstance(node, q.Near) else (node,)
+            numbered += group
+            for doc_id, (length, inst) in compiler.evaluate(node).items():
+                for p in group:
+                    for column, value in enumerate((p.index, doc_id, length, *_per_column(inst.get(p.index, ())))):
+                        extra[column].append(value)
+            continue
+        p = node if isinstance(node, q.Phrase) else node.phrases[0]
+        numbered.append(p)
         cond, ps = _term(p.stems[0], p.prefix)
         tf = [f"t{c}" if c in p.cols else "0" for c in range(_SCORED)]
         where = f"{_KEY} AND {cond} AND doc_id >= ? AND {_in_cols(p.cols, width)}"
-        if p.prefix:
+        if p.prefix:  # one phrase, several words: its counts are their sums
             scans.append(f"SELECT {p.index} AS ph, doc_id, min(len) AS len, "
-                         + ", ".join(f"sum({t}) AS a{c}" for c, t in enumerate(tf))
+                         + ", ".join(f"sum({t})::int AS a{c}" for c, t in enumerate(tf))
                          + f" FROM fulltext_postings WHERE {where} GROUP BY doc_id")
         else:
             scans.append(f"SELECT {p.index} AS ph, doc_id, len, "
                          + ", ".join(f"{t} AS a{c}" for c, t in enumerate(tf))
                          + f" FROM fulltext_postings WHERE {where}")
         params += [*index.key, *ps, min_rowid]
+    if extra[0]:
+        scans.append("SELECT * FROM unnest(?::int[], ?::bigint[], ?::int[], ?::int[], ?::int[], ?::int[], ?::int[]) "
+                     "AS x(ph, doc_id, len, a0, a1, a2, a3)")
+        params += extra
     if not scans:
         return []
+    scored = [p for p in numbered if p.index < len(idf)]
     # f per phrase as `_rank` computes it: w0 * n0 + w1 * n1 + w2 * n2 + w3 * n3 (a column outside the phrase's
     # filter counts 0); then idf * f * (k1 + 1) / (f + norm), added in phrase order to 0.0, skipping f = 0.
     fs = [f"max(CASE WHEN u.ph = {p.index} THEN ?::float8 * u.a0 + ?::float8 * u.a1 + ?::float8 * u.a2 "
           f"+ ?::float8 * u.a3 END) AS f{p.index}" for p in scored]
     f_params = [w for _ in scored for w in weights]
     norm = "?::float8 * (?::float8 + ?::float8 * h.len / ?::float8)"
-    terms = []
-    s_params: list = []
+    terms, s_params = [], []
     for p in sorted(scored, key=lambda p: p.index):
         f = f"h.f{p.index}"
         terms.append(f"CASE WHEN {f} <> 0 THEN ?::float8 * {f} * ?::float8 / ({f} + {norm}) ELSE 0.0 END")
         s_params += [idf[p.index], k1p1, k1, one_minus_b, b, avgdl]
     score = " + ".join(["0.0::float8", *terms])
-    join, f_cond, f_params2 = "", "", []
+    join, where, w_params = "", "", []
     if filters:
-        comp = _Compiler(index, min_rowid)
         conds = []
         for node, negated in filters:
-            part = comp.scope_filter(node)
+            part = compiler.scope_filter(node)
             conds.append(f"NOT ({part.sql})" if negated else f"({part.sql})")
-            f_params2 += part.params
+            w_params += part.params
         join = f" JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = h.doc_id"
-        f_cond = " WHERE " + " AND ".join(conds)
+        where = " WHERE " + " AND ".join(conds)
     inner = (f"SELECT u.doc_id, max(u.len) AS len{''.join(', ' + f for f in fs)} "
              f"FROM ({' UNION ALL '.join(scans)}) u GROUP BY u.doc_id")
-    sql = f"SELECT h.doc_id, {score} AS s FROM ({inner}) h{join}{f_cond} ORDER BY s DESC, h.doc_id LIMIT ?"
-    all_params = (*s_params, *f_params, *params, *(index.key if filters else ()), *f_params2, depth)
-    return [(int(i), float(s)) for i, s in conn.execute(sql, all_params)]
+    sql = f"SELECT h.doc_id, {score} AS s FROM ({inner}) h{join}{where} ORDER BY s DESC, h.doc_id LIMIT ?"
+    all_params = (*s_params, *f_params, *params, *(index.key if filters else ()), *w_params, depth)
+    return [(int(i), float(s)) for i, s in compiler.conn.execute(sql, all_params)]
 
 
 # -- snippets -------------------------------------------------------------------------------------------------
