@@ -324,7 +324,7 @@ def test_replace_and_remove_keep_parity(pg):
     rows, tokens = ft.totals(pg, index)
     assert rows == len(docs) - len(gone)
     assert pg.execute("SELECT count(*) FROM fulltext_postings WHERE tenant_id = ? AND kind = ? AND scope_id = ? "
-                      "AND doc_id = ANY(?)", (*index.key, gone)).fetchone()[0] == 0
+                      "AND doc_ids && ?::bigint[]", (*index.key, gone)).fetchone()[0] == 0
 
 
 def test_facts_rank_with_the_scope_tokens_in_the_match(pg):

@@ -57,7 +57,9 @@ the positions, by the rules fulltext_query.py spells out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sys
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -126,18 +128,44 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
     return length, scope, postings
 
 
+def _pack(postings: dict[str, list]) -> bytes:
+    """A document's positions as `fulltext_docs.pos` holds them: per term, a count and the positions (int32 LE)."""
+    out = array("i")
+    for entry in postings.values():
+        out.append(len(entry[5]))
+        out.extend(entry[5])
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out.tobytes()
+
+
+def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
+    """{stem: positions} of the stems `wanted` keeps, from a docs row's `terms` and `pos`."""
+    values = array("i")
+    values.frombytes(data)
+    if sys.byteorder != "little":
+        values.byteswap()
+    out, at = {}, 0
+    for stem in terms.split(" "):
+        n = values[at]
+        if wanted(stem):
+            out[stem] = values[at + 1 : at + 1 + n].tolist()
+        at += 1 + n
+    return out
+
+
 def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[str | None]]]) -> int:
-    """Index documents (ids new to the index); returns how many. Three statements whatever their number."""
+    """Index documents (ids new to the index) as one segment; returns how many. Four statements whatever their number."""
     width = len(index.columns)
     d_ids: list[int] = []
     d_lens: list[int] = []
     d_scopes: list[str] = []
     d_terms: list[str] = []
+    d_pos: list[bytes] = []
     p_terms: list[str] = []
     p_ids: list[int] = []
     p_lens: list[int] = []
     tf: list[list[int]] = [[], [], [], [], []]
-    p_pos: list[str] = []
     tokens = 0
     for doc_id, columns in docs:
         if len(columns) != width:
@@ -145,8 +173,9 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         length, scope, postings = _document(columns)
         d_ids.append(int(doc_id))
         d_lens.append(length)
-        d_scopes.append(_array(scope))
-        d_terms.append(_array(postings))
+        d_scopes.append(" ".join(scope))
+        d_terms.append(" ".join(postings))
+        d_pos.append(_pack(postings))
         tokens += length
         for stem, entry in postings.items():
             p_terms.append(stem)
@@ -154,22 +183,24 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
             p_lens.append(length)
             for c in range(5):
                 tf[c].append(entry[c])
-            p_pos.append("{" + ",".join(map(str, entry[5])) + "}")
     if not d_ids:
         return 0
     key = index.key
+    seg = conn.execute("SELECT nextval('fulltext_segments')").fetchone()[0]
     conn.execute(
-        "INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, scope, terms) "
-        "SELECT ?, ?, ?, u.doc_id, u.len, u.scope::text[], u.terms::text[] "
-        "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[]) AS u(doc_id, len, scope, terms)",
-        (*key, d_ids, d_lens, d_scopes, d_terms),
+        "INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, seg, scope, terms, pos) "
+        "SELECT ?, ?, ?, u.doc_id, u.len, ?, string_to_array(u.scope, ' '), u.terms, u.pos "
+        "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[], ?::bytea[]) AS u(doc_id, len, scope, terms, pos)",
+        (*key, seg, d_ids, d_lens, d_scopes, d_terms, d_pos),
     )
+    # A row per term: its documents in id order, so a segment reads like an FTS5 doclist.
     conn.execute(
-        "INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, doc_id, len, t0, t1, t2, t3, t4, pos) "
-        "SELECT ?, ?, ?, u.term, u.doc_id, u.len, u.t0, u.t1, u.t2, u.t3, u.t4, u.pos::integer[] "
-        "FROM unnest(?::text[], ?::bigint[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], "
-        "?::integer[], ?::text[]) AS u(term, doc_id, len, t0, t1, t2, t3, t4, pos)",
-        (*key, p_terms, p_ids, p_lens, *tf, p_pos),
+        "INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, max_doc, doc_ids, lens, t0, t1, t2, t3, "
+        "t4) SELECT ?, ?, ?, u.term, ?, max(u.doc_id), array_agg(u.doc_id ORDER BY u.doc_id), "
+        + ", ".join(f"array_agg(u.{c} ORDER BY u.doc_id)" for c in ("len", *_TF))
+        + " FROM unnest(?::text[], ?::bigint[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], "
+        "?::integer[]) AS u(term, doc_id, len, t0, t1, t2, t3, t4) GROUP BY u.term",
+        (*key, seg, p_terms, p_ids, p_lens, *tf),
     )
     conn.execute(
         "INSERT INTO fulltext_totals (tenant_id, kind, scope_id, rows, tokens) VALUES (?, ?, ?, ?, ?) "
@@ -180,36 +211,45 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     return len(d_ids)
 
 
-def _array(values: Iterable[str]) -> str:
-    """A PostgreSQL array literal of strings (every element quoted, so no word is read as NULL or syntax)."""
-    return "{" + ",".join('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values) + "}"
-
-
 def add(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
     """Index one document."""
     add_many(conn, index, [(doc_id, columns)])
 
 
 def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
-    """Take documents out of the index (ids it does not hold are skipped); returns how many it held."""
+    """Take documents out of the index (ids it does not hold are skipped); returns how many it held.
+
+    Each segment row holding one of them is rewritten without it (or deleted, if it held nothing else).
+    """
     key = index.key
-    row = conn.execute(
-        f"""
-        WITH gone AS (
-            DELETE FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[]) RETURNING doc_id, len, terms
-        ), postings AS (
-            DELETE FROM fulltext_postings p USING (SELECT g.doc_id, unnest(g.terms) AS term FROM gone g) x
-            WHERE {_key("p")} AND p.term = x.term AND p.doc_id = x.doc_id
-        ), totals AS (
-            UPDATE fulltext_totals t SET rows = t.rows - (SELECT count(*) FROM gone),
-                tokens = t.tokens - (SELECT coalesce(sum(len), 0) FROM gone)
-            WHERE {_key("t")} AND EXISTS (SELECT 1 FROM gone)
-        )
-        SELECT count(*) FROM gone
-        """,
-        (*key, [int(i) for i in doc_ids], *key, *key),
-    ).fetchone()
-    return int(row[0])
+    ids = sorted({int(i) for i in doc_ids})
+    gone = conn.execute(
+        f"DELETE FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[]) RETURNING doc_id, len, seg, terms",
+        (*key, ids),
+    ).fetchall()
+    if not gone:
+        return 0
+    pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ")})
+    ids = [r[0] for r in gone]
+    rows = f"{_KEY} AND (term, seg) IN (SELECT * FROM unnest(?::text[], ?::bigint[]))"
+    targets = ([t for t, _ in pairs], [s for _, s in pairs])
+    conn.execute(f"DELETE FROM fulltext_postings WHERE {rows} AND doc_ids <@ ?::bigint[]", (*key, *targets, ids))
+    arrays = ("doc_ids", "lens", *_TF)
+    conn.execute(
+        f"UPDATE fulltext_postings p SET max_doc = k.max_doc, {', '.join(f'{a} = k.{a}' for a in arrays)} FROM ("
+        f"SELECT x.term, x.seg, max(u.doc_ids) AS max_doc, "
+        + ", ".join(f"array_agg(u.{a} ORDER BY u.n) AS {a}" for a in arrays)
+        + f" FROM fulltext_postings x CROSS JOIN LATERAL unnest({', '.join('x.' + a for a in arrays)}) WITH ORDINALITY "
+        f"AS u({', '.join(arrays)}, n) WHERE {_key('x')} AND (x.term, x.seg) IN (SELECT * FROM unnest(?::text[], "
+        f"?::bigint[])) AND u.doc_ids <> ALL(?::bigint[]) GROUP BY x.term, x.seg"
+        f") k WHERE {_key('p')} AND p.term = k.term AND p.seg = k.seg AND p.doc_ids && ?::bigint[]",
+        (*key, *targets, ids, *key, ids),
+    )
+    conn.execute(
+        f"UPDATE fulltext_totals SET rows = rows - ?, tokens = tokens - ? WHERE {_KEY}",
+        (len(gone), sum(r[1] for r in gone), *key),
+    )
+    return len(gone)
 
 
 def replace(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
@@ -234,7 +274,8 @@ def frequencies(conn: Connection, index: Index, stems: Sequence[str]) -> dict[st
     found: dict[str, int] = dict.fromkeys(stems, 0)
     if words:
         for term, docs in conn.execute(
-            f"SELECT term, count(*) FROM fulltext_postings WHERE {_KEY} AND term = ANY(?::text[]) GROUP BY term",
+            f"SELECT term, sum(cardinality(doc_ids)) FROM fulltext_postings WHERE {_KEY} AND term = ANY(?::text[]) "
+            "GROUP BY term",
             (*index.key, words),
         ):
             found[term] = int(docs)
@@ -249,7 +290,8 @@ def frequencies(conn: Connection, index: Index, stems: Sequence[str]) -> dict[st
             # The bounds `_rank.Frequencies` reads fts5vocab with, compared bytewise as FTS5 compares terms.
             high = low[:-1] + chr(ord(low[-1]) + 1)
             docs = conn.execute(
-                f"SELECT count(*) FROM fulltext_postings WHERE {_KEY} AND term >= ? AND term < ?",
+                f"SELECT coalesce(sum(cardinality(doc_ids)), 0) FROM fulltext_postings WHERE {_KEY} AND term >= ? "
+                "AND term < ?",
                 (*index.key, low, high),
             ).fetchone()[0]
             found[s] = min(int(docs), n)
@@ -297,11 +339,17 @@ def _term(stem: str, prefix: bool) -> tuple[str, tuple]:
     return "term >= ? AND term < ?", (stem, stem[:-1] + chr(last))
 
 
+#: A term's segments, a row per document: FROM ... WHERE {_KEY} AND term ... AND {_FROM} (min_rowid twice).
+_UNNEST = ("FROM fulltext_postings CROSS JOIN LATERAL unnest(doc_ids, lens, t0, t1, t2, t3, t4) "
+           "AS u(doc_id, len, t0, t1, t2, t3, t4)")
+_FROM = "max_doc >= ? AND u.doc_id >= ?"
+
+
 def _in_cols(cols: frozenset[int], width: int) -> str:
     """SQL: the posting has a token in one of `cols` (TRUE when that is every column)."""
     if len(cols & set(range(width))) == width:
         return "TRUE"
-    return "(" + " + ".join(_TF[c] for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
+    return "(" + " + ".join(f"u.{_TF[c]}" for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
 
 
 def _simple(node: q.Node) -> bool:
@@ -329,9 +377,8 @@ class _Compiler:
 
     def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
         cond, params = _term(stem, prefix)
-        sql = (f"SELECT doc_id FROM fulltext_postings WHERE {_KEY} AND {cond} AND doc_id >= ? "
-               f"AND {_in_cols(cols, self.width)}")
-        return _Sql(sql, (*self.index.key, *params, self.min_rowid), False)
+        sql = f"SELECT u.doc_id {_UNNEST} WHERE {_KEY} AND {cond} AND {_FROM} AND {_in_cols(cols, self.width)}"
+        return _Sql(sql, (*self.index.key, *params, self.min_rowid, self.min_rowid), False)
 
     def as_set(self, part: _Sql) -> _Sql:
         if not part.filter:
@@ -409,22 +456,20 @@ class _Compiler:
 
 def _positions(conn: Connection, index: Index, group: Iterable[q.Phrase], within: _Sql) -> dict[int, tuple[int, dict]]:
     """doc id -> (length, {stem: sorted positions}) of the stems of `group`, for the documents of the set `within`."""
-    conds, params = [], []
-    for p in group:
-        for i, stem in enumerate(p.stems):
-            cond, ps = _term(stem, p.prefix and i == len(p.stems) - 1)
-            conds.append(f"({cond})")
-            params.extend(ps)
-    out: dict[int, tuple[int, dict]] = {}
-    if not conds:
-        return out
-    for doc_id, length, term, pos in conn.execute(
-        f"SELECT p.doc_id, p.len, p.term, p.pos FROM fulltext_postings p JOIN ({within.sql}) w ON w.doc_id = p.doc_id "
-        f"WHERE {_key('p')} AND ({' OR '.join(conds)})",
-        (*within.params, *index.key, *params),
-    ):
-        out.setdefault(doc_id, (int(length), {}))[1][term] = pos
-    return out
+    exact = {s for p in group for i, s in enumerate(p.stems) if not (p.prefix and i == len(p.stems) - 1)}
+    prefixes = tuple(p.stems[-1] for p in group if p.prefix and p.stems)
+
+    def wanted(stem: str) -> bool:
+        return stem in exact or stem.startswith(prefixes)
+
+    return {
+        doc_id: (int(length), _unpack(terms, pos, wanted))
+        for doc_id, length, terms, pos in conn.execute(
+            f"SELECT d.doc_id, d.len, d.terms, d.pos FROM fulltext_docs d JOIN ({within.sql}) w "
+            f"ON w.doc_id = d.doc_id WHERE {_key('d')}",
+            (*within.params, *index.key),
+        )
+    }
 
 
 def _compiled(conn: Connection, index: Index, match: str, min_rowid: int = 0) -> tuple[q.Node, _Compiler, _Sql]:
@@ -585,17 +630,17 @@ def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts
         p = node if isinstance(node, q.Phrase) else node.phrases[0]
         numbered.append(p)
         cond, ps = _term(p.stems[0], p.prefix)
-        tf = [f"t{c}" if c in p.cols else "0" for c in range(_SCORED)]
-        where = f"{_KEY} AND {cond} AND doc_id >= ? AND {_in_cols(p.cols, width)}"
+        tf = [f"u.t{c}" if c in p.cols else "0" for c in range(_SCORED)]
+        where = f"{_KEY} AND {cond} AND {_FROM} AND {_in_cols(p.cols, width)}"
         if p.prefix:  # one phrase, several words: its counts are their sums
-            scans.append(f"SELECT {p.index} AS ph, doc_id, min(len) AS len, "
+            scans.append(f"SELECT {p.index} AS ph, u.doc_id, min(u.len) AS len, "
                          + ", ".join(f"sum({t})::int AS a{c}" for c, t in enumerate(tf))
-                         + f" FROM fulltext_postings WHERE {where} GROUP BY doc_id")
+                         + f" {_UNNEST} WHERE {where} GROUP BY u.doc_id")
         else:
-            scans.append(f"SELECT {p.index} AS ph, doc_id, len, "
+            scans.append(f"SELECT {p.index} AS ph, u.doc_id, u.len, "
                          + ", ".join(f"{t} AS a{c}" for c, t in enumerate(tf))
-                         + f" FROM fulltext_postings WHERE {where}")
-        params += [*index.key, *ps, min_rowid]
+                         + f" {_UNNEST} WHERE {where}")
+        params += [*index.key, *ps, min_rowid, min_rowid]
     if extra[0]:
         scans.append("SELECT * FROM unnest(?::int[], ?::bigint[], ?::int[], ?::int[], ?::int[], ?::int[], ?::int[]) "
                      "AS x(ph, doc_id, len, a0, a1, a2, a3)")

@@ -14,31 +14,39 @@ CREATE TABLE fulltext_docs (
     doc_id bigint NOT NULL,
     -- Tokens in every column, the scope column's too: FTS5's column_size(-1), BM25's document length.
     len integer NOT NULL,
+    -- The write that indexed it: its postings are in the rows of that segment.
+    seg bigint NOT NULL,
     -- The scope column's tokens ("c12", "u3", "a5"; "s4", "u5" for facts), which MATCH filters test.
     scope text[] NOT NULL,
-    -- The document's distinct terms: its postings' keys, so removing it is index lookups, not a scan.
-    terms text[] COLLATE "C" NOT NULL,
+    -- Its distinct terms, space-separated (a token never holds a space), and their positions: per term in that
+    -- order, a count then the positions, int32 little-endian, each (column << 24) | offset. Only phrases and
+    -- NEAR read them, in Python; SQL never looks inside.
+    terms text COLLATE "C" NOT NULL,
+    pos bytea NOT NULL,
     PRIMARY KEY (tenant_id, kind, scope_id, doc_id)
 );
 
--- One row per (document, term): tokens per column (t0..t4, in the kind's column order, the scope column last)
--- and their positions, each (column << 24) | offset, so a phrase's next token is at position + 1 and tokens of
--- two columns are never near. The primary key carries what ranking reads (len, t0..t4), so a ranked
--- search is an index-only scan per term; positions are read only for phrases and NEAR.
+-- Postings in segments, as FTS5 keeps them: one row per (term, write), holding that write's documents with the
+-- term, in id order, and per document its length and its tokens per column (t0..t4, in the kind's column order,
+-- the scope column last). A bulk write of a thousand entries writes a row per distinct word, not per word and
+-- entry; a ranked search reads a term's rows and unnests them. `max_doc` lets a search from an id up skip
+-- older segments.
+CREATE SEQUENCE fulltext_segments;
 CREATE TABLE fulltext_postings (
     tenant_id bigint NOT NULL,
     kind smallint NOT NULL,
     scope_id bigint NOT NULL,
     term text COLLATE "C" NOT NULL,
-    doc_id bigint NOT NULL,
-    len integer NOT NULL,
-    t0 integer NOT NULL,
-    t1 integer NOT NULL,
-    t2 integer NOT NULL,
-    t3 integer NOT NULL,
-    t4 integer NOT NULL,
-    pos integer[] NOT NULL,
-    PRIMARY KEY (tenant_id, kind, scope_id, term, doc_id) INCLUDE (len, t0, t1, t2, t3, t4)
+    seg bigint NOT NULL,
+    max_doc bigint NOT NULL,
+    doc_ids bigint[] NOT NULL,
+    lens integer[] NOT NULL,
+    t0 integer[] NOT NULL,
+    t1 integer[] NOT NULL,
+    t2 integer[] NOT NULL,
+    t3 integer[] NOT NULL,
+    t4 integer[] NOT NULL,
+    PRIMARY KEY (tenant_id, kind, scope_id, term, seg)
 );
 
 -- Per index, kept exactly by every write: documents and tokens (FTS5's row count and column_total_size(-1)).
