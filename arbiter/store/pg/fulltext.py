@@ -231,19 +231,17 @@ def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
         return 0
     pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ")})
     ids = [r[0] for r in gone]
-    rows = f"{_KEY} AND (term, seg) IN (SELECT * FROM unnest(?::text[], ?::bigint[]))"
     targets = ([t for t, _ in pairs], [s for _, s in pairs])
-    conn.execute(f"DELETE FROM fulltext_postings WHERE {rows} AND doc_ids <@ ?::bigint[]", (*key, *targets, ids))
+    rows = (f"unnest(?::text[], ?::bigint[]) AS t(term, seg) WHERE {_key('p')} AND p.term = t.term "
+            "AND p.seg = t.seg")
+    conn.execute(f"DELETE FROM fulltext_postings p USING {rows} AND p.doc_ids <@ ?::bigint[]", (*targets, *key, ids))
     arrays = ("doc_ids", "lens", *_TF)
     conn.execute(
-        f"UPDATE fulltext_postings p SET max_doc = k.max_doc, {', '.join(f'{a} = k.{a}' for a in arrays)} FROM ("
-        f"SELECT x.term, x.seg, max(u.doc_ids) AS max_doc, "
-        + ", ".join(f"array_agg(u.{a} ORDER BY u.n) AS {a}" for a in arrays)
-        + f" FROM fulltext_postings x CROSS JOIN LATERAL unnest({', '.join('x.' + a for a in arrays)}) WITH ORDINALITY "
-        f"AS u({', '.join(arrays)}, n) WHERE {_key('x')} AND (x.term, x.seg) IN (SELECT * FROM unnest(?::text[], "
-        f"?::bigint[])) AND u.doc_ids <> ALL(?::bigint[]) GROUP BY x.term, x.seg"
-        f") k WHERE {_key('p')} AND p.term = k.term AND p.seg = k.seg AND p.doc_ids && ?::bigint[]",
-        (*key, *targets, ids, *key, ids),
+        f"UPDATE fulltext_postings p SET (max_doc, {', '.join(arrays)}) = (SELECT max(u.doc_ids), "
+        + ", ".join(f"array_agg(u.{a} ORDER BY u.n)" for a in arrays)
+        + f" FROM unnest({', '.join('p.' + a for a in arrays)}) WITH ORDINALITY AS u({', '.join(arrays)}, n) "
+        f"WHERE u.doc_ids <> ALL(?::bigint[])) FROM {rows} AND p.doc_ids && ?::bigint[]",
+        (ids, *targets, *key, ids),
     )
     conn.execute(
         f"UPDATE fulltext_totals SET rows = rows - ?, tokens = tokens - ? WHERE {_KEY}",
