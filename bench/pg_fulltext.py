@@ -94,18 +94,29 @@ def run(pg_conninfo: str, n: int, queries: int, *, keep: bool, explain: bool, sq
         backend = raw.execute("SELECT pg_backend_pid()").fetchone()[0]
         index = ft.Index(TENANT, ft.ENTRIES, SCOPE)
         docs = _entries(n, seed=1)
-        start = time.perf_counter()
+        start, c0, b0 = time.perf_counter(), _cpu_ns(), _cpu_ns(backend)
         for i in range(0, n, BATCH):
             with raw.transaction():
                 ft.add_many(conn, index, docs[i : i + BATCH])
         out["index_entries_per_s"] = n / (time.perf_counter() - start)
+        out["index_entries_per_cpu_s"] = n / ((_cpu_ns() - c0 + _cpu_ns(backend) - b0) / 1e9)
+        # One entry a write, as `remember` indexes it.
+        singles = _entries(200, seed=3, first=10 * n + 1)
+        samples = []
+        for doc_id, cols in singles:
+            t = time.perf_counter()
+            with raw.transaction():
+                ft.add(conn, index, doc_id, cols)
+            samples.append(time.perf_counter() - t)
+        out["add_one_p50_ms"] = _ms(samples, 50)
         others = _entries(n // 4, seed=2, first=n + 1)
         for i in range(0, len(others), BATCH):
             with raw.transaction():
                 ft.add_many(conn, ft.Index(OTHER, ft.ENTRIES, SCOPE), others[i : i + BATCH])
         raw.execute("VACUUM ANALYZE")
-        out["postings_mb"] = raw.execute(
-            "SELECT pg_total_relation_size('fulltext_postings') / 1e6").fetchone()[0]
+        out["tables_mb"] = raw.execute(
+            "SELECT (pg_total_relation_size('fulltext_postings') + pg_total_relation_size('fulltext_docs')) / 1e6"
+        ).fetchone()[0]
 
         lite = apsw.Connection(":memory:")
         tok = tokenizer(lite)
