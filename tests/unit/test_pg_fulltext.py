@@ -315,12 +315,23 @@ def test_replace_and_remove_keep_parity(pg):
             ft.replace(pg, index, doc_id, cols)
         assert ft.remove(pg, index, gone + [999_999]) == len(gone)
     tok = tokenizer(lite)
-    for text in ("rollback the orders migration", "support group adoption", "deploy* release"):
-        terms = analyze(text, tok).terms
-        expr = expression(terms)
-        match = _sql.text_match(expr.text)
-        spec = _spec(lite, pg, index, expr, terms)
-        _same(ft.ranked(pg, index, match, spec, 50), _rank.ranked(lite, "e", match, spec, 50))
+
+    def same_rankings():
+        for text in ("rollback the orders migration", "support group adoption", "deploy* release",
+                     'the "orders migration"'):
+            terms = analyze(text, tok).terms
+            expr = expression(terms)
+            match = _sql.text_match(expr.text)
+            spec = _spec(lite, pg, index, expr, terms)
+            _same(ft.ranked(pg, index, match, spec, 50), _rank.ranked(lite, "e", match, spec, 50))
+
+    same_rankings()
+    segments = "SELECT count(DISTINCT seg) FROM fulltext_postings WHERE tenant_id = ? AND kind = ? AND scope_id = ?"
+    assert pg.execute(segments, index.key).fetchone()[0] == 1 + len(changed)  # a replace writes a segment of one
+    with pg.conn.transaction():
+        assert ft.merge(pg, index) == 1 + len(changed)
+    assert pg.execute(segments, index.key).fetchone()[0] == 1
+    same_rankings()
     rows, tokens = ft.totals(pg, index)
     assert rows == len(docs) - len(gone)
     assert pg.execute("SELECT count(*) FROM fulltext_postings WHERE tenant_id = ? AND kind = ? AND scope_id = ? "

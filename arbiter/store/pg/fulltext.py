@@ -30,6 +30,7 @@ in the kind's column order, the scope column's tokens last):
     add(conn, index, doc_id, columns) / add_many(conn, index, [(doc_id, columns), ...])
     remove(conn, index, doc_ids) -> documents removed
     replace(conn, index, doc_id, columns)
+    merge(conn, index) -> segments folded (idle upkeep: one-entry writes leave a segment each)
 
 Reads, each the counterpart of an FTS5 read:
 
@@ -46,13 +47,22 @@ Reads, each the counterpart of an FTS5 read:
 cursor (the PostgreSQL connection wrapper). `spec` is duck-typed as
 `_rank.Spec` (idf per leading phrase, weights of columns 0-3, k1, b, avgdl).
 
-Where the SQL runs: a ranked search whose text is an OR of single words or
-prefixes (what recall writes unless phrase and NEAR branches are on), with
-scope filters ANDed or NOTed on, is scored wholly in SQL: one index-only scan
-per phrase, a GROUP BY document. Any other expression (quoted phrases, NEAR,
-AND between words) gets its candidates from SQL (each phrase as "all its
-words", which can only be more) and is matched and scored here in Python from
-the positions, by the rules fulltext_query.py spells out.
+Where the work is done. Postings are segments, as in FTS5: a row per term
+and write, holding that write's documents with the term (ids, lengths,
+tokens per column) as arrays; positions are one packed row per document
+(p002_fulltext.sql). Words, prefixes and scope filters are SQL: a ranked
+search over an OR of words and prefixes (what recall writes), with scope
+filters ANDed or NOTed on, is one statement (each term's segments unnested,
+a GROUP BY document, the score, ORDER BY, LIMIT). A phrase of several words
+or a NEAR group: SQL finds the documents holding all its words, their
+positions are matched here by fulltext_query's rules, and the counts join
+the same statement. Any other shape (an AND between words) is matched and
+scored here from the documents SQL finds.
+
+Statistics are read exactly on every call (`frequencies` sums a term's
+segments); the caller caches them as `_rank.Frequencies` does on SQLite. A
+one-entry write is a segment of one document until `merge` folds the small
+segments into one.
 """
 
 from __future__ import annotations
@@ -254,6 +264,36 @@ def replace(conn: Connection, index: Index, doc_id: int, columns: Sequence[str |
     """Index a document's new text in place of its old (or index it, if the index did not hold it)."""
     remove(conn, index, [doc_id])
     add(conn, index, doc_id, columns)
+
+
+def merge(conn: Connection, index: Index, *, below: int = 1000) -> int:
+    """Fold the index's segments of fewer than `below` documents into one; returns how many were folded.
+
+    One-entry writes leave a segment each (a row per word of the entry);
+    idle upkeep merges them, as FTS5's automerge does, so a term is a few
+    rows whatever the writes were. Ranking reads the same postings before
+    and after.
+    """
+    key = index.key
+    small = [r[0] for r in conn.execute(
+        f"SELECT seg FROM fulltext_docs WHERE {_KEY} GROUP BY seg HAVING count(*) < ?", (*key, below)
+    )]
+    if len(small) < 2:
+        return 0
+    seg = conn.execute("SELECT nextval('fulltext_segments')").fetchone()[0]
+    arrays = ("doc_ids", "lens", *_TF)
+    conn.execute(
+        f"WITH old AS (DELETE FROM fulltext_postings WHERE {_KEY} AND seg = ANY(?::bigint[]) "
+        f"RETURNING term, {', '.join(arrays)}) "
+        f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, max_doc, {', '.join(arrays)}) "
+        f"SELECT ?, ?, ?, o.term, ?, max(u.doc_ids), "
+        + ", ".join(f"array_agg(u.{a} ORDER BY u.doc_ids)" for a in arrays)
+        + f" FROM old o CROSS JOIN LATERAL unnest({', '.join('o.' + a for a in arrays)}) AS u({', '.join(arrays)}) "
+        "GROUP BY o.term",
+        (*key, small, *key, seg),
+    )
+    conn.execute(f"UPDATE fulltext_docs SET seg = ? WHERE {_KEY} AND seg = ANY(?::bigint[])", (seg, *key, small))
+    return len(small)
 
 
 # -- statistics -----------------------------------------------------------------------------------------------
