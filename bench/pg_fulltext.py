@@ -7,7 +7,8 @@ of bench.load's generator in one tenant's scope index, plus a second tenant
 of N/4 that the searches must not see; then recall's tenant pass is timed
 for queries of three to five mid-frequency words, as recall runs it: term
 selection (`select_terms`), the newest-`rank_budget` floor when the words
-are common (`newest`), then `ranked` at depth 30. `stats` is what recall reads
+are common (`newest`), then `ranked` at depth 30. `conversation` is a conversation pass (all the words, the
+conversation's scope filter ANDed on, depth 50). `stats` is what recall reads
 first (document frequencies, uncached here, and totals). The same documents
 in an FTS5 table give `_rank.ranked`'s figures beside them. Milliseconds per
 call, p50 and p99 of wall time, and `cpu`: the client thread's plus the
@@ -125,7 +126,10 @@ def run(pg_conninfo: str, n: int, queries: int, *, keep: bool, explain: bool, sq
             terms = analyze(text, tok).terms
             passes.append(terms)
 
-        times: dict[str, list[float]] = {"stats": [], "newest": [], "ranked": [], "pass": [], "pass_cpu": []}
+        times: dict[str, list[float]] = {"stats": [], "newest": [], "ranked": [], "pass": [], "pass_cpu": [],
+                                         "conversation": []}
+        conversations = random.Random(11)
+        chats = []
         plans = []
         for terms in passes:
             t0, c0, b0 = time.perf_counter(), _cpu_ns(), _cpu_ns(backend)
@@ -152,13 +156,23 @@ def run(pg_conninfo: str, n: int, queries: int, *, keep: bool, explain: bool, sq
             times["pass"].append(t3 - t0)
             times["pass_cpu"].append(cpu / 1e9)
             plans.append((match, spec, floor))
+            # A conversation pass (recall's first when the caller names a conversation): all the words, the scope
+            # filter ANDed on.
+            conv = conversations.randint(1, max(1, n // 400))
+            scoped = _sql.scoped(_sql.text_match(expression(terms).text), TENANT, conversation_id=conv)
+            spec_all = _rank.Spec(idf=[sum(_rank.idf(df[s], rows) for s in st) for _, st in expression(terms).slots],
+                                  weights=DEFAULT.weights, avgdl=tokens / max(rows, 1))
+            t4 = time.perf_counter()
+            ft.ranked(conn, index, scoped, spec_all, DEFAULT.conversation_depth)
+            times["conversation"].append(time.perf_counter() - t4)
+            chats.append((scoped, spec_all))
         for key, samples in times.items():
             out[f"{key}_p50_ms"] = _ms(samples, 50)
             out[f"{key}_p99_ms"] = _ms(samples, 99)
         out["mean_matches"] = statistics.mean(ft.count(conn, index, m) for m, _, _ in plans[:20])
 
         if sqlite:
-            out.update(_sqlite(docs, plans))
+            out.update(_sqlite(docs, plans, chats))
         if explain:
             match, spec, floor = plans[len(plans) // 2]
             _explain(raw, conn, index, match, spec, floor)
@@ -172,7 +186,7 @@ def run(pg_conninfo: str, n: int, queries: int, *, keep: bool, explain: bool, sq
     return out
 
 
-def _sqlite(docs, plans) -> dict:
+def _sqlite(docs, plans, chats) -> dict:
     """The same documents and calls on FTS5 with recall's own `_rank.ranked` (one index, in a temporary file)."""
     with tempfile.TemporaryDirectory() as tmp:
         lite = apsw.Connection(str(Path(tmp) / "bench.db"))
@@ -186,8 +200,14 @@ def _sqlite(docs, plans) -> dict:
             t = time.perf_counter()
             _rank.ranked(lite, "e", match, spec, DEFAULT.tenant_depth, min_rowid=floor)
             samples.append(time.perf_counter() - t)
+        chat = []
+        for match, spec in chats:
+            t = time.perf_counter()
+            _rank.ranked(lite, "e", match, spec, DEFAULT.conversation_depth)
+            chat.append(time.perf_counter() - t)
         lite.close()
-    return {"sqlite_ranked_p50_ms": _ms(samples, 50), "sqlite_ranked_p99_ms": _ms(samples, 99)}
+    return {"sqlite_ranked_p50_ms": _ms(samples, 50), "sqlite_ranked_p99_ms": _ms(samples, 99),
+            "sqlite_conversation_p50_ms": _ms(chat, 50), "sqlite_conversation_p99_ms": _ms(chat, 99)}
 
 
 def _explain(raw, conn, index, match, spec, floor) -> None:
