@@ -209,8 +209,8 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     )
     # A row per term: its documents in id order, so a segment reads like an FTS5 doclist.
     conn.execute(
-        "INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, max_doc, doc_ids, lens, t0, t1, t2, t3, "
-        "t4) SELECT ?, ?, ?, u.term, ?, max(u.doc_id), array_agg(u.doc_id ORDER BY u.doc_id), "
+        "INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, doc_ids, lens, t0, t1, "
+        "t2, t3, t4) SELECT ?, ?, ?, u.term, ?, min(u.doc_id), max(u.doc_id), array_agg(u.doc_id ORDER BY u.doc_id), "
         + ", ".join(f"array_agg(u.{c} ORDER BY u.doc_id)" for c in ("len", *_TF))
         + " FROM unnest(?::text[], ?::bigint[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], ?::integer[], "
         "?::integer[]) AS u(term, doc_id, len, t0, t1, t2, t3, t4) GROUP BY u.term",
@@ -251,7 +251,7 @@ def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
     conn.execute(f"DELETE FROM fulltext_postings p USING {rows} AND p.doc_ids <@ ?::bigint[]", (*targets, *key, ids))
     arrays = ("doc_ids", "lens", *_TF)
     conn.execute(
-        f"UPDATE fulltext_postings p SET (max_doc, {', '.join(arrays)}) = (SELECT max(u.doc_ids), "
+        f"UPDATE fulltext_postings p SET (min_doc, max_doc, {', '.join(arrays)}) = (SELECT min(u.doc_ids), max(u.doc_ids), "
         + ", ".join(f"array_agg(u.{a} ORDER BY u.n)" for a in arrays)
         + f" FROM unnest({', '.join('p.' + a for a in arrays)}) WITH ORDINALITY AS u({', '.join(arrays)}, n) "
         f"WHERE u.doc_ids <> ALL(?::bigint[])) FROM {rows} AND p.doc_ids && ?::bigint[]",
@@ -289,8 +289,8 @@ def merge(conn: Connection, index: Index, *, below: int = 1000) -> int:
     conn.execute(
         f"WITH old AS (DELETE FROM fulltext_postings WHERE {_KEY} AND seg = ANY(?::bigint[]) "
         f"RETURNING term, {', '.join(arrays)}) "
-        f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, max_doc, {', '.join(arrays)}) "
-        f"SELECT ?, ?, ?, o.term, ?, max(u.doc_ids), "
+        f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, {', '.join(arrays)}) "
+        f"SELECT ?, ?, ?, o.term, ?, min(u.doc_ids), max(u.doc_ids), "
         + ", ".join(f"array_agg(u.{a} ORDER BY u.doc_ids)" for a in arrays)
         + f" FROM old o CROSS JOIN LATERAL unnest({', '.join('o.' + a for a in arrays)}) AS u({', '.join(arrays)}) "
         "GROUP BY o.term",
@@ -415,10 +415,11 @@ def _term(stem: str, prefix: bool) -> tuple[str, tuple]:
     return "term >= ? AND term < ?", (stem, stem[:-1] + chr(last))
 
 
-#: A term's segments, a row per document: FROM ... WHERE {_KEY} AND term ... AND {_FROM} (min_rowid twice).
+#: A term's segments, a row per document: FROM ... WHERE {_KEY} AND term ... AND {_RANGE} (`_Compiler.range`).
 _UNNEST = ("FROM fulltext_postings CROSS JOIN LATERAL unnest(doc_ids, lens, t0, t1, t2, t3, t4) "
            "AS u(doc_id, len, t0, t1, t2, t3, t4)")
-_FROM = "max_doc >= ? AND u.doc_id >= ?"
+_RANGE = "max_doc >= ? AND min_doc <= ? AND u.doc_id BETWEEN ? AND ?"
+_LAST = (1 << 63) - 1
 
 
 def _in_cols(cols: frozenset[int], width: int) -> str:
@@ -426,6 +427,13 @@ def _in_cols(cols: frozenset[int], width: int) -> str:
     if len(cols & set(range(width))) == width:
         return "TRUE"
     return "(" + " + ".join(f"u.{_TF[c]}" for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
+
+
+def _plain(node: q.Node) -> bool:
+    """An AND or OR of scope tokens, no NOT: the documents it matches lie between its tokens' first and last."""
+    if isinstance(node, (q.And, q.Or)):
+        return all(_plain(c) for c in node.children)
+    return isinstance(node, (q.Phrase, q.Near))
 
 
 def _simple(node: q.Node) -> bool:
@@ -447,20 +455,47 @@ class _Compiler:
 
     def __init__(self, conn: Connection, index: Index, min_rowid: int) -> None:
         self.conn, self.index, self.min_rowid = conn, index, int(min_rowid)
+        self.max_rowid = _LAST
         self.width = len(index.columns)
         self.scope_col = self.width - 1
         self.found: dict[int, Found] = {}  # id(node) -> what it matched
 
     def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
         cond, params = _term(stem, prefix)
-        sql = f"SELECT u.doc_id {_UNNEST} WHERE {_KEY} AND {cond} AND {_FROM} AND {_in_cols(cols, self.width)}"
-        return _Sql(sql, (*self.index.key, *params, self.min_rowid, self.min_rowid), False)
+        sql = f"SELECT u.doc_id {_UNNEST} WHERE {_KEY} AND {cond} AND {_RANGE} AND {_in_cols(cols, self.width)}"
+        return _Sql(sql, (*self.index.key, *params, *self.range), False)
+
+    @property
+    def range(self) -> tuple[int, int, int, int]:
+        """The parameters of `_RANGE`."""
+        return self.min_rowid, self.max_rowid, self.min_rowid, self.max_rowid
+
+    def narrow(self, filters: list[tuple[q.Node, bool]]) -> bool:
+        """Bound the ids searched by where the documents a positive scope filter names lie; False if nowhere.
+
+        A conversation's entries are a short run of ids among the tenant's:
+        its words' segments outside that run are skipped, not unnested (the
+        scope tokens are postings too, so their first and last ids are a
+        lookup). The filter itself still decides, on each match.
+        """
+        for node, negated in filters:
+            if negated or not _plain(node):
+                continue
+            stems = sorted({p.stems[0] for p in q.phrases(node)})
+            low, high = self.conn.execute(
+                f"SELECT min(min_doc), max(max_doc) FROM fulltext_postings WHERE {_KEY} AND term = ANY(?::text[])",
+                (*self.index.key, stems),
+            ).fetchone()
+            if low is None:
+                return False
+            self.min_rowid, self.max_rowid = max(self.min_rowid, int(low)), min(self.max_rowid, int(high))
+        return self.min_rowid <= self.max_rowid
 
     def as_set(self, part: _Sql) -> _Sql:
         if not part.filter:
             return part
-        sql = f"SELECT d.doc_id FROM fulltext_docs d WHERE {_key('d')} AND d.doc_id >= ? AND ({part.sql})"
-        return _Sql(sql, (*self.index.key, self.min_rowid, *part.params), False)
+        sql = f"SELECT d.doc_id FROM fulltext_docs d WHERE {_key('d')} AND d.doc_id BETWEEN ? AND ? AND ({part.sql})"
+        return _Sql(sql, (*self.index.key, self.min_rowid, self.max_rowid, *part.params), False)
 
     def restrict(self, part: _Sql, cond: str, params: tuple) -> _Sql:
         sql = (f"SELECT x.doc_id FROM ({part.sql}) x JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = x.doc_id "
@@ -645,6 +680,8 @@ def ranked(
     split = _split(tree, compiler.scope_col)
     branches = _branches(split[0]) if split else None
     if branches is not None and all(p.index >= len(idf) for node, _ in split[1] for p in q.phrases(node)):
+        if not compiler.narrow(split[1]):
+            return []
         return _ranked_sql(compiler, branches, split[1], idf, consts, depth)
     return _ranked_here(compiler, tree, idf, consts, depth)
 
@@ -688,7 +725,7 @@ def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts
     several words or a NEAR group comes in as rows of counts worked out in
     Python (`_Compiler.evaluate`).
     """
-    index, min_rowid = compiler.index, compiler.min_rowid
+    index = compiler.index
     weights, k1, one_minus_b, b, k1p1, avgdl = consts
     width = len(index.columns)
     scans, params = [], []
@@ -707,7 +744,7 @@ def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts
         numbered.append(p)
         cond, ps = _term(p.stems[0], p.prefix)
         tf = [f"u.t{c}" if c in p.cols else "0" for c in range(_SCORED)]
-        where = f"{_KEY} AND {cond} AND {_FROM} AND {_in_cols(p.cols, width)}"
+        where = f"{_KEY} AND {cond} AND {_RANGE} AND {_in_cols(p.cols, width)}"
         if p.prefix:  # one phrase, several words: its counts are their sums
             scans.append(f"SELECT {p.index} AS ph, u.doc_id, min(u.len) AS len, "
                          + ", ".join(f"sum({t})::int AS a{c}" for c, t in enumerate(tf))
@@ -716,7 +753,7 @@ def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts
             scans.append(f"SELECT {p.index} AS ph, u.doc_id, u.len, "
                          + ", ".join(f"{t} AS a{c}" for c, t in enumerate(tf))
                          + f" {_UNNEST} WHERE {where}")
-        params += [*index.key, *ps, min_rowid, min_rowid]
+        params += [*index.key, *ps, *compiler.range]
     if extra[0]:
         scans.append("SELECT * FROM unnest(?::int[], ?::bigint[], ?::int[], ?::int[], ?::int[], ?::int[], ?::int[]) "
                      "AS x(ph, doc_id, len, a0, a1, a2, a3)")

@@ -29,8 +29,8 @@ CREATE TABLE fulltext_docs (
 -- Postings in segments, as FTS5 keeps them: one row per (term, write), holding that write's documents with the
 -- term, in id order, and per document its length and its tokens per column (t0..t4, in the kind's column order,
 -- the scope column last). A bulk write of a thousand entries writes a row per distinct word, not per word and
--- entry; a ranked search reads a term's rows and unnests them. `max_doc` lets a search from an id up skip
--- older segments.
+-- entry; a ranked search reads a term's rows and unnests them. `min_doc` and `max_doc` let a search over an id
+-- range (from an id up; a conversation's entries) skip the segments outside it.
 CREATE SEQUENCE fulltext_segments;
 CREATE TABLE fulltext_postings (
     tenant_id bigint NOT NULL,
@@ -38,6 +38,7 @@ CREATE TABLE fulltext_postings (
     scope_id bigint NOT NULL,
     term text COLLATE "C" NOT NULL,
     seg bigint NOT NULL,
+    min_doc bigint NOT NULL,
     max_doc bigint NOT NULL,
     doc_ids bigint[] NOT NULL,
     lens integer[] NOT NULL,
