@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import threading
 import random
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path

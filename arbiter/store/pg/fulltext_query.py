@@ -197,7 +197,7 @@ class _Parser:
             raise ValueError(f"no such column in {braces!r}; the index has {self.columns}") from None
 
 
-def _join(kind: type[And] | type[Or], left: Node, right: Node) -> Node:
+def _join(kind: type[And | Or], left: Node, right: Node) -> Node:
     """`kind` of the two, flattened: (a OR b) OR c is one OR of three."""
     parts: list[Node] = []
     for side in (left, right):
