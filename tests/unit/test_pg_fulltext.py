@@ -388,10 +388,16 @@ def test_a_match_arbiter_never_writes_is_refused(pg):
             ft.count(pg, index, bad)
 
 
-def test_snippet_marks_the_matched_words_of_the_best_window():
-    content = ("Adding the NOT NULL column to orders rewrites the table. Split it: add nullable, backfill in batches, "
-               "then add the constraint.")
-    columns = ("Orders migration", content, "[]", None, "u7")
-    match = _sql.text_match('"backfill" OR "batch"')
-    assert ft.snippet(ft.ENTRIES, match, columns, tokens=8) == "…nullable, **backfill** in **batches**, then add the constraint."
-    assert ft.snippet(ft.ENTRIES, _sql.text_match('"kubernetes"'), columns) is None
+def test_snippets_are_fts5s(both):
+    """The same excerpt FTS5's snippet() cuts, for every hit of every case (scope filters' instances included)."""
+    lite, _, _ = both
+    texts = dict(DOCS)
+    checked = 0
+    for text, _, _, match in _cases(lite):
+        for rowid, want in lite.execute(
+            "SELECT rowid, snippet(e, -1, '**', '**', '…', 24) FROM e WHERE e MATCH ? LIMIT 5", (match,)
+        ):
+            assert ft.snippet(ft.ENTRIES, match, texts[rowid]) == want, (text, match, rowid)
+            checked += 1
+    assert checked > 300
+    assert ft.snippet(ft.ENTRIES, _sql.text_match('"kubernetes"'), texts[DOCS[0][0]]) is None
