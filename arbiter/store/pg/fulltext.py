@@ -1,0 +1,897 @@
+"""Full-text search and BM25 on PostgreSQL: what FTS5 and recall/_rank.py do on SQLite, same stems, same scores.
+
+No extension: postings in plain tables (migration p002_fulltext.sql), BM25 in
+SQL. A ranking over the same documents with the same `Spec` gives the same ids
+in the same order and the same scores as `recall._rank.ranked` over FTS5
+(tests/unit/test_pg_fulltext.py checks it against SQLite), because:
+
+- terms are SQLite's own FTS5 tokenizer's stems (`porter unicode61
+  remove_diacritics 2`, through apsw), so the two engines cannot disagree on
+  what a token is;
+- a document's length counts every column, the scope column too, as FTS5's
+  `column_size(-1)` does; per column token counts stand beside each posting;
+- MATCH strings are FTS5's, parsed (fulltext_query.py), and a phrase counts
+  the instances FTS5's `phrase_locations` reports (NEAR trimming, column
+  filters, branches that miss report none);
+- the score is `_rank`'s expression, operation for operation, summed in
+  phrase order, so the floats are the same floats.
+
+An index is an `Index(tenant_id, kind, scope_id)`, every key and statement
+within one tenant:
+
+    Index(t, ENTRIES, scope)  one visibility scope's entries (SQLite: entries_fts_<scope>);
+                              columns title, content, tags, source, scope ("c<conv>" | "u<tenant>", " a<author>")
+    Index(t, REVISIONS)       the tenant's past texts (entry_revisions_fts); same columns, scope "t<t> c<conv>|u<t>"
+    Index(t, FACTS)           the tenant's active facts (facts_fts); subject, predicate, object, scope "s<scope> u<author>"
+
+Writes (in the caller's transaction; `columns` are the texts FTS5 would index,
+in the kind's column order, the scope column's tokens last):
+
+    add(conn, index, doc_id, columns) / add_many(conn, index, [(doc_id, columns), ...])
+    remove(conn, index, doc_ids) -> documents removed
+    replace(conn, index, doc_id, columns)
+    merge(conn, index) -> segments folded (idle upkeep: one-entry writes leave a segment each)
+
+Reads, each the counterpart of an FTS5 read:
+
+    ranked(conn, index, match, spec, depth, *, min_rowid=0) -> [(doc_id, score)]    _rank.ranked
+    count(conn, index, match) -> int                                                 SELECT count(*) ... MATCH
+    newest(conn, index, match, count) -> doc_id (0 if fewer)                          _sql.newest
+    matching(conn, index, match, limit, *, below=None) -> [doc_id], newest first       rowid < ? ORDER BY rowid DESC
+    lengths(conn, index, match) -> (documents, tokens)                               facts' average length
+    totals(conn, index) -> (rows, tokens)                                            fts.totals
+    frequencies(conn, index, stems) -> {stem: documents}  ("x*": a prefix, summed)    fts5vocab's counts
+    Frequencies().get(conn, indexes, stems) -> (documents, {stem: documents})          _rank.Frequencies (cached)
+    snippet(kind, match, columns, *, tokens=24) -> str | None                         FTS5 snippet(), in Python
+
+`conn` is anything with `execute(sql, params)` in qmark style returning a
+cursor (the PostgreSQL connection wrapper). `spec` is duck-typed as
+`_rank.Spec` (idf per leading phrase, weights of columns 0-3, k1, b, avgdl).
+
+Where the work is done. Postings are segments, as in FTS5: a row per term
+and write, holding that write's documents with the term (ids, lengths,
+tokens per column) as arrays; positions are one packed row per document
+(p002_fulltext.sql). Words, prefixes and scope filters are SQL: a ranked
+search over an OR of words and prefixes (what recall writes), with scope
+filters ANDed or NOTed on, is one statement (each term's segments unnested,
+a GROUP BY document, the score, ORDER BY, LIMIT). A phrase of several words
+or a NEAR group: SQL finds the documents holding all its words, their
+positions are matched here by fulltext_query's rules, and the counts join
+the same statement. Any other shape (an AND between words) is matched and
+scored here from the documents SQL finds.
+
+Statistics are read exactly on every call (`frequencies` sums a term's
+segments); `Frequencies` caches them as `_rank.Frequencies` does on SQLite. A
+one-entry write is a segment of one document until `merge` folds the small
+segments into one.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from array import array
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from arbiter.store.pg import fulltext_query as q
+
+ENTRIES, REVISIONS, FACTS = 1, 2, 3
+#: Each kind's columns, as its FTS5 table names them; the last is the scope column (filtered, never scored).
+COLUMNS = {
+    ENTRIES: ("title", "content", "tags", "source", "scope"),
+    REVISIONS: ("title", "content", "tags", "source", "scope"),
+    FACTS: ("subject", "predicate", "object", "scope"),
+}
+_SCORED = 4  # `_rank` weighs columns 0-3
+_TF = ("t0", "t1", "t2", "t3", "t4")
+#: Cached document frequencies are dropped once the index has grown this much (as `_rank` does on SQLite).
+_STALE_GROWTH = 1.1
+
+
+class Connection(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """One full-text index: a tenant's visibility scope (ENTRIES), or its past texts or facts (scope_id 0)."""
+
+    tenant_id: int
+    kind: int
+    scope_id: int = 0
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return COLUMNS[self.kind]
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (int(self.tenant_id), int(self.kind), int(self.scope_id))
+
+
+_KEY = "tenant_id = ? AND kind = ? AND scope_id = ?"
+
+
+def _key(alias: str) -> str:
+    return f"{alias}.tenant_id = ? AND {alias}.kind = ? AND {alias}.scope_id = ?"
+
+
+# -- writes ---------------------------------------------------------------------------------------------------
+
+
+def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list]]:
+    """(length, scope tokens, {stem: [t0..t4, positions]}) of one document's column texts."""
+    postings: dict[str, list] = {}
+    length = 0
+    scope: list[str] = []
+    last = len(columns) - 1
+    for col, text in enumerate(columns):
+        if not text:
+            continue
+        for offset, (_, _, stem) in enumerate(q.tokenize(text)):
+            entry = postings.get(stem)
+            if entry is None:
+                entry = postings[stem] = [0, 0, 0, 0, 0, []]
+            entry[col] += 1
+            entry[5].append((col << q.SHIFT) | offset)
+            length += 1
+            if col == last:
+                scope.append(stem)
+    return length, scope, postings
+
+
+def _pack(postings: dict[str, list]) -> bytes:
+    """A document's positions as `fulltext_docs.pos` holds them: per term, a count and the positions (int32 LE)."""
+    out = array("i")
+    for entry in postings.values():
+        out.append(len(entry[5]))
+        out.extend(entry[5])
+    if sys.byteorder != "little":
+        out.byteswap()
+    return out.tobytes()
+
+
+def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
+    """{stem: positions} of the stems `wanted` keeps, from a docs row's `terms` and `pos`."""
+    values = array("i")
+    values.frombytes(data)
+    if sys.byteorder != "little":
+        values.byteswap()
+    out, at = {}, 0
+    for stem in terms.split(" "):
+        n = values[at]
+        if wanted(stem):
+            out[stem] = values[at + 1 : at + 1 + n].tolist()
+        at += 1 + n
+    return out
+
+
+def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[str | None]]]) -> int:
+    """Index documents (ids new to the index) as one segment; returns how many. Four statements whatever their number."""
+    width = len(index.columns)
+    d_ids: list[int] = []
+    d_lens: list[int] = []
+    d_scopes: list[str] = []
+    d_terms: list[str] = []
+    d_pos: list[bytes] = []
+    # term -> [doc ids, lengths, t0..t4], each a list; documents in id order, so a segment reads like a doclist.
+    rows: dict[str, list[list[int]]] = {}
+    tokens = 0
+    for doc_id, columns in sorted(docs, key=lambda d: d[0]):
+        if len(columns) != width:
+            raise ValueError(f"an index of kind {index.kind} has {width} columns, not {len(columns)}")
+        length, scope, postings = _document(columns)
+        doc_id = int(doc_id)
+        d_ids.append(doc_id)
+        d_lens.append(length)
+        d_scopes.append(" ".join(scope))
+        d_terms.append(" ".join(postings))
+        d_pos.append(_pack(postings))
+        tokens += length
+        for stem, entry in postings.items():
+            row = rows.get(stem)
+            if row is None:
+                row = rows[stem] = [[], [], [], [], [], [], []]
+            row[0].append(doc_id)
+            row[1].append(length)
+            for c in range(5):
+                row[2 + c].append(entry[c])
+    if not d_ids:
+        return 0
+    key = index.key
+    seg = conn.execute("SELECT nextval('fulltext_segments')").fetchone()[0]
+    conn.execute(
+        "INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, seg, scope, terms, pos) "
+        "SELECT ?, ?, ?, u.doc_id, u.len, ?, string_to_array(u.scope, ' '), u.terms, u.pos "
+        "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[], ?::bytea[]) AS u(doc_id, len, scope, terms, pos)",
+        (*key, seg, d_ids, d_lens, d_scopes, d_terms, d_pos),
+    )
+    # Each array column goes as one string ("1,2;7;..."), split by PostgreSQL: adapting ~70K integers a thousand
+    # entries one by one in Python cost as much CPU as the whole insert.
+    columns = [";".join(",".join(map(str, row[i])) for row in rows.values()) for i in range(7)]
+    arrays = ("doc_ids", "lens", *_TF)
+    conn.execute(
+        f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, {', '.join(arrays)}) "
+        f"SELECT ?, ?, ?, u.term, ?, u.doc_ids[1], u.doc_ids[cardinality(u.doc_ids)], {', '.join('u.' + a for a in arrays)} "
+        "FROM (SELECT s.term, ('{' || s.doc_ids || '}')::bigint[] AS doc_ids, "
+        + ", ".join(f"('{{' || s.{a} || '}}')::integer[] AS {a}" for a in arrays[1:])
+        + " FROM unnest(string_to_array(?, ' '), " + ", ".join("string_to_array(?, ';')" for _ in arrays)
+        + f") AS s(term, {', '.join(arrays)})) u",
+        (*key, seg, " ".join(rows), *columns),
+    )
+    conn.execute(
+        "INSERT INTO fulltext_totals (tenant_id, kind, scope_id, rows, tokens) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (tenant_id, kind, scope_id) DO UPDATE "
+        "SET rows = fulltext_totals.rows + excluded.rows, tokens = fulltext_totals.tokens + excluded.tokens",
+        (*key, len(d_ids), tokens),
+    )
+    return len(d_ids)
+
+
+def add(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
+    """Index one document."""
+    add_many(conn, index, [(doc_id, columns)])
+
+
+def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
+    """Take documents out of the index (ids it does not hold are skipped); returns how many it held.
+
+    Each segment row holding one of them is rewritten without it (or deleted, if it held nothing else).
+    """
+    key = index.key
+    ids = sorted({int(i) for i in doc_ids})
+    gone = conn.execute(
+        f"DELETE FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[]) RETURNING doc_id, len, seg, terms",
+        (*key, ids),
+    ).fetchall()
+    if not gone:
+        return 0
+    pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ")})
+    ids = [r[0] for r in gone]
+    targets = ([t for t, _ in pairs], [s for _, s in pairs])
+    rows = (f"unnest(?::text[], ?::bigint[]) AS t(term, seg) WHERE {_key('p')} AND p.term = t.term "
+            "AND p.seg = t.seg")
+    conn.execute(f"DELETE FROM fulltext_postings p USING {rows} AND p.doc_ids <@ ?::bigint[]", (*targets, *key, ids))
+    arrays = ("doc_ids", "lens", *_TF)
+    conn.execute(
+        f"UPDATE fulltext_postings p SET (min_doc, max_doc, {', '.join(arrays)}) = (SELECT min(u.doc_ids), max(u.doc_ids), "
+        + ", ".join(f"array_agg(u.{a} ORDER BY u.n)" for a in arrays)
+        + f" FROM unnest({', '.join('p.' + a for a in arrays)}) WITH ORDINALITY AS u({', '.join(arrays)}, n) "
+        f"WHERE u.doc_ids <> ALL(?::bigint[])) FROM {rows} AND p.doc_ids && ?::bigint[]",
+        (ids, *targets, *key, ids),
+    )
+    conn.execute(
+        f"UPDATE fulltext_totals SET rows = rows - ?, tokens = tokens - ? WHERE {_KEY}",
+        (len(gone), sum(r[1] for r in gone), *key),
+    )
+    return len(gone)
+
+
+def replace(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
+    """Index a document's new text in place of its old (or index it, if the index did not hold it)."""
+    remove(conn, index, [doc_id])
+    add(conn, index, doc_id, columns)
+
+
+def merge(conn: Connection, index: Index, *, below: int = 1000) -> int:
+    """Fold the index's segments of fewer than `below` documents into one; returns how many were folded.
+
+    One-entry writes leave a segment each (a row per word of the entry);
+    idle upkeep merges them, as FTS5's automerge does, so a term is a few
+    rows whatever the writes were. Ranking reads the same postings before
+    and after.
+    """
+    key = index.key
+    small = [r[0] for r in conn.execute(
+        f"SELECT seg FROM fulltext_docs WHERE {_KEY} GROUP BY seg HAVING count(*) < ?", (*key, below)
+    )]
+    if len(small) < 2:
+        return 0
+    seg = conn.execute("SELECT nextval('fulltext_segments')").fetchone()[0]
+    arrays = ("doc_ids", "lens", *_TF)
+    conn.execute(
+        f"WITH old AS (DELETE FROM fulltext_postings WHERE {_KEY} AND seg = ANY(?::bigint[]) "
+        f"RETURNING term, {', '.join(arrays)}) "
+        f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, {', '.join(arrays)}) "
+        f"SELECT ?, ?, ?, o.term, ?, min(u.doc_ids), max(u.doc_ids), "
+        + ", ".join(f"array_agg(u.{a} ORDER BY u.doc_ids)" for a in arrays)
+        + f" FROM old o CROSS JOIN LATERAL unnest({', '.join('o.' + a for a in arrays)}) AS u({', '.join(arrays)}) "
+        "GROUP BY o.term",
+        (*key, small, *key, seg),
+    )
+    conn.execute(f"UPDATE fulltext_docs SET seg = ? WHERE {_KEY} AND seg = ANY(?::bigint[])", (seg, *key, small))
+    return len(small)
+
+
+# -- statistics -----------------------------------------------------------------------------------------------
+
+
+def totals(conn: Connection, index: Index) -> tuple[int, int]:
+    """(documents, tokens) in the index, kept by every write (no scan)."""
+    row = conn.execute(f"SELECT rows, tokens FROM fulltext_totals WHERE {_KEY}", index.key).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def frequencies(conn: Connection, index: Index, stems: Sequence[str]) -> dict[str, int]:
+    """{stem: documents holding it} in the index; a stem ending in `*` is a prefix: its words' counts, summed, at most
+    the index's documents (an upper bound, as `_rank.Frequencies` reads it from fts5vocab)."""
+    words = sorted({s for s in stems if not s.endswith("*")})
+    found: dict[str, int] = dict.fromkeys(stems, 0)
+    if words:
+        for term, docs in conn.execute(
+            f"SELECT term, sum(cardinality(doc_ids)) FROM fulltext_postings WHERE {_KEY} AND term = ANY(?::text[]) "
+            "GROUP BY term",
+            (*index.key, words),
+        ):
+            found[term] = int(docs)
+    prefixes = [s for s in dict.fromkeys(stems) if s.endswith("*")]
+    if prefixes:
+        n = totals(conn, index)[0]
+        for s in prefixes:
+            low = s[:-1]
+            if not low:
+                found[s] = n
+                continue
+            # The bounds `_rank.Frequencies` reads fts5vocab with, compared bytewise as FTS5 compares terms.
+            high = low[:-1] + chr(ord(low[-1]) + 1)
+            docs = conn.execute(
+                f"SELECT coalesce(sum(cardinality(doc_ids)), 0) FROM fulltext_postings WHERE {_KEY} AND term >= ? "
+                "AND term < ?",
+                (*index.key, low, high),
+            ).fetchone()[0]
+            found[s] = min(int(docs), n)
+    return found
+
+
+class Frequencies:
+    """Document frequencies per stem, cached per index: `_rank.Frequencies` for PostgreSQL (one per database).
+
+    A stem's count is read once and kept until its index has grown by a
+    tenth or shrunk (an idf has to be about right, not exact); the document
+    count is read exactly on every call. A viewer's figures are the sums
+    over the indexes they see whole. Shared by a daemon's threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_index: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
+
+    def get(self, conn: Connection, indexes: Sequence[Index], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents in the indexes, {stem: documents holding it}), summed over `indexes`."""
+        total, df = 0, dict.fromkeys(stems, 0)
+        for index in indexes:
+            n, _ = totals(conn, index)
+            total += n
+            with self._lock:
+                base, cache = self._by_index.get(index.key, (0, {}))
+                if n > base * _STALE_GROWTH or n < base:
+                    base, cache = n, {}
+                    self._by_index[index.key] = (base, cache)
+                missing = [s for s in dict.fromkeys(stems) if s not in cache]
+            if missing:
+                found = frequencies(conn, index, missing)
+                with self._lock:
+                    cache.update(found)
+            for s in stems:
+                df[s] += cache.get(s, 0)
+        return max(total, 1), df
+
+
+# -- matching -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Sql:
+    """A compiled part of an expression: a set of doc ids (`filter` False) or a condition on `d`, a docs row."""
+
+    sql: str
+    params: tuple
+    filter: bool
+
+
+#: doc id -> (length, {phrase number: instances}): what a phrase or NEAR group matched where, worked out here.
+Found = dict[int, tuple[int, dict[int, list[int]]]]
+
+
+def _scope_only(node: q.Node, scope_col: int) -> bool:
+    """True if every phrase under `node` is one whole token in the scope column alone: a test of `docs.scope`."""
+    if isinstance(node, q.Near) and len(node.phrases) > 1:
+        return False
+    if isinstance(node, q.Not):
+        return _scope_only(node.left, scope_col) and _scope_only(node.right, scope_col)
+    if isinstance(node, (q.And, q.Or)):
+        return all(_scope_only(c, scope_col) for c in node.children)
+    return all(len(p.stems) == 1 and not p.prefix and p.cols == {scope_col} for p in q.phrases(node))
+
+
+def _term(stem: str, prefix: bool) -> tuple[str, tuple]:
+    """The condition picking a term's postings: the stem, or every stem it begins."""
+    if not prefix:
+        return "term = ?", (stem,)
+    if not stem:
+        return "TRUE", ()
+    last = ord(stem[-1]) + 1
+    if 0xD800 <= last <= 0xDFFF:
+        last = 0xE000
+    if last > 0x10FFFF:
+        return "term >= ? AND starts_with(term, ?)", (stem, stem)
+    return "term >= ? AND term < ?", (stem, stem[:-1] + chr(last))
+
+
+#: A term's segments, a row per document: FROM ... WHERE {_KEY} AND term ... AND {_RANGE} (`_Compiler.range`).
+_UNNEST = ("FROM fulltext_postings CROSS JOIN LATERAL unnest(doc_ids, lens, t0, t1, t2, t3, t4) "
+           "AS u(doc_id, len, t0, t1, t2, t3, t4)")
+_RANGE = "max_doc >= ? AND min_doc <= ? AND u.doc_id BETWEEN ? AND ?"
+_LAST = (1 << 63) - 1
+
+
+def _in_cols(cols: frozenset[int], width: int) -> str:
+    """SQL: the posting has a token in one of `cols` (TRUE when that is every column)."""
+    if len(cols & set(range(width))) == width:
+        return "TRUE"
+    return "(" + " + ".join(f"u.{_TF[c]}" for c in sorted(cols) if c < width) + ") > 0" if cols else "FALSE"
+
+
+def _plain(node: q.Node) -> bool:
+    """An AND or OR of scope tokens, no NOT: the documents it matches lie between its tokens' first and last."""
+    if isinstance(node, (q.And, q.Or)):
+        return all(_plain(c) for c in node.children)
+    return isinstance(node, (q.Phrase, q.Near))
+
+
+def _simple(node: q.Node) -> bool:
+    """A phrase of one word or prefix (or a NEAR group of one): its postings say where it is, no positions needed."""
+    if isinstance(node, q.Near):
+        return len(node.phrases) == 1 and _simple(node.phrases[0])
+    return isinstance(node, q.Phrase) and len(node.stems) == 1
+
+
+class _Compiler:
+    """An expression as a SQL set of doc ids over one index, from `min_rowid` up.
+
+    Words, prefixes and scope tokens are SQL. A phrase of several words or a
+    NEAR group is worked out here: SQL finds the documents holding all its
+    words, their positions come back, and `fulltext_query.instances` keeps
+    those where it stands as FTS5 would find it; `found` keeps the instances
+    for ranking, and the SQL gets the ids.
+    """
+
+    def __init__(self, conn: Connection, index: Index, min_rowid: int) -> None:
+        self.conn, self.index, self.min_rowid = conn, index, int(min_rowid)
+        self.max_rowid = _LAST
+        self.width = len(index.columns)
+        self.scope_col = self.width - 1
+        self.found: dict[int, Found] = {}  # id(node) -> what it matched
+
+    def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
+        cond, params = _term(stem, prefix)
+        sql = f"SELECT u.doc_id {_UNNEST} WHERE {_KEY} AND {cond} AND {_RANGE} AND {_in_cols(cols, self.width)}"
+        return _Sql(sql, (*self.index.key, *params, *self.range), False)
+
+    @property
+    def range(self) -> tuple[int, int, int, int]:
+        """The parameters of `_RANGE`."""
+        return self.min_rowid, self.max_rowid, self.min_rowid, self.max_rowid
+
+    def narrow(self, filters: list[tuple[q.Node, bool]]) -> bool:
+        """Bound the ids searched by where the documents a positive scope filter names lie; False if nowhere.
+
+        A conversation's entries are a short run of ids among the tenant's:
+        its words' segments outside that run are skipped, not unnested (the
+        scope tokens are postings too, so their first and last ids are a
+        lookup). The filter itself still decides, on each match.
+        """
+        for node, negated in filters:
+            if negated or not _plain(node):
+                continue
+            stems = sorted({p.stems[0] for p in q.phrases(node)})
+            low, high = self.conn.execute(
+                f"SELECT min(min_doc), max(max_doc) FROM fulltext_postings WHERE {_KEY} AND term = ANY(?::text[])",
+                (*self.index.key, stems),
+            ).fetchone()
+            if low is None:
+                return False
+            self.min_rowid, self.max_rowid = max(self.min_rowid, int(low)), min(self.max_rowid, int(high))
+        return self.min_rowid <= self.max_rowid
+
+    def as_set(self, part: _Sql) -> _Sql:
+        if not part.filter:
+            return part
+        sql = f"SELECT d.doc_id FROM fulltext_docs d WHERE {_key('d')} AND d.doc_id BETWEEN ? AND ? AND ({part.sql})"
+        return _Sql(sql, (*self.index.key, self.min_rowid, self.max_rowid, *part.params), False)
+
+    def restrict(self, part: _Sql, cond: str, params: tuple) -> _Sql:
+        sql = (f"SELECT x.doc_id FROM ({part.sql}) x JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = x.doc_id "
+               f"WHERE {cond}")
+        return _Sql(sql, (*part.params, *self.index.key, *params), False)
+
+    def compile(self, node: q.Node) -> _Sql:
+        if _scope_only(node, self.scope_col):
+            return self.scope_filter(node)
+        if isinstance(node, (q.Phrase, q.Near)):
+            if not _simple(node):
+                return _Sql("SELECT unnest(?::bigint[]) AS doc_id", (sorted(self.evaluate(node)),), False)
+            p = node if isinstance(node, q.Phrase) else node.phrases[0]
+            return self.postings(p.stems[0], p.prefix, p.cols)
+        if isinstance(node, q.Not):
+            left, right = self.compile(node.left), self.compile(node.right)
+            if left.filter and right.filter:
+                return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True)
+            left = self.as_set(left)
+            if right.filter:
+                return self.restrict(left, f"NOT ({right.sql})", right.params)
+            return _Sql(f"({left.sql}) EXCEPT ({right.sql})", (*left.params, *right.params), False)
+        parts = [self.compile(c) for c in node.children]
+        if isinstance(node, q.Or):
+            sets = [self.as_set(p) for p in parts]
+            return _Sql(" UNION ".join(f"({p.sql})" for p in sets), tuple(x for p in sets for x in p.params), False)
+        sets = [p for p in parts if not p.filter]
+        filters = [p for p in parts if p.filter]
+        if not sets:
+            return _Sql(" AND ".join(f"({p.sql})" for p in filters), tuple(x for p in filters for x in p.params), True)
+        out = self.intersect(sets)
+        if filters:
+            out = self.restrict(out, " AND ".join(f"({p.sql})" for p in filters),
+                                tuple(x for p in filters for x in p.params))
+        return out
+
+    def intersect(self, parts: list[_Sql]) -> _Sql:
+        return _Sql(" INTERSECT ".join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params), False)
+
+    def evaluate(self, node: q.Phrase | q.Near) -> Found:
+        """Where a phrase of several words or a NEAR group matches, with its instances."""
+        if id(node) in self.found:
+            return self.found[id(node)]
+        group = node.phrases if isinstance(node, q.Near) else (node,)
+        words = [self.postings(s, p.prefix and i == len(p.stems) - 1, p.cols)
+                 for p in group for i, s in enumerate(p.stems)]
+        found: Found = {}
+        if all(p.stems for p in group):
+            within = self.intersect(words)
+            for doc_id, (length, doc) in _positions(self.conn, self.index, group, within).items():
+                ok, inst = q.instances(node, doc, lambda prefix, d=doc: [t for t in d if t.startswith(prefix)])
+                if ok:
+                    found[doc_id] = (length, inst)
+        self.found[id(node)] = found
+        return found
+
+    def scope_filter(self, node: q.Node) -> _Sql:
+        if isinstance(node, q.Near):
+            node = node.phrases[0]
+        if isinstance(node, q.Phrase):
+            return _Sql("? = ANY(d.scope)", (node.stems[0],), True)
+        if isinstance(node, q.Not):
+            left, right = self.scope_filter(node.left), self.scope_filter(node.right)
+            return _Sql(f"({left.sql}) AND NOT ({right.sql})", (*left.params, *right.params), True)
+        parts = [self.scope_filter(c) for c in node.children]
+        op = " OR " if isinstance(node, q.Or) else " AND "
+        return _Sql(op.join(f"({p.sql})" for p in parts), tuple(x for p in parts for x in p.params), True)
+
+
+def _positions(conn: Connection, index: Index, group: Iterable[q.Phrase], within: _Sql) -> dict[int, tuple[int, dict]]:
+    """doc id -> (length, {stem: sorted positions}) of the stems of `group`, for the documents of the set `within`."""
+    exact = {s for p in group for i, s in enumerate(p.stems) if not (p.prefix and i == len(p.stems) - 1)}
+    prefixes = tuple(p.stems[-1] for p in group if p.prefix and p.stems)
+
+    def wanted(stem: str) -> bool:
+        return stem in exact or stem.startswith(prefixes)
+
+    return {
+        doc_id: (int(length), _unpack(terms, pos, wanted))
+        for doc_id, length, terms, pos in conn.execute(
+            f"SELECT d.doc_id, d.len, d.terms, d.pos FROM fulltext_docs d JOIN ({within.sql}) w "
+            f"ON w.doc_id = d.doc_id WHERE {_key('d')}",
+            (*within.params, *index.key),
+        )
+    }
+
+
+def _compiled(conn: Connection, index: Index, match: str, min_rowid: int = 0) -> tuple[q.Node, _Compiler, _Sql]:
+    tree = q.parse(match, index.columns)
+    compiler = _Compiler(conn, index, min_rowid)
+    return tree, compiler, compiler.as_set(compiler.compile(tree))
+
+
+def count(conn: Connection, index: Index, match: str) -> int:
+    """How many documents match."""
+    _, _, sql = _compiled(conn, index, match)
+    return int(conn.execute(f"SELECT count(*) FROM ({sql.sql}) c", sql.params).fetchone()[0])
+
+
+def matching(conn: Connection, index: Index, match: str, limit: int, *, below: int | None = None) -> list[int]:
+    """The ids of the newest `limit` matches (below `below` if given), newest first."""
+    _, _, sql = _compiled(conn, index, match)
+    cond, params = ("WHERE c.doc_id < ?", (int(below),)) if below is not None else ("", ())
+    return [r[0] for r in conn.execute(
+        f"SELECT c.doc_id FROM ({sql.sql}) c {cond} ORDER BY c.doc_id DESC LIMIT ?", (*sql.params, *params, limit)
+    )]
+
+
+def newest(conn: Connection, index: Index, match: str, count: int) -> int:
+    """The id from which the match has its newest `count` matches (0 if it has fewer): `_sql.newest`."""
+    _, _, sql = _compiled(conn, index, match)
+    row = conn.execute(
+        f"SELECT c.doc_id FROM ({sql.sql}) c ORDER BY c.doc_id DESC LIMIT 1 OFFSET ?", (*sql.params, count - 1)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def lengths(conn: Connection, index: Index, match: str) -> tuple[int, int]:
+    """(documents matching, their tokens in all): the average length over a filtered set (facts' `_totals`)."""
+    _, _, sql = _compiled(conn, index, match)
+    row = conn.execute(
+        f"SELECT count(*), coalesce(sum(d.len), 0) FROM ({sql.sql}) c JOIN fulltext_docs d "
+        f"ON {_key('d')} AND d.doc_id = c.doc_id",
+        (*sql.params, *index.key),
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+# -- ranking --------------------------------------------------------------------------------------------------
+
+
+def _split(node: q.Node, scope_col: int) -> tuple[q.Node, list[tuple[q.Node, bool]]] | None:
+    """(the text part, [(scope filter, negated)]) of `text AND filter`, `text NOT filter`...; None if not so made."""
+    filters: list[tuple[q.Node, bool]] = []
+    while True:
+        if isinstance(node, q.And):
+            rest = [c for c in node.children if not _scope_only(c, scope_col)]
+            filters += [(c, False) for c in node.children if _scope_only(c, scope_col)]
+            if len(rest) != 1:
+                return None
+            node = rest[0]
+        elif isinstance(node, q.Not) and _scope_only(node.right, scope_col):
+            filters.append((node.right, True))
+            node = node.left
+        else:
+            return node, filters
+
+
+def _branches(node: q.Node) -> list[q.Phrase | q.Near] | None:
+    """The phrases and NEAR groups of an OR of them (what recall writes), or None: in an OR, each branch found
+    in a document reports its instances, whatever the others do."""
+    if isinstance(node, (q.Phrase, q.Near)):
+        return [node]
+    if isinstance(node, q.Or):
+        out: list[q.Phrase | q.Near] = []
+        for c in node.children:
+            part = _branches(c)
+            if part is None:
+                return None
+            out += part
+        return out
+    return None
+
+
+def ranked(
+    conn: Connection, index: Index, match: str, spec, depth: int, *, min_rowid: int = 0
+) -> list[tuple[int, float]]:
+    """(doc id, BM25) of the `depth` best matches from `min_rowid` up, best first: `_rank.ranked` on PostgreSQL.
+
+    `spec.idf[i]` is the idf of the MATCH's phrase i (the text phrases come
+    first); phrases past it are not scored.
+    """
+    tree = q.parse(match, index.columns)
+    avgdl = spec.avgdl
+    if avgdl is None:  # as `_rank` does without one: the searched index's own average
+        rows, tokens = totals(conn, index)
+        avgdl = tokens / max(rows, 1) or 1.0
+    idf = [float(x) for x in spec.idf]
+    consts = (tuple(float(w) for w in spec.weights[:4]), float(spec.k1), 1.0 - spec.b, float(spec.b),
+              spec.k1 + 1.0, float(avgdl))
+    compiler = _Compiler(conn, index, min_rowid)
+    split = _split(tree, compiler.scope_col)
+    branches = _branches(split[0]) if split else None
+    if branches is not None and all(p.index >= len(idf) for node, _ in split[1] for p in q.phrases(node)):
+        if not compiler.narrow(split[1]):
+            return []
+        return _ranked_sql(compiler, branches, split[1], idf, consts, depth)
+    return _ranked_here(compiler, tree, idf, consts, depth)
+
+
+def _ranked_here(compiler: _Compiler, tree: q.Node, idf: list[float], consts: tuple, depth: int):
+    """Any other expression: matched and scored in Python, from the positions of the documents SQL finds."""
+    conn, index = compiler.conn, compiler.index
+    within = compiler.as_set(compiler.compile(tree))
+    (w0, w1, w2, w3), k1, one_minus_b, b, k1p1, avgdl = consts
+    scored = []
+    for doc_id, (length, doc) in _positions(conn, index, q.phrases(tree), within).items():
+        ok, inst = q.instances(tree, doc, lambda prefix, d=doc: [t for t in d if t.startswith(prefix)])
+        if not ok:
+            continue
+        # `_rank._rank`, expression for expression, so the floats are the same.
+        norm = k1 * (one_minus_b + b * length / avgdl)
+        total = 0.0
+        for i, phrase_idf in enumerate(idf):
+            per = _per_column(inst.get(i, ()))
+            f = w0 * per[0] + w1 * per[1] + w2 * per[2] + w3 * per[3]
+            if f:
+                total += phrase_idf * f * k1p1 / (f + norm)
+        scored.append((doc_id, total))
+    scored.sort(key=lambda r: (-r[1], r[0]))
+    return scored[:depth]
+
+
+def _per_column(where: Iterable[int]) -> list[int]:
+    per = [0, 0, 0, 0]
+    for x in where:
+        c = x >> q.SHIFT
+        if c < _SCORED:
+            per[c] += 1
+    return per
+
+
+def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts: tuple, depth: int):
+    """BM25 of an OR of phrases and NEAR groups, in one statement: a scan per word, a sum per document.
+
+    A word or prefix is an index-only scan of its postings; a phrase of
+    several words or a NEAR group comes in as rows of counts worked out in
+    Python (`_Compiler.evaluate`).
+    """
+    index = compiler.index
+    weights, k1, one_minus_b, b, k1p1, avgdl = consts
+    width = len(index.columns)
+    scans, params = [], []
+    extra: list[list] = [[], [], [], [], [], [], []]  # phrase, doc, len, a0..a3
+    numbered: list[q.Phrase] = []
+    for node in branches:
+        if not _simple(node):
+            group = node.phrases if isinstance(node, q.Near) else (node,)
+            numbered += group
+            for doc_id, (length, inst) in compiler.evaluate(node).items():
+                for p in group:
+                    for column, value in enumerate((p.index, doc_id, length, *_per_column(inst.get(p.index, ())))):
+                        extra[column].append(value)
+            continue
+        p = node if isinstance(node, q.Phrase) else node.phrases[0]
+        numbered.append(p)
+        cond, ps = _term(p.stems[0], p.prefix)
+        tf = [f"u.t{c}" if c in p.cols else "0" for c in range(_SCORED)]
+        where = f"{_KEY} AND {cond} AND {_RANGE} AND {_in_cols(p.cols, width)}"
+        if p.prefix:  # one phrase, several words: its counts are their sums
+            scans.append(f"SELECT {p.index} AS ph, u.doc_id, min(u.len) AS len, "
+                         + ", ".join(f"sum({t})::int AS a{c}" for c, t in enumerate(tf))
+                         + f" {_UNNEST} WHERE {where} GROUP BY u.doc_id")
+        else:
+            scans.append(f"SELECT {p.index} AS ph, u.doc_id, u.len, "
+                         + ", ".join(f"{t} AS a{c}" for c, t in enumerate(tf))
+                         + f" {_UNNEST} WHERE {where}")
+        params += [*index.key, *ps, *compiler.range]
+    if extra[0]:
+        scans.append("SELECT * FROM unnest(?::int[], ?::bigint[], ?::int[], ?::int[], ?::int[], ?::int[], ?::int[]) "
+                     "AS x(ph, doc_id, len, a0, a1, a2, a3)")
+        params += extra
+    if not scans:
+        return []
+    scored = [p for p in numbered if p.index < len(idf)]
+    # f per phrase as `_rank` computes it: w0 * n0 + w1 * n1 + w2 * n2 + w3 * n3 (a column outside the phrase's
+    # filter counts 0); then idf * f * (k1 + 1) / (f + norm), added in phrase order to 0.0, skipping f = 0.
+    fs = [f"max(CASE WHEN u.ph = {p.index} THEN ?::float8 * u.a0 + ?::float8 * u.a1 + ?::float8 * u.a2 "
+          f"+ ?::float8 * u.a3 END) AS f{p.index}" for p in scored]
+    f_params = [w for _ in scored for w in weights]
+    norm = "?::float8 * (?::float8 + ?::float8 * h.len / ?::float8)"
+    terms, s_params = [], []
+    for p in sorted(scored, key=lambda p: p.index):
+        f = f"h.f{p.index}"
+        terms.append(f"CASE WHEN {f} <> 0 THEN ?::float8 * {f} * ?::float8 / ({f} + {norm}) ELSE 0.0 END")
+        s_params += [idf[p.index], k1p1, k1, one_minus_b, b, avgdl]
+    score = " + ".join(["0.0::float8", *terms])
+    join, where, w_params = "", "", []
+    if filters:
+        conds = []
+        for node, negated in filters:
+            part = compiler.scope_filter(node)
+            conds.append(f"NOT ({part.sql})" if negated else f"({part.sql})")
+            w_params += part.params
+        join = f" JOIN fulltext_docs d ON {_key('d')} AND d.doc_id = h.doc_id"
+        where = " WHERE " + " AND ".join(conds)
+    inner = (f"SELECT u.doc_id, max(u.len) AS len{''.join(', ' + f for f in fs)} "
+             f"FROM ({' UNION ALL '.join(scans)}) u GROUP BY u.doc_id")
+    sql = f"SELECT h.doc_id, {score} AS s FROM ({inner}) h{join}{where} ORDER BY s DESC, h.doc_id LIMIT ?"
+    all_params = (*s_params, *f_params, *params, *(index.key if filters else ()), *w_params, depth)
+    return [(int(i), float(s)) for i, s in compiler.conn.execute(sql, all_params)]
+
+
+# -- snippets -------------------------------------------------------------------------------------------------
+
+
+def snippet(kind: int, match: str, columns: Sequence[str | None], *, tokens: int = 24,
+            start: str = "**", end: str = "**", ellipsis: str = "…") -> str | None:
+    """FTS5's `snippet(t, -1, start, end, ellipsis, tokens)` of one document, in Python; None if nothing matches.
+
+    `columns` are the document's texts as indexed. The window is chosen as
+    fts5_aux.c's fts5SnippetFunction chooses it (1000 for each phrase's first
+    instance in it, 1 for each repeat, +120/+100 for starting a sentence,
+    centred on its instances), and overlapping instances are marked as one.
+    """
+    names = COLUMNS[kind]
+    tree = q.parse(match, names)
+    size = {p.index: len(p.stems) for p in q.phrases(tree)}
+    cut = [q.tokenize(text) if text else [] for text in columns]
+    doc: dict[str, list[int]] = {}
+    for col, toks in enumerate(cut):
+        for offset, (_, _, stem) in enumerate(toks):
+            doc.setdefault(stem, []).append((col << q.SHIFT) | offset)
+    ok, found = q.instances(tree, doc, lambda prefix: [t for t in doc if t.startswith(prefix)])
+    if not ok:
+        return None
+    mask = (1 << q.SHIFT) - 1
+    # xInst's order: by column, offset, then phrase.
+    inst = sorted((x >> q.SHIFT, x & mask, ip) for ip, where in found.items() for x in where)
+
+    def score(col: int, first: int, size_of_col: int) -> tuple[int, int]:
+        seen: set[int] = set()
+        total, low, last = 0, -1, 0
+        for ic, off, ip in inst:
+            if ic == col and first <= off < first + tokens:
+                total += 1 if ip in seen else 1000
+                seen.add(ip)
+                if low < 0:
+                    low = off
+                last = off + size[ip]
+        spare = tokens - (last - low)
+        adjust = low - (abs(spare) // 2 if spare >= 0 else -(abs(spare) // 2))  # C's division
+        if adjust + tokens > size_of_col:
+            adjust = size_of_col - tokens
+        return total, max(adjust, 0)
+
+    best, best_col, best_start = 0, 0, 0
+    for col, toks in enumerate(cut):
+        text = (columns[col] or "").encode("utf-8", "surrogatepass")
+        firsts = [i for i, (s, _, _) in enumerate(toks) if i == 0 or _sentence_starts(text, s)]
+        for ic, off, _ in inst:
+            if ic != col:
+                continue
+            got, adjust = score(col, off, len(toks))
+            if got > best:
+                best, best_col, best_start = got, col, adjust
+            if firsts and len(toks) > tokens:
+                jj = 0
+                while jj < len(firsts) - 1 and firsts[jj + 1] <= off:
+                    jj += 1
+                if firsts[jj] < off:
+                    got = score(col, firsts[jj], len(toks))[0] + (120 if firsts[jj] == 0 else 100)
+                    if got > best:
+                        best, best_col, best_start = got, col, firsts[jj]
+    toks = cut[best_col]
+    text = (columns[best_col] or "").encode("utf-8", "surrogatepass")
+    if not toks:
+        return None
+    # Instances of the column as token ranges, overlapping ones joined (fts5CInstIter).
+    runs: list[list[int]] = []
+    for ic, off, ip in inst:
+        if ic != best_col:
+            continue
+        last = off + max(size[ip], 1) - 1
+        if runs and off <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], last)
+        else:
+            runs.append([off, last])
+    stop = best_start + tokens - 1
+    out = [ellipsis.encode()] if best_start > 0 else []
+    cursor = toks[best_start][0] if best_start > 0 else 0
+    run = 0
+    opened = False
+    for i in range(best_start, min(stop, len(toks) - 1) + 1):
+        s, e, _ = toks[i]
+        while run < len(runs) and runs[run][1] < i:
+            run += 1
+        inside = run < len(runs) and runs[run][0] <= i <= runs[run][1]
+        if inside and not opened:
+            out += [text[cursor:s], start.encode()]
+            cursor, opened = s, True
+        if opened and (not inside or i == runs[run][1] or i == stop):
+            out += [text[cursor:e], end.encode()]
+            cursor, opened = e, False
+    out.append(text[cursor:] if stop >= len(toks) - 1 else text[cursor:toks[stop][1]] + ellipsis.encode())
+    return b"".join(out).decode("utf-8", "replace")
+
+
+def _sentence_starts(text: bytes, at: int) -> bool:
+    """FTS5's sentence test: whitespace before the token, and a '.' or ':' before that."""
+    i = at - 1
+    while i >= 0 and text[i : i + 1] in (b" ", b"\t", b"\n", b"\r"):
+        i -= 1
+    return i != at - 1 and i >= 0 and text[i : i + 1] in (b".", b":")
