@@ -25,7 +25,7 @@ import apsw
 
 from arbiter.entities.extract import sentence_start
 from arbiter.recall.query import quote
-from arbiter.store import engine, fts
+from arbiter.store import fts
 from arbiter.store.users import Viewer
 
 #: Entries read per word: the most recent ones holding it in any case.
@@ -52,20 +52,11 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
     The entries named are those writing it on its own: in "Helena Duarte" it
     is part of another name.
     """
-    if engine.is_postgresql(conn):
-        # The evidence is a full-text search of the writer's entries, which PostgreSQL has once store/pg/fulltext.py
-        # lands: until then the search finds no other entry, as in a new tenant on SQLite (a word capitalised
-        # mid-sentence is a name, one at a sentence's start is not, and no earlier entry is linked).
-        return None if initial else []
     match = f"{{title content}} : {quote(word)}"
     ids: list[int] = []
     for scope, author in _indexes(conn, v):
-        t = fts.table(scope)
         expr = match if author is None else f"({match}) AND {{scope}} : {quote(f'a{author}')}"
-        ids += [r[0] for r in conn.execute(
-            f"SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid != ? ORDER BY rowid DESC LIMIT ?",
-            (expr, entry_id, DEPTH),
-        )]
+        ids += fts.newest_matches(conn, scope, expr, DEPTH, other_than=entry_id)
     if not ids:
         return None if initial else []
     ids = sorted(ids, reverse=True)[:DEPTH]

@@ -62,12 +62,8 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     off = frozenset(p.disable)
     if "facts" in off or not p.query.strip():
         return []
-    if engine.is_postgresql(conn):
-        # `facts_fts` is SQLite's FTS5: facts are searched on PostgreSQL once its full text (store/pg/fulltext.py)
-        # indexes them; until then recall there answers with entry hits alone.
-        return []
     scopes = scopes_match(conn, v)
-    n, avgdl = _totals(conn, scopes)
+    n, avgdl = _totals(conn, scopes, v.tenant_id)
     if not n:  # no fact the caller sees (most homes): no query analysis, per-word counts or ranking
         return []
     tokenize = tokenizer(conn)
@@ -78,11 +74,12 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     expr = expression(query.terms, phrase=False, near=False)
     match = f"{{subject predicate object}} : ({expr.text}) AND {scopes}"
     idf = [
-        _rank.idf(_count(conn, f"{{subject predicate object}} : ({quote(t.text, prefix=t.prefix)}) AND {scopes}"), n)
+        _rank.idf(_count(conn, f"{{subject predicate object}} : ({quote(t.text, prefix=t.prefix)}) AND {scopes}",
+                         v.tenant_id), n)
         for t in query.terms
     ]
     spec = _rank.Spec(idf=idf, weights=WEIGHTS, k1=_rank.K1, b=B, avgdl=avgdl)
-    relevance = dict(_rank.ranked(conn, "facts_fts", match, spec, DEPTH))
+    relevance = dict(_rank.ranked(conn, "facts_fts", match, spec, DEPTH, tenant_id=v.tenant_id))
     if not relevance:
         return []
     as_of = None if p.as_of is None else parse_time(p.as_of, path="as_of")
@@ -143,7 +140,11 @@ def _holds(term, stems: set[str]) -> bool:
     return all(w in stems for w in term.stem.split())
 
 
-def _count(conn: apsw.Connection, match: str) -> int:
+def _count(conn: apsw.Connection, match: str, tenant_id: int) -> int:
+    if engine.is_postgresql(conn):  # the tenant's facts index (store/pg/fulltext.py)
+        from arbiter.store.pg import fulltext
+
+        return fulltext.count(conn, fulltext.Index(tenant_id, fulltext.FACTS), match)
     return conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", (match,)).fetchone()[0]
 
 
@@ -160,9 +161,14 @@ class _Lengths:
         self._cache: dict[tuple[str, str], tuple[int, float]] = {}
         self._registered: weakref.WeakSet = weakref.WeakSet()
 
-    def __call__(self, conn: apsw.Connection, scopes: str) -> tuple[int, float]:
+    def __call__(self, conn: apsw.Connection, scopes: str, tenant_id: int) -> tuple[int, float]:
         """(facts the scopes hold, their average length)."""
-        n = _count(conn, scopes)
+        if engine.is_postgresql(conn):  # PostgreSQL keeps each document's length: summed at once, no cache
+            from arbiter.store.pg import fulltext
+
+            n, tokens = fulltext.lengths(conn, fulltext.Index(tenant_id, fulltext.FACTS), scopes)
+            return n, (tokens / n if n else 1.0) or 1.0
+        n = _count(conn, scopes, tenant_id)
         key = (conn.filename or f"memory:{id(conn)}", scopes)
         with self._lock:
             base, avgdl = self._cache.get(key, (-1, 1.0))

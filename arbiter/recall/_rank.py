@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from arbiter.store import fts
+from arbiter.store import engine, fts
 
 FUNCTION = "arbiter_rank"
 K1 = 1.2
@@ -70,15 +70,22 @@ def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
 
 
 def ranked(
-    conn: apsw.Connection, table: str, match: str, spec: Spec, depth: int, *, min_rowid: int = 0
+    conn: apsw.Connection, table: str, match: str, spec: Spec, depth: int, *, min_rowid: int = 0,
+    tenant_id: int | None = None,
 ) -> list[tuple[int, float]]:
     """(rowid, score) of the `depth` best matches of `match` in FTS5 `table` from `min_rowid` up, best first.
 
     The text phrases must come first in `match` (the scope filter after), in
     the order of `spec.idf`. `table` is a tenant's index (store/fts.py) or
     an FTS5 table with the same columns (recall.past ranks past states in
-    entry_revisions_fts).
+    entry_revisions_fts). On PostgreSQL the same ranking is store/pg/fulltext.py's, in the index `table` stands
+    for (`tenant_id` names the tenant of a tenant-wide one: past texts, facts).
     """
+    if engine.is_postgresql(conn):
+        from arbiter.store.pg import fulltext, indexing
+
+        index = indexing.table_index(conn, table, tenant_id)
+        return fulltext.ranked(conn, index, match, spec, depth, min_rowid=min_rowid)
     if conn not in _registered:
         conn.register_fts5_function(FUNCTION, _rank)
         _registered.add(conn)
@@ -123,6 +130,10 @@ class Frequencies:
 
     def get(self, conn: apsw.Connection, scopes: Sequence[int], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(documents in the scopes' indexes, {stem: documents holding it}), summed over `scopes`."""
+        if engine.is_postgresql(conn):
+            from arbiter.store.pg import indexing
+
+            return indexing.FREQUENCIES.get(conn, [indexing.scope_index(conn, s) for s in scopes], stems)
         total, df = 0, dict.fromkeys(stems, 0)
         for scope in scopes:
             n, found = self._one(conn, scope, stems)
@@ -164,9 +175,17 @@ def totals(conn: apsw.Connection, scopes: Sequence[int]) -> tuple[int, int]:
     """(rows, tokens) over the scopes' indexes: the average length a viewer's ranking uses."""
     rows = tokens = 0
     for scope in scopes:
-        r, t = fts.totals(conn, scope)
+        r, t = _scope_totals(conn, scope)
         rows, tokens = rows + r, tokens + t
     return rows, tokens
+
+
+def _scope_totals(conn: apsw.Connection, scope: int) -> tuple[int, int]:
+    if engine.is_postgresql(conn):
+        from arbiter.store.pg import fulltext, indexing
+
+        return fulltext.totals(conn, indexing.scope_index(conn, scope))
+    return fts.totals(conn, scope)
 
 
 FREQUENCIES = Frequencies()

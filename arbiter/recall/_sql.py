@@ -11,7 +11,7 @@ import apsw
 
 from arbiter.recall import _rank
 from arbiter.recall.query import quote
-from arbiter.store import entries, fts
+from arbiter.store import engine, entries, fts
 from arbiter.store.users import Viewer
 
 #: The FTS columns user terms may match; `scope` is only ever filtered on.
@@ -166,6 +166,10 @@ def newest(conn: apsw.Connection, scope: int, match: str, count: int) -> int:
     FTS5 walks the doclists in rowid order without calling the ranking
     function, so this costs a small share of ranking the same matches.
     """
+    if engine.is_postgresql(conn):
+        from arbiter.store.pg import fulltext, indexing
+
+        return fulltext.newest(conn, indexing.scope_index(conn, scope), match, count)
     t = fts.table(scope)
     row = conn.execute(
         f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?", (match, count - 1)
@@ -241,6 +245,11 @@ def hit_rows(
 
 def snippet(conn: apsw.Connection, match: str, rowid: int, scope: int, *, tokens: int = 24) -> str | None:
     """FTS5's snippet (matched words in **bold**) of one row, from its scope's index."""
+    if engine.is_postgresql(conn):  # the same excerpt, cut in Python from the entry's texts (store/pg/fulltext.py)
+        from arbiter.store.pg import fulltext, indexing
+
+        columns = indexing.entry_document(conn, rowid)
+        return None if columns is None else fulltext.snippet(fulltext.ENTRIES, match, columns, tokens=tokens)
     t = fts.table(scope)
     row = conn.execute(
         f"SELECT snippet({t}, -1, '**', '**', '…', ?) FROM {t} WHERE {t} MATCH ? AND rowid = ?",

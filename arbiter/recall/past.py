@@ -80,7 +80,8 @@ def ranked_visible(
             key=lambda h: (-h[1], h[0]),
         )[:want]
         # The past-text index holds every tenant: its rows are the tenant's by its tenant token.
-        past_hits = _rank.ranked(conn, TABLE, f"({match}) AND {_sql.tenant_scope(v.tenant_id)}", spec, want)
+        past_hits = _rank.ranked(conn, TABLE, f"({match}) AND {_sql.tenant_scope(v.tenant_id)}", spec, want,
+                                  tenant_id=v.tenant_id)
         current = _current(conn, v, [i for i, _ in now_hits], as_of, known_at)
         past = _past(conn, v, [i for i, _ in past_hits], as_of, known_at)
         kept = [(i, s, current[i]) for i, s in now_hits if i in current]

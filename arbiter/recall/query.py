@@ -10,12 +10,14 @@ on what a token is and which surface forms share a stem.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 import apsw
 
 from arbiter.recall.dates import Span, spans
+from arbiter.store import engine
 
 #: The index's tokenizer (see the FTS migration): name and arguments.
 TOKENIZER = ("porter", ("unicode61", "remove_diacritics", "2"))
@@ -139,8 +141,19 @@ class Query:
         return not self.terms
 
 
+_memory = threading.local()
+
+
 def tokenizer(conn: apsw.Connection) -> Tokenize:
-    """The index's tokenizer as `text -> [(surface lowercased, stem)]`."""
+    """The index's tokenizer as `text -> [(surface lowercased, stem)]`.
+
+    SQLite's FTS5 tokenizer whichever engine holds the store: on PostgreSQL a private in-memory SQLite
+    connection (one per thread) lends it, so a query has the stems its index was written with.
+    """
+    if engine.is_postgresql(conn):
+        if getattr(_memory, "conn", None) is None:
+            _memory.conn = apsw.Connection(":memory:")
+        conn = _memory.conn
     name, args = TOKENIZER
     fts5 = conn.fts5_tokenizer(name, list(args))
 

@@ -129,6 +129,27 @@ def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
     conn.execute(f"INSERT INTO {t}({t}) VALUES ('rebuild')")
 
 
+def newest_matches(conn: apsw.Connection, scope_id: int, match: str, limit: int, *, below: int | None = None,
+                   other_than: int | None = None) -> list[int]:
+    """The newest `limit` entries of a scope's index that `match` finds (ids below `below`, other than
+    `other_than`), newest first: unranked probes (an entry's near neighbours, a name's other uses)."""
+    if engine.is_postgresql(conn):
+        from arbiter.store.pg import fulltext, indexing
+
+        found = fulltext.matching(conn, indexing.scope_index(conn, scope_id), match,
+                                  limit + (other_than is not None), below=below)
+        return [i for i in found if i != other_than][:limit]
+    t = table(scope_id)
+    cond, binds = "", []
+    if below is not None:
+        cond, binds = " AND rowid < ?", [below]
+    if other_than is not None:
+        cond, binds = cond + " AND rowid != ?", [*binds, other_than]
+    return [r[0] for r in conn.execute(
+        f"SELECT rowid FROM {t} WHERE {t} MATCH ?{cond} ORDER BY rowid DESC LIMIT ?", (match, *binds, limit)
+    )]
+
+
 def scopes(conn: apsw.Connection, start: int = 1) -> list[int]:
     """Every scope from `start` on, which is every index, in id order."""
     return [r[0] for r in conn.execute("SELECT id FROM scopes WHERE id >= ? ORDER BY id", (start,))]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.both_engines
+
 from arbiter._time import US, format_time
 from arbiter.model import RecallParams, RememberParams, UpdateParams
 from arbiter.recall import Tuning, _rank, dates, maintain, recall, search

@@ -12,6 +12,7 @@ SQLite form, chosen by `conn.engine` (never by sniffing the SQL).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import select
@@ -95,9 +96,24 @@ class Connection:
         self.dsn = dsn
         self._depth = 0
         self._changes = 0
+        self._dirty = False  # a statement of this transaction may have written
+        #: Run in the outermost transaction just before its COMMIT (a failure rolls it back): how the writer
+        #: indexes the full text its transaction queued (store/pg/indexing.py), whoever wrote.
+        self.before_commit: list[Callable[[Connection], object]] = []
 
     # -- statements ---------------------------------------------------------------------------------------
+    def _writing(self, sql: str) -> bool:
+        """Note a statement that may write (anything but a SELECT); True if it must run in a transaction of its
+        own so that `before_commit` sees what it queued (a write outside `with conn:` would commit at once)."""
+        if sql.lstrip()[:6].upper() == "SELECT":
+            return False
+        self._dirty = True
+        return self._depth == 0 and bool(self.before_commit)
+
     def execute(self, sql: str, params: Sequence[Any] | dict | None = None) -> Cursor:
+        if self._writing(sql):
+            with self:
+                return self.execute(sql, params)
         cur = self._pg.cursor()
         if params is None or (not params and not isinstance(params, dict)):
             # No parameters: several statements may be sent at once (DDL scripts), and `%` is literal.
@@ -115,6 +131,9 @@ class Connection:
         return Cursor(cur)
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> None:
+        if self._writing(sql):
+            with self:
+                return self.executemany(sql, seq)
         with self._pg.cursor() as cur:
             query, named = translate(sql)
             if self.trace:
@@ -147,9 +166,19 @@ class Connection:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._depth == 1 and exc_type is None and self._dirty:
+            try:
+                for hook in self.before_commit:  # still inside the transaction: what they write commits with it
+                    hook(self)
+            except BaseException:
+                self._depth, self._dirty = 0, False
+                with contextlib.suppress(psycopg.Error):
+                    self._pg.execute("ROLLBACK")
+                raise
         self._depth -= 1
         try:
             if self._depth == 0:
+                self._dirty = False
                 self._pg.execute("COMMIT" if exc_type is None else "ROLLBACK")
             elif exc_type is None:
                 self._pg.execute(f"RELEASE SAVEPOINT s{self._depth}")

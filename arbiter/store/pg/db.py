@@ -9,7 +9,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from arbiter._time import now_us
 from arbiter.errors import InvalidParams, SchemaTooNew, Unavailable
-from arbiter.store.pg import migrations
+from arbiter.store.pg import indexing, migrations
 from arbiter.store.pg.connection import Connection
 
 # One number for "this database's schema is being changed": daemons starting at once take turns.
@@ -93,6 +93,7 @@ def open_database(url: str, *, say: Callable[[str], None] = lambda _: None, **_s
     try:
         _refuse_foreign(conn, url)
         migrate(conn, say=say)
+        conn.before_commit.append(indexing.settle)
     except BaseException:
         conn.close()
         raise

@@ -338,7 +338,7 @@ BEGIN
     END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM recall_entries WHERE entry_id = old.id;
-        DELETE FROM derive_queue WHERE entry_id = old.id;
+        DELETE FROM derive_queue WHERE entry_id = old.id AND deriver IN ('entities', 'sketch', 'associations');
         DELETE FROM entry_sketches WHERE tenant_id = old.tenant_id AND entry_id = old.id;
         RETURN old;
     END IF;
