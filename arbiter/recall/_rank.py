@@ -48,15 +48,28 @@ class Spec:
     avgdl: float | None = field(default=None, repr=False)
 
 
+def _count(api: apsw.FTS5ExtensionApi, phrase: int, where: tuple[int, ...], w: tuple[float, ...]) -> float:
+    """A phrase's weighted count in the current row, given the columns it is in (`where`, ascending).
+
+    Most hits are in one column: that column's offsets are one list, where
+    all the columns' offsets are one list each. Either way the sum is the
+    same float: a column the phrase is not in adds 0.0, which changes no sum.
+    """
+    if len(where) == 1:
+        c = where[0]
+        return w[c] * len(api.phrase_column_offsets(phrase, c))
+    cols = api.phrase_locations(phrase)
+    return w[0] * len(cols[0]) + w[1] * len(cols[1]) + w[2] * len(cols[2]) + w[3] * len(cols[3])
+
+
 def _scorer(query: list) -> Callable[[apsw.FTS5ExtensionApi], float]:
     """The rank function of one connection: BM25 of the current row for the query `ranked` put in `query[0]`.
 
-    It runs once per match, so it asks FTS5 for as little as it can: one
-    phrase's offsets when the query has one phrase (a match holds it), else
-    each phrase's columns and the offsets of those present; the document's
-    length (FTS5 reads it from its docsize table, the dearest call) only once
-    a phrase counts. The arithmetic is the same expressions in the same order
-    as ever, so the scores are the same floats.
+    It runs once per match, so it asks FTS5 for as little as it can: each
+    phrase's columns, then the offsets of those present (`_count`), and the
+    document's length (FTS5 reads it from its docsize table, the dearest
+    call) only once a phrase counts. The arithmetic is the same expressions
+    in the same order as ever, so the scores are the same floats.
     """
 
     def rank(api: apsw.FTS5ExtensionApi) -> float:
@@ -66,17 +79,16 @@ def _scorer(query: list) -> Callable[[apsw.FTS5ExtensionApi], float]:
             query[0] = (w, k1, one_minus_b, b, k1p1, avgdl, phrases)
         total = 0.0
         if len(phrases) == 1:
-            cols = api.phrase_locations(0)
-            f = w[0] * len(cols[0]) + w[1] * len(cols[1]) + w[2] * len(cols[2]) + w[3] * len(cols[3])
+            f = _count(api, 0, api.phrase_columns(0), w)
             if f:
                 total += phrases[0][1] * f * k1p1 / (f + k1 * (one_minus_b + b * api.column_size(-1) / avgdl))
             return total
         columns = api.phrase_columns
         norm = None
         for i, idf in phrases:
-            if columns(i):  # cheap test first: most OR branches miss most rows
-                cols = api.phrase_locations(i)
-                f = w[0] * len(cols[0]) + w[1] * len(cols[1]) + w[2] * len(cols[2]) + w[3] * len(cols[3])
+            where = columns(i)
+            if where:  # cheap test first: most OR branches miss most rows
+                f = _count(api, i, where, w)
                 if f:
                     if norm is None:
                         norm = k1 * (one_minus_b + b * api.column_size(-1) / avgdl)
@@ -100,7 +112,8 @@ def ranked(
     if query is None:
         query = _queries[conn] = [None]
         conn.register_fts5_function(FUNCTION, _scorer(query))
-    query[0] = (tuple(spec.weights[:4]), spec.k1, 1.0 - spec.b, spec.b, spec.k1 + 1.0, spec.avgdl,
+    # Columns past the fourth weigh nothing (the scope column; these FTS5 tables have five at most).
+    query[0] = ((*spec.weights[:4], 0.0, 0.0, 0.0, 0.0), spec.k1, 1.0 - spec.b, spec.b, spec.k1 + 1.0, spec.avgdl,
                 tuple(enumerate(spec.idf)))
     try:
         rows = conn.execute(
