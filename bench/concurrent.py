@@ -3,6 +3,7 @@
 
     python -m bench.concurrent [--clients 32] [--seconds 60] [--entries 70000] [--home DIR]
                                [--against TREE --rounds 2] [--out concurrent.json]
+    python -m bench.concurrent --home DIR --cpu 200 [--against TREE --rounds 3]
 
 Loads `--entries` entries (the generated text of bench.load; 70,000 is issue
 32's tenant) into a home of its own, in batches, and waits for the index to
@@ -16,6 +17,14 @@ varied queries, `remember` of new entries, `link` between loaded entries, and
 `forget` of entries the client itself wrote. Every call is timed by the client
 around the full round trip.
 
+With `--cpu N`, no clients: the CPU of one recall alone, the cost the 32
+clients' latencies multiply. N queries drawn as the mix draws them are
+recalled in a process of each tree's code on the loaded file (read-only),
+once to warm the page cache and the term statistics, then `--repeat` times,
+timed by the process's CPU clock; reported per run: CPU ms a recall, the
+least and the median of the repeats (the least is the one a busy machine
+disturbs least).
+
 Errors are any exception a call raises; `conflict` on a `link` that already
 exists is an answer, not an error, and is counted apart. Reported per verb:
 calls, p50, p99 and max latency, errors; plus the daemon's peak RSS.
@@ -25,9 +34,12 @@ Nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
+import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -145,6 +157,56 @@ def load(home: Path, entries: int, seed: int) -> list[int]:
         conn.close()
 
 
+#: Runs in a process of the tree measured (its code on PYTHONPATH), so it uses only what both trees have:
+#: stdin gives (home, queries, repeats); stdout gets the CPU seconds of each repeat.
+_CPU_WORKER = """
+import json, sys, time
+from pathlib import Path
+from arbiter import paths
+from arbiter.model import RecallParams
+from arbiter.recall import recall
+from arbiter.store import connect, users
+home, queries, repeats = json.load(sys.stdin)
+conn = connect(paths.db_path(Path(home)), readonly=True)
+viewer = users.first_viewer(conn, conn.execute("SELECT id FROM tenants WHERE name = 'default'").fetchone()[0])
+def run():
+    for q in queries:
+        with conn:
+            recall(conn, viewer, RecallParams(query=q, limit=10))
+run()
+times = []
+for _ in range(repeats):
+    started = time.process_time()
+    run()
+    times.append(time.process_time() - started)
+print(json.dumps(times))
+"""
+
+
+@dataclass
+class CpuResult:
+    version: str
+    tree: str
+    recalls: int
+    repeats: int
+    least_ms: float
+    median_ms: float
+
+
+def cpu(args, loaded: Path, tree: Path | None) -> CpuResult:
+    """CPU ms a recall of `args.cpu` queries of the mix, in a process of `tree`'s code (None: this checkout)."""
+    rng = random.Random(args.seed)
+    vocab = Vocabulary(random.Random(args.seed))
+    queries = [_query(vocab, rng) for _ in range(args.cpu)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
+    env["PYTHONPATH"] = str(tree or Path(__file__).resolve().parent.parent)
+    done = subprocess.run([sys.executable, "-c", _CPU_WORKER], input=json.dumps([str(loaded), queries, args.repeat]),
+                          capture_output=True, text=True, env=env, cwd=tree, check=True)
+    per = sorted(t * 1000 / args.cpu for t in json.loads(done.stdout))
+    return CpuResult(version=__version__, tree=str(tree or "."), recalls=args.cpu, repeats=args.repeat,
+                     least_ms=per[0], median_ms=per[len(per) // 2])
+
+
 def run(args, loaded: Path, ids: list[int], tree: Path | None) -> Result:
     """One run of the clients against a daemon of `tree` (None: this checkout) on a copy of `loaded`."""
     res = Result(version=__version__, tree=str(tree or "."), clients=args.clients, seconds=args.seconds,
@@ -194,8 +256,8 @@ def run(args, loaded: Path, ids: list[int], tree: Path | None) -> Result:
 
 
 def table(res: Result) -> str:
-    lines = [f"arbiter {res.version} ({res.tree}): {res.clients} clients x {res.seconds:g} s, {res.entries:,} entries, "
-             f"{res.calls_per_s:,.0f} calls/s",
+    lines = [(f"arbiter {res.version} ({res.tree}): {res.clients} clients x {res.seconds:g} s, {res.entries:,} entries, "
+              f"{res.calls_per_s:,.0f} calls/s"),
              f"  {'verb':<9} {'calls':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>6}"]
     for verb, s in res.verbs.items():
         mark = ""
@@ -219,11 +281,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--against", type=Path, help="another checkout: runs alternate between it and this one")
     ap.add_argument("--rounds", type=int, default=1, help="runs of each tree (default 1)")
     ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
+    ap.add_argument("--cpu", type=int, metavar="N", help="no clients: CPU ms a recall of N of the mix's queries, in process")
+    ap.add_argument("--repeat", type=int, default=5, help="with --cpu: timed passes over the N queries (default 5)")
     args = ap.parse_args(argv)
     loaded = args.home or Path(tempfile.mkdtemp(prefix="arb-conc-load-")) / "home"
     try:
         ids = load(loaded, args.entries, args.seed)
         trees = [None] if args.against is None else [None, args.against.resolve()]
+        if args.cpu:
+            runs = [cpu(args, loaded, tree) for _ in range(args.rounds) for tree in trees]
+            report({"cpu": [asdict(r) for r in runs]}, args.out, text="\n".join(
+                f"{r.tree}: {r.recalls} recalls x {r.repeats}: CPU {r.least_ms:.3f} ms a recall (least), "
+                f"{r.median_ms:.3f} (median)" for r in runs))
+            return
         results = []
         for _ in range(args.rounds):
             for tree in trees:

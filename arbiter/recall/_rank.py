@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import apsw
@@ -33,8 +33,8 @@ B = 1.0
 #: Cached document frequencies are dropped once the index has grown this much.
 _STALE_GROWTH = 1.1
 
-_registered: weakref.WeakSet = weakref.WeakSet()
-_local = threading.local()
+#: Per connection: the query its rank function is scoring (one at a time: apsw serializes a connection).
+_queries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -48,25 +48,54 @@ class Spec:
     avgdl: float | None = field(default=None, repr=False)
 
 
-def _rank(api: apsw.FTS5ExtensionApi, *_args) -> float:
-    spec: Spec = _local.spec
-    if spec.avgdl is None:  # once per query unless given: FTS5 keeps these totals, no scan
-        spec.avgdl = api.column_total_size(-1) / max(api.row_count, 1) or 1.0
-    # Called for every match: the spec's constants are bound once a query (`_local.terms`), and
-    # the arithmetic is the same expressions in the same order, so the scores are the same floats.
-    w0, w1, w2, w3, k1, one_minus_b, b, k1p1, phrases = _local.terms
-    norm = k1 * (one_minus_b + b * api.column_size(-1) / spec.avgdl)
-    total = 0.0
-    columns = api.phrase_columns
-    locations = api.phrase_locations
-    for i, idf in phrases:
-        if not columns(i):  # cheap test first: most OR branches miss most rows
-            continue
-        cols = locations(i)
-        f = w0 * len(cols[0]) + w1 * len(cols[1]) + w2 * len(cols[2]) + w3 * len(cols[3])
-        if f:
-            total += idf * f * k1p1 / (f + norm)
-    return total
+def _count(api: apsw.FTS5ExtensionApi, phrase: int, where: tuple[int, ...], w: tuple[float, ...]) -> float:
+    """A phrase's weighted count in the current row, given the columns it is in (`where`, ascending).
+
+    Most hits are in one column: that column's offsets are one list, where
+    all the columns' offsets are one list each. Either way the sum is the
+    same float: a column the phrase is not in adds 0.0, which changes no sum.
+    """
+    if len(where) == 1:
+        c = where[0]
+        return w[c] * len(api.phrase_column_offsets(phrase, c))
+    cols = api.phrase_locations(phrase)
+    return w[0] * len(cols[0]) + w[1] * len(cols[1]) + w[2] * len(cols[2]) + w[3] * len(cols[3])
+
+
+def _scorer(query: list) -> Callable[[apsw.FTS5ExtensionApi], float]:
+    """The rank function of one connection: BM25 of the current row for the query `ranked` put in `query[0]`.
+
+    It runs once per match, so it asks FTS5 for as little as it can: each
+    phrase's columns, then the offsets of those present (`_count`), and the
+    document's length (FTS5 reads it from its docsize table, the dearest
+    call) only once a phrase counts. The arithmetic is the same expressions
+    in the same order as ever, so the scores are the same floats.
+    """
+
+    def rank(api: apsw.FTS5ExtensionApi) -> float:
+        w, k1, one_minus_b, b, k1p1, avgdl, phrases = query[0]
+        if avgdl is None:  # once per query unless given: FTS5 keeps these totals, no scan
+            avgdl = api.column_total_size(-1) / max(api.row_count, 1) or 1.0
+            query[0] = (w, k1, one_minus_b, b, k1p1, avgdl, phrases)
+        total = 0.0
+        if len(phrases) == 1:
+            f = _count(api, 0, api.phrase_columns(0), w)
+            if f:
+                total += phrases[0][1] * f * k1p1 / (f + k1 * (one_minus_b + b * api.column_size(-1) / avgdl))
+            return total
+        columns = api.phrase_columns
+        norm = None
+        for i, idf in phrases:
+            where = columns(i)
+            if where:  # cheap test first: most OR branches miss most rows
+                f = _count(api, i, where, w)
+                if f:
+                    if norm is None:
+                        norm = k1 * (one_minus_b + b * api.column_size(-1) / avgdl)
+                    total += idf * f * k1p1 / (f + norm)
+        return total
+
+    return rank
 
 
 def ranked(
@@ -86,20 +115,24 @@ def ranked(
 
         index = indexing.table_index(conn, table, tenant_id)
         return fulltext.ranked(conn, index, match, spec, depth, min_rowid=min_rowid)
-    if conn not in _registered:
-        conn.register_fts5_function(FUNCTION, _rank)
-        _registered.add(conn)
-    _local.spec = spec
-    w0, w1, w2, w3 = spec.weights[:4]
-    _local.terms = (w0, w1, w2, w3, spec.k1, 1.0 - spec.b, spec.b, spec.k1 + 1.0, tuple(enumerate(spec.idf)))
+    query = _queries.get(conn)
+    if query is None:
+        query = _queries[conn] = [None]
+        conn.register_fts5_function(FUNCTION, _scorer(query))
+    # Columns past the fourth weigh nothing (the scope column; these FTS5 tables have five at most).
+    query[0] = ((*spec.weights[:4], 0.0, 0.0, 0.0, 0.0), spec.k1, 1.0 - spec.b, spec.b, spec.k1 + 1.0, spec.avgdl,
+                tuple(enumerate(spec.idf)))
     try:
-        return conn.execute(
+        rows = conn.execute(
             f"SELECT rowid, {FUNCTION}({table}) AS s FROM {table} "
             f"WHERE {table} MATCH ? AND rowid >= ? ORDER BY s DESC, rowid LIMIT ?",
             (match, min_rowid, depth),
         ).fetchall()
+        if spec.avgdl is None:  # read from the first table ranked: later passes with this spec compare with it
+            spec.avgdl = query[0][5]
+        return rows
     finally:
-        _local.spec = _local.terms = None
+        query[0] = None
 
 
 def idf(df: int, n: int) -> float:
