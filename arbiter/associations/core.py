@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import apsw
 
 from arbiter.model import Association, LinkCandidate
-from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer
+from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer, tokenizing
 from arbiter.store import engine, fts, users
 from arbiter.store.users import Viewer
 
@@ -111,10 +111,7 @@ class Words:
     """
 
     def __init__(self, conn: apsw.Connection):
-        if engine.is_postgresql(conn):
-            # The tokenizer is SQLite's FTS5 one whichever engine holds the store: an in-memory SQLite connection
-            # lends it, so a tenant's word sets (and its edges) are the same on both.
-            conn = apsw.Connection(":memory:")
+        conn = tokenizing(conn)  # SQLite's FTS5 tokenizers on either engine: the same word sets, the same edges
         self._tokenize = tokenizer(conn)
         porter, (inner, *inner_args) = TOKENIZER
         self._stems = conn.fts5_tokenizer(porter, [inner, *inner_args])

@@ -15,7 +15,7 @@ import msgspec
 from arbiter._time import format_time, parse_time
 from arbiter.model import Entry, Hit, ListParams, RecallParams, RecallResult
 from arbiter.recall import _sql
-from arbiter.recall.query import TOKENIZER, expression
+from arbiter.recall.query import TOKENIZER, expression, tokenizing
 from arbiter.store import entries
 from arbiter.store.users import Viewer
 
@@ -112,7 +112,7 @@ def excerpt(conn: apsw.Connection, text: str, stems: set[str], *, window: int = 
     if len(data) > _SCAN_BYTES:
         return None
     name, args = TOKENIZER
-    tokens = conn.fts5_tokenizer(name, list(args))(data, apsw.FTS5_TOKENIZE_DOCUMENT, None)
+    tokens = tokenizing(conn).fts5_tokenizer(name, list(args))(data, apsw.FTS5_TOKENIZE_DOCUMENT, None)
     if not tokens:
         return lead(text)
     prefixes = tuple(s[:-1] for s in stems if s.endswith("*"))

@@ -144,18 +144,20 @@ class Query:
 _memory = threading.local()
 
 
-def tokenizer(conn: apsw.Connection) -> Tokenize:
-    """The index's tokenizer as `text -> [(surface lowercased, stem)]`.
+def tokenizing(conn) -> apsw.Connection:
+    """A SQLite connection that lends FTS5's tokenizers: the store's own, or on PostgreSQL a private in-memory one
+    per thread, so text there is cut into the stems its index was written with (store/pg/fulltext.py)."""
+    if not engine.is_postgresql(conn):
+        return conn
+    if getattr(_memory, "conn", None) is None:
+        _memory.conn = apsw.Connection(":memory:")
+    return _memory.conn
 
-    SQLite's FTS5 tokenizer whichever engine holds the store: on PostgreSQL a private in-memory SQLite
-    connection (one per thread) lends it, so a query has the stems its index was written with.
-    """
-    if engine.is_postgresql(conn):
-        if getattr(_memory, "conn", None) is None:
-            _memory.conn = apsw.Connection(":memory:")
-        conn = _memory.conn
+
+def tokenizer(conn: apsw.Connection) -> Tokenize:
+    """The index's tokenizer as `text -> [(surface lowercased, stem)]`."""
     name, args = TOKENIZER
-    fts5 = conn.fts5_tokenizer(name, list(args))
+    fts5 = tokenizing(conn).fts5_tokenizer(name, list(args))
 
     def tokenize(text: str) -> list[tuple[str, str]]:
         data = text.encode("utf-8", "surrogatepass")

@@ -811,6 +811,7 @@ def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
     assert db.execute("SELECT count(*) FROM recall_entries").fetchone()[0] == 0
 
 
+@pytest.mark.sqlite_only("FTS5's segments and the file's free pages are SQLite's")
 def test_compaction_merges_segments_and_keeps_results(db, tenant):
     for batch in range(6):
         with db:
@@ -825,6 +826,7 @@ def test_compaction_merges_segments_and_keeps_results(db, tenant):
     assert ids(ask(db, tenant, "canary flight", limit=200)) == before
 
 
+@pytest.mark.sqlite_only("FTS5's segments and the file's free pages are SQLite's")
 def test_compaction_leaves_a_large_segment_alone_for_a_few_small_writes(db, tenant):
     with db:
         for i in range(300):
@@ -851,6 +853,7 @@ def test_compaction_leaves_a_large_segment_alone_for_a_few_small_writes(db, tena
     assert set(small) <= set(ids(ask(db, tenant, "canary late", limit=10)))
 
 
+@pytest.mark.sqlite_only("FTS5's segments and the file's free pages are SQLite's")
 def test_a_compaction_pass_reads_each_scope_once_not_once_a_step(db, tenant):
     """Passing each step's answer on as the next `start`, a pass over many scopes stays linear in them."""
     scopes = [tenant] + [tenants.create_tenant(db, f"t{n}", now=T0)[0] for n in range(7)]
@@ -876,6 +879,7 @@ def test_a_compaction_pass_reads_each_scope_once_not_once_a_step(db, tenant):
     assert len(set(reads)) == len(scopes)
 
 
+@pytest.mark.sqlite_only("FTS5's segments and the file's free pages are SQLite's")
 def test_idle_upkeep_gives_freed_pages_back(db, tenant):
     assert (db.pragma("page_size"), db.pragma("auto_vacuum")) == (8192, 2)  # a new file: 8 KiB, incremental
     for batch in range(6):
