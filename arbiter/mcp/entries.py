@@ -402,7 +402,7 @@ def update(s: Session, a: UpdateArgs) -> Written:
     named = ("type", "title", "content", "tags", "source", "speaker")
     fields = {f: getattr(a, f) for f in named if getattr(a, f) is not None}
     if not fields:
-        raise InvalidParams(f"arguments: give at least one of {', '.join(named)}", path="arguments")
+        raise InvalidParams.at("arguments", f"give at least one of {', '.join(named)}")
     e = s.call("update", a.id, **fields)
     s.changed(e.id)
     return Written(verb="Updated", entry=ref(e))
@@ -598,7 +598,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
     seen = shown_before(s, a.cursor, scope, again="read it again")
     rest = [x for x in items if _history_key(x) not in seen]
     if a.cursor is not None and not rest:  # as thread's: a purge may have shortened the chain since
-        raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
+        raise InvalidParams.at("cursor", "past the history's end: read it again without cursor")
     start = len(items) - len(rest)
     blocks, kind = [], None
     for x in rest:
@@ -769,7 +769,7 @@ def conversation(s: Session, a: ConversationArgs) -> ConversationView:
     say which one is current.
     """
     if a.id is not None and a.title is not None:
-        raise InvalidParams("arguments: give id (resume) or title (start), not both", path="arguments")
+        raise InvalidParams.at("arguments", "give id (resume) or title (start), not both")
     if a.title is not None:
         c = s.call("conversation_create", a.title)
         s.conversation_id = c.id

@@ -86,8 +86,7 @@ def thread(s: Session, a: ThreadArgs) -> ThreadView:
     start = 0 if after is None else next(
         (i for i, r in enumerate(replies) if (parse_time(r.recorded_at), r.id) > after), len(replies))
     if a.cursor is not None and start >= len(replies):
-        raise InvalidParams("cursor: past the thread's end (it lost replies since): read it again without cursor",
-                            path="cursor")
+        raise InvalidParams.at("cursor", "past the thread's end (it lost replies since): read it again without cursor")
     out = ThreadView(root_id=t.root.id, replies=[], more=False, next_cursor=None)
     budget, lines = a.max_chars - FRAME_CHARS, []
     if a.cursor is None:  # the first page: the root, cut to fit if it must be
@@ -122,7 +121,7 @@ def _thread_cursor(cursor: str | None) -> tuple[int, int] | None:
         return None
     at, dot, after = cursor.partition(".")
     if not (dot and at.isdigit() and after.isdigit()):
-        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
+        raise InvalidParams.at("cursor", "not a cursor this tool returned")
     return int(at), int(after)
 
 

@@ -14,7 +14,7 @@ PAGE = 100
 def list_resources(s: Session, cursor: str | None) -> dict:
     """The briefing, then every active entry newest first, `PAGE` per page."""
     if cursor is not None and not cursor.isdigit():
-        raise InvalidParams("cursor: not a cursor this server returned", path="cursor")
+        raise InvalidParams.at("cursor", "not a cursor this server returned")
     before = int(cursor) if cursor else None
     items = s.call("list", limit=PAGE + 1, before_id=before)
     out = [] if before else [{
@@ -102,12 +102,12 @@ def get_prompt(name: str, arguments: dict | None) -> dict:
     arguments = arguments or {}
     known = {a["name"] for a in p["arguments"]}
     if unknown := sorted(set(arguments) - known):
-        raise InvalidParams(f"arguments.{unknown[0]}: unknown argument", path=f"arguments.{unknown[0]}")
+        raise InvalidParams.at(f"arguments.{unknown[0]}", "unknown argument")
     values = {}
     for a in p["arguments"]:
         value = arguments.get(a["name"])
         if not isinstance(value, str) or not value.strip():
-            raise InvalidParams(f"arguments.{a['name']}: required, a non-empty string", path=f"arguments.{a['name']}")
+            raise InvalidParams.at(f"arguments.{a['name']}", "required, a non-empty string")
         values[a["name"]] = value.strip()
     return {"description": p["description"], "messages": [
         {"role": "user", "content": {"type": "text", "text": p["text"].format(**values)}}]}

@@ -202,13 +202,12 @@ class Combined:
         """A routed tool's refusal in this tool's words: its argument names, and what this call takes instead."""
         spelled = self.spelled.get(t.name, {})
         field = re.match(r"\w*", e.path or "")[0]
-        if field in spelled:
-            path = spelled[field] + e.path[len(field):]
-            return InvalidParams(e.message.replace(e.path, path, 1), path=path)
-        if e.message == f"{e.path}: unknown field" and e.path in self.input_schema["properties"]:
+        if field in spelled and e.reason is not None:
+            return InvalidParams.at(spelled[field] + e.path[len(field):], e.reason)
+        # An argument of this tool that the routed tool has no field for: one a different route takes.
+        if e.path in self.input_schema["properties"] and e.path not in t.args.__struct_encode_fields__:
             takes = ", ".join(spelled.get(f, f) for f in t.args.__struct_encode_fields__)
-            return InvalidParams(f"{e.path}: not taken by this call (with these arguments it takes {takes})",
-                                 path=e.path)
+            return InvalidParams.at(e.path, f"not taken by this call (with these arguments it takes {takes})")
         return e
 
 
@@ -299,12 +298,12 @@ def decode_args(t: Tool, arguments: dict | None) -> Any:
     except msgspec.ValidationError as e:
         message, path = describe(e, t.args)
         path = path or "arguments"
-        raise InvalidParams(f"{path}: {message}", path=path) from None
+        raise InvalidParams.at(path, message) from None
 
 
 def error_line(e: ArbiterError) -> str:
     """`code: message`, one line, the way every tool error reads."""
-    where = f" (at {e.path})" if e.path and e.path not in e.message else ""
+    where = f" (at {e.path})" if e.path and e.reason is None else ""  # a reason's message starts with its path
     return " ".join(f"{e.name}: {e.message}{where}".split())
 
 

@@ -266,7 +266,7 @@ def _fresh() -> dict[str, set]:
 def _words(e: Exception) -> str:
     if isinstance(e, msgspec.ValidationError):  # the words remember would use ("a title is one line, ...")
         words, path = validation.describe(e)
-        return f"{path}: {words}" if path and not words.startswith(f"{path}:") else words
+        return f"{path}: {words}" if path else words
     return str(e)
 
 
