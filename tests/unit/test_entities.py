@@ -770,6 +770,20 @@ def test_a_name_found_later_links_the_entries_that_wrote_it_before(db, tenant):
     assert entities.lookup(db, tenant, "Budget") is None
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["Dana", "dana", "danas", "daned", "a", "A", "-", "'", "’", "_", " ", ".", "1", "é"]),
+               max_size=12).map("".join),
+       st.sampled_from(["Dana", "D", "Da-na", "O'Dana", "Dana."]))
+def test_evidence_finds_a_word_where_its_definition_as_a_pattern_does(text, word):
+    """The evidence scans for a word without compiling a pattern for it; it finds what the pattern would."""
+    from arbiter.entities.evidence import _INFLECTIONS, _spots
+
+    capital = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
+    lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?:s|es|d|ed|ing)?(?![\w-])")
+    assert _spots(text, word, ("",)) == [m.start() for m in capital.finditer(text)]
+    assert _spots(text, word.lower(), _INFLECTIONS, first=True) == [m.start() for m in lower.finditer(text)][:1]
+
+
 def test_evidence_is_what_the_writer_sees(db, tenant):
     """Another user's private notes neither make a name of a word for the writer nor get linked by their note."""
     with db:
