@@ -56,7 +56,7 @@ class McpServer:
         session.called_as = surface.called_as(self.tools)
         self.instructions = instructions
         self.subscribed: set[str] = set()
-        self.watch = Watch(session.call)
+        self.watch = Watch(session.daemon)
         self.lock = threading.RLock()
         self.emit: Callable[[list[dict]], None] | None = None
         self.poll_s = POLL_S

@@ -15,7 +15,7 @@ A tool is one function with three declarations:
     @tool(GetArgs, EntryView)                             # 3. the function; its docstring is the
     def get(s: Session, a: GetArgs) -> EntryView:         #    description the model reads
         \"\"\"Read one entry in full.\"\"\"
-        e = s.call("get", a.id, as_of=a.as_of)
+        e = s.daemon.get(a.id, as_of=a.as_of)
         return EntryView(id=e.id, title=e.title)
 
 From those the server derives everything else, the same way for every tool:
@@ -50,6 +50,7 @@ import msgspec
 from msgspec import Meta
 
 from arbiter._time import format_time, now_us
+from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
 from arbiter.model import Params
 from arbiter.validation import describe
@@ -91,14 +92,14 @@ class View(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Session:
     """What a tool runs with: the daemon, this MCP session's conversation, and what changed.
 
-    `call(method, ...)` is a `Client` method call (revived once if the daemon
-    died). Unless the client named one, the session's conversation is started
+    `daemon` is the typed `Client` every tool calls (in `arbiter mcp`, one that
+    revives the daemon if it died: `_daemon.Reviving`). Unless the client named one, the session's conversation is started
     by the first write that goes in it, in that write's own transaction
     (`write_scope`, then `started`): a refused or duplicate write starts none.
     """
 
-    def __init__(self, calls: Callable[..., Any], *, conversation_id: int | None = None):
-        self.call = calls
+    def __init__(self, daemon: Client, *, conversation_id: int | None = None):
+        self.daemon = daemon
         self.conversation_id = conversation_id
         self.changed_ids: set[int] = set()
         #: The current call changed something a resource shows, so subscribers are told. A write tool's call
