@@ -92,10 +92,11 @@ class View(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Session:
     """What a tool runs with: the daemon, this MCP session's conversation, and what changed.
 
-    `daemon` is the typed `Client` every tool calls (in `arbiter mcp`, one that
-    revives the daemon if it died: `_daemon.Reviving`). Unless the client named one, the session's conversation is started
-    by the first write that goes in it, in that write's own transaction
-    (`write_scope`, then `started`): a refused or duplicate write starts none.
+    `daemon` is the typed `Client` every tool calls (in `arbiter mcp`, one
+    that revives the daemon if it died: `_daemon.Reviving`). Unless the client
+    named one, the session's conversation is started by the first write that
+    goes in it, in that write's own transaction (`write_scope`, then
+    `started`): a refused or duplicate write starts none.
     """
 
     def __init__(self, daemon: Client, *, conversation_id: int | None = None):
