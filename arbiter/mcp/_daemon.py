@@ -101,20 +101,19 @@ class Reviving(Client):
         with self._lock:
             self._depth += 1
             try:
+                return super().call(method, params, result_type)
+            except Unavailable:
                 if self._depth > 1 or self.revive is None:
-                    return super().call(method, params, result_type)
-                try:
-                    return super().call(method, params, result_type)
-                except Unavailable:
-                    self.close()
-                    read = _reads(method)
-                    if self.revive() is None and not read:
-                        raise  # the daemon is up (it refused us: too many connections); nothing was restarted
-                    if not read:
-                        raise Unavailable(
-                            "the daemon stopped during this call and was restarted; the write may or may "
-                            "not have been saved: check with `get` or `recall` before retrying"
-                        ) from None
-                    return super().call(method, params, result_type)
+                    raise
+                self.close()
+                read = _reads(method)
+                if self.revive() is None and not read:
+                    raise  # the daemon is up (it refused us: too many connections); nothing was restarted
+                if not read:
+                    raise Unavailable(
+                        "the daemon stopped during this call and was restarted; the write may or may "
+                        "not have been saved: check with `get` or `recall` before retrying"
+                    ) from None
+                return super().call(method, params, result_type)
             finally:
                 self._depth -= 1
