@@ -297,6 +297,6 @@ def select(spec: str | None) -> dict[str, Tool | Combined]:
     known = {**TOOLS, **default}  # a name in both is the combined tool: it reaches everything the other does
     unknown = [n for n in names if n not in known] or ([] if names else [spec])
     if unknown:
-        raise InvalidParams(f"tools: no tool named {unknown[0]!r}; give all, default, or a comma list of: "
-                            + ", ".join(sorted(known)), path="tools")
+        raise InvalidParams.at("tools", f"no tool named {unknown[0]!r}; give all, default, or a comma list of: "
+                               + ", ".join(sorted(known)))
     return {n: known[n] for n in names}
