@@ -26,7 +26,7 @@ def now_us() -> int:
 def parse_time(value: int | float | str, *, path: str = "time") -> int:
     """RFC 3339 text or epoch seconds -> microseconds; InvalidParams names `path` otherwise."""
     if isinstance(value, bool):
-        raise InvalidParams(f"{path}: expected RFC 3339 text or epoch seconds", path=path)
+        raise InvalidParams.at(path, "expected RFC 3339 text or epoch seconds")
     if isinstance(value, str):
         us = _parse_text(value, path)
     elif value != value:  # NaN
@@ -36,7 +36,7 @@ def parse_time(value: int | float | str, *, path: str = "time") -> int:
     else:
         us = value * US
     if us is None or not MIN_US <= us <= MAX_US:
-        raise InvalidParams(f"{path}: {value!r} is outside years 0001-9999", path=path)
+        raise InvalidParams.at(path, f"{value!r} is outside years 0001-9999")
     return us
 
 
@@ -51,10 +51,9 @@ def valid_from(value: int | float | str | None, *, now: int, path: str, what: st
         return now
     us = parse_time(value, path=path)
     if us > now:
-        raise InvalidParams(
-            f"{path}: {format_time(us)} is in the future: {what} records what holds from a past or present instant "
-            f"({plan})",
-            path=path,
+        raise InvalidParams.at(
+            path, f"{format_time(us)} is in the future: {what} records what holds from a past or present instant "
+                  f"({plan})",
         )
     return us
 
@@ -73,11 +72,10 @@ def _parse_text(value: str, path: str) -> int | None:
         # RFC 3339 allows lower-case "t" and "z".
         dt = datetime.fromisoformat(text.upper())
     except ValueError:
-        raise InvalidParams(
-            f"{path}: {value!r} is neither RFC 3339 (2026-11-20T10:00:00Z) nor epoch seconds", path=path
-        ) from None
+        raise InvalidParams.at(path, f"{value!r} is neither RFC 3339 (2026-11-20T10:00:00Z) nor epoch seconds") \
+            from None
     if dt.tzinfo is None:
-        raise InvalidParams(f"{path}: {value!r} has no UTC offset (add Z or +HH:MM)", path=path)
+        raise InvalidParams.at(path, f"{value!r} has no UTC offset (add Z or +HH:MM)")
     delta = dt - _EPOCH
     return (delta.days * 86400 + delta.seconds) * US + delta.microseconds
 

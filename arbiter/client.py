@@ -218,7 +218,7 @@ class Client:
             err = response.error
             data = err.data or {}
             cls = BY_CODE.get(err.code, ArbiterError)
-            raise cls(err.message, path=data.get("path"), existing_id=data.get("existing_id"))
+            raise cls(err.message, path=data.get("path"), existing_id=data.get("existing_id"), reason=data.get("reason"))
         return msgspec.json.decode(response.result, type=result_type)
 
     # ---- verbs ----------------------------------------------------------------

@@ -40,6 +40,7 @@ import zlib
 import apsw
 
 from arbiter.store import engine
+from arbiter.model import RememberParams
 from arbiter.store.users import Viewer
 
 #: Word-set Jaccard at or above which an entry is `similar` (bench/duplicates.py measures it).
@@ -154,16 +155,42 @@ def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> N
     _insert(conn, tenant_id, entry_id, [fingerprint(content), *keys] if engine.is_postgresql(conn) else keys)
 
 
+def always_written(p: RememberParams) -> bool:
+    """Whether `p` is written even if it repeats an entry: it allows duplicates, or it retires something (a write
+    that supersedes is never a no-op)."""
+    return p.allow_duplicate or bool(p.supersedes_ids)
+
+
+def identical(conn: apsw.Connection, v: Viewer, items: list[tuple[int, str, str] | None]) -> list[int | None]:
+    """The duplicate rule, for one entry or a batch: per item (its content's `fingerprint`, type, title), the id
+    of the oldest active entry `v` sees of that type whose title and content are these up to case and
+    whitespace, else -1 - i if it repeats an earlier item i, else None. An item None is always written (None).
+    """
+    found: dict[tuple[int, str, str], int] = {}
+    keys = [item[0] for item in items if item is not None]
+    for start in range(0, len(keys), 500):
+        chunk = sorted(set(keys[start:start + 500]))
+        for key, eid, etype, title in conn.execute(
+            "SELECT s.key, s.entry_id, e.type, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
+            f"WHERE s.tenant_id = ? AND s.key IN ({','.join('?' * len(chunk))}) AND e.valid_to IS NULL "
+            f"AND {v.sees()} ORDER BY s.entry_id DESC",
+            (v.tenant_id, *chunk),
+        ):
+            found[key, etype, folded(title)] = eid  # oldest last: it stays
+    out: list[int | None] = []
+    for i, item in enumerate(items):
+        if item is None:
+            out.append(None)
+            continue
+        k = (item[0], item[1], folded(item[2]))
+        out.append(found.get(k))
+        found.setdefault(k, -1 - i)
+    return out
+
+
 def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, title: str, content: str) -> int | None:
-    """The oldest active entry `v` sees of `type` whose title and content are these, up to case and whitespace."""
-    rows = conn.execute(
-        "SELECT s.entry_id, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
-        f"WHERE s.tenant_id = ? AND s.key = ? AND e.valid_to IS NULL AND e.type = ? AND {v.sees()} "
-        "ORDER BY s.entry_id",
-        (v.tenant_id, fingerprint(content), type),
-    )
-    title = folded(title)
-    return next((entry_id for entry_id, theirs in rows if folded(theirs) == title), None)
+    """`identical` for one entry: the oldest active entry `v` sees of `type` with this title and content."""
+    return identical(conn, v, [(fingerprint(content), type, title)])[0]
 
 
 # CROSS JOIN: the queue drives (newest first); else SQLite's planner scans every entry of the tenant by its

@@ -13,11 +13,21 @@ class ArbiterError(Exception):
     code = -32603
     name = "internal_error"
 
-    def __init__(self, message: str, *, path: str | None = None, existing_id: int | None = None):
+    def __init__(self, message: str, *, path: str | None = None, existing_id: int | None = None,
+                 reason: str | None = None):
         super().__init__(message)
         self.message = message
         self.path = path
         self.existing_id = existing_id
+        #: What is wrong with the field `path`, in words that do not name it (set by `at`: the message is
+        #: `path: reason`). A front end that spells the field otherwise (the CLI's `--conversation`) puts its
+        #: own name before it; None when the message is a sentence of its own ("entry 7 not found").
+        self.reason = reason
+
+    @classmethod
+    def at(cls, path: str, reason: str, **fields):
+        """The error about the field `path`: its message is `path: reason`."""
+        return cls(f"{path}: {reason}", path=path, reason=reason, **fields)
 
     def data(self) -> dict | None:
         """The JSON-RPC `data` member: the stable name plus any fields."""
@@ -26,7 +36,18 @@ class ArbiterError(Exception):
             out["path"] = self.path
         if self.existing_id is not None:
             out["existing_id"] = self.existing_id
+        if self.reason is not None:
+            out["reason"] = self.reason
         return out
+
+
+class FieldError(ValueError):
+    """A params Struct's own check refused `field` (raised in `__post_init__`, where msgspec takes a ValueError)."""
+
+    def __init__(self, field: str, reason: str):
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
 
 
 class ParseError(ArbiterError):

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta, Struct
 
-from arbiter.errors import InvalidParams
+from arbiter.errors import FieldError, InvalidParams
 from arbiter.validation import pattern
 
 EntryType = Literal["user", "feedback", "project", "reference", "learning", "context"]
@@ -60,10 +60,10 @@ def _check_bytes(field: str, value: str | None, limit: int, *, required: bool = 
     if value is None:
         return
     if required and not value.strip():
-        raise ValueError(f"{field}: must not be empty")
+        raise FieldError(field, "must not be empty")
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > limit:
-        raise ValueError(f"{field}: {size} bytes is over the limit of {limit}")
+        raise FieldError(field, f"{size} bytes is over the limit of {limit}")
 
 
 _ONE_LINE = re.compile(ONE_LINE)
@@ -90,7 +90,7 @@ CONTENT_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 def _check_content(value: str | None) -> None:
     _check_bytes("content", value, CONTENT_MAX_BYTES, required=True)
     if value is not None and (bad := CONTENT_CONTROL.search(value)):
-        raise ValueError(f"content: control character U+{ord(bad[0]):04X} at character {bad.start() + 1}: an entry's "
+        raise FieldError("content", f"control character U+{ord(bad[0]):04X} at character {bad.start() + 1}: an entry's "
                          "title and content hold no control characters (content alone may hold line breaks, tabs "
                          "and other whitespace)")
 
@@ -103,8 +103,8 @@ def check_content(value: str) -> None:
     """
     try:
         _check_content(value)
-    except ValueError as e:
-        raise InvalidParams(str(e), path="content") from None
+    except FieldError as e:
+        raise InvalidParams.at(e.field, e.reason) from None
 
 
 class TextParams(Params):

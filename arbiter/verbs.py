@@ -86,7 +86,7 @@ def remember(ctx: Context, p: RememberParams):
     # A write that retires something is never a no-op. Its references are checked first either way:
     # a bad parent or conversation is an error, duplicate or not.
     row = None
-    if not p.allow_duplicate and not p.supersedes_ids:
+    if not duplicates.always_written(p):
         row = entries.checked_row(ctx.conn, ctx.viewer, p, now=ctx.now)
         existing = duplicates.duplicate_of(ctx.conn, ctx.viewer, p.type, p.title, p.content)
         if existing is not None:
@@ -173,7 +173,8 @@ def remember_many(ctx: Context, p: RememberManyParams):
         p = msgspec.structs.replace(
             p, entries=[msgspec.structs.replace(e, conversation_id=started) for e in p.entries], new_conversation=None)
     keys = [duplicates.fingerprint(item.content) for item in p.entries]  # hashed once, for the check and the write
-    same = entries.identical(ctx.conn, ctx.viewer, p.entries, keys)
+    same = duplicates.identical(ctx.conn, ctx.viewer, [
+        None if duplicates.always_written(item) else (key, item.type, item.title) for item, key in zip(p.entries, keys)])
     ids = entries.remember_many(ctx.conn, ctx.viewer, p.entries, now=ctx.now, same=same, keys=keys)
     linker = entities_mod.Linker(ctx.conn, ctx.tenant_id, ctx.now, ctx.viewer)
     for entry_id, item, found in zip(ids, p.entries, same):

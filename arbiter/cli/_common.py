@@ -206,7 +206,7 @@ def _name(ctx, param, value: str | None) -> str | None:
     try:
         return new_name(value)
     except InvalidParams as e:
-        raise click.BadParameter(e.message.removeprefix("name: ")) from None
+        raise click.BadParameter(e.reason) from None
 
 
 def new_name(name: str) -> str:
@@ -218,7 +218,7 @@ def new_name(name: str) -> str:
     try:
         return msgspec.convert(name, Name)
     except msgspec.ValidationError as e:
-        raise InvalidParams(f"name: {describe(e)[0]}", path="name") from None
+        raise InvalidParams.at("name", describe(e)[0]) from None
 
 
 def read_content(content: str | None) -> str | None:
@@ -292,12 +292,12 @@ def _in_flags(e: ArbiterError) -> str:
     if e.path is None:
         return e.message
     typed = _as_typed(e.path)
-    if e.message.startswith(f"{e.path}: "):  # the daemon's own checks: "conversation_id: must be at least 1"
-        return f"{typed or e.path}: {e.message[len(e.path) + 2:]}"
+    if e.reason is not None:  # "conversation_id: must be at least 1", said of the flag
+        return f"{typed or e.path}: {e.reason}"
     # A place inside a list or object (supersedes_ids[0], facts[2].object) says which one; a top-level
     # field's value is already in the message ("entry 999 not found", not "... (at id)").
     nested = "[" in e.path or "." in e.path
-    return e.message + (f" (at {typed or e.path})" if nested and e.path not in e.message else "")
+    return e.message + (f" (at {typed or e.path})" if nested else "")
 
 
 def handle_errors(f):
@@ -326,9 +326,10 @@ def handle_errors(f):
                 raise
             fail(f"{e.strerror or e}: {e.filename}" if e.filename else str(e.strerror or e))
         except UnicodeEncodeError as e:
-            if os.environ.get("ARBITER_DEBUG") or "surrogates" not in e.reason:
+            bad = e.object[e.start:e.end]
+            if os.environ.get("ARBITER_DEBUG") or not all("\ud800" <= c <= "\udfff" for c in bad):
                 raise
-            bad = e.object[e.start:e.end].encode("utf-8", "surrogateescape")
+            bad = bad.encode("utf-8", "surrogateescape")
             fail(f"{e.object[max(0, e.start - 20):e.end + 20]!r} is not UTF-8 text (byte {bad.hex(' ')}): "
                  "arguments and input must be UTF-8")
 

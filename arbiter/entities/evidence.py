@@ -60,24 +60,25 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
     if not ids:
         return None if initial else []
     ids = sorted(ids, reverse=True)[:DEPTH]
-    capital = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
-    # The word in lower case, inflected too: "joined" and "joins" show "Join" is a verb, as the index's stems do.
-    lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?:s|es|d|ed|ing)?(?![\w-])")
+    low = word.lower()
     named: list[int] = []
     written = mid = starts = lowered = 0
-    for other, text in conn.execute(
+    for read, (other, text) in enumerate(conn.execute(
         f"SELECT id, title || '\n' || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
         f"AND tenant_id = ? AND valid_to IS NULL",
         (*ids, v.tenant_id),
-    ):
-        spots = list(capital.finditer(text))
+    ), start=1):
+        spots = _spots(text, word, ("",))
         if spots:
             written += 1
-            mid += any(not sentence_start(text, m.start()) for m in spots)
-            starts += any(m.start() > 0 for m in spots)  # the title's first word says least
-            if any(_alone(text, m) for m in spots):
+            mid += any(not sentence_start(text, at) for at in spots)
+            starts += any(at > 0 for at in spots)  # the title's first word says least
+            if any(_alone(text, at, at + len(word)) for at in spots):
                 named.append(other)
-        lowered += lower.search(text) is not None
+        # The word in lower case, inflected too: "joined" and "joins" show "Join" is a verb, as the index's stems do.
+        lowered += bool(_spots(text, low, _INFLECTIONS, first=True))
+        if 2 * lowered > written + len(ids) - read:
+            return None  # not rare even if every entry left writes it with a capital: a word, whatever else they say
     # A name is seldom written in lower case: at most once for every two entries writing it with a capital.
     rare = 2 * lowered <= written
     if not initial:
@@ -93,9 +94,49 @@ _NEXT_CAPITAL = re.compile(r"[ \t]+(?:&[ \t]+)?[A-Z]")
 _PREV_CAPITAL = re.compile(r"[A-Z][\w'’.-]*[ \t]+(?:&[ \t]+)?$")
 
 
-def _alone(text: str, m: re.Match) -> bool:
-    """Whether the word at `m` stands on its own, not as a part of a longer capitalised name."""
-    if _NEXT_CAPITAL.match(text, m.end()):
+_INFLECTIONS = ("s", "es", "d", "ed", "ing", "")
+
+
+def _joins(c: str, also: str) -> bool:
+    """Whether `c` joins a word to what is beside it: what `\\w` matches (str.isalnum is the same set, less
+    the underscore), or one of `also`."""
+    return c.isalnum() or c == "_" or c in also
+
+
+def _spots(text: str, word: str, endings: tuple[str, ...], *, first: bool = False) -> list[int]:
+    """Where `word` (then one of `endings`) is a word of its own: not after a letter, digit, _, ' or -, nor
+    before a letter, digit, _ or -. Only the first such place with `first`.
+
+    What `re.finditer(r"(?<![\\w'’-])WORD(?:ENDINGS)(?![\\w-])")` finds, without compiling a pattern per word:
+    the compile and a scan that tries every position (the lookbehind comes first) were half of a
+    `remember`'s evidence (benchmarks.md "`remember`").
+    """
+    out: list[int] = []
+    at = text.find(word)
+    while at >= 0:
+        after = None if at and _joins(text[at - 1], "'’-") else _ended(text, at + len(word), endings)
+        if after is None:
+            at = text.find(word, at + 1)
+            continue
+        out.append(at)
+        if first:
+            break
+        at = text.find(word, after)  # matches do not overlap
+    return out
+
+
+def _ended(text: str, end: int, endings: tuple[str, ...]) -> int | None:
+    """Where the first of `endings` that ends a word at `end` ends, else None."""
+    for ending in endings:
+        after = end + len(ending)
+        if text.startswith(ending, end) and (after == len(text) or not _joins(text[after], "-")):
+            return after
+    return None
+
+
+def _alone(text: str, start: int, end: int) -> bool:
+    """Whether the word at `start:end` stands on its own, not as a part of a longer capitalised name."""
+    if _NEXT_CAPITAL.match(text, end):
         return False
-    before = text[max(0, m.start() - 40):m.start()]
-    return not (_PREV_CAPITAL.search(before) and not sentence_start(text, m.start()))
+    before = text[max(0, start - 40):start]
+    return not (_PREV_CAPITAL.search(before) and not sentence_start(text, start))

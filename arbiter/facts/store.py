@@ -101,7 +101,7 @@ def declare(conn: apsw.Connection, v: Viewer, name: str, functional: bool, *, no
     """Declare a predicate once; declaring it again the same way is a no-op, differently a `conflict`."""
     norm = normalize_predicate(name)
     if not norm or not norm[0].isalpha():
-        raise InvalidParams(f"name: {name!r} has no letters to make a snake_case name of", path="name")
+        raise InvalidParams.at("name", f"{name!r} has no letters to make a snake_case name of")
     tenant_id = v.tenant_id
     current = conn.execute(
         "SELECT functional FROM predicates WHERE tenant_id = ? AND name = ?", (tenant_id, norm)
@@ -361,7 +361,7 @@ def read(
     then, in the state it had then. Only facts `v` sees, by today's visibility.
     """
     if as_of is not None and status != "active":
-        raise InvalidParams("as_of: only active facts have a validity window", path="as_of")
+        raise InvalidParams.at("as_of", "only active facts have a validity window")
     binds: dict = {"t": v.tenant_id, "status": status}
     if known_at is None:
         cols, join, st, vto = _now_columns(v), "", "f.status", "f.valid_to"

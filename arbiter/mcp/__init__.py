@@ -77,7 +77,7 @@ def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None =
     `tools`: `all` (every fine-grained tool), a comma list of tool names, or None for the default surface.
     """
     from arbiter.mcp import surface
-    from arbiter.mcp._daemon import Calls, ensure_daemon
+    from arbiter.mcp._daemon import Reviving, ensure_daemon
     from arbiter.mcp.tool import Session
 
     load_tools()
@@ -86,8 +86,8 @@ def run(*, home: Path, socket_path: Path, tenant: str, token_file: Path | None =
     ensure_daemon(home, socket_path)
     # The token decides who the session is (a user of a tenant); the file defaults to the tenant's first user.
     token = paths.read_secret(token_file or paths.token_path(home, tenant), f"tenant {tenant!r}")
-    client = Client(socket_path, token)
-    session = Session(Calls(client, revive=lambda: ensure_daemon(home, socket_path)), conversation_id=conversation_id)
+    client = Reviving(socket_path, token, revive=lambda: ensure_daemon(home, socket_path))
+    session = Session(client, conversation_id=conversation_id)
     try:
         instructions = client.briefing().text + session_note(conversation_id)
     except ArbiterError as e:

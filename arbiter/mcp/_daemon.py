@@ -17,14 +17,14 @@ from arbiter.errors import Unavailable
 START_TIMEOUT_S = 20.0
 T = TypeVar("T")
 
-def _reads(method: str) -> bool:
-    """Whether the Client method `method` sends a verb that only reads (`Verb.writes` says; each method sends
-    the verb of its name). A read cut off by a dying daemon is retried once on the revived one; anything else
-    (a write, a method that is no verb) may or may not have committed, so it is reported, never retried blindly.
+def _reads(verb_name: str) -> bool:
+    """Whether the verb `verb_name` only reads (`Verb.writes` says). A read cut off by a dying daemon is retried
+    once on the revived one; anything else (a write, a name that is no verb) may or may not have committed, so
+    it is reported, never retried blindly.
     """
     from arbiter.verbs import VERBS  # only once the daemon died: the table is not loaded on the way to a call
 
-    verb = VERBS.get(method)
+    verb = VERBS.get(verb_name)
     return verb is not None and not verb.writes
 
 
@@ -81,28 +81,31 @@ def ensure_daemon(home: Path, socket_path: Path, *, timeout: float = START_TIMEO
     raise Unavailable(f"the daemon did not answer on {socket_path} within {timeout:.0f}s (log: {log_path})")
 
 
-class Calls:
-    """The one Client, shared by every tool call (a lock makes it safe across threads).
+class Reviving(Client):
+    """The one Client every tool call of `arbiter mcp` shares (a lock makes it safe across threads).
 
     If the daemon has gone away, `revive` starts a new one (saying so on
-    stderr); a read (`_reads`) is then retried once, a write reports what
-    happened. A daemon that still holds its socket is up, only refusing
-    (too many connections): a write gets its refusal, and nothing starts.
+    stderr); a request whose verb only reads (`Verb.writes`) is then sent
+    again, once; a write's caller is told it may or may not have been
+    saved. A daemon that still holds its socket is up, only refusing (too
+    many connections): a write gets its refusal, and nothing starts.
     """
 
-    def __init__(self, client: Client, revive: Callable[[], object] | None = None):
-        self.client = client
+    def __init__(self, socket_path: Path, token: str | None, *, revive: Callable[[], object] | None = None, **kw):
+        super().__init__(socket_path, token, **kw)
         self.revive = revive
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._depth = 0  # connecting sends a `ping` of its own: only the request a tool sent is revived and retried
 
-    def __call__(self, method: str, *args, **kwargs):
+    def call(self, method: str, params=None, result_type: type[T] = dict) -> T:
         with self._lock:
+            self._depth += 1
             try:
-                return getattr(self.client, method)(*args, **kwargs)
+                return super().call(method, params, result_type)
             except Unavailable:
-                if self.revive is None:
+                if self._depth > 1 or self.revive is None:
                     raise
-                self.client.close()
+                self.close()
                 read = _reads(method)
                 if self.revive() is None and not read:
                     raise  # the daemon is up (it refused us: too many connections); nothing was restarted
@@ -111,4 +114,6 @@ class Calls:
                         "the daemon stopped during this call and was restarted; the write may or may "
                         "not have been saved: check with `get` or `recall` before retrying"
                     ) from None
-                return getattr(self.client, method)(*args, **kwargs)
+                return super().call(method, params, result_type)
+            finally:
+                self._depth -= 1

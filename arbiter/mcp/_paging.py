@@ -57,7 +57,7 @@ def page_offset(cursor: str | None) -> int:
     if cursor is None:
         return 0
     if not cursor.isdigit():
-        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
+        raise InvalidParams.at("cursor", "not a cursor this tool returned")
     return int(cursor)
 
 
@@ -72,8 +72,7 @@ def shown_before(s: Session, cursor: str | None, scope: tuple, *, again: str) ->
         return frozenset()
     kept = s.cursors.get(cursor)
     if kept is None or kept[0] != scope:
-        raise InvalidParams(f"cursor: not a cursor this session returned (or an old one): {again} without cursor",
-                            path="cursor")
+        raise InvalidParams.at("cursor", f"not a cursor this session returned (or an old one): {again} without cursor")
     return kept[1]
 
 

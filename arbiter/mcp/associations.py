@@ -56,7 +56,7 @@ def associations(s: Session, a: AssociationsArgs) -> AssociationsView:
     These are derived, not asserted: nothing is retired by them. When one is a
     real relation (a cause, a refinement, a replacement), say so with `link`.
     """
-    found = s.call("associations", a.id, kind=a.kind, limit=a.limit)
+    found = s.daemon.associations(a.id, kind=a.kind, limit=a.limit)
     return AssociationsView(id=found.id, associations=[
         AssociationView(other_id=x.other_id, type=x.other_type, title=x.other_title, kind=x.kind, sub_type=x.sub_type,
                         weight=x.weight, evidence=x.evidence)
@@ -81,5 +81,5 @@ class SuggestionsView(View):
 def suggest_links(s: Session, a: EntryIdArgs) -> SuggestionsView:
     """Links worth making from an entry, for you to judge: causes its text states, entries saying
     much the same. Make the true ones with `link`; ignore the rest."""
-    found = s.call("link_candidates", a.id)
+    found = s.daemon.link_candidates(a.id)
     return SuggestionsView(id=found.id, suggested_links=suggestions(found.candidates))

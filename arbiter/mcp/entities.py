@@ -51,7 +51,7 @@ def entities(s: Session, a: EntitiesArgs) -> EntitiesView:
     `entities` you pass to `remember`. Use the exact name shown with
     `entity_context` or `relate`.
     """
-    return EntitiesView(entities=[_line(e) for e in s.call("entities", a.query, type=a.type, limit=a.limit)])
+    return EntitiesView(entities=[_line(e) for e in s.daemon.entities(a.query, type=a.type, limit=a.limit)])
 
 
 class EntityContextArgs(Args):
@@ -99,7 +99,7 @@ def entity_context(s: Session, a: EntityContextArgs) -> EntityContextView:
     typed relations to other entities, and the other entities of its cluster (things that keep
     coming up together). Use it to brief yourself on a person, project or tool before acting on it.
     """
-    x = s.call("entity_show", a.name, limit=a.limit)
+    x = s.daemon.entity_show(a.name, limit=a.limit)
     cluster = [e.name for e in x.cluster.entities if e.id != x.entity.id] if x.cluster else []
     return EntityContextView(
         entity=_line(x.entity),
@@ -123,7 +123,7 @@ def relate(s: Session, a: RelateArgs) -> RelationLine:
     Apollo depends_on PostgreSQL. Both must already exist (see `entities`). Relations between
     entries are `link`, not this.
     """
-    r = s.call("entity_relate", a.source, a.relation, a.target, weight=a.weight)
+    r = s.daemon.entity_relate(a.source, a.relation, a.target, weight=a.weight)
     s.wrote = False  # entity relations appear in no resource (the briefing names entities, not their relations)
     return RelationLine(source=r.source.name, relation=r.relation, target=r.target.name, weight=r.weight)
 
@@ -148,7 +148,7 @@ def reinforce(s: Session, a: ReinforceArgs) -> SalienceView:
     """Mark an entry as important: raises its salience (+0.15 each time, up to +0.6), so it is kept
     longer (it does not change recall's order). Use it when an entry proved useful or the user says it matters.
     """
-    x = s.call("reinforce", a.id)
+    x = s.daemon.reinforce(a.id)
     s.wrote = False  # salience shows in no resource: the entry reads the same, the briefing does not rank by it
     return SalienceView(id=x.id, salience=x.salience, reinforcements=x.reinforcements, permanent=x.permanent)
 
@@ -174,7 +174,7 @@ def entity_merge(s: Session, a: MergeArgs) -> EntityChanged:
     same as" another (Postgres / PostgreSQL, Bob / Robert Smith) and you know they are the same.
     Never merge things that are merely related (a project and its repository): `relate` them.
     """
-    e = s.call("entity_merge", a.keep, a.other)
+    e = s.daemon.entity_merge(a.keep, a.other)
     s.listed = False  # entries and their list read the same; the briefing's entity names may not
     return EntityChanged(verb=f"Merged {a.other!r} into {e.name!r}", entity=_line(e))
 
@@ -190,6 +190,6 @@ def entity_rename(s: Session, a: RenameArgs) -> EntityChanged:
     renamed); the old name stays an alias, so entries that use it still find it. A name another
     entity already answers to is refused: if they are one thing, `entity_merge` them.
     """
-    e = s.call("entity_rename", a.name, a.new_name)
+    e = s.daemon.entity_rename(a.name, a.new_name)
     s.listed = False
     return EntityChanged(verb=f"Renamed {a.name!r}", entity=_line(e))

@@ -304,13 +304,13 @@ def remember(s: Session, a: RememberArgs) -> Written:
     `supersedes_ids` (the old one retires and stays in history). Reuse
     existing tags. Several entries at once: `remember_many`.
     """
-    e = s.call("remember", type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
-               supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
-               **_scope(s, a.everywhere), entities=a.entities, permanent=a.permanent,
-               allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
-               # Finding link candidates was most of a write's time (~10 ms of 14): the model asks for them
-               # when it wants them (`suggest_links`), as the answer tells it.
-               candidates=False)
+    e = s.daemon.remember(type=a.type, title=a.title, content=a.content, tags=a.tags, source=a.source,
+                          supersedes_ids=a.supersedes_ids, valid_from=a.valid_from, speaker=a.speaker,
+                          **_scope(s, a.everywhere), entities=a.entities, permanent=a.permanent,
+                          allow_duplicate=a.allow_duplicate, team=a.team, auto_link=a.auto_link,
+                          # Finding link candidates was most of a write's time (~10 ms of 14): the model asks for them
+                          # when it wants them (`suggest_links`), as the answer tells it.
+                          candidates=False)
     if e.duplicate_of is not None:
         s.wrote = False
         return Written(verb="Already remembered as", entry=ref(e), conversation_id=e.conversation_id,
@@ -368,7 +368,7 @@ def remember_many(s: Session, a: RememberManyArgs) -> WrittenMany:
     """
     scope = _scope(s, a.everywhere)
     items = [{**_fields(i), "conversation_id": scope.get("conversation_id")} for i in a.entries]
-    done = s.call("remember_batch", items, new_conversation=scope.get("new_conversation"))
+    done = s.daemon.remember_batch(items, new_conversation=scope.get("new_conversation"))
     conversation = scope.get("conversation_id") or done.conversation_id
     s.started(conversation)
     s.changed(*done.ids, *(i for item in a.entries for i in item.supersedes_ids))
@@ -402,8 +402,8 @@ def update(s: Session, a: UpdateArgs) -> Written:
     named = ("type", "title", "content", "tags", "source", "speaker")
     fields = {f: getattr(a, f) for f in named if getattr(a, f) is not None}
     if not fields:
-        raise InvalidParams(f"arguments: give at least one of {', '.join(named)}", path="arguments")
-    e = s.call("update", a.id, **fields)
+        raise InvalidParams.at("arguments", f"give at least one of {', '.join(named)}")
+    e = s.daemon.update(a.id, **fields)
     s.changed(e.id)
     return Written(verb="Updated", entry=ref(e))
 
@@ -434,7 +434,7 @@ def forget(s: Session, a: IdArgs) -> Forgot:
     newer entry replaces it, use `remember` with `supersedes_ids` instead,
     so the replacement is recorded.
     """
-    done = s.call("forget_with_replies", a.id)
+    done = s.daemon.forget_with_replies(a.id)
     s.wrote = done.forgotten
     s.changed(a.id, *done.also)
     return Forgot(id=a.id, forgotten=done.forgotten, also=done.also)
@@ -457,7 +457,7 @@ def restore(s: Session, a: IdArgs) -> Restored:
     that link stands (the error names it): the newer entry is the current
     fact. Only if the replacement itself was the mistake, `unlink` it first.
     """
-    done = s.call("restore", a.id)
+    done = s.daemon.restore(a.id)
     s.wrote = done
     s.changed(a.id)
     return Restored(id=a.id, restored=done)
@@ -498,7 +498,7 @@ def link(s: Session, a: LinkArgs) -> RelationView:
     Link whenever you extend or correct something already stored, after
     `recall`/`get` has confirmed both ids. `supersedes` retires the target.
     """
-    r = s.call("link", a.source_id, a.relation, a.target_id, qualifier=a.qualifier)
+    r = s.daemon.link(a.source_id, a.relation, a.target_id, qualifier=a.qualifier)
     s.changed(a.source_id, a.target_id)
     return RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
                         created_at=r.created_at, qualifier=r.qualifier)
@@ -523,7 +523,7 @@ class UnlinkArgs(Args):
 @tool(UnlinkArgs, Unlinked, writes=True)
 def unlink(s: Session, a: UnlinkArgs) -> Unlinked:
     """Remove a relation added by mistake. What it already did stays: a target it retired stays retired."""
-    removed = s.call("unlink", a.source_id, a.relation, a.target_id)
+    removed = s.daemon.unlink(a.source_id, a.relation, a.target_id)
     s.changed(a.source_id, a.target_id)
     return Unlinked(source_id=a.source_id, relation=a.relation, target_id=a.target_id, removed=removed)
 
@@ -540,7 +540,7 @@ class GetArgs(Args):
 @tool(GetArgs, EntryView)
 def get(s: Session, a: GetArgs) -> EntryView:
     """Read one entry in full: content, tags, both time axes, thread parent, what superseded it."""
-    return entry_view(s.call("get", a.id, as_of=a.as_of, known_at=a.known_at))
+    return entry_view(s.daemon.get(a.id, as_of=a.as_of, known_at=a.known_at))
 
 
 class RevisionView(View):
@@ -587,7 +587,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
 
     A long history comes in pages that fit `max_chars`: page with `cursor` while `more` is true.
     """
-    h = s.call("history", a.id, known_at=a.known_at)
+    h = s.daemon.history(a.id, known_at=a.known_at)
     items: list = [ref(e) for e in h.entries]
     items += [RelationView(id=r.id, source_id=r.source_id, relation=r.relation, target_id=r.target_id,
                            created_at=r.created_at, qualifier=r.qualifier) for r in h.relations]
@@ -598,7 +598,7 @@ def history(s: Session, a: HistoryArgs) -> HistoryView:
     seen = shown_before(s, a.cursor, scope, again="read it again")
     rest = [x for x in items if _history_key(x) not in seen]
     if a.cursor is not None and not rest:  # as thread's: a purge may have shortened the chain since
-        raise InvalidParams("cursor: past the history's end: read it again without cursor", path="cursor")
+        raise InvalidParams.at("cursor", "past the history's end: read it again without cursor")
     start = len(items) - len(rest)
     blocks, kind = [], None
     for x in rest:
@@ -677,13 +677,13 @@ def recall(s: Session, a: RecallArgs) -> Recalled:
     seen = shown_before(s, a.cursor, scope, again="search again")
     conversation = None if a.everywhere else (a.conversation_id or s.conversation_id)
     want = min(RECALL_DEPTH, len(seen) + a.limit + 1)
-    res = s.call("recall", a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
-                 as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
+    res = s.daemon.recall(a.query, conversation_id=conversation, types=a.types or None, tag=a.tag,
+                          as_of=a.as_of, known_at=a.known_at, limit=want, excerpts=want, graph=a.graph)
     if conversation is not None and not a.query.strip() and len(res.hits) < want:
         # An empty query browses, and a browse keeps to the conversation it is given; here, as a search does,
         # the conversation comes first and the newest of the whole memory after it.
-        rest = s.call("recall", a.query, types=a.types or None, tag=a.tag, as_of=a.as_of, known_at=a.known_at,
-                      limit=want, excerpts=want)
+        rest = s.daemon.recall(a.query, types=a.types or None, tag=a.tag, as_of=a.as_of, known_at=a.known_at,
+                               limit=want, excerpts=want)
         first = {h.id for h in res.hits}
         res.hits += [h for h in rest.hits if h.id not in first][: want - len(res.hits)]
     unseen = [h for h in res.hits if h.id not in seen]
@@ -728,8 +728,8 @@ def list_(s: Session, a: ListArgs) -> Listed:
     """Browse entries newest first with hard filters (types, tag, conversation), each with its opening
     lines. Page with `cursor` while `more` is true. For a topic, prefer `topic_cluster`; to search, `recall`."""
     before = page_offset(a.cursor) or None
-    items = s.call("list", types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
-                   known_at=a.known_at, limit=a.limit + 1, before_id=before)
+    items = s.daemon.list(types=a.types or None, tag=a.tag, conversation_id=a.conversation_id, as_of=a.as_of,
+                          known_at=a.known_at, limit=a.limit + 1, before_id=before)
     page = [Hit(**ref_fields(e), scope="tenant",
                 conversation_id=e.conversation_id, excerpt=flat(e.content, 200)) for e in items[:a.limit]]
     out = Listed(entries=page, more=False, next_cursor=None)
@@ -769,16 +769,16 @@ def conversation(s: Session, a: ConversationArgs) -> ConversationView:
     say which one is current.
     """
     if a.id is not None and a.title is not None:
-        raise InvalidParams("arguments: give id (resume) or title (start), not both", path="arguments")
+        raise InvalidParams.at("arguments", "give id (resume) or title (start), not both")
     if a.title is not None:
-        c = s.call("conversation_create", a.title)
+        c = s.daemon.conversation_create(a.title)
         s.conversation_id = c.id
         return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
     s.wrote = False  # resuming or asking changes nothing
     wanted = a.id if a.id is not None else s.conversation_id
     if wanted is None:
         return ConversationView(id=None, title=None, created_at=None)
-    c = s.call("conversation_get", wanted)
+    c = s.daemon.conversation_get(wanted)
     s.conversation_id = c.id
     return ConversationView(id=c.id, title=c.title, created_at=c.created_at)
 
@@ -814,7 +814,7 @@ class ConversationsView(View):
 def conversations(s: Session, a: ConversationsArgs) -> ConversationsView:
     """The conversations you can resume, newest first: to continue an earlier session's work,
     find it here and pass its id to `conversation`."""
-    found = s.call("conversation_list", a.limit + 1)
+    found = s.daemon.conversation_list(a.limit + 1)
     return ConversationsView(
         conversations=[ConversationLine(id=c.id, title=c.title, created_at=c.created_at) for c in found[:a.limit]],
         more=len(found) > a.limit, current=s.conversation_id)

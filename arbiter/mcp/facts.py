@@ -98,7 +98,7 @@ def propose_facts(s: Session, a: ProposeArgs) -> ProposedView:
     """
     facts = [{"subject": f.subject, "predicate": f.predicate, "object": f.object, "confidence": f.confidence,
               "sources": f.source_ids, "valid_from": f.valid_from} for f in a.facts]
-    b = s.call("facts_propose", facts, apply=a.apply, team=a.team)
+    b = s.daemon.facts_propose(facts, apply=a.apply, team=a.team)
     s.listed = False  # facts are no entries: the briefing's facts line moves (held batches too), not the entry list
     return ProposedView(batch_id=b.id, status=b.status, facts=[line(f) for f in b.facts], note=b.note)
 
@@ -129,7 +129,7 @@ def facts(s: Session, a: FactsArgs) -> FactsView:
     single-valued predicate. Prefer this over `recall` for "where does the user work / live", "what
     do they prefer", and any "what is true now" question; use `recall` for what was said and why.
     """
-    found = s.call("facts", a.subject, predicate=a.predicate, as_of=a.as_of, known_at=a.known_at, limit=a.limit)
+    found = s.daemon.facts(a.subject, predicate=a.predicate, as_of=a.as_of, known_at=a.known_at, limit=a.limit)
     return FactsView(facts=[line(f) for f in found.facts])
 
 
@@ -163,7 +163,7 @@ def aspects(s: Session, a: AspectsArgs) -> AspectsView:
     """How much memory knows about each of 14 life aspects (career, family, health, music, values, ...),
     scored 0-100, and which are empty. Use it to see where knowledge is thin before asking the user
     about themselves, or to summarise what you know."""
-    r = s.call("aspects", a.subject)
+    r = s.daemon.aspects(a.subject)
     return AspectsView(aspects=[AspectLine(slug=x.slug, name=x.name, category=x.category, score=x.score,
                                            facts=x.facts) for x in r.aspects])
 
@@ -202,7 +202,7 @@ def fact_history(s: Session, a: FactIdArgs) -> FactHistoryView:
     user worked before, and since when), and every recorded state of each (a candidate, active,
     rejected; when it stopped holding). Use it for "what was X before" or "since when"; `facts` with `as_of`
     answers what held at one instant."""
-    h = s.call("fact_history", a.id)
+    h = s.daemon.fact_history(a.id)
     return FactHistoryView(facts=[line(f) for f in h.facts], revisions=[
         FactState(fact_id=r.fact_id, status=r.status, valid_to=r.valid_to, confidence=r.confidence,
                   recorded_at=r.recorded_at) for r in h.revisions])
@@ -237,4 +237,4 @@ def predicates(s: Session, a: NoArgs) -> PredicatesView:
     near-synonym; a new predicate is multi-valued."""
     return PredicatesView(predicates=[
         PredicateLine(name=p.name, functional=p.functional, builtin=p.builtin, active_facts=p.active_facts)
-        for p in s.call("predicates").predicates])
+        for p in s.daemon.predicates().predicates])

@@ -36,8 +36,8 @@ def reply(s: Session, a: ReplyArgs) -> Written:
     whenever the entry is another author's: never update it, reply. Type,
     title, tags and conversation default to the parent's.
     """
-    e = s.call("reply", a.parent_id, a.content, title=a.title, type=a.type, tags=a.tags, speaker=a.speaker,
-               source=a.source)
+    e = s.daemon.reply(a.parent_id, a.content, title=a.title, type=a.type, tags=a.tags, speaker=a.speaker,
+                       source=a.source)
     s.changed(e.id, a.parent_id)
     return Written(verb=f"Replied under #{a.parent_id}:", entry=ref(e), conversation_id=e.conversation_id)
 
@@ -79,15 +79,14 @@ def thread(s: Session, a: ThreadArgs) -> ThreadView:
 
     A long thread comes in pages that fit `max_chars`: page with `cursor` while `more` is true.
     """
-    t = s.call("thread", a.id, as_of=a.as_of, known_at=a.known_at)
+    t = s.daemon.thread(a.id, as_of=a.as_of, known_at=a.known_at)
     replies = [Reply(**ref_fields(r), parent_id=r.parent_id,
                      depth=t.depth[r.id], excerpt=flat(r.content, 240)) for r in t.replies]
     after = _thread_cursor(a.cursor)
     start = 0 if after is None else next(
         (i for i, r in enumerate(replies) if (parse_time(r.recorded_at), r.id) > after), len(replies))
     if a.cursor is not None and start >= len(replies):
-        raise InvalidParams("cursor: past the thread's end (it lost replies since): read it again without cursor",
-                            path="cursor")
+        raise InvalidParams.at("cursor", "past the thread's end (it lost replies since): read it again without cursor")
     out = ThreadView(root_id=t.root.id, replies=[], more=False, next_cursor=None)
     budget, lines = a.max_chars - FRAME_CHARS, []
     if a.cursor is None:  # the first page: the root, cut to fit if it must be
@@ -122,7 +121,7 @@ def _thread_cursor(cursor: str | None) -> tuple[int, int] | None:
         return None
     at, dot, after = cursor.partition(".")
     if not (dot and at.isdigit() and after.isdigit()):
-        raise InvalidParams("cursor: not a cursor this tool returned", path="cursor")
+        raise InvalidParams.at("cursor", "not a cursor this tool returned")
     return int(at), int(after)
 
 
@@ -179,7 +178,7 @@ def around(s: Session, a: AroundArgs) -> AroundView:
     """An entry's neighbourhood in one call: parent, children, siblings, entries sharing the most
     tags, #ID references both ways and explicit relations. Use it before replying to, superseding or
     forgetting an entry."""
-    x = s.call("around", a.id, k=a.k)
+    x = s.daemon.around(a.id, k=a.k)
     return AroundView(
         entry=entry_view(x.entry), parent=ref(x.parent) if x.parent else None,
         children=[ref(e) for e in x.children], siblings=[ref(e) for e in x.siblings],
@@ -217,7 +216,7 @@ class BacklinksView(View):
 def backlinks(s: Session, a: IdArgs) -> BacklinksView:
     """What points at an entry: replies, entries mentioning #ID, incoming relations. Check it before
     forgetting or superseding an entry."""
-    b = s.call("backlinks", a.id)
+    b = s.daemon.backlinks(a.id)
     return BacklinksView(id=a.id, links=[Backlink(kind=x.kind, relation=x.relation, entry=ref(x.entry)) for x in b.links])
 
 
@@ -238,7 +237,7 @@ class DensityView(View):
 def density(s: Session, a: IdArgs) -> DensityView:
     """How connected an entry is: incoming and outgoing relations, their kinds, entries within two
     hops. A dense entry is central: change it with care."""
-    d = s.call("density", a.id)
+    d = s.daemon.density(a.id)
     return DensityView(id=d.id, in_degree=d.in_degree, out_degree=d.out_degree, relations=d.relations,
                        reach_2hop=d.reach_2hop)
 
@@ -271,7 +270,7 @@ class TopicView(View):
 @tool(TopicArgs, TopicView)
 def topic_cluster(s: Session, a: TopicArgs) -> TopicView:
     """The topic a tag belongs to and its most recent entries. Read up on a topic before writing into it."""
-    r = s.call("topic_cluster", a.tag, limit=a.limit)
+    r = s.daemon.topic_cluster(a.tag, limit=a.limit)
     c = r.cluster
     return TopicView(name=c.name, description=c.description, tags=c.tags, size=c.entries, recent=[
         Recent(**ref_fields(e), excerpt=flat(e.content, 240))
@@ -291,7 +290,7 @@ def get_memory_briefing(s: Session, a: NoArgs) -> BriefingView:
     """The map of this memory (the same briefing as at session start): totals, tag conventions,
     guidance, named topics, open threads, recent activity. Call it again after many writes or when
     unsure what the memory holds."""
-    return BriefingView(briefing=s.call("briefing").text, conversation_id=s.conversation_id)
+    return BriefingView(briefing=s.daemon.briefing().text, conversation_id=s.conversation_id)
 
 
 class OpenThreadsArgs(Args):
@@ -340,7 +339,7 @@ def open_threads(s: Session, a: OpenThreadsArgs) -> OpenThreadsView:
     Before starting a new entry on a subject, look here: a follow-up belongs in its thread,
     as a `reply` to the root (read it with `thread` first).
     """
-    found = s.call("open_threads", a.limit + 1).threads
+    found = s.daemon.open_threads(a.limit + 1).threads
     return OpenThreadsView(threads=[
         OpenThread(root=ref(t.root), replies=t.replies, last_activity=t.last_activity, last_reply=ref(t.last_reply),
                    author=t.author, team=t.team) for t in found[:a.limit]], more=len(found) > a.limit)
@@ -399,7 +398,7 @@ def expand(s: Session, a: ExpandArgs) -> ExpandView:
     past the direct neighbours. For one entry's immediate surroundings (thread, tags, #ID mentions)
     `around` says more; for derived links with their evidence, `associations`.
     """
-    g = s.call("expand", a.id, depth=a.depth, limit=a.limit, as_of=a.as_of, known_at=a.known_at)
+    g = s.daemon.expand(a.id, depth=a.depth, limit=a.limit, as_of=a.as_of, known_at=a.known_at)
     nodes = sorted(g.nodes, key=lambda e: (g.depth.get(e.id, 0), e.id))
     return ExpandView(
         id=a.id, nodes=[Node(**ref_fields(e), hops=g.depth.get(e.id, 0)) for e in nodes],
@@ -434,6 +433,6 @@ def topic_clusters(s: Session, a: NoArgs) -> TopicsView:
     """Every topic of this memory (groups of tags that recur together), largest first, with their tags:
     the briefing's topic map without its cut. Read one topic's entries with `topic_cluster` and one
     of its tags."""
-    found = s.call("topic_clusters").clusters
+    found = s.daemon.topic_clusters().clusters
     return TopicsView(topics=[TopicLine(name=c.name, description=c.description, tags=c.tags, entries=c.entries)
                               for c in found])

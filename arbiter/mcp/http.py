@@ -287,7 +287,7 @@ def build_app(mcp: McpServer, token: str, host: str, instructions: Callable[[], 
                 del sessions[ended]
         sid = _session_id(ctx)
         if sid not in sessions:
-            sessions[sid] = Session(mcp.session.call, conversation_id=start)
+            sessions[sid] = Session(mcp.session.daemon, conversation_id=start)
             sessions[sid].called_as = mcp.session.called_as
         return sessions[sid]
 

@@ -34,7 +34,7 @@ def whoami(s: Session, a: WhoamiArgs) -> WhoView:
     Teammates' shared threads appear in the briefing's open threads: continue
     them with `reply`, never by starting a new entry on the same subject.
     """
-    w = s.call("whoami")
+    w = s.daemon.whoami()
     return WhoView(tenant=w.tenant, user=w.user, teams=w.teams)
 
 
@@ -61,7 +61,7 @@ def share(s: Session, a: ShareArgs) -> SharedView:
     reply. Only the author of the root can share it, and only with a team
     they belong to. Teammates then see it, and reply to it.
     """
-    r = s.call("share", a.id, a.team)
+    r = s.daemon.share(a.id, a.team)
     s.changed(*r.ids)
     return SharedView(root_id=r.root_id, team=r.team, ids=r.ids)
 
@@ -73,6 +73,6 @@ class UnshareArgs(Args):
 @tool(UnshareArgs, SharedView, writes=True)
 def unshare(s: Session, a: UnshareArgs) -> SharedView:
     """Make a thread you shared private again: each entry in it goes back to its own author alone."""
-    r = s.call("unshare", a.id)
+    r = s.daemon.unshare(a.id)
     s.changed(*r.ids)
     return SharedView(root_id=r.root_id, team=r.team, ids=r.ids)

@@ -14,9 +14,9 @@ PAGE = 100
 def list_resources(s: Session, cursor: str | None) -> dict:
     """The briefing, then every active entry newest first, `PAGE` per page."""
     if cursor is not None and not cursor.isdigit():
-        raise InvalidParams("cursor: not a cursor this server returned", path="cursor")
+        raise InvalidParams.at("cursor", "not a cursor this server returned")
     before = int(cursor) if cursor else None
-    items = s.call("list", limit=PAGE + 1, before_id=before)
+    items = s.daemon.list(limit=PAGE + 1, before_id=before)
     out = [] if before else [{
         "uri": BRIEFING_URI, "name": "briefing", "title": "Memory briefing", "mimeType": "text/markdown",
         "description": "The map of this memory: totals, conventions, topics, open threads, recent activity.",
@@ -39,9 +39,9 @@ def list_templates() -> dict:
 def read_resource(s: Session, uri: str) -> dict:
     """The resource's text; NotFound for a URI this server does not serve."""
     if uri == BRIEFING_URI:
-        return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": s.call("briefing").text}]}
+        return {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": s.daemon.briefing().text}]}
     if (i := entry_id(uri)) is not None:
-        text = entry_view(s.call("get", i)).text()
+        text = entry_view(s.daemon.get(i)).text()
         return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}
     raise NotFound(f"no resource {uri!r} (try {BRIEFING_URI} or {ENTRY_TEMPLATE})", path="uri")
 
@@ -102,12 +102,12 @@ def get_prompt(name: str, arguments: dict | None) -> dict:
     arguments = arguments or {}
     known = {a["name"] for a in p["arguments"]}
     if unknown := sorted(set(arguments) - known):
-        raise InvalidParams(f"arguments.{unknown[0]}: unknown argument", path=f"arguments.{unknown[0]}")
+        raise InvalidParams.at(f"arguments.{unknown[0]}", "unknown argument")
     values = {}
     for a in p["arguments"]:
         value = arguments.get(a["name"])
         if not isinstance(value, str) or not value.strip():
-            raise InvalidParams(f"arguments.{a['name']}: required, a non-empty string", path=f"arguments.{a['name']}")
+            raise InvalidParams.at(f"arguments.{a['name']}", "required, a non-empty string")
         values[a["name"]] = value.strip()
     return {"description": p["description"], "messages": [
         {"role": "user", "content": {"type": "text", "text": p["text"].format(**values)}}]}

@@ -56,7 +56,7 @@ class McpServer:
         session.called_as = surface.called_as(self.tools)
         self.instructions = instructions
         self.subscribed: set[str] = set()
-        self.watch = Watch(session.call)
+        self.watch = Watch(session.daemon)
         self.lock = threading.RLock()
         self.emit: Callable[[list[dict]], None] | None = None
         self.poll_s = POLL_S
@@ -93,7 +93,7 @@ class McpServer:
         s.wrote = False
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
-            raise InvalidParams("arguments: must be an object", path="arguments")
+            raise InvalidParams.at("arguments", "must be an object")
         return call_tool(s, self.tools, _str(params, "name"), arguments)
 
     def after(self, method: str) -> list[dict]:
@@ -200,21 +200,21 @@ class RpcError(Exception):
 def _str(params: dict, key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str):
-        raise InvalidParams(f"{key}: required, a string", path=key)
+        raise InvalidParams.at(key, "required, a string")
     return value
 
 
 def _optional_str(params: dict, key: str) -> str | None:
     value = params.get(key)
     if value is not None and not isinstance(value, str):
-        raise InvalidParams(f"{key}: must be a string", path=key)
+        raise InvalidParams.at(key, "must be a string")
     return value
 
 
 def _optional_object(params: dict, key: str) -> dict | None:
     value = params.get(key)
     if value is not None and not isinstance(value, dict):
-        raise InvalidParams(f"{key}: must be an object", path=key)
+        raise InvalidParams.at(key, "must be an object")
     return value
 
 

@@ -32,8 +32,8 @@ def _pick(kinds: dict[str, str], field: str, default: str | None = None) -> Call
         if choice not in kinds:
             allowed = ", ".join(map(repr, kinds))
             if choice is None:
-                raise InvalidParams(f"{field}: required, one of {allowed}", path=field)
-            raise InvalidParams(f"{field}: {choice!r} is not one of {allowed}", path=field)
+                raise InvalidParams.at(field, f"required, one of {allowed}")
+            raise InvalidParams.at(field, f"{choice!r} is not one of {allowed}")
         return kinds[choice], args
 
     return route
@@ -45,7 +45,7 @@ def _flag(flag: str, when_set: str, otherwise: str) -> Callable[[dict], tuple[st
     def route(args: dict) -> tuple[str, dict]:
         value = args.pop(flag, False)
         if not isinstance(value, bool):
-            raise InvalidParams(f"{flag}: must be true or false", path=flag)
+            raise InvalidParams.at(flag, "must be true or false")
         return (when_set if value else otherwise), args
 
     return route
@@ -297,6 +297,6 @@ def select(spec: str | None) -> dict[str, Tool | Combined]:
     known = {**TOOLS, **default}  # a name in both is the combined tool: it reaches everything the other does
     unknown = [n for n in names if n not in known] or ([] if names else [spec])
     if unknown:
-        raise InvalidParams(f"tools: no tool named {unknown[0]!r}; give all, default, or a comma list of: "
-                            + ", ".join(sorted(known)), path="tools")
+        raise InvalidParams.at("tools", f"no tool named {unknown[0]!r}; give all, default, or a comma list of: "
+                               + ", ".join(sorted(known)))
     return {n: known[n] for n in names}

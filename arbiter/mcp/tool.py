@@ -15,7 +15,7 @@ A tool is one function with three declarations:
     @tool(GetArgs, EntryView)                             # 3. the function; its docstring is the
     def get(s: Session, a: GetArgs) -> EntryView:         #    description the model reads
         \"\"\"Read one entry in full.\"\"\"
-        e = s.call("get", a.id, as_of=a.as_of)
+        e = s.daemon.get(a.id, as_of=a.as_of)
         return EntryView(id=e.id, title=e.title)
 
 From those the server derives everything else, the same way for every tool:
@@ -50,6 +50,7 @@ import msgspec
 from msgspec import Meta
 
 from arbiter._time import format_time, now_us
+from arbiter.client import Client
 from arbiter.errors import ArbiterError, InvalidParams
 from arbiter.model import Params
 from arbiter.validation import describe
@@ -91,14 +92,15 @@ class View(msgspec.Struct, kw_only=True, omit_defaults=True):
 class Session:
     """What a tool runs with: the daemon, this MCP session's conversation, and what changed.
 
-    `call(method, ...)` is a `Client` method call (revived once if the daemon
-    died). Unless the client named one, the session's conversation is started
-    by the first write that goes in it, in that write's own transaction
-    (`write_scope`, then `started`): a refused or duplicate write starts none.
+    `daemon` is the typed `Client` every tool calls (in `arbiter mcp`, one
+    that revives the daemon if it died: `_daemon.Reviving`). Unless the client
+    named one, the session's conversation is started by the first write that
+    goes in it, in that write's own transaction (`write_scope`, then
+    `started`): a refused or duplicate write starts none.
     """
 
-    def __init__(self, calls: Callable[..., Any], *, conversation_id: int | None = None):
-        self.call = calls
+    def __init__(self, daemon: Client, *, conversation_id: int | None = None):
+        self.daemon = daemon
         self.conversation_id = conversation_id
         self.changed_ids: set[int] = set()
         #: The current call changed something a resource shows, so subscribers are told. A write tool's call
@@ -202,13 +204,12 @@ class Combined:
         """A routed tool's refusal in this tool's words: its argument names, and what this call takes instead."""
         spelled = self.spelled.get(t.name, {})
         field = re.match(r"\w*", e.path or "")[0]
-        if field in spelled:
-            path = spelled[field] + e.path[len(field):]
-            return InvalidParams(e.message.replace(e.path, path, 1), path=path)
-        if e.message == f"{e.path}: unknown field" and e.path in self.input_schema["properties"]:
+        if field in spelled and e.reason is not None:
+            return InvalidParams.at(spelled[field] + e.path[len(field):], e.reason)
+        # An argument of this tool that the routed tool has no field for: one a different route takes.
+        if e.path in self.input_schema["properties"] and e.path not in t.args.__struct_encode_fields__:
             takes = ", ".join(spelled.get(f, f) for f in t.args.__struct_encode_fields__)
-            return InvalidParams(f"{e.path}: not taken by this call (with these arguments it takes {takes})",
-                                 path=e.path)
+            return InvalidParams.at(e.path, f"not taken by this call (with these arguments it takes {takes})")
         return e
 
 
@@ -299,12 +300,12 @@ def decode_args(t: Tool, arguments: dict | None) -> Any:
     except msgspec.ValidationError as e:
         message, path = describe(e, t.args)
         path = path or "arguments"
-        raise InvalidParams(f"{path}: {message}", path=path) from None
+        raise InvalidParams.at(path, message) from None
 
 
 def error_line(e: ArbiterError) -> str:
     """`code: message`, one line, the way every tool error reads."""
-    where = f" (at {e.path})" if e.path and e.path not in e.message else ""
+    where = f" (at {e.path})" if e.path and e.reason is None else ""  # a reason's message starts with its path
     return " ".join(f"{e.name}: {e.message}{where}".split())
 
 

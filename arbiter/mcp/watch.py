@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Callable
-
 from arbiter.changes.model import MAX_IDS
+from arbiter.client import Client
 
 BRIEFING_URI = "arbiter://briefing"
 _ENTRY = re.compile(r"arbiter://entry/([1-9][0-9]{0,17})")
@@ -41,8 +40,8 @@ def entry_id(uri: str) -> int | None:
 class Watch:
     """What the subscribed resources looked like at the last poll, and what moved since."""
 
-    def __init__(self, call: Callable[..., Any]):
-        self.call = call
+    def __init__(self, daemon: Client):
+        self.daemon = daemon
         self._lock = threading.Lock()
         self._entries: dict[int, int | None] = {}  # watched id -> version at the last poll (None: not seen)
         self._memory: int | None = None
@@ -58,7 +57,7 @@ class Watch:
         with self._lock:
             now, memory = {}, None
             for start in range(0, max(len(ids), 1), MAX_IDS):  # the verb takes MAX_IDS ids a call
-                got = self.call("changes", ids[start:start + MAX_IDS])
+                got = self.daemon.changes(ids[start:start + MAX_IDS])
                 now.update((e.id, e.version) for e in got.entries)
                 memory = got.memory if memory is None else memory
             changed = [entry_uri(i) for i in ids if i in self._entries and self._entries[i] != now.get(i)]

@@ -341,10 +341,9 @@ class Daemon(Connections, Upkeep):
                 params = _param_decoders[req.method].decode(req.params)
             except msgspec.ValidationError as e:
                 message, path = describe(e, verb.params)
-                path = path or "params"  # the params as a whole (not an object, say)
-                raise InvalidParams(f"{path}: {message}", path=path) from None
+                raise InvalidParams.at(path or "params", message) from None  # "params": not an object, say
             except msgspec.DecodeError as e:
-                raise InvalidParams(f"params: {e}", path="params") from None
+                raise InvalidParams.at("params", str(e)) from None
             large = len(frame) >= _TRIM_AFTER
             del frame, req  # `req.params` was a view of the frame; the params are decoded now
 

@@ -219,8 +219,10 @@ class Runner:
 
     def __init__(self, writer: apsw.Connection, reader: Callable[[str], apsw.Connection], *,
                  services: Services | None = None, log: Callable[..., None] | None = None,
-                 disk: DiskFull | None = None, shared: bool = False):
+                 disk: DiskFull | None = None, shared: bool = False, clock: Callable[[], int] = now_us):
         self.writer = writer
+        #: A verb's `now`, in microseconds (a test's runner gives fixed instants).
+        self.clock = clock
         self.reader = reader
         self.services = services if services is not None else Services()
         self.log = log or RateLimitedLog()
@@ -277,7 +279,7 @@ class Runner:
         return result
 
     def _context(self, conn: apsw.Connection, caller: Caller, **kw) -> Context:
-        return Context(conn, caller.tenant_id, caller.tenant_name, now_us(), self.services, user_id=caller.user_id,
+        return Context(conn, caller.tenant_id, caller.tenant_name, self.clock(), self.services, user_id=caller.user_id,
                        **kw)
 
     def _prepare(self, verb: Verb, params, caller: Caller):

@@ -20,7 +20,7 @@ import apsw
 import msgspec
 
 from arbiter import _time
-from arbiter.duplicates import fingerprint, folded
+from arbiter.duplicates import fingerprint
 from arbiter._time import format_time, parse_time
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Entry, ListParams, RememberParams, Revision, UpdateParams
@@ -238,7 +238,7 @@ def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams],
                   same: list[int | None] | None = None, keys: list[int] | None = None) -> list[int]:
     """Insert many entries (and their `supersedes` edges); ids in the order given. The caller owns the transaction.
 
-    `same`: `identical`'s answer for `items`; an item it matched is checked but
+    `same`: `duplicates.identical`'s answer for `items`; an item it matched is checked but
     not written, and its id is the entry it repeats. `keys`: the items'
     fingerprints, if the caller has them (hashing a text costs what the
     rest of its write does). Every entry is checked
@@ -257,33 +257,6 @@ def remember_many(conn: apsw.Connection, v: Viewer, items: list[RememberParams],
             _supersede(conn, v, new_ids[i], items[i], rows[i], now=now, path=f"entries[{i}].")
     return [new_ids[i] if found is None else (new_ids[-found - 1] if found < 0 else found)
             for i, found in enumerate(same)]
-
-
-def identical(conn: apsw.Connection, v: Viewer, items: list[RememberParams], keys: list[int]) -> list[int | None]:
-    """Per item: the id of the oldest active entry `v` sees that it repeats, -1 - i for an earlier item i, or None.
-
-    Same type, title and content up to case and whitespace, as `remember`'s check; an item that allows
-    duplicates or supersedes something is always written. `keys`: the items' fingerprints.
-    """
-    found: dict[tuple[int, str, str], int] = {}
-    for start in range(0, len(keys), 500):
-        chunk = sorted(set(keys[start:start + 500]))
-        for key, eid, etype, title in conn.execute(
-            "SELECT s.key, s.entry_id, e.type, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
-            f"WHERE s.tenant_id = ? AND s.key IN ({','.join('?' * len(chunk))}) AND e.valid_to IS NULL "
-            f"AND {v.sees()} ORDER BY s.entry_id DESC",
-            (v.tenant_id, *chunk),
-        ):
-            found[key, etype, folded(title)] = eid  # oldest last: it stays
-    out: list[int | None] = []
-    for i, (p, key) in enumerate(zip(items, keys)):
-        if p.allow_duplicate or p.supersedes_ids:
-            out.append(None)
-            continue
-        k = (key, p.type, folded(p.title))
-        out.append(found.get(k))
-        found.setdefault(k, -1 - i)
-    return out
 
 
 def _insert_many(conn: apsw.Connection, v: Viewer, rows: list[list], keys: list[int]) -> list[int]:

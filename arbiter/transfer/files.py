@@ -266,7 +266,7 @@ def _fresh() -> dict[str, set]:
 def _words(e: Exception) -> str:
     if isinstance(e, msgspec.ValidationError):  # the words remember would use ("a title is one line, ...")
         words, path = validation.describe(e)
-        return f"{path}: {words}" if path and not words.startswith(f"{path}:") else words
+        return f"{path}: {words}" if path else words
     return str(e)
 
 
@@ -274,10 +274,9 @@ def _check_header(line: bytes) -> Header:
     try:
         raw = msgspec.json.decode(line)
     except msgspec.DecodeError:
-        raise InvalidParams("line 1: not JSON; an Arbiter export starts with its header line", path="line 1") \
-            from None
+        raise InvalidParams.at("line 1", "not JSON; an Arbiter export starts with its header line") from None
     if not isinstance(raw, dict) or raw.get("kind") != "arbiter-export":
-        raise InvalidParams("line 1: not an Arbiter export header (kind \"arbiter-export\")", path="line 1")
+        raise InvalidParams.at("line 1", "not an Arbiter export header (kind \"arbiter-export\")")
     if isinstance(raw.get("format"), int) and raw["format"] > FORMAT:
         raise FormatTooNew(
             f"this file is export format {raw['format']}, written by "
@@ -287,7 +286,7 @@ def _check_header(line: bytes) -> Header:
     try:
         return _header.decode(line)
     except msgspec.ValidationError as e:
-        raise InvalidParams(f"line 1: {_words(e)}", path="line 1") from None
+        raise InvalidParams.at("line 1", _words(e)) from None
 
 
 def _check_record(rec, seen: dict[str, set]) -> None:
@@ -366,7 +365,7 @@ def _check_record(rec, seen: dict[str, set]) -> None:
                 parse_time(value, path="created_at")
         keys = [entity_names.key(n.name) for n in rec.names]
         if len(set(keys)) < len(keys):  # names are unique per tenant, case aside
-            raise InvalidParams("names: two of them are one name (case and spacing aside)", path="names")
+            raise InvalidParams.at("names", "two of them are one name (case and spacing aside)")
         first("entity", rec.id, "id")
     elif isinstance(rec, EntityMergeRecord):
         known("entity", rec.id, "id")

@@ -157,16 +157,18 @@ def test_a_history_cursor_past_what_is_left_is_refused(daemon):
         whole = c.history(entry)
         kept: list[int] = []
 
-        def call(method, *args, **kwargs):  # after the first page, the states it did not show are gone
-            got = getattr(c, method)(*args, **kwargs)
-            return msgspec.structs.replace(got, revisions=got.revisions[:kept[0]]) if kept else got
+        class Purged(Client):  # after the first page, the states it did not show are gone
+            def history(self, *args, **kwargs):
+                got = super().history(*args, **kwargs)
+                return msgspec.structs.replace(got, revisions=got.revisions[:kept[0]]) if kept else got
 
-        s = Session(call)
-        first = history(s, HistoryArgs(id=entry, max_chars=600))
-        assert first.more and len(first.revisions) < len(whole.revisions)
-        kept.append(len(first.revisions))
-        with pytest.raises(InvalidParams) as refused:
-            history(s, HistoryArgs(id=entry, max_chars=600, cursor=first.next_cursor))
+        with Purged(daemon.socket, daemon.token) as purged:
+            s = Session(purged)
+            first = history(s, HistoryArgs(id=entry, max_chars=600))
+            assert first.more and len(first.revisions) < len(whole.revisions)
+            kept.append(len(first.revisions))
+            with pytest.raises(InvalidParams) as refused:
+                history(s, HistoryArgs(id=entry, max_chars=600, cursor=first.next_cursor))
     assert refused.value.message == "cursor: past the history's end: read it again without cursor"
 
 def test_open_threads_and_expand(home, daemon):

@@ -12,6 +12,7 @@ from mcp import types
 
 from arbiter import paths
 from arbiter.changes.model import MAX_IDS
+from arbiter.client import Client
 from arbiter.mcp import load_tools
 from arbiter.mcp.server import McpServer
 from arbiter.mcp.tool import Session
@@ -97,14 +98,14 @@ def test_only_a_subscription_starts_polling(daemon):
     load_tools()
     calls: list[str] = []
     sent: list[dict] = []
-    with daemon.client() as c:
-        entry = c.remember(type="project", title="Polled", content="v1").id
-
-        def call(method, *args, **kwargs):
+    class Recording(Client):
+        def call(self, method, params=None, result_type=dict):
             calls.append(method)
-            return getattr(c, method)(*args, **kwargs)
+            return super().call(method, params, result_type)
 
-        server = McpServer(Session(call), "")
+    with Recording(daemon.socket, daemon.token) as c:
+        entry = c.remember(type="project", title="Polled", content="v1").id
+        server = McpServer(Session(c), "")
         server.poll_s = 0.05
         server.emit = sent.extend
 
@@ -132,7 +133,7 @@ def test_a_watch_over_more_ids_than_one_call_takes(daemon):
     with daemon.client() as c:
         ids = c.remember_many([{"type": "context", "title": f"Watched {n}", "content": f"note {n}"}
                                for n in range(MAX_IDS + 1)])
-        watch = Watch(lambda method, *args: getattr(c, method)(*args))
+        watch = Watch(c)
         uris = {uri(i) for i in ids}
         assert watch.poll(uris) == ([], False)  # the baseline
         for changed in (ids[0], ids[-1]):  # asked for in the first call, and in the second

@@ -196,6 +196,21 @@ def test_bad_params_get_a_stable_error_and_change_nothing(served, raw, method, p
     assert state(served) == before
 
 
+def test_an_error_about_a_field_carries_its_words_apart_from_its_name(served, raw):
+    """`data.reason` is the message less the field's name: a front end that spells the field otherwise (the
+    CLI's `--valid-from`) says it of its own name without cutting the message apart."""
+    resp = raw.request("remember", remember_params(valid_from="last tuesday"), real_token=served.token)
+    data = resp["error"]["data"]
+    assert data["path"] == "valid_from" and resp["error"]["message"] == f"valid_from: {data['reason']}"
+    with served.client() as c:
+        with pytest.raises(InvalidParams) as refused:
+            c.list(limit=1001)
+        with pytest.raises(NotFound) as missing:
+            c.get(99999)
+    assert (refused.value.path, refused.value.reason) == ("limit", "must be at most 1000")
+    assert missing.value.reason is None  # a sentence of its own: "entry 99999 not found"
+
+
 def test_duplicate_link_is_a_conflict_with_the_existing_id(served, raw):
     with served.client() as c:
         a = c.remember(type="user", title="a", content="a")

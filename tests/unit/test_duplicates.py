@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 
-from arbiter import duplicates, verbs
+from arbiter import duplicates
 from arbiter.model import RememberParams, UpdateParams
 from arbiter.store import entries, users
-from arbiter.verb import Context
+from tests.unit.conftest import execute
 
 pytestmark = pytest.mark.both_engines
 #: Why a test of the `remember` verb runs on SQLite only for now.
@@ -19,10 +18,7 @@ NOW = 1795168800 * 1_000_000
 
 
 def remember(db, tenant, title: str, content: str, **kw):
-    spec = verbs.VERBS["remember"]
-    params = msgspec.convert({"type": "project", "title": title, "content": content, **kw}, spec.params)
-    with db:
-        return spec.run(Context(db, tenant, "alice", NOW), params)
+    return execute(db, tenant, "remember", {"type": "project", "title": title, "content": content, **kw}, now=NOW)
 
 
 @pytest.mark.sqlite_only(WAITS)
@@ -34,10 +30,8 @@ def test_the_same_text_under_another_title_is_not_a_duplicate(db, tenant):
 
 
 def test_a_bulk_writes_entry_under_another_title_is_not_a_duplicate(db, tenant):
-    spec = verbs.VERBS["remember_many"]
-    with db:
-        first = spec.run(Context(db, tenant, "alice", NOW), msgspec.convert(
-            {"entries": [{"type": "project", "title": "Rota", "content": "alice, then bob"}]}, spec.params)).ids[0]
+    first = execute(db, tenant, "remember_many", {"entries": [{"type": "project", "title": "Rota", "content": "alice, then bob"}]},
+                    now=NOW).ids[0]
     viewer = users.first_viewer(db, tenant)
     assert duplicates.unindexed(db, viewer)  # its band keys wait for the idle writer; its fingerprint does not
     assert duplicates.duplicate_of(db, viewer, "project", "On call", "alice, then bob") is None

@@ -19,6 +19,7 @@ from arbiter.model import RememberManyParams, RememberParams
 from arbiter.store import engine, tenants, users
 from arbiter.store.db import MIGRATIONS
 from arbiter.verb import Context
+from tests.unit.conftest import execute
 
 NOW = 1795168800 * US
 
@@ -28,9 +29,7 @@ GRAPH_VIEW = "the web view's graph on PostgreSQL waits for graph/tags.py (pgcore
 
 
 def run(db, tenant, verb: str, **params):
-    spec = verbs.VERBS[verb]
-    with db:
-        return spec.run(Context(db, tenant, "alice", NOW), msgspec.convert(params, spec.params))
+    return execute(db, tenant, verb, params, now=NOW)
 
 
 def remember(db, tenant, content: str, title: str = "Note", **kw):
@@ -401,8 +400,7 @@ def test_a_writer_s_names_never_meet_an_entity_only_another_user_sees(db, tenant
     def write(user, content, **kw):
         spec = verbs.VERBS["remember"]
         params = msgspec.convert(dict(type="project", title="Note", content=content, **kw), spec.params)
-        with db:
-            return spec.run(Context(db, tenant, "alice", NOW, user_id=user), params)
+        return execute(db, tenant, "remember", params, now=NOW, user_id=user)
 
     secret = write(ann, "private", entities=["International Business Machines Corporation", "Project Apollo",
                                              "Zephyr"])
@@ -432,8 +430,7 @@ def test_a_users_list_ranks_by_the_mentions_they_see_though_others_mention_more(
         user = ann if rng.random() < share else ben  # ann's private notes skew the counts by everyone
         named = rng.sample(pool[:8] if user == ann and rng.random() < 0.7 else pool, rng.randint(1, 3))
         params = msgspec.convert(dict(type="project", title="Note", content=f"note {n}", entities=named), spec.params)
-        with db:
-            written = spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+        written = execute(db, tenant, "remember", params, now=NOW + n, user_id=user)
         if user == ben:
             for m in written.entities:
                 seen[m.id] = seen.get(m.id, 0) + 1
@@ -462,8 +459,7 @@ def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, ten
         n += 1
         params = msgspec.convert(dict(type="project", title="Note", content=f"walk note {n}", entities=named),
                                  spec.params)
-        with db:
-            return spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+        return execute(db, tenant, "remember", params, now=NOW + n, user_id=user)
 
     for _ in range(5):
         for i in range(0, 64, 8):
@@ -484,7 +480,6 @@ def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant,
     import random
 
     from arbiter._time import format_time
-    from arbiter.ui.view import graph_view
     from arbiter.ui.model import GraphViewParams
 
     rng = random.Random(seed)  # ann writes `share` of the notes: ben sees most of them, or little
@@ -498,8 +493,7 @@ def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant,
         named = rng.sample(pool[:8] if user == ann and rng.random() < 0.7 else pool, rng.randint(1, 3))
         params = msgspec.convert(dict(type="project", title="Note", content=f"graph note {n}", entities=named),
                                  spec.params)
-        with db:
-            written = spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+        written = execute(db, tenant, "remember", params, now=NOW + n, user_id=user)
         his += [(n, m.id) for m in written.entities] if user == ben else []
     for upto in (299, 150):
         seen: dict[int, int] = {}
@@ -509,8 +503,7 @@ def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant,
         expected = [i for i, _ in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))]
         for limit in (1, 5, 12, 70, 200):
             p = GraphViewParams(view="entities", limit=limit, as_of=format_time(NOW + upto))
-            with db:
-                drawn = graph_view(Context(db, tenant, "alice", NOW + 400, user_id=ben), p)
+            drawn = execute(db, tenant, "graph_view", p, now=NOW + 400, user_id=ben)
             assert [n.id for n in drawn.nodes] == expected[:limit]
             assert drawn.truncated == (len(expected) > limit)
 
@@ -545,19 +538,16 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
     import random
 
     from arbiter._time import format_time
-    from arbiter.facts import verbs as fv
-    from arbiter.facts.model import ProposeParams
     from arbiter.ui.model import GraphViewParams
-    from arbiter.ui.view import graph_view
 
     rng = random.Random(seed)
     solo, shared, first, ann, ben, cat, old_team = _solo_and_shared(db)
     pool = [f"Huebert {chr(65 + i)}" for i in range(14)]
-    with db:  # ben's private fact names an entity before any entry does: his date for it, no one else's
-        fv.facts_propose(Context(db, shared, "t", NOW, user_id=ben), msgspec.convert(
-            {"facts": [{"subject": "user", "predicate": "works_at", "object": pool[0]}], "apply": True}, ProposeParams))
+    # ben's private fact names an entity before any entry does: his date for it, no one else's
+    execute(db, shared, "facts_propose", {"facts": [{"subject": "user", "predicate": "works_at", "object": pool[0]}],
+                                          "apply": True}, now=NOW, user_id=ben, tenant_name="t")
     (fact_entity, fact_at), = db.execute("SELECT object_entity_id, recorded_at FROM facts WHERE status = 'active'")
-    spec, forget = verbs.VERBS["remember"], verbs.VERBS["forget"]
+    spec = verbs.VERBS["remember"]
     written: list[tuple[int, int, int, str | None, bool, int]] = []  # (tenant, entry, author, team, forgotten, when)
     writers = [(solo, users.first_user(db, solo))] * 60 + [(shared, u) for u in (first, ann, ann, ben, ben, cat)] * 40
     for n, (tid, user) in enumerate(writers):
@@ -571,12 +561,10 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
         named = rng.sample(pool, rng.randint(1, 3))
         params = msgspec.convert(dict(type="project", title=f"Hue note {n}", content=f"hue note {n}",
                                       tags=list(dict.fromkeys(tags)), entities=named, team=team), spec.params)
-        with db:
-            entry = spec.run(Context(db, tid, "t", NOW + n, user_id=user), params).id
+        entry = execute(db, tid, "remember", params, now=NOW + n, user_id=user, tenant_name="t").id
         gone = rng.random() < 0.15
         if gone:
-            with db:
-                forget.run(Context(db, tid, "t", NOW + n, user_id=user), msgspec.convert({"id": entry}, forget.params))
+            execute(db, tid, "forget", {"id": entry}, now=NOW + n, user_id=user, tenant_name="t")
         written.append((tid, entry, user, team, gone, NOW + n))
     with db:
         users.leave(db, old_team, ben, now=NOW + 1000)  # ben now sees only what he wrote in "old"
@@ -590,10 +578,11 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
         return min(votes, key=lambda i: (-votes.count(i), i)) if votes else None
 
     for tid, user in ((solo, None), (shared, first), (shared, ann), (shared, ben), (shared, cat)):
-        ctx = Context(db, tid, "t", NOW + 2000, user_id=user)
-        with db:
-            drawn = graph_view(ctx, GraphViewParams(view="entities", limit=200))
-            entries_view = graph_view(ctx, GraphViewParams(limit=2000))
+        def view(p: GraphViewParams):
+            return execute(db, tid, "graph_view", p, now=NOW + 2000, user_id=user, tenant_name="t")
+
+        drawn = view(GraphViewParams(view="entities", limit=200))
+        entries_view = view(GraphViewParams(limit=2000))
         where = {t: i for i, c in enumerate(drawn.clusters) for t in c.tags}
         assert len(drawn.clusters) >= 2 and drawn.clusters == entries_view.clusters
         votes: dict[int, list[int]] = {}
@@ -616,8 +605,7 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
         assert any(n.cluster is not None for n in drawn.nodes)
         ranked = sorted(mentions, key=lambda i: (-mentions[i], i))
         assert [n.id for n in drawn.nodes] == ranked
-        with db:
-            assert [n.id for n in graph_view(ctx, GraphViewParams(view="entities", limit=5)).nodes] == ranked[:5]
+        assert [n.id for n in view(GraphViewParams(view="entities", limit=5)).nodes] == ranked[:5]
         assert {n.id: n.valid_from for n in drawn.nodes} == {n.id: format_time(first[n.id]) for n in drawn.nodes}
         if user == ben:  # his fact dates the entity, before any entry he sees names it
             assert [n.valid_from for n in drawn.nodes if n.id == fact_entity] == [format_time(fact_at)]
@@ -630,20 +618,15 @@ def test_the_entity_graph_of_a_past_moment_ranks_by_the_mentions_recorded_by_the
     """The slider's past: a one-user tenant's graph counted later mentions too, where a shared tenant's did not."""
     from arbiter._time import format_time
     from arbiter.ui.model import GraphViewParams
-    from arbiter.ui.view import graph_view
 
     spec = verbs.VERBS["remember"]
     for n, named in enumerate([["Alphaville", "Betamax"], ["Alphaville"], ["Betamax"], ["Betamax"], ["Betamax"]]):
         params = msgspec.convert(dict(type="project", title="Note", content=f"note {n}", entities=named),
                                  spec.params)
-        with db:
-            spec.run(Context(db, tenant, "alice", NOW + 10 * n), params)
+        execute(db, tenant, "remember", params, now=NOW + 10 * n)
     ids = {r[0]: r[1] for r in db.execute("SELECT name, id FROM entities WHERE tenant_id = ?", (tenant,))}
-    ctx = Context(db, tenant, "alice", NOW + 100)
-
     def drawn(**at):
-        with db:
-            return [n.id for n in graph_view(ctx, GraphViewParams(view="entities", **at)).nodes]
+        return [n.id for n in execute(db, tenant, "graph_view", GraphViewParams(view="entities", **at), now=NOW + 100).nodes]
 
     assert drawn(as_of=format_time(NOW + 15)) == [ids["Alphaville"], ids["Betamax"]]  # 2 mentions to 1 by then
     assert drawn() == [ids["Betamax"], ids["Alphaville"]]  # 4 to 2 now
@@ -652,8 +635,6 @@ def test_the_entity_graph_of_a_past_moment_ranks_by_the_mentions_recorded_by_the
 def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
     """`count` asks each entity for a user who sees most of the tenant and gathers from what they see for one who
     sees little: both count the entities their entries mention or their active facts name, none merged away."""
-    from arbiter.facts import verbs as fv
-    from arbiter.facts.model import ProposeParams
 
     with db:
         ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
@@ -662,12 +643,11 @@ def test_a_users_entity_count_is_the_same_by_either_plan(db, tenant):
                                       + [(ben, ["Benling X", "Countling A"]), (ben, ["Benling X"])]):
         params = msgspec.convert(dict(type="project", title="Note", content=f"count note {n}", entities=named),
                                  spec.params)
-        with db:
-            spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
-    with db:  # a fact only: ben's applied fact makes "Acme Corp" an entity for him alone
-        fv.facts_propose(Context(db, tenant, "t", NOW + 50, user_id=ben),
-                         msgspec.convert({"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme Corp"}],
-                                          "apply": True}, ProposeParams))
+        execute(db, tenant, "remember", params, now=NOW + n, user_id=user)
+    # a fact only: ben's applied fact makes "Acme Corp" an entity for him alone
+    execute(db, tenant, "facts_propose", {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme Corp"}],
+                                          "apply": True}, now=NOW + 50, user_id=ben, tenant_name="t")
+    with db:
         core.merge(db, users.viewer(db, tenant, ann, "ann"), "Countling B", "Countling C", now=NOW + 60)
     a, b = users.viewer(db, tenant, ann, "ann"), users.viewer(db, tenant, ben, "ben")
     assert visibility.sees_most(db, a) and not visibility.sees_most(db, b)
@@ -682,8 +662,6 @@ def test_a_fact_another_user_keeps_private_neither_makes_dates_nor_counts_an_ent
     besides); ann's candidate fact names one too. For ann (who sees most of the tenant) and cat (who sees little:
     the other plan of `count` and the list), neither fact makes an entity exist, dates it or counts it; for ben his
     own does, from both ends."""
-    from arbiter.facts import verbs as fv
-    from arbiter.facts.model import ProposeParams
 
     with db:
         ann, ben, cat = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben", "cat"))
@@ -695,13 +673,10 @@ def test_a_fact_another_user_keeps_private_neither_makes_dates_nor_counts_an_ent
     def write(user: int, at: int, name: str, team: str | None) -> None:
         params = msgspec.convert(dict(type="project", title="Note", content=f"note {at} on {name}", entities=[name], team=team),
                                  spec.params)
-        with db:
-            spec.run(Context(db, tenant, "t", at, user_id=user), params)
+        execute(db, tenant, "remember", params, now=at, user_id=user, tenant_name="t")
 
     def propose(user: int, at: int, fact: dict, apply: bool) -> None:
-        with db:
-            fv.facts_propose(Context(db, tenant, "t", at, user_id=user),
-                             msgspec.convert({"facts": [fact], "apply": apply}, ProposeParams))
+        execute(db, tenant, "facts_propose", {"facts": [fact], "apply": apply}, now=at, user_id=user, tenant_name="t")
 
     for n in range(3):
         write(ann, NOW + 1 + n, "Quorvel Anstey", "core")
@@ -746,8 +721,7 @@ def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(
                                       (ben, "Brontavix Quellmoor Industries")]):
         params = msgspec.convert(dict(type="project", title="Note", content=f"alias note {n}", entities=[name]),
                                  spec.params)
-        with db:
-            spec.run(Context(db, tenant, "alice", NOW + n, user_id=user), params)
+        execute(db, tenant, "remember", params, now=NOW + n, user_id=user)
     question = "What about Brontavix Quelmoor Industries"
     for user, name, found in ((ann, "ann", True), (ben, "ben", False)):
         v = users.viewer(db, tenant, user, name)
@@ -784,16 +758,27 @@ def test_a_name_found_later_links_the_entries_that_wrote_it_before(db, tenant):
     assert entities.lookup(db, tenant, "Budget") is None
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["Dana", "dana", "danas", "daned", "a", "A", "-", "'", "’", "_", " ", ".", "1", "é"]),
+               max_size=12).map("".join),
+       st.sampled_from(["Dana", "D", "Da-na", "O'Dana", "Dana."]))
+def test_evidence_finds_a_word_where_its_definition_as_a_pattern_does(text, word):
+    """The evidence scans for a word without compiling a pattern for it; it finds what the pattern would."""
+    from arbiter.entities.evidence import _INFLECTIONS, _spots
+
+    capital = re.compile(rf"(?<![\w'’-]){re.escape(word)}(?![\w-])")
+    lower = re.compile(rf"(?<![\w'’-]){re.escape(word.lower())}(?:s|es|d|ed|ing)?(?![\w-])")
+    assert _spots(text, word, ("",)) == [m.start() for m in capital.finditer(text)]
+    assert _spots(text, word.lower(), _INFLECTIONS, first=True) == [m.start() for m in lower.finditer(text)][:1]
+
+
 def test_evidence_is_what_the_writer_sees(db, tenant):
     """Another user's private notes neither make a name of a word for the writer nor get linked by their note."""
     with db:
         ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
 
     def write(user, content):
-        spec = verbs.VERBS["remember"]
-        with db:
-            return spec.run(Context(db, tenant, "alice", NOW, user_id=user),
-                            msgspec.convert(dict(type="project", title="Note", content=content), spec.params))
+        return execute(db, tenant, "remember", dict(type="project", title="Note", content=content), now=NOW, user_id=user)
 
     hidden = [write(ann, "Quillon shipped."), write(ann, "Quillon again.")]
     assert write(ben, "Quillon is late.").entities == []  # ann's two starts are not ben's evidence
@@ -831,21 +816,18 @@ def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed)
     import random
 
     from arbiter._time import format_time
-    from arbiter.facts import verbs as fv
-    from arbiter.facts.model import ProposeParams
 
     rng = random.Random(seed)
     solo, shared, first, ann, ben, cat, old_team = _solo_and_shared(db, first_in_core=True)
     typed = {f"Alder {c}": "project" for c in "ABCDE"} | {f"Birch {c}": "person" for c in "ABCDE"}
     pool = list(typed) + ["Cedar Z"]  # Cedar Z is merged into Birch A once written
-    with db:  # ben's private fact names an entity no entry names (his, with no mentions) and dates one before entries
-        fv.facts_propose(Context(db, shared, "t", NOW, user_id=ben), msgspec.convert(
-            {"facts": [{"subject": "user", "predicate": "works_at", "object": "Alder Factual"},
-                       {"subject": "user", "predicate": "member_of", "object": "Alder E"}], "apply": True},
-            ProposeParams))
+    # ben's private fact names an entity no entry names (his, with no mentions) and dates one before entries
+    execute(db, shared, "facts_propose", {"facts": [{"subject": "user", "predicate": "works_at", "object": "Alder Factual"},
+                                                    {"subject": "user", "predicate": "member_of", "object": "Alder E"}],
+                                          "apply": True}, now=NOW, user_id=ben, tenant_name="t")
     fact_at, = {r[0] for r in db.execute("SELECT recorded_at FROM facts WHERE status = 'active'")}
     fact_entities = {i for r in db.execute("SELECT subject_entity_id, object_entity_id FROM facts") for i in r if i}
-    spec, forget = verbs.VERBS["remember"], verbs.VERBS["forget"]
+    spec = verbs.VERBS["remember"]
     written: list[tuple[int, int, int, str | None, list[str], int]] = []  # (tenant, entry, author, team, names, when)
     writers = [(solo, users.first_user(db, solo))] * 50 + [(shared, u) for u in (first, ann, ann, ben, ben, cat)] * 30
     for n, (tid, user) in enumerate(writers):
@@ -855,15 +837,15 @@ def test_the_list_s_names_counts_dates_and_pages_are_each_viewer_s_own(db, seed)
         args = [{"name": name, "type": typed[name]} if name in typed else name for name in named]
         params = msgspec.convert(dict(type="project", title=f"List note {n}", content=f"list note {n}",
                                       entities=args, team=team), spec.params)
-        with db:
-            entry = spec.run(Context(db, tid, "t", NOW + n, user_id=user), params).id
-            if rng.random() < 0.15:  # a forgotten entry still counts: mentions are of entries ever seen
-                forget.run(Context(db, tid, "t", NOW + n, user_id=user), msgspec.convert({"id": entry}, forget.params))
+        entry = execute(db, tid, "remember", params, now=NOW + n, user_id=user, tenant_name="t").id
+        if rng.random() < 0.15:  # a forgotten entry still counts: mentions are of entries ever seen
+            execute(db, tid, "forget", {"id": entry}, now=NOW + n, user_id=user, tenant_name="t")
         written.append((tid, entry, user, team, named, NOW + n))
-    with db:  # an entity only ann's private note names
-        secret = spec.run(Context(db, shared, "t", NOW + 500, user_id=ann), msgspec.convert(
-            dict(type="project", title="Secret", content="secret note", entities=["Alder Secret"]), spec.params))
-        written.append((shared, secret.id, ann, None, ["Alder Secret"], NOW + 500))
+    secret = execute(db, shared, "remember",  # an entity only ann's private note names
+                     dict(type="project", title="Secret", content="secret note", entities=["Alder Secret"]),
+                     now=NOW + 500, user_id=ann, tenant_name="t")
+    written.append((shared, secret.id, ann, None, ["Alder Secret"], NOW + 500))
+    with db:
         for tid, user in ((solo, None), (shared, first)):
             core.merge(db, users.viewer(db, tid, user or users.first_user(db, tid), "t"), "Birch A", "Cedar Z",
                        now=NOW + 600)

@@ -16,6 +16,8 @@ from arbiter.facts.model import AspectsParams, BatchIdParams, FactsParams, Propo
 from arbiter.model import IdParams, RememberParams
 from arbiter.store import engine, entries, tenants, users
 from arbiter.verb import Context
+from arbiter.verbs import VERBS
+from tests.unit.conftest import execute
 
 T0 = 1795168800 * US  # 2026-11-20T10:00:00Z
 HOUR = 3600 * US
@@ -24,15 +26,15 @@ pytestmark = pytest.mark.both_engines
 
 
 class Caller:
-    """Runs the facts verbs for one tenant, each in its own transaction (as the daemon does)."""
+    """Runs the facts verbs for one tenant as the daemon does (the runner's phases), each a microsecond later."""
 
     def __init__(self, db, tenant_id):
         self.db, self.tenant_id, self.now = db, tenant_id, T0
 
     def __call__(self, verb, params, *, at: int | None = None):
         self.now = at if at is not None else self.now + US
-        with self.db:
-            return verb(Context(self.db, self.tenant_id, "t", self.now), params)
+        name = next(name for name, v in VERBS.items() if v.run is verb)
+        return execute(self.db, self.tenant_id, name, params, now=self.now, tenant_name="t")
 
     def propose(self, *facts, apply=False, **kw):
         return self(fv.facts_propose, msgspec.convert({"facts": list(facts), "apply": apply, **kw}, ProposeParams))

@@ -16,12 +16,11 @@ import pytest
 
 from arbiter.errors import ArbiterError
 from arbiter.facts import gate
-from arbiter.facts import verbs as fv
-from arbiter.facts.model import PASSING, ProposeParams
+from arbiter.facts.model import PASSING
 from arbiter.model import RememberParams
 from arbiter.store import entries, users
-from arbiter.verb import Context
 from arbiter.verbs import VERBS
+from tests.unit.conftest import execute
 from tests.unit.test_facts import T0, US
 
 pytestmark = pytest.mark.both_engines
@@ -111,16 +110,15 @@ def _assert_all_active_came_through_the_gate(db) -> None:
 @pytest.fixture
 def seeded(db, tenant):
     def run(verb, params, now):
-        with db:
-            return verb(Context(db, tenant, "alice", now), msgspec.convert(params, ProposeParams))
+        return execute(db, tenant, verb, params, now=now)
 
     with db:
         entry = entries.remember(db, users.first_viewer(db, tenant), RememberParams(type="user", title="job", content="I work at Acme"), now=T0)
-    applied = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
+    applied = run("facts_propose", {"facts": [{"subject": "user", "predicate": "works_at", "object": "Acme",
                                                 "sources": [entry]}], "apply": True}, T0)
-    proposed = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "works_at", "object": "Globex"},
+    proposed = run("facts_propose", {"facts": [{"subject": "user", "predicate": "works_at", "object": "Globex"},
                                                 {"subject": "user", "predicate": "enjoys", "object": "jazz"}]}, T0 + US)
-    evaluated = run(fv.facts_propose, {"facts": [{"subject": "user", "predicate": "lives_in", "object": "Oslo"}]},
+    evaluated = run("facts_propose", {"facts": [{"subject": "user", "predicate": "lives_in", "object": "Oslo"}]},
                     T0 + 2 * US)
     with db:
         gate.evaluate(db, users.first_viewer(db, tenant), evaluated.id, now=T0 + 3 * US)
@@ -138,12 +136,7 @@ def test_every_verb_is_swept_and_none_but_the_gate_activates_a_fact(db, tenant, 
             now += US
             before = _active(db)
             try:
-                p = msgspec.convert(params, verb.params)
-                ctx = Context(db, tenant, "alice", now)
-                with db:
-                    if verb.prepare is not None and verb.needs_prepare(p):
-                        p = verb.prepare(ctx, p)
-                    verb.run(ctx, p)
+                execute(db, tenant, name, msgspec.convert(params, verb.params), now=now)
             except (ArbiterError, msgspec.ValidationError):
                 pass  # refused: it must then have changed nothing either
             after = _active(db)

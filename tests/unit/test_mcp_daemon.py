@@ -12,7 +12,7 @@ import pytest
 from arbiter.client import Client
 from arbiter.errors import Unavailable
 from arbiter.mcp import WITHOUT_TOOL, load_tools
-from arbiter.mcp._daemon import Calls
+from arbiter.mcp._daemon import Reviving
 from arbiter.mcp.tool import TOOLS, Session, call_tool
 from arbiter.mcp.watch import Watch
 from arbiter.verbs import VERBS
@@ -51,15 +51,14 @@ def test_after_a_revival_a_read_verb_is_retried_and_a_write_verb_is_reported(ser
         revived.append(DaemonProcess(daemon.home).start())
         return revived[-1].proc.pid
 
-    with Client(daemon.socket, daemon.token) as client:
-        calls = Calls(client, revive=revive)
-        assert calls("get", built["deadlock"]).id == built["deadlock"]
+    with Reviving(daemon.socket, daemon.token, revive=revive) as client:
+        assert client.get(built["deadlock"]).id == built["deadlock"]
         daemon.stop()
         try:
-            assert calls("get", built["deadlock"]).id == built["deadlock"]  # `get` reads: retried on the new daemon
+            assert client.get(built["deadlock"]).id == built["deadlock"]  # `get` reads: retried on the new daemon
             revived.pop().stop()
             with pytest.raises(Unavailable, match="may or may not"):  # `reinforce` writes: reported, not retried
-                calls("reinforce", built["deadlock"])
+                client.reinforce(built["deadlock"])
             assert VERBS["get"].writes is False and VERBS["reinforce"].writes is True
         finally:
             for d in revived:
@@ -78,13 +77,13 @@ def test_every_verb_is_reached_by_a_tool_or_left_out_for_a_stated_reason(served)
     with client:
         client.connect()
         client.sent.clear()  # connecting checks the daemon's version: no tool's doing
-        session = Session(Calls(client))
+        session = Session(client)
         mine = call_tool(session, TOOLS, "remember", CASES["remember"](built.ids, 0))["structuredContent"].entry.id
         for name in [n for n in TOOLS if n not in ORDER + LAST] + ORDER + LAST:
             result = call_tool(session, TOOLS, name, CASES[name](built.ids, mine))
             assert not result["isError"], (name, result["content"][0]["text"])
         assert not call_tool(session, TOOLS, "conversation", {"title": "Another"})["isError"]
-        Watch(session.call).poll({"arbiter://briefing"})  # what a subscribed server polls
+        Watch(session.daemon).poll({"arbiter://briefing"})  # what a subscribed server polls
         reached = client.sent
     assert not reached & set(WITHOUT_TOOL), sorted(reached & set(WITHOUT_TOOL))
     assert set(VERBS) - reached == set(WITHOUT_TOOL), (sorted(set(VERBS) - reached - set(WITHOUT_TOOL)),

@@ -7,7 +7,6 @@ import json
 
 from arbiter.client import Client
 from arbiter.mcp import load_tools, surface
-from arbiter.mcp._daemon import Calls
 from arbiter.mcp.server import PROTOCOL_VERSIONS, McpServer, serve_stdio
 from arbiter.mcp.tool import TOOLS, Session
 
@@ -15,7 +14,7 @@ from arbiter.mcp.tool import TOOLS, Session
 def exchange(*lines: bytes) -> list:
     load_tools()
     # A client on a socket nobody serves: any tool that reached the daemon would fail loudly.
-    server = McpServer(Session(Calls(Client("/nonexistent/arbiter.sock"))), "the briefing")
+    server = McpServer(Session(Client("/nonexistent/arbiter.sock")), "the briefing")
     out = io.BytesIO()
     serve_stdio(server, io.BytesIO(b"".join(line + b"\n" for line in lines)), out)
     return [json.loads(line) for line in out.getvalue().splitlines()]

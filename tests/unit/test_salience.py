@@ -13,7 +13,8 @@ from arbiter.entities import clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
 from arbiter.store import entries, users
-from arbiter.verb import Context
+from arbiter.server.runner import Caller, Runner
+from tests.unit.conftest import execute
 
 pytestmark = pytest.mark.both_engines
 #: Why a test through `remember` (or maintenance, which refreshes entity clusters) runs on SQLite only for now.
@@ -26,9 +27,7 @@ DAY = 86_400 * US
 
 
 def run(db, tenant, verb: str, *, now=NOW, user_id=None, **params):
-    spec = verbs.VERBS[verb]
-    with db:
-        return spec.run(Context(db, tenant, "alice", now, user_id=user_id), msgspec.convert(params, spec.params))
+    return execute(db, tenant, verb, params, now=now, user_id=user_id)
 
 
 def remember(db, tenant, content: str, *, now=NOW, title="Note", **kw):
@@ -133,11 +132,10 @@ def test_accesses_count_and_log(db, tenant):
 @waits
 def test_reads_collect_their_accesses(db, tenant):
     e = remember(db, tenant, "the quarterly roadmap")
-    ctx = Context(db, tenant, "alice", NOW)
-    with db:
-        verbs.get(ctx, msgspec.convert({"id": e.id}, verbs.VERBS["get"].params))
-        verbs.recall(ctx, msgspec.convert({"query": "roadmap"}, verbs.VERBS["recall"].params))
-    assert ctx.accessed == [(e.id, "get"), (e.id, "recall")]
+    runner, caller = Runner(db, lambda lane: db, clock=lambda: NOW), Caller(tenant, "alice", None)
+    runner.execute(verbs.VERBS["get"], msgspec.convert({"id": e.id}, verbs.VERBS["get"].params), caller)
+    runner.execute(verbs.VERBS["recall"], msgspec.convert({"query": "roadmap"}, verbs.VERBS["recall"].params), caller)
+    assert list(runner.accesses) == [(tenant, e.id, "get", NOW), (tenant, e.id, "recall", NOW)]
 
 
 def test_the_sql_salience_is_the_python_one(db):
@@ -391,7 +389,7 @@ def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
     remember(db, tenant, "Apollo caches in Redis", entities=["Apollo", "Redis"])
     with db:
         maintenance.run(db, tenant, now=NOW, min_salience=0)
-        run(db, tenant, "reinforce", id=plain.id)
+    run(db, tenant, "reinforce", id=plain.id)
     tuning = dataclasses.replace(DEFAULT, entity_boost=0.5, cluster_boost=0.2, salience_weight=0.4)
     with db:
         hits = recall(db, users.first_viewer(db, tenant), RecallParams(query="apollo deploy checklist", explain=True), now=NOW, tuning=tuning).hits
