@@ -194,11 +194,11 @@ def duplicate_of(conn: apsw.Connection, v: Viewer, type: str, title: str, conten
 
 
 # CROSS JOIN: the queue drives (newest first); else SQLite's planner scans every entry of the tenant by its
-# time index and sorts them. PostgreSQL takes no ON after CROSS JOIN, and plans this join by its statistics.
+# time index and sorts them. The join's condition is in WHERE, as PostgreSQL (which plans it by its statistics)
+# takes no ON after a CROSS JOIN.
 def _unindexed_sql(conn: apsw.Connection, v: Viewer) -> str:
-    join = "JOIN" if engine.is_postgresql(conn) else "CROSS JOIN"
-    return (f"FROM derive_queue q {join} entries e ON e.id = q.entry_id "
-            f"WHERE q.deriver = 'sketch' AND q.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
+    return (f"FROM derive_queue q CROSS JOIN entries e WHERE e.id = q.entry_id "
+            f"AND q.deriver = 'sketch' AND q.tenant_id = {int(v.tenant_id)} AND e.valid_to IS NULL AND {v.sees()}")
 
 
 def unindexed(conn: apsw.Connection, v: Viewer, limit: int = PENDING_COMPARED) -> list[tuple[int, str, str]]:

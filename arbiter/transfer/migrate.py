@@ -192,6 +192,12 @@ def _copy_all(src, dst, target: str | Path, progress: Callable[[int], None],
             links = [_guarded(t, _copy, src, dst, t, columns, progress) for t, columns in copied]
             for (table, _), settled in reversed(list(zip(copied, links))):
                 _guarded(table, _settle, dst, table, settled)
+            if engine.is_postgresql(dst):
+                # Index the copy's full text now (store/pg/indexing.py), before the source's queue replaces the
+                # one the target's triggers wrote, which holds what is to be indexed.
+                from arbiter.store.pg import indexing
+
+                indexing.settle(dst)
             for table, columns in plan:
                 if table.refilled:
                     # What the target's triggers wrote meanwhile gives way to the source's: work the source still
@@ -495,17 +501,10 @@ def _indexing(conn, table: Table) -> Iterator[None]:
     """Around the entries' copy into SQLite: every scope's full-text index made first, and it and the tag graph
     filled set-based after the rows (store/deferred.py), as an import fills them; elsewhere nothing.
 
-    On PostgreSQL the triggers keep `recall_entries` and the tag graph; its full text (store/pg/fulltext.py) is
-    written by Python rather than by a trigger: until the copied entries and past states are indexed here (through
-    the call the store's own bulk writes use), a target that has its tables is refused.
+    On PostgreSQL the triggers keep `recall_entries` and the tag graph and queue the full text, which the copy
+    indexes before it replaces the queue with the source's (store/pg/indexing.py).
     """
-    if table.name != "entries":
-        yield
-        return
-    if engine.is_postgresql(conn):
-        if "fulltext_docs" in table_names(conn):  # a copy that recall cannot search must not pass for a move
-            raise InvalidParams("this Arbiter cannot index a moved home's full text on PostgreSQL yet: nothing "
-                                "was moved", path="target")
+    if table.name != "entries" or engine.is_postgresql(conn):
         yield
         return
     from arbiter.store import deferred, fts

@@ -92,11 +92,11 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
         if t1 - t0 <= PROXIMITY_HOURS * HOUR_US and (min(a, b), max(a, b)) not in joined:
             out.append(GraphAssociation(source=b, target=a, kind="temporal",
                                         evidence=f"{(t1 - t0) / HOUR_US:.2f} hours apart"))
-    drawn = _ids.encode([r[0] for r in rows])
+    drawn = _ids.encode([r[0] for r in rows]).decode()
     last: dict[int, int] = {}
     for entity_id, entry_id, name in ctx.conn.execute(
         "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.id = m.entity_id "
-        "WHERE m.entry_id IN (SELECT value FROM json_each(?)) ORDER BY m.entity_id, m.entry_id", (drawn,),
+        "WHERE m.entry_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) ORDER BY m.entity_id, m.entry_id", (drawn,),
     ):
         if entity_id in last:
             out.append(GraphAssociation(source=entry_id, target=last[entity_id], kind="entity",
@@ -106,7 +106,8 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
         GraphAssociation(source=b, target=a, kind="similarity", evidence=f"{w:.0%} of their words shared")
         for a, b, w in ctx.conn.execute(
             "SELECT a, b, weight FROM associations WHERE tenant_id = ?2 AND created_at <= ?3 "
-            "AND a IN (SELECT value FROM json_each(?1)) AND b IN (SELECT value FROM json_each(?1))",
+            "AND a IN (SELECT CAST(value AS BIGINT) FROM json_each(?1)) "
+            "AND b IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))",
             (drawn, ctx.tenant_id, at),
         )
     ]
@@ -133,8 +134,8 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
     if not ids:
         return {}
     rows = ctx.conn.execute(
-        f"WITH {links_sql(len(ids))} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e ON e.id = m.entry_id "
-        f"WHERE e.valid_to IS NULL AND e.tags != '[]' AND {ctx.viewer.sees('e')}", ids,
+        f"WITH {links_sql(len(ids))} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e "
+        f"WHERE e.id = m.entry_id AND e.valid_to IS NULL AND e.tags != '[]' AND {ctx.viewer.sees('e')}", ids,
     )
     topic_of: dict[str, int | None] = {}
     votes: defaultdict[int, Counter] = defaultdict(Counter)

@@ -6,7 +6,6 @@ import json
 import re
 import shlex
 
-import pytest
 
 from arbiter import paths
 from arbiter.store import open_database
@@ -85,9 +84,6 @@ def test_a_bad_target_is_named_before_anything_is_read(home):
     assert not (home / "copy.db").exists()
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="`serve --db postgresql://...` arrives with the daemon's branch (pgdaemon); merged with it "
-                          "(and pgcore, pgfeat) this passes: drop the mark then")
 def test_a_daemon_serving_the_postgresql_copy_exports_what_the_original_did(home, pg_url):
     conn = open_database(paths.db_path(home))
     tokens = build(conn)

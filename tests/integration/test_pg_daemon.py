@@ -150,8 +150,6 @@ def test_a_write_one_daemon_acknowledges_the_other_reads_at_once(homes, daemons,
     assert a.stop() == 0 and b.stop() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="the entry verbs on PostgreSQL land with the store (pgcore: duplicates' and "
-                                       "the store's SQL); remove this mark when they do")
 def test_entries_one_daemon_writes_the_other_reads_at_once(homes, daemons, pg_url):
     a = serve(daemons, homes(), pg_url)
     b = serve(daemons, homes(), pg_url)
@@ -249,8 +247,6 @@ def _tried_its_turn(url: str, holder_pid: int) -> bool:
                     "AND query LIKE 'SELECT pg_try_advisory_lock(%%'", (holder_pid,))[0][0] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="derive.step on PostgreSQL waits for the store (pgcore: duplicates' SQL) and "
-                                       "the entities and associations tables (pgfeat, p003)")
 def test_a_batch_written_through_two_daemons_is_derived_once(homes, daemons, pg_url):
     """Both daemons go idle on one queue; every entry's keys and links are offered by one derivation.
 
@@ -289,7 +285,6 @@ def test_a_batch_written_through_two_daemons_is_derived_once(homes, daemons, pg_
         assert len(derivations) == 600 and set(derivations.values()) == {1}, deriver
 
 
-@pytest.mark.xfail(strict=True, reason="maintenance on PostgreSQL waits for the store (pgcore: no FTS5 merge there)")
 def test_two_daemons_maintain_a_tenant_once_an_interval(homes, daemons, pg_url):
     interval = 1.0
     args = ("--maintenance-interval", str(interval))

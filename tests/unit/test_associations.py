@@ -15,7 +15,6 @@ from arbiter.store import entries, open_database, tenants, users
 NOW = 1_800_000_000 * 1_000_000  # 2027: every valid_from below is in its past
 
 pytestmark = pytest.mark.both_engines
-PROBE = "similarity edges are found by full text: PostgreSQL's comes with store/pg/fulltext.py"
 
 VOCABULARY = ("billing invoice payment retries backoff finance overdue ledger refund customer card "
               "gateway webhook timeout deploy rollback").split()
@@ -53,7 +52,6 @@ def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
     assert stored(db) == incremental
 
 
-@pytest.mark.sqlite_only(PROBE)
 def test_the_idle_writer_derives_what_bulk_writes_left(db, tenant):
     with db:
         text = "billing invoice payment retries backoff finance overdue ledger"
@@ -103,7 +101,6 @@ def _write(db, tenant, text, *, v=None, hour=1, derive=True):
     return eid
 
 
-@pytest.mark.sqlite_only(PROBE)
 def test_rebuild_gives_the_edges_incremental_derivation_gave_near_duplicates(db, tenant):
     a, b, c = (_write(db, tenant, text) for text in NEAR)
     assert {(x, y) for _, x, y, _ in stored(db)} == {(a, b), (a, c), (b, c)}  # every pair shares 7 of 9 words
@@ -120,7 +117,6 @@ def test_rebuild_gives_the_edges_incremental_derivation_gave_near_duplicates(db,
     assert stored(db) == incremental
 
 
-@pytest.mark.sqlite_only(PROBE)
 def test_rebuild_drops_an_edge_the_entries_no_longer_support(db, tenant):
     a, b = (_write(db, tenant, text) for text in NEAR[:2])
     assert {(x, y) for _, x, y, _ in stored(db)} == {(a, b)}
@@ -156,7 +152,6 @@ def test_proximity_reaches_24_hours_and_no_further(db, tenant):
     assert [(x.other_id, x.weight) for x in found if x.sub_type == "proximity"] == [(near, round(1 / 21, 4))]
 
 
-@pytest.mark.sqlite_only(PROBE)
 def test_similar_candidates_are_only_entries_the_writer_sees(db, tenant):
     with db:
         ann, ben = (users.viewer(db, tenant, users.create_user(db, tenant, n, now=1)[0], n) for n in ("ann", "ben"))

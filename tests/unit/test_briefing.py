@@ -12,8 +12,7 @@ from arbiter._time import US
 from arbiter.model import OPEN_THREADS_PER_TOOL_CALL, RememberParams
 from arbiter.store import entries, tenants, users
 
-pytestmark = [pytest.mark.both_engines, pytest.mark.sqlite_only(
-    "the briefing lists entities: waits for p003_features (branch pgfeatures)")]
+pytestmark = pytest.mark.both_engines
 T0 = 1_800_000_000 * US
 SECTIONS = ["## 1. Identity and totals", "## 2. Conventions", "## 3. Before you write", "## 4. Topic map",
             "## 5. Open threads", "## 6. Recent activity"]

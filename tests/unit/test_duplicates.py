@@ -10,9 +10,6 @@ from arbiter.store import entries, users
 from tests.unit.conftest import execute
 
 pytestmark = pytest.mark.both_engines
-#: Why a test of the `remember` verb runs on SQLite only for now.
-WAITS = ("remember links entities, which read full text: waits for p003_features (branch pgfeatures) and "
-         "PostgreSQL's full text (branch pgfts)")
 
 NOW = 1795168800 * 1_000_000
 
@@ -21,7 +18,6 @@ def remember(db, tenant, title: str, content: str, **kw):
     return execute(db, tenant, "remember", {"type": "project", "title": title, "content": content, **kw}, now=NOW)
 
 
-@pytest.mark.sqlite_only(WAITS)
 def test_the_same_text_under_another_title_is_not_a_duplicate(db, tenant):
     rota = remember(db, tenant, "Rota", "...")
     viewer = users.first_viewer(db, tenant)
@@ -38,7 +34,6 @@ def test_a_bulk_writes_entry_under_another_title_is_not_a_duplicate(db, tenant):
     assert duplicates.duplicate_of(db, viewer, "project", "Rota", "Alice, then Bob") == first
 
 
-@pytest.mark.sqlite_only(WAITS)
 def test_near_copies_that_differ_by_a_final_full_stop_are_similar(db, tenant):
     short = remember(db, tenant, "Ship v1", "Target: Friday")
     assert remember(db, tenant, "Ship v1 again", "Target: Friday.").similar == [short.id]
@@ -46,7 +41,6 @@ def test_near_copies_that_differ_by_a_final_full_stop_are_similar(db, tenant):
     assert remember(db, tenant, "Deploys again", "We deploy on Fridays after the standup.").similar == [longer.id]
 
 
-@pytest.mark.sqlite_only(WAITS)
 def test_another_title_over_the_same_text_is_pointed_out_as_similar(db, tenant):
     first = remember(db, tenant, "Ship v1", "Target: Friday")
     viewer = users.first_viewer(db, tenant)

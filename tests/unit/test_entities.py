@@ -24,8 +24,6 @@ from tests.unit.conftest import execute
 NOW = 1795168800 * US
 
 pytestmark = pytest.mark.both_engines
-EVIDENCE = "a name's evidence is a full-text search: PostgreSQL's comes with store/pg/fulltext.py"
-GRAPH_VIEW = "the web view's graph on PostgreSQL waits for graph/tags.py (pgcore) and ui/view.py"
 
 
 def run(db, tenant, verb: str, **params):
@@ -473,7 +471,6 @@ def test_the_list_walk_goes_past_a_chunk_of_entities_others_mention_more(db, ten
 
 
 @pytest.mark.parametrize("seed, share", [(1, 0.3), (2, 0.45), (3, 0.6), (4, 0.95)])
-@pytest.mark.sqlite_only(GRAPH_VIEW)
 def test_a_users_entity_graph_ranks_by_the_mentions_they_see_by_then(db, tenant, seed, share):
     """The web view's entity graph walks as the list does (ties by id at the page's edge, and a reader who sees
     little counted from their entries): its nodes are exactly the viewer's top by their mentions recorded by then."""
@@ -527,7 +524,6 @@ def _solo_and_shared(db, *, first_in_core: bool = False):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.sqlite_only(GRAPH_VIEW)
 def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewer_sees(db, seed):
     """Each entity's colour is the topic most of the active entries the viewer sees naming it belong to (an entry's
     topic: the cluster holding most of its tags; ties to the lower index, both times), for a one-user tenant and for
@@ -613,7 +609,6 @@ def test_the_entity_graph_colours_and_dates_each_entity_by_the_entries_the_viewe
                                           for n in entries_view.nodes)
 
 
-@pytest.mark.sqlite_only(GRAPH_VIEW)
 def test_the_entity_graph_of_a_past_moment_ranks_by_the_mentions_recorded_by_then(db, tenant):
     """The slider's past: a one-user tenant's graph counted later mentions too, where a shared tenant's did not."""
     from arbiter._time import format_time
@@ -730,7 +725,6 @@ def test_a_query_naming_an_alias_only_anothers_private_note_wrote_finds_nothing(
         assert bool(query_entities(db, v, "What about Brontavix Quellmoor Industries", stopwords=frozenset()).ids)
 
 
-@pytest.mark.sqlite_only(EVIDENCE)
 def test_a_word_capitalised_mid_sentence_is_a_name_unless_the_tenant_writes_it_in_lower_case(db, tenant):
     assert [(m.name, m.created) for m in remember(db, tenant, "we deploy Zephyr today").entities] == [("Zephyr", True)]
     remember(db, tenant, "growth was slow this month")
@@ -745,7 +739,6 @@ def test_a_sentence_initial_word_links_a_known_entity_and_makes_one_only_on_evid
     assert [(m.name, m.created) for m in later.entities] == [("Zephyr", False)]
 
 
-@pytest.mark.sqlite_only(EVIDENCE)
 def test_a_name_found_later_links_the_entries_that_wrote_it_before(db, tenant):
     first = remember(db, tenant, "Dana fixed the flaky test.")
     second = remember(db, tenant, "Budget is tight. Dana reviewed the plan.")

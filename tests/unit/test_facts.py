@@ -375,7 +375,6 @@ def test_the_trigger_kept_scores_match_a_count_from_scratch(alice):
         assert sconf == pytest.approx(conf)
 
 
-@pytest.mark.sqlite_only("recall and facts search need full text on PostgreSQL (store/pg/fulltext.py)")
 def test_recall_returns_current_facts_beside_entries(db, alice):
     from arbiter.model import RecallParams
     from arbiter.verbs import recall
@@ -399,7 +398,6 @@ def test_recall_returns_current_facts_beside_entries(db, alice):
     assert alice(recall, RecallParams(query="")).facts == []
 
 
-@pytest.mark.sqlite_only("the briefing's tag graph on PostgreSQL comes with graph/'s changes (pgcore)")
 def test_the_briefing_has_a_line_per_aspect_that_holds_facts(db, alice):
     from arbiter import briefing
 
@@ -428,7 +426,6 @@ def test_parts_link_to_entities_and_typed_objects_become_entities_at_apply(db, a
     assert (entity.name, entity.type) == ("Acme Corp", "organisation")
 
 
-@pytest.mark.sqlite_only("recall and facts search need full text on PostgreSQL (store/pg/fulltext.py)")
 def test_recall_with_known_at_finds_facts_as_recorded_then(db, alice):
     from arbiter.model import RecallParams
     from arbiter.verbs import recall

@@ -126,7 +126,6 @@ def seeded(db, tenant):
             "candidate": proposed.facts[1].id, "entry": entry, "applied": applied.id}
 
 
-@pytest.mark.sqlite_only("sweeps every verb: recall (full text) and remember (near copies) are not on PostgreSQL yet")
 def test_every_verb_is_swept_and_none_but_the_gate_activates_a_fact(db, tenant, seeded):
     now = T0 + 10 * US
     swept = []

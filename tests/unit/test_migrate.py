@@ -313,28 +313,34 @@ def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_u
         back.close()
 
 
-def test_a_postgresql_target_with_full_text_it_cannot_fill_is_refused(tmp_path, pg_url):
-    """Until the move indexes the copy with store/pg/fulltext.py, a target that has its tables gets nothing, rather
-    than a copy recall cannot search."""
+def test_the_postgresql_copy_searches_every_scope(tmp_path, pg_url):
+    """A copy into PostgreSQL is indexed as it is written (store/pg/indexing.py): each scope's index and the
+    past-text index find what the SQLite home's FTS5 tables find."""
+    from arbiter.store.pg import fulltext, indexing
+
     home = tmp_path / "arbiter.db"
     conn = open_database(home)
     build(conn)
     conn.close()
-    target = connect(pg_url)
-    with target:
-        target.execute("CREATE TABLE fulltext_docs(doc_id bigint)")
-    target.close()  # an Arbiter session left open on the target is refused first (as a daemon would be)
-    with pytest.raises(InvalidParams):
-        migrate.migrate(home, pg_url)
-    target = connect(pg_url)
+    migrate.migrate(home, pg_url)
+    before, after = connect(home), connect(pg_url)
     try:
-        assert target.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
-        with pytest.raises(Unavailable):  # and here is that session: nothing is written under a daemon's feet
-            migrate.migrate(home, pg_url)
-        with target:
-            target.execute("DROP TABLE fulltext_docs")
+        scopes = [r[0] for r in before.execute("SELECT id FROM scopes ORDER BY id")]
+        for scope in scopes:
+            query = f"SELECT rowid FROM entries_fts_{scope} WHERE entries_fts_{scope} MATCH ? ORDER BY rowid"
+            for word in ("target", "engines", "names", "release", "private"):
+                found = fulltext.matching(after, indexing.scope_index(after, scope), f'"{word}"', 100)
+                assert sorted(found) == [r[0] for r in before.execute(query, (word,))]
+        past = "SELECT rowid FROM entry_revisions_fts WHERE entry_revisions_fts MATCH 'names' ORDER BY rowid"
+        tenants = [r[0] for r in after.execute("SELECT id FROM tenants ORDER BY id")]
+        held = sorted(i for t in tenants
+                      for i in fulltext.matching(after, fulltext.Index(t, fulltext.REVISIONS), '"names"', 100))
+        assert held == [r[0] for r in before.execute(past)] != []
+        assert after.execute("SELECT count(*) FROM derive_queue WHERE deriver IN ('fulltext', 'past_text')"
+                             ).fetchone()[0] == 0
     finally:
-        target.close()
+        before.close()
+        after.close()
 
 
 def test_facts_move_through_the_gate_with_their_history(tmp_path, pg_url):

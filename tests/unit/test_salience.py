@@ -17,10 +17,6 @@ from arbiter.server.runner import Caller, Runner
 from tests.unit.conftest import execute
 
 pytestmark = pytest.mark.both_engines
-#: Why a test through `remember` (or maintenance, which refreshes entity clusters) runs on SQLite only for now.
-waits = pytest.mark.sqlite_only(
-    "remember links entities, which read full text: waits for p003_features (branch pgfeatures) and "
-    "PostgreSQL's full text (branch pgfts)")
 
 NOW = 1795168800 * US
 DAY = 86_400 * US
@@ -98,7 +94,6 @@ def test_without_reads_every_entry_fades_to_nothing(state, initial):
     assert faded <= maintenance.DEFAULT_MIN_SALIENCE  # so maintenance retires it
 
 
-@waits
 def test_remember_sets_salience_and_reinforce_adds(db, tenant):
     plain = remember(db, tenant, "plain")
     assert salience.info(db, tenant, plain.id, now=NOW).salience == pytest.approx(0.6)  # 0.5 + recency 0.1
@@ -108,7 +103,6 @@ def test_remember_sets_salience_and_reinforce_adds(db, tenant):
     assert run(db, tenant, "reinforce", id=plain.id).salience == pytest.approx(0.75)
 
 
-@waits
 def test_reinforce_refuses_missing_retired_and_foreign(db, tenant):
     gone = remember(db, tenant, "gone")
     run(db, tenant, "forget", id=gone.id)
@@ -119,7 +113,6 @@ def test_reinforce_refuses_missing_retired_and_foreign(db, tenant):
         msgspec.convert({"type": "project", "title": "t", "content": "c", "salience": 1.5}, RememberParams)
 
 
-@waits
 def test_accesses_count_and_log(db, tenant):
     e = remember(db, tenant, "read me")
     with db:
@@ -129,7 +122,6 @@ def test_accesses_count_and_log(db, tenant):
     assert db.execute("SELECT verb FROM access_log ORDER BY id").fetchall() == [("get",), ("recall",)]
 
 
-@waits
 def test_reads_collect_their_accesses(db, tenant):
     e = remember(db, tenant, "the quarterly roadmap")
     runner, caller = Runner(db, lambda lane: db, clock=lambda: NOW), Caller(tenant, "alice", None)
@@ -167,7 +159,6 @@ def test_reinforcements_and_reads_add_up_in_the_store(db, tenant):
 # ---- duplicates --------------------------------------------------------------------
 
 
-@waits
 def test_identical_content_is_not_written_twice(db, tenant):
     first = remember(db, tenant, "Deploys  happen on  Fridays.", entities=["Apollo"])
     again = remember(db, tenant, "deploys happen on fridays.")
@@ -180,14 +171,12 @@ def test_identical_content_is_not_written_twice(db, tenant):
     assert forced.duplicate_of is None and forced.id != first.id and first.id in forced.similar
 
 
-@waits
 def test_a_retired_entry_is_no_duplicate(db, tenant):
     first = remember(db, tenant, "Deploys happen on Fridays.")
     run(db, tenant, "forget", id=first.id)
     assert remember(db, tenant, "Deploys happen on Fridays.").duplicate_of is None
 
 
-@waits
 def test_near_duplicates_come_back_as_similar(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     a = remember(db, tenant, text)
@@ -196,7 +185,6 @@ def test_near_duplicates_come_back_as_similar(db, tenant):
     assert remember(db, tenant, "Lunch is at noon on Tuesdays in the big room").similar == []
 
 
-@waits
 def test_a_pair_the_index_proposes_is_similar_only_from_seven_tenths_of_its_word_pairs(db, tenant):
     text = ("the staging database is rebuilt every night at two from the production snapshot taken at midnight "
             "by the backup job on the old cluster")
@@ -209,7 +197,6 @@ def test_a_pair_the_index_proposes_is_similar_only_from_seven_tenths_of_its_word
     assert remember(db, tenant, loose).similar == []
 
 
-@waits
 def test_similar_entries_come_most_similar_first(db, tenant):
     text = ("the staging database is rebuilt every night at two from the production snapshot taken at midnight "
             "by the backup job on the old cluster")
@@ -218,7 +205,6 @@ def test_similar_entries_come_most_similar_first(db, tenant):
     assert remember(db, tenant, text).similar == [close.id, far.id]
 
 
-@waits
 def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_them(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     bulk = [{"type": "project", "title": "Note", "content": text}]
@@ -239,7 +225,6 @@ def test_remember_compares_a_bulk_writes_entries_before_the_idle_writer_indexes_
     assert remember(db, tenant, f"  {text} ").duplicate_of == first  # now through its key
 
 
-@waits
 def test_another_users_unindexed_bulk_write_is_not_counted_or_compared(db, tenant):
     with db:
         ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
@@ -253,7 +238,6 @@ def test_another_users_unindexed_bulk_write_is_not_counted_or_compared(db, tenan
     assert theirs.similar and "not compared with 2 entries" in theirs.note
 
 
-@waits
 def test_a_retired_entry_is_not_similar(db, tenant):
     text = "The staging database is rebuilt every night at two from the production snapshot taken at midnight"
     old = remember(db, tenant, text)
@@ -261,7 +245,6 @@ def test_a_retired_entry_is_not_similar(db, tenant):
     assert remember(db, tenant, text.replace("two", "three")).similar == []
 
 
-@waits
 def test_the_same_text_under_another_title_is_another_entry(db, tenant):
     rota = remember(db, tenant, "Alice is on call this week", title="Rota")
     plan = remember(db, tenant, "alice is on call  this week", title="Deploy plan")
@@ -269,7 +252,6 @@ def test_the_same_text_under_another_title_is_another_entry(db, tenant):
     assert remember(db, tenant, "Alice is on call this week", title=" deploy PLAN").duplicate_of == plan.id
 
 
-@waits
 def test_update_moves_the_fingerprint(db, tenant):
     e = remember(db, tenant, "old words")
     run(db, tenant, "update", id=e.id, content="new words")
@@ -287,7 +269,6 @@ def test_lsh_finds_high_jaccard_pairs():
 # ---- maintenance -------------------------------------------------------------------
 
 
-@waits
 def test_maintenance_touches_only_its_own_tenant(db, tenant):
     from arbiter.store import tenants
 
@@ -301,7 +282,6 @@ def test_maintenance_touches_only_its_own_tenant(db, tenant):
     assert run(db, other, "get", id=theirs.id).valid_to is None
 
 
-@waits
 def test_maintenance_retires_low_salience_with_a_reason_and_keeps_the_rest(db, tenant):
     old = remember(db, tenant, "old and never read", now=NOW - 200 * DAY)
     kept = remember(db, tenant, "old but permanent", now=NOW - 200 * DAY, permanent=True)
@@ -319,14 +299,12 @@ def test_maintenance_retires_low_salience_with_a_reason_and_keeps_the_rest(db, t
     assert old.id in {e.id for e in run(db, tenant, "list").entries}
 
 
-@waits
 def test_min_salience_zero_retires_nothing(db, tenant):
     remember(db, tenant, "old", now=NOW - 900 * DAY)
     with db:
         assert maintenance.run(db, tenant, now=NOW, min_salience=0).retired == []
 
 
-@waits
 def test_maintenance_refreshes_entity_clusters_and_status_reports_it(db, tenant):
     remember(db, tenant, "Redis and Kafka in Apollo", entities=["Apollo"])
     remember(db, tenant, "Redis caches Apollo sessions", entities=["Apollo"])
@@ -341,7 +319,6 @@ def test_maintenance_refreshes_entity_clusters_and_status_reports_it(db, tenant)
     assert clusters.cluster_of(db, users.first_viewer(db, tenant), shown.entity.id).id == shown.cluster.id
 
 
-@waits
 def test_access_log_is_pruned_past_its_retention(db, tenant):
     e = remember(db, tenant, "x")
     with db:
@@ -351,7 +328,6 @@ def test_access_log_is_pruned_past_its_retention(db, tenant):
     assert salience.info(db, tenant, e.id, now=NOW).access_count == 2  # the counts stay
 
 
-@waits
 def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
     from arbiter import briefing
 
@@ -365,7 +341,6 @@ def test_the_briefing_names_the_most_mentioned_entities(db, tenant):
     assert result.bytes <= 8192
 
 
-@waits
 def test_the_briefing_says_how_many_more_entities_the_latest_entries_mention(db, tenant):
     from arbiter import briefing
 
@@ -376,7 +351,6 @@ def test_the_briefing_says_how_many_more_entities_the_latest_entries_mention(db,
     assert "… 4 more (`entities` finds them by name or type, up to 200 a call" in result.text
 
 
-@waits
 def test_recall_entity_cluster_and_salience_factors_show_in_explain(db, tenant):
     import dataclasses
 

@@ -41,7 +41,10 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
         raise Unavailable(f"cannot reach PostgreSQL at {where(url)}: {reason}") from None
     # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite.
     pg.execute("SET TIME ZONE 'UTC'")
-    return Connection(pg, dsn=url)
+    conn = Connection(pg, dsn=url)
+    # Whoever writes through this session, its full text is indexed before each commit (store/pg/indexing.py).
+    conn.before_commit.append(indexing.settle)
+    return conn
 
 
 def schema_version(conn: Connection) -> int:
@@ -93,7 +96,6 @@ def open_database(url: str, *, say: Callable[[str], None] = lambda _: None, **_s
     try:
         _refuse_foreign(conn, url)
         migrate(conn, say=say)
-        conn.before_commit.append(indexing.settle)
     except BaseException:
         conn.close()
         raise
