@@ -14,6 +14,7 @@ from arbiter.store import open_database, tenants
 from arbiter.transfer.model import KINDS, ExportPageParams, ImportBatchParams, Record
 from arbiter.verb import Context
 from tests import pg
+from tests.unit.conftest import execute
 
 T0 = 1_800_000_000 * US
 
@@ -98,11 +99,8 @@ def _answers(conn) -> list[bytes]:
     people = {"alice": None}
     out = []
     for step, (who, name, params) in enumerate(SCRIPT):
-        spec = verbs.VERBS[name]
-        ctx = Context(conn, tenant, "alice", T0 + (step + 1) * US, user_id=people.get(who))
         try:
-            with conn:
-                answer = spec.run(ctx, msgspec.convert(params, spec.params))
+            answer = execute(conn, tenant, name, params, now=T0 + (step + 1) * US, user_id=people.get(who))
         except ArbiterError as e:
             answer = {"error": e.code, "path": e.path}
         if name == "user_add":
@@ -145,9 +143,7 @@ def _export(conn, tenant: int) -> list[bytes]:
     for kind in KINDS:
         after = 0
         while after is not None:
-            ctx = Context(conn, tenant, "t", T0)
-            with conn:
-                page = verbs.VERBS["export_page"].run(ctx, ExportPageParams(kind=kind, after=after, limit=3))
+            page = execute(conn, tenant, "export_page", ExportPageParams(kind=kind, after=after, limit=3), now=T0)
             lines += [bytes(r) for r in page.records]
             after = page.next
     return lines
@@ -161,9 +157,8 @@ def _import(conn, lines: list[bytes]) -> int:
     digest = hashlib.sha256(b"\n".join(lines)).hexdigest()
     half = len(records) // 2
     for first, batch in ((1, records[:half]), (half + 1, records[half:])):
-        with conn:
-            verbs.VERBS["import_batch"].run(Context(conn, tenant, "copy", T0 + 10**9), ImportBatchParams(
-                digest=digest, lines=len(records), first_line=first, records=batch))
+        execute(conn, tenant, "import_batch", ImportBatchParams(
+            digest=digest, lines=len(records), first_line=first, records=batch), now=T0 + 10**9, tenant_name="copy")
     return tenant
 
 
