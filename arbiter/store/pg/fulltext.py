@@ -155,6 +155,8 @@ def _pack(postings: dict[str, list]) -> bytes:
 
 def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
     """{stem: positions} of the stems `wanted` keeps, from a docs row's `terms` and `pos`."""
+    if not terms:  # a document with no token
+        return {}
     values = array("i")
     values.frombytes(data)
     if sys.byteorder != "little":
@@ -248,7 +250,7 @@ def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
     ).fetchall()
     if not gone:
         return 0
-    pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ")})
+    pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ") if term})
     ids = [r[0] for r in gone]
     targets = ([t for t, _ in pairs], [s for _, s in pairs])
     rows = (f"unnest(?::text[], ?::bigint[]) AS t(term, seg) WHERE {_key('p')} AND p.term = t.term "
