@@ -76,6 +76,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from arbiter.store.pg import fulltext_query as q
+from arbiter.store.pg import fulltext_snippet
 
 ENTRIES, REVISIONS, FACTS = 1, 2, 3
 #: Each kind's columns, as its FTS5 table names them; the last is the scope column (filtered, never scored).
@@ -155,6 +156,8 @@ def _pack(postings: dict[str, list]) -> bytes:
 
 def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
     """{stem: positions} of the stems `wanted` keeps, from a docs row's `terms` and `pos`."""
+    if not terms:  # a document with no token
+        return {}
     values = array("i")
     values.frombytes(data)
     if sys.byteorder != "little":
@@ -248,7 +251,7 @@ def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
     ).fetchall()
     if not gone:
         return 0
-    pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ")})
+    pairs = sorted({(term, seg) for _, _, seg, terms in gone for term in terms.split(" ") if term})
     ids = [r[0] for r in gone]
     targets = ([t for t, _ in pairs], [s for _, s in pairs])
     rows = (f"unnest(?::text[], ?::bigint[]) AS t(term, seg) WHERE {_key('p')} AND p.term = t.term "
@@ -801,97 +804,7 @@ def snippet(kind: int, match: str, columns: Sequence[str | None], *, tokens: int
             start: str = "**", end: str = "**", ellipsis: str = "…") -> str | None:
     """FTS5's `snippet(t, -1, start, end, ellipsis, tokens)` of one document, in Python; None if nothing matches.
 
-    `columns` are the document's texts as indexed. The window is chosen as
-    fts5_aux.c's fts5SnippetFunction chooses it (1000 for each phrase's first
-    instance in it, 1 for each repeat, +120/+100 for starting a sentence,
-    centred on its instances), and overlapping instances are marked as one.
+    `columns` are the document's texts as indexed (fulltext_snippet.py says how the window is chosen).
     """
-    names = COLUMNS[kind]
-    tree = q.parse(match, names)
-    size = {p.index: len(p.stems) for p in q.phrases(tree)}
-    cut = [q.tokenize(text) if text else [] for text in columns]
-    doc: dict[str, list[int]] = {}
-    for col, toks in enumerate(cut):
-        for offset, (_, _, stem) in enumerate(toks):
-            doc.setdefault(stem, []).append((col << q.SHIFT) | offset)
-    ok, found = q.instances(tree, doc, lambda prefix: [t for t in doc if t.startswith(prefix)])
-    if not ok:
-        return None
-    mask = (1 << q.SHIFT) - 1
-    # xInst's order: by column, offset, then phrase.
-    inst = sorted((x >> q.SHIFT, x & mask, ip) for ip, where in found.items() for x in where)
-
-    def score(col: int, first: int, size_of_col: int) -> tuple[int, int]:
-        seen: set[int] = set()
-        total, low, last = 0, -1, 0
-        for ic, off, ip in inst:
-            if ic == col and first <= off < first + tokens:
-                total += 1 if ip in seen else 1000
-                seen.add(ip)
-                if low < 0:
-                    low = off
-                last = off + size[ip]
-        spare = tokens - (last - low)
-        adjust = low - (abs(spare) // 2 if spare >= 0 else -(abs(spare) // 2))  # C's division
-        if adjust + tokens > size_of_col:
-            adjust = size_of_col - tokens
-        return total, max(adjust, 0)
-
-    best, best_col, best_start = 0, 0, 0
-    for col, toks in enumerate(cut):
-        text = (columns[col] or "").encode("utf-8", "surrogatepass")
-        firsts = [i for i, (s, _, _) in enumerate(toks) if i == 0 or _sentence_starts(text, s)]
-        for ic, off, _ in inst:
-            if ic != col:
-                continue
-            got, adjust = score(col, off, len(toks))
-            if got > best:
-                best, best_col, best_start = got, col, adjust
-            if firsts and len(toks) > tokens:
-                jj = 0
-                while jj < len(firsts) - 1 and firsts[jj + 1] <= off:
-                    jj += 1
-                if firsts[jj] < off:
-                    got = score(col, firsts[jj], len(toks))[0] + (120 if firsts[jj] == 0 else 100)
-                    if got > best:
-                        best, best_col, best_start = got, col, firsts[jj]
-    toks = cut[best_col]
-    text = (columns[best_col] or "").encode("utf-8", "surrogatepass")
-    if not toks:
-        return None
-    # Instances of the column as token ranges, overlapping ones joined (fts5CInstIter).
-    runs: list[list[int]] = []
-    for ic, off, ip in inst:
-        if ic != best_col:
-            continue
-        last = off + max(size[ip], 1) - 1
-        if runs and off <= runs[-1][1]:
-            runs[-1][1] = max(runs[-1][1], last)
-        else:
-            runs.append([off, last])
-    stop = best_start + tokens - 1
-    out = [ellipsis.encode()] if best_start > 0 else []
-    cursor = toks[best_start][0] if best_start > 0 else 0
-    run = 0
-    opened = False
-    for i in range(best_start, min(stop, len(toks) - 1) + 1):
-        s, e, _ = toks[i]
-        while run < len(runs) and runs[run][1] < i:
-            run += 1
-        inside = run < len(runs) and runs[run][0] <= i <= runs[run][1]
-        if inside and not opened:
-            out += [text[cursor:s], start.encode()]
-            cursor, opened = s, True
-        if opened and (not inside or i == runs[run][1] or i == stop):
-            out += [text[cursor:e], end.encode()]
-            cursor, opened = e, False
-    out.append(text[cursor:] if stop >= len(toks) - 1 else text[cursor:toks[stop][1]] + ellipsis.encode())
-    return b"".join(out).decode("utf-8", "replace")
-
-
-def _sentence_starts(text: bytes, at: int) -> bool:
-    """FTS5's sentence test: whitespace before the token, and a '.' or ':' before that."""
-    i = at - 1
-    while i >= 0 and text[i : i + 1] in (b" ", b"\t", b"\n", b"\r"):
-        i -= 1
-    return i != at - 1 and i >= 0 and text[i : i + 1] in (b".", b":")
+    return fulltext_snippet.snippet(COLUMNS[kind], match, columns, tokens=tokens, start=start, end=end,
+                                    ellipsis=ellipsis)
