@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import apsw
 
-from arbiter.store import fts
+from arbiter.store import engine, fts
 
 
 #: A scope's index is merged into one segment only once the segments besides its largest hold this
@@ -44,6 +44,8 @@ def compact(conn: apsw.Connection, *, pages: int = 2000, start: int = 1) -> int:
     cost that grew with the square of the scopes (2,000 tenants written in
     a burst: ~10 ms a step, one step per scope).
     """
+    if engine.is_postgresql(conn):
+        return _merge_postgresql(conn, start)
     ids = fts.scopes(conn, start)
     for scope in ids:
         t = fts.table(scope)
@@ -67,8 +69,28 @@ def compact(conn: apsw.Connection, *, pages: int = 2000, start: int = 1) -> int:
     return past if conn.pragma("freelist_count") > 0 else 0
 
 
+def _merge_postgresql(conn, start: int) -> int:
+    """`compact` on PostgreSQL: one scope's small segments (one-entry writes leave one each) folded into one, with
+    those of its tenant's past texts and facts (store/pg/fulltext.py `merge`); the scope to go on from, 0 when
+    none was left. There are no pages to give back: autovacuum reclaims the rows."""
+    from arbiter.store.pg import fulltext, indexing
+
+    for scope in fts.scopes(conn, start):
+        index = indexing.scope_index(conn, scope)
+        merged = fulltext.merge(conn, index)
+        for kind in (fulltext.REVISIONS, fulltext.FACTS):
+            merged += fulltext.merge(conn, fulltext.Index(index.tenant_id, kind))
+        if merged:
+            return scope
+    return 0
+
+
 def segments(conn: apsw.Connection, scope: int | None = None) -> int:
     """How many segments a scope's index holds (every scope's if None; 1 when merged, 0 when empty)."""
+    if engine.is_postgresql(conn):
+        scopes = fts.scopes(conn) if scope is None else [scope]
+        return conn.execute("SELECT count(DISTINCT (scope_id, seg)) FROM fulltext_docs WHERE kind = 1 "
+                            "AND scope_id = ANY(?::bigint[])", (scopes,)).fetchone()[0]
     # FTS5 data rowids carry the segment id above bit 37; segment 0 is the structure record.
     ids = fts.scopes(conn) if scope is None else [scope]
     return sum(

@@ -65,6 +65,7 @@ class Job(enum.IntEnum):
     DERIVE_URGENT = 2  # derive.step(urgent=True)
     DERIVE = 3  # derive.step(urgent=False)
     MAINTENANCE = 4  # maintenance.run, per tenant
+    MERGE = 5  # recall.maintain.compact: full-text segments folded
 
 
 def take_turn(conn, job: Job, tenant_id: int = 0, *, wait: bool = False) -> bool:
@@ -199,7 +200,8 @@ class Upkeep:
         `remember` read them), then the index, then the rest (arbiter/derive.py)."""
         if self.shared:
             self._live_writer()
-            return self._derive_in_turn(Job.DERIVE_URGENT) or self._derive_in_turn(Job.DERIVE)
+            return (self._derive_in_turn(Job.DERIVE_URGENT) or self._merge_in_turn()
+                    or self._derive_in_turn(Job.DERIVE))
         with upkeep(self._writer):
             if derive.step(self._writer, now=now_us(), urgent=True):
                 return True
@@ -208,6 +210,16 @@ class Upkeep:
             more = bool(resume)
         with upkeep(self._writer):
             return derive.step(self._writer, now=now_us(), urgent=False) or more
+
+    def _merge_in_turn(self) -> bool:
+        """One full-text merge step on PostgreSQL, if no other daemon is taking one; True if there may be more."""
+        with turn(self._writer, Job.MERGE) as mine:
+            if not mine:
+                return False
+            with upkeep(self._writer):
+                resume = compact(self._writer, start=self._compact_from)
+            self._compact_from = resume or 1
+            return bool(resume)
 
     def _derive_in_turn(self, job: Job) -> bool:
         """One derive step on PostgreSQL, if no other daemon is taking one; True if it derived something."""

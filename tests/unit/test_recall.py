@@ -811,7 +811,6 @@ def test_index_and_signals_follow_update_forget_and_purge(db, tenant):
     assert db.execute("SELECT count(*) FROM recall_entries").fetchone()[0] == 0
 
 
-@pytest.mark.sqlite_only("FTS5's segments and the file's free pages are SQLite's")
 def test_compaction_merges_segments_and_keeps_results(db, tenant):
     for batch in range(6):
         with db:
