@@ -41,18 +41,12 @@ def url_of(admin: str, dbname: str) -> str:
 
 
 class Databases:
-    """Fresh databases for one test process: a template migrated once, copied per test, and emptied for reuse.
-
-    Emptying a database a test is done with (TRUNCATE of every table) takes a fraction of copying the template
-    again; a database some test changed the shape of, or still has sessions on, is dropped instead.
-    """
+    """Fresh databases for one test process: a template migrated once, copied per test."""
 
     def __init__(self, admin: str):
         self.admin = admin
         self.prefix = f"arbiter_t{os.getpid()}"
         self.template: str | None = None
-        self._free: list[str] = []
-        self._tables: str | None = None
 
     def _run(self, sql: str) -> None:
         with psycopg.connect(self.admin, autocommit=True) as conn:
@@ -69,8 +63,6 @@ class Databases:
 
     def create(self, *, empty: bool = False) -> str:
         """A new database (migrated unless `empty`); its URL."""
-        if not empty and self._free:
-            return self._free.pop()
         name = f"{self.prefix}_{next(_counter)}"
         if empty:
             self._run(f'CREATE DATABASE "{name}"')
@@ -80,30 +72,15 @@ class Databases:
         return url_of(self.admin, name)
 
     def release(self, url: str) -> None:
-        """Done with a migrated database: emptied for the next test, or dropped if it cannot be."""
-        try:
-            with psycopg.connect(url, autocommit=True) as conn:
-                others = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                ).fetchone()[0]
-                tables = ", ".join(sorted(r[0] for r in conn.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_version'")))
-                if others or (self._tables is not None and tables != self._tables):
-                    raise psycopg.OperationalError("in use, or reshaped")
-                self._tables = tables
-                conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
-        except psycopg.Error:
-            self.drop(url)
-            return
-        self._free.append(url)
+        """Done with a database: dropped (never emptied for reuse: caches keyed by a database's URL, as a daemon's
+        are, would take the next test's rows for the last one's)."""
+        self.drop(url)
 
     def drop(self, url: str) -> None:
         name = urllib.parse.urlparse(url).path.lstrip("/")
         self._run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def close(self) -> None:
-        for url in self._free:
-            self.drop(url)
         if self.template:
             self._run(f'DROP DATABASE IF EXISTS "{self.template}" WITH (FORCE)')
 

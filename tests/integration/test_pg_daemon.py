@@ -278,7 +278,9 @@ def test_a_batch_written_through_two_daemons_is_derived_once(homes, daemons, pg_
     # The urgent derivers (entities, near-copy keys); associations, after them, read full text.
     wait_for(lambda: sql(pg_url, "SELECT count(*) FROM derive_queue WHERE deriver IN ('entities', 'sketch')")[0][0]
              == 0, timeout=60, what="the idle daemons to derive the batch")
-    for deriver in ("sketch", "entities"):
+    # Near-copy keys only: entity links are also offered later to earlier entries, by the name evidence a later
+    # entry's derivation finds in them (entities/evidence.py), which is another derivation on purpose.
+    for deriver in ("sketch",):
         derivations = dict(sql(pg_url, "SELECT a.entry_id, count(DISTINCT a.x::text) FROM attempts a "
                                        "JOIN entries e ON e.id = a.entry_id WHERE a.deriver = %s AND a.x <> e.xmin "
                                        "GROUP BY 1", (deriver,)))

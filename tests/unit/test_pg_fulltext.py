@@ -13,10 +13,8 @@ conninfo, e.g. `host=/tmp/pgdev user=postgres`); a fresh database per module.
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
-import uuid
 from pathlib import Path
 
 import apsw
@@ -29,8 +27,6 @@ from bench.load import Vocabulary, make_entry
 from tests import corpus
 
 psycopg = pytest.importorskip("psycopg")
-CONNINFO = os.environ.get("ARBITER_TEST_PG")
-pytestmark = pytest.mark.skipif(not CONNINFO, reason="ARBITER_TEST_PG names no PostgreSQL to test against")
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 MIGRATION = Path(ft.__file__).parent / "migrations" / "p002_fulltext.sql"
@@ -49,18 +45,16 @@ class Qmark:
 
 
 @pytest.fixture(scope="module")
-def pg():
-    name = f"pgfts_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(CONNINFO, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+def pg(pg_databases):
+    """A database holding only the full-text tables (p002), through psycopg itself."""
+    url = pg_databases.create(empty=True)
     try:
-        conn = psycopg.connect(f"{CONNINFO} dbname={name}", autocommit=True)
+        conn = psycopg.connect(url, autocommit=True)
         conn.execute(MIGRATION.read_text())
         yield Qmark(conn)
         conn.close()
     finally:
-        with psycopg.connect(CONNINFO, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_databases.drop(url)
 
 
 def _documents() -> list[tuple[int, tuple]]:

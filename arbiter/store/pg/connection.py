@@ -97,6 +97,8 @@ class Connection:
         self._depth = 0
         self._changes = 0
         self._dirty = False  # a statement of this transaction may have written
+        #: Scope id -> tenant id, as this session has read them (a scope never changes tenant): store/pg/indexing.py.
+        self.scope_tenants: dict[int, int] = {}
         #: Run in the outermost transaction just before its COMMIT (a failure rolls it back): how the writer
         #: indexes the full text its transaction queued (store/pg/indexing.py), whoever wrote.
         self.before_commit: list[Callable[[Connection], object]] = []

@@ -359,7 +359,7 @@ class Frequencies:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_index: dict[tuple[int, int, int], tuple[int, dict[str, int]]] = {}
+        self._by_index: dict[tuple, tuple[int, dict[str, int]]] = {}
 
     def get(self, conn: Connection, indexes: Sequence[Index], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(documents in the indexes, {stem: documents holding it}), summed over `indexes`."""
@@ -367,11 +367,12 @@ class Frequencies:
         for index in indexes:
             n, _ = totals(conn, index)
             total += n
+            key = (getattr(conn, "filename", ""), *index.key)  # one process may hold several databases (tests)
             with self._lock:
-                base, cache = self._by_index.get(index.key, (0, {}))
+                base, cache = self._by_index.get(key, (0, {}))
                 if n > base * _STALE_GROWTH or n < base:
                     base, cache = n, {}
-                    self._by_index[index.key] = (base, cache)
+                    self._by_index[key] = (base, cache)
                 missing = [s for s in dict.fromkeys(stems) if s not in cache]
             if missing:
                 found = frequencies(conn, index, missing)

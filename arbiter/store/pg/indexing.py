@@ -108,18 +108,17 @@ def settle(conn) -> int:
 
 # -- what the full-text reads name ----------------------------------------------------------------------------
 # SQLite's reads name an FTS5 table (`entries_fts_<scope>`, `entry_revisions_fts`, `facts_fts`); the same call on
-# PostgreSQL names an index by tenant, kind and scope. A scope never changes tenant, so its tenant is cached.
-_scope_tenants: dict[tuple[str, int], int] = {}
+# PostgreSQL names an index by tenant, kind and scope. A scope never changes tenant, so the session remembers it
+# (per session, not per URL: a database emptied and filled again under one URL numbers its scopes anew).
 FREQUENCIES = fulltext.Frequencies()
 
 
 def scope_index(conn, scope_id: int) -> Index:
     """The index of a visibility scope's entries (SQLite: `fts.table(scope_id)`)."""
-    key = (conn.filename, int(scope_id))
-    tenant_id = _scope_tenants.get(key)
+    tenant_id = conn.scope_tenants.get(int(scope_id))
     if tenant_id is None:
         tenant_id = conn.execute("SELECT tenant_id FROM scopes WHERE id = ?", (scope_id,)).fetchone()[0]
-        _scope_tenants[key] = tenant_id
+        conn.scope_tenants[int(scope_id)] = tenant_id
     return Index(tenant_id, ENTRIES, int(scope_id))
 
 
