@@ -15,6 +15,10 @@ the write's own transaction, whoever wrote it (`remember`, a batch, a reply,
   `derive_queue`, one row per deriver below: the MinHash band keys of near
   copies, the entities a text names, the stored similarity edges.
 
+On PostgreSQL a trigger cannot tokenize, so the full text is queued like a
+deriver's work and indexed by the writing session before its COMMIT
+(store/pg/indexing.py): still in the write's own transaction, whoever wrote.
+
 One key is the store's, not a trigger's: a new entry's duplicate fingerprint,
 which the store's two INSERTs (`entries.remember`, `entries.insert_rows`)
 write with the row from the text they hold, since a batch's duplicate check

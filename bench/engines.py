@@ -102,7 +102,7 @@ def run_engine(name: str, db: str | None, args) -> Engine:
     try:
         with daemon.client() as c:
             if args.others:
-                _others(daemon, home, vocab, rng, args)
+                _others(home, vocab, rng, args)
             samples = _timed(lambda e=make_entry(vocab, rng, n): c.remember(**e) for n in range(args.singles))
             res.remember_p50_ms, res.remember_p99_ms = percentile(samples, 50), percentile(samples, 99)
             written, bulk_ns, ids = args.singles, 0, []
@@ -144,7 +144,7 @@ def run_engine(name: str, db: str | None, args) -> Engine:
     return res
 
 
-def _others(daemon: BenchDaemon, home: Path, vocab: Vocabulary, rng: random.Random, args) -> None:
+def _others(home: Path, vocab: Vocabulary, rng: random.Random, args) -> None:
     """--others tenants of --other-size entries each, through the admin token."""
     admin = Client(paths.socket_path(home), paths.admin_token_path(home).read_text().strip(), timeout=600)
     with admin:

@@ -39,7 +39,7 @@ def pg_url(pg_databases):
     """The URL of a fresh, migrated PostgreSQL database, dropped after the test."""
     url = pg_databases.create()
     yield url
-    pg_databases.release(url)
+    pg_databases.drop(url)
 
 
 def isolated_env(home: Path, **extra: str) -> dict[str, str]:

@@ -71,11 +71,6 @@ class Databases:
             self._run(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
         return url_of(self.admin, name)
 
-    def release(self, url: str) -> None:
-        """Done with a database: dropped (never emptied for reuse: caches keyed by a database's URL, as a daemon's
-        are, would take the next test's rows for the last one's)."""
-        self.drop(url)
-
     def drop(self, url: str) -> None:
         name = urllib.parse.urlparse(url).path.lstrip("/")
         self._run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 import apsw
 
 from arbiter.model import Association, LinkCandidate
-from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer, tokenizing
-from arbiter.store import engine, fts, users
+from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer
+from arbiter.store import fts, users
+from arbiter.store.tokens import tokenizing
 from arbiter.store.users import Viewer
 
 HOUR_US = 3_600_000_000

@@ -208,17 +208,9 @@ def totals(conn: apsw.Connection, scopes: Sequence[int]) -> tuple[int, int]:
     """(rows, tokens) over the scopes' indexes: the average length a viewer's ranking uses."""
     rows = tokens = 0
     for scope in scopes:
-        r, t = _scope_totals(conn, scope)
+        r, t = fts.totals(conn, scope)
         rows, tokens = rows + r, tokens + t
     return rows, tokens
-
-
-def _scope_totals(conn: apsw.Connection, scope: int) -> tuple[int, int]:
-    if engine.is_postgresql(conn):
-        from arbiter.store.pg import fulltext, indexing
-
-        return fulltext.totals(conn, indexing.scope_index(conn, scope))
-    return fts.totals(conn, scope)
 
 
 FREQUENCIES = Frequencies()

@@ -15,8 +15,9 @@ import msgspec
 from arbiter._time import format_time, parse_time
 from arbiter.model import Entry, Hit, ListParams, RecallParams, RecallResult
 from arbiter.recall import _sql
-from arbiter.recall.query import TOKENIZER, expression, tokenizing
+from arbiter.recall.query import TOKENIZER, expression
 from arbiter.store import entries
+from arbiter.store.tokens import tokenizing
 from arbiter.store.users import Viewer
 
 if TYPE_CHECKING:

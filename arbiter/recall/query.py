@@ -10,17 +10,14 @@ on what a token is and which surface forms share a stem.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 import apsw
 
 from arbiter.recall.dates import Span, spans
-from arbiter.store import engine
+from arbiter.store.tokens import TOKENIZER, tokenizing
 
-#: The index's tokenizer (see the FTS migration): name and arguments.
-TOKENIZER = ("porter", ("unicode61", "remove_diacritics", "2"))
 #: Longer queries keep their first terms: past this, more OR branches cost
 #: time and add almost nothing to BM25.
 MAX_TERMS = 32
@@ -139,19 +136,6 @@ class Query:
     @property
     def empty(self) -> bool:
         return not self.terms
-
-
-_memory = threading.local()
-
-
-def tokenizing(conn) -> apsw.Connection:
-    """A SQLite connection that lends FTS5's tokenizers: the store's own, or on PostgreSQL a private in-memory one
-    per thread, so text there is cut into the stems its index was written with (store/pg/fulltext.py)."""
-    if not engine.is_postgresql(conn):
-        return conn
-    if getattr(_memory, "conn", None) is None:
-        _memory.conn = apsw.Connection(":memory:")
-    return _memory.conn
 
 
 def tokenizer(conn: apsw.Connection) -> Tokenize:

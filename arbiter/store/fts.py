@@ -33,6 +33,7 @@ from __future__ import annotations
 import apsw
 
 from arbiter.store import engine
+from arbiter.store.tokens import TOKENIZER
 
 #: Per-table FTS5 settings. A 16 MiB hash (FTS5's default is 1 MiB) flushes
 #: bulk writes in fewer, larger segments: half the ingest time, and fewer
@@ -40,6 +41,7 @@ from arbiter.store import engine
 #: entries/s at 60K); the daemon's idle compaction merges the rest.
 _CONFIG = (("hashsize", 16 * 1024 * 1024), ("automerge", 16))
 _COLS = "title, content, tags, source, scope"
+
 
 
 def table(scope_id: int) -> str:
@@ -116,7 +118,7 @@ def create(conn: apsw.Connection, scope_id: int, *, shared: bool) -> None:
         f"""
         CREATE VIRTUAL TABLE {t} USING fts5(
             {_COLS}, content='{t}_rows', content_rowid='id',
-            tokenize='porter unicode61 remove_diacritics 2'
+            tokenize='{' '.join([TOKENIZER[0], *TOKENIZER[1]])}'
         );
         """
     )
@@ -160,8 +162,13 @@ def totals(conn: apsw.Connection, scope_id: int) -> tuple[int, int]:
 
     The record (rowid 1 of the `_data` table, the format FTS5 documents in
     fts5_index.c) is a varint row count then one varint token total per
-    column. A scope with no index yet has (0, 0).
+    column. A scope with no index yet has (0, 0). On PostgreSQL, the scope index's kept totals
+    (store/pg/fulltext.py).
     """
+    if engine.is_postgresql(conn):
+        from arbiter.store.pg import fulltext, indexing
+
+        return fulltext.totals(conn, indexing.scope_index(conn, scope_id))
     try:
         row = conn.execute(f"SELECT block FROM {table(scope_id)}_data WHERE id = 1").fetchone()
     except apsw.SQLError:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import apsw
 
-#: The index's tokenizer (recall/query.py TOKENIZER): the same stems as SQLite's FTS5 by construction.
-TOKENIZER = ("porter", ("unicode61", "remove_diacritics", "2"))
+from arbiter.store.tokens import TOKENIZER, tokenizing
+
 #: Bits of a position that hold the token's offset in its column.
 SHIFT = 24
 
@@ -45,9 +45,7 @@ def tokenize(text: str, *, query: bool = False, prefix: bool = False) -> list[tu
     fts5 = getattr(_local, "fts5", None)
     if fts5 is None:
         name, args = TOKENIZER
-        # A private in-memory database per thread: the tokenizer needs a connection, not a file.
-        _local.conn = apsw.Connection(":memory:")
-        fts5 = _local.fts5 = _local.conn.fts5_tokenizer(name, list(args))
+        fts5 = _local.fts5 = tokenizing().fts5_tokenizer(name, list(args))
     flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
     if prefix:
         flags |= apsw.FTS5_TOKENIZE_PREFIX
