@@ -11,15 +11,13 @@ import pytest
 
 from arbiter import __version__
 from arbiter._time import US, format_time
-from tests.conftest import isolated_env, wait_for
+from tests.conftest import arbiter_cli, wait_for
 
 LINE = re.compile(r"^#(\d+)  \[(\w+)\]  (.+)  \((\d{4}-\d\d-\d\d)(?: · (superseded|retired))?\)$")
 
 
 def arbiter(home, *args, input: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", *args], env=isolated_env(home, **(env or {})), input=input, capture_output=True, text=True, timeout=30
-    )
+    return arbiter_cli(home, *args, input=input, env=env)
 
 
 def ok(home, *args, **kw) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from arbiter.errors import NotFound, Unavailable
 from arbiter.store import connect
-from tests.conftest import DaemonProcess, isolated_env, wait_for
+from tests.conftest import arbiter_cli, DaemonProcess, isolated_env, wait_for
 
 
 def integrity(db_path) -> str:
@@ -26,9 +26,7 @@ def integrity(db_path) -> str:
 
 def serve_once(home, timeout=30) -> subprocess.CompletedProcess:
     """Run `arbiter serve` expecting it to refuse and exit by itself."""
-    return subprocess.run(
-        [sys.executable, "-m", "arbiter", "serve"], env=isolated_env(home), capture_output=True, text=True, timeout=timeout
-    )
+    return arbiter_cli(home, "serve", timeout=timeout)
 
 
 def test_socket_is_0600_in_a_0700_folder(home):
@@ -263,9 +261,7 @@ def test_an_idle_daemon_merges_the_index_and_keeps_serving_writes(daemon, client
 
 
 def arbiter(home, *args, env_extra=None, cwd=None, timeout=30) -> subprocess.CompletedProcess:
-    env = isolated_env(home, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return arbiter_cli(home, *args, env=env_extra, cwd=cwd, timeout=timeout)
 
 
 def test_a_second_daemon_on_the_same_database_refuses_whatever_its_socket(daemon, client):

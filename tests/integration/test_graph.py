@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from arbiter.errors import InvalidParams, NotFound
 from tests import corpus
-from tests.conftest import DaemonProcess, isolated_env
+from tests.conftest import arbiter_cli, DaemonProcess
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -202,8 +201,7 @@ def test_cooccurrence_counts_only_active_entries(fresh):
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], env=isolated_env(home), cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
+    return arbiter_cli(home, *args)
 
 
 def test_cli_briefing_threads_and_cluster(memory):

@@ -49,7 +49,8 @@ class HttpServer:
             [sys.executable, "-m", "arbiter", "mcp", "--tools", "all", "--http", f"127.0.0.1:{self.port}"],
             env=isolated_env(home), cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.errlog,
         )
-        wait_for(lambda: self.proc.poll() is not None or _listening(self.port), what="arbiter mcp --http to listen")
+        wait_for(lambda: self.proc.poll() is not None or _listening(self.port), timeout=30,
+                 what="arbiter mcp --http to listen")
         assert self.proc.poll() is None, Path(errlog).read_text()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
 

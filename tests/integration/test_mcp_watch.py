@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 
 import anyio
@@ -17,8 +15,8 @@ from arbiter.mcp import load_tools
 from arbiter.mcp.server import McpServer
 from arbiter.mcp.tool import Session
 from arbiter.mcp.watch import Watch
-from tests.conftest import as_user, isolated_env, wait_for
-from tests.integration.test_mcp_tools import REPO, run_session
+from tests.conftest import arbiter_cli, as_user, wait_for
+from tests.integration.test_mcp_tools import run_session
 
 UPDATED, LISTED = "notifications/resources/updated", "notifications/resources/list_changed"
 BRIEFING = "arbiter://briefing"
@@ -51,8 +49,8 @@ class Heard:
 
 
 def cli(home, *args: str) -> None:
-    subprocess.run([sys.executable, "-m", "arbiter", *args], env=isolated_env(home), cwd=REPO, check=True,
-                   capture_output=True)
+    done = arbiter_cli(home, *args)
+    assert done.returncode == 0, done.stderr
 
 
 # resources/subscribe is the handshake protocol's way (2025-11-25, which `arbiter mcp` speaks); the SDK

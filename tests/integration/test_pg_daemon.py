@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -24,7 +23,7 @@ from arbiter.client import Client
 from arbiter.errors import InvalidParams, NotFound, Unauthorized, Unavailable
 from arbiter.server.upkeep import Job, turn
 from arbiter.store import connect
-from tests.conftest import DaemonProcess, isolated_env, wait_for
+from tests.conftest import arbiter_cli, DaemonProcess, wait_for
 
 pytestmark = pytest.mark.postgresql
 
@@ -66,8 +65,7 @@ def sql(url: str, statement: str, params=()) -> list[tuple]:
 
 
 def arbiter(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arbiter", *args], env=isolated_env(home, **env),
-                          capture_output=True, text=True, timeout=60)
+    return arbiter_cli(home, *args, env=env)
 
 
 def _waiting(url: str) -> int:

@@ -5,15 +5,13 @@ from __future__ import annotations
 import random
 import re
 import stat
-import subprocess
-import sys
 
 import pytest
 
 from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import ArbiterError, Conflict, InvalidParams, Unauthorized
-from tests.conftest import isolated_env
+from tests.conftest import arbiter_cli
 
 
 @pytest.fixture
@@ -117,7 +115,7 @@ def test_admin_verbs_need_the_admin_token(daemon):
 
 
 def cli(home, *args, check=True):
-    proc = subprocess.run([sys.executable, "-m", "arbiter", *args], env=isolated_env(home), capture_output=True, text=True, timeout=30)
+    proc = arbiter_cli(home, *args)
     if check:
         assert proc.returncode == 0, proc.stderr
     return proc
