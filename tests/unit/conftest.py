@@ -9,6 +9,7 @@ from arbiter import verbs
 from arbiter._time import US
 from arbiter.server.runner import Caller, Runner
 from arbiter.store import open_database, tenants
+from tests.conftest import new_sqlite
 
 TENANT_CREATED = 1795168800 * US  # 2026-11-20T10:00:00Z
 
@@ -28,8 +29,7 @@ def db(request, tmp_path):
     """A new, migrated store: a SQLite file, or a PostgreSQL database (function scope; some modules override it
     with a shared one). `sqlite_db` is for tests of what only the SQLite engine has."""
     engine = getattr(request, "param", "sqlite")
-    target = tmp_path / "arbiter.db" if engine == "sqlite" else request.getfixturevalue("pg_url")
-    conn = open_database(target)
+    conn = new_sqlite(tmp_path / "arbiter.db") if engine == "sqlite" else open_database(request.getfixturevalue("pg_url"))
     yield conn
     conn.close()
 
@@ -39,7 +39,7 @@ def shared_db(request, tmp_path_factory):
     """One store that a module's tests share (property tests that write new tenants each example), on each
     engine in turn."""
     if request.param == "sqlite":
-        conn = open_database(tmp_path_factory.mktemp("shared") / "arbiter.db", synchronous="NORMAL")
+        conn = new_sqlite(tmp_path_factory.mktemp("shared") / "arbiter.db", synchronous="NORMAL")
         yield conn
         conn.close()
         return
@@ -54,7 +54,7 @@ def shared_db(request, tmp_path_factory):
 @pytest.fixture
 def sqlite_db(tmp_path):
     """A new, migrated SQLite file: for tests of what only the SQLite engine has (FTS5 tables, the file)."""
-    conn = open_database(tmp_path / "arbiter.db")
+    conn = new_sqlite(tmp_path / "arbiter.db")
     yield conn
     conn.close()
 

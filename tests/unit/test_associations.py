@@ -10,7 +10,8 @@ from arbiter import associations, derive
 from arbiter.associations import core
 from arbiter.model import RememberParams, UpdateParams
 from arbiter.recall.query import STOPWORDS, tokenizer
-from arbiter.store import entries, open_database, tenants, users
+from arbiter.store import entries, tenants, users
+from tests.conftest import new_sqlite
 
 NOW = 1_800_000_000 * 1_000_000  # 2027: every valid_from below is in its past
 
@@ -30,7 +31,7 @@ def stored(db) -> set[tuple]:
 @given(batch=writes, order=st.randoms(use_true_random=False))
 def test_rebuild_equals_incremental_derivation(tmp_path_factory, batch, order):
     # A SQLite file of its own per example (the similarity edges it compares need full text: PROBE).
-    db = open_database(tmp_path_factory.mktemp("a") / "a.db", synchronous="NORMAL")
+    db = new_sqlite(tmp_path_factory.mktemp("a") / "a.db", synchronous="NORMAL")
     with db:
         tenant, _ = tenants.create_tenant(db, "t", now=1)
         other, _ = tenants.create_tenant(db, "u", now=1)
