@@ -2,6 +2,7 @@
 
     python -m bench.engine_parity --pg "postgresql://postgres@/postgres?host=/tmp/pgdev"
     python -m bench.engine_parity --pg URL --diff 3        # also each set's first 3 questions whose top 10 differ
+    python -m bench.engine_parity --pg URL --moved         # PostgreSQL's homes moved from SQLite's by `arbiter migrate`
 
 Issue 31: "the development sets rank the same on both engines". SQLite's
 homes are bench.devsets' own (under --work, written once and shared with it).
@@ -11,7 +12,8 @@ database per home (`arbiter_parity_lme`, `_locomo`, `_notes` on --pg's
 cluster, dropped after unless --keep): that writes through PostgreSQL's own
 path (its triggers, its derive queue, the full text a write indexes before
 it commits) rather than copying SQLite's rows with `arbiter migrate`, so a
-difference in what PostgreSQL derives from a write shows here too. Every
+difference in what PostgreSQL derives from a write shows here too (`--moved`
+measures the move instead: a user's home copied over ranks as it did). Every
 question is recalled on both with the shipped settings (`bench.devsets.rankings`).
 
 Per set: R@1/5/10 and MRR on each engine and the difference; the mean top-10
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arbiter.store import connect
+from arbiter.transfer.migrate import migrate
 from bench.devsets import (
     ALL,
     Ask,
@@ -147,12 +150,18 @@ def differences(p: Parity, count: int) -> str:
     return "\n".join(out)
 
 
-def run(work: Path, lme: Path, locomo: Path, dbs: dict[str, str]) -> list[Parity]:
+def run(work: Path, lme: Path, locomo: Path, dbs: dict[str, str], *, moved: bool = False) -> list[Parity]:
     """The four sets on both engines: SQLite's homes under `work` (reused when there), PostgreSQL's written into
-    `dbs` (a database per home, empty or freshly migrated), every question recalled on both."""
+    `dbs` (a database per home, empty or freshly migrated; `moved`: SQLite's homes copied into empty ones by
+    `arbiter migrate`), every question recalled on both."""
     lite_states = write(work, lme, locomo)
-    with tempfile.TemporaryDirectory(prefix="parity-") as states:  # the PostgreSQL homes' state files
-        pg_states = write(Path(states), lme, locomo, dbs)
+    if moved:
+        for key, url in dbs.items():
+            migrate(work / key / "arbiter.db", url)
+        pg_states = lite_states  # the move keeps every id
+    else:
+        with tempfile.TemporaryDirectory(prefix="parity-") as states:  # the PostgreSQL homes' state files
+            pg_states = write(Path(states), lme, locomo, dbs)
     lite = {k: connect(work / k / "arbiter.db", readonly=True) for k in HOMES}
     pg = {k: connect(url) for k, url in dbs.items()}
     try:
@@ -174,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pg", required=True, help="URL of a PostgreSQL cluster where the bench may CREATE DATABASE")
     ap.add_argument("--keep", action="store_true", help="keep the PostgreSQL databases (arbiter_parity_*)")
     ap.add_argument("--diff", type=int, default=0, help="print each set's first N questions whose top 10 differ")
+    ap.add_argument("--moved", action="store_true",
+                    help="PostgreSQL's homes copied from SQLite's by `arbiter migrate` instead of written through the store")
     args = ap.parse_args(argv)
 
     import psycopg
@@ -184,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        results = run(args.work, args.lme, args.locomo, {k: _database(args.pg, n) for k, n in names.items()})
+        results = run(args.work, args.lme, args.locomo, {k: _database(args.pg, n) for k, n in names.items()},
+                      moved=args.moved)
     finally:
         if not args.keep:
             with psycopg.connect(args.pg, autocommit=True) as admin:
