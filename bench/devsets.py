@@ -66,7 +66,7 @@ from pathlib import Path
 import apsw
 import msgspec
 
-from arbiter.model import RecallParams, RememberParams
+from arbiter.model import Hit, RecallParams, RememberParams
 from arbiter.recall import DEFAULT, recall
 from arbiter.recall.query import analyze, quote, tokenizer
 from arbiter._time import now_us
@@ -264,23 +264,23 @@ def measure(conn, asks: Sequence[Ask], params: dict, tuning_changes: dict) -> Ro
     return graded(asks, rankings(conn, asks, params, tuning_changes))
 
 
-def rankings(conn, asks: Sequence[Ask], params: dict, tuning_changes: dict) -> list[tuple[list[int], float]]:
-    """Each ask's top 10 entry ids, best first, and its recall's latency (ms)."""
+def rankings(conn, asks: Sequence[Ask], params: dict, tuning_changes: dict) -> list[tuple[list[Hit], float]]:
+    """Each ask's top 10 hits, best first, and its recall's latency (ms)."""
     tuning = dataclasses.replace(DEFAULT, **tuning_changes)
     out = []
     for a in asks:
         p = RecallParams(query=a.query, conversation_id=a.conversation_id, limit=10, **params)
         started = time.perf_counter()
         with conn:
-            ranked = [h.id for h in recall(conn, a.viewer, p, now=a.asked, tuning=tuning).hits]
-        out.append((ranked, (time.perf_counter() - started) * 1000))
+            hits = recall(conn, a.viewer, p, now=a.asked, tuning=tuning).hits
+        out.append((hits, (time.perf_counter() - started) * 1000))
     return out
 
 
-def graded(asks: Sequence[Ask], ranked: Sequence[tuple[list[int], float]]) -> Row:
+def graded(asks: Sequence[Ask], ranked: Sequence[tuple[list[Hit], float]]) -> Row:
     """The Row of `rankings`' answers to `asks`: scored where the official rule scores the question, timed always."""
-    return _row([(r, set(a.truth), a.question_type, ms) if a.scored else (None, None, None, ms)
-                 for a, (r, ms) in zip(asks, ranked, strict=True)])
+    return _row([([h.id for h in hits], set(a.truth), a.question_type, ms) if a.scored else (None, None, None, ms)
+                 for a, (hits, ms) in zip(asks, ranked, strict=True)])
 
 
 def _row(results: Sequence[tuple]) -> Row:

@@ -19,7 +19,8 @@ question is recalled on both with the shipped settings (`bench.devsets.rankings`
 Per set: R@1/5/10 and MRR on each engine and the difference; the mean top-10
 overlap (|A ∩ B| / max(|A|, |B|), PostgreSQL's ids mapped onto SQLite's by
 write order) and the share of questions whose top 10 is the same list in the
-same order. Exits 1 if a set's R@1, R@5 or R@10 differs by more than 0.5
+same order, and among those the largest difference between the two engines'
+scores of one hit. Exits 1 if a set's R@1, R@5 or R@10 differs by more than 0.5
 points (the issue's bound).
 """
 
@@ -67,6 +68,8 @@ class Parity:
     same: float
     #: (ask, SQLite's top 10, PostgreSQL's mapped onto SQLite's ids) where they differ.
     differing: list[tuple[Ask, list[int], list[int]]]
+    #: The largest difference between the two engines' scores of one hit, where the top 10s are the same.
+    score_gap: float
 
     def deltas(self) -> tuple[float, float, float]:
         """PostgreSQL's R@1, R@5, R@10 minus SQLite's, in points."""
@@ -116,29 +119,30 @@ def id_map(lite, pg) -> dict[int, int]:
 def compare(name: str, lite, lite_asks: Sequence[Ask], pg, pg_asks: Sequence[Ask], ids: dict[int, int]) -> Parity:
     """Recall every question on both engines (as shipped) and set the answers side by side."""
     a, b = rankings(lite, lite_asks, {}, {}), rankings(pg, pg_asks, {}, {})
-    overlaps, same, differing = [], 0, []
-    for ask, (x, _), (y, _) in zip(lite_asks, a, b, strict=True):
-        y = [ids[i] for i in y]
+    overlaps, same, differing, gap = [], 0, [], 0.0
+    for ask, (lite_hits, _), (pg_hits, _) in zip(lite_asks, a, b, strict=True):
+        x, y = [h.id for h in lite_hits], [ids[h.id] for h in pg_hits]
         overlaps.append(len(set(x) & set(y)) / max(len(x), len(y)) if x or y else 1.0)
         if x == y:
             same += 1
+            gap = max([gap, *(abs(h.score - k.score) for h, k in zip(lite_hits, pg_hits))])
         else:
             differing.append((ask, x, y))
     return Parity(name, graded(lite_asks, a), graded(pg_asks, b), statistics.fmean(overlaps),
-                  same / len(lite_asks), differing)
+                  same / len(lite_asks), differing, gap)
 
 
 def table(results: Sequence[Parity]) -> str:
     """The markdown table: each engine's figures, the difference, the overlap."""
     lines = [("| set | SQLite R@1 / R@5 / R@10 | MRR | PostgreSQL R@1 / R@5 / R@10 | MRR | Δ R@1 / R@5 / R@10 | Δ MRR "
-              "| top-10 overlap | same top 10 | p50 ms SQLite / PostgreSQL |"),
-             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
+              "| top-10 overlap | same top 10 | largest score gap | p50 ms SQLite / PostgreSQL |"),
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for p in results:
         a, b = p.sqlite, p.postgresql
         lines.append(
             f"| {p.name} | {a.r1:.1f} / {a.r5:.1f} / {a.r10:.1f} | {a.mrr:.3f} | {b.r1:.1f} / {b.r5:.1f} / "
             f"{b.r10:.1f} | {b.mrr:.3f} | {' / '.join(f'{d:+.1f}' for d in p.deltas())} | {b.mrr - a.mrr:+.3f} "
-            f"| {p.overlap:.3f} | {100 * p.same:.1f}% | {a.p50:.1f} / {b.p50:.1f} |")
+            f"| {p.overlap:.3f} | {100 * p.same:.1f}% | {p.score_gap:.2g} | {a.p50:.1f} / {b.p50:.1f} |")
     return "\n".join(lines)
 
 
@@ -157,7 +161,8 @@ def run(work: Path, lme: Path, locomo: Path, dbs: dict[str, str], *, moved: bool
     lite_states = write(work, lme, locomo)
     if moved:
         for key, url in dbs.items():
-            migrate(work / key / "arbiter.db", url)
+            # Absolute: given a relative path, the move takes its lock twice (as named and resolved) and refuses itself.
+            migrate((work / key / "arbiter.db").resolve(), url)
         pg_states = lite_states  # the move keeps every id
     else:
         with tempfile.TemporaryDirectory(prefix="parity-") as states:  # the PostgreSQL homes' state files

@@ -45,3 +45,10 @@ def test_each_set_puts_the_same_entries_in_its_top_ten(parity) -> None:
     for p in parity.values():
         assert p.overlap >= MIN_OVERLAP, (p.name, p.overlap, p.differing[:3])
 
+
+
+def test_the_same_hits_score_the_same(parity) -> None:
+    # PostgreSQL's BM25 is FTS5's expression, operation for operation (store/pg/fulltext.py): a gap past float
+    # noise means a statistic or a weight differs even where it moved no entry across another.
+    for p in parity.values():
+        assert p.same > 0 and p.score_gap <= 1e-9, (p.name, p.same, p.score_gap)
