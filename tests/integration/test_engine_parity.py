@@ -5,7 +5,9 @@ LoCoMo set, its observations the notes set) and twelve LongMemEval-S dev
 questions with cut haystacks (asked as written and in the third person).
 Written into a SQLite file and into PostgreSQL through the store, each the way
 bench.devsets writes its homes, and every question recalled on both as shipped
-(bench/engine_parity.py, which runs the same on the whole sets).
+(bench/engine_parity.py, which runs the same on the whole sets). PostgreSQL's BM25 with its k1 off by 0.3
+fails all three tests (overlaps 0.975-0.981); off by 0.05, the first and the third (LoCoMo's R@1 -2.5 points);
+off by 1e-6, the third alone.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ DATA = Path(__file__).parents[1] / "data"
 #: On the whole development sets every question's top 10 is the same ids in the same order on both engines
 #: (docs/benchmarks.md): PostgreSQL computes FTS5's BM25 floats operation for operation and both break ties by
 #: id, so the expected overlap is 1. The bound leaves room for a float tie at the tenth place falling the
-#: other way in one list of the slice's 169, and no more.
-MIN_OVERLAP = 0.995
+#: other way in one list, and little more: one entry of one of the smallest set's 12 lists (LME) costs 0.008.
+MIN_OVERLAP = 0.99
 
 
 @pytest.fixture(scope="module")
