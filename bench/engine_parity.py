@@ -78,6 +78,7 @@ class Parity:
 
     @property
     def within(self) -> bool:
+        """Whether R@1, R@5 and R@10 each differ by at most the issue's bound."""
         return all(abs(d) <= BOUND for d in self.deltas())
 
 
