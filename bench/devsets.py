@@ -66,7 +66,7 @@ from pathlib import Path
 import apsw
 import msgspec
 
-from arbiter.model import RecallParams, RememberParams
+from arbiter.model import Hit, RecallParams, RememberParams
 from arbiter.recall import DEFAULT, recall
 from arbiter.recall.query import analyze, quote, tokenizer
 from arbiter._time import now_us
@@ -163,8 +163,10 @@ class Row:
     types: tuple[str, ...] = ()
 
 
-def ensure_home(home: Path, dataset: Path) -> harness.State:
+def ensure_home(home: Path, dataset: Path, *, db: str | None = None) -> harness.State:
     """Write `dataset` into a fresh `home` unless it already holds it; the harness's state file says which entries are which.
+
+    `db`: the store's database (a PostgreSQL URL) instead of `home`'s own file; the state file stays in `home`.
 
     The entries are the ones `python -m bench.longmemeval run` writes
     (`harness.remember_params`), written by the store in this process: the
@@ -176,11 +178,11 @@ def ensure_home(home: Path, dataset: Path) -> harness.State:
     if state_path.exists():
         state = harness.open_state(state_path, corpus)
         if len(state.units) == len(corpus.units):
-            open_database(home / "arbiter.db").close()  # a home from an older schema is migrated first
+            open_database(db or home / "arbiter.db").close()  # a home from an older schema is migrated first
             return state
         raise harness.HarnessError(f"{home}: a partial home; remove it and run again")
     state = harness.open_state(state_path, corpus)
-    conn = open_database(home / "arbiter.db", synchronous="NORMAL")
+    conn = open_database(db or home / "arbiter.db", synchronous="NORMAL")
     now = now_us()
     with conn:
         tenant, _ = tenants.create_tenant(conn, "default", now=now)
@@ -259,16 +261,26 @@ def transcript_asks(conn, tenant: int, questions: Sequence[harness.QuestionState
 
 def measure(conn, asks: Sequence[Ask], params: dict, tuning_changes: dict) -> Row:
     """R@1/5/10, MRR over the questions the official rule scores; p50 over all of them."""
+    return graded(asks, rankings(conn, asks, params, tuning_changes))
+
+
+def rankings(conn, asks: Sequence[Ask], params: dict, tuning_changes: dict) -> list[tuple[list[Hit], float]]:
+    """Each ask's top 10 hits, best first, and its recall's latency (ms)."""
     tuning = dataclasses.replace(DEFAULT, **tuning_changes)
     out = []
     for a in asks:
         p = RecallParams(query=a.query, conversation_id=a.conversation_id, limit=10, **params)
         started = time.perf_counter()
         with conn:
-            ranked = [h.id for h in recall(conn, a.viewer, p, now=a.asked, tuning=tuning).hits]
-        latency = (time.perf_counter() - started) * 1000
-        out.append((ranked, set(a.truth), a.question_type, latency) if a.scored else (None, None, None, latency))
-    return _row(out)
+            hits = recall(conn, a.viewer, p, now=a.asked, tuning=tuning).hits
+        out.append((hits, (time.perf_counter() - started) * 1000))
+    return out
+
+
+def graded(asks: Sequence[Ask], ranked: Sequence[tuple[list[Hit], float]]) -> Row:
+    """The Row of `rankings`' answers to `asks`: scored where the official rule scores the question, timed always."""
+    return _row([([h.id for h in hits], set(a.truth), a.question_type, ms) if a.scored else (None, None, None, ms)
+                 for a, (hits, ms) in zip(asks, ranked, strict=True)])
 
 
 def _row(results: Sequence[tuple]) -> Row:
@@ -551,8 +563,9 @@ def notes_of(sample: _Observations) -> list[Note]:
     return out
 
 
-def ensure_notes_home(home: Path, dataset: Path) -> NotesState:
-    """Write LoCoMo's observations as notes into `home` (once), and the questions they answer.
+def ensure_notes_home(home: Path, dataset: Path, *, db: str | None = None) -> NotesState:
+    """Write LoCoMo's observations as notes into `home` (once; `db`: a PostgreSQL URL instead of its own file), and
+    the questions they answer.
 
     The issue's protocol, exactly: each conversation one tenant; each
     observation a `learning` entry titled by its first six words, valid from
@@ -570,7 +583,7 @@ def ensure_notes_home(home: Path, dataset: Path) -> NotesState:
         return state
     samples = msgspec.json.decode(data, type=list[_Observations])
     home.mkdir(parents=True, exist_ok=True)
-    conn = open_database(home / "arbiter.db", synchronous="NORMAL")
+    conn = open_database(db or home / "arbiter.db", synchronous="NORMAL")
     now = now_us()
     questions: list[NoteQuestion] = []
     written = skipped = 0
