@@ -337,7 +337,10 @@ def _hold(stack: ExitStack, path: Path, doing: str) -> None:
     """Take the lock a daemon serving `path` holds (server/claim.py) until the move ends, refusing a served file."""
     held: list[int] = []
     stack.callback(lambda: [os.close(fd) for fd in held])
-    for lock in dict.fromkeys((paths.lock_path(path), paths.lock_path(path.resolve()))):
+    # The daemon locks the path it was given: a link's and its target's are two files. One file reached by two
+    # spellings (relative, absolute) is locked once: a second flock on it would refuse this very process.
+    spelled = (paths.lock_path(path), paths.lock_path(path.resolve()))
+    for lock in {lock.parent.resolve() / lock.name: lock for lock in spelled}.values():
         if not lock.exists():  # made here, so removed after, while still held (a daemon starting later makes its own)
             stack.callback(lock.unlink, missing_ok=True)
         owner = take_lock(lock, f"{os.getpid()}\n", held)

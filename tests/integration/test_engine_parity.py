@@ -48,7 +48,6 @@ def test_each_set_puts_the_same_entries_in_its_top_ten(parity) -> None:
         assert p.overlap >= MIN_OVERLAP, (p.name, p.overlap, p.differing[:3])
 
 
-
 def test_the_same_hits_score_the_same(parity) -> None:
     # PostgreSQL's BM25 is FTS5's expression, operation for operation (store/pg/fulltext.py): a gap past float
     # noise means a statistic or a weight differs even where it moved no entry across another.

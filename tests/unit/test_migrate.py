@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import apsw
 import pytest
@@ -278,6 +279,23 @@ def test_a_home_is_not_moved_onto_itself(tmp_path):
     with pytest.raises(Conflict):
         migrate.migrate(home, home)
     assert home.stat().st_size == size
+
+
+def test_a_home_named_by_a_relative_path_moves(tmp_path, monkeypatch):
+    """The lock a daemon would hold is taken once, whether the path is given relative or absolute: taking it twice
+    through two spellings of one file refused the move as if another daemon served it."""
+    conn = open_database(tmp_path / "arbiter.db")
+    build(conn)
+    conn.close()
+    monkeypatch.chdir(tmp_path)
+    migrate.migrate(Path("arbiter.db"), Path("copy.db"))
+    original, copy = connect(tmp_path / "arbiter.db"), connect(tmp_path / "copy.db")
+    try:
+        kinds = compared(original, copy)
+        assert "entry" in kinds and export(original, kinds) == export(copy, kinds)
+    finally:
+        original.close()
+        copy.close()
 
 
 def test_derived_features_move_where_the_target_engine_holds_them(tmp_path, pg_url, monkeypatch):
