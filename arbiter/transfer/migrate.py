@@ -205,6 +205,10 @@ def _copy_all(src, dst, target: str | Path, progress: Callable[[int], None],
                     dst.execute(f"DELETE FROM {table.name}")
                     _guarded(table, _copy, src, dst, table, columns, progress)
             _set_sequences(src, dst, [t for t, _ in plan])
+    if engine.is_postgresql(dst):
+        # The planner's statistics for what was just written: until autovacuum comes round, recall is planned as
+        # for empty tables, 4-5x slower on the development sets (docs/benchmarks.md, "Engine parity").
+        dst.execute("ANALYZE")
     return counts
 
 

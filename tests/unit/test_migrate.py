@@ -157,6 +157,9 @@ def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg
         kinds = compared(sq, pg)
         assert {"user", "team", "member", "entry", "revision", "relation", "conversation"} <= set(kinds)
         assert export(sq, kinds) == export(pg, kinds) == export(again, compared(sq, again))
+        # Planned with statistics from the first recall, not once autovacuum comes round.
+        assert pg.execute("SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('entries', 'relations') "
+                          "AND last_analyze IS NOT NULL").fetchone()[0] == 2
         # Earlier states: the superseded entry's, the updated one's, the forgotten one's.
         assert len(export(sq, ["revision"])) == 3 + 2  # and a line naming each tenant
         for table in migrate.TABLES:  # the rows themselves, ids and all, not only what an export shows
