@@ -13,6 +13,7 @@ from typing import Callable
 import apsw
 
 from arbiter._time import format_time
+from arbiter.store import engine
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Relation
 from arbiter.store.users import Viewer
@@ -153,6 +154,13 @@ def link(
     if source_id == target_id:
         raise InvalidParams("an entry cannot be related to itself", path="target_id")
     if REGISTRY[relation].active_ends:
+        if engine.is_postgresql(conn):
+            # Daemons sharing the database: `a supersedes b` and `b supersedes a` at once would each read the
+            # other's ends as active. Locking both ends (in id order: two links never wait on each other) makes
+            # the later one read the earlier one's retirement once it commits; of the edges of any cycle, the
+            # last to lock its source finds it retired.
+            conn.execute("SELECT id FROM entries WHERE tenant_id = ? AND id IN (?, ?) ORDER BY id FOR UPDATE",
+                         (v.tenant_id, source_id, target_id))
         require_active(conn, v, source_id, "source_id", "source")
         require_active(conn, v, target_id, "target_id", "target")
         if _closes_cycle(conn, source_id, relation, target_id):

@@ -850,3 +850,41 @@ def test_two_writers_adding_one_thing_at_once_get_one_row_and_a_conflict(pg_url,
     finally:
         first.close()
         second.close()
+
+
+def test_two_writers_closing_a_supersedes_cycle_at_once_keep_one_half(pg_url):
+    """Daemons sharing a database may be asked `a supersedes b` and `b supersedes a` at once: each half reads the
+    other's ends as active until it commits. The second waits for the first and is refused (its target retired),
+    so no cycle is stored and one of the two stays active."""
+    import threading
+
+    from tests import pg
+
+    first, second = connect(pg_url), connect(pg_url)
+    try:
+        with first:
+            tid, _ = tenants.create_tenant(first, "alice", now=T0)
+        a, b = remember(first, tid, title="a"), remember(first, tid, title="b")
+        outcome = {}
+
+        def reverse():
+            try:
+                with second:
+                    relations.link(second, users.first_viewer(second, tid), b, "supersedes", a, now=T0)
+                outcome["linked"] = True
+            except InvalidParams as e:
+                outcome["refused"] = e.path
+
+        with first:
+            relations.link(first, users.first_viewer(first, tid), a, "supersedes", b, now=T0)
+            racer = threading.Thread(target=reverse)
+            racer.start()
+            pg.wait_until_blocked(first)
+        racer.join()
+        assert outcome == {"refused": "source_id"}  # b, the reverse half's source, was retired by the first half
+        assert first.execute("SELECT source_id, target_id FROM relations WHERE relation = 'supersedes'").fetchall() \
+            == [(a, b)]
+        assert first.execute("SELECT id FROM entries WHERE valid_to IS NULL").fetchall() == [(a,)]
+    finally:
+        first.close()
+        second.close()
