@@ -235,6 +235,18 @@ def test_the_database_refuses_any_other_path_to_active(db, alice):
             db.execute("UPDATE facts SET object = 'Globex' WHERE id = ?", (fid,))
 
 
+def test_a_fact_with_no_finding_is_not_let_through_by_sql_s_unknown(db, alice):
+    """The gate reads the finding: one set to NULL (or a batch that is not there) made its condition unknown, not
+    false, and SQL lets a row through a check it cannot decide."""
+    b = alice.propose(F())
+    alice(fv.batch_evaluate, BatchIdParams(id=b.id))
+    fid = b.facts[0].id
+    with pytest.raises(refused(db), match="only when its evaluated batch is applied"):
+        with db:
+            db.execute("UPDATE facts SET status = 'active', finding = NULL WHERE id = ?", (fid,))
+    assert db.execute("SELECT status FROM facts WHERE id = ?", (fid,)).fetchone()[0] == "candidate"
+
+
 def test_the_database_keeps_a_rejection_and_a_fact_s_author_and_scope(db, alice):
     kept = alice.propose(F(), apply=True).facts[0].id
     dropped = alice(fv.batch_reject, BatchIdParams(id=alice.propose(F(obj="Globex")).id)).facts[0].id

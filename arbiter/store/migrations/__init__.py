@@ -73,6 +73,7 @@ NAMES = (
     "m025_entry_entities_name",
     "m026_entry_entities_name_backfill",
     "m027_derive_queue",
+    "m028_fact_gate",
 )
 
 #: (name, step) in order: what `migrate` applies, and what `schema_version` counts.
