@@ -37,7 +37,7 @@ def url_of(admin: str, dbname: str) -> str:
             ":" + urllib.parse.quote(parts["password"]) if parts.get("password") else "") + "@" + netloc
     if parts.get("port") and "host" in query:
         query["port"] = parts["port"]
-    return f"postgresql://{netloc}/{dbname}" + ("?" + urllib.parse.urlencode(query) if query else "")
+    return f"postgresql://{netloc}/{dbname}" + ("?" + urllib.parse.urlencode(query, safe="/") if query else "")
 
 
 class Databases:

@@ -295,11 +295,7 @@ class Daemon(Connections, Upkeep):
 
     def _database(self) -> str:
         """The database, for the log: a URL without its password."""
-        if not self.shared:
-            return str(self.db_path)
-        from arbiter.store.pg import db as pg_db
-
-        return pg_db.where(self.db_path)
+        return engine.shown(self.db_path)
 
     def _close_writer(self) -> None:
         self._flush_accesses()  # what reads queued since the last flush

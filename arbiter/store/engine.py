@@ -25,6 +25,23 @@ def is_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
 
 
+def shown(target: object) -> str:
+    """A `--db` fit to print, and to give `arbiter serve --db`: a URL without its password (in the user part or
+    the query), which a reader asks its owner for or finds in PGPASSFILE."""
+    if not is_url(target):
+        return str(target)
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(str(target))
+    netloc = url.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = user.partition(":")[0] + "@" + host
+    query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query, keep_blank_values=True)
+                                    if k != "password"], safe="/")
+    return f"{url.scheme}://{netloc}{url.path}" + (f"?{query}" if query else "")
+
+
 # Advisory locks Arbiter's own statements take on PostgreSQL: the first key is "AR" in its high half (as the
 # daemon's jobs, server/upkeep.py) and what is serialized in its low half; the second key is the tenant.
 _LOCK_SPACE = 0x41520000

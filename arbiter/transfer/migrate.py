@@ -31,7 +31,6 @@ import errno
 import os
 import sys
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -136,21 +135,6 @@ class Moved(msgspec.Struct):
     seconds: float
 
 
-def shown(target: str | Path) -> str:
-    """`target` fit to print, and to give `arbiter serve --db`: a URL without its password (in the user part or
-    the query), which a reader asks its owner for or finds in PGPASSFILE."""
-    if not engine.is_url(target):
-        return str(target)
-    url = urllib.parse.urlsplit(str(target))
-    netloc = url.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        netloc = user.partition(":")[0] + "@" + host
-    query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query, keep_blank_values=True)
-                                    if k != "password"])
-    return f"{url.scheme}://{netloc}{url.path}" + (f"?{query}" if query else "")
-
-
 def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int], None] = lambda n: None,
             total: Callable[[int], None] = lambda n: None) -> Moved:
     """Copy the store at `source` (a SQLite file or a `postgresql://` URL) into `target`, a new file or an
@@ -169,7 +153,7 @@ def migrate(source: str | Path, target: str | Path, *, progress: Callable[[int],
                           path="target") from None
     except _lost_errors() as e:  # the server went away (restarted, the session ended): its transaction with it
         raise Unavailable(f"lost PostgreSQL during the move ({_words(e)}): nothing was moved; run it again") from None
-    return Moved(source=shown(source), target=shown(target), rows=counts,
+    return Moved(source=engine.shown(source), target=engine.shown(target), rows=counts,
                  seconds=round(time.monotonic() - started, 3))
 
 
@@ -257,7 +241,7 @@ def _source(source: str | Path) -> Iterator[object]:
         try:
             _refuse_served_pg(conn, source, "move it")
             if pg.schema_version(conn) == 0:
-                raise InvalidParams(f"{shown(source)} holds no Arbiter store: nothing to move", path="source")
+                raise InvalidParams(f"{engine.shown(source)} holds no Arbiter store: nothing to move", path="source")
             pg.migrate(conn)
             yield conn
         finally:
@@ -365,7 +349,7 @@ def _refuse_served_pg(conn, url: str | Path, doing: str) -> None:
         "AND application_name LIKE 'arbiter%' AND application_name <> ?", (APPLICATION,),
     ).fetchone()[0]
     if n:
-        raise Unavailable(f"{n} Arbiter session{'s are' if n > 1 else ' is'} connected to {shown(url)}: stop the "
+        raise Unavailable(f"{n} Arbiter session{'s are' if n > 1 else ' is'} connected to {engine.shown(url)}: stop the "
                           f"daemons serving it to {doing}, so that nothing written meanwhile is left behind")
 
 
@@ -373,7 +357,7 @@ def _refuse_foreign_pg(conn, url: str | Path) -> None:
     tables = [r[0] for r in conn.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")]
     if tables and "schema_version" not in tables:
-        raise InvalidParams(f"{shown(url)} holds another program's tables ({', '.join(tables[:3])}"
+        raise InvalidParams(f"{engine.shown(url)} holds another program's tables ({', '.join(tables[:3])}"
                             f"{', ...' if len(tables) > 3 else ''}): give the move an empty database", path="target")
 
 
@@ -382,7 +366,7 @@ def _refuse_unless_empty(conn, target: str | Path) -> None:
     have = table_names(conn)
     full = [t.name for t in TABLES if t.name in have and conn.execute(f"SELECT 1 FROM {t.name} LIMIT 1").fetchone()]
     if full:
-        raise Conflict(f"{shown(target)} already holds a memory (rows in {', '.join(full[:3])}"
+        raise Conflict(f"{engine.shown(target)} already holds a memory (rows in {', '.join(full[:3])}"
                        f"{', ...' if len(full) > 3 else ''}): a home moves only into an empty database "
                        "(a daemon started on it once made its first tenant); create a new one", path="target")
 

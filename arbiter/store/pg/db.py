@@ -9,23 +9,13 @@ from psycopg.conninfo import conninfo_to_dict
 
 from arbiter._time import now_us
 from arbiter.errors import InvalidParams, SchemaTooNew, Unavailable
+from arbiter.store import engine
 from arbiter.store.pg import indexing, migrations
 from arbiter.store.pg.connection import Connection
 
 # One number for "this database's schema is being changed": daemons starting at once take turns.
 _MIGRATE_LOCK = 0x41524249  # "ARBI"
 CONNECT_TIMEOUT_S = 10
-
-
-def where(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "the database URL"
-    host = parts.get("host", "localhost")
-    return f"postgresql://{parts.get('user', '') + '@' if parts.get('user') else ''}{host}" \
-           f"{':' + str(parts['port']) if parts.get('port') else ''}/{parts.get('dbname', '')}"
 
 
 def connect(url: str, *, application: str = "arbiter") -> Connection:
@@ -38,7 +28,7 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
         pg = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name=application)
     except psycopg.OperationalError as e:
         reason = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
-        raise Unavailable(f"cannot reach PostgreSQL at {where(url)}: {reason}") from None
+        raise Unavailable(f"cannot reach PostgreSQL at {engine.shown(url)}: {reason}") from None
     # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite.
     pg.execute("SET TIME ZONE 'UTC'")
     conn = Connection(pg, dsn=url)
@@ -61,7 +51,7 @@ def _refuse_foreign(conn: Connection, url: str) -> None:
     )]
     if tables and "schema_version" not in tables:
         raise InvalidParams(
-            f"{where(url)} holds another program's tables ({', '.join(tables[:3])}"
+            f"{engine.shown(url)} holds another program's tables ({', '.join(tables[:3])}"
             f"{', ...' if len(tables) > 3 else ''}): give Arbiter an empty database or one of its own",
             path="db",
         )
