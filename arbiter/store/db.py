@@ -6,6 +6,8 @@ Every connection (daemon writer, daemon readers, tests, bench) comes from
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import re
 from pathlib import Path
@@ -149,23 +151,27 @@ def migrate(conn: apsw.Connection, *, say: Callable[[str], None] = lambda _: Non
             f"database schema version {current} is newer than this Arbiter knows "
             f"({len(MIGRATIONS)}); upgrade Arbiter to open it"
         )
-    with conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version("
-            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
-        )
-    for version, (name, sql) in enumerate(MIGRATIONS[current:], start=current + 1):
+    # A new file takes every step in one transaction (a step's own is then a savepoint): one sync rather than one
+    # a step, half the time of a first start, and never a half-made file. An upgrade commits step by step, so a
+    # long one interrupted keeps the steps it finished.
+    with conn if current == 0 else contextlib.nullcontext():
         with conn:
-            if callable(sql):
-                sql(conn)
-            else:
-                conn.execute(sql)
             conn.execute(
-                "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
-                (version, name, now_us()),
+                "CREATE TABLE IF NOT EXISTS schema_version("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)"
             )
-            if current and name in _VACUUM_AFTER:
-                conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, 1)", (_VACUUM_PENDING,))
+        for version, (name, sql) in enumerate(MIGRATIONS[current:], start=current + 1):
+            with conn:
+                if callable(sql):
+                    sql(conn)
+                else:
+                    conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO schema_version(version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, now_us()),
+                )
+                if current and name in _VACUUM_AFTER:
+                    conn.execute("INSERT OR REPLACE INTO settings(key, value) VALUES (?, 1)", (_VACUUM_PENDING,))
     _compact_if_pending(conn, say)
     return len(MIGRATIONS)
 

@@ -155,6 +155,22 @@ def test_a_file_made_at_any_earlier_step_upgrades_to_a_new_files_schema(tmp_path
     conn.close()
 
 
+def test_a_new_file_whose_making_fails_is_left_with_no_schema(tmp_path, monkeypatch):
+    """A new file takes every step in one transaction: a step that fails part way leaves nothing half made (the
+    next start makes it whole) rather than a file stopped at some step."""
+    def broken(conn):
+        raise apsw.IOError("disk I/O error")
+
+    steps = [*MIGRATIONS[:10], ("m011_broken", broken)]
+    monkeypatch.setattr(db_module, "MIGRATIONS", steps)
+    path = tmp_path / "new.db"
+    with pytest.raises(apsw.IOError):
+        open_database(path)
+    conn = connect(path)
+    assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
+    conn.close()
+
+
 def test_every_step_file_is_applied_in_its_numbered_place():
     """A step file left out of NAMES would never run; NAMES out of number order would run steps out of order."""
     files = sorted(p.stem for p in Path(migrations.__file__).parent.glob("m[0-9][0-9][0-9]_*.py"))
