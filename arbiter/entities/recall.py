@@ -53,7 +53,7 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
     if not keys:
         return NONE
     rows = conn.execute(
-        f"SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.id = n.entity_id "
+        f"SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.tenant_id = n.tenant_id AND x.id = n.entity_id "
         f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))}) AND {visible_sql(v)} "
         f"AND {names_sql(v)[0]}",
         (v.tenant_id, *keys),
@@ -85,7 +85,7 @@ def in_clusters(conn: apsw.Connection, tenant_id: int, clusters: tuple[int, ...]
     if not clusters or not entry_ids:
         return set()
     return {r[0] for r in conn.execute(
-        f"SELECT DISTINCT l.entry_id FROM entry_entities l JOIN entity_clusters c ON c.entity_id = l.entity_id "
+        f"SELECT DISTINCT l.entry_id FROM entry_entities l JOIN entity_clusters c ON c.tenant_id = l.tenant_id AND c.entity_id = l.entity_id "
         f"WHERE l.entry_id IN ({','.join('?' * len(entry_ids))}) AND c.tenant_id = ? "
         f"AND c.cluster IN ({','.join('?' * len(clusters))})",
         (*entry_ids, tenant_id, *clusters),
@@ -99,7 +99,7 @@ def saliences(conn: apsw.Connection, entry_ids: list[int], *, now: int) -> dict[
     from arbiter.salience import SALIENCE_SQL
 
     return dict(conn.execute(
-        f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT JOIN entry_salience s ON s.entry_id = e.id "
+        f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
         f"WHERE e.id IN ({','.join('?' * len(entry_ids))})",
         (now, *entry_ids),
     ))

@@ -205,11 +205,8 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
                 "UPDATE facts SET confidence = max(confidence, ?), changed_at = ? WHERE id = ?",
                 (c.confidence, now, c.target),
             )
-            conn.execute(
-                "INSERT INTO fact_sources(fact_id, entry_id) SELECT ?, entry_id FROM fact_sources "
-                "WHERE fact_id = ? ON CONFLICT DO NOTHING",
-                (c.target, c.id),
-            )
+            store.add_sources(conn, tenant_id, c.target, [r[0] for r in conn.execute(
+                f"SELECT entry_id FROM fact_sources WHERE {store.pin(conn, tenant_id)}fact_id = ?", (c.id,))])
             touched.update(_aspects_of(conn, c.target))
         conn.execute("UPDATE facts SET status = 'rejected', changed_at = ? WHERE id = ?", (now, c.id))
     conn.execute("UPDATE patch_batches SET status = 'applied', decided_at = ? WHERE id = ?", (now, batch_id))

@@ -132,7 +132,7 @@ def at(conn: apsw.Connection, ids: list[int], column: str, *, known_at: int | No
     if not ids:
         return {}
     return dict(conn.execute(
-        f"SELECT e.id, e.{column} FROM {entries.states_at(known_at)} "
+        f"SELECT e.id, e.{column} FROM {entries.states_at(v, known_at)} "
         f"WHERE e.id IN ({','.join('?' * len(ids))}) AND e.{column} IS NOT NULL", ids
     ))
 
@@ -153,7 +153,7 @@ def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
     if not marked:
         return {}
     rows = conn.execute(
-        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.id = r.parent_id "
+        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.tenant_id = r.tenant_id AND p.id = r.parent_id "
         f"WHERE r.id IN ({','.join('?' * len(marked))}) AND r.title = 'Re: ' || p.title",
         marked,
     )
@@ -237,7 +237,7 @@ def hit_rows(
         "SELECT e.id, e.type, e.title, e.tags, e.source, e.conversation_id, e.recorded_at, e.valid_from, e.valid_to, "
         f"{entries.superseded_by(v, known_at)} IS NOT NULL, e.scope_id, "
         f"CASE WHEN e.id IN ({want}) THEN e.content END "
-        f"FROM {entries.states_at(known_at)} WHERE {v.sees()} AND e.id IN ({','.join('?' * len(ids))})",
+        f"FROM {entries.states_at(v, known_at)} WHERE {v.sees()} AND e.id IN ({','.join('?' * len(ids))})",
         (*texts, *ids),
     )
     return {r[0]: r[1:] for r in rows}

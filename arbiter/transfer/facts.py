@@ -92,7 +92,7 @@ def facts_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
         "SELECT f.id, f.batch_id, f.subject, f.predicate, f.object, f.subject_entity_id, f.object_entity_id, "
         "f.valid_from, f.recorded_at, f.changed_at, f.aspect_slugs, f.finding, "
-        f"{store.named_sql(v)['reason']}, {store.sources_sql(v)} "
+        f"{store.named_sql(v)['reason']}, {store.sources_sql(conn, v)} "
         f"FROM facts f WHERE {v.sees('f')} AND f.id > ? ORDER BY f.id LIMIT ?",
         (p.after, p.limit),
     ).fetchall()
@@ -100,8 +100,8 @@ def facts_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
         return ExportPage(records=[], next=None)
     states: dict[int, list[FactStateRecord]] = {r[0]: [] for r in rows}
     for fid, status, valid_to, confidence, at in conn.execute(
-        "SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions WHERE fact_id BETWEEN ? AND ? "
-        "ORDER BY id", (rows[0][0], rows[-1][0]),
+        "SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions "
+        f"WHERE {store.pin(conn, v.tenant_id)}fact_id BETWEEN ? AND ? ORDER BY id", (rows[0][0], rows[-1][0]),
     ):
         if fid in states:
             states[fid].append(FactStateRecord(status=status, valid_to=format_time(valid_to), confidence=confidence,
@@ -244,10 +244,7 @@ class Loader:
              parse_time(rec.recorded_at, path="recorded_at")),
         ).fetchall()[0][0]
         self.facts.fresh[rec.id] = fid
-        self.conn.executemany(
-            "INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [(fid, ref(self.entries, e, "sources", "entry")) for e in rec.sources],
-        )
+        store.add_sources(self.conn, self.tenant_id, fid, [ref(self.entries, e, "sources", "entry") for e in rec.sources])
         previous = first.status
         for state in rec.states[1:]:
             activates = state.status == "active" and previous != "active"
