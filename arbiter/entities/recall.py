@@ -64,19 +64,20 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
     if not whole(v):
         return QueryEntities(ids=ids, names=tuple(sorted(r[1] for r in rows)))
     clusters = tuple(r[0] for r in conn.execute(
-        f"SELECT DISTINCT cluster FROM entity_clusters WHERE entity_id IN ({','.join('?' * len(ids))})", ids
+        f"SELECT DISTINCT cluster FROM entity_clusters WHERE tenant_id = ? AND entity_id IN ({','.join('?' * len(ids))})",
+        (v.tenant_id, *ids)
     ))
     return QueryEntities(ids=ids, clusters=clusters, names=tuple(sorted(r[1] for r in rows)))
 
 
-def linked(conn: apsw.Connection, entity_ids: tuple[int, ...], entry_ids: list[int]) -> set[int]:
-    """The entries among `entry_ids` that mention any of `entity_ids`."""
+def linked(conn: apsw.Connection, tenant_id: int, entity_ids: tuple[int, ...], entry_ids: list[int]) -> set[int]:
+    """The entries (of `tenant_id`) among `entry_ids` that mention any of `entity_ids`."""
     if not entity_ids or not entry_ids:
         return set()
     return {r[0] for r in conn.execute(
-        f"SELECT DISTINCT entry_id FROM entry_entities WHERE entry_id IN ({','.join('?' * len(entry_ids))}) "
-        f"AND entity_id IN ({','.join('?' * len(entity_ids))})",
-        (*entry_ids, *entity_ids),
+        f"SELECT DISTINCT entry_id FROM entry_entities WHERE tenant_id = ? AND entry_id IN "
+        f"({','.join('?' * len(entry_ids))}) AND entity_id IN ({','.join('?' * len(entity_ids))})",
+        (tenant_id, *entry_ids, *entity_ids),
     )}
 
 
@@ -92,14 +93,14 @@ def in_clusters(conn: apsw.Connection, tenant_id: int, clusters: tuple[int, ...]
     )}
 
 
-def saliences(conn: apsw.Connection, entry_ids: list[int], *, now: int) -> dict[int, float]:
-    """Each entry's salience at `now`."""
+def saliences(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *, now: int) -> dict[int, float]:
+    """Each entry's (of `tenant_id`) salience at `now`."""
     if not entry_ids:
         return {}
     from arbiter.salience import SALIENCE_SQL
 
     return dict(conn.execute(
         f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
-        f"WHERE e.id IN ({','.join('?' * len(entry_ids))})",
-        (now, *entry_ids),
+        f"WHERE e.tenant_id = ? AND e.id IN ({','.join('?' * len(entry_ids))})",
+        (now, tenant_id, *entry_ids),
     ))

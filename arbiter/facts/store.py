@@ -80,7 +80,7 @@ def link_object(conn: apsw.Connection, tenant_id: int, fact_id: int, predicate: 
         engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
         found = entities_core.lookup(conn, tenant_id, obj)
     entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
-    conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
+    conn.execute("UPDATE facts SET object_entity_id = ? WHERE tenant_id = ? AND id = ?", (entity, tenant_id, fact_id))
 
 
 # ---- predicates -----------------------------------------------------------------
@@ -256,23 +256,23 @@ def _counts(conn: apsw.Connection, where: str, binds: tuple) -> dict[str, int]:
     }
 
 
-def _who(conn: apsw.Connection, batch_id: int) -> tuple[str | None, str | None]:
+def _who(conn: apsw.Connection, tenant_id: int, batch_id: int) -> tuple[str | None, str | None]:
     """(author name, team name or None) of a batch."""
     return conn.execute(
         "SELECT u.name, t.name FROM patch_batches b LEFT JOIN users u ON u.id = b.author_id "
-        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.id = ?",
-        (batch_id,),
+        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.tenant_id = ? AND b.id = ?",
+        (tenant_id, batch_id),
     ).fetchone()
 
 
 def batch(conn: apsw.Connection, v: Viewer, batch_id: int, *, note: str | None = None, changed: bool = True) -> Batch:
     bid, origin, status, threshold, created, evaluated, decided, _, _ = batch_row(conn, v, batch_id)
     facts = _facts(conn, v, "f.batch_id = ?", (bid,), order="f.id")
-    author, team = _who(conn, bid)
+    author, team = _who(conn, v.tenant_id, bid)
     return Batch(
         id=bid, origin=origin, status=status, threshold=threshold, created_at=format_time(created),
         evaluated_at=format_time(evaluated), decided_at=format_time(decided), facts=facts,
-        counts=_counts(conn, "batch_id = ?", (bid,)), note=note, changed=changed, author=author, team=team,
+        counts=_counts(conn, "tenant_id = ? AND batch_id = ?", (v.tenant_id, bid)), note=note, changed=changed, author=author, team=team,
     )
 
 
@@ -285,8 +285,8 @@ def batches(conn: apsw.Connection, v: Viewer, *, status: str | None, limit: int)
         binds += (status,)
     out = []
     for bid, origin, st, created in conn.execute(sql + " ORDER BY b.id DESC LIMIT ?", binds + (limit,)).fetchall():
-        counts = _counts(conn, "batch_id = ?", (bid,))
-        author, team = _who(conn, bid)
+        counts = _counts(conn, "tenant_id = ? AND batch_id = ?", (v.tenant_id, bid))
+        author, team = _who(conn, v.tenant_id, bid)
         out.append(BatchSummary(
             id=bid, origin=origin, status=st, created_at=format_time(created), facts=sum(counts.values()),
             counts=counts, author=author, team=team,
@@ -433,14 +433,14 @@ def lineage(conn: apsw.Connection, v: Viewer, fact_id: int) -> tuple[list[Fact],
     ids = [r[0] for r in conn.execute(
         """
         WITH RECURSIVE up(id) AS (
-            SELECT ? UNION SELECT f.supersedes_fact_id FROM facts f JOIN up ON f.id = up.id
-                WHERE f.supersedes_fact_id IS NOT NULL
+            SELECT ?1 UNION SELECT f.supersedes_fact_id FROM facts f JOIN up ON f.id = up.id
+                WHERE f.tenant_id = ?2 AND f.supersedes_fact_id IS NOT NULL
         ), down(id) AS (
-            SELECT ? UNION SELECT f.id FROM facts f JOIN down ON f.supersedes_fact_id = down.id
+            SELECT ?1 UNION SELECT f.id FROM facts f JOIN down ON f.supersedes_fact_id = down.id WHERE f.tenant_id = ?2
         )
         SELECT id FROM up UNION SELECT id FROM down
         """,
-        (fact_id, fact_id),
+        (fact_id, v.tenant_id),
     )]
     facts = _facts(conn, v, f"f.id IN ({','.join('?' * len(ids))})", ids, order="f.valid_from, f.id")
     ids = [f.id for f in facts]

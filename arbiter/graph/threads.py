@@ -131,7 +131,7 @@ def thread(
         cond, binds = entries.visible(as_of)
         marks = ",".join("?" * len(depth))
         rows = conn.execute(
-            f"SELECT {entries.columns(v, known_at)} FROM {entries.states_at(v, known_at)} "
+            f"SELECT {entries.columns(v, known_at)} FROM {entries.states_at(v.tenant_id, known_at)} "
             f"WHERE e.tenant_id = ? AND e.id IN ({marks}) AND {cond} ORDER BY e.recorded_at, e.id",
             (v.tenant_id, *depth, *binds),
         )

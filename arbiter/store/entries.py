@@ -84,8 +84,8 @@ def _state_arms(t: int, tenant_id: int) -> tuple[str, str]:
     )
 
 
-def states_at(v: Viewer, known_at: int | None) -> str:
-    """FROM-clause text naming `e`: `v`'s tenant's entries as the store held them at `known_at` (None: now, the
+def states_at(tenant_id: int, known_at: int | None) -> str:
+    """FROM-clause text naming `e`: the tenant's entries as the store held them at `known_at` (None: now, the
     entries table).
 
     An entry's current row counts if it was recorded at or before T; else the
@@ -95,7 +95,7 @@ def states_at(v: Viewer, known_at: int | None) -> str:
     """
     if known_at is None:
         return "entries e"
-    current, past = _state_arms(int(known_at), int(v.tenant_id))
+    current, past = _state_arms(int(known_at), int(tenant_id))
     return f"(SELECT * FROM {current} UNION ALL SELECT * FROM {past}) e"
 
 
@@ -325,7 +325,7 @@ def get(
     """One entry visible now (or at `as_of`), as recorded now (or at `known_at`); else NotFound saying why."""
     cond, binds = visible(as_of)
     row = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(v, known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
         (entry_id, *binds),
     ).fetchone()
     if row is None:
@@ -336,7 +336,7 @@ def get(
 def _not_visible(conn: apsw.Connection, v: Viewer, entry_id: int, as_of: int | None, known_at: int | None):
     """The NotFound for an entry a read did not see: missing (or not the caller's to see), or retired, saying since when."""
     row = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(v, known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
     ).fetchone()
     if row is None:
         return relations.missing(entry_id, None, known_at=known_at)
@@ -356,7 +356,7 @@ def get_any(conn: apsw.Connection, v: Viewer, entry_ids: list[int], *, known_at:
         return []
     marks = ",".join("?" * len(entry_ids))
     rows = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(v, known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
         entry_ids,
     )
     by_id = {e.id: e for e in map(entry_from_row, rows)}

@@ -199,9 +199,9 @@ class Loader:
             self._add_fact(rec, ref)
         else:
             self.conn.execute(
-                "UPDATE facts SET supersedes_fact_id = ?, finding_fact_id = ? WHERE id = ?",
+                "UPDATE facts SET supersedes_fact_id = ?, finding_fact_id = ? WHERE tenant_id = ? AND id = ?",
                 (ref(self.facts, rec.supersedes_fact_id, "supersedes_fact_id", "fact"),
-                 ref(self.facts, rec.finding_fact_id, "finding_fact_id", "fact"),
+                 ref(self.facts, rec.finding_fact_id, "finding_fact_id", "fact"), self.tenant_id,
                  ref(self.facts, rec.id, "id", "fact")),
             )
 
@@ -221,7 +221,8 @@ class Loader:
     def _batch_of(self, new: int) -> tuple[int, int, str]:
         if new not in self._batch:  # written by an earlier batch of this import
             self._batch[new] = self.conn.execute(
-                "SELECT author_id, scope_id, status FROM patch_batches WHERE id = ?", (new,)).fetchone()
+                "SELECT author_id, scope_id, status FROM patch_batches WHERE tenant_id = ? AND id = ?",
+                (self.tenant_id, new)).fetchone()
         return self._batch[new]
 
     def _add_fact(self, rec: FactRecord, ref) -> None:
@@ -250,12 +251,13 @@ class Loader:
             activates = state.status == "active" and previous != "active"
             if activates and status == "applied" and batch not in self._reopened:
                 # The gate's own condition, met as the original apply met it: see the module docstring.
-                self.conn.execute("UPDATE patch_batches SET status = 'evaluated' WHERE id = ?", (batch,))
+                self.conn.execute("UPDATE patch_batches SET status = 'evaluated' WHERE tenant_id = ? AND id = ?",
+                                  (self.tenant_id, batch))
                 self._reopened.add(batch)
             self.conn.execute(
-                "UPDATE facts SET status = ?, valid_to = ?, confidence = ?, changed_at = ? WHERE id = ?",
+                "UPDATE facts SET status = ?, valid_to = ?, confidence = ?, changed_at = ? WHERE tenant_id = ? AND id = ?",
                 (state.status, _time(state.valid_to, "valid_to"), state.confidence,
-                 parse_time(state.recorded_at, path="recorded_at"), fid),
+                 parse_time(state.recorded_at, path="recorded_at"), self.tenant_id, fid),
             )
             if activates:  # aspects are materialised as the fact becomes active, as apply does
                 self.conn.executemany(
@@ -266,13 +268,14 @@ class Loader:
             if previous == "active" or activates:
                 self._touched.update(rec.aspects)
             previous = state.status
-        self.conn.execute("UPDATE facts SET changed_at = ? WHERE id = ?",
-                          (parse_time(rec.changed_at, path="changed_at"), fid))
+        self.conn.execute("UPDATE facts SET changed_at = ? WHERE tenant_id = ? AND id = ?",
+                          (parse_time(rec.changed_at, path="changed_at"), self.tenant_id, fid))
         self.count += 1
 
     def finish(self) -> None:
         """Close the batches the replay reopened; register used predicates and rescore touched aspects, as apply does."""
         for batch in self._reopened:
-            self.conn.execute("UPDATE patch_batches SET status = 'applied' WHERE id = ?", (batch,))
+            self.conn.execute("UPDATE patch_batches SET status = 'applied' WHERE tenant_id = ? AND id = ?",
+                              (self.tenant_id, batch))
         store.register_used(self.conn, self.tenant_id, self._used, now=self.now)
         aspects.refresh(self.conn, self.tenant_id, self._touched, now=self.now)

@@ -345,8 +345,8 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 counts["entities"] += 1
             elif isinstance(rec, EntityMergeRecord):
                 if ents.created(rec.id):  # never re-point an entity that was here
-                    conn.execute("UPDATE entities SET merged_into = ? WHERE id = ?",
-                                 (ref(ents, rec.into, "into", "entity"), ents[rec.id]))
+                    conn.execute("UPDATE entities SET merged_into = ? WHERE tenant_id = ? AND id = ?",
+                                 (ref(ents, rec.into, "into", "entity"), tenant, ents[rec.id]))
             elif isinstance(rec, MentionRecord):
                 if pending:
                     insert_pending()
@@ -416,7 +416,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conn.executemany(
         "INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to, type, title, "
         f"{text.column(conn)}, tags, source, valid_from, valid_to, speaker) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12, "
-        "CASE WHEN ?13 THEN (SELECT speaker FROM entries WHERE id = ?1) ELSE ?14 END)", revisions,
+        "CASE WHEN ?13 THEN (SELECT speaker FROM entries WHERE tenant_id = ?2 AND id = ?1) ELSE ?14 END)", revisions,
     )
     conn.executemany(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "

@@ -96,7 +96,8 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
     last: dict[int, int] = {}
     for entity_id, entry_id, name in ctx.conn.execute(
         "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.tenant_id = m.tenant_id AND x.id = m.entity_id "
-        "WHERE m.entry_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) ORDER BY m.entity_id, m.entry_id", (drawn,),
+        "WHERE m.tenant_id = ? AND m.entry_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) "
+        "ORDER BY m.entity_id, m.entry_id", (ctx.tenant_id, drawn),
     ):
         if entity_id in last:
             out.append(GraphAssociation(source=entry_id, target=last[entity_id], kind="entity",
