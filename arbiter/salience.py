@@ -145,12 +145,6 @@ def record_accesses(conn: apsw.Connection, accesses: list[tuple[int, int, str, i
     )
 
 
-def prune_access_log(conn: apsw.Connection, *, before: int) -> int:
-    """Delete access-log rows older than `before`; how many went."""
-    conn.execute("DELETE FROM access_log WHERE at < ?", (before,))
-    return conn.changes()
-
-
 # ---- the verb ----------------------------------------------------------------
 
 from arbiter.model import IdParams  # noqa: E402
