@@ -65,7 +65,8 @@ class Deriver:
 def _texts(conn: apsw.Connection, rows: list[tuple[int, int]]) -> dict[int, tuple[int, str, str]]:
     """(author, title, content) of the entries still there, of one tenant's (entry id, tenant id) `rows`."""
     return {r[0]: r[1:] for r in conn.execute(
-        f"SELECT id, author_id, title, content FROM entries WHERE tenant_id = ? AND id IN ({','.join('?' * len(rows))})",
+        "SELECT id, author_id, title, content FROM entries WHERE tenant_id = ? "
+        f"AND id IN ({','.join('?' * len(rows))})",
         (rows[0][1], *(entry_id for entry_id, _ in rows)))}
 
 

@@ -68,7 +68,8 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
 def members(conn: apsw.Connection, tenant_id: int, cluster: int, limit: int = SHOWN) -> list[EntityRef]:
     """A cluster's entities, most mentioned first."""
     rows = conn.execute(
-        "SELECT x.id, x.name, x.type FROM entity_clusters c JOIN entities x ON x.tenant_id = c.tenant_id AND x.id = c.entity_id "
+        "SELECT x.id, x.name, x.type FROM entity_clusters c JOIN entities x ON x.tenant_id = c.tenant_id "
+        "AND x.id = c.entity_id "
         "WHERE c.tenant_id = ? AND c.cluster = ? AND x.merged_into IS NULL "
         "ORDER BY (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id AND l.entity_id = x.id) DESC, "
         "x.id LIMIT ?",

@@ -294,7 +294,8 @@ def mentions_of(conn: apsw.Connection, tenant_id: int, resolved: list[tuple[Reso
 def mentions(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[EntityRef]:
     """The entities an entry mentions, by name."""
     rows = conn.execute(
-        "SELECT e.id, e.name, e.type FROM entry_entities l JOIN entities e ON e.tenant_id = l.tenant_id AND e.id = l.entity_id "
+        "SELECT e.id, e.name, e.type FROM entry_entities l JOIN entities e ON e.tenant_id = l.tenant_id "
+        "AND e.id = l.entity_id "
         "WHERE l.entry_id = ? AND l.tenant_id = ? ORDER BY e.name",
         (entry_id, tenant_id),
     )
@@ -431,7 +432,8 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
 
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
-            "SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id AND l.entity_id = x.id) "
+            "SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id "
+            "AND l.entity_id = x.id) "
             "AS n FROM entities x "
             f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"),
             (*args, *([] if n is None else [n])),
@@ -477,7 +479,8 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
 def mentioning_entries(conn: apsw.Connection, v: Viewer, entity_id: int, limit: int) -> list[MentioningEntry]:
     """The active entries `v` sees that mention an entity, newest first."""
     rows = conn.execute(
-        "SELECT e.id, e.type, e.title, e.recorded_at FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
+        "SELECT e.id, e.type, e.title, e.recorded_at FROM entry_entities l "
+        "JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
         f"WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL AND {v.sees('e')} ORDER BY e.id DESC LIMIT ?",
         (entity_id, v.tenant_id, limit),
     )

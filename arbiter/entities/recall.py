@@ -53,7 +53,8 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
     if not keys:
         return NONE
     rows = conn.execute(
-        f"SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.tenant_id = n.tenant_id AND x.id = n.entity_id "
+        "SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.tenant_id = n.tenant_id "
+        "AND x.id = n.entity_id "
         f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))}) AND {visible_sql(v)} "
         f"AND {names_sql(v)[0]}",
         (v.tenant_id, *keys),
@@ -64,7 +65,8 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
     if not whole(v):
         return QueryEntities(ids=ids, names=tuple(sorted(r[1] for r in rows)))
     clusters = tuple(r[0] for r in conn.execute(
-        f"SELECT DISTINCT cluster FROM entity_clusters WHERE tenant_id = ? AND entity_id IN ({','.join('?' * len(ids))})",
+        "SELECT DISTINCT cluster FROM entity_clusters WHERE tenant_id = ? "
+        f"AND entity_id IN ({','.join('?' * len(ids))})",
         (v.tenant_id, *ids)
     ))
     return QueryEntities(ids=ids, clusters=clusters, names=tuple(sorted(r[1] for r in rows)))
@@ -86,7 +88,8 @@ def in_clusters(conn: apsw.Connection, tenant_id: int, clusters: tuple[int, ...]
     if not clusters or not entry_ids:
         return set()
     return {r[0] for r in conn.execute(
-        f"SELECT DISTINCT l.entry_id FROM entry_entities l JOIN entity_clusters c ON c.tenant_id = l.tenant_id AND c.entity_id = l.entity_id "
+        "SELECT DISTINCT l.entry_id FROM entry_entities l JOIN entity_clusters c ON c.tenant_id = l.tenant_id "
+        "AND c.entity_id = l.entity_id "
         f"WHERE l.entry_id IN ({','.join('?' * len(entry_ids))}) AND c.tenant_id = ? "
         f"AND c.cluster IN ({','.join('?' * len(clusters))})",
         (*entry_ids, tenant_id, *clusters),
@@ -100,7 +103,8 @@ def saliences(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *, no
     from arbiter.salience import SALIENCE_SQL
 
     return dict(conn.execute(
-        f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
+        f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT "
+        "JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
         f"WHERE e.tenant_id = ? AND e.id IN ({','.join('?' * len(entry_ids))})",
         (now, tenant_id, *entry_ids),
     ))

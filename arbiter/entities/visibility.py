@@ -27,7 +27,8 @@ def visible_sql(v: Viewer, x: str = "x") -> str:
     if whole(v):
         return tenant
     return (
-        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
+        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
+        "AND e.id = l.entry_id "
         f"WHERE l.entity_id = {x}.id AND {v.sees('e')})"
         + "".join(f" OR EXISTS ({arm})" for arm in _facts_sql(v, "1", x)) + "))"
     )
@@ -61,7 +62,8 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     if whole(v):
         return f"{x}.created_at", f"{x}.updated_at"
     seen = (
-        f"SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
+        "SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
+        "AND e.id = l.entry_id "
         f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
     )
@@ -186,7 +188,8 @@ def named_sql(v: Viewer) -> str:
     """SQL: `visible_sql` from the other side, a row (`id`, `m`) per link of an entry `v` sees (`m` 1) and per
     active fact `v` sees naming an entity (`m` 0): reads every entry of the tenant, and only what `v` sees after."""
     return (
-        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.tenant_id = e.tenant_id AND l.entry_id = e.id WHERE {v.sees('e')}"
+        "SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.tenant_id = e.tenant_id "
+        f"AND l.entry_id = e.id WHERE {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "{id}, 0"))
     )
 

@@ -192,7 +192,8 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
             if c.object_entity_id is None and c.predicate in store.OBJECT_TYPES:
                 store.link_object(conn, tenant_id, c.id, c.predicate, c.object, now=now)
             conn.execute(
-                "UPDATE facts SET status = 'active', supersedes_fact_id = ?, changed_at = ? WHERE tenant_id = ? AND id = ?",
+                "UPDATE facts SET status = 'active', supersedes_fact_id = ?, changed_at = ? WHERE tenant_id = ? "
+                "AND id = ?",
                 (c.target if c.finding == "supersede" else None, now, tenant_id, c.id),
             )
             slugs = _slugs.decode(c.aspect_slugs)

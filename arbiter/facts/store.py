@@ -260,7 +260,8 @@ def _who(conn: apsw.Connection, tenant_id: int, batch_id: int) -> tuple[str | No
     """(author name, team name or None) of a batch."""
     return conn.execute(
         "SELECT u.name, t.name FROM patch_batches b LEFT JOIN users u ON u.id = b.author_id "
-        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.tenant_id = ? AND b.id = ?",
+        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.tenant_id = ? "
+        "AND b.id = ?",
         (tenant_id, batch_id),
     ).fetchone()
 

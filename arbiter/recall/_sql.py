@@ -86,7 +86,8 @@ def neighbours(
 
     def turn(side: str, order: str) -> str:
         return (
-            "(SELECT n.entry_id FROM recall_entries n WHERE n.tenant_id = q.tenant_id AND n.conversation_id = q.conversation_id "
+            "(SELECT n.entry_id FROM recall_entries n WHERE n.tenant_id = q.tenant_id "
+            "AND n.conversation_id = q.conversation_id "
             f"AND (n.valid_from, n.entry_id) {side} (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
             f"ORDER BY n.valid_from {order}, n.entry_id {order} LIMIT 1)"
         )
@@ -156,7 +157,8 @@ def echoes(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> dict[int, t
     if not marked:
         return {}
     rows = conn.execute(
-        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.tenant_id = r.tenant_id AND p.id = r.parent_id "
+        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.tenant_id = r.tenant_id "
+        "AND p.id = r.parent_id "
         f"WHERE r.tenant_id = ? AND r.id IN ({','.join('?' * len(marked))}) AND r.title = 'Re: ' || p.title",
         (tenant_id, *marked),
     )

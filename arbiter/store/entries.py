@@ -52,7 +52,8 @@ def superseded_by(v: Viewer, known_at: int | None = None) -> str:
     """SQL: the ids (comma-separated) of the entries `v` sees that supersede entry `e` (recorded by `known_at`)."""
     by = f" AND r.created_at <= {int(known_at)}" if known_at is not None else ""
     return (
-        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.tenant_id = r.tenant_id AND s.id = r.source_id "
+        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.tenant_id = r.tenant_id "
+        "AND s.id = r.source_id "
         f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}{by})"
     )
 
@@ -325,7 +326,8 @@ def get(
     """One entry visible now (or at `as_of`), as recorded now (or at `known_at`); else NotFound saying why."""
     cond, binds = visible(as_of)
     row = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? AND {v.sees()} "
+        f"AND {cond}",
         (entry_id, *binds),
     ).fetchone()
     if row is None:
@@ -336,7 +338,8 @@ def get(
 def _not_visible(conn: apsw.Connection, v: Viewer, entry_id: int, as_of: int | None, known_at: int | None):
     """The NotFound for an entry a read did not see: missing (or not the caller's to see), or retired, saying since when."""
     row = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? "
+        f"AND {v.sees()}", (entry_id,)
     ).fetchone()
     if row is None:
         return relations.missing(entry_id, None, known_at=known_at)

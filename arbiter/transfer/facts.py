@@ -255,7 +255,8 @@ class Loader:
                                   (self.tenant_id, batch))
                 self._reopened.add(batch)
             self.conn.execute(
-                "UPDATE facts SET status = ?, valid_to = ?, confidence = ?, changed_at = ? WHERE tenant_id = ? AND id = ?",
+                "UPDATE facts SET status = ?, valid_to = ?, confidence = ?, changed_at = ? WHERE tenant_id = ? "
+                "AND id = ?",
                 (state.status, _time(state.valid_to, "valid_to"), state.confidence,
                  parse_time(state.recorded_at, path="recorded_at"), self.tenant_id, fid),
             )

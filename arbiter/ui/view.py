@@ -95,7 +95,8 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
     drawn = _ids.encode([r[0] for r in rows]).decode()
     last: dict[int, int] = {}
     for entity_id, entry_id, name in ctx.conn.execute(
-        "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.tenant_id = m.tenant_id AND x.id = m.entity_id "
+        "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.tenant_id = m.tenant_id "
+        "AND x.id = m.entity_id "
         "WHERE m.tenant_id = ? AND m.entry_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) "
         "ORDER BY m.entity_id, m.entry_id", (ctx.tenant_id, drawn),
     ):
@@ -179,15 +180,18 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
             created, _ = dated_sql(v, "n", "c.first", "c.last")
             return ((r[4], r) for r in ctx.conn.execute(
                 f"WITH {seen_links_sql(v, len(ids), until=True)} "
-                f"SELECT n.id, n.name, n.type, {created}, c.n FROM c JOIN entities n ON n.tenant_id = ? AND n.id = c.id",
+                f"SELECT n.id, n.name, n.type, {created}, c.n FROM c JOIN entities n ON n.tenant_id = ? "
+                "AND n.id = c.id",
                 (*ids, at, ctx.tenant_id),
             ))
         live = "x.tenant_id = ? AND x.merged_into IS NULL AND x.created_at <= ?"
 
         def counts():  # a user who sees few entries: counted from those
             return ctx.conn.execute(
-                "SELECT count(*), x.id FROM entries e JOIN entry_entities m ON m.tenant_id = e.tenant_id AND m.entry_id = e.id "
-                f"JOIN entities x ON x.tenant_id = m.tenant_id AND x.id = m.entity_id WHERE {live} AND e.recorded_at <= ? AND {v.sees('e')} "
+                "SELECT count(*), x.id FROM entries e JOIN entry_entities m ON m.tenant_id = e.tenant_id "
+                "AND m.entry_id = e.id "
+                f"JOIN entities x ON x.tenant_id = m.tenant_id AND x.id = m.entity_id WHERE {live} "
+                f"AND e.recorded_at <= ? AND {v.sees('e')} "
                 "GROUP BY x.id", (ctx.tenant_id, at, at),
             )
         rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts,
