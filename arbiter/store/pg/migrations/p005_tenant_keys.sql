@@ -131,6 +131,11 @@ CREATE INDEX fact_revisions_fact ON fact_revisions(tenant_id, fact_id, recorded_
 DROP INDEX fact_sources_entry;
 CREATE INDEX fact_sources_entry ON fact_sources(tenant_id, entry_id);
 
+-- Every INSERT into fact_sources names its tenant now (facts/store.py `add_sources`): the trigger that filled it
+-- from the fact goes, so one that does not is refused rather than routed nowhere.
+DROP TRIGGER fact_sources_tenant ON fact_sources;
+DROP FUNCTION arbiter_fact_tenant();
+
 -- The tag graph and recall's rows are written under their new keys.
 CREATE OR REPLACE FUNCTION arbiter_entries_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
