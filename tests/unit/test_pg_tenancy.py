@@ -8,6 +8,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from arbiter.facts import store as facts_store
 from arbiter.store import open_database
 from arbiter.store.pg.connection import Connection
 from tests.tenancy import REFERENCE, Checker
@@ -24,6 +25,20 @@ def test_every_statement_of_the_core_verbs_is_routed_to_one_tenant(pg_url, monke
         conn.close()
     assert len(checker.sent) > 100  # the script reached the verbs
     assert checker.problems == [], checker.report()
+
+
+def test_the_check_names_where_arbiter_sent_a_statement_that_fans_out_and_passes_over_a_tests_own(
+        pg_url, monkeypatch):
+    checker = Checker()
+    monkeypatch.setattr(Connection, "trace", staticmethod(checker))
+    conn = open_database(pg_url)
+    try:
+        facts_store._counts(conn, "batch_id = ?", (1,))  # the shape a batch's counts had before they named the tenant
+        conn.execute("SELECT count(*) FROM facts").fetchone()  # a test's own look: not the engine's statement
+    finally:
+        conn.close()
+    assert [(why, where.split(":")[0]) for _, why, where in checker.problems] == [
+        (["facts without a tenant filter"], "facts/store.py")]
 
 
 @pytest.fixture
