@@ -302,10 +302,10 @@ def talked_about(
     """
     rows = conn.execute(
         "SELECT x.name, x.type, count(*) AS n, count(*) OVER () "
-        "FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
-        f"WHERE l.entry_id IN (SELECT e.id FROM entries e WHERE {v.sees()} AND e.valid_to IS NULL "
-        "ORDER BY e.id DESC LIMIT ?) GROUP BY x.id ORDER BY n DESC, x.name LIMIT ?",
-        (ENTITY_WINDOW, limit),
+        "FROM entry_entities l JOIN entities x ON x.tenant_id = l.tenant_id AND x.id = l.entity_id "
+        f"WHERE l.tenant_id = ? AND l.entry_id IN (SELECT e.id FROM entries e WHERE {v.sees()} AND e.valid_to IS NULL "
+        "ORDER BY e.id DESC LIMIT ?) GROUP BY x.id, x.name, x.type ORDER BY n DESC, x.name LIMIT ?",
+        (v.tenant_id, ENTITY_WINDOW, limit),
     ).fetchall()
     return [r[:3] for r in rows], rows[0][3] if rows else 0
 

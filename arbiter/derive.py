@@ -62,21 +62,23 @@ class Deriver:
     run: Callable[[apsw.Connection, list[tuple[int, int]], int], None]
 
 
-def _texts(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str, str]]:
-    """(author, title, content) of the entries still there."""
+def _texts(conn: apsw.Connection, rows: list[tuple[int, int]]) -> dict[int, tuple[int, str, str]]:
+    """(author, title, content) of the entries still there, of one tenant's (entry id, tenant id) `rows`."""
     return {r[0]: r[1:] for r in conn.execute(
-        f"SELECT id, author_id, title, content FROM entries WHERE id IN ({','.join('?' * len(ids))})", ids)}
+        "SELECT id, author_id, title, content FROM entries WHERE tenant_id = ? "
+        f"AND id IN ({','.join('?' * len(rows))})",
+        (rows[0][1], *(entry_id for entry_id, _ in rows)))}
 
 
 def _sketch(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
-    texts = _texts(conn, [entry_id for entry_id, _ in rows])
+    texts = _texts(conn, rows)
     for entry_id, tenant_id in rows:
         if entry_id in texts:
             duplicates.add(conn, tenant_id, entry_id, texts[entry_id][2])
 
 
 def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
-    texts = _texts(conn, [entry_id for entry_id, _ in rows])
+    texts = _texts(conn, rows)
     # One linker per writer: resolution sees what the entry's author sees, as `remember` does.
     linkers: dict[tuple[int, int], entity_core.Linker] = {}
     for entry_id, tenant_id in rows:
@@ -107,41 +109,54 @@ DERIVERS: dict[str, Deriver] = {
 }
 
 
-def queued(conn: apsw.Connection, entry_ids: list[int], names: tuple[str, ...]) -> None:
-    """Say these entries' `names` are derived (their caller did it): out of the queue."""
-    conn.executemany("DELETE FROM derive_queue WHERE deriver = ? AND entry_id = ?",
-                     [(name, entry_id) for name in names for entry_id in entry_ids])
+def queued(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], names: tuple[str, ...]) -> None:
+    """Say these entries' (of `tenant_id`) `names` are derived (their caller did it): out of the queue."""
+    conn.executemany("DELETE FROM derive_queue WHERE tenant_id = ? AND deriver = ? AND entry_id = ?",
+                     [(tenant_id, name, entry_id) for name in names for entry_id in entry_ids])
 
 
-def step(conn: apsw.Connection, *, now: int, urgent: bool) -> bool:
+def step(conn: apsw.Connection, *, now: int, urgent: bool, tenant_id: int | None = None) -> bool:
     """Derive one step's worth for the first deriver (of the urgent ones, or the others) with work; True if more remains.
 
-    In the caller's (writer) transaction. Where several daemons share a PostgreSQL database, each step takes
-    rows no other transaction holds (SKIP LOCKED), so two daemons' idle writers split the queue, not repeat it.
+    One tenant's rows a step: `tenant_id`'s, else those of the tenant whose entry waits longest. In the
+    caller's (writer) transaction. Where several daemons share a PostgreSQL database, each step takes rows no
+    other transaction holds (SKIP LOCKED), so two daemons' idle writers split the queue, not repeat it.
     """
     # SQLite has one writer at a time, and no row locks to take.
     taking = " FOR UPDATE SKIP LOCKED" if engine.is_postgresql(conn) else ""
     for name, d in DERIVERS.items():
         if d.urgent != urgent:
             continue
+        tenant = tenant_id
+        if tenant is None:
+            # The one read across tenants (Citus asks every node; nothing is locked): whose turn it is. The rows
+            # are then taken from that tenant's alone, so the locking read and the writes stay on its node.
+            found = conn.execute("SELECT tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT 1",
+                                 (name,)).fetchone()
+            if found is None:
+                continue
+            tenant = found[0]
         rows = conn.execute(
-            f"SELECT entry_id, tenant_id FROM derive_queue WHERE deriver = ? ORDER BY entry_id LIMIT ?{taking}",
-            (name, d.step + 1),
+            "SELECT entry_id, tenant_id FROM derive_queue WHERE tenant_id = ? AND deriver = ? ORDER BY entry_id "
+            f"LIMIT ?{taking}",
+            (tenant, name, d.step + 1),
         ).fetchall()
         if not rows:
             continue
         taken = rows[:d.step]
         d.run(conn, taken, now)
-        queued(conn, [entry_id for entry_id, _ in taken], (name,))
+        queued(conn, tenant, [entry_id for entry_id, _ in taken], (name,))
         return True
     return False
 
 
-def drain(conn: apsw.Connection, *, now: int, urgent: bool = True) -> int:
-    """Empty the queue of the urgent derivers (or of all: urgent=False); how many rows it held."""
+def drain(conn: apsw.Connection, *, now: int, urgent: bool = True, tenant_id: int | None = None) -> int:
+    """Empty the queue of the urgent derivers (or of all: urgent=False), of one tenant or all; how many rows it
+    held."""
     names = [name for name, d in DERIVERS.items() if d.urgent or not urgent]
-    n = pending(conn, names=names)
-    while step(conn, now=now, urgent=True) or (not urgent and step(conn, now=now, urgent=False)):
+    n = pending(conn, tenant_id, names=names)
+    while (step(conn, now=now, urgent=True, tenant_id=tenant_id)
+           or (not urgent and step(conn, now=now, urgent=False, tenant_id=tenant_id))):
         pass
     return n
 
@@ -176,14 +191,14 @@ def written(conn: apsw.Connection, v: Viewer, entry_id: int, p: RememberParams, 
     reply's and an update's answers name none, so they only write the keys).
     """
     if respoken:
-        unlink_speaker(conn, entry_id)
+        unlink_speaker(conn, v.tenant_id, entry_id)
     mentioned = link_entry(conn, v.tenant_id, entry_id, p, now=now, v=v)
     if compare:
         similar = duplicates.add_new(conn, v, entry_id, p.content, pending=pending)
     else:
         similar = []
         duplicates.add(conn, v.tenant_id, entry_id, p.content)
-    queued(conn, [entry_id], ("entities", "sketch"))
+    queued(conn, v.tenant_id, [entry_id], ("entities", "sketch"))
     found = link_candidates(conn, v, entry_id, now=now) if candidates else []
     return Derived(entities=mentioned, similar=similar, candidates=found)
 
@@ -194,7 +209,7 @@ def link_candidates(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int
     After its entities: the entity edges and causal candidates read its links.
     """
     found = associations.derive(conn, v.tenant_id, entry_id, now=now, v=v)
-    queued(conn, [entry_id], ("associations",))
+    queued(conn, v.tenant_id, [entry_id], ("associations",))
     # Derived from the whole tenant: shown if the writer sees it.
     seen = {r[0] for r in conn.execute(
         f"SELECT e.id FROM entries e WHERE {v.sees('e')} AND e.id IN ({','.join('?' * len(found))})",

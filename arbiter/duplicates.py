@@ -171,7 +171,8 @@ def identical(conn: apsw.Connection, v: Viewer, items: list[tuple[int, str, str]
     for start in range(0, len(keys), 500):
         chunk = sorted(set(keys[start:start + 500]))
         for key, eid, etype, title in conn.execute(
-            "SELECT s.key, s.entry_id, e.type, e.title FROM entry_sketches s JOIN entries e ON e.id = s.entry_id "
+            "SELECT s.key, s.entry_id, e.type, e.title FROM entry_sketches s "
+            "JOIN entries e ON e.tenant_id = s.tenant_id AND e.id = s.entry_id "
             f"WHERE s.tenant_id = ? AND s.key IN ({','.join('?' * len(chunk))}) AND e.valid_to IS NULL "
             f"AND {v.sees()} ORDER BY s.entry_id DESC",
             (v.tenant_id, *chunk),

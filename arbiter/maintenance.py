@@ -39,21 +39,21 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
         # Daemons sharing a database may maintain one tenant at once: the second waits for the first's commit,
         # then finds nothing left to retire (each retirement is recorded once).
         conn.execute("SELECT pg_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))", (_LOCK, tenant_id))
-    derive.drain(conn, now=now)
+    derive.drain(conn, now=now, tenant_id=tenant_id)
     rows = conn.execute(
         f"SELECT e.id, {SALIENCE_SQL.format(now='?')}, coalesce(s.permanent, 0), s.entry_id IS NOT NULL "
-        "FROM entries e LEFT JOIN entry_salience s ON s.entry_id = e.id "
+        "FROM entries e LEFT JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
         "WHERE e.tenant_id = ? AND e.valid_to IS NULL",
         (now, tenant_id),
     ).fetchall()
     conn.executemany(
-        "UPDATE entry_salience SET salience = ?, computed_at = ? WHERE entry_id = ?",
-        [(value, now, eid) for eid, value, _, has_row in rows if has_row],
+        "UPDATE entry_salience SET salience = ?, computed_at = ? WHERE tenant_id = ? AND entry_id = ?",
+        [(value, now, tenant_id, eid) for eid, value, _, has_row in rows if has_row],
     )
     retired = [eid for eid, value, permanent, _ in rows if value < min_salience and not permanent]
     by_id = {eid: value for eid, value, _, _ in rows}
     for eid in retired:
-        entries.retire(conn, eid, now=now)
+        entries.retire(conn, tenant_id, eid, now=now)
         conn.execute(
             "INSERT INTO entry_retirements(tenant_id, entry_id, reason, salience, at) VALUES (?, ?, ?, ?, ?)",
             (tenant_id, eid, f"salience {by_id[eid]:.4f} fell below min_salience {min_salience:g}", by_id[eid], now),
@@ -127,8 +127,8 @@ def maintain(ctx: Context, p: MaintainParams):
         report.wal_checkpointed = checkpoint(conn)
         # Stored before the checkpoint ran: the stored report says what the answer says (status shows it).
         with conn:
-            conn.execute("UPDATE maintenance_runs SET report = ? WHERE id = ?",
-                         (msgspec.json.encode(report).decode(), run_id))
+            conn.execute("UPDATE maintenance_runs SET report = ? WHERE tenant_id = ? AND id = ?",
+                         (msgspec.json.encode(report).decode(), ctx.tenant_id, run_id))
 
     ctx.committed.append(after_commit)
     return report

@@ -30,6 +30,7 @@ import apsw
 from arbiter._time import US, format_time
 from arbiter.errors import NotFound
 from arbiter.model import SalienceInfo
+from arbiter.store import engine
 from arbiter.store.users import Viewer
 
 DEFAULT_SALIENCE = 0.5
@@ -81,7 +82,8 @@ def set_initial(conn: apsw.Connection, tenant_id: int, entry_id: int, *, initial
         return
     conn.execute(
         "INSERT INTO entry_salience(entry_id, tenant_id, initial, permanent) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (entry_id) DO UPDATE SET initial = excluded.initial, permanent = excluded.permanent",
+        f"ON CONFLICT ({engine.conflict_key(conn, 'entry_id')}) "
+        "DO UPDATE SET initial = excluded.initial, permanent = excluded.permanent",
         (entry_id, tenant_id, DEFAULT_SALIENCE if initial is None else initial, int(permanent)),
     )
 
@@ -91,7 +93,8 @@ def info(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> S
     row = conn.execute(
         f"SELECT e.id, {SALIENCE_SQL.format(now='?')}, coalesce(s.initial, ?), coalesce(s.permanent, 0), "
         "coalesce(s.accesses, 0), s.last_access, coalesce(s.reinforcements, 0) "
-        "FROM entries e LEFT JOIN entry_salience s ON s.entry_id = e.id WHERE e.id = ? AND e.tenant_id = ?",
+        "FROM entries e LEFT JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
+        "WHERE e.id = ? AND e.tenant_id = ?",
         (now, DEFAULT_SALIENCE, entry_id, tenant_id),
     ).fetchone()
     if row is None:
@@ -115,7 +118,8 @@ def reinforce(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> S
         raise NotFound(f"entry {entry_id} not found (or retired)", path="id")
     conn.execute(
         "INSERT INTO entry_salience(entry_id, tenant_id, reinforcements) VALUES (?, ?, 1) "
-        "ON CONFLICT (entry_id) DO UPDATE SET reinforcements = entry_salience.reinforcements + 1",
+        f"ON CONFLICT ({engine.conflict_key(conn, 'entry_id')}) "
+        "DO UPDATE SET reinforcements = entry_salience.reinforcements + 1",
         (entry_id, tenant_id),
     )
     return info(conn, tenant_id, entry_id, now=now)
@@ -133,17 +137,12 @@ def record_accesses(conn: apsw.Connection, accesses: list[tuple[int, int, str, i
     # An entry purged between the read and this write has no row to count against.
     conn.executemany(
         "INSERT INTO entry_salience(entry_id, tenant_id, accesses, last_access) "
-        "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM entries WHERE id = ?1) "
-        "ON CONFLICT (entry_id) DO UPDATE SET accesses = entry_salience.accesses + excluded.accesses, "
+        "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM entries WHERE tenant_id = ?2 AND id = ?1) "
+        f"ON CONFLICT ({engine.conflict_key(conn, 'entry_id')}) "
+        "DO UPDATE SET accesses = entry_salience.accesses + excluded.accesses, "
         "last_access = max(coalesce(entry_salience.last_access, 0), excluded.last_access)",
         [(entry_id, tenant_id, n, last) for entry_id, (n, last, tenant_id) in counts.items()],
     )
-
-
-def prune_access_log(conn: apsw.Connection, *, before: int) -> int:
-    """Delete access-log rows older than `before`; how many went."""
-    conn.execute("DELETE FROM access_log WHERE at < ?", (before,))
-    return conn.changes()
 
 
 # ---- the verb ----------------------------------------------------------------

@@ -306,7 +306,8 @@ def conversation_list(ctx: Context, p: ConversationListParams):
 def conversation_get(ctx: Context, p: IdParams):
     """One conversation by id (to resume it, however many came after it)."""
     tenants.require_conversation(ctx.conn, ctx.viewer, p.id, path="id")
-    title, created_at = ctx.conn.execute("SELECT title, created_at FROM conversations WHERE id = ?", (p.id,)).fetchone()
+    title, created_at = ctx.conn.execute("SELECT title, created_at FROM conversations WHERE tenant_id = ? AND id = ?",
+                                         (ctx.tenant_id, p.id)).fetchone()
     return Conversation(id=p.id, title=title, created_at=format_time(created_at))
 
 

@@ -19,6 +19,7 @@ from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import Unavailable
 from tests import pg, zygote
+from tests.tenancy import Checker
 from tests.fake_messages import fake_messages  # noqa: F401  (a fixture, shared by every test module)
 
 
@@ -40,6 +41,24 @@ def pg_url(pg_databases):
     url = pg_databases.create()
     yield url
     pg_databases.drop(url)
+
+
+@pytest.fixture(autouse=True)
+def routed_to_one_tenant(monkeypatch):
+    """Every statement Arbiter sends to PostgreSQL in this test stays on one tenant's node under Citus (issue #31,
+    "Scale out by tenant"): the test fails naming each that would fan out, where it was sent and why
+    (tests/tenancy.py; its EVERY_TENANT lists the exceptions). In this process only: a daemon's statements are
+    its own process's."""
+    if pg.admin_url() is None:
+        yield
+        return
+    from arbiter.store.pg.connection import Connection
+
+    checker = Checker()
+    monkeypatch.setattr(Connection, "trace", staticmethod(checker))
+    yield
+    if checker.problems:
+        pytest.fail(f"statements that would reach every tenant's node:\n{checker.report()}", pytrace=False)
 
 
 def isolated_env(home: Path, **extra: str) -> dict[str, str]:

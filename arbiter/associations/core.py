@@ -181,19 +181,21 @@ def entity(conn: apsw.Connection, v: Viewer, entry_id: int) -> list[Association]
     out: list[Association] = []
     seen = {entry_id}
     names = conn.execute(
-        "SELECT l.entity_id, x.name FROM entry_entities l JOIN entities x ON x.id = l.entity_id "
+        "SELECT l.entity_id, x.name FROM entry_entities l JOIN entities x ON x.tenant_id = l.tenant_id "
+        "AND x.id = l.entity_id "
         "WHERE l.entry_id = ? AND l.tenant_id = ?",
         (entry_id, v.tenant_id),
     ).fetchall()
     sql = (
-        "SELECT entry_id FROM entry_entities WHERE entity_id = ?1 AND entry_id != ?2 "
+        "SELECT entry_id FROM entry_entities WHERE tenant_id = ?4 AND entity_id = ?1 AND entry_id != ?2 "
         "ORDER BY abs(entry_id - ?2), entry_id LIMIT ?3"
         if _whole(v) else
-        "SELECT l.entry_id FROM entry_entities l JOIN entries e ON e.id = l.entry_id WHERE l.entity_id = ?1 "
+        "SELECT l.entry_id FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
+        "WHERE l.entity_id = ?1 "
         f"AND l.entry_id != ?2 AND {v.sees('e')} ORDER BY abs(l.entry_id - ?2), l.entry_id LIMIT ?3"
     )
     for entity_id, name in names:
-        others = conn.execute(sql, (entity_id, entry_id, ENTITY_MAX))
+        others = conn.execute(sql, (entity_id, entry_id, ENTITY_MAX) + ((v.tenant_id,) if _whole(v) else ()))
         for (other,) in others:
             if other not in seen:
                 seen.add(other)
@@ -382,7 +384,8 @@ def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int, v: Viewer | None
         derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
     v = v or users.whole_tenant(tenant_id)
     return conn.execute(
-        f"SELECT count(*) FROM associations s JOIN entries ea ON ea.id = s.a JOIN entries eb ON eb.id = s.b "
+        "SELECT count(*) FROM associations s JOIN entries ea ON ea.tenant_id = s.tenant_id AND ea.id = s.a "
+        "JOIN entries eb ON eb.tenant_id = s.tenant_id AND eb.id = s.b "
         f"WHERE s.tenant_id = ? AND {v.sees('ea')} AND {v.sees('eb')}",
         (tenant_id,),
     ).fetchone()[0]

@@ -44,8 +44,9 @@ def memory_version(conn, v: Viewer) -> int:
     ).fetchone()
     # A link counts only when both its ends are seen: one to an entry the caller cannot see is as missing.
     links = conn.execute(
-        f"SELECT count(*), total(r.id) FROM entries e JOIN relations r ON r.source_id = e.id "
-        f"JOIN entries t ON t.id = r.target_id WHERE {v.sees('e')} AND {v.sees('t')}"
+        "SELECT count(*), total(r.id) FROM entries e JOIN relations r ON r.tenant_id = e.tenant_id "
+        "AND r.source_id = e.id "
+        f"JOIN entries t ON t.tenant_id = r.tenant_id AND t.id = r.target_id WHERE {v.sees('e')} AND {v.sees('t')}"
     ).fetchone()
     facts = conn.execute(f"SELECT count(*), total(f.id), max(f.changed_at) FROM facts f WHERE {v.sees('f')}").fetchone()
     return _version(v.user_id, *row, *links, *facts)

@@ -29,8 +29,8 @@ def edges(conn: apsw.Connection, tenant_id: int) -> list[tuple[int, int, float]]
     # PostgreSQL's (hashed) grouping does not.
     for a, b, n in conn.execute(
         "SELECT a.entity_id, b.entity_id, count(*) FROM entry_entities a "
-        "JOIN entry_entities b ON b.entry_id = a.entry_id AND b.entity_id > a.entity_id "
-        "JOIN entries e ON e.id = a.entry_id "
+        "JOIN entry_entities b ON b.tenant_id = a.tenant_id AND b.entry_id = a.entry_id AND b.entity_id > a.entity_id "
+        "JOIN entries e ON e.tenant_id = a.tenant_id AND e.id = a.entry_id "
         "WHERE a.tenant_id = ? AND e.valid_to IS NULL GROUP BY 1, 2 ORDER BY 1, 2",
         (tenant_id,),
     ):
@@ -68,9 +68,11 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
 def members(conn: apsw.Connection, tenant_id: int, cluster: int, limit: int = SHOWN) -> list[EntityRef]:
     """A cluster's entities, most mentioned first."""
     rows = conn.execute(
-        "SELECT x.id, x.name, x.type FROM entity_clusters c JOIN entities x ON x.id = c.entity_id "
+        "SELECT x.id, x.name, x.type FROM entity_clusters c JOIN entities x ON x.tenant_id = c.tenant_id "
+        "AND x.id = c.entity_id "
         "WHERE c.tenant_id = ? AND c.cluster = ? AND x.merged_into IS NULL "
-        "ORDER BY (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) DESC, x.id LIMIT ?",
+        "ORDER BY (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id AND l.entity_id = x.id) DESC, "
+        "x.id LIMIT ?",
         (tenant_id, cluster, limit),
     )
     return [EntityRef(id=r[0], name=r[1], type=r[2]) for r in rows]

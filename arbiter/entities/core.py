@@ -120,7 +120,8 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
         return []
     best: dict[int, float] = {}
     for entity_id, form, count in conn.execute(
-        f"SELECT entity_id, norm, grams FROM entity_names WHERE id IN ({','.join('?' * len(top))})", top
+        f"SELECT entity_id, norm, grams FROM entity_names WHERE tenant_id = ? AND id IN ({','.join('?' * len(top))})",
+        (tenant_id, *top),
     ):
         score = nm.similarity_to(grams, form, count)
         if score >= floor and score > best.get(entity_id, 0.0):
@@ -169,7 +170,8 @@ def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | N
     if type is None or type == "other":
         return
     conn.execute(
-        "UPDATE entities SET type = ?, updated_at = ? WHERE id = ? AND type = 'other'", (type, now, entity_id)
+        "UPDATE entities SET type = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND type = 'other'",
+        (type, now, tenant_id, entity_id),
     )
     if conn.changes():
         _event(conn, tenant_id, entity_id, "retype", {"from": "other", "to": type}, now)
@@ -209,12 +211,13 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     return Resolution(entity_id, True, tuple(e for e, _ in near[:3]), "new", name_id)
 
 
-def refs(conn: apsw.Connection, ids) -> dict[int, EntityRef]:
-    """EntityRef by id for the given entity ids."""
+def refs(conn: apsw.Connection, tenant_id: int, ids) -> dict[int, EntityRef]:
+    """EntityRef by id for the given entity ids of `tenant_id`."""
     ids = list(dict.fromkeys(ids))
     if not ids:
         return {}
-    rows = conn.execute(f"SELECT id, name, type FROM entities WHERE id IN ({','.join('?' * len(ids))})", ids)
+    rows = conn.execute(f"SELECT id, name, type FROM entities WHERE tenant_id = ? AND id IN ({','.join('?' * len(ids))})",
+                        (tenant_id, *ids))
     return {r[0]: EntityRef(id=r[0], name=r[1], type=r[2]) for r in rows}
 
 
@@ -276,9 +279,9 @@ class Linker:
         return list(out.values())
 
 
-def mentions_of(conn: apsw.Connection, resolved: list[tuple[Resolution, str | None]]) -> list[Mention]:
-    """The `remember` result's `entities`, from what a Linker returned."""
-    by_id = refs(conn, [r.entity_id for r, _ in resolved] + [i for r, _ in resolved for i in r.possibly_same_as])
+def mentions_of(conn: apsw.Connection, tenant_id: int, resolved: list[tuple[Resolution, str | None]]) -> list[Mention]:
+    """The `remember` result's `entities`, from what a Linker of `tenant_id` returned."""
+    by_id = refs(conn, tenant_id, [r.entity_id for r, _ in resolved] + [i for r, _ in resolved for i in r.possibly_same_as])
     return [
         Mention(
             id=r.entity_id, name=by_id[r.entity_id].name, type=by_id[r.entity_id].type, created=r.created,
@@ -291,7 +294,8 @@ def mentions_of(conn: apsw.Connection, resolved: list[tuple[Resolution, str | No
 def mentions(conn: apsw.Connection, tenant_id: int, entry_id: int) -> list[EntityRef]:
     """The entities an entry mentions, by name."""
     rows = conn.execute(
-        "SELECT e.id, e.name, e.type FROM entry_entities l JOIN entities e ON e.id = l.entity_id "
+        "SELECT e.id, e.name, e.type FROM entry_entities l JOIN entities e ON e.tenant_id = l.tenant_id "
+        "AND e.id = l.entity_id "
         "WHERE l.entry_id = ? AND l.tenant_id = ? ORDER BY e.name",
         (entry_id, tenant_id),
     )
@@ -303,7 +307,7 @@ def entries_mentioning(conn: apsw.Connection, tenant_id: int, entity_id: int, li
     return [
         r[0]
         for r in conn.execute(
-            "SELECT l.entry_id FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+            "SELECT l.entry_id FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
             "WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL ORDER BY l.entry_id DESC LIMIT ?",
             (entity_id, tenant_id, limit),
         )
@@ -319,7 +323,7 @@ def _columns(conn: apsw.Connection, v: Viewer, dated: str | None = None) -> str:
         if not whole(v):  # not an assert: `python -O` would strip it, and a partial viewer would get the tenant's dates
             raise RuntimeError("a viewer of part of the tenant is dated by what they see (_rows)")
         dated = f"x.created_at, x.updated_at, {mentions_sql(v)}"
-    known = f"FROM entity_names n WHERE n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
+    known = f"FROM entity_names n WHERE n.tenant_id = x.tenant_id AND n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
     if engine.is_postgresql(conn):
         aliases = f"(SELECT coalesce(json_agg(n.name ORDER BY n.id)::text, '[]') {known})"
     else:
@@ -361,8 +365,9 @@ def _rows(conn: apsw.Connection, v: Viewer, ids: list[int]):
     return conn.execute(
         f"WITH {seen_links_sql(v, len(ids))} "
         f"SELECT {_columns(conn, v, f'{created}, {updated}, coalesce(c.n, 0)')} "
-        f"FROM entities x LEFT JOIN c ON c.id = x.id WHERE x.id IN ({marks}) AND (c.id IS NOT NULL OR {visible_sql(v)})",
-        (*ids, *ids),
+        f"FROM entities x LEFT JOIN c ON c.id = x.id WHERE x.tenant_id = ? AND x.id IN ({marks}) "
+        f"AND (c.id IS NOT NULL OR {visible_sql(v)})",
+        (*ids, v.tenant_id, *ids),
     )
 
 
@@ -427,7 +432,9 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
 
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
-            f"SELECT x.id, (SELECT count(*) FROM entry_entities WHERE entity_id = x.id) AS n FROM entities x "
+            "SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id "
+            "AND l.entity_id = x.id) "
+            "AS n FROM entities x "
             f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"),
             (*args, *([] if n is None else [n])),
         ).fetchall()
@@ -472,7 +479,8 @@ def count(conn: apsw.Connection, v: Viewer) -> int:
 def mentioning_entries(conn: apsw.Connection, v: Viewer, entity_id: int, limit: int) -> list[MentioningEntry]:
     """The active entries `v` sees that mention an entity, newest first."""
     rows = conn.execute(
-        "SELECT e.id, e.type, e.title, e.recorded_at FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        "SELECT e.id, e.type, e.title, e.recorded_at FROM entry_entities l "
+        "JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
         f"WHERE l.entity_id = ? AND l.tenant_id = ? AND e.valid_to IS NULL AND {v.sees('e')} ORDER BY e.id DESC LIMIT ?",
         (entity_id, v.tenant_id, limit),
     )
@@ -487,9 +495,9 @@ def _relation_columns(v: Viewer) -> str:
     return f"r.id, r.source_id, r.relation, r.target_id, r.weight, {created}, {updated}"
 
 
-def _relations(conn: apsw.Connection, rows) -> list[EntityRelation]:
+def _relations(conn: apsw.Connection, tenant_id: int, rows) -> list[EntityRelation]:
     rows = list(rows)
-    by_id = refs(conn, [r[1] for r in rows] + [r[3] for r in rows])
+    by_id = refs(conn, tenant_id, [r[1] for r in rows] + [r[3] for r in rows])
     return [
         EntityRelation(
             id=r[0], source=by_id[r[1]], relation=r[2], target=by_id[r[3]], weight=r[4],
@@ -509,7 +517,7 @@ def relations_of(conn: apsw.Connection, v: Viewer, entity_id: int) -> list[Entit
     if not whole(v):
         seen = visible_ids(conn, v, [r[1] for r in rows] + [r[3] for r in rows])
         rows = [r for r in rows if r[1] in seen and r[3] in seen]
-    return _relations(conn, rows)
+    return _relations(conn, v.tenant_id, rows)
 
 
 # ---- changing ------------------------------------------------------------------
@@ -525,14 +533,15 @@ def relate(conn: apsw.Connection, v: Viewer, source: str, relation: str, target:
         raise InvalidParams("an entity cannot be related to itself", path="target")
     conn.execute(
         "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) "
+        f"ON CONFLICT ({engine.conflict_key(conn, 'source_id, target_id, relation')}) "
         "DO UPDATE SET weight = entity_relations.weight + excluded.weight, updated_at = excluded.updated_at",
         (tenant_id, a, relation, b, weight, now, now),
     )
-    return _relations(conn, conn.execute(
-        f"SELECT {_relation_columns(v)} FROM entity_relations r WHERE r.source_id = ? AND r.target_id = ? "
-        "AND r.relation = ?",
-        (a, b, relation),
+    return _relations(conn, tenant_id, conn.execute(
+        f"SELECT {_relation_columns(v)} FROM entity_relations r WHERE r.tenant_id = ? AND r.source_id = ? "
+        "AND r.target_id = ? AND r.relation = ?",
+        (tenant_id, a, b, relation),
     ))[0]
 
 
@@ -541,7 +550,7 @@ def rename(conn: apsw.Connection, v: Viewer, name: str, new_name: str, *, now: i
     tenant_id = v.tenant_id
     entity_id = require(conn, v, name, "name")
     new_name = " ".join(new_name.split())
-    old = conn.execute("SELECT name FROM entities WHERE id = ?", (entity_id,)).fetchone()[0]
+    old = conn.execute("SELECT name FROM entities WHERE tenant_id = ? AND id = ?", (tenant_id, entity_id)).fetchone()[0]
     row = conn.execute(
         "SELECT entity_id FROM entity_names WHERE tenant_id = ? AND key = ?", (tenant_id, nm.key(new_name))
     ).fetchone()
@@ -550,7 +559,8 @@ def rename(conn: apsw.Connection, v: Viewer, name: str, new_name: str, *, now: i
         # same; the caller is not told which entity holds it.
         raise Conflict(f"another entity is already named {new_name!r}", path="new_name",
                        existing_id=row[0] if visible(conn, v, row[0]) else None)
-    conn.execute("UPDATE entity_names SET is_alias = 1 WHERE entity_id = ? AND is_alias = 0", (entity_id,))
+    conn.execute("UPDATE entity_names SET is_alias = 1 WHERE tenant_id = ? AND entity_id = ? AND is_alias = 0",
+                 (tenant_id, entity_id))
     if row is None:
         add_name(conn, tenant_id, entity_id, new_name, alias=False, now=now)
     else:  # an alias (or a change of case) becomes the name
@@ -558,7 +568,8 @@ def rename(conn: apsw.Connection, v: Viewer, name: str, new_name: str, *, now: i
             "UPDATE entity_names SET is_alias = 0, name = ? WHERE tenant_id = ? AND key = ?",
             (new_name, tenant_id, nm.key(new_name)),
         )
-    conn.execute("UPDATE entities SET name = ?, updated_at = ? WHERE id = ?", (new_name, now, entity_id))
+    conn.execute("UPDATE entities SET name = ?, updated_at = ? WHERE tenant_id = ? AND id = ?",
+                 (new_name, now, tenant_id, entity_id))
     _event(conn, tenant_id, entity_id, "rename", {"from": old, "to": new_name}, now)
     return get(conn, v, entity_id)
 
@@ -576,33 +587,39 @@ def merge(conn: apsw.Connection, v: Viewer, keep: str, other: str, *, now: int) 
     other_id = require(conn, v, other, "other")
     if keep_id == other_id:
         raise InvalidParams("cannot merge an entity into itself", path="other")
-    other_name = conn.execute("SELECT name FROM entities WHERE id = ?", (other_id,)).fetchone()[0]
-    conn.execute("UPDATE entity_names SET entity_id = ?, is_alias = 1 WHERE entity_id = ?", (keep_id, other_id))
-    moved = [r[0] for r in conn.execute("SELECT entry_id FROM entry_entities WHERE entity_id = ?", (other_id,))]
+    other_name = conn.execute("SELECT name FROM entities WHERE tenant_id = ? AND id = ?",
+                              (tenant_id, other_id)).fetchone()[0]
+    conn.execute("UPDATE entity_names SET entity_id = ?, is_alias = 1 WHERE tenant_id = ? AND entity_id = ?",
+                 (keep_id, tenant_id, other_id))
+    moved = [r[0] for r in conn.execute("SELECT entry_id FROM entry_entities WHERE tenant_id = ? AND entity_id = ?",
+                                        (tenant_id, other_id))]
     conn.execute(  # each link keeps the name it came through (which moves to `keep` too)
         "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) "
-        "SELECT entry_id, ?, tenant_id, how, name_id FROM entry_entities WHERE entity_id = ? ON CONFLICT DO NOTHING",
-        (keep_id, other_id),
+        "SELECT entry_id, ?, tenant_id, how, name_id FROM entry_entities WHERE tenant_id = ? AND entity_id = ? "
+        "ON CONFLICT DO NOTHING",
+        (keep_id, tenant_id, other_id),
     )
-    conn.execute("DELETE FROM entry_entities WHERE entity_id = ?", (other_id,))
+    conn.execute("DELETE FROM entry_entities WHERE tenant_id = ? AND entity_id = ?", (tenant_id, other_id))
     relations = conn.execute(
-        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE source_id = ? OR target_id = ?", (other_id, other_id)
+        f"SELECT {_RELATION_COLUMNS} FROM entity_relations WHERE tenant_id = ? AND (source_id = ? OR target_id = ?)",
+        (tenant_id, other_id, other_id)
     ).fetchall()
     for rid, src, rel, dst, weight, _, _ in relations:
         src, dst = (keep_id if src == other_id else src), (keep_id if dst == other_id else dst)
-        conn.execute("DELETE FROM entity_relations WHERE id = ?", (rid,))
+        conn.execute("DELETE FROM entity_relations WHERE tenant_id = ? AND id = ?", (tenant_id, rid))
         if src != dst:  # a relation between the two merged entities has nothing left to join
             conn.execute(
                 "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                f"ON CONFLICT ({engine.conflict_key(conn, 'source_id, target_id, relation')}) "
                 "DO UPDATE SET weight = entity_relations.weight + excluded.weight, updated_at = excluded.updated_at",
                 (tenant_id, src, rel, dst, weight, now, now),
             )
     conn.execute(
-        "UPDATE entities SET merged_into = ?, retired_at = ?, updated_at = ? WHERE id = ?",
-        (keep_id, now, now, other_id),
+        "UPDATE entities SET merged_into = ?, retired_at = ?, updated_at = ? WHERE tenant_id = ? AND id = ?",
+        (keep_id, now, now, tenant_id, other_id),
     )
-    conn.execute("UPDATE entities SET updated_at = ? WHERE id = ?", (now, keep_id))
+    conn.execute("UPDATE entities SET updated_at = ? WHERE tenant_id = ? AND id = ?", (now, tenant_id, keep_id))
     _event(conn, tenant_id, keep_id, "merge", {
         "other": other_id, "other_name": other_name, "entries": moved,
         "relations": [[r[1], r[2], r[3], r[4]] for r in relations],

@@ -56,13 +56,14 @@ def link_entry(conn: apsw.Connection, tenant_id: int, entry_id: int, p: Remember
                linker: Linker | None = None, v: Viewer | None = None) -> list[Mention]:
     """Resolve and link what entry `entry_id` (written from `p`, by `v`) mentions; the `remember` result's `entities`."""
     linker = linker or Linker(conn, tenant_id, now, v)
-    return mentions_of(conn, linker.link(entry_id, named_in(p)))
+    return mentions_of(conn, tenant_id, linker.link(entry_id, named_in(p)))
 
 
-def unlink_speaker(conn: apsw.Connection, entry_id: int) -> None:
-    """Forget who entry `entry_id` was linked to as its speaker, when `update` corrects the speaker.
+def unlink_speaker(conn: apsw.Connection, tenant_id: int, entry_id: int) -> None:
+    """Forget who entry `entry_id` (of `tenant_id`) was linked to as its speaker, when `update` corrects the speaker.
 
     A mention of that person in the text is linked again with the new text's
     links, as `extracted`.
     """
-    conn.execute("DELETE FROM entry_entities WHERE entry_id = ? AND how = 'speaker'", (entry_id,))
+    conn.execute("DELETE FROM entry_entities WHERE tenant_id = ? AND entry_id = ? AND how = 'speaker'",
+                 (tenant_id, entry_id))

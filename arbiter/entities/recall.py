@@ -53,7 +53,8 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
     if not keys:
         return NONE
     rows = conn.execute(
-        f"SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.id = n.entity_id "
+        "SELECT DISTINCT n.entity_id, x.name FROM entity_names n JOIN entities x ON x.tenant_id = n.tenant_id "
+        "AND x.id = n.entity_id "
         f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))}) AND {visible_sql(v)} "
         f"AND {names_sql(v)[0]}",
         (v.tenant_id, *keys),
@@ -64,19 +65,21 @@ def query_entities(conn: apsw.Connection, v: Viewer, text: str, *, stopwords: fr
     if not whole(v):
         return QueryEntities(ids=ids, names=tuple(sorted(r[1] for r in rows)))
     clusters = tuple(r[0] for r in conn.execute(
-        f"SELECT DISTINCT cluster FROM entity_clusters WHERE entity_id IN ({','.join('?' * len(ids))})", ids
+        "SELECT DISTINCT cluster FROM entity_clusters WHERE tenant_id = ? "
+        f"AND entity_id IN ({','.join('?' * len(ids))})",
+        (v.tenant_id, *ids)
     ))
     return QueryEntities(ids=ids, clusters=clusters, names=tuple(sorted(r[1] for r in rows)))
 
 
-def linked(conn: apsw.Connection, entity_ids: tuple[int, ...], entry_ids: list[int]) -> set[int]:
-    """The entries among `entry_ids` that mention any of `entity_ids`."""
+def linked(conn: apsw.Connection, tenant_id: int, entity_ids: tuple[int, ...], entry_ids: list[int]) -> set[int]:
+    """The entries (of `tenant_id`) among `entry_ids` that mention any of `entity_ids`."""
     if not entity_ids or not entry_ids:
         return set()
     return {r[0] for r in conn.execute(
-        f"SELECT DISTINCT entry_id FROM entry_entities WHERE entry_id IN ({','.join('?' * len(entry_ids))}) "
-        f"AND entity_id IN ({','.join('?' * len(entity_ids))})",
-        (*entry_ids, *entity_ids),
+        f"SELECT DISTINCT entry_id FROM entry_entities WHERE tenant_id = ? AND entry_id IN "
+        f"({','.join('?' * len(entry_ids))}) AND entity_id IN ({','.join('?' * len(entity_ids))})",
+        (tenant_id, *entry_ids, *entity_ids),
     )}
 
 
@@ -85,21 +88,23 @@ def in_clusters(conn: apsw.Connection, tenant_id: int, clusters: tuple[int, ...]
     if not clusters or not entry_ids:
         return set()
     return {r[0] for r in conn.execute(
-        f"SELECT DISTINCT l.entry_id FROM entry_entities l JOIN entity_clusters c ON c.entity_id = l.entity_id "
+        "SELECT DISTINCT l.entry_id FROM entry_entities l JOIN entity_clusters c ON c.tenant_id = l.tenant_id "
+        "AND c.entity_id = l.entity_id "
         f"WHERE l.entry_id IN ({','.join('?' * len(entry_ids))}) AND c.tenant_id = ? "
         f"AND c.cluster IN ({','.join('?' * len(clusters))})",
         (*entry_ids, tenant_id, *clusters),
     )}
 
 
-def saliences(conn: apsw.Connection, entry_ids: list[int], *, now: int) -> dict[int, float]:
-    """Each entry's salience at `now`."""
+def saliences(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *, now: int) -> dict[int, float]:
+    """Each entry's (of `tenant_id`) salience at `now`."""
     if not entry_ids:
         return {}
     from arbiter.salience import SALIENCE_SQL
 
     return dict(conn.execute(
-        f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT JOIN entry_salience s ON s.entry_id = e.id "
-        f"WHERE e.id IN ({','.join('?' * len(entry_ids))})",
-        (now, *entry_ids),
+        f"SELECT e.id, {SALIENCE_SQL.format(now='?')} FROM entries e LEFT "
+        "JOIN entry_salience s ON s.tenant_id = e.tenant_id AND s.entry_id = e.id "
+        f"WHERE e.tenant_id = ? AND e.id IN ({','.join('?' * len(entry_ids))})",
+        (now, tenant_id, *entry_ids),
     ))

@@ -27,7 +27,8 @@ def visible_sql(v: Viewer, x: str = "x") -> str:
     if whole(v):
         return tenant
     return (
-        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        f"({tenant} AND (EXISTS (SELECT 1 FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
+        "AND e.id = l.entry_id "
         f"WHERE l.entity_id = {x}.id AND {v.sees('e')})"
         + "".join(f" OR EXISTS ({arm})" for arm in _facts_sql(v, "1", x)) + "))"
     )
@@ -61,7 +62,8 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     if whole(v):
         return f"{x}.created_at", f"{x}.updated_at"
     seen = (
-        f"SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        "SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
+        "AND e.id = l.entry_id "
         f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
     )
@@ -84,15 +86,16 @@ def _dates(x: str, seen: str) -> tuple[str, str]:
             f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}) s)")
 
 
-def links_sql(n: int) -> str:
-    """SQL for a `WITH`: `m(entity_id, entry_id)`, the links of the `n` entities bound first, in entry order. Read
+def links_sql(tenant_id: int, n: int) -> str:
+    """SQL for a `WITH`: `m(entity_id, entry_id)`, the links of the `n` entities (of `tenant_id`) bound first, in
+    entry order. Read
     as `m CROSS JOIN entries e` (m first: SQLite keeps a CROSS JOIN's order), each leaf page of `entries` is read
     once for the run of links into it, not once a link."""
     # One entity's links come in entry order from its index (entity_id, entry_id): copying them out first only costs
     # (`get` of an entity with 4.6K links, in process: 0.85 ms of CPU materialised, 0.68 not).
     how = "MATERIALIZED" if n > 1 else "NOT MATERIALIZED"
     return (f"m(entity_id, entry_id) AS {how} (SELECT entity_id, entry_id FROM entry_entities "
-            f"WHERE entity_id IN ({','.join('?' * n)}) ORDER BY entry_id)")
+            f"WHERE tenant_id = {int(tenant_id)} AND entity_id IN ({','.join('?' * n)}) ORDER BY entry_id)")
 
 
 def seen_links_sql(v: Viewer, n: int, *, until: bool = False) -> str:
@@ -100,7 +103,7 @@ def seen_links_sql(v: Viewer, n: int, *, until: bool = False) -> str:
     that an entry `v` sees names (recorded by a time bound after the ids, with `until`), how many such entries, and
     the earliest and latest of their `recorded_at`, in one pass over the links (the inputs of `dated_sql`)."""
     recorded = "e.recorded_at <= ? AND " if until else ""
-    return (f"{links_sql(n)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
+    return (f"{links_sql(v.tenant_id, n)}, c(id, n, first, last) AS (SELECT m.entity_id, count(*), min(e.recorded_at), "
             f"max(e.recorded_at) FROM m CROSS JOIN entries e WHERE e.id = m.entry_id AND {recorded}{v.sees('e')} "
             "GROUP BY m.entity_id)")
 
@@ -147,7 +150,7 @@ def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
     """
     if whole(v):
         return "TRUE", f"{n}.created_at"
-    through = (f"FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+    through = (f"FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
                f"WHERE l.entity_id = {n}.entity_id AND l.name_id = {n}.id AND {v.sees('e')}")
     return (f"({n}.is_alias = 0 OR EXISTS (SELECT 1 {through}))",
             f"max({n}.created_at, coalesce((SELECT min(e.recorded_at) {through}), {n}.created_at))")
@@ -156,8 +159,8 @@ def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
 def mentions_sql(v: Viewer, x: str = "x") -> str:
     """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
     if whole(v):
-        return f"(SELECT count(*) FROM entry_entities WHERE entity_id = {x}.id)"
-    return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.id = l.entry_id "
+        return f"(SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {x}.tenant_id AND l.entity_id = {x}.id)"
+    return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
             f"WHERE l.entity_id = {x}.id AND {v.sees('e')})")
 
 
@@ -185,7 +188,8 @@ def named_sql(v: Viewer) -> str:
     """SQL: `visible_sql` from the other side, a row (`id`, `m`) per link of an entry `v` sees (`m` 1) and per
     active fact `v` sees naming an entity (`m` 0): reads every entry of the tenant, and only what `v` sees after."""
     return (
-        f"SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.entry_id = e.id WHERE {v.sees('e')}"
+        "SELECT l.entity_id AS id, 1 AS m FROM entries e JOIN entry_entities l ON l.tenant_id = e.tenant_id "
+        f"AND l.entry_id = e.id WHERE {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "{id}, 0"))
     )
 

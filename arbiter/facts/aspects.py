@@ -138,19 +138,19 @@ _DIMENSIONS = """
     SELECT count(*), avg(f.confidence),
         (SELECT count(*) FROM (
             SELECT coalesce('e' || f2.subject_entity_id, 't' || f2.subject_key)
-                FROM fact_aspects a2 JOIN facts f2 ON f2.id = a2.fact_id
+                FROM fact_aspects a2 JOIN facts f2 ON f2.tenant_id = a2.tenant_id AND f2.id = a2.fact_id
                 WHERE a2.tenant_id = :t AND a2.aspect = :a AND f2.status = 'active' AND f2.valid_to IS NULL {scope2}
             UNION
             SELECT coalesce('e' || f2.object_entity_id, 't' || f2.object_key)
-                FROM fact_aspects a2 JOIN facts f2 ON f2.id = a2.fact_id
+                FROM fact_aspects a2 JOIN facts f2 ON f2.tenant_id = a2.tenant_id AND f2.id = a2.fact_id
                 WHERE a2.tenant_id = :t AND a2.aspect = :a AND f2.status = 'active' AND f2.valid_to IS NULL {scope2}
             LIMIT {breadth}) m),
         (SELECT count(*) FROM (
             SELECT DISTINCT f2.predicate
-                FROM fact_aspects a2 JOIN facts f2 ON f2.id = a2.fact_id
+                FROM fact_aspects a2 JOIN facts f2 ON f2.tenant_id = a2.tenant_id AND f2.id = a2.fact_id
                 WHERE a2.tenant_id = :t AND a2.aspect = :a AND f2.status = 'active' AND f2.valid_to IS NULL {scope2}
             LIMIT {diversity}) m)
-    FROM fact_aspects a JOIN facts f ON f.id = a.fact_id
+    FROM fact_aspects a JOIN facts f ON f.tenant_id = a.tenant_id AND f.id = a.fact_id
     WHERE a.tenant_id = :t AND a.aspect = :a AND f.status = 'active' AND f.valid_to IS NULL {scope}
 """
 

@@ -59,14 +59,14 @@ class _Current:
     active: bool
 
 
-def _candidates(conn: apsw.Connection, batch_id: int) -> list[_Candidate]:
+def _candidates(conn: apsw.Connection, tenant_id: int, batch_id: int) -> list[_Candidate]:
     return [
         _Candidate(*row)
         for row in conn.execute(
             "SELECT id, subject, subject_key, predicate, object, object_key, confidence, valid_from, object_entity_id, "
             "aspect_slugs FROM facts "
-            "WHERE batch_id = ? AND status = 'candidate' ORDER BY valid_from, id",
-            (batch_id,),
+            "WHERE tenant_id = ? AND batch_id = ? AND status = 'candidate' ORDER BY valid_from, id",
+            (tenant_id, batch_id),
         )
     ]
 
@@ -88,7 +88,7 @@ def _active(conn: apsw.Connection, tenant_id: int, scope: int, subject_key: str,
 
 def _judge(conn: apsw.Connection, tenant_id: int, batch_id: int, threshold: float, scope: int) -> list[_Candidate]:
     """Findings for every candidate of a batch, in valid-time order, against the active facts of its scope; writes nothing."""
-    cands = _candidates(conn, batch_id)
+    cands = _candidates(conn, tenant_id, batch_id)
     current: dict[tuple[str, str], list[_Current]] = {}
     functional: dict[str, bool] = {}
     for c in cands:
@@ -126,10 +126,10 @@ def _judge(conn: apsw.Connection, tenant_id: int, batch_id: int, threshold: floa
     return cands
 
 
-def _record(conn: apsw.Connection, cands: list[_Candidate]) -> None:
+def _record(conn: apsw.Connection, tenant_id: int, cands: list[_Candidate]) -> None:
     conn.executemany(
-        "UPDATE facts SET finding = ?, finding_fact_id = ?, reason = ? WHERE id = ?",
-        [(c.finding, c.target, c.reason, c.id) for c in cands],
+        "UPDATE facts SET finding = ?, finding_fact_id = ?, reason = ? WHERE tenant_id = ? AND id = ?",
+        [(c.finding, c.target, c.reason, tenant_id, c.id) for c in cands],
     )
 
 
@@ -155,8 +155,9 @@ def evaluate(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> st
     engine.serialize(conn, engine.FACT_GATE, v.tenant_id)
     _, _, status, threshold, *_, scope = store.batch_row(conn, v, batch_id)
     if status in ("proposed", "evaluated"):
-        _record(conn, _judge(conn, v.tenant_id, batch_id, threshold, _judged_scope(conn, v, batch_id, scope)))
-        conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE id = ?", (now, batch_id))
+        _record(conn, v.tenant_id, _judge(conn, v.tenant_id, batch_id, threshold, _judged_scope(conn, v, batch_id, scope)))
+        conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE tenant_id = ? AND id = ?",
+                     (now, v.tenant_id, batch_id))
     return status
 
 
@@ -174,23 +175,26 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
     if status == "rejected":
         raise Conflict(f"batch {batch_id} was rejected; propose its facts again in a new batch", path="id")
     cands = _judge(conn, tenant_id, batch_id, threshold, _judged_scope(conn, v, batch_id, scope))
-    _record(conn, cands)
-    conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE id = ?", (now, batch_id))
+    _record(conn, tenant_id, cands)
+    conn.execute("UPDATE patch_batches SET status = 'evaluated', evaluated_at = ? WHERE tenant_id = ? AND id = ?",
+                 (now, tenant_id, batch_id))
     touched: set[str] = set()
     used: set[str] = set()
     for c in cands:
         if c.finding in PASSING:
             if c.finding == "supersede":
                 conn.execute(
-                    "UPDATE facts SET valid_to = max(valid_from, ?), changed_at = ? WHERE id = ? AND valid_to IS NULL",
-                    (c.valid_from, now, c.target),
+                    "UPDATE facts SET valid_to = max(valid_from, ?), changed_at = ? WHERE tenant_id = ? AND id = ? "
+                    "AND valid_to IS NULL",
+                    (c.valid_from, now, tenant_id, c.target),
                 )
-                touched.update(_aspects_of(conn, c.target))
+                touched.update(_aspects_of(conn, tenant_id, c.target))
             if c.object_entity_id is None and c.predicate in store.OBJECT_TYPES:
                 store.link_object(conn, tenant_id, c.id, c.predicate, c.object, now=now)
             conn.execute(
-                "UPDATE facts SET status = 'active', supersedes_fact_id = ?, changed_at = ? WHERE id = ?",
-                (c.target if c.finding == "supersede" else None, now, c.id),
+                "UPDATE facts SET status = 'active', supersedes_fact_id = ?, changed_at = ? WHERE tenant_id = ? "
+                "AND id = ?",
+                (c.target if c.finding == "supersede" else None, now, tenant_id, c.id),
             )
             slugs = _slugs.decode(c.aspect_slugs)
             conn.executemany(
@@ -202,17 +206,16 @@ def apply(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool:
             continue
         if c.finding == "reinforce":
             conn.execute(
-                "UPDATE facts SET confidence = max(confidence, ?), changed_at = ? WHERE id = ?",
-                (c.confidence, now, c.target),
+                "UPDATE facts SET confidence = max(confidence, ?), changed_at = ? WHERE tenant_id = ? AND id = ?",
+                (c.confidence, now, tenant_id, c.target),
             )
-            conn.execute(
-                "INSERT INTO fact_sources(fact_id, entry_id) SELECT ?, entry_id FROM fact_sources "
-                "WHERE fact_id = ? ON CONFLICT DO NOTHING",
-                (c.target, c.id),
-            )
-            touched.update(_aspects_of(conn, c.target))
-        conn.execute("UPDATE facts SET status = 'rejected', changed_at = ? WHERE id = ?", (now, c.id))
-    conn.execute("UPDATE patch_batches SET status = 'applied', decided_at = ? WHERE id = ?", (now, batch_id))
+            store.add_sources(conn, tenant_id, c.target, [r[0] for r in conn.execute(
+                f"SELECT entry_id FROM fact_sources WHERE {store.pin(conn, tenant_id)}fact_id = ?", (c.id,))])
+            touched.update(_aspects_of(conn, tenant_id, c.target))
+        conn.execute("UPDATE facts SET status = 'rejected', changed_at = ? WHERE tenant_id = ? AND id = ?",
+                     (now, tenant_id, c.id))
+    conn.execute("UPDATE patch_batches SET status = 'applied', decided_at = ? WHERE tenant_id = ? AND id = ?",
+                 (now, tenant_id, batch_id))
     store.register_used(conn, tenant_id, used, now=now)
     aspects.refresh(conn, tenant_id, touched, now=now)
     return True
@@ -228,12 +231,14 @@ def reject(conn: apsw.Connection, v: Viewer, batch_id: int, *, now: int) -> bool
         raise Conflict(f"batch {batch_id} was applied; supersede its facts with a new batch instead", path="id")
     conn.execute(
         "UPDATE facts SET status = 'rejected', finding = 'batch_rejected', reason = 'the batch was rejected', "
-        "changed_at = ? WHERE batch_id = ? AND status = 'candidate'",
-        (now, batch_id),
+        "changed_at = ? WHERE tenant_id = ? AND batch_id = ? AND status = 'candidate'",
+        (now, v.tenant_id, batch_id),
     )
-    conn.execute("UPDATE patch_batches SET status = 'rejected', decided_at = ? WHERE id = ?", (now, batch_id))
+    conn.execute("UPDATE patch_batches SET status = 'rejected', decided_at = ? WHERE tenant_id = ? AND id = ?",
+                 (now, v.tenant_id, batch_id))
     return True
 
 
-def _aspects_of(conn: apsw.Connection, fact_id: int) -> list[str]:
-    return [r[0] for r in conn.execute("SELECT aspect FROM fact_aspects WHERE fact_id = ?", (fact_id,))]
+def _aspects_of(conn: apsw.Connection, tenant_id: int, fact_id: int) -> list[str]:
+    return [r[0] for r in conn.execute("SELECT aspect FROM fact_aspects WHERE tenant_id = ? AND fact_id = ?",
+                                       (tenant_id, fact_id))]

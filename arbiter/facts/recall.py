@@ -27,7 +27,7 @@ from arbiter._time import format_time, parse_time
 from arbiter.model import FactHit, RecallParams
 from arbiter.recall import _rank
 from arbiter.recall.query import STOPWORDS, analyze, expression, quote, tokenizer
-from arbiter.facts.store import sources_sql
+from arbiter.facts.store import known_join, sources_sql
 from arbiter.store import engine
 from arbiter.store.users import Viewer
 
@@ -88,8 +88,7 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     state, join = "f", ""
     if known_at is not None:
         state = "r"
-        join = (" JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
-                "AND x.recorded_at <= :known)")
+        join = known_join(conn)
     if as_of is None:
         visible = f"{state}.valid_to IS NULL"
     else:
@@ -98,7 +97,7 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     rows = conn.execute(
         f"""
         SELECT f.id, f.subject, f.predicate, f.object, {state}.confidence, f.valid_from, {state}.valid_to,
-            {sources_sql(v)}
+            {sources_sql(conn, v)}
         FROM facts f{join}
         WHERE f.id IN ({ids}) AND f.tenant_id = :t AND {state}.status = 'active' AND {visible} AND {v.sees('f')}
         """,

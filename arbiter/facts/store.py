@@ -80,7 +80,7 @@ def link_object(conn: apsw.Connection, tenant_id: int, fact_id: int, predicate: 
         engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
         found = entities_core.lookup(conn, tenant_id, obj)
     entity = found[0] if found else entities_core.create(conn, tenant_id, canonical(obj), type=OBJECT_TYPES[predicate], now=now)
-    conn.execute("UPDATE facts SET object_entity_id = ? WHERE id = ?", (entity, fact_id))
+    conn.execute("UPDATE facts SET object_entity_id = ? WHERE tenant_id = ? AND id = ?", (entity, tenant_id, fact_id))
 
 
 # ---- predicates -----------------------------------------------------------------
@@ -193,7 +193,8 @@ def add_candidates(
     must be an entry the proposer sees.
     """
     tenant_id = v.tenant_id
-    author, scope = conn.execute("SELECT author_id, scope_id FROM patch_batches WHERE id = ?", (batch_id,)).fetchone()
+    author, scope = conn.execute("SELECT author_id, scope_id FROM patch_batches WHERE tenant_id = ? AND id = ?",
+                                 (tenant_id, batch_id)).fetchone()
     rows = []
     for i, (p, slugs, subject_entity, object_entity) in enumerate(items):
         relations.require_entries(conn, v, list(dict.fromkeys(p.sources)), f"facts[{i}].sources")
@@ -211,9 +212,29 @@ def add_candidates(
              object_entity, p.confidence, valid_from, msgspec.json.encode(slugs).decode(), now, now),
         ).fetchone()[0]
         ids.append(fid)
-        for eid in dict.fromkeys(p.sources):
-            conn.execute("INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?)", (fid, eid))
+        add_sources(conn, tenant_id, fid, dict.fromkeys(p.sources))
     return ids
+
+
+def pin(conn: apsw.Connection, tenant_id: int, alias: str = "") -> str:
+    """SQL `tenant_id = N AND ` for a table SQLite keys by fact alone (fact_sources, fact_revisions; `alias` "" or
+    "s."): PostgreSQL's rows carry their tenant, and naming it keeps the statement on its node under Citus
+    (p005_tenant_keys); SQLite's have no such column, nor need one (a fact is one tenant's)."""
+    return f"{alias}tenant_id = {int(tenant_id)} AND " if engine.is_postgresql(conn) else ""
+
+
+def add_sources(conn: apsw.Connection, tenant_id: int, fact_id: int, entry_ids) -> None:
+    """Record entries a fact rests on (one already recorded stays once).
+
+    PostgreSQL's fact_sources names its tenant (p005_tenant_keys: Citus routes an INSERT by it); SQLite's has
+    no such column, nor needs one (a fact is one tenant's).
+    """
+    pg = engine.is_postgresql(conn)
+    conn.executemany(
+        f"INSERT INTO fact_sources({'tenant_id, ' if pg else ''}fact_id, entry_id) VALUES ({'?, ' if pg else ''}?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [((tenant_id,) if pg else ()) + (fact_id, entry_id) for entry_id in entry_ids],
+    )
 
 
 def batch_row(conn: apsw.Connection, v: Viewer, batch_id: int) -> tuple:
@@ -235,23 +256,24 @@ def _counts(conn: apsw.Connection, where: str, binds: tuple) -> dict[str, int]:
     }
 
 
-def _who(conn: apsw.Connection, batch_id: int) -> tuple[str | None, str | None]:
+def _who(conn: apsw.Connection, tenant_id: int, batch_id: int) -> tuple[str | None, str | None]:
     """(author name, team name or None) of a batch."""
     return conn.execute(
         "SELECT u.name, t.name FROM patch_batches b LEFT JOIN users u ON u.id = b.author_id "
-        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.id = ?",
-        (batch_id,),
+        "LEFT JOIN scopes s ON s.id = b.scope_id LEFT JOIN teams t ON t.id = s.team_id WHERE b.tenant_id = ? "
+        "AND b.id = ?",
+        (tenant_id, batch_id),
     ).fetchone()
 
 
 def batch(conn: apsw.Connection, v: Viewer, batch_id: int, *, note: str | None = None, changed: bool = True) -> Batch:
     bid, origin, status, threshold, created, evaluated, decided, _, _ = batch_row(conn, v, batch_id)
     facts = _facts(conn, v, "f.batch_id = ?", (bid,), order="f.id")
-    author, team = _who(conn, bid)
+    author, team = _who(conn, v.tenant_id, bid)
     return Batch(
         id=bid, origin=origin, status=status, threshold=threshold, created_at=format_time(created),
         evaluated_at=format_time(evaluated), decided_at=format_time(decided), facts=facts,
-        counts=_counts(conn, "batch_id = ?", (bid,)), note=note, changed=changed, author=author, team=team,
+        counts=_counts(conn, "tenant_id = ? AND batch_id = ?", (v.tenant_id, bid)), note=note, changed=changed, author=author, team=team,
     )
 
 
@@ -264,8 +286,8 @@ def batches(conn: apsw.Connection, v: Viewer, *, status: str | None, limit: int)
         binds += (status,)
     out = []
     for bid, origin, st, created in conn.execute(sql + " ORDER BY b.id DESC LIMIT ?", binds + (limit,)).fetchall():
-        counts = _counts(conn, "batch_id = ?", (bid,))
-        author, team = _who(conn, bid)
+        counts = _counts(conn, "tenant_id = ? AND batch_id = ?", (v.tenant_id, bid))
+        author, team = _who(conn, v.tenant_id, bid)
         out.append(BatchSummary(
             id=bid, origin=origin, status=st, created_at=format_time(created), facts=sum(counts.values()),
             counts=counts, author=author, team=team,
@@ -300,27 +322,36 @@ def named_sql(v: Viewer, fact: str = "f") -> dict[str, str]:
     }
 
 
-def sources_sql(v: Viewer, fact: str = "f") -> str:
+def same_tenant(conn: apsw.Connection, alias: str, fact: str) -> str:
+    """SQL `alias.tenant_id = fact.tenant_id AND ` joining a table SQLite keys by fact alone to its fact, where
+    its rows carry their tenant (PostgreSQL: as `pin`)."""
+    return f"{alias}.tenant_id = {fact}.tenant_id AND " if engine.is_postgresql(conn) else ""
+
+
+def sources_sql(conn: apsw.Connection, v: Viewer, fact: str = "f") -> str:
     """SQL: a fact's source entry ids that `v` sees, comma-separated (a teammate's fact may cite their private entry)."""
     if v.solo or v.everyone:
-        return f"(SELECT group_concat(entry_id) FROM fact_sources s WHERE s.fact_id = {fact}.id)"
+        return (f"(SELECT group_concat(entry_id) FROM fact_sources s "
+                f"WHERE {same_tenant(conn, 's', fact)}s.fact_id = {fact}.id)")
     return (f"(SELECT group_concat(s.entry_id) FROM fact_sources s JOIN entries e ON e.id = s.entry_id "
-            f"WHERE s.fact_id = {fact}.id AND {v.sees('e')})")
+            f"WHERE {same_tenant(conn, 's', fact)}s.fact_id = {fact}.id AND {v.sees('e')})")
 
 
-def _now_columns(v: Viewer) -> str:
-    return _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to", sources=sources_sql(v),
-                           **named_sql(v))
+def _now_columns(conn: apsw.Connection, v: Viewer) -> str:
+    return _COLUMNS.format(confidence="f.confidence", status="f.status", valid_to="f.valid_to",
+                           sources=sources_sql(conn, v), **named_sql(v))
 
 
-def _known_columns(v: Viewer) -> str:
+def _known_columns(conn: apsw.Connection, v: Viewer) -> str:
     """The state recorded at a record-time instant: the latest revision at or before it."""
-    return _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to", sources=sources_sql(v),
-                           **named_sql(v))
-_KNOWN_JOIN = (
-    " JOIN fact_revisions r ON r.id = (SELECT max(x.id) FROM fact_revisions x WHERE x.fact_id = f.id "
-    "AND x.recorded_at <= :known)"
-)
+    return _COLUMNS.format(confidence="r.confidence", status="r.status", valid_to="r.valid_to",
+                           sources=sources_sql(conn, v), **named_sql(v))
+
+
+def known_join(conn: apsw.Connection) -> str:
+    """SQL: ` JOIN fact_revisions r`, each fact `f`'s latest revision recorded by `:known`."""
+    return (f" JOIN fact_revisions r ON {same_tenant(conn, 'r', 'f')}r.id = (SELECT max(x.id) FROM fact_revisions x "
+            f"WHERE {same_tenant(conn, 'x', 'f')}x.fact_id = f.id AND x.recorded_at <= :known)")
 
 
 def _fact(row: tuple) -> Fact:
@@ -337,7 +368,7 @@ def _fact(row: tuple) -> Fact:
 
 def _facts(conn: apsw.Connection, v: Viewer, where: str, binds, *, order: str = "f.id",
            limit: int | None = None) -> list[Fact]:
-    sql = f"SELECT {_now_columns(v)} FROM facts f WHERE ({where}) AND {v.sees('f')} ORDER BY {order}"
+    sql = f"SELECT {_now_columns(conn, v)} FROM facts f WHERE ({where}) AND {v.sees('f')} ORDER BY {order}"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return [_fact(r) for r in conn.execute(sql, binds)]
@@ -364,9 +395,9 @@ def read(
         raise InvalidParams.at("as_of", "only active facts have a validity window")
     binds: dict = {"t": v.tenant_id, "status": status}
     if known_at is None:
-        cols, join, st, vto = _now_columns(v), "", "f.status", "f.valid_to"
+        cols, join, st, vto = _now_columns(conn, v), "", "f.status", "f.valid_to"
     else:
-        cols, join, st, vto = _known_columns(v), _KNOWN_JOIN, "r.status", "r.valid_to"
+        cols, join, st, vto = _known_columns(conn, v), known_join(conn), "r.status", "r.valid_to"
         binds["known"] = known_at
     where = [f"f.tenant_id = :t AND {st} = :status", v.sees("f")]
     if status == "active" and known_at is None:
@@ -403,14 +434,14 @@ def lineage(conn: apsw.Connection, v: Viewer, fact_id: int) -> tuple[list[Fact],
     ids = [r[0] for r in conn.execute(
         """
         WITH RECURSIVE up(id) AS (
-            SELECT ? UNION SELECT f.supersedes_fact_id FROM facts f JOIN up ON f.id = up.id
-                WHERE f.supersedes_fact_id IS NOT NULL
+            SELECT ?1 UNION SELECT f.supersedes_fact_id FROM facts f JOIN up ON f.id = up.id
+                WHERE f.tenant_id = ?2 AND f.supersedes_fact_id IS NOT NULL
         ), down(id) AS (
-            SELECT ? UNION SELECT f.id FROM facts f JOIN down ON f.supersedes_fact_id = down.id
+            SELECT ?1 UNION SELECT f.id FROM facts f JOIN down ON f.supersedes_fact_id = down.id WHERE f.tenant_id = ?2
         )
         SELECT id FROM up UNION SELECT id FROM down
         """,
-        (fact_id, fact_id),
+        (fact_id, v.tenant_id),
     )]
     facts = _facts(conn, v, f"f.id IN ({','.join('?' * len(ids))})", ids, order="f.valid_from, f.id")
     ids = [f.id for f in facts]
@@ -418,7 +449,8 @@ def lineage(conn: apsw.Connection, v: Viewer, fact_id: int) -> tuple[list[Fact],
     revisions = [
         FactRevision(fact_id=fid, status=st, valid_to=format_time(vto), confidence=conf, recorded_at=format_time(at))
         for fid, st, vto, conf, at in conn.execute(
-            f"SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions WHERE fact_id IN ({marks}) "
+            "SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions "
+            f"WHERE {pin(conn, v.tenant_id)}fact_id IN ({marks}) "
             # Record time, then fact: states one apply recorded at one instant come in an order an import can
             # reproduce (it replays each fact's states in turn; transfer/facts.py).
             "ORDER BY recorded_at, fact_id, id",

@@ -109,8 +109,8 @@ def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
             SELECT hop1.id FROM hop1 JOIN entries e ON e.id = hop1.id WHERE {v.sees()}
         ), hop2(id) AS (
             SELECT id FROM seen1
-            UNION SELECT r.target_id FROM relations r JOIN seen1 ON r.source_id = seen1.id
-            UNION SELECT r.source_id FROM relations r JOIN seen1 ON r.target_id = seen1.id
+            UNION SELECT r.target_id FROM relations r JOIN seen1 ON r.source_id = seen1.id WHERE r.tenant_id = ?2
+            UNION SELECT r.source_id FROM relations r JOIN seen1 ON r.target_id = seen1.id WHERE r.tenant_id = ?2
         )
         SELECT count(*) FROM hop2 JOIN entries e ON e.id = hop2.id WHERE hop2.id != ?1 AND {v.sees()}
         """,

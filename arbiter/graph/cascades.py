@@ -39,8 +39,10 @@ Handler = Callable[[apsw.Connection, Viewer, int, int, int | None], list[int]]
 _MAX_DEPTH = 1000
 
 
-def below(conn: apsw.Connection, entry_id: int, *, seen_by: Viewer | None = None) -> list[tuple[int, int]]:
-    """(id, author id) of every entry below `entry_id` in its thread, whoever wrote it and whatever its state.
+def below(conn: apsw.Connection, tenant_id: int, entry_id: int, *,
+          seen_by: Viewer | None = None) -> list[tuple[int, int]]:
+    """(id, author id) of every entry below `entry_id` (of `tenant_id`) in its thread, whoever wrote it and
+    whatever its state.
 
     With `seen_by`, only down through the replies that viewer sees: what lies below one they do not see is left out.
     """
@@ -50,22 +52,23 @@ def below(conn: apsw.Connection, entry_id: int, *, seen_by: Viewer | None = None
         WITH RECURSIVE down(id, depth) AS (
             SELECT ?1, 0
             UNION ALL SELECT e.id, down.depth + 1 FROM entries e JOIN down ON e.parent_id = down.id
-            WHERE down.depth < ?2 {seen}
+            WHERE e.tenant_id = ?3 AND down.depth < ?2 {seen}
         )
-        SELECT e.id, e.author_id FROM down JOIN entries e ON e.id = down.id WHERE down.depth > 0 ORDER BY e.id
+        SELECT e.id, e.author_id FROM down JOIN entries e ON e.id = down.id
+        WHERE e.tenant_id = ?3 AND down.depth > 0 ORDER BY e.id
         """,
-        (entry_id, _MAX_DEPTH),
+        (entry_id, _MAX_DEPTH, tenant_id),
     ).fetchall()
 
 
-def _move(conn: apsw.Connection, ids: list[int], scope: int | None) -> list[int]:
+def _move(conn: apsw.Connection, tenant_id: int, ids: list[int], scope: int | None) -> list[int]:
     """Put entries in `scope` (None: each back in its own author's private scope); their index rows follow (triggers)."""
     if ids:
         marks = ",".join("?" * len(ids))
         conn.execute(
             "UPDATE entries SET scope_id = coalesce(?, (SELECT s.id FROM scopes s WHERE s.user_id = entries.author_id)) "
-            f"WHERE id IN ({marks})",
-            (scope, *ids),
+            f"WHERE tenant_id = ? AND id IN ({marks})",
+            (scope, tenant_id, *ids),
         )
     return ids
 
@@ -74,19 +77,20 @@ def _thread_follows(conn: apsw.Connection, v: Viewer, root: int, now: int, scope
     # Only down through replies the caller sees: a teammate's reply unshared back to its author, or
     # written for a team the caller has left, would otherwise go to a team of the caller's choosing
     # (and the caller see it again); what lies below such a reply stays with it.
-    ids = [eid for eid, _ in below(conn, root, seen_by=v)]
-    return _move(conn, ids, scope)
+    ids = [eid for eid, _ in below(conn, v.tenant_id, root, seen_by=v)]
+    return _move(conn, v.tenant_id, ids, scope)
 
 
 def _retire_own_replies(conn: apsw.Connection, v: Viewer, parent: int, now: int, _scope) -> list[int]:
-    own = [eid for eid, author in below(conn, parent) if author == v.user_id]
-    return [eid for eid in own if entries.retire(conn, eid, now=now)]
+    own = [eid for eid, author in below(conn, v.tenant_id, parent) if author == v.user_id]
+    return [eid for eid in own if entries.retire(conn, v.tenant_id, eid, now=now)]
 
 
 def _purge_own_replies(conn: apsw.Connection, v: Viewer, parent: int, now: int, _scope) -> list[int]:
-    own = [eid for eid, author in below(conn, parent) if author == v.user_id]
+    own = [eid for eid, author in below(conn, v.tenant_id, parent) if author == v.user_id]
     if own:
-        conn.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(own))})", own)
+        conn.execute(f"DELETE FROM entries WHERE tenant_id = ? AND id IN ({','.join('?' * len(own))})",
+                     (v.tenant_id, *own))
     return own
 
 
@@ -128,11 +132,12 @@ def run(conn: apsw.Connection, v: Viewer, event: Event, entry_id: int, *, now: i
 def share(conn: apsw.Connection, v: Viewer, root: int, scope: int | None, *, now: int) -> list[int]:
     """Move a thread the caller started to `scope` (a team's; None: back to private). Ids moved, root first."""
     entries.require_author(conn, v, root, "share")
-    parent = conn.execute("SELECT parent_id FROM entries WHERE id = ?", (root,)).fetchone()[0]
+    parent = conn.execute("SELECT parent_id FROM entries WHERE tenant_id = ? AND id = ?",
+                          (v.tenant_id, root)).fetchone()[0]
     if parent is not None:
         raise InvalidParams(
             f"entry {root} is a reply: a thread is shared (or unshared) by its root, the first entry thread {root} shows",
             path="id",
         )
-    _move(conn, [root], scope)
+    _move(conn, v.tenant_id, [root], scope)
     return [root, *run(conn, v, "share" if scope is not None else "unshare", root, now=now, scope=scope)]

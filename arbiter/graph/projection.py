@@ -87,7 +87,8 @@ def backlinks(conn: apsw.Connection, v: Viewer, entry_id: int) -> Backlinks:
     ]
     links += [Backlink(kind="mention", entry=e) for e in mentioning(conn, v, entry_id, limit=MAX_LINKS)]
     incoming = conn.execute(
-        f"SELECT r.source_id, r.relation FROM relations r JOIN entries e ON e.id = r.source_id "
+        "SELECT r.source_id, r.relation FROM relations r JOIN entries e ON e.tenant_id = r.tenant_id "
+        "AND e.id = r.source_id "
         f"WHERE r.tenant_id = ? AND r.target_id = ? AND {v.sees()} ORDER BY r.id DESC LIMIT ?",
         (v.tenant_id, entry_id, MAX_LINKS),
     ).fetchall()

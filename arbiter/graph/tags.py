@@ -47,6 +47,16 @@ def scopes(conn: apsw.Connection, v: Viewer) -> tuple[int, ...]:
     return v.scopes
 
 
+def _scoped(conn: apsw.Connection, v: Viewer, ids: tuple[int, ...], alias: str = "") -> str:
+    """SQL: the tag rows (of table alias `alias`, "" or "b.") of the scopes `ids` of `v`'s tenant.
+
+    On PostgreSQL these rows carry their tenant, and naming it routes the statement to the tenant's node under
+    Citus (p005_tenant_keys); SQLite's tag tables have no tenant column, nor need one (a scope is one tenant's).
+    """
+    pin = f"{alias}tenant_id = {int(v.tenant_id)} AND " if engine.is_postgresql(conn) else ""
+    return f"{pin}{alias}scope_id IN {_in(ids)}"
+
+
 def _limit(limit: int | None) -> tuple[str, tuple]:
     """A LIMIT clause and its binding, none for no limit (SQLite refuses `LIMIT NULL`, PostgreSQL `LIMIT -1`)."""
     return ("", ()) if limit is None else (" LIMIT ?", (limit,))
@@ -60,7 +70,7 @@ def _in(ids: tuple[int, ...]) -> str:
 def version(conn: apsw.Connection, v: Viewer) -> tuple[tuple[int, int], ...]:
     """(scope, version) of each scope `v` counts, sorted: changes whenever a tag `v` sees changes."""
     ids = scopes(conn, v)
-    found = dict(conn.execute(f"SELECT scope_id, version FROM tag_graph_version WHERE scope_id IN {_in(ids)}"))
+    found = dict(conn.execute(f"SELECT scope_id, version FROM tag_graph_version WHERE {_scoped(conn, v, ids)}"))
     return tuple(sorted((s, found.get(s, 0)) for s in ids))
 
 
@@ -89,7 +99,7 @@ def counts(conn: apsw.Connection, v: Viewer, *, limit: int | None = None) -> lis
     """Tags in use by active entries `v` sees, most used first (ties by name)."""
     cut, bound = _limit(limit)
     rows = conn.execute(
-        f"SELECT tag, sum(n) AS k FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))} "
+        f"SELECT tag, sum(n) AS k FROM tag_counts WHERE {_scoped(conn, v, scopes(conn, v))} "
         f"GROUP BY tag ORDER BY k DESC, tag{cut}",
         bound,
     )
@@ -99,14 +109,14 @@ def counts(conn: apsw.Connection, v: Viewer, *, limit: int | None = None) -> lis
 def distinct(conn: apsw.Connection, v: Viewer) -> int:
     """How many different tags the active entries `v` sees carry."""
     return conn.execute(
-        f"SELECT count(DISTINCT tag) FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))}"
+        f"SELECT count(DISTINCT tag) FROM tag_counts WHERE {_scoped(conn, v, scopes(conn, v))}"
     ).fetchone()[0]
 
 
 def _summed(conn: apsw.Connection, v: Viewer, narrow: str = "") -> str:
     """SQL: `(a, b, k)`, a row per pair of tags sharing active entries `v` sees, `k` how many; `narrow` (" AND ...")
     limits the pairs summed."""
-    return f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE scope_id IN {_in(scopes(conn, v))}{narrow} GROUP BY a, b"
+    return f"SELECT a, b, sum(n) AS k FROM tag_pairs WHERE {_scoped(conn, v, scopes(conn, v))}{narrow} GROUP BY a, b"
 
 
 def pairs(conn: apsw.Connection, v: Viewer, *, tag: str | None = None, limit: int | None = None) -> list[TagPair]:
@@ -164,7 +174,7 @@ def majority_counts(conn: apsw.Connection, v: Viewer, group_of: dict[str, int]) 
         votes AS (
             SELECT et.entry_id AS entry, g.grp AS grp, count(*) AS n
             FROM entry_tags et JOIN g ON g.tag = et.tag
-            WHERE et.scope_id IN {_in(scopes(conn, v))}
+            WHERE {_scoped(conn, v, scopes(conn, v), "et.")}
             GROUP BY et.entry_id, g.grp
         ),
         ranked AS (SELECT grp, row_number() OVER (PARTITION BY entry ORDER BY n DESC, grp) AS r FROM votes)
@@ -201,7 +211,7 @@ def cooccurrence(conn: apsw.Connection, v: Viewer, *, tag: str | None, limit: in
     if tag is None:
         return TagCooccurrence(tags=counts(conn, v, limit=limit), pairs=pairs(conn, v, limit=limit))
     n = conn.execute(
-        f"SELECT coalesce(sum(n), 0) FROM tag_counts WHERE scope_id IN {_in(scopes(conn, v))} AND tag = ?", (tag,)
+        f"SELECT coalesce(sum(n), 0) FROM tag_counts WHERE {_scoped(conn, v, scopes(conn, v))} AND tag = ?", (tag,)
     ).fetchone()[0]
     return TagCooccurrence(tags=[TagCount(tag=tag, count=n)], pairs=pairs(conn, v, tag=tag, limit=limit))
 
@@ -214,7 +224,7 @@ def entries_with_any(
         return []
     marks = ",".join("?" * len(tags))
     rows = conn.execute(
-        f"SELECT DISTINCT entry_id FROM entry_tags WHERE scope_id IN {_in(scopes(conn, v))} AND tag IN ({marks}) "
+        f"SELECT DISTINCT entry_id FROM entry_tags WHERE {_scoped(conn, v, scopes(conn, v))} AND tag IN ({marks}) "
         "AND entry_id < ? ORDER BY entry_id DESC LIMIT ?",
         (*tags, before_id or (1 << 62), limit),
     )
@@ -227,25 +237,25 @@ def shared_tag_neighbors(conn: apsw.Connection, v: Viewer, entry_id: int, *, k: 
     Rarity is a tag's count over what `v` sees, so the order tells nothing
     of entries `v` cannot see.
     """
-    counted = _in(scopes(conn, v))
-    searched = _in(scopes(conn, v) + (() if v.everyone else v.left))
+    counted = _scoped(conn, v, scopes(conn, v), "c.")
+    searched = _scoped(conn, v, scopes(conn, v) + (() if v.everyone else v.left), "b.")
     rows = conn.execute(
         f"""
         WITH mine(tag, rarity) AS MATERIALIZED (
-            SELECT a.tag, 1.0 / coalesce((SELECT sum(c.n) FROM tag_counts c WHERE c.scope_id IN {counted} AND c.tag = a.tag), 1)
+            SELECT a.tag, 1.0 / coalesce((SELECT sum(c.n) FROM tag_counts c WHERE {counted} AND c.tag = a.tag), 1)
             FROM (SELECT DISTINCT j.value AS tag FROM entries x, json_each(x.tags) j
-                  WHERE x.id = ?1 AND x.valid_to IS NULL) a
+                  WHERE x.tenant_id = ?4 AND x.id = ?1 AND x.valid_to IS NULL) a
         )
         SELECT b.entry_id, group_concat(b.tag, ?3), count(*) AS shared, sum(m.rarity) AS rarity
         FROM mine m
-        JOIN entry_tags b ON b.scope_id IN {searched} AND b.tag = m.tag AND b.entry_id != ?1
+        JOIN entry_tags b ON {searched} AND b.tag = m.tag AND b.entry_id != ?1
         JOIN entries e ON e.id = b.entry_id
         WHERE {v.sees()}
         GROUP BY b.entry_id
         ORDER BY shared DESC, rarity DESC, b.entry_id DESC
         LIMIT ?2
         """,
-        (entry_id, k, "\x1f"),
+        (entry_id, k, "\x1f", v.tenant_id),
     )
     return [(eid, sorted(tags.split("\x1f"))) for eid, tags, _, _ in rows]
 

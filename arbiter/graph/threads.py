@@ -131,9 +131,9 @@ def thread(
         cond, binds = entries.visible(as_of)
         marks = ",".join("?" * len(depth))
         rows = conn.execute(
-            f"SELECT {entries.columns(v, known_at)} FROM {entries.states_at(known_at)} "
-            f"WHERE e.id IN ({marks}) AND {cond} ORDER BY e.recorded_at, e.id",
-            (*depth, *binds),
+            f"SELECT {entries.columns(v, known_at)} FROM {entries.states_at(v.tenant_id, known_at)} "
+            f"WHERE e.tenant_id = ? AND e.id IN ({marks}) AND {cond} ORDER BY e.recorded_at, e.id",
+            (v.tenant_id, *depth, *binds),
         )
         replies = [entries.entry_from_row(r) for r in rows]
     return Thread(root=root, replies=replies, depth={e.id: depth[e.id] for e in replies})
@@ -205,8 +205,8 @@ def open_threads(conn: apsw.Connection, v: Viewer, *, limit: int) -> tuple[list[
         eid: (author, team) for eid, author, team in conn.execute(
             "SELECT e.id, u.name, t.name FROM entries e JOIN users u ON u.id = e.author_id "
             "JOIN scopes s ON s.id = e.scope_id LEFT JOIN teams t ON t.id = s.team_id "
-            f"WHERE e.id IN ({','.join('?' * len(ranked))})",
-            [r for _, r in ranked],
+            f"WHERE e.tenant_id = ? AND e.id IN ({','.join('?' * len(ranked))})",
+            [v.tenant_id, *(r for _, r in ranked)],
         )
     } if ranked else {}
     return [

@@ -244,20 +244,21 @@ def search(
         speaking = "speaker" not in off and tuning.speaker
         naming = bool(tuning.names and "names" not in off and query.names)
         grouping = bool(tuning.episode_weight and "episodes" not in off)  # turns and notes form episodes apart
-        speakers = (_sql.at(conn, [r[0] for r in rows], "speaker", known_at=known_at)
+        speakers = (_sql.at(conn, v.tenant_id, [r[0] for r in rows], "speaker", known_at=known_at)
                     if speaking or replying or naming or grouping else {})
-        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, speakers, known_at=known_at)
+        ranked = _score(conn, rows, query, p, off, suggested, reference, tuning, speakers, tenant_id=v.tenant_id,
+                        known_at=known_at)
         ranked = _entity_signals(conn, v.tenant_id, ranked, named, off, reference, tuning)
         if replying:
             ranked = _replies(
                 conn, v, ranked, speakers, as_of, tuning, followups="followups" not in off,
                 antecedents="antecedents" not in off,
                 own=lambda rows, said: _score(
-                    conn, rows, query, p, off, suggested, reference, tuning, said, episodes=False
+                    conn, rows, query, p, off, suggested, reference, tuning, said, tenant_id=v.tenant_id, episodes=False
                 ),
             )
         if known_at is None and "threads" not in off:
-            ranked = _threads(conn, ranked, query)
+            ranked = _threads(conn, v.tenant_id, ranked, query)
         return match, ranked
 
     named = entity_signals.NONE
@@ -337,6 +338,7 @@ def _score(
     tuning: Tuning,
     speakers: dict[int, str],
     *,
+    tenant_id: int,
     known_at: int | None = None,
     episodes: bool = True,
 ) -> list[Candidate]:
@@ -347,7 +349,7 @@ def _score(
     "when" and the tag boost.
     """
     boosting = "boosts" not in off and (p.types or p.tag is not None)
-    tags = _sql.at(conn, [r[0] for r in rows], "tags", known_at=known_at) if boosting and p.tag is not None else {}
+    tags = _sql.at(conn, tenant_id, [r[0] for r in rows], "tags", known_at=known_at) if boosting and p.tag is not None else {}
     decaying = p.decay and "decay" not in off
     voicing = "voice" not in off and tuning.voice and query.voice is not None
     sizing = bool(tuning.size_exponent)
@@ -358,7 +360,7 @@ def _score(
     # Who a note is about is whom it names first; a turn's is its speaker (the speaker signal): only notes are read for it.
     notes = [r[0] for r in rows if r[0] not in speakers] if "names" not in off and tuning.names and query.names else []
     reading = [r[0] for r in rows] if dating or asking_when else notes
-    texts = _sql.at(conn, reading, "content", known_at=known_at) if reading else {}
+    texts = _sql.at(conn, tenant_id, reading, "content", known_at=known_at) if reading else {}
     says_when = {eid for eid, text in texts.items() if dates.says_when(text)} if asking_when else set()
     named = query.words if "speaker" not in off and tuning.speaker else frozenset()
     if notes:
@@ -439,7 +441,7 @@ def _entity_signals(
     ids = [c.id for c in ranked]
     changed = False
     if tuning.entity_boost and "entities" not in off and named.ids:
-        hit = entity_signals.linked(conn, named.ids, ids)
+        hit = entity_signals.linked(conn, tenant_id, named.ids, ids)
         for c in ranked:
             c.parts["entities"] = f = score.entity(c.id in hit, tuning.entity_boost)
             c.score *= f
@@ -451,7 +453,7 @@ def _entity_signals(
             c.score *= f
         changed = True
     if tuning.salience_weight and "salience" not in off:
-        values = entity_signals.saliences(conn, ids, now=reference)
+        values = entity_signals.saliences(conn, tenant_id, ids, now=reference)
         for c in ranked:
             c.parts["salience"] = f = score.salience(values.get(c.id, 0.5), tuning.salience_weight)
             c.score *= f
@@ -526,7 +528,7 @@ def _replies(
         q: a for q, (_, a, size) in [*around.items(), *later.items()] if a is not None and size <= tuning.reply_bytes
     }
     turns = {*nxt.values(), *before.values(), *(a for _, a, _ in later.values())}
-    read, asks = _sql.speakers(conn, [t for t in turns if t not in by_id], asking=list(short))
+    read, asks = _sql.speakers(conn, v.tenant_id, [t for t in turns if t not in by_id], asking=list(short))
     said = {**speakers, **read}
     # Only a transcript's turns answer one another: two notes that follow each other are not an exchange.
     answers = {q: a for q, a in short.items() if q in asks and q in said and a in said and said[q] != said[a]}
@@ -561,7 +563,7 @@ def _replies(
     return sorted(by_id.values(), key=lambda c: (-c.score, c.id))
 
 
-def _threads(conn: apsw.Connection, ranked: list[Candidate], query: Query) -> list[Candidate]:
+def _threads(conn: apsw.Connection, tenant_id: int, ranked: list[Candidate], query: Query) -> list[Candidate]:
     """A thread's root is not outranked by its replies on the words of its own title.
 
     A reply titled "Re: <root title>" repeats the root's title; when the
@@ -570,7 +572,7 @@ def _threads(conn: apsw.Connection, ranked: list[Candidate], query: Query) -> li
     (short replies would otherwise win on length normalization).
     """
     by_id = {c.id: c for c in ranked}
-    echoes = _sql.echoes(conn, [c.id for c in ranked])
+    echoes = _sql.echoes(conn, tenant_id, [c.id for c in ranked])
     moved = False
     stems = {s for t in query.terms for s in t.stem.split(" ")}
     tokenize = None

@@ -86,7 +86,8 @@ def neighbours(
 
     def turn(side: str, order: str) -> str:
         return (
-            "(SELECT n.entry_id FROM recall_entries n WHERE n.conversation_id = q.conversation_id "
+            "(SELECT n.entry_id FROM recall_entries n WHERE n.tenant_id = q.tenant_id "
+            "AND n.conversation_id = q.conversation_id "
             f"AND (n.valid_from, n.entry_id) {side} (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
             f"ORDER BY n.valid_from {order}, n.entry_id {order} LIMIT 1)"
         )
@@ -100,7 +101,8 @@ def neighbours(
     return {q: (b, a, size) for q, b, a, size in rows if b is not None or a is not None}
 
 
-def speakers(conn: apsw.Connection, ids: list[int], *, asking: list[int]) -> tuple[dict[int, str], set[int]]:
+def speakers(conn: apsw.Connection, tenant_id: int, ids: list[int], *,
+             asking: list[int]) -> tuple[dict[int, str], set[int]]:
     """The speakers of the entries among `ids` and `asking` (where one is recorded), and those of `asking` that ask.
 
     A turn asks if its text ends in a question mark. Only the texts of
@@ -113,8 +115,8 @@ def speakers(conn: apsw.Connection, ids: list[int], *, asking: list[int]) -> tup
     marks = ",".join("?" * len(asking)) or "NULL"
     for eid, speaker, content in conn.execute(
         f"SELECT id, speaker, CASE WHEN id IN ({marks}) THEN content END FROM entries "
-        f"WHERE id IN ({','.join('?' * (len(asking) + len(ids)))})",
-        [*asking, *asking, *ids],
+        f"WHERE tenant_id = ? AND id IN ({','.join('?' * (len(asking) + len(ids)))})",
+        [*asking, tenant_id, *asking, *ids],
     ):
         if speaker is not None:
             said[eid] = speaker
@@ -123,8 +125,9 @@ def speakers(conn: apsw.Connection, ids: list[int], *, asking: list[int]) -> tup
     return said, asks
 
 
-def at(conn: apsw.Connection, ids: list[int], column: str, *, known_at: int | None = None) -> dict:
-    """id -> `column` of the entries among `ids` as recorded at `known_at` (default now), where it is not null.
+def at(conn: apsw.Connection, tenant_id: int, ids: list[int], column: str, *, known_at: int | None = None) -> dict:
+    """id -> `column` of the entries (of `tenant_id`) among `ids` as recorded at `known_at` (default now), where it
+    is not null.
 
     What a signal reads of the candidates a pass ranked (their text, tags,
     speaker): a `known_at` recall ranks past states, so it reads those.
@@ -132,12 +135,12 @@ def at(conn: apsw.Connection, ids: list[int], column: str, *, known_at: int | No
     if not ids:
         return {}
     return dict(conn.execute(
-        f"SELECT e.id, e.{column} FROM {entries.states_at(known_at)} "
-        f"WHERE e.id IN ({','.join('?' * len(ids))}) AND e.{column} IS NOT NULL", ids
+        f"SELECT e.id, e.{column} FROM {entries.states_at(tenant_id, known_at)} "
+        f"WHERE e.tenant_id = ? AND e.id IN ({','.join('?' * len(ids))}) AND e.{column} IS NOT NULL", (tenant_id, *ids)
     ))
 
 
-def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
+def echoes(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> dict[int, tuple[int, str]]:
     """reply id -> (parent id, content) for the entries among `ids` whose title is "Re: <their parent's title>".
 
     Titles come before the content in a row, so the first test reads no
@@ -147,15 +150,17 @@ def echoes(conn: apsw.Connection, ids: list[int]) -> dict[int, tuple[int, str]]:
         return {}
     marked = [
         i for (i,) in conn.execute(
-            f"SELECT id FROM entries WHERE id IN ({','.join('?' * len(ids))}) AND substr(title, 1, 4) = 'Re: '", ids
+            f"SELECT id FROM entries WHERE tenant_id = ? AND id IN ({','.join('?' * len(ids))}) "
+            "AND substr(title, 1, 4) = 'Re: '", (tenant_id, *ids)
         )
     ]
     if not marked:
         return {}
     rows = conn.execute(
-        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.id = r.parent_id "
-        f"WHERE r.id IN ({','.join('?' * len(marked))}) AND r.title = 'Re: ' || p.title",
-        marked,
+        "SELECT r.id, r.parent_id, r.content FROM entries r JOIN entries p ON p.tenant_id = r.tenant_id "
+        "AND p.id = r.parent_id "
+        f"WHERE r.tenant_id = ? AND r.id IN ({','.join('?' * len(marked))}) AND r.title = 'Re: ' || p.title",
+        (tenant_id, *marked),
     )
     return {r: (parent, content) for r, parent, content in rows}
 
@@ -237,7 +242,7 @@ def hit_rows(
         "SELECT e.id, e.type, e.title, e.tags, e.source, e.conversation_id, e.recorded_at, e.valid_from, e.valid_to, "
         f"{entries.superseded_by(v, known_at)} IS NOT NULL, e.scope_id, "
         f"CASE WHEN e.id IN ({want}) THEN e.content END "
-        f"FROM {entries.states_at(known_at)} WHERE {v.sees()} AND e.id IN ({','.join('?' * len(ids))})",
+        f"FROM {entries.states_at(v.tenant_id, known_at)} WHERE {v.sees()} AND e.id IN ({','.join('?' * len(ids))})",
         (*texts, *ids),
     )
     return {r[0]: r[1:] for r in rows}

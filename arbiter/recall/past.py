@@ -100,9 +100,9 @@ def _current(conn: apsw.Connection, v: Viewer, ids: list[int], as_of: int | None
     settled = {
         r[0]
         for r in conn.execute(
-            f"SELECT id FROM entries WHERE id IN ({','.join('?' * len(rows))}) "
+            f"SELECT id FROM entries WHERE tenant_id = ? AND id IN ({','.join('?' * len(rows))}) "
             "AND coalesce(revised_at, recorded_at) <= ?",
-            (*rows, known_at),
+            (v.tenant_id, *rows, known_at),
         )
     }
     return {i: row for i, row in rows.items() if i in settled}

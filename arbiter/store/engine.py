@@ -57,3 +57,9 @@ def serialize(conn, what: int, tenant_id: int) -> None:
     if is_postgresql(conn):
         conn.execute("SELECT pg_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))",
                      (_LOCK_SPACE + what, tenant_id))
+
+
+def conflict_key(conn: object, columns: str) -> str:
+    """The ON CONFLICT target of a table SQLite keys by `columns`: PostgreSQL's key of it leads with tenant_id
+    (p005_tenant_keys: Citus needs the distribution column in every key), and a target names its key exactly."""
+    return f"tenant_id, {columns}" if is_postgresql(conn) else columns

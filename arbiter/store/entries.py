@@ -52,7 +52,8 @@ def superseded_by(v: Viewer, known_at: int | None = None) -> str:
     """SQL: the ids (comma-separated) of the entries `v` sees that supersede entry `e` (recorded by `known_at`)."""
     by = f" AND r.created_at <= {int(known_at)}" if known_at is not None else ""
     return (
-        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.id = r.source_id "
+        "(SELECT group_concat(r.source_id) FROM relations r JOIN entries s ON s.tenant_id = r.tenant_id "
+        "AND s.id = r.source_id "
         f"WHERE r.target_id = e.id AND r.relation = 'supersedes' AND {v.sees('s')}{by})"
     )
 
@@ -65,26 +66,28 @@ _STAMP = "revised_at = max(?, coalesce(revised_at, recorded_at) + 1)"
 _tags_decoder = msgspec.json.Decoder(list[str])
 
 
-def _state_arms(t: int) -> tuple[str, str]:
-    """The two halves of `states_at(t)`, each a FROM-clause text naming `e`: current rows, past states."""
+def _state_arms(t: int, tenant_id: int) -> tuple[str, str]:
+    """The two halves of `states_at(t)` in one tenant, each a FROM-clause text naming `e`: current rows, past
+    states."""
     return (
         f"""(
         SELECT id, tenant_id, type, title, content, tags, source, conversation_id, parent_id,
                recorded_at, valid_from, valid_to, revised_at, speaker, author_id, scope_id
-        FROM entries WHERE coalesce(revised_at, recorded_at) <= {t}
+        FROM entries WHERE tenant_id = {tenant_id} AND coalesce(revised_at, recorded_at) <= {t}
     ) e""",
         f"""(
         SELECT r.entry_id AS id, r.tenant_id, r.type, r.title, r.content, r.tags, r.source, r.conversation_id,
                x.parent_id, x.recorded_at, r.valid_from, r.valid_to,
                nullif(r.recorded_from, x.recorded_at) AS revised_at, r.speaker, x.author_id, x.scope_id
-        FROM entry_revisions r JOIN entries x ON x.id = r.entry_id
-        WHERE r.recorded_from <= {t} AND r.recorded_to > {t}
+        FROM entry_revisions r JOIN entries x ON x.tenant_id = r.tenant_id AND x.id = r.entry_id
+        WHERE r.tenant_id = {tenant_id} AND r.recorded_from <= {t} AND r.recorded_to > {t}
     ) e""",
     )
 
 
-def states_at(known_at: int | None) -> str:
-    """FROM-clause text naming `e`: entries as the store held them at `known_at` (None: now, the entries table).
+def states_at(tenant_id: int, known_at: int | None) -> str:
+    """FROM-clause text naming `e`: the tenant's entries as the store held them at `known_at` (None: now, the
+    entries table).
 
     An entry's current row counts if it was recorded at or before T; else the
     revision whose record window holds T; an entry first written after T has
@@ -93,7 +96,7 @@ def states_at(known_at: int | None) -> str:
     """
     if known_at is None:
         return "entries e"
-    current, past = _state_arms(int(known_at))
+    current, past = _state_arms(int(known_at), int(tenant_id))
     return f"(SELECT * FROM {current} UNION ALL SELECT * FROM {past}) e"
 
 
@@ -169,7 +172,8 @@ def checked_row(conn: apsw.Connection, v: Viewer, p: RememberParams, *, now: int
         scope = users.member_scope(conn, v, p.team, path=f"{path}team")
     if p.parent_id is not None:
         relations.require_entries(conn, v, [p.parent_id], f"{path}parent_id")
-        thread = conn.execute("SELECT scope_id FROM entries WHERE id = ?", (p.parent_id,)).fetchone()[0]
+        thread = conn.execute("SELECT scope_id FROM entries WHERE tenant_id = ? AND id = ?",
+                              (tenant_id, p.parent_id)).fetchone()[0]
         if p.team is not None and scope != thread:
             raise InvalidParams(
                 f"a reply is seen by whoever sees its thread: leave out team, or share the thread's root with "
@@ -322,7 +326,8 @@ def get(
     """One entry visible now (or at `as_of`), as recorded now (or at `known_at`); else NotFound saying why."""
     cond, binds = visible(as_of)
     row = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()} AND {cond}",
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? AND {v.sees()} "
+        f"AND {cond}",
         (entry_id, *binds),
     ).fetchone()
     if row is None:
@@ -333,7 +338,8 @@ def get(
 def _not_visible(conn: apsw.Connection, v: Viewer, entry_id: int, as_of: int | None, known_at: int | None):
     """The NotFound for an entry a read did not see: missing (or not the caller's to see), or retired, saying since when."""
     row = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE e.id = ? AND {v.sees()}", (entry_id,)
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE e.id = ? "
+        f"AND {v.sees()}", (entry_id,)
     ).fetchone()
     if row is None:
         return relations.missing(entry_id, None, known_at=known_at)
@@ -353,7 +359,7 @@ def get_any(conn: apsw.Connection, v: Viewer, entry_ids: list[int], *, known_at:
         return []
     marks = ",".join("?" * len(entry_ids))
     rows = conn.execute(
-        f"SELECT {columns(v, known_at)} FROM {states_at(known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
+        f"SELECT {columns(v, known_at)} FROM {states_at(v.tenant_id, known_at)} WHERE {v.sees()} AND e.id IN ({marks})",
         entry_ids,
     )
     by_id = {e.id: e for e in map(entry_from_row, rows)}
@@ -387,7 +393,7 @@ def list_entries(conn: apsw.Connection, v: Viewer, p: ListParams) -> list[Entry]
     # id index and stops at `limit` (over the union, SQLite would build every
     # state of the tenant, with its relations, before sorting: 6x slower at 20K).
     ids = sorted(
-        {r[0] for half in _state_arms(known_at) for r in conn.execute(
+        {r[0] for half in _state_arms(known_at, int(v.tenant_id)) for r in conn.execute(
             f"SELECT e.id FROM {half} WHERE {cond} ORDER BY e.id DESC LIMIT ?", (*args, p.limit)
         )},
         reverse=True,
@@ -400,7 +406,8 @@ def own(conn: apsw.Connection, v: Viewer, ids: list[int]) -> list[int]:
     if v.everyone or not ids:
         return list(ids)
     mine = {r[0] for r in conn.execute(
-        f"SELECT id FROM entries WHERE author_id = ? AND id IN ({','.join('?' * len(ids))})", (v.user_id, *ids)
+        f"SELECT id FROM entries WHERE tenant_id = ? AND author_id = ? AND id IN ({','.join('?' * len(ids))})",
+        (v.tenant_id, v.user_id, *ids),
     )}
     return [i for i in ids if i in mine]
 
@@ -457,8 +464,9 @@ def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> En
     etype, title, _, tags, source, speaker = new
     conn.execute(
         f"UPDATE entries SET type = ?, title = ?, {text.column(conn)} = ?, tags = ?, source = ?, speaker = ?, {_STAMP} "
-        "WHERE id = ? AND valid_to IS NULL",
-        (etype, title, text.stored(conn, content), msgspec.json.encode(tags).decode(), source, speaker, now, p.id),
+        "WHERE tenant_id = ? AND id = ? AND valid_to IS NULL",
+        (etype, title, text.stored(conn, content), msgspec.json.encode(tags).decode(), source, speaker, now,
+         v.tenant_id, p.id),
     )
     return get(conn, v, p.id)
 
@@ -466,14 +474,15 @@ def update(conn: apsw.Connection, v: Viewer, p: UpdateParams, *, now: int) -> En
 def forget(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> bool:
     """Retire an entry `v`'s user wrote; False (and no change) if it was already retired."""
     require_author(conn, v, entry_id, "forget")
-    return retire(conn, entry_id, now=now)
+    return retire(conn, v.tenant_id, entry_id, now=now)
 
 
-def retire(conn: apsw.Connection, entry_id: int, *, now: int) -> bool:
-    """Retire an entry the caller has already checked; False if it was retired."""
+def retire(conn: apsw.Connection, tenant_id: int, entry_id: int, *, now: int) -> bool:
+    """Retire an entry of `tenant_id` the caller has already checked; False if it was retired."""
     conn.execute(
-        f"UPDATE entries SET valid_to = max(valid_from, ?), {_STAMP} WHERE id = ? AND valid_to IS NULL",
-        (now, now, entry_id),
+        f"UPDATE entries SET valid_to = max(valid_from, ?), {_STAMP} WHERE tenant_id = ? AND id = ? "
+        "AND valid_to IS NULL",
+        (now, now, tenant_id, entry_id),
     )
     return conn.changes() > 0
 
@@ -493,8 +502,8 @@ def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> boo
     require_author(conn, v, entry_id, "restore")
     links = conn.execute(
         f"SELECT r.id, r.source_id, EXISTS (SELECT 1 FROM entries e WHERE e.id = r.source_id AND {v.sees()}) "
-        "FROM relations r WHERE r.target_id = ? AND r.relation = 'supersedes' ORDER BY r.id",
-        (entry_id,),
+        "FROM relations r WHERE r.tenant_id = ? AND r.target_id = ? AND r.relation = 'supersedes' ORDER BY r.id",
+        (v.tenant_id, entry_id),
     ).fetchall()
     if seen := [(rid, source) for rid, source, visible in links if visible]:
         rid, source = seen[0]
@@ -506,15 +515,17 @@ def restore(conn: apsw.Connection, v: Viewer, entry_id: int, *, now: int) -> boo
     # A link from an entry its author no longer sees (unshared, or a team they left) is as missing to them,
     # and they could neither see nor unlink it: it goes with the retirement it made.
     if links:
-        conn.execute(f"DELETE FROM relations WHERE id IN ({','.join(str(int(rid)) for rid, _, _ in links)})")
-    conn.execute(f"UPDATE entries SET valid_to = NULL, {_STAMP} WHERE id = ?", (now, entry_id))
+        conn.execute(f"DELETE FROM relations WHERE tenant_id = ? AND id IN ({','.join(str(int(rid)) for rid, _, _ in links)})",
+                     (v.tenant_id,))
+    conn.execute(f"UPDATE entries SET valid_to = NULL, {_STAMP} WHERE tenant_id = ? AND id = ?",
+                 (now, v.tenant_id, entry_id))
     return True
 
 
 def purge(conn: apsw.Connection, v: Viewer, entry_id: int) -> None:
     """Hard delete of an entry `v`'s user wrote: the row, its revisions and relations (cascade) and its index rows (triggers)."""
     require_author(conn, v, entry_id, "purge")
-    conn.execute("DELETE FROM entries WHERE id = ?", (entry_id,))
+    conn.execute("DELETE FROM entries WHERE tenant_id = ? AND id = ?", (v.tenant_id, entry_id))
 
 
 def history(
@@ -549,9 +560,9 @@ def history(
     edges = [
         relations.relation_from_row(r)
         for r in conn.execute(
-            f"SELECT {relations.RELATION_COLUMNS} FROM relations r WHERE relation = 'supersedes' "
+            f"SELECT {relations.RELATION_COLUMNS} FROM relations r WHERE tenant_id = ? AND relation = 'supersedes' "
             f"AND source_id IN ({marks}) AND target_id IN ({marks}){recorded} ORDER BY id",
-            (*ids, *ids),
+            (v.tenant_id, *ids, *ids),
         )
     ]
     return entries, edges, revisions(conn, v, ids, edges, known_at=known_at)
@@ -579,7 +590,7 @@ def revisions(
         SELECT r.entry_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, r.tags, r.source,
                r.conversation_id, e.parent_id, e.recorded_at, r.valid_from, r.valid_to,
                nullif(r.recorded_from, e.recorded_at), r.speaker, {_PEOPLE}
-        FROM entry_revisions r JOIN entries e ON e.id = r.entry_id
+        FROM entry_revisions r JOIN entries e ON e.tenant_id = r.tenant_id AND e.id = r.entry_id
         WHERE {v.sees()} AND r.entry_id IN ({marks}) {past}
         UNION ALL
         SELECT e.id, coalesce(e.revised_at, e.recorded_at), NULL, e.type, e.title, e.content, e.tags, e.source,

@@ -16,16 +16,17 @@ from arbiter._time import format_time
 from arbiter.store import engine
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound
 from arbiter.model import Relation
+from arbiter.store import engine
 from arbiter.store.users import Viewer
 
 
-def _retire_target(conn: apsw.Connection, source_id: int, target_id: int, at: int, now: int) -> None:
+def _retire_target(conn: apsw.Connection, tenant_id: int, source_id: int, target_id: int, at: int, now: int) -> None:
     # Never before the target began: a window must not end before it starts.
     # Valid time ends at `at`; the change is recorded at `now` (record time).
     conn.execute(
         "UPDATE entries SET valid_to = max(valid_from, ?), revised_at = max(?, coalesce(revised_at, recorded_at) + 1) "
-        "WHERE id = ? AND valid_to IS NULL",
-        (at, now, target_id),
+        "WHERE tenant_id = ? AND id = ? AND valid_to IS NULL",
+        (at, now, tenant_id, target_id),
     )
 
 
@@ -33,7 +34,7 @@ def _retire_target(conn: apsw.Connection, source_id: int, target_id: int, at: in
 class RelationKind:
     """One relation type: its name, what it means, and what inserting it does.
 
-    `on_insert(conn, source_id, target_id, at, now)`: `at` is when its effect
+    `on_insert(conn, tenant_id, source_id, target_id, at, now)`: `at` is when its effect
     holds in valid time, `now` the record instant. `active_ends`: both ends
     must be active and the edge must not close a cycle of its type (a
     `supersedes` from or to a retired entry would retire the current one with
@@ -44,7 +45,7 @@ class RelationKind:
 
     name: str
     meaning: str
-    on_insert: Callable[[apsw.Connection, int, int, int, int], None] | None = None
+    on_insert: Callable[[apsw.Connection, int, int, int, int, int], None] | None = None
     active_ends: bool = False
     #: The qualifiers it takes, with their meanings (none: it takes none).
     qualifiers: dict[str, str] = field(default_factory=dict)
@@ -126,16 +127,17 @@ def require_active(conn: apsw.Connection, v: Viewer, entry_id: int, path: str, r
         )
 
 
-def _closes_cycle(conn: apsw.Connection, source_id: int, relation: str, target_id: int) -> bool:
-    """True if `target_id` already reaches `source_id` along edges of this type."""
+def _closes_cycle(conn: apsw.Connection, tenant_id: int, source_id: int, relation: str, target_id: int) -> bool:
+    """True if `target_id` already reaches `source_id` along edges of this type (in `tenant_id`)."""
     return conn.execute(
         """
         WITH RECURSIVE down(id) AS (
-            SELECT ?1 UNION SELECT r.target_id FROM relations r JOIN down ON r.source_id = down.id WHERE r.relation = ?3
+            SELECT ?1 UNION SELECT r.target_id FROM relations r JOIN down ON r.source_id = down.id
+            WHERE r.tenant_id = ?4 AND r.relation = ?3
         )
         SELECT 1 FROM down WHERE id = ?2 LIMIT 1
         """,
-        (target_id, source_id, relation),
+        (target_id, source_id, relation, tenant_id),
     ).fetchone() is not None
 
 
@@ -163,7 +165,7 @@ def link(
                          (v.tenant_id, source_id, target_id))
         require_active(conn, v, source_id, "source_id", "source")
         require_active(conn, v, target_id, "target_id", "target")
-        if _closes_cycle(conn, source_id, relation, target_id):
+        if _closes_cycle(conn, v.tenant_id, source_id, relation, target_id):
             raise InvalidParams(f"{source_id} {relation} {target_id} would close a cycle", path="target_id")
     else:
         require_entries(conn, v, [source_id], "source_id")
@@ -183,20 +185,21 @@ def insert(
     """
     row = conn.execute(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, target_id, relation) DO NOTHING RETURNING id",
+        "VALUES (?, ?, ?, ?, ?, ?) "
+        f"ON CONFLICT ({engine.conflict_key(conn, 'source_id, target_id, relation')}) DO NOTHING RETURNING id",
         (tenant_id, source_id, target_id, relation, now, qualifier),
     ).fetchall()
     if not row:
         existing = conn.execute(
-            "SELECT id FROM relations WHERE source_id = ? AND target_id = ? AND relation = ?",
-            (source_id, target_id, relation),
+            "SELECT id FROM relations WHERE tenant_id = ? AND source_id = ? AND target_id = ? AND relation = ?",
+            (tenant_id, source_id, target_id, relation),
         ).fetchone()[0]
         raise Conflict(f"{source_id} {relation} {target_id} already exists as relation {existing}",
                        existing_id=existing)
     rid = row[0][0]
     kind = REGISTRY[relation]
     if kind.on_insert:
-        kind.on_insert(conn, source_id, target_id, now if at is None else at, now)
+        kind.on_insert(conn, tenant_id, source_id, target_id, now if at is None else at, now)
     return Relation(id=rid, source_id=source_id, relation=relation, target_id=target_id, created_at=format_time(now),
                     qualifier=qualifier)
 
@@ -215,7 +218,8 @@ def unlink(conn: apsw.Connection, v: Viewer, source_id: int, relation: str, targ
 
 def require_own(conn: apsw.Connection, v: Viewer, entry_id: int, what: str, *, path: str = "target_id") -> None:
     """Forbidden unless `v`'s user wrote the entry (which `v` is known to see)."""
-    author = conn.execute("SELECT author_id FROM entries WHERE id = ?", (entry_id,)).fetchone()[0]
+    author = conn.execute("SELECT author_id FROM entries WHERE tenant_id = ? AND id = ?",
+                          (v.tenant_id, entry_id)).fetchone()[0]
     if author != v.user_id and not v.everyone:
         raise Forbidden(
             f"entry {entry_id} is another user's: you cannot {what} (reply to it, or relate your entry with supports, "
@@ -229,9 +233,9 @@ def edges_touching(conn: apsw.Connection, v: Viewer, entry_id: int, *, known_at:
     made = "" if known_at is None else f" AND r.created_at <= {int(known_at)}"
     cols = ", ".join(f"r.{c.strip()}" for c in RELATION_COLUMNS.split(","))
     rows = conn.execute(
-        f"SELECT {cols} FROM relations r JOIN entries e ON e.id = r.target_id "
+        f"SELECT {cols} FROM relations r JOIN entries e ON e.tenant_id = r.tenant_id AND e.id = r.target_id "
         f"WHERE r.tenant_id = ?1 AND r.source_id = ?2{made} AND {v.sees()} "
-        f"UNION SELECT {cols} FROM relations r JOIN entries e ON e.id = r.source_id "
+        f"UNION SELECT {cols} FROM relations r JOIN entries e ON e.tenant_id = r.tenant_id AND e.id = r.source_id "
         f"WHERE r.tenant_id = ?1 AND r.target_id = ?2{made} AND {v.sees()} ORDER BY 1",
         (v.tenant_id, entry_id),
     )

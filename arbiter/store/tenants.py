@@ -80,7 +80,8 @@ def status(conn: apsw.Connection, v: Viewer, tenant_name: str, *, version: str, 
         f"max(e.recorded_at) FROM entries e WHERE {v.sees()}"
     ).fetchone()
     rels = conn.execute(
-        f"SELECT count(*) FROM relations r JOIN entries e ON e.id = r.source_id JOIN entries t ON t.id = r.target_id "
+        "SELECT count(*) FROM relations r JOIN entries e ON e.tenant_id = r.tenant_id AND e.id = r.source_id "
+        "JOIN entries t ON t.tenant_id = r.tenant_id AND t.id = r.target_id "
         f"WHERE r.tenant_id = ? AND {v.sees('e')} AND {v.sees('t')}",
         (v.tenant_id,),
     ).fetchone()[0]

@@ -71,7 +71,8 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     elif p.kind == "revision":
         rows = conn.execute(
             "SELECT r.id, r.entry_id, r.conversation_id, r.recorded_from, r.recorded_to, r.type, r.title, r.content, "
-            "r.tags, r.source, r.valid_from, r.valid_to, r.speaker FROM entry_revisions r JOIN entries e ON e.id = r.entry_id "
+            "r.tags, r.source, r.valid_from, r.valid_to, r.speaker FROM entry_revisions r "
+            "JOIN entries e ON e.tenant_id = r.tenant_id AND e.id = r.entry_id "
             f"WHERE {v.sees('e')} AND r.id > ? ORDER BY r.id LIMIT ?", args,
         ).fetchall()
         records = [
@@ -99,7 +100,8 @@ def page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     else:
         rows = conn.execute(
             "SELECT r.id, r.source_id, r.relation, r.target_id, r.created_at, r.qualifier FROM relations r "
-            f"JOIN entries e ON e.id = r.source_id JOIN entries f ON f.id = r.target_id "
+            "JOIN entries e ON e.tenant_id = r.tenant_id AND e.id = r.source_id "
+            "JOIN entries f ON f.tenant_id = r.tenant_id AND f.id = r.target_id "
             f"WHERE r.tenant_id = {int(v.tenant_id)} AND {v.sees('e')} AND {v.sees('f')} AND r.id > ? "
             "ORDER BY r.id LIMIT ?", args,
         )
@@ -128,7 +130,9 @@ def _rows_page(rows: list, build, limit: int) -> ExportPage:
 
 def _entity_seen(v: Viewer, column: str) -> str:
     """SQL: the entity `column` is in `v`'s export: one that exists for them (an entry or an active fact they see names it)."""
-    return f"{column} IN (SELECT x.id FROM entities x WHERE {visibility.visible_sql(v)})"
+    table = column.rpartition(".")[0]
+    return (f"{table + '.' if table else ''}tenant_id = {int(v.tenant_id)} "
+            f"AND {column} IN (SELECT x.id FROM entities x WHERE {visibility.visible_sql(v)})")
 
 
 def _entities(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
@@ -171,9 +175,11 @@ def _merges(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 def _mentions(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     # entry_entities is keyed (entry, entity), not by a rowid: page by entry id, whole entries at a time.
     rows = conn.execute(
-        "SELECT l.entry_id, l.entity_id, l.how, (SELECT name FROM entity_names WHERE id = l.name_id) "
-        "FROM entry_entities l WHERE l.entry_id IN ("
-        "SELECT DISTINCT m.entry_id FROM entry_entities m JOIN entries e ON e.id = m.entry_id "
+        "SELECT l.entry_id, l.entity_id, l.how, "
+        "(SELECT name FROM entity_names n WHERE n.tenant_id = l.tenant_id AND n.id = l.name_id) "
+        f"FROM entry_entities l WHERE l.tenant_id = {int(v.tenant_id)} AND l.entry_id IN ("
+        "SELECT DISTINCT m.entry_id FROM entry_entities m JOIN entries e ON e.tenant_id = m.tenant_id "
+        "AND e.id = m.entry_id "
         f"WHERE m.tenant_id = {int(v.tenant_id)} AND {v.sees('e')} AND m.entry_id > ? ORDER BY m.entry_id LIMIT ?"
         ") ORDER BY l.entry_id, l.entity_id", (p.after, p.limit),
     ).fetchall()
@@ -243,7 +249,8 @@ def _salience(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     # The inputs only: `salience`/`computed_at` are maintenance's cache of the formula over them.
     rows = conn.execute(
         "SELECT s.entry_id, s.initial, s.decay_rate, s.permanent, s.accesses, s.last_access, s.reinforcements "
-        f"FROM entry_salience s JOIN entries e ON e.id = s.entry_id WHERE {v.sees('e')} AND s.entry_id > ? "
+        f"FROM entry_salience s JOIN entries e ON e.tenant_id = s.tenant_id AND e.id = s.entry_id WHERE {v.sees('e')} "
+        "AND s.entry_id > ? "
         "ORDER BY s.entry_id LIMIT ?", (p.after, p.limit),
     ).fetchall()
     return _rows_page(rows, lambda r: SalienceRecord(
@@ -255,7 +262,8 @@ def _salience(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
 def _retirements(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
         "SELECT r.id, r.entry_id, r.reason, r.salience, r.at FROM entry_retirements r JOIN entries e "
-        f"ON e.id = r.entry_id WHERE {v.sees('e')} AND r.id > ? ORDER BY r.id LIMIT ?", (p.after, p.limit),
+        f"ON e.tenant_id = r.tenant_id AND e.id = r.entry_id WHERE {v.sees('e')} "
+        "AND r.id > ? ORDER BY r.id LIMIT ?", (p.after, p.limit),
     ).fetchall()
     return _rows_page(rows, lambda r: RetirementRecord(entry_id=r[1], reason=r[2], salience=r[3], at=format_time(r[4])),
                       p.limit)

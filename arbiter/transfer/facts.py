@@ -92,7 +92,7 @@ def facts_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     rows = conn.execute(
         "SELECT f.id, f.batch_id, f.subject, f.predicate, f.object, f.subject_entity_id, f.object_entity_id, "
         "f.valid_from, f.recorded_at, f.changed_at, f.aspect_slugs, f.finding, "
-        f"{store.named_sql(v)['reason']}, {store.sources_sql(v)} "
+        f"{store.named_sql(v)['reason']}, {store.sources_sql(conn, v)} "
         f"FROM facts f WHERE {v.sees('f')} AND f.id > ? ORDER BY f.id LIMIT ?",
         (p.after, p.limit),
     ).fetchall()
@@ -100,8 +100,8 @@ def facts_page(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
         return ExportPage(records=[], next=None)
     states: dict[int, list[FactStateRecord]] = {r[0]: [] for r in rows}
     for fid, status, valid_to, confidence, at in conn.execute(
-        "SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions WHERE fact_id BETWEEN ? AND ? "
-        "ORDER BY id", (rows[0][0], rows[-1][0]),
+        "SELECT fact_id, status, valid_to, confidence, recorded_at FROM fact_revisions "
+        f"WHERE {store.pin(conn, v.tenant_id)}fact_id BETWEEN ? AND ? ORDER BY id", (rows[0][0], rows[-1][0]),
     ):
         if fid in states:
             states[fid].append(FactStateRecord(status=status, valid_to=format_time(valid_to), confidence=confidence,
@@ -199,9 +199,9 @@ class Loader:
             self._add_fact(rec, ref)
         else:
             self.conn.execute(
-                "UPDATE facts SET supersedes_fact_id = ?, finding_fact_id = ? WHERE id = ?",
+                "UPDATE facts SET supersedes_fact_id = ?, finding_fact_id = ? WHERE tenant_id = ? AND id = ?",
                 (ref(self.facts, rec.supersedes_fact_id, "supersedes_fact_id", "fact"),
-                 ref(self.facts, rec.finding_fact_id, "finding_fact_id", "fact"),
+                 ref(self.facts, rec.finding_fact_id, "finding_fact_id", "fact"), self.tenant_id,
                  ref(self.facts, rec.id, "id", "fact")),
             )
 
@@ -221,7 +221,8 @@ class Loader:
     def _batch_of(self, new: int) -> tuple[int, int, str]:
         if new not in self._batch:  # written by an earlier batch of this import
             self._batch[new] = self.conn.execute(
-                "SELECT author_id, scope_id, status FROM patch_batches WHERE id = ?", (new,)).fetchone()
+                "SELECT author_id, scope_id, status FROM patch_batches WHERE tenant_id = ? AND id = ?",
+                (self.tenant_id, new)).fetchone()
         return self._batch[new]
 
     def _add_fact(self, rec: FactRecord, ref) -> None:
@@ -244,21 +245,20 @@ class Loader:
              parse_time(rec.recorded_at, path="recorded_at")),
         ).fetchall()[0][0]
         self.facts.fresh[rec.id] = fid
-        self.conn.executemany(
-            "INSERT INTO fact_sources(fact_id, entry_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [(fid, ref(self.entries, e, "sources", "entry")) for e in rec.sources],
-        )
+        store.add_sources(self.conn, self.tenant_id, fid, [ref(self.entries, e, "sources", "entry") for e in rec.sources])
         previous = first.status
         for state in rec.states[1:]:
             activates = state.status == "active" and previous != "active"
             if activates and status == "applied" and batch not in self._reopened:
                 # The gate's own condition, met as the original apply met it: see the module docstring.
-                self.conn.execute("UPDATE patch_batches SET status = 'evaluated' WHERE id = ?", (batch,))
+                self.conn.execute("UPDATE patch_batches SET status = 'evaluated' WHERE tenant_id = ? AND id = ?",
+                                  (self.tenant_id, batch))
                 self._reopened.add(batch)
             self.conn.execute(
-                "UPDATE facts SET status = ?, valid_to = ?, confidence = ?, changed_at = ? WHERE id = ?",
+                "UPDATE facts SET status = ?, valid_to = ?, confidence = ?, changed_at = ? WHERE tenant_id = ? "
+                "AND id = ?",
                 (state.status, _time(state.valid_to, "valid_to"), state.confidence,
-                 parse_time(state.recorded_at, path="recorded_at"), fid),
+                 parse_time(state.recorded_at, path="recorded_at"), self.tenant_id, fid),
             )
             if activates:  # aspects are materialised as the fact becomes active, as apply does
                 self.conn.executemany(
@@ -269,13 +269,14 @@ class Loader:
             if previous == "active" or activates:
                 self._touched.update(rec.aspects)
             previous = state.status
-        self.conn.execute("UPDATE facts SET changed_at = ? WHERE id = ?",
-                          (parse_time(rec.changed_at, path="changed_at"), fid))
+        self.conn.execute("UPDATE facts SET changed_at = ? WHERE tenant_id = ? AND id = ?",
+                          (parse_time(rec.changed_at, path="changed_at"), self.tenant_id, fid))
         self.count += 1
 
     def finish(self) -> None:
         """Close the batches the replay reopened; register used predicates and rescore touched aspects, as apply does."""
         for batch in self._reopened:
-            self.conn.execute("UPDATE patch_batches SET status = 'applied' WHERE id = ?", (batch,))
+            self.conn.execute("UPDATE patch_batches SET status = 'applied' WHERE tenant_id = ? AND id = ?",
+                              (self.tenant_id, batch))
         store.register_used(self.conn, self.tenant_id, self._used, now=self.now)
         aspects.refresh(self.conn, self.tenant_id, self._touched, now=self.now)

@@ -66,11 +66,22 @@ def _time(value: str | None, path: str) -> int | None:
     return None if value is None else parse_time(value, path=path)
 
 
+def _tenant_of(conn) -> str:
+    """SQL: `tenant_id = ? AND ` where `import_ids` has the column (PostgreSQL, p005_tenant_keys: each statement
+    names its tenant, so Citus keeps it on the tenant's node); SQLite's has not (an import is one tenant's)."""
+    return "tenant_id = ? AND " if engine.is_postgresql(conn) else ""
+
+
+def _tenant(conn, tenant_id: int) -> tuple[int, ...]:
+    """The binding `_tenant_of` asks for, if it asks."""
+    return (tenant_id,) if engine.is_postgresql(conn) else ()
+
+
 class _Map:
     """Old id -> new id for one kind: this batch's in memory, earlier batches' from `import_ids`."""
 
-    def __init__(self, conn, import_id: int, kind: str):
-        self.conn, self.import_id, self.kind = conn, import_id, kind
+    def __init__(self, conn, tenant_id: int, import_id: int, kind: str):
+        self.conn, self.tenant_id, self.import_id, self.kind = conn, tenant_id, import_id, kind
         self.fresh: dict[int, int] = {}
         #: Old ids mapped onto an entity the tenant already had (same name): never altered by the import.
         self.existing: set[int] = set()
@@ -90,16 +101,19 @@ class _Map:
 
     def _saved(self, old: int) -> int | None:
         row = self.conn.execute(
-            "SELECT new_id FROM import_ids WHERE import_id = ? AND kind = ? AND old_id = ?",
-            (self.import_id, self.kind, old),
+            f"SELECT new_id FROM import_ids WHERE {_tenant_of(self.conn)}import_id = ? AND kind = ? AND old_id = ?",
+            (*_tenant(self.conn, self.tenant_id), self.import_id, self.kind, old),
         ).fetchone()
         return row[0] if row else None
 
     def save(self) -> None:
         # One mapped onto an existing entity is saved negated, so a later batch (a merge) still knows not to alter it.
+        pg = engine.is_postgresql(self.conn)
         self.conn.executemany(
-            "INSERT INTO import_ids(import_id, kind, old_id, new_id) VALUES (?, ?, ?, ?)",
-            ((self.import_id, self.kind, old, -new if old in self.existing else new) for old, new in self.fresh.items()),
+            f"INSERT INTO import_ids({'tenant_id, ' if pg else ''}import_id, kind, old_id, new_id) "
+            f"VALUES ({'?, ' if pg else ''}?, ?, ?, ?)",
+            ((*_tenant(self.conn, self.tenant_id), self.import_id, self.kind, old, -new if old in self.existing else new)
+             for old, new in self.fresh.items()),
         )
 
 
@@ -233,10 +247,11 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     import_id, lines_done = row[0], row[1]
     if p.first_line != lines_done + 1:
         return _progress(row)  # not where this import stands: the caller goes on from lines_done
-    conversations, entries, ents = _Map(conn, import_id, "c"), _Map(conn, import_id, "e"), _Map(conn, import_id, "n")
+    conversations, entries, ents = (_Map(conn, tenant, import_id, kind) for kind in "cen")
     counts = {"conversations": 0, "entries": 0, "revisions": 0, "relations": 0, "entities": 0, "mentions": 0}
     people = _People(ctx, p.authors)
-    facts = fact_records.Loader(conn, tenant, people, batches=_Map(conn, import_id, "b"), facts=_Map(conn, import_id, "f"),
+    facts = fact_records.Loader(conn, tenant, people, batches=_Map(conn, tenant, import_id, "b"),
+                                facts=_Map(conn, tenant, import_id, "f"),
                                 entries=entries, entities=ents, now=ctx.now)
 
     def ref(mapping: _Map, old: int | None, field: str, what: str) -> int | None:
@@ -261,7 +276,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                                         keys=[fingerprint(content) for _, _, content in pending])
         # The file carries its entity links (mention records): extracting them again would add links, and
         # entities, its memory never had, and an export of the copy would differ from the file.
-        derive.queued(conn, new, ("entities",))
+        derive.queued(conn, tenant, new, ("entities",))
         for (old, _, _), new_id in zip(pending, new):
             entries.fresh[old] = new_id
         pending.clear()
@@ -330,8 +345,8 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                 counts["entities"] += 1
             elif isinstance(rec, EntityMergeRecord):
                 if ents.created(rec.id):  # never re-point an entity that was here
-                    conn.execute("UPDATE entities SET merged_into = ? WHERE id = ?",
-                                 (ref(ents, rec.into, "into", "entity"), ents[rec.id]))
+                    conn.execute("UPDATE entities SET merged_into = ? WHERE tenant_id = ? AND id = ?",
+                                 (ref(ents, rec.into, "into", "entity"), tenant, ents[rec.id]))
             elif isinstance(rec, MentionRecord):
                 if pending:
                     insert_pending()
@@ -351,7 +366,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
                     conn.execute(
                         "INSERT INTO entity_relations(tenant_id, source_id, relation, target_id, weight, created_at, "
                         "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                        "ON CONFLICT (source_id, target_id, relation) DO NOTHING",
+                        f"ON CONFLICT ({engine.conflict_key(conn, 'source_id, target_id, relation')}) DO NOTHING",
                         (tenant, source, rec.relation, target, rec.weight,
                          parse_time(rec.created_at, path="created_at"), parse_time(rec.updated_at, path="updated_at")),
                     )
@@ -401,7 +416,7 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     conn.executemany(
         "INSERT INTO entry_revisions(entry_id, tenant_id, conversation_id, recorded_from, recorded_to, type, title, "
         f"{text.column(conn)}, tags, source, valid_from, valid_to, speaker) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12, "
-        "CASE WHEN ?13 THEN (SELECT speaker FROM entries WHERE id = ?1) ELSE ?14 END)", revisions,
+        "CASE WHEN ?13 THEN (SELECT speaker FROM entries WHERE tenant_id = ?2 AND id = ?1) ELSE ?14 END)", revisions,
     )
     conn.executemany(
         "INSERT INTO relations(tenant_id, source_id, target_id, relation, created_at, qualifier) "
@@ -415,9 +430,10 @@ def _import_batch(ctx: Context, p: ImportBatchParams) -> ImportProgress:
     facts.facts.save()
     lines_done = p.first_line + len(p.records) - 1
     finished = ctx.now if lines_done >= row[2] else None
-    conn.execute("UPDATE imports SET lines_done = ?, finished_at = ? WHERE id = ?", (lines_done, finished, import_id))
+    conn.execute("UPDATE imports SET lines_done = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
+                 (lines_done, finished, tenant, import_id))
     if finished is not None:
-        conn.execute("DELETE FROM import_ids WHERE import_id = ?", (import_id,))
+        conn.execute(f"DELETE FROM import_ids WHERE {_tenant_of(conn)}import_id = ?", (*_tenant(conn, tenant), import_id))
     return _progress((import_id, lines_done, row[2], finished), **counts, facts=facts.count, teams=people.teams_created,
                      new_users=people.new_users, private=people.private)
 

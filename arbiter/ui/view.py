@@ -95,8 +95,10 @@ def _associations(ctx: Context, rows: list[tuple], at: int) -> list[GraphAssocia
     drawn = _ids.encode([r[0] for r in rows]).decode()
     last: dict[int, int] = {}
     for entity_id, entry_id, name in ctx.conn.execute(
-        "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.id = m.entity_id "
-        "WHERE m.entry_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) ORDER BY m.entity_id, m.entry_id", (drawn,),
+        "SELECT m.entity_id, m.entry_id, x.name FROM entry_entities m JOIN entities x ON x.tenant_id = m.tenant_id "
+        "AND x.id = m.entity_id "
+        "WHERE m.tenant_id = ? AND m.entry_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?)) "
+        "ORDER BY m.entity_id, m.entry_id", (ctx.tenant_id, drawn),
     ):
         if entity_id in last:
             out.append(GraphAssociation(source=entry_id, target=last[entity_id], kind="entity",
@@ -134,7 +136,7 @@ def _colours(ctx: Context, ids: list[int], where: dict[str, int]) -> dict[int, i
     if not ids:
         return {}
     rows = ctx.conn.execute(
-        f"WITH {links_sql(len(ids))} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e "
+        f"WITH {links_sql(ctx.tenant_id, len(ids))} SELECT m.entity_id, e.tags FROM m CROSS JOIN entries e "
         f"WHERE e.id = m.entry_id AND e.valid_to IS NULL AND e.tags != '[]' AND {ctx.viewer.sees('e')}", ids,
     )
     topic_of: dict[str, int | None] = {}
@@ -158,10 +160,12 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         # A count per entity from the link index and a top-N sort: a join grouped by entity sorted every link
         # first (53 -> 16 ms of CPU at 47K entities and 232K links). A past moment counts only the mentions
         # recorded by then, as a shared tenant's does; now, every link is.
-        past = "" if as_of is None else " AND (SELECT e.recorded_at FROM entries e WHERE e.id = m.entry_id) <= ?"
+        past = ("" if as_of is None else
+                " AND (SELECT e.recorded_at FROM entries e WHERE e.tenant_id = m.tenant_id AND e.id = m.entry_id) <= ?")
         rows = ctx.conn.execute(
             "SELECT n.id, n.name, n.type, n.created_at, "
-            f"(SELECT count(*) FROM entry_entities m WHERE m.entity_id = n.id{past}) AS uses FROM entities n "
+            f"(SELECT count(*) FROM entry_entities m WHERE m.tenant_id = n.tenant_id AND m.entity_id = n.id{past}) "
+            "AS uses FROM entities n "
             "WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? ORDER BY uses DESC, n.id LIMIT ?",
             (*([at] if past else []), ctx.tenant_id, at, p.limit + 1),
         ).fetchall()
@@ -176,15 +180,18 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
             created, _ = dated_sql(v, "n", "c.first", "c.last")
             return ((r[4], r) for r in ctx.conn.execute(
                 f"WITH {seen_links_sql(v, len(ids), until=True)} "
-                f"SELECT n.id, n.name, n.type, {created}, c.n FROM c JOIN entities n ON n.id = c.id",
-                (*ids, at),
+                f"SELECT n.id, n.name, n.type, {created}, c.n FROM c JOIN entities n ON n.tenant_id = ? "
+                "AND n.id = c.id",
+                (*ids, at, ctx.tenant_id),
             ))
         live = "x.tenant_id = ? AND x.merged_into IS NULL AND x.created_at <= ?"
 
         def counts():  # a user who sees few entries: counted from those
             return ctx.conn.execute(
-                "SELECT count(*), x.id FROM entries e JOIN entry_entities m ON m.entry_id = e.id "
-                f"JOIN entities x ON x.id = m.entity_id WHERE {live} AND e.recorded_at <= ? AND {v.sees('e')} "
+                "SELECT count(*), x.id FROM entries e JOIN entry_entities m ON m.tenant_id = e.tenant_id "
+                "AND m.entry_id = e.id "
+                f"JOIN entities x ON x.tenant_id = m.tenant_id AND x.id = m.entity_id WHERE {live} "
+                f"AND e.recorded_at <= ? AND {v.sees('e')} "
                 "GROUP BY x.id", (ctx.tenant_id, at, at),
             )
         rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts,
@@ -205,8 +212,8 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         edges = [
             GraphEdge(source=s, target=t, relation=r)
             for s, t, r in ctx.conn.execute(
-                f"SELECT source_id, target_id, relation FROM entity_relations WHERE source_id IN ({marks}) "
-                "AND created_at <= ?", (*ids, at),
+                "SELECT source_id, target_id, relation FROM entity_relations "
+                f"WHERE tenant_id = ? AND source_id IN ({marks}) AND created_at <= ?", (ctx.tenant_id, *ids, at),
             )
             if t in shown
         ]

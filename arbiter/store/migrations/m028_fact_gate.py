@@ -3,7 +3,7 @@
 A finding set to NULL (or a batch that is not there) made m009's condition
 unknown rather than false, and a trigger's WHEN on an unknown does not fire: a
 direct UPDATE could activate a fact no evaluation passed. PostgreSQL's step is
-p005_fact_gate.
+p006_fact_gate.
 """
 
 SQL = """

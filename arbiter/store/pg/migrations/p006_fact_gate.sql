@@ -1,6 +1,6 @@
--- p005_fact_gate: the gate to `active` refuses what it cannot decide. A finding set to NULL (or a batch that is
+-- p006_fact_gate: the gate to `active` refuses what it cannot decide. A finding set to NULL (or a batch that is
 -- not there) made its condition unknown, and IF on an unknown runs nothing: a direct UPDATE could activate a
--- fact no evaluation passed. The same step as SQLite's m028_fact_gate.
+-- fact no evaluation passed. The same step as SQLite's m028_fact_gate; the rest of the function is p005's.
 
 CREATE OR REPLACE FUNCTION arbiter_facts_before() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -29,7 +29,8 @@ BEGIN
     END IF;
     IF new.status = 'active' AND old.status != 'active' AND NOT coalesce(
             old.status = 'candidate' AND new.finding IN ('accept', 'supersede')
-            AND (SELECT status FROM patch_batches WHERE id = new.batch_id) = 'evaluated', false) THEN
+            AND (SELECT status FROM patch_batches WHERE tenant_id = new.tenant_id AND id = new.batch_id) = 'evaluated',
+            false) THEN
         RAISE EXCEPTION 'a fact becomes active only when its evaluated batch is applied'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
