@@ -43,12 +43,28 @@ def pg_url(pg_databases):
     pg_databases.drop(url)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def daemons_statements():
+    """Where the daemons this test process starts on PostgreSQL write what they send (`tests.tenancy.traced_to`,
+    set up by tests/zygote.py); session-wide, so a module's daemon, started before any test's fixtures, has it."""
+    if pg.admin_url() is None:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="arb-sql-"))
+    report = folder / "statements.jsonl"
+    report.touch()
+    os.environ["TEST_TENANCY_REPORT"] = str(report)
+    yield report
+    del os.environ["TEST_TENANCY_REPORT"]
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
-def routed_to_one_tenant(monkeypatch):
+def routed_to_one_tenant(monkeypatch, daemons_statements):
     """Every statement Arbiter sends to PostgreSQL in this test stays on one tenant's node under Citus (issue #31,
     "Scale out by tenant"): the test fails naming each that would fan out, where it was sent and why
-    (tests/tenancy.py; its EVERY_TENANT lists the exceptions). In this process only: a daemon's statements are
-    its own process's."""
+    (tests/tenancy.py; its EVERY_TENANT lists the exceptions). This process's statements, and those its daemons
+    wrote meanwhile (a daemon exec'd rather than forked is not heard)."""
     if pg.admin_url() is None:
         yield
         return
@@ -56,7 +72,9 @@ def routed_to_one_tenant(monkeypatch):
 
     checker = Checker()
     monkeypatch.setattr(Connection, "trace", staticmethod(checker))
+    start = daemons_statements.stat().st_size
     yield
+    checker.read(daemons_statements, start)
     if checker.problems:
         pytest.fail(f"statements that would reach every tenant's node:\n{checker.report()}", pytrace=False)
 

@@ -188,19 +188,52 @@ class Checker:
 
     def __call__(self, sql: str) -> None:
         self.sent.add(sql)
-        why = _verdicts.get(sql)
-        if why == []:
-            return
-        where = _sender()
+        if _verdicts.get(sql) != []:
+            self.check(sql, _sender())
+
+    def check(self, sql: str, where: str | None) -> None:
+        """Judge `sql`, sent from `where` in arbiter/ (None: a test's own statement)."""
         if where is None or where.split(":")[0] in UNCHECKED:
             return
+        why = _verdicts.get(sql)
         if why is None:
             why = _verdicts[sql] = [] if excused(sql) else fan_outs(sql)
         if why and not any(p[0] == sql for p in self.problems):
             self.problems.append((sql, why, where))
 
+    def read(self, report, start: int) -> int:
+        """Judge what daemons wrote to `report` from byte `start` (`traced_to`); where its last whole line ends."""
+        import json
+
+        with open(report, "rb") as f:
+            f.seek(start)
+            written = f.read()
+        whole = written[:written.rfind(b"\n") + 1]  # a daemon may be writing its next line
+        for line in whole.splitlines():
+            self.check(*json.loads(line))
+        return start + len(whole)
+
     def report(self) -> str:
         return "\n".join(f"{where}: {', '.join(why)}\n    {' '.join(sql.split())}" for sql, why, where in self.problems)
+
+
+def traced_to(report: str) -> None:
+    """In a daemon a test started (tests/zygote.py): append each distinct statement this process sends to
+    PostgreSQL, and where in arbiter/ it was sent, to `report` as a JSON line, for the test's process to judge
+    (`Checker.read`); at once, so a daemon killed mid-test has said what it sent."""
+    import json
+
+    from arbiter.store.pg.connection import Connection
+
+    seen: set[str] = set()
+
+    def trace(sql: str) -> None:
+        if sql not in seen:
+            seen.add(sql)
+            with open(report, "a", encoding="utf-8") as f:
+                f.write(json.dumps([sql, _sender()]) + "\n")
+
+    Connection.trace = staticmethod(trace)
 
 
 def _sender() -> str | None:

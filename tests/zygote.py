@@ -218,6 +218,10 @@ def _child(args: list[str], env: dict[str, str], stdio: list[int]) -> None:
             os.close(fd)
         os.environ.clear()
         os.environ.update(env)
+        if env.get("TEST_TENANCY_REPORT") and _on_postgresql(args, env):
+            from tests.tenancy import traced_to
+
+            traced_to(env["TEST_TENANCY_REPORT"])
         import runpy
 
         sys.argv = ["arbiter", *args]
@@ -240,6 +244,12 @@ def _child(args: list[str], env: dict[str, str], stdio: list[int]) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _on_postgresql(args: list[str], env: dict[str, str]) -> bool:
+    from arbiter.store import engine
+
+    return any(engine.is_url(a) for a in args) or engine.is_url(env.get("ARBITER_DB"))
 
 
 def _recv_request(conn: socket.socket) -> tuple[list[str], dict[str, str], list[int]]:

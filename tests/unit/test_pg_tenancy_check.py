@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.tenancy import excused, fan_outs
+from tests.tenancy import Checker, excused, fan_outs
 
 ROUTED = [
     "SELECT e.id FROM entries e JOIN relations r ON r.source_id = e.id AND r.tenant_id = e.tenant_id "
@@ -52,3 +54,14 @@ def test_only_the_named_exceptions_may_reach_every_tenant():
     assert excused("SELECT tenant_id FROM derive_queue WHERE deriver = %s ORDER BY entry_id LIMIT 1")
     assert excused("SELECT t.name, count(e.id) FROM tenants t LEFT JOIN entries e ON e.tenant_id = t.id GROUP BY 1")
     assert excused("SELECT tenant_id FROM derive_queue WHERE entry_id = %s") is None
+
+
+def test_what_a_daemon_wrote_is_judged_where_it_was_sent_and_a_line_being_written_waits(tmp_path):
+    report = tmp_path / "statements.jsonl"
+    whole = (json.dumps(["SELECT scope_id FROM entries WHERE id = %s", "store/entries.py:12"]) + "\n"
+             + json.dumps(["SELECT 1 FROM entries WHERE id = %s", None]) + "\n")  # a test's own: not judged
+    report.write_text(whole + '["UPDATE entries SET title')
+    checker = Checker()
+    assert checker.read(report, 0) == len(whole.encode())
+    assert checker.problems == [("SELECT scope_id FROM entries WHERE id = %s", ["entries without a tenant filter"],
+                                 "store/entries.py:12")]
