@@ -131,27 +131,42 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
     for col, text in enumerate(columns):
         if not text:
             continue
-        for offset, (_, _, stem) in enumerate(q.tokenize(text)):
+        stems = q.stems(text)
+        base = col << q.SHIFT
+        for offset, stem in enumerate(stems, start=base):
             entry = postings.get(stem)
             if entry is None:
-                entry = postings[stem] = [0, 0, 0, 0, 0, []]
+                postings[stem] = entry = [0, 0, 0, 0, 0, [offset]]
+            else:
+                entry[5].append(offset)
             entry[col] += 1
-            entry[5].append((col << q.SHIFT) | offset)
-            length += 1
-            if col == last:
-                scope.append(stem)
+        length += len(stems)
+        if col == last:
+            scope = stems
     return length, scope, postings
 
 
 def _pack(postings: dict[str, list]) -> bytes:
     """A document's positions as `fulltext_docs.pos` holds them: per term, a count and the positions (int32 LE)."""
-    out = array("i")
+    flat: list[int] = []
     for entry in postings.values():
-        out.append(len(entry[5]))
-        out.extend(entry[5])
+        flat.append(len(entry[5]))
+        flat += entry[5]
+    out = array("i", flat)
     if sys.byteorder != "little":
         out.byteswap()
     return out.tobytes()
+
+
+class _Decimal(dict):
+    """int -> its decimal text, each written once: a batch's postings are ~70 integers an entry, mostly small."""
+
+    def __missing__(self, n: int) -> str:
+        self[n] = text = str(n)
+        return text
+
+
+_DECIMAL = _Decimal()
 
 
 def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
@@ -179,8 +194,9 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     d_scopes: list[str] = []
     d_terms: list[str] = []
     d_pos: list[bytes] = []
-    # term -> [doc ids, lengths, t0..t4], each a list; documents in id order, so a segment reads like a doclist.
-    rows: dict[str, list[list[int]]] = {}
+    # term -> its documents in id order (a segment reads like a doclist), each (doc id, length, t0..t4) as text.
+    rows: dict[str, list[tuple[str, ...]]] = {}
+    decimal = _DECIMAL
     tokens = 0
     for doc_id, columns in sorted(docs, key=lambda d: d[0]):
         if len(columns) != width:
@@ -193,14 +209,14 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         d_terms.append(" ".join(postings))
         d_pos.append(_pack(postings))
         tokens += length
-        for stem, entry in postings.items():
+        doc, size = decimal[doc_id], decimal[length]
+        for stem, e in postings.items():
+            posting = (doc, size, decimal[e[0]], decimal[e[1]], decimal[e[2]], decimal[e[3]], decimal[e[4]])
             row = rows.get(stem)
             if row is None:
-                row = rows[stem] = [[], [], [], [], [], [], []]
-            row[0].append(doc_id)
-            row[1].append(length)
-            for c in range(5):
-                row[2 + c].append(entry[c])
+                rows[stem] = [posting]
+            else:
+                row.append(posting)
     if not d_ids:
         return 0
     key = index.key
@@ -213,7 +229,8 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     )
     # Each array column goes as one string ("1,2;7;..."), split by PostgreSQL: adapting ~70K integers a thousand
     # entries one by one in Python cost as much CPU as the whole insert.
-    columns = [";".join(",".join(map(str, row[i])) for row in rows.values()) for i in range(7)]
+    per_term = [tuple(zip(*postings)) for postings in rows.values()]
+    columns = [";".join([",".join(arrays[i]) for arrays in per_term]) for i in range(7)]
     arrays = ("doc_ids", "lens", *_TF)
     conn.execute(
         f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, {', '.join(arrays)}) "
