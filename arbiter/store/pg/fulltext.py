@@ -272,6 +272,8 @@ def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
     """
     key = index.key
     ids = sorted({int(i) for i in doc_ids})
+    if not ids:
+        return 0
     gone = conn.execute(
         f"DELETE FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[]) RETURNING doc_id, len, seg, terms",
         (*key, ids),
