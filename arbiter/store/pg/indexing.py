@@ -36,28 +36,20 @@ def _scope_tokens(tenant_id: int, conversation_id: int | None, author_id: int | 
     return f"{where} a{author_id}" if shared else where
 
 
-def _entries(conn, tenant_id: int, ids: list[int]) -> None:
-    # One read for what the index holds of them (to take out) and what they are now (to put in): a deleted entry
-    # has only the first, a new one only the second.
+def _entries(conn, tenant_id: int, rows: list[tuple]) -> None:
+    """Index queued entries from settle's rows: what the index holds of each (to take out) and what it is now (to
+    put in); a deleted entry has only the first, a new one only the second."""
     old: dict[int, list[int]] = defaultdict(list)
-    new: dict[int, list] = defaultdict(list)
-    for eid, held_scope, scope_id, title, content, tags, source, conv, author, team in conn.execute(
-        "SELECT q.id, d.scope_id, e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, e.author_id, "
-        "s.team_id FROM unnest(?::bigint[]) AS q(id) "
-        "LEFT JOIN fulltext_docs d ON d.tenant_id = ? AND d.kind = ? AND d.doc_id = q.id "
-        "LEFT JOIN entries e ON e.tenant_id = ? AND e.id = q.id LEFT JOIN scopes s ON s.id = e.scope_id",
-        (ids, tenant_id, ENTRIES, tenant_id),
-    ):
+    new: dict[int, dict[int, tuple]] = defaultdict(dict)
+    for eid, held_scope, scope_id, title, content, tags, source, conv, author, team in rows:
         if held_scope is not None:
             old[held_scope].append(eid)
         if scope_id is not None:
-            new[scope_id].append((eid, (title, content, tags, source,
-                                        _scope_tokens(tenant_id, conv, author, team is not None))))
+            new[scope_id][eid] = (title, content, tags, source, _scope_tokens(tenant_id, conv, author, team is not None))
     for scope_id, doc_ids in sorted(old.items()):
         fulltext.remove(conn, Index(tenant_id, ENTRIES, scope_id), doc_ids)
     for scope_id, docs in sorted(new.items()):
-        # A document held in two scopes would be read twice: each of its rows is one document.
-        fulltext.add_many(conn, Index(tenant_id, ENTRIES, scope_id), list(dict(docs).items()))
+        fulltext.add_many(conn, Index(tenant_id, ENTRIES, scope_id), list(docs.items()))
 
 
 def _revisions(conn, tenant_id: int, ids: list[int]) -> None:
@@ -85,21 +77,40 @@ def _facts(conn, tenant_id: int, ids: list[int]) -> None:
     fulltext.add_many(conn, index, docs)
 
 
-_KEEPERS = {"fulltext": _entries, "past_text": _revisions, "fact_text": _facts}
+_KEEPERS = {"past_text": _revisions, "fact_text": _facts}
+
+# The transaction's queue, with what an entry's indexing needs joined on (the common case: one read, not three).
+# A SELECT first, not DELETE ... RETURNING: a read-only transaction settles too, and finds nothing.
+_QUEUED = (
+    "SELECT q.deriver, q.tenant_id, q.entry_id, d.scope_id, e.scope_id, e.title, e.content, e.tags, e.source, "
+    "e.conversation_id, e.author_id, s.team_id FROM derive_queue q "
+    f"LEFT JOIN fulltext_docs d ON q.deriver = 'fulltext' AND d.tenant_id = q.tenant_id AND d.kind = {ENTRIES} "
+    "AND d.doc_id = q.entry_id "
+    "LEFT JOIN entries e ON q.deriver = 'fulltext' AND e.tenant_id = q.tenant_id AND e.id = q.entry_id "
+    "LEFT JOIN scopes s ON s.id = e.scope_id "
+    "WHERE q.deriver IN ('fulltext', 'past_text', 'fact_text') ORDER BY q.deriver, q.tenant_id, q.entry_id"
+)
 
 
 def settle(conn) -> int:
     """Index what this transaction queued (see the module's docstring); returns how many queue rows it took."""
-    # Taken and deleted in one round trip: a failure below rolls the whole transaction back, the rows with it.
-    queued: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for deriver, tenant_id, entry_id in conn.execute(
-        "DELETE FROM derive_queue WHERE deriver IN ('fulltext', 'past_text', 'fact_text') "
-        "RETURNING deriver, tenant_id, entry_id"
-    ):
-        queued[deriver, tenant_id].append(entry_id)
-    for (deriver, tenant_id), ids in sorted(queued.items()):
-        _KEEPERS[deriver](conn, tenant_id, sorted(ids))
-    return sum(map(len, queued.values()))
+    rows = conn.execute(_QUEUED).fetchall()
+    if not rows:
+        return 0
+    queued: dict[tuple[str, int], list] = defaultdict(list)
+    for deriver, tenant_id, entry_id, *entry in rows:
+        queued[deriver, tenant_id].append((entry_id, *entry) if deriver == "fulltext" else entry_id)
+    for (deriver, tenant_id), items in queued.items():
+        if deriver == "fulltext":
+            _entries(conn, tenant_id, items)
+        else:
+            _KEEPERS[deriver](conn, tenant_id, items)
+    conn.execute(
+        "DELETE FROM derive_queue q USING unnest(?::text[], ?::bigint[]) AS t(deriver, entry_id) "
+        "WHERE q.deriver = t.deriver AND q.entry_id = t.entry_id",
+        ([r[0] for r in rows], [r[2] for r in rows]),
+    )
+    return len(rows)
 
 
 # -- what the full-text reads name ----------------------------------------------------------------------------
