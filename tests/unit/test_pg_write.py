@@ -9,6 +9,7 @@ from arbiter.model import RememberParams
 from arbiter.store import entries, open_database, tenants, users
 from arbiter.store.db import numerals
 from arbiter.store.pg import fulltext
+from arbiter.store.pg.connection import Connection
 from arbiter.store.pg.fulltext import ENTRIES, Index
 
 T0 = 1795168800 * 1_000_000
@@ -62,3 +63,12 @@ def test_a_batch_is_written_as_given_and_found_by_its_words(pg):
     bytes_, numeral = pg.execute("SELECT bytes, numerals FROM recall_entries WHERE tenant_id = ? AND entry_id = ?",
                                  (v.tenant_id, ids[1])).fetchone()
     assert (bytes_, numeral) == (len(items[1].content.encode()), 2)
+
+
+def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg:
+        pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        pg.execute("SELECT count(*) FROM entries WHERE tenant_id = ?", (1,)).fetchone()
+    assert [s for s in sent if "derive_queue" in s] == []
