@@ -188,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
     args = ap.parse_args(argv)
+    if min(args.sizes) <= args.singles:  # the `get`s sample the bulk-written ids: a size must leave some
+        ap.error(f"every --sizes must exceed --singles ({args.singles})")
     results = [run_engine(e, args.pg if e == "postgresql" else None, args) for e in args.engines.split(",")]
     report({"version": __version__, "engines": [asdict(r) for r in results]}, args.out, text=table(results))
 

@@ -159,11 +159,17 @@ def _pack(postings: dict[str, list]) -> bytes:
 
 
 class _Decimal(dict):
-    """int -> its decimal text, each written once: a batch's postings are ~70 integers an entry, mostly small."""
+    """int -> its decimal text, each written once: a batch's postings are ~70 integers an entry, nearly all small
+    counts and lengths. Only those below `_KEPT` stay (a daemon's lifetime of document ids would not)."""
 
     def __missing__(self, n: int) -> str:
-        self[n] = text = str(n)
+        text = str(n)
+        if n < _KEPT:
+            self[n] = text
         return text
+
+
+_KEPT = 1 << 16
 
 
 _DECIMAL = _Decimal()
@@ -210,7 +216,7 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         d_terms.append(" ".join(postings))
         d_pos.append(_pack(postings))
         tokens += length
-        doc, size = decimal[doc_id], decimal[length]
+        doc, size = str(doc_id), decimal[length]
         for stem, e in postings.items():
             posting = (doc, size, decimal[e[0]], decimal[e[1]], decimal[e[2]], decimal[e[3]], decimal[e[4]])
             row = rows.get(stem)
