@@ -2,6 +2,7 @@
 
     python -m bench.engines --pg postgresql://USER@/DB?host=/run/postgresql [--sizes 10000,100000,250000]
                             [--others 0] [--out engines.json]
+    python -m bench.engines --pg URL --tree OTHER_TREE --pg-other URL2 [--sizes 4000] [--singles 300]
 
 For each engine (a daemon on a fresh home; on PostgreSQL `serve --db URL` on
 an empty database, which the bench empties first), and through
@@ -13,6 +14,10 @@ an empty database, which the bench empties first), and through
   tenant shares the database (the issue's 1,000 tenants and 2.5M entries: --others 999 --other-size 2250);
 - PostgreSQL only: recalls per second from --clients threads against one daemon, then spread over two
   daemons serving the same database (the issue asks >= 1.6x).
+
+With --tree, PostgreSQL only: this tree's daemon and another tree's, each on its own database, called in
+turn (`remember` call by call, `remember_many` batch by batch, recall query by query once both derivation
+queues are empty): a before/after on a machine whose load moves the figures run to run.
 
 Targets (issue #31, PostgreSQL): recall p50 <= 10 ms and p99 <= 50 ms at 250K; remember p50 <= 5 ms;
 bulk >= 5K entries/s; two daemons >= 1.6x one. Numbers are reported, nothing is asserted.
@@ -144,6 +149,69 @@ def run_engine(name: str, db: str | None, args) -> Engine:
     return res
 
 
+def interleaved(args) -> str:
+    """PostgreSQL only: a daemon of this tree and one of `--tree`, each on its own emptied database (`--pg`,
+    `--pg-other`), called in turn (`remember` call by call, `remember_many` batch by batch, recall query by query
+    once both daemons' derivation queues are empty), so a busy machine weighs on both alike."""
+    import psycopg
+
+    trees = {"this": None, "other": args.tree.resolve()}
+    urls = {"this": args.pg, "other": args.pg_other}
+    daemons: dict[str, BenchDaemon] = {}
+    try:
+        for name, tree in trees.items():
+            _empty_pg(urls[name])
+            home = Path(tempfile.mkdtemp(prefix=f"arb-engines-{name}-"))
+            daemons[name] = BenchDaemon(home, "FULL", tree=tree, args=("--db", urls[name]))
+        clients = {name: d.client() for name, d in daemons.items()}
+        rngs = {name: random.Random(args.seed) for name in trees}
+        vocabs = {name: Vocabulary(random.Random(args.seed)) for name in trees}
+        singles: dict[str, list[int]] = {name: [] for name in trees}
+        bulk: dict[str, list[float]] = {name: [] for name in trees}
+        recalls: dict[str, list[int]] = {name: [] for name in trees}
+
+        def turns(i: int) -> tuple[str, str]:
+            return ("this", "other") if i % 2 else ("other", "this")
+
+        for i in range(args.singles):
+            for name in turns(i):
+                entry = make_entry(vocabs[name], rngs[name], i)
+                singles[name] += _timed([lambda c=clients[name], e=entry: c.remember(**e)])
+        for b in range(max(0, (max(args.sizes) - args.singles) // args.batch)):
+            for name in turns(b):
+                batch = [make_entry(vocabs[name], rngs[name], args.singles + b * args.batch + i) for i in range(args.batch)]
+                t = time.perf_counter()
+                clients[name].remember_many(batch)
+                bulk[name].append(args.batch / (time.perf_counter() - t))
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:  # idle derivation competes with recall for the cores until it is done
+            waiting = 0
+            for url in urls.values():
+                with psycopg.connect(url, autocommit=True) as conn:
+                    waiting += conn.execute("SELECT count(*) FROM derive_queue").fetchone()[0]
+            if not waiting:
+                break
+            time.sleep(2)
+        queries = _queries(Vocabulary(random.Random(args.seed + 1)), random.Random(args.seed), args.recalls)
+        for i, q in enumerate(queries):
+            for name in turns(i):
+                recalls[name] += _timed([lambda c=clients[name], q=q: c.recall(q, limit=10)])
+        for client in clients.values():
+            client.close()
+    finally:
+        for d in daemons.values():
+            d.stop()
+            shutil.rmtree(d.home, ignore_errors=True)
+    lines = [f"arbiter {__version__}: PostgreSQL, this tree and {args.tree} called in turn"]
+    for name in trees:
+        rates = sorted(bulk[name])
+        lines.append(f"  {name:5}: remember p50 {percentile(singles[name], 50):.2f} ms (p99 "
+                     f"{percentile(singles[name], 99):.2f}); bulk {rates[len(rates) // 2] if rates else 0:,.0f} entries/s "
+                     f"(median batch); recall p50 {percentile(recalls[name], 50):.1f} ms, p99 "
+                     f"{percentile(recalls[name], 99):.1f} at {args.singles + len(rates) * args.batch:,} entries")
+    return "\n".join(lines)
+
+
 def _others(home: Path, vocab: Vocabulary, rng: random.Random, args) -> None:
     """--others tenants of --other-size entries each, through the admin token."""
     admin = Client(paths.socket_path(home), paths.admin_token_path(home).read_text().strip(), timeout=600)
@@ -187,7 +255,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--engines", default="sqlite,postgresql", help="which engines, in order")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", type=Path, help="also write the numbers as JSON here")
+    ap.add_argument("--tree", type=Path, help="PostgreSQL only: another tree's daemon, called in turn with this "
+                    "tree's on --pg-other (remember, bulk and recall at the largest size)")
+    ap.add_argument("--pg-other", help="with --tree: the URL of a second empty database the bench may wipe")
     args = ap.parse_args(argv)
+    if args.tree is not None:
+        if not args.pg_other:
+            ap.error("--tree needs --pg-other")
+        print(interleaved(args))
+        return
+    if min(args.sizes) <= args.singles:  # the `get`s sample the bulk-written ids: a size must leave some
+        ap.error(f"every --sizes must exceed --singles ({args.singles})")
     results = [run_engine(e, args.pg if e == "postgresql" else None, args) for e in args.engines.split(",")]
     report({"version": __version__, "engines": [asdict(r) for r in results]}, args.out, text=table(results))
 

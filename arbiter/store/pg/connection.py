@@ -105,9 +105,11 @@ class Connection:
 
     # -- statements ---------------------------------------------------------------------------------------
     def _writing(self, sql: str) -> bool:
-        """Note a statement that may write (anything but a SELECT); True if it must run in a transaction of its
+        """Note a statement that may write (anything but a SELECT, SET or SHOW); True if it must run in a transaction of its
         own so that `before_commit` sees what it queued (a write outside `with conn:` would commit at once)."""
-        if sql.lstrip()[:6].upper() == "SELECT":
+        # SET (a read's `SET TRANSACTION ... READ ONLY`) and SHOW write nothing: a read marked dirty paid
+        # `before_commit`'s round trip to find an empty queue.
+        if sql.lstrip()[:7].split(None, 1)[0].upper() in ("SELECT", "SET", "SHOW"):
             return False
         self._dirty = True
         return self._depth == 0 and bool(self.before_commit)

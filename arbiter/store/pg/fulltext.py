@@ -131,27 +131,48 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
     for col, text in enumerate(columns):
         if not text:
             continue
-        for offset, (_, _, stem) in enumerate(q.tokenize(text)):
+        stems = q.stems(text)
+        base = col << q.SHIFT
+        for offset, stem in enumerate(stems, start=base):
             entry = postings.get(stem)
             if entry is None:
-                entry = postings[stem] = [0, 0, 0, 0, 0, []]
+                postings[stem] = entry = [0, 0, 0, 0, 0, [offset]]
+            else:
+                entry[5].append(offset)
             entry[col] += 1
-            entry[5].append((col << q.SHIFT) | offset)
-            length += 1
-            if col == last:
-                scope.append(stem)
+        length += len(stems)
+        if col == last:
+            scope = stems
     return length, scope, postings
 
 
 def _pack(postings: dict[str, list]) -> bytes:
     """A document's positions as `fulltext_docs.pos` holds them: per term, a count and the positions (int32 LE)."""
-    out = array("i")
+    flat: list[int] = []
     for entry in postings.values():
-        out.append(len(entry[5]))
-        out.extend(entry[5])
+        flat.append(len(entry[5]))
+        flat += entry[5]
+    out = array("i", flat)
     if sys.byteorder != "little":
         out.byteswap()
     return out.tobytes()
+
+
+class _Decimal(dict):
+    """int -> its decimal text, each written once: a batch's postings are ~70 integers an entry, nearly all small
+    counts and lengths. Only those below `_KEPT` stay (a daemon's lifetime of document ids would not)."""
+
+    def __missing__(self, n: int) -> str:
+        text = str(n)
+        if n < _KEPT:
+            self[n] = text
+        return text
+
+
+_KEPT = 1 << 16
+
+
+_DECIMAL = _Decimal()
 
 
 def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
@@ -172,15 +193,17 @@ def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str,
 
 
 def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[str | None]]]) -> int:
-    """Index documents (ids new to the index) as one segment; returns how many. Four statements whatever their number."""
+    """Index documents (ids new to the index) as one segment; returns how many. One statement whatever their number
+    (a round trip is a tenth of a one-entry `remember`)."""
     width = len(index.columns)
     d_ids: list[int] = []
     d_lens: list[int] = []
     d_scopes: list[str] = []
     d_terms: list[str] = []
     d_pos: list[bytes] = []
-    # term -> [doc ids, lengths, t0..t4], each a list; documents in id order, so a segment reads like a doclist.
-    rows: dict[str, list[list[int]]] = {}
+    # term -> its documents in id order (a segment reads like a doclist), each (doc id, length, t0..t4) as text.
+    rows: dict[str, list[tuple[str, ...]]] = {}
+    decimal = _DECIMAL
     tokens = 0
     for doc_id, columns in sorted(docs, key=lambda d: d[0]):
         if len(columns) != width:
@@ -193,44 +216,54 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         d_terms.append(" ".join(postings))
         d_pos.append(_pack(postings))
         tokens += length
-        for stem, entry in postings.items():
+        doc, size = str(doc_id), decimal[length]
+        for stem, e in postings.items():
+            posting = (doc, size, decimal[e[0]], decimal[e[1]], decimal[e[2]], decimal[e[3]], decimal[e[4]])
             row = rows.get(stem)
             if row is None:
-                row = rows[stem] = [[], [], [], [], [], [], []]
-            row[0].append(doc_id)
-            row[1].append(length)
-            for c in range(5):
-                row[2 + c].append(entry[c])
+                rows[stem] = [posting]
+            else:
+                row.append(posting)
     if not d_ids:
         return 0
     key = index.key
-    seg = conn.execute("SELECT nextval('fulltext_segments')").fetchone()[0]
-    conn.execute(
-        "INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, seg, scope, terms, pos) "
-        "SELECT ?, ?, ?, u.doc_id, u.len, ?, string_to_array(u.scope, ' '), u.terms, u.pos "
-        "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[], ?::bytea[]) AS u(doc_id, len, scope, terms, pos)",
-        (*key, seg, d_ids, d_lens, d_scopes, d_terms, d_pos),
-    )
-    # Each array column goes as one string ("1,2;7;..."), split by PostgreSQL: adapting ~70K integers a thousand
-    # entries one by one in Python cost as much CPU as the whole insert.
-    columns = [";".join(",".join(map(str, row[i])) for row in rows.values()) for i in range(7)]
-    arrays = ("doc_ids", "lens", *_TF)
-    conn.execute(
-        f"INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, {', '.join(arrays)}) "
-        f"SELECT ?, ?, ?, u.term, ?, u.doc_ids[1], u.doc_ids[cardinality(u.doc_ids)], {', '.join('u.' + a for a in arrays)} "
-        "FROM (SELECT s.term, ('{' || s.doc_ids || '}')::bigint[] AS doc_ids, "
-        + ", ".join(f"('{{' || s.{a} || '}}')::integer[] AS {a}" for a in arrays[1:])
-        + " FROM unnest(string_to_array(?, ' '), " + ", ".join("string_to_array(?, ';')" for _ in arrays)
-        + f") AS s(term, {', '.join(arrays)})) u",
-        (*key, seg, " ".join(rows), *columns),
-    )
-    conn.execute(
-        "INSERT INTO fulltext_totals (tenant_id, kind, scope_id, rows, tokens) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (tenant_id, kind, scope_id) DO UPDATE "
-        "SET rows = fulltext_totals.rows + excluded.rows, tokens = fulltext_totals.tokens + excluded.tokens",
-        (*key, len(d_ids), tokens),
-    )
+    # Numbers go as text ("1,2,3"), a batch's in one string per kind, parsed by PostgreSQL once: adapting ~70K
+    # integers a thousand entries one by one in Python cost as much CPU as the whole insert, and parsing 7 small
+    # arrays per postings row (~130K a 2,000-entry batch) was most of the server's. A row's arrays are then slices:
+    # its documents' ids at `at` in `ids`, and their lengths and t0..t4, six runs of n at 6 * at in `tf`.
+    per_term = [tuple(zip(*postings)) for postings in rows.values()]
+    conn.execute(_ADD, (
+        *key, b"".join(d_pos), d_ids, d_lens, d_scopes, d_terms, [len(b) for b in d_pos],
+        ",".join([",".join(a[0]) for a in per_term]), ",".join([",".join(column) for a in per_term for column in a[1:]]),
+        *key, " ".join(rows), ",".join([decimal[len(a[0])] for a in per_term]),
+        *key, len(d_ids), tokens,
+    ))
     return len(d_ids)
+
+
+_TF_SLICES = ", ".join(f"f.tf[6 * t.at + {i} * t.n + 1 : 6 * t.at + {i + 1} * t.n]" for i in range(6))
+# add_many's statement: a new segment number, the documents, their postings, the totals (`?` in that order: the
+# full-text tests run it through a bare qmark wrapper).
+_ADD = (
+    "WITH seg AS (SELECT nextval('fulltext_segments') AS seg), "
+    "docs AS (INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, seg, scope, terms, pos) "
+    "SELECT ?, ?, ?, u.doc_id, u.len, seg.seg, string_to_array(u.scope, ' '), u.terms, "
+    "substring(?::bytea FROM u.at + 1 FOR u.size) "
+    "FROM seg, (SELECT u.*, (sum(u.size) OVER (ORDER BY u.n) - u.size)::integer AS at "
+    "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[], ?::integer[]) "
+    "WITH ORDINALITY AS u(doc_id, len, scope, terms, size, n)) u), "
+    "flat AS MATERIALIZED (SELECT ('{' || ? || '}')::bigint[] AS ids, ('{' || ? || '}')::integer[] AS tf), "
+    f"postings AS (INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, doc_ids, "
+    f"lens, {', '.join(_TF)}) "
+    "SELECT ?, ?, ?, t.term, seg.seg, f.ids[t.at + 1], f.ids[t.at + t.n], f.ids[t.at + 1 : t.at + t.n], "
+    f"{_TF_SLICES} "
+    "FROM seg, flat f, (SELECT t.term, t.n, (sum(t.n) OVER (ORDER BY t.i) - t.n)::integer AS at "
+    "FROM unnest(string_to_array(?, ' '), ('{' || ? || '}')::integer[]) "
+    "WITH ORDINALITY AS t(term, n, i)) t) "
+    "INSERT INTO fulltext_totals (tenant_id, kind, scope_id, rows, tokens) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (tenant_id, kind, scope_id) DO UPDATE "
+    "SET rows = fulltext_totals.rows + excluded.rows, tokens = fulltext_totals.tokens + excluded.tokens"
+)
 
 
 def add(conn: Connection, index: Index, doc_id: int, columns: Sequence[str | None]) -> None:
@@ -245,6 +278,8 @@ def remove(conn: Connection, index: Index, doc_ids: Sequence[int]) -> int:
     """
     key = index.key
     ids = sorted({int(i) for i in doc_ids})
+    if not ids:
+        return 0
     gone = conn.execute(
         f"DELETE FROM fulltext_docs WHERE {_KEY} AND doc_id = ANY(?::bigint[]) RETURNING doc_id, len, seg, terms",
         (*key, ids),

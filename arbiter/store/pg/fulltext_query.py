@@ -40,16 +40,26 @@ SHIFT = 24
 _local = threading.local()
 
 
-def tokenize(text: str, *, query: bool = False, prefix: bool = False) -> list[tuple[int, int, str]]:
-    """(start byte, end byte, stem) of each token of `text`, from SQLite's own FTS5 tokenizer (via apsw)."""
+def _fts5():
     fts5 = getattr(_local, "fts5", None)
     if fts5 is None:
         name, args = TOKENIZER
         fts5 = _local.fts5 = tokenizing().fts5_tokenizer(name, list(args))
+    return fts5
+
+
+def tokenize(text: str, *, query: bool = False, prefix: bool = False) -> list[tuple[int, int, str]]:
+    """(start byte, end byte, stem) of each token of `text`, from SQLite's own FTS5 tokenizer (via apsw)."""
+    fts5 = _fts5()
     flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
     if prefix:
         flags |= apsw.FTS5_TOKENIZE_PREFIX
     return [(start, end, stems[0]) for start, end, *stems in fts5(text.encode("utf-8", "surrogatepass"), flags, None)]
+
+
+def stems(text: str) -> list[str]:
+    """The stems of a document's `text`, in order (`tokenize` without the offsets: what indexing needs)."""
+    return [token[2] for token in _fts5()(text.encode("utf-8", "surrogatepass"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,74 @@
+"""PostgreSQL's write path, where it is built for speed (issue #31, "Performance"): what it writes is what was given,
+and what the server derives is what SQLite derives."""
+
+from __future__ import annotations
+
+import pytest
+
+from arbiter.model import RememberParams
+from arbiter.store import entries, open_database, tenants, users
+from arbiter.store.db import numerals
+from arbiter.store.pg import fulltext
+from arbiter.store.pg.connection import Connection
+from arbiter.store.pg.fulltext import ENTRIES, Index
+
+T0 = 1795168800 * 1_000_000
+
+# Texts at the edges of `numerals`: a number word against each kind of break, inside a longer word, after a
+# digit, in capitals, beside punctuation that is no break, after each of the spaces Python's str.split() cuts at.
+TEXTS = [
+    None, "", "two", "Two", "x two", "twofold", "network", "(five)", "ten,", "two&", "two_x", "a-twelve-b",
+    "nine's", "one", "1 two", "hello\tthree\n", "İ seven", "fifty/fifty", "\"Dozen\"", "seventy;", "twenty!?",
+    "a hundred.", "thousand:s", "eleven*", "[six]", "sixty—", "zero nine", "ninety9", "tenth", "\u200bten",
+] + [f"one{c}seven{c}" for c in "\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2007\u200a\u2028\u2029\u202f\u205f\u3000"]
+
+
+@pytest.fixture
+def pg(pg_url):
+    conn = open_database(pg_url)
+    yield conn
+    conn.close()
+
+
+def test_number_words_are_counted_as_the_sqlite_function_counts_them(pg):
+    got = [pg.execute("SELECT arbiter_numerals(?)", (t,)).fetchone()[0] for t in TEXTS]
+    assert got == [numerals(t) for t in TEXTS]
+
+
+def _viewer(conn):
+    with conn:
+        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+    return users.first_viewer(conn, tid)
+
+
+def test_a_batch_is_written_as_given_and_found_by_its_words(pg):
+    v = _viewer(pg)
+    items = [
+        RememberParams(type="user", title="Quotes 'single' \"double\" \\back\\slash", content="tab\there\nnewline"),
+        RememberParams(type="project", title="Ünïcödé ☃ 𝄞 emoji 🙂", content="Straße façade naïve — twelve",
+                       tags=["a,b", "{brace}", "quote\"d"], source="src:1", speaker="Bob"),
+        RememberParams(type="learning", title="nulls", content="{\"json\": [1, 2]} null NULL \\N"),
+    ] + [RememberParams(type="context", title=f"entry {i}", content=f"filler words number{i}") for i in range(40)]
+    with pg:
+        ids = entries.remember_many(pg, v, items, now=T0)
+    assert len(set(ids)) == len(items)
+    for i, p in zip(ids, items):
+        e = entries.get(pg, v, i)
+        assert (e.type, e.title, e.content, e.tags, e.source, e.speaker) == (
+            p.type, p.title, p.content, p.tags, p.source, p.speaker)
+    index = Index(v.tenant_id, ENTRIES, v.private_scope)
+    assert fulltext.matching(pg, index, '"façade"', 10) == [ids[1]]
+    assert fulltext.matching(pg, index, '"number7"', 10) == [ids[3 + 7]]
+    assert fulltext.totals(pg, index)[0] == len(items)
+    bytes_, numeral = pg.execute("SELECT bytes, numerals FROM recall_entries WHERE tenant_id = ? AND entry_id = ?",
+                                 (v.tenant_id, ids[1])).fetchone()
+    assert (bytes_, numeral) == (len(items[1].content.encode()), 2)
+
+
+def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg:
+        pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        pg.execute("SELECT count(*) FROM entries WHERE tenant_id = ?", (1,)).fetchone()
+    assert [s for s in sent if "derive_queue" in s] == []
