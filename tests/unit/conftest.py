@@ -17,8 +17,10 @@ TENANT_CREATED = 1795168800 * US  # 2026-11-20T10:00:00Z
 def pytest_generate_tests(metafunc):
     """`db` is a SQLite file, and also a PostgreSQL database for a test marked `both_engines` (a module says so
     for all its tests with `pytestmark`, once they pass on PostgreSQL). A test in such a module marked
-    `sqlite_only("why")` shows its PostgreSQL run as skipped, with the reason (what it waits for)."""
-    if "db" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines"):
+    `sqlite_only("why")` shows its PostgreSQL run as skipped, with the reason (what it waits for). A test that
+    parametrizes `db` itself (indirect) says which engine runs which of its cases."""
+    own = any("db" in m.args[0] for m in metafunc.definition.iter_markers("parametrize"))
+    if "db" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines") and not own:
         waits = metafunc.definition.get_closest_marker("sqlite_only")
         postgresql = pytest.param("postgresql", marks=pytest.mark.skip(reason=waits.args[0])) if waits else "postgresql"
         metafunc.parametrize("db", ["sqlite", postgresql], indirect=True)
