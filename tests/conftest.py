@@ -9,6 +9,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +42,23 @@ def pg_url(pg_databases):
     url = pg_databases.create()
     yield url
     pg_databases.drop(url)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The executable's tests last, its build started now in the background (tests/e2e/build.py): a build is a
+    minute of one core, which then overlaps the rest of the suite instead of holding a worker at its start. Every
+    worker collects the same order; one starts the build, and the e2e tests wait on its lock."""
+    e2e = [item for item in items if "/tests/e2e/" in str(item.path)]
+    if not e2e:
+        return
+    items[:] = [item for item in items if item not in e2e] + e2e
+    if (os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0" and not os.environ.get("ARBITER_BINARY")
+            and not config.option.collectonly):
+        from tests.e2e import build
+
+        if not build.current():
+            subprocess.Popen([sys.executable, "-m", "tests.e2e.build"], cwd=build.ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture(scope="session", autouse=True)

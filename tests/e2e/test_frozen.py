@@ -1,15 +1,13 @@
 """The single-file executable, end to end, with the frozen binary only.
 
-Uses `$ARBITER_BINARY` when set; otherwise builds `build.spec` once into
-build/e2e/ and reuses that build while the sources are unchanged.
+Uses `$ARBITER_BINARY` when set; otherwise this tree's build (tests/e2e/build.py: into build/e2e/, reused while
+the sources are unchanged, started in the background as soon as the suite has collected its tests).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,36 +20,13 @@ import pytest
 
 from arbiter.store import text
 from tests.conftest import isolated_env
-
-ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "build" / "e2e"
-
-
-def _source_stamp() -> str:
-    digest = hashlib.sha256()
-    sources = [ROOT / "build.spec", ROOT / "pyproject.toml", *(ROOT / "packaging").glob("*.py"),
-               *(ROOT / "arbiter").rglob("*.py"), *(ROOT / "arbiter" / "ui" / "static").iterdir()]
-    for path in sorted(sources):
-        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
+from tests.e2e import build as e2e_build
 
 @pytest.fixture(scope="session")
 def frozen() -> Path:
     if env := os.environ.get("ARBITER_BINARY"):
         return Path(env)
-    binary, stamp_file, stamp = OUT / "dist" / "arbiter", OUT / "stamp", _source_stamp()
-    if binary.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
-        return binary
-    shutil.rmtree(OUT, ignore_errors=True)
-    build = subprocess.run(
-        [sys.executable, "-m", "PyInstaller", "-y", "--log-level", "ERROR", "--distpath", str(OUT / "dist"),
-         "--workpath", str(OUT / "work"), "build.spec"],
-        cwd=ROOT, capture_output=True, text=True,
-    )
-    assert build.returncode == 0, build.stderr[-3000:]
-    stamp_file.write_text(stamp)
-    return binary
+    return e2e_build.build()
 
 
 def _ping(sock_path: Path) -> bool:
