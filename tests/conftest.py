@@ -57,8 +57,18 @@ def pytest_collection_modifyitems(config, items):
         from tests.e2e import build
 
         if not build.current():
-            subprocess.Popen([sys.executable, "-m", "tests.e2e.build"], cwd=build.ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+            _builds.append(subprocess.Popen([sys.executable, "-m", "tests.e2e.build"], cwd=build.ROOT,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            stdin=subprocess.DEVNULL))
+
+
+_builds: list[subprocess.Popen] = []
+
+
+def pytest_unconfigure(config):
+    """Wait for the build this worker started: another worker's e2e tests may be waiting on it."""
+    for proc in _builds:
+        proc.wait()
 
 
 @pytest.fixture(scope="session", autouse=True)
