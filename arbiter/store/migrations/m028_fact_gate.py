@@ -2,8 +2,8 @@
 
 A finding set to NULL (or a batch that is not there) made m009's condition
 unknown rather than false, and a trigger's WHEN on an unknown does not fire: a
-direct UPDATE could activate a fact no evaluation passed. PostgreSQL's step is
-p006_fact_gate.
+direct UPDATE could activate a fact no evaluation passed. PostgreSQL's is in
+p005_tenant_keys.
 """
 
 SQL = """

@@ -268,9 +268,12 @@ BEGIN
         RAISE EXCEPTION 'a fact''s statement never changes: propose a new fact that supersedes it'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    IF new.status = 'active' AND old.status != 'active' AND NOT (
+    -- coalesce: a finding set to NULL (or a batch not there) made the condition unknown, and IF on an unknown runs
+    -- nothing, so a direct UPDATE could activate a fact no evaluation passed (SQLite's m028_fact_gate).
+    IF new.status = 'active' AND old.status != 'active' AND NOT coalesce(
             old.status = 'candidate' AND new.finding IN ('accept', 'supersede')
-            AND (SELECT status FROM patch_batches WHERE tenant_id = new.tenant_id AND id = new.batch_id) = 'evaluated') THEN
+            AND (SELECT status FROM patch_batches WHERE tenant_id = new.tenant_id AND id = new.batch_id) = 'evaluated',
+            false) THEN
         RAISE EXCEPTION 'a fact becomes active only when its evaluated batch is applied'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
