@@ -45,13 +45,16 @@ def pg_url(pg_databases):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The executable's tests last, its build started now in the background (tests/e2e/build.py): a build is a
-    minute of one core, which then overlaps the rest of the suite instead of holding a worker at its start. Every
+    """The executable's tests after the integration tests, its build started now in the background
+    (tests/e2e/build.py): a build is a minute of one core, which then overlaps the integration tests instead of
+    holding a worker at the start, and the many small unit files after them even out the workers' ends. Every
     worker collects the same order; one starts the build, and the e2e tests wait on its lock."""
     e2e = [item for item in items if "/tests/e2e/" in str(item.path)]
     if not e2e:
         return
-    items[:] = [item for item in items if item not in e2e] + e2e
+    rest = [item for item in items if item not in e2e]
+    unit = next((i for i, item in enumerate(rest) if "/tests/unit/" in str(item.path)), len(rest))
+    items[:] = rest[:unit] + e2e + rest[unit:]
     if (os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0" and not os.environ.get("ARBITER_BINARY")
             and not config.option.collectonly):
         from tests.e2e import build
