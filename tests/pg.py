@@ -80,15 +80,6 @@ class Databases:
             self._run(f'DROP DATABASE IF EXISTS "{self.template}" WITH (FORCE)')
 
 
-def skip_without_features(conn) -> None:
-    """Skip a PostgreSQL test that needs the entity tables until their schema step (p003_features) has them."""
-    import pytest
-
-    if conn.execute("SELECT to_regclass('entity_names')").fetchone()[0] is None:
-        pytest.skip("needs the entity tables: waits for p003_features (branch pgfeatures); remember's entity "
-                    "links also read full text (branch pgfts)")
-
-
 def wait_until_blocked(conn, waiting: int = 1) -> None:
     """Wait until `waiting` sessions of `conn`'s database wait on a lock (another writer's, held by `conn`)."""
     from tests.conftest import wait_for

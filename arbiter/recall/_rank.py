@@ -20,6 +20,7 @@ import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import apsw
 
@@ -147,7 +148,7 @@ def idf(df: int, n: int) -> float:
 
 
 class Frequencies:
-    """Document frequencies per stem in scope indexes, cached per (database, scope).
+    """Document frequencies per stem in scope indexes, cached per (database, scope), on either engine.
 
     A stem's frequency is read once (fts5vocab walks its whole doclist) and
     kept until the scope's index grows by a tenth or shrinks; a ranking needs
@@ -163,10 +164,6 @@ class Frequencies:
 
     def get(self, conn: apsw.Connection, scopes: Sequence[int], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(documents in the scopes' indexes, {stem: documents holding it}), summed over `scopes`."""
-        if engine.is_postgresql(conn):
-            from arbiter.store.pg import indexing
-
-            return indexing.FREQUENCIES.get(conn, [indexing.scope_index(conn, s) for s in scopes], stems)
         total, df = 0, dict.fromkeys(stems, 0)
         for scope in scopes:
             n, found = self._one(conn, scope, stems)
@@ -176,7 +173,13 @@ class Frequencies:
         return max(total, 1), df
 
     def _one(self, conn: apsw.Connection, scope: int, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
-        n, _ = fts.totals(conn, scope)
+        if engine.is_postgresql(conn):
+            from arbiter.store.pg import fulltext, indexing
+
+            index = indexing.scope_index(conn, scope)
+            n, read = fulltext.totals(conn, index)[0], partial(fulltext.frequencies, conn, index)
+        else:
+            n, read = fts.totals(conn, scope)[0], partial(_vocab_frequencies, conn, scope)
         key = (conn.filename or f"memory:{id(conn)}", scope)
         with self._lock:
             base, cache = self._by_scope.get(key, (0, {}))
@@ -185,23 +188,28 @@ class Frequencies:
                 self._by_scope[key] = (base, cache)
             missing = [s for s in dict.fromkeys(stems) if s not in cache]
         if missing:
-            vocab = f"{fts.table(scope)}_vocab"
-            words = [s for s in missing if not s.endswith("*")]
-            found = dict(
-                conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({','.join('?' * len(words))})", words)
-            )
-            for s in missing:
-                if s.endswith("*"):  # a prefix: its words' documents, summed (an upper bound), at most n
-                    low = s[:-1]
-                    high = low[:-1] + chr(ord(low[-1]) + 1)
-                    found[s] = conn.execute(
-                        f"SELECT min(coalesce(sum(doc), 0), ?) FROM {vocab} WHERE term >= ? AND term < ?",
-                        (n, low, high),
-                    ).fetchone()[0]
+            found = read(missing)
             with self._lock:
                 for s in missing:
                     cache[s] = found.get(s, 0)
         return n, {s: cache.get(s, 0) for s in stems}
+
+
+def _vocab_frequencies(conn: apsw.Connection, scope: int, stems: Sequence[str]) -> dict[str, int]:
+    """{stem: documents holding it} in a scope's FTS5 index; a stem ending in `*` is a prefix: its words' documents,
+    summed (an upper bound), at most the index's documents."""
+    vocab = f"{fts.table(scope)}_vocab"
+    words = [s for s in stems if not s.endswith("*")]
+    found = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({','.join('?' * len(words))})", words))
+    n = fts.totals(conn, scope)[0]
+    for s in stems:
+        if s.endswith("*"):
+            low = s[:-1]
+            high = low[:-1] + chr(ord(low[-1]) + 1)
+            found[s] = conn.execute(
+                f"SELECT min(coalesce(sum(doc), 0), ?) FROM {vocab} WHERE term >= ? AND term < ?", (n, low, high),
+            ).fetchone()[0]
+    return found
 
 
 def totals(conn: apsw.Connection, scopes: Sequence[int]) -> tuple[int, int]:

@@ -28,10 +28,10 @@ def _source_stamp() -> str:
     return digest.hexdigest()
 
 
-def current() -> bool:
-    """Whether the executable built last is this tree's."""
+def current(stamp: str | None = None) -> bool:
+    """Whether the executable built last is this tree's (`stamp`: its sources' stamp, if already read)."""
     stamp_file = OUT / "stamp"
-    return BINARY.exists() and stamp_file.exists() and stamp_file.read_text() == _source_stamp()
+    return BINARY.exists() and stamp_file.exists() and stamp_file.read_text() == (stamp or _source_stamp())
 
 
 def build() -> Path:
@@ -40,7 +40,7 @@ def build() -> Path:
     with open(OUT.parent / "e2e.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         stamp = _source_stamp()
-        if current():
+        if current(stamp):
             return BINARY
         shutil.rmtree(OUT, ignore_errors=True)
         done = subprocess.run(

@@ -6,7 +6,6 @@ from arbiter import derive
 from arbiter._time import US
 from arbiter.model import RememberParams
 from arbiter.store import connect, entries, open_database, tenants, users
-from tests import pg
 
 T0 = 1_800_000_000 * US
 
@@ -16,7 +15,6 @@ def test_two_writers_split_the_queue_rather_than_wait_or_repeat(pg_url):
     has not committed, goes on with the next rows at once (a lock wait would fail it, `lock_timeout`)."""
     a, b = open_database(pg_url), connect(pg_url)
     try:
-        pg.skip_without_features(a)  # the entities deriver steps first
         with a:
             tid, _ = tenants.create_tenant(a, "alice", now=T0)
             n = derive.DERIVERS["sketch"].step + 20

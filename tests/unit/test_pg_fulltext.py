@@ -150,7 +150,6 @@ def _spec(lite, pg, index, expr, terms, slots=None):
                                     (n_lite, low, high)).fetchone()[0]
     df = ft.frequencies(pg, index, stems)
     assert df == {s: vocab.get(s, 0) for s in stems}
-    assert ft.Frequencies().get(pg, [index], stems) == (n_lite, df)
     n, tokens = ft.totals(pg, index)
     assert n == n_lite
     idf = {s: _rank.idf(df[s], n) for s in stems}
@@ -269,17 +268,16 @@ def test_another_tenants_documents_move_no_score(both, vocab_table):
     before = [(ft.ranked(pg, index, m, _spec(lite, pg, index, e, t), 20), ft.count(pg, index, m))
               for _, t, e, m in cases]
     stats = ft.totals(pg, index)
-    shared = ft.Frequencies()  # one cache for the database, as a daemon holds it
     stems = ["orders", "migrat", "support", "user"]
-    seen = shared.get(pg, [index], stems)
+    seen = ft.frequencies(pg, index, stems)
     # The same words and the same scope id, in another tenant: a shared table, not a shared index.
     other = ft.Index(OTHER, ft.ENTRIES, SCOPE)
     with pg.conn.transaction():
         ft.add_many(pg, other, [(doc_id + 1, cols) for doc_id, cols in DOCS[: len(DOCS) // 2]])
     try:
         assert ft.totals(pg, index) == stats
-        assert shared.get(pg, [index], stems) == seen == ft.Frequencies().get(pg, [index], stems)
-        assert shared.get(pg, [other], stems) != seen
+        assert ft.frequencies(pg, index, stems) == seen
+        assert ft.frequencies(pg, other, stems) != seen
         after = [(ft.ranked(pg, index, m, _spec(lite, pg, index, e, t), 20), ft.count(pg, index, m))
                  for _, t, e, m in cases]
         assert after == before

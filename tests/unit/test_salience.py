@@ -387,7 +387,6 @@ def test_two_writers_maintaining_one_tenant_retire_each_entry_once(pg_url):
 
     a, b = open_database(pg_url), connect(pg_url)
     try:
-        pg.skip_without_features(a)  # maintenance refreshes entity clusters
         with a:
             tid, _ = tenants.create_tenant(a, "alice", now=NOW - 200 * DAY)
             old = entries.remember(a, users.first_viewer(a, tid), RememberParams(

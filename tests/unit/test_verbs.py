@@ -127,7 +127,6 @@ def test_every_core_verb_answers_alike_on_both_engines(tmp_path, pg_url):
     sqlite = open_database(tmp_path / "arbiter.db")
     postgresql = open_database(pg_url)
     try:
-        pg.skip_without_features(postgresql)
         expected, got = _answers(sqlite), _answers(postgresql)
     finally:
         sqlite.close()
@@ -167,7 +166,6 @@ def test_an_export_goes_into_either_engine_and_comes_out_the_same(tmp_path, pg_u
     exports the same records, ids renumbered alike."""
     home, sqlite, postgresql = (open_database(target) for target in (tmp_path / "home.db", tmp_path / "copy.db", pg_url))
     try:
-        pg.skip_without_features(postgresql)
         _answers(home)
         exported = _export(home, 1)
         assert len(exported) > 15
@@ -190,7 +188,6 @@ def test_a_watcher_on_one_daemon_sees_a_write_made_through_another(pg_url):
 
     here, there = open_database(pg_url), connect(pg_url)
     try:
-        pg.skip_without_features(here)  # the memory version counts facts too
         with here:
             tenant, _ = tenants.create_tenant(here, "alice", now=T0)
         services = Services(changes=Memo())
@@ -219,7 +216,6 @@ def test_one_batch_sent_to_two_daemons_at_once_is_written_once(tmp_path, pg_url)
 
     home, first, second = open_database(tmp_path / "home.db"), open_database(pg_url), connect(pg_url)
     try:
-        pg.skip_without_features(first)
         _answers(home)
         lines = _export(home, 1)
         with first:

@@ -41,7 +41,6 @@ Reads, each the counterpart of an FTS5 read:
     lengths(conn, index, match) -> (documents, tokens)                               facts' average length
     totals(conn, index) -> (rows, tokens)                                            fts.totals
     frequencies(conn, index, stems) -> {stem: documents}  ("x*": a prefix, summed)    fts5vocab's counts
-    Frequencies().get(conn, indexes, stems) -> (documents, {stem: documents})          _rank.Frequencies (cached)
     snippet(kind, match, columns, *, tokens=24) -> str | None                         FTS5 snippet(), in Python
 
 `conn` is anything with `execute(sql, params)` in qmark style returning a
@@ -61,7 +60,7 @@ the same statement. Any other shape (an AND between words) is matched and
 scored here from the documents SQL finds.
 
 Statistics are read exactly on every call (`frequencies` sums a term's
-segments); `Frequencies` caches them as `_rank.Frequencies` does on SQLite. A
+segments); `_rank.Frequencies` caches them on both engines. A
 one-entry write is a segment of one document until `merge` folds the small
 segments into one.
 """
@@ -69,7 +68,6 @@ segments into one.
 from __future__ import annotations
 
 import sys
-import threading
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -87,8 +85,6 @@ COLUMNS = {
 }
 _SCORED = 4  # `_rank` weighs columns 0-3
 _TF = ("t0", "t1", "t2", "t3", "t4")
-#: Cached document frequencies are dropped once the index has grown this much (as `_rank` does on SQLite).
-_STALE_GROWTH = 1.1
 
 
 class Connection(Protocol):
@@ -381,41 +377,6 @@ def frequencies(conn: Connection, index: Index, stems: Sequence[str]) -> dict[st
             ).fetchone()[0]
             found[s] = min(int(docs), n)
     return found
-
-
-class Frequencies:
-    """Document frequencies per stem, cached per index: `_rank.Frequencies` for PostgreSQL (one per database).
-
-    A stem's count is read once and kept until its index has grown by a
-    tenth or shrunk (an idf has to be about right, not exact); the document
-    count is read exactly on every call. A viewer's figures are the sums
-    over the indexes they see whole. Shared by a daemon's threads.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_index: dict[tuple, tuple[int, dict[str, int]]] = {}
-
-    def get(self, conn: Connection, indexes: Sequence[Index], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(documents in the indexes, {stem: documents holding it}), summed over `indexes`."""
-        total, df = 0, dict.fromkeys(stems, 0)
-        for index in indexes:
-            n, _ = totals(conn, index)
-            total += n
-            key = (getattr(conn, "filename", ""), *index.key)  # one process may hold several databases (tests)
-            with self._lock:
-                base, cache = self._by_index.get(key, (0, {}))
-                if n > base * _STALE_GROWTH or n < base:
-                    base, cache = n, {}
-                    self._by_index[key] = (base, cache)
-                missing = [s for s in dict.fromkeys(stems) if s not in cache]
-            if missing:
-                found = frequencies(conn, index, missing)
-                with self._lock:
-                    cache.update(found)
-            for s in stems:
-                df[s] += cache.get(s, 0)
-        return max(total, 1), df
 
 
 # -- matching -------------------------------------------------------------------------------------------------

@@ -112,9 +112,6 @@ def settle(conn) -> int:
 # SQLite's reads name an FTS5 table (`entries_fts_<scope>`, `entry_revisions_fts`, `facts_fts`); the same call on
 # PostgreSQL names an index by tenant, kind and scope. A scope never changes tenant, so the session remembers it
 # (per session, not per URL: a database emptied and filled again under one URL numbers its scopes anew).
-FREQUENCIES = fulltext.Frequencies()
-
-
 def scope_index(conn, scope_id: int) -> Index:
     """The index of a visibility scope's entries (SQLite: `fts.table(scope_id)`)."""
     tenant_id = conn.scope_tenants.get(int(scope_id))
