@@ -477,7 +477,17 @@ class _Compiler:
     def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
         cond, params = _term(stem, prefix)
         in_cols, read = _in_cols(cols, self.width)
-        sql = f"SELECT u.doc_id {_unnest(read)} WHERE {_KEY} AND {cond} AND {_RANGE} AND {in_cols}"
+        scope = _TF[self.scope_col]
+        if read and cols >= set(range(self.scope_col)):
+            # Every column but the scope's (recall's text match): a posting fails only if all its tokens are in the
+            # scope column, so a segment whose term has none there passes whole, its ids alone unnested; the
+            # counts per column (NULL, so the test is skipped) are read only where it has some.
+            sql = ("SELECT u.doc_id FROM fulltext_postings CROSS JOIN LATERAL unnest(doc_ids, "
+                   + ", ".join(f"CASE WHEN 0 < ANY({scope}) THEN {t} END" for t in read)
+                   + f") AS u(doc_id, {', '.join(read)}) WHERE {_KEY} AND {cond} AND {_RANGE} "
+                   f"AND coalesce({in_cols}, TRUE)")
+        else:
+            sql = f"SELECT u.doc_id {_unnest(read)} WHERE {_KEY} AND {cond} AND {_RANGE} AND {in_cols}"
         return _Sql(sql, (*self.index.key, *params, *self.range), False)
 
     @property
