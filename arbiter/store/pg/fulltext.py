@@ -420,18 +420,21 @@ def _term(stem: str, prefix: bool) -> tuple[str, tuple]:
     return "term >= ? AND term < ?", (stem, stem[:-1] + chr(last))
 
 
-def _unnest(cols: Iterable[str] = ()) -> str:
-    """A term's segments, a row per document: FROM ... WHERE {_KEY} AND term ... AND {_RANGE} (`_Compiler.range`).
+def _postings(cond: str, cols: Iterable[str] = (), arrays: dict[str, str] | None = None) -> str:
+    """A term's segments, a row per document: `FROM ... WHERE` and the id range, for `u.doc_id`, `u.len`, `u.t0`..;
+    its parameters are the index's key, `cond`'s, then `_Compiler.range`.
 
-    Only the arrays the statement reads (`u.doc_id` always, `u.len` and `u.t0`.. as named): each array is
-    read and unnested on its own, so a scan that needs the ids alone costs a fraction of one that needs all.
+    Only the arrays the statement reads (`cols`, beside the ids; `arrays` may give one as an expression): each
+    is read and unnested on its own. Unnested in the select list (in step, as ROWS FROM would), not in a
+    LATERAL function scan, which stores each segment row's rows before reading them: ~1.5x faster a posting.
     """
     names = ["doc_id", *dict.fromkeys(cols)]
-    arrays = [{"doc_id": "doc_ids", "len": "lens"}.get(n, n) for n in names]
-    return f"FROM fulltext_postings CROSS JOIN LATERAL unnest({', '.join(arrays)}) AS u({', '.join(names)})"
+    given = {"doc_id": "doc_ids", "len": "lens", **(arrays or {})}
+    unnested = ", ".join(f"unnest({given.get(n, n)}) AS {n}" for n in names)
+    return (f"FROM (SELECT {unnested} FROM fulltext_postings WHERE {_KEY} AND {cond} AND max_doc >= ? "
+            "AND min_doc <= ?) u WHERE u.doc_id BETWEEN ? AND ?")
 
 
-_RANGE = "max_doc >= ? AND min_doc <= ? AND u.doc_id BETWEEN ? AND ?"
 _LAST = (1 << 63) - 1
 
 
@@ -477,22 +480,20 @@ class _Compiler:
     def postings(self, stem: str, prefix: bool, cols: frozenset[int]) -> _Sql:
         cond, params = _term(stem, prefix)
         in_cols, read = _in_cols(cols, self.width)
-        scope = _TF[self.scope_col]
+        arrays = None
         if read and cols >= set(range(self.scope_col)):
             # Every column but the scope's (recall's text match): a posting fails only if all its tokens are in the
             # scope column, so a segment whose term has none there passes whole, its ids alone unnested; the
             # counts per column (NULL, so the test is skipped) are read only where it has some.
-            sql = ("SELECT u.doc_id FROM fulltext_postings CROSS JOIN LATERAL unnest(doc_ids, "
-                   + ", ".join(f"CASE WHEN 0 < ANY({scope}) THEN {t} END" for t in read)
-                   + f") AS u(doc_id, {', '.join(read)}) WHERE {_KEY} AND {cond} AND {_RANGE} "
-                   f"AND coalesce({in_cols}, TRUE)")
-        else:
-            sql = f"SELECT u.doc_id {_unnest(read)} WHERE {_KEY} AND {cond} AND {_RANGE} AND {in_cols}"
+            scope = _TF[self.scope_col]
+            arrays = {t: f"CASE WHEN 0 < ANY({scope}) THEN {t} END" for t in read}
+            in_cols = f"coalesce({in_cols}, TRUE)"
+        sql = f"SELECT u.doc_id {_postings(cond, read, arrays)} AND {in_cols}"
         return _Sql(sql, (*self.index.key, *params, *self.range), False)
 
     @property
     def range(self) -> tuple[int, int, int, int]:
-        """The parameters of `_RANGE`."""
+        """The parameters of `_postings`' id range."""
         return self.min_rowid, self.max_rowid, self.min_rowid, self.max_rowid
 
     def narrow(self, filters: list[tuple[q.Node, bool]]) -> bool:
@@ -770,16 +771,15 @@ def _ranked_sql(compiler: _Compiler, branches, filters, idf: list[float], consts
         cond, ps = _term(p.stems[0], p.prefix)
         tf = [f"u.t{c}" if c in p.cols else "0" for c in range(_SCORED)]
         in_cols, read = _in_cols(p.cols, width)
-        arrays = _unnest(["len", *(_TF[c] for c in range(_SCORED) if c in p.cols), *read])
-        where = f"{_KEY} AND {cond} AND {_RANGE} AND {in_cols}"
+        scan = _postings(cond, ["len", *(_TF[c] for c in range(_SCORED) if c in p.cols), *read]) + f" AND {in_cols}"
         if p.prefix:  # one phrase, several words: its counts are their sums
             scans.append(f"SELECT {p.index} AS ph, u.doc_id, min(u.len) AS len, "
                          + ", ".join(f"sum({t})::int AS a{c}" for c, t in enumerate(tf))
-                         + f" {arrays} WHERE {where} GROUP BY u.doc_id")
+                         + f" {scan} GROUP BY u.doc_id")
         else:
             scans.append(f"SELECT {p.index} AS ph, u.doc_id, u.len, "
                          + ", ".join(f"{t} AS a{c}" for c, t in enumerate(tf))
-                         + f" {arrays} WHERE {where}")
+                         + f" {scan}")
         params += [*index.key, *ps, *compiler.range]
     if extra[0]:
         scans.append("SELECT * FROM unnest(?::int[], ?::bigint[], ?::int[], ?::int[], ?::int[], ?::int[], ?::int[]) "
