@@ -146,26 +146,39 @@ def _fresh_run(engine: str, args) -> tuple[Path, tuple[str, ...]]:
     return home, ()
 
 
-def _wait_derived(daemon: BenchDaemon, engine: str, args) -> tuple[float, int]:
-    """(seconds waited, entries left) for the daemon's derivation queue to empty, --derive-wait at most: idle
-    derivation shares the cores with recall."""
+def _queue(engine: str, home: Path, args, sql: str) -> int:
+    """Run `sql` on the run's database beside the daemon (a count, or a DELETE's row count)."""
+    if engine == "postgresql":
+        import psycopg
+
+        with psycopg.connect(_db_url(args.pg, RUN), autocommit=True) as conn:
+            cur = conn.execute(sql)
+            return cur.fetchone()[0] if cur.description else cur.rowcount
     import apsw
 
+    lite = apsw.Connection(str(paths.db_path(home)))
+    lite.set_busy_timeout(60_000)
+    try:
+        with lite:
+            rows = lite.execute(sql).fetchall()
+            return rows[0][0] if rows else lite.changes()
+    finally:
+        lite.close()
+
+
+def _settle_derivation(engine: str, home: Path, args) -> tuple[float, int]:
+    """(seconds waited, queue rows dropped): the daemon derives its bulk writes idle (entities, near-copy keys,
+    associations), ~150 entries/s here, work that would share the cores with recall for most of an hour at 250K.
+    It gets --derive-wait seconds; the rest is dropped, so recall is measured with the daemon idle."""
     start = time.monotonic()
     while True:
-        if engine == "postgresql":
-            import psycopg
-
-            with psycopg.connect(_db_url(args.pg, RUN), autocommit=True) as conn:
-                left = conn.execute("SELECT count(*) FROM derive_queue").fetchone()[0]
-        else:
-            lite = apsw.Connection(str(paths.db_path(daemon.home)), flags=apsw.SQLITE_OPEN_READONLY)
-            left = lite.execute("SELECT count(*) FROM derive_queue").fetchone()[0]
-            lite.close()
+        left = _queue(engine, home, args, "SELECT count(*) FROM derive_queue")
         if not left or time.monotonic() - start > args.derive_wait:
-            return time.monotonic() - start, left
-        print(f"{engine}: {left:,} entries to derive", file=sys.stderr, end="\r")
+            break
+        print(f"{engine}: {left:,} queued derivations", file=sys.stderr, end="\r")
         time.sleep(5)
+    waited = time.monotonic() - start
+    return waited, _queue(engine, home, args, "DELETE FROM derive_queue") if left else 0
 
 
 def run_engine(engine: str, args) -> dict:
@@ -192,7 +205,7 @@ def run_engine(engine: str, args) -> dict:
                     written += n
                     print(f"{engine}: big tenant {written:,}", file=sys.stderr, end="\r")
                 ingest = time.perf_counter() - start
-                waited, left = _wait_derived(daemon, engine, args)
+                waited, left = _settle_derivation(engine, home, args)
                 queries = _queries(vocab, rng, args.recalls)
                 for q in queries[:20]:  # the caches a long-running daemon has warm
                     c.recall(q, limit=10)
@@ -200,9 +213,9 @@ def run_engine(engine: str, args) -> dict:
                 out["by_size"][size] = {"recall_p50_ms": percentile(recall, 50),
                                         "recall_p99_ms": percentile(recall, 99),
                                         "ingest_entries_per_s": (size - before) / ingest if size > before else 0.0,
-                                        "derive_wait_s": waited, "derive_left": left}
+                                        "derive_wait_s": waited, "derive_dropped": left}
                 print(f"{engine} at {size:,}: recall p50 {out['by_size'][size]['recall_p50_ms']:.1f} ms, "
-                      f"p99 {out['by_size'][size]['recall_p99_ms']:.1f} ms (derivation waited {waited:.0f} s, {left:,} left)",
+                      f"p99 {out['by_size'][size]['recall_p99_ms']:.1f} ms (derivation waited {waited:.0f} s, {left:,} dropped)",
                       file=sys.stderr)
         if engine == "postgresql" and args.clients:
             queries = _queries(vocab, rng, 200)
@@ -232,6 +245,36 @@ def run_engine(engine: str, args) -> dict:
     return out
 
 
+def against_tree(args) -> str:
+    """PostgreSQL, the kept run's big tenant: recall through a daemon of this tree and one of --tree on the same
+    database, query by query in turn, so the machine's load weighs on both alike."""
+    serve = ("--db", _db_url(args.pg, RUN))
+    token = (args.work / "postgresql-run" / "big.token").read_text().strip()
+    daemons, samples = {}, {"this": [], "other": []}
+    try:
+        for name, tree in (("this", None), ("other", args.tree.resolve())):
+            home = args.work / f"postgresql-{name}-tree"
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir(parents=True)
+            daemons[name] = BenchDaemon(home, "FULL", tree=tree, args=serve)
+        clients = {name: Client(paths.socket_path(d.home), token, timeout=600, check_code=d.tree is None)
+                   for name, d in daemons.items()}
+        queries = _queries(Vocabulary(random.Random(args.seed)), random.Random(args.seed + 1), args.recalls + 20)
+        for i, q in enumerate(queries):
+            for name in (("this", "other") if i % 2 else ("other", "this")):
+                t = time.perf_counter_ns()
+                clients[name].recall(q, limit=10)
+                if i >= 20:  # the first warm both daemons' caches
+                    samples[name].append(time.perf_counter_ns() - t)
+        for c in clients.values():
+            c.close()
+    finally:
+        for d in daemons.values():
+            d.stop()
+    return "\n".join(f"  {name:5}: recall p50 {percentile(s, 50):.1f} ms, p99 {percentile(s, 99):.1f} ms"
+                     for name, s in samples.items())
+
+
 def table(results: list[dict], args) -> str:
     lines = [f"arbiter {__version__}: {args.others} other tenants of {args.other_size} entries, one big tenant"]
     for r in results:
@@ -239,7 +282,7 @@ def table(results: list[dict], args) -> str:
         for size, m in r["by_size"].items():
             lines.append(f"    {size:>9,}: recall p50 {m['recall_p50_ms']:.1f} ms, p99 {m['recall_p99_ms']:.1f} ms; "
                          f"ingest {m['ingest_entries_per_s']:,.0f} entries/s; derivation waited {m['derive_wait_s']:.0f} s"
-                         f" ({m['derive_left']:,} left)")
+                         f" ({m['derive_dropped']:,} dropped)")
         if r.get("one_daemon_recalls_per_s"):
             one, two = r["one_daemon_recalls_per_s"], r["two_daemons_recalls_per_s"]
             lines.append(f"    recalls/s: one daemon {one:.0f}, two daemons {two:.0f} ({two / one:.2f}x)")
@@ -258,15 +301,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--recalls", type=int, default=300)
     ap.add_argument("--clients", type=int, default=8, help="threads for one daemon against two (0: skip)")
     ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--derive-wait", type=float, default=600.0, help="longest wait for the derivation queue, s")
+    ap.add_argument("--derive-wait", type=float, default=60.0,
+                    help="seconds the daemon may derive after each growth step before its queue is dropped")
     ap.add_argument("--engines", default="sqlite,postgresql")
     ap.add_argument("--load-only", action="store_true", help="load the bases and stop")
     ap.add_argument("--keep", action="store_true", help="keep the run's copy (home, database pgscale_run)")
     ap.add_argument("--reuse", action="store_true", help="measure the kept copy again, writing nothing")
+    ap.add_argument("--tree", type=Path, help="with a kept run: recall through a daemon of this tree and one of "
+                    "this other tree (a checkout or `git archive`), in turn (PostgreSQL)")
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    if args.tree:
+        print(f"this tree and {args.tree}, in turn, on the kept big tenant:\n{against_tree(args)}")
+        return
     if args.load_only:
         for engine in args.engines.split(","):
             _load_base(engine, args)
