@@ -2,23 +2,26 @@
 
     python -m bench.pg_scale --pg postgresql://postgres@/postgres?host=/tmp/pgdev --work DIR
         [--others 999 --other-size 2250] [--sizes 10000,100000,250000] [--recalls 300] [--clients 8 --seconds 20]
-        [--engines sqlite,postgresql] [--keep] [--out scale.json]
+        [--engines sqlite,postgresql] [--derive-wait 60] [--keep] [--out scale.json]
+    python -m bench.pg_scale --pg URL --work DIR --reuse [--engines postgresql]   # the kept run, measured again
+    python -m bench.pg_scale --pg URL --work DIR --tree OTHER_TREE               # the kept run, two trees in turn
 
-Loading, once (kept under --work and in the database `pgscale_base`; a later run reuses them):
-the --others tenants of --other-size entries each are written in process by the store's own
-`remember_many` (one transaction a tenant, --workers processes at once on PostgreSQL; SQLite's one
-writer alone), the daemon's bulk path without the socket. Their derived work (entities, near-copy
-keys, associations) is not done: its queue rows are deleted, so no daemon spends the measurement
-deriving 2.25M entries. Their full text is indexed in the write, as on every write.
+Loading, once (kept as the database `pgscale_<others>x<other-size>` and the home --work/that name; a
+later run reuses them): the --others tenants of --other-size entries each are written in process by
+the store's own `remember_many` (one transaction a tenant, --workers processes at once on PostgreSQL;
+SQLite's one writer alone), the daemon's bulk path without the socket. Their derived work (entities,
+near-copy keys, associations) is not done: its queue rows are deleted, so no daemon spends the
+measurement deriving 2.25M entries. Their full text is indexed in the write, as on every write.
 
-Each run starts from a copy of that base (PostgreSQL: `CREATE DATABASE ... TEMPLATE pgscale_base`;
+Each run starts from a copy of that base (PostgreSQL: `CREATE DATABASE pgscale_run TEMPLATE ...`;
 SQLite: the file copied), a daemon on it, and the big tenant written through the socket
-(`remember_many` batches of --batch), growing to each of --sizes. At each size, once the
-daemon's derivation queue for that tenant is empty (idle derivation would share the cores with
-recall), --recalls recalls of 2-4 mid-frequency words are timed one at a time, after 20 untimed.
-At the largest size on PostgreSQL, --clients threads recall for --seconds against one daemon,
-then spread over two daemons serving the same database. With --keep the run's copy (database
-`pgscale_run`, home under --work) is kept and `--reuse` measures it again without writing.
+(`remember_many` batches of --batch), growing to each of --sizes. At each size the daemon gets
+--derive-wait seconds to derive what the batches queued, then the rest of its queue is dropped
+(it derives ~150 entries/s here: the idle work of 250K entries would share the cores with recall
+for most of an hour), and --recalls recalls of 2-4 mid-frequency words are timed one at a time,
+after 20 untimed. At the largest size on PostgreSQL, --clients threads recall for --seconds
+against one daemon, then spread over two daemons serving the same database. With --keep the
+run's copy (database `pgscale_run`, home under --work) is kept for --reuse and --tree.
 
 Targets (issue 31, PostgreSQL, 250K tenant): recall p50 <= 10 ms, p99 <= 50 ms; two daemons
 >= 1.6x one. Numbers are reported, nothing is asserted.
