@@ -248,6 +248,49 @@ def _explain(raw, conn, index, match, spec, floor, depth: int = DEFAULT.tenant_d
         print("   ", line)
 
 
+def against(pg_conninfo: str, db: str, other: Path, tenant: int, scope: int, queries: int, rounds: int) -> str:
+    """This `fulltext.py` and another tree's (`other`, the file) in one process on a kept database, query by query
+    in turn: the tenant pass's `ranked` (as recall writes it, with no floor) on `Index(tenant, ENTRIES, scope)`,
+    PostgreSQL backend CPU per call; the two rankings must be equal to the bit."""
+    import importlib.util
+    import sys
+
+    import psycopg
+
+    spec = importlib.util.spec_from_file_location("other_fulltext", other)
+    theirs = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = theirs  # dataclasses look their module up
+    spec.loader.exec_module(theirs)
+    raw = psycopg.connect(f"{pg_conninfo} dbname={db}", autocommit=True)
+    conn, backend = Qmark(raw), raw.execute("SELECT pg_backend_pid()").fetchone()[0]
+    mods = {"this": (ft, ft.Index(tenant, ft.ENTRIES, scope)),
+            "other": (theirs, theirs.Index(tenant, theirs.ENTRIES, scope))}
+    rows, tokens = ft.totals(conn, mods["this"][1])
+    tok = tokenizer(apsw.Connection(":memory:"))
+    plans = []
+    for text in _queries(queries):
+        terms = analyze(text, tok).terms
+        df = ft.frequencies(conn, mods["this"][1], [s for t in terms for s in t.stem.split(" ")])
+        expr = expression(terms, phrase=DEFAULT.phrase, near=DEFAULT.near)
+        plans.append((_sql.text_match(expr.text), _rank.Spec(
+            idf=[sum(_rank.idf(df[s], rows) for s in st) for _, st in expr.slots], weights=DEFAULT.weights,
+            avgdl=tokens / max(rows, 1))))
+    cpu: dict[str, list[float]] = {"this": [], "other": []}
+    for _ in range(rounds):
+        for i, (match, spec) in enumerate(plans):
+            got = {}
+            for name in ("this", "other") if i % 2 else ("other", "this"):
+                mod, index = mods[name]
+                b0 = _cpu_ns(backend)
+                got[name] = mod.ranked(conn, index, match, spec, DEFAULT.tenant_depth)
+                cpu[name].append((_cpu_ns(backend) - b0) / 1e9)
+            if got["this"] != got["other"]:
+                raise SystemExit(f"the two rankings differ for {match}")
+    raw.close()
+    return "\n".join(f"  {name:5}: ranked, PostgreSQL backend CPU p50 {_ms(v, 50):.2f} ms, mean "
+                     f"{statistics.mean(v) * 1e3:.2f}, p90 {_ms(v, 90):.2f} ({len(v)} calls)" for name, v in cpu.items())
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pg", default=os.environ.get("ARBITER_TEST_PG"),
@@ -258,9 +301,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-sqlite", action="store_true", help="skip the FTS5 figures")
     ap.add_argument("--reuse", help="measure this database kept by --keep again, writing nothing (one size)")
     ap.add_argument("--no-explain", action="store_true")
+    ap.add_argument("--against", type=Path, help="with --reuse: another tree's arbiter/store/pg/fulltext.py, whose "
+                    "`ranked` is timed in turn with this one's on the kept database")
+    ap.add_argument("--index", default=f"{TENANT},{SCOPE}", help="with --against: the tenant and scope ids ranked")
+    ap.add_argument("--rounds", type=int, default=3, help="with --against: passes over the queries")
     args = ap.parse_args(argv)
     if not args.pg:
         ap.error("--pg (or ARBITER_TEST_PG) must name a PostgreSQL cluster")
+    if args.against:
+        if not args.reuse:
+            ap.error("--against needs --reuse")
+        tenant, scope = (int(x) for x in args.index.split(","))
+        print(f"this fulltext.py and {args.against}, in turn:")
+        print(against(args.pg, args.reuse, args.against, tenant, scope, args.queries, args.rounds))
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     results = [run(args.pg, n, args.queries, keep=args.keep, explain=n == sizes[-1] and not args.no_explain,
                    sqlite=not args.no_sqlite, reuse=args.reuse)
