@@ -393,3 +393,32 @@ def test_snippets_are_fts5s(both):
             checked += 1
     assert checked > 300
     assert ft.snippet(ft.ENTRIES, _sql.text_match('"kubernetes"'), texts[DOCS[0][0]]) is None
+
+
+def test_a_word_that_is_also_a_scope_token_matches_only_where_the_text_holds_it(pg):
+    """Recall's text match leaves out the scope column: a document holding "c7" only as its conversation's token is
+    no match, one holding it in a text column is, whether or not its segment has scope tokens of the word too."""
+    lite = apsw.Connection(":memory:")
+    lite.execute(f"CREATE VIRTUAL TABLE e USING fts5({COLS}, tokenize='porter unicode61 remove_diacritics 2')")
+    index = ft.Index(TENANT, ft.ENTRIES, SCOPE + 2)
+    writes = [
+        [(1, ("c7 planning", "the plan", "[]", None, "c7")), (2, ("other", "nothing", "[]", None, "c7")),
+         (3, ("notes", "room c7 booked", "[]", None, "u7"))],
+        [(4, ("c7", "again", "[]", None, "u7")), (5, ("more", "words", "[]", None, "u7"))],  # no "c7" in scopes
+        [(6, ("late", "things", "[]", None, "c7")), (7, ("later", "stuff", "[]", None, "c7 a2"))],  # only in scopes
+    ]
+    for docs in writes:
+        with lite:
+            for doc_id, cols in docs:
+                lite.execute(f"INSERT INTO e(rowid, {COLS}) VALUES (?, ?, ?, ?, ?, ?)", (doc_id, *cols))
+        with pg.conn.transaction():
+            ft.add_many(pg, index, docs)
+    for match in (_sql.text_match(quote("c7")), _sql.text_match(f"{quote('c7')} OR {quote('word')}"),
+                  f"{{title content}} : {quote('c7')}"):
+        want = lite.execute("SELECT count(*) FROM e WHERE e MATCH ?", (match,)).fetchone()[0]
+        assert ft.count(pg, index, match) == want, match
+        for k in (1, 2, 3):
+            row = lite.execute("SELECT rowid FROM e WHERE e MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                               (match, k - 1)).fetchone()
+            assert ft.newest(pg, index, match, k) == (row[0] if row else 0), (match, k)
+    assert ft.count(pg, index, _sql.text_match(quote("c7"))) == 3
