@@ -10,7 +10,8 @@ an entry, 'past_text' a revision, 'fact_text' a fact made active), and
 wrote (a verb, an import, `arbiter migrate`), a committed state never holds a
 text that recall cannot find. Another session's queue rows are invisible
 until it commits, and it settles its own first, so sessions never take each
-other's work.
+other's work. The triggers also note which tenants the transaction queued
+(p007), so that `settle` reads each tenant's queue by its tenant.
 
 An entry's document is what its scope's FTS5 table indexes on SQLite
 (store/fts.py `_columns`): title, content, tags (the stored JSON text),
@@ -36,18 +37,12 @@ def _scope_tokens(tenant_id: int, conversation_id: int | None, author_id: int | 
     return f"{where} a{author_id}" if shared else where
 
 
-def _entries(conn, tenant_id: int, ids: list[int]) -> None:
-    # One read for what the index holds of them (to take out) and what they are now (to put in): a deleted entry
-    # has only the first, a new one only the second.
+def _entries(conn, tenant_id: int, rows: list[tuple]) -> None:
+    # Each row (`_TAKE`'s) says what the index holds of an entry (to take out) and what it is now (to put in): a
+    # deleted entry has only the first, a new one only the second.
     old: dict[int, list[int]] = defaultdict(list)
     new: dict[int, dict[int, tuple]] = defaultdict(dict)
-    for eid, held_scope, scope_id, title, content, tags, source, conv, author, team in conn.execute(
-        "SELECT q.id, d.scope_id, e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, e.author_id, "
-        "s.team_id FROM unnest(?::bigint[]) AS q(id) "
-        "LEFT JOIN fulltext_docs d ON d.tenant_id = ? AND d.kind = ? AND d.doc_id = q.id "
-        "LEFT JOIN entries e ON e.tenant_id = ? AND e.id = q.id LEFT JOIN scopes s ON s.id = e.scope_id",
-        (ids, tenant_id, ENTRIES, tenant_id),
-    ):
+    for eid, held_scope, scope_id, title, content, tags, source, conv, author, team in sorted(rows, key=lambda r: r[0]):
         if held_scope is not None:
             old[held_scope].append(eid)
         if scope_id is not None:
@@ -83,29 +78,48 @@ def _facts(conn, tenant_id: int, ids: list[int]) -> None:
     fulltext.add_many(conn, index, docs)
 
 
-_KEEPERS = {"fulltext": _entries, "past_text": _revisions, "fact_text": _facts}
+_KEEPERS = {"past_text": _revisions, "fact_text": _facts}
+
+# A tenant's queue, taken out, and for each entry queued what the index holds of it and what it is now: one round
+# trip where a SELECT, a read of the entries and a DELETE were three. A revision's or fact's row joins an entry of
+# the same number too, unused: `q.deriver = 'fulltext'` in the joins made PostgreSQL filter the tenant's whole
+# index instead of looking the document up.
+_TAKE = (
+    "WITH q AS (DELETE FROM derive_queue WHERE tenant_id = ? AND deriver IN ('fulltext', 'past_text', 'fact_text') "
+    "RETURNING deriver, entry_id) "
+    "SELECT q.deriver, q.entry_id, d.scope_id, e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, "
+    "e.author_id, s.team_id FROM q "
+    "LEFT JOIN fulltext_docs d ON d.tenant_id = ? AND d.kind = ? AND d.doc_id = q.entry_id "
+    "LEFT JOIN entries e ON e.tenant_id = ? AND e.id = q.entry_id "
+    "LEFT JOIN scopes s ON s.id = e.scope_id"
+)
 
 
 def settle(conn) -> int:
     """Index what this transaction queued (see the module's docstring); returns how many queue rows it took."""
-    # A plain SELECT first, cheap to plan: most transactions that settle queued nothing of this (a read-only one, a
-    # recall's bookkeeping, idle derivation), and one joining the entries on cost them ~2 ms of planning each.
-    rows = conn.execute(
-        "SELECT deriver, tenant_id, entry_id FROM derive_queue WHERE deriver IN ('fulltext', 'past_text', 'fact_text')"
-    ).fetchall()
-    if not rows:
+    # Which tenants it queued, as the queue's triggers noted them (p007), read and cleared at once: no table is
+    # read, so a transaction that queued nothing (most that settle: a recall's bookkeeping, idle derivation) pays
+    # one cheap round trip, and the queue is then read by tenant, each statement on its tenant's node.
+    held = conn.execute(
+        "SELECT current_setting('arbiter.unsettled', true), set_config('arbiter.unsettled', '', true)"
+    ).fetchone()[0]
+    if not held:
         return 0
-    queued: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for deriver, tenant_id, entry_id in rows:
-        queued[deriver, tenant_id].append(entry_id)
-    for (deriver, tenant_id), ids in sorted(queued.items()):
-        _KEEPERS[deriver](conn, tenant_id, sorted(ids))
-    conn.execute(
-        "DELETE FROM derive_queue q USING unnest(?::text[], ?::bigint[]) AS t(deriver, entry_id) "
-        "WHERE q.deriver = t.deriver AND q.entry_id = t.entry_id",
-        ([r[0] for r in rows], [r[2] for r in rows]),
-    )
-    return len(rows)
+    taken = 0
+    for tenant_id in sorted({int(t) for t in held.split(",") if t}):
+        entries: list[tuple] = []
+        queued: dict[str, list[int]] = defaultdict(list)
+        for deriver, entry_id, *now in conn.execute(_TAKE, (tenant_id, tenant_id, ENTRIES, tenant_id)):
+            taken += 1
+            if deriver == "fulltext":
+                entries.append((entry_id, *now))
+            else:
+                queued[deriver].append(entry_id)
+        if entries:
+            _entries(conn, tenant_id, entries)
+        for deriver, ids in sorted(queued.items()):
+            _KEEPERS[deriver](conn, tenant_id, sorted(ids))
+    return taken
 
 
 # -- what the full-text reads name ----------------------------------------------------------------------------
@@ -130,13 +144,14 @@ def table_index(conn, table: str, tenant_id: int | None) -> Index:
     return Index(tenant_id, {"entry_revisions_fts": REVISIONS, "facts_fts": FACTS}[table])
 
 
-def entry_document(conn, entry_id: int) -> tuple | None:
+def entry_document(conn, entry_id: int, scope_id: int) -> tuple | None:
     """An entry's texts as its scope's index holds them (what a snippet is cut from)."""
+    tenant_id = scope_index(conn, scope_id).tenant_id
     row = conn.execute(
-        "SELECT e.tenant_id, e.title, e.content, e.tags, e.source, e.conversation_id, e.author_id, s.team_id "
-        "FROM entries e JOIN scopes s ON s.id = e.scope_id WHERE e.id = ?", (entry_id,)
+        "SELECT e.title, e.content, e.tags, e.source, e.conversation_id, e.author_id, s.team_id "
+        "FROM entries e JOIN scopes s ON s.id = e.scope_id WHERE e.tenant_id = ? AND e.id = ?", (tenant_id, entry_id)
     ).fetchone()
     if row is None:
         return None
-    tenant_id, title, content, tags, source, conv, author, team = row
+    title, content, tags, source, conv, author, team = row
     return (title, content, tags, source, _scope_tokens(tenant_id, conv, author, team is not None))
