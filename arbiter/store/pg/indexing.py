@@ -81,17 +81,20 @@ def _facts(conn, tenant_id: int, ids: list[int]) -> None:
 _KEEPERS = {"past_text": _revisions, "fact_text": _facts}
 
 # A tenant's queue, taken out, and for each entry queued what the index holds of it and what it is now: one round
-# trip where a SELECT, a read of the entries and a DELETE were three. A revision's or fact's row joins an entry of
-# the same number too, unused: `q.deriver = 'fulltext'` in the joins made PostgreSQL filter the tenant's whole
-# index instead of looking the document up.
+# trip where a SELECT, a read of the entries and a DELETE were three. A revision's or fact's row reads an entry of
+# the same number too, unused. Each lookup is a LATERAL subquery with a LIMIT, which the planner keeps as one
+# probe of the key per queued row: as plain joins, a table never analysed yet (a database filled moments ago)
+# was read whole once and matched against every row, 2.3 s for a batch of 2,000.
 _TAKE = (
     "WITH q AS (DELETE FROM derive_queue WHERE tenant_id = ? AND deriver IN ('fulltext', 'past_text', 'fact_text') "
     "RETURNING deriver, entry_id) "
     "SELECT q.deriver, q.entry_id, d.scope_id, e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, "
-    "e.author_id, s.team_id FROM q "
-    "LEFT JOIN fulltext_docs d ON d.tenant_id = ? AND d.kind = ? AND d.doc_id = q.entry_id "
-    "LEFT JOIN entries e ON e.tenant_id = ? AND e.id = q.entry_id "
-    "LEFT JOIN scopes s ON s.id = e.scope_id"
+    "e.author_id, e.team_id FROM q "
+    "LEFT JOIN LATERAL (SELECT d.scope_id FROM fulltext_docs d WHERE d.tenant_id = ? AND d.kind = ? "
+    "AND d.doc_id = q.entry_id LIMIT 1) d ON true "
+    "LEFT JOIN LATERAL (SELECT e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, e.author_id, "
+    "s.team_id FROM entries e JOIN scopes s ON s.id = e.scope_id WHERE e.tenant_id = ? AND e.id = q.entry_id "
+    "LIMIT 1) e ON true"
 )
 
 
