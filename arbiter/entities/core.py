@@ -252,7 +252,7 @@ class Linker:
                 row = keyed.get(k[0])
                 # A lone capitalised word links an entity the writer already sees, or (mid-sentence) one the
                 # tenant's text shows is a name: then the entries that wrote it before are linked to it too.
-                if row is not None and (self.viewer is None or visible(self.conn, self.viewer, row[0])):
+                if row is not None and (self._sees_all or visible(self.conn, self.viewer, row[0])):
                     res = Resolution(row[0], False, (), "exact", row[2])
                 elif row is None and how != "known" and (k[0], how) not in self._not_names:
                     earlier = evidence.recurring(self.conn, self.viewer or whole_tenant(self.tenant_id), name,
@@ -267,7 +267,7 @@ class Linker:
                     continue
             elif res is None:
                 res = self._resolve(name, type, keyed)
-                if not res.created and self.viewer is not None and not visible(self.conn, self.viewer, res.entity_id):
+                if not res.created and not self._sees_all and not visible(self.conn, self.viewer, res.entity_id):
                     res = Resolution(res.entity_id, True, (), res.matched, res.name_id)  # new to this writer
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
             if res.entity_id not in out:
@@ -283,6 +283,11 @@ class Linker:
                 [x for row in rows for x in row],
             )
         return list(out.values())
+
+    @property
+    def _sees_all(self) -> bool:
+        # A writer who sees the whole tenant sees every entity a name of it names: no read to ask.
+        return self.viewer is None or whole(self.viewer)
 
     def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int] | None]:
         """(entity id, is_alias, name id) by key (None: no such name), of every name `link` may look up or resolve:
