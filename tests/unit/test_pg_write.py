@@ -71,7 +71,8 @@ def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):
     with pg:
         pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         pg.execute("SELECT count(*) FROM entries WHERE tenant_id = ?", (1,)).fetchone()
-    assert [s for s in sent if "derive_queue" in s] == []
+        pg.execute("WITH n AS (SELECT count(*) FROM entries WHERE tenant_id = ?) SELECT * FROM n", (1,)).fetchone()
+    assert [s for s in sent if "derive_queue" in s or "arbiter.unsettled" in s] == []
 
 
 def _queued_text(conn) -> int:
@@ -94,6 +95,26 @@ def test_a_transaction_writing_two_tenants_indexes_both_and_leaves_no_queue(pg):
     assert fulltext.matching(pg, Index(a.tenant_id, ENTRIES, a.private_scope), '"whiskers"', 10) == [ea]
     assert fulltext.matching(pg, Index(a.tenant_id, ENTRIES, a.private_scope), '"tusks"', 10) == []
     assert fulltext.matching(pg, Index(b.tenant_id, ENTRIES, b.private_scope), '"narwhal"', 10) == [eb]
+    # The session now guesses the tenant it settled last; a transaction of the other one alone is indexed too.
+    for v, text in ((a, "seals bark"), (b, "orcas sing"), (b, "whales hum")):
+        with pg:
+            e = entries.remember(pg, v, RememberParams(type="user", title="more", content=text), now=T0)
+        assert _queued_text(pg) == 0
+        assert fulltext.matching(pg, Index(v.tenant_id, ENTRIES, v.private_scope), f'"{text.split()[1]}"', 10) == [e]
+
+
+def test_a_remember_settles_in_one_statement_once_the_session_knows_its_tenant(pg, monkeypatch):
+    v = _viewer(pg)
+    with pg:
+        entries.remember(pg, v, RememberParams(type="user", title="first", content="puffins nest"), now=T0)
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg:
+        e = entries.remember(pg, v, RememberParams(type="user", title="second", content="gannets dive"), now=T0)
+        sent.clear()  # what the COMMIT sends from here: settle's statements, the index's insert, COMMIT itself
+    reads = [s for s in sent if "derive_queue" in s or "arbiter.unsettled" in s]
+    assert len(reads) == 1
+    assert fulltext.matching(pg, Index(v.tenant_id, ENTRIES, v.private_scope), '"gannets"', 10) == [e]
 
 
 def test_a_rolled_back_savepoint_takes_back_its_tenant_and_the_next_transaction_starts_clean(pg):

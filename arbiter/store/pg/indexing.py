@@ -98,31 +98,45 @@ _TAKE = (
 )
 
 
+# The tenants the transaction queued (p007), as one more row of the guessed tenant's `_TAKE` (its entry_id NULL).
+_NOTED = " UNION ALL SELECT current_setting('arbiter.unsettled', true)" + ", NULL" * 10
+
+
 def settle(conn) -> int:
     """Index what this transaction queued (see the module's docstring); returns how many queue rows it took."""
-    # Which tenants it queued, as the queue's triggers noted them (p007), read and cleared at once: no table is
-    # read, so a transaction that queued nothing (most that settle: a recall's bookkeeping, idle derivation) pays
-    # one cheap round trip, and the queue is then read by tenant, each statement on its tenant's node.
-    held = conn.execute(
-        "SELECT current_setting('arbiter.unsettled', true), set_config('arbiter.unsettled', '', true)"
-    ).fetchone()[0]
-    if not held:
-        return 0
+    # The tenants it queued, as the queue's triggers noted them (p007), are read with the queue of the tenant this
+    # session settled last (a session's transactions are mostly one tenant's): one round trip for the common
+    # `remember`, where a look at the tenants and then their queues were two. Each statement names its tenant, so
+    # Citus sends it to that tenant's node. A transaction that settles twice (`arbiter migrate`) takes each noted
+    # tenant's queue again: what was queued since.
+    guess = conn.settled_tenant
     taken = 0
-    for tenant_id in sorted({int(t) for t in held.split(",") if t}):
-        entries: list[tuple] = []
-        queued: dict[str, list[int]] = defaultdict(list)
-        for deriver, entry_id, *now in conn.execute(_TAKE, (tenant_id, tenant_id, ENTRIES, tenant_id)):
-            taken += 1
-            if deriver == "fulltext":
-                entries.append((entry_id, *now))
-            else:
-                queued[deriver].append(entry_id)
-        if entries:
-            _entries(conn, tenant_id, entries)
-        for deriver, ids in sorted(queued.items()):
-            _KEEPERS[deriver](conn, tenant_id, sorted(ids))
+    if guess is None:
+        noted = conn.execute("SELECT current_setting('arbiter.unsettled', true)").fetchone()[0]
+    else:
+        rows = conn.execute(_TAKE + _NOTED, (guess, guess, ENTRIES, guess)).fetchall()
+        noted = next(row[0] for row in rows if row[1] is None)
+        taken += _index(conn, guess, [row for row in rows if row[1] is not None])
+    for tenant_id in sorted({int(t) for t in (noted or "").split(",") if t} - {guess}):
+        taken += _index(conn, tenant_id, conn.execute(_TAKE, (tenant_id, tenant_id, ENTRIES, tenant_id)).fetchall())
+        conn.settled_tenant = tenant_id
     return taken
+
+
+def _index(conn, tenant_id: int, rows: list[tuple]) -> int:
+    """Index a tenant's queue rows as `_TAKE` read them; how many."""
+    entries: list[tuple] = []
+    queued: dict[str, list[int]] = defaultdict(list)
+    for deriver, entry_id, *now in rows:
+        if deriver == "fulltext":
+            entries.append((entry_id, *now))
+        else:
+            queued[deriver].append(entry_id)
+    if entries:
+        _entries(conn, tenant_id, entries)
+    for deriver, ids in sorted(queued.items()):
+        _KEEPERS[deriver](conn, tenant_id, sorted(ids))
+    return len(rows)
 
 
 # -- what the full-text reads name ----------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 -- which Citus routes to that tenant's node, where one that named none asked every node.
 --
 -- The tenants go in a transaction-local setting, `arbiter.unsettled`, as "7,12," (each id followed by a comma): it
--- ends with the transaction, a savepoint rolled back takes back what its statements added (as it takes back their
--- queue rows), and `settle` reads and clears it in one round trip that touches no table.
+-- ends with the transaction, and a savepoint rolled back takes back what its statements added (as it takes back
+-- their queue rows). Reading it touches no table.
 
 CREATE FUNCTION arbiter_unsettled(tenants bigint[]) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
