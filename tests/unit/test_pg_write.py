@@ -135,7 +135,7 @@ def test_a_rolled_back_savepoint_takes_back_its_tenant_and_the_next_transaction_
     assert fulltext.matching(pg, Index(b.tenant_id, ENTRIES, b.private_scope), '"beavers"', 10) == []
 
 
-def test_an_entrys_names_are_read_in_one_statement(pg, monkeypatch):
+def test_an_entrys_names_are_read_in_one_statement_and_typed_entities_are_left_alone(pg, monkeypatch):
     from arbiter.entities.core import Linker
 
     v = _viewer(pg)
@@ -152,6 +152,7 @@ def test_an_entrys_names_are_read_in_one_statement(pg, monkeypatch):
         linked = Linker(pg, v.tenant_id, T0, v).link(other, names)
     by_key = [s for s in sent if "FROM entity_names" in s and "key" in s.split("WHERE", 1)[-1] and "norm" not in s]
     assert len(by_key) == 1
+    assert [s for s in sent if s.startswith("UPDATE entities")] == []  # typed already: nothing to refine
     assert [r.matched for r, _ in linked] == ["exact", "exact", "exact"]
     assert pg.execute("SELECT count(*) FROM entry_entities WHERE tenant_id = ? AND entry_id = ?",
                       (v.tenant_id, other)).fetchone()[0] == 3
