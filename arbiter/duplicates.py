@@ -138,14 +138,10 @@ def register(conn: apsw.Connection) -> None:
 
 
 def _insert(conn: apsw.Connection, tenant_id: int, entry_id: int, keys: list[int]) -> None:
-    # One statement for an entry's few keys: psycopg's executemany pipeline cost more than it saved for them.
-    keys = list(dict.fromkeys(keys))
-    if keys:
-        conn.execute(
-            f"INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES {','.join(['(?, ?, ?)'] * len(keys))} "
-            "ON CONFLICT DO NOTHING",
-            [x for k in keys for x in (tenant_id, k, entry_id)],
-        )
+    conn.executemany(
+        "INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        [(tenant_id, k, entry_id) for k in keys],
+    )
 
 
 def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:

@@ -68,7 +68,7 @@ def lookup(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = 
 
 
 def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None, *,
-          keyed: dict[str, tuple[int, int, int, str | None] | None] | None = None) -> tuple[int, str, int] | None:
+          keyed: dict[str, tuple[int, int, int] | None] | None = None) -> tuple[int, str, int] | None:
     """`lookup`, and the id of the entity_names row that matched. `keyed`: rows by key already read (`Linker`'s
     one read for an entry's names, None where a key has none), used when `v` is None and it holds the key."""
     name = canonical(name)
@@ -183,8 +183,7 @@ def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | N
 
 
 def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
-            v: Viewer | None = None,
-            keyed: dict[str, tuple[int, int, int, str | None] | None] | None = None) -> Resolution:
+            v: Viewer | None = None, keyed: dict[str, tuple[int, int, int] | None] | None = None) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
 
     A new entity comes back with `possibly_same_as`: existing entities whose
@@ -202,9 +201,7 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
         engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
         found = _find(conn, tenant_id, name)
     if found is not None:
-        known = (keyed or {}).get(nm.key(canonical(name)))
-        if known is None or known[0] != found[0] or known[3] in (None, "other"):  # else a type is there to keep
-            _retype(conn, tenant_id, found[0], type, now)
+        _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1], found[2])
     near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)))
     if v is not None and not whole(v) and near:
@@ -278,13 +275,11 @@ class Linker:
                 rows.append((entry_id, res.entity_id, self.tenant_id,
                              "extracted" if how in ("known", "candidate", "initial") else how,
                              res.name_id))
-        if rows:  # one statement: psycopg's executemany pipeline costs more than it saves for a few rows
-            rows = list(dict.fromkeys(rows))
-            self.conn.execute(
-                "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES "
-                + ",".join(["(?, ?, ?, ?, ?)"] * len(rows)) + " ON CONFLICT DO NOTHING",
-                [x for row in rows for x in row],
-            )
+        self.conn.executemany(
+            "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            rows,
+        )
         return list(out.values())
 
     @property
@@ -292,9 +287,9 @@ class Linker:
         # A writer who sees the whole tenant sees every entity a name of it names: no read to ask.
         return self.viewer is None or whole(self.viewer)
 
-    def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int, str | None] | None]:
-        """(entity id, is_alias, name id, entity type) by key (None: no such name), of every name `link` may look up
-        or resolve: one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL)."""
+    def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int] | None]:
+        """(entity id, is_alias, name id) by key (None: no such name), of every name `link` may look up or resolve:
+        one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL)."""
         keys = set()
         for name, type, how in named:
             if (nm.key(name), type) in self._seen:
@@ -303,24 +298,21 @@ class Linker:
                      else nm.key(canonical(" ".join(name.split()))))
         if not keys:
             return {}
-        keyed: dict[str, tuple[int, int, int, str | None] | None] = dict.fromkeys(keys)
+        keyed: dict[str, tuple[int, int, int] | None] = dict.fromkeys(keys)
         # `IN (?, ...)`, not json_each: PostgreSQL plans that as a hash join over the tenant's names, ten times slower.
-        # The entity's type too: a name given with a type refines only an entity typed "other" (`resolve`).
-        for key, entity_id, is_alias, name_id, etype in self.conn.execute(
-            f"SELECT n.key, n.entity_id, n.is_alias, n.id, x.type FROM entity_names n "
-            f"JOIN entities x ON x.tenant_id = n.tenant_id AND x.id = n.entity_id "
-            f"WHERE n.tenant_id = ? AND n.key IN ({','.join('?' * len(keys))})",
+        for key, entity_id, is_alias, name_id in self.conn.execute(
+            f"SELECT key, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
+            f"AND key IN ({','.join('?' * len(keys))})",
             (self.tenant_id, *sorted(keys)),
         ):
-            keyed[key] = (entity_id, is_alias, name_id, etype)
+            keyed[key] = (entity_id, is_alias, name_id)
         return keyed
 
-    def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int, str | None] | None],
-                 ) -> Resolution:
+    def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int] | None]) -> Resolution:
         res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, keyed=keyed)
         if res.matched in ("similar", "new"):  # a name row this read did not see: later names must not miss it
-            keyed[nm.key(canonical(" ".join(name.split())))] = (
-                res.entity_id, int(res.matched == "similar"), res.name_id, None)  # its type: ask, as before
+            keyed[nm.key(canonical(" ".join(name.split())))] = (res.entity_id, int(res.matched == "similar"),
+                                                                res.name_id)
         return res
 
 

@@ -135,7 +135,7 @@ def test_a_rolled_back_savepoint_takes_back_its_tenant_and_the_next_transaction_
     assert fulltext.matching(pg, Index(b.tenant_id, ENTRIES, b.private_scope), '"beavers"', 10) == []
 
 
-def test_an_entrys_names_are_read_in_one_statement_and_typed_entities_are_left_alone(pg, monkeypatch):
+def test_an_entrys_names_are_read_in_one_statement(pg, monkeypatch):
     from arbiter.entities.core import Linker
 
     v = _viewer(pg)
@@ -152,7 +152,6 @@ def test_an_entrys_names_are_read_in_one_statement_and_typed_entities_are_left_a
         linked = Linker(pg, v.tenant_id, T0, v).link(other, names)
     by_key = [s for s in sent if "FROM entity_names" in s and "key" in s.split("WHERE", 1)[-1] and "norm" not in s]
     assert len(by_key) == 1
-    assert [s for s in sent if s.startswith("UPDATE entities")] == []  # typed already: nothing to refine
     assert [r.matched for r, _ in linked] == ["exact", "exact", "exact"]
     assert pg.execute("SELECT count(*) FROM entry_entities WHERE tenant_id = ? AND entry_id = ?",
                       (v.tenant_id, other)).fetchone()[0] == 3
@@ -178,3 +177,18 @@ def test_a_batch_is_tokenized_while_its_rows_are_inserted_and_settle_takes_every
     index = Index(v.tenant_id, ENTRIES, v.private_scope)
     assert fulltext.matching(pg, index, '"number7"', 10) == [ids[7]]
     assert fulltext.totals(pg, index)[0] == len(items)
+
+
+def test_a_few_rows_inserted_by_executemany_go_as_one_statement_but_an_upsert_stays_row_by_row(pg, monkeypatch):
+    pg.execute("CREATE TEMP TABLE few(k bigint PRIMARY KEY, n bigint)")
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg:
+        pg.executemany("INSERT INTO few(k, n) VALUES (?, ?) ON CONFLICT DO NOTHING", [(1, 1), (2, 1), (1, 5)])
+        # Successive upserts of one key add up; one statement could not apply DO UPDATE to a row twice.
+        pg.executemany("INSERT INTO few(k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = few.n + excluded.n",
+                       [(2, 1), (2, 1)])
+    inserts = [s for s in sent if s.startswith("INSERT INTO few")]
+    assert len(inserts) == 2 and "VALUES (%s, %s),(%s, %s),(%s, %s) ON CONFLICT DO NOTHING" in inserts[0]
+    assert "VALUES (%s, %s) ON CONFLICT (k)" in inserts[1]
+    assert pg.execute("SELECT k, n FROM few ORDER BY k").fetchall() == [(1, 1), (2, 3)]

@@ -56,6 +56,11 @@ def translate(sql: str) -> tuple[str, bool]:
     return _TOKENS.sub(one, sql), named
 
 
+# An INSERT of one row of plain placeholders (no DO UPDATE): what `executemany` sends as one statement for a few rows.
+_ONE_ROW = re.compile(r"(INSERT\s[^;]*?\bVALUES\s*)(\([?,\s]*\))((?:(?!DO\s+UPDATE)[^;])*)\Z", re.S | re.I)
+_FEW = 64
+
+
 class Cursor:
     """The rows of one statement: iterate, or fetchone/fetchall, as with apsw."""
 
@@ -175,11 +180,18 @@ class Connection:
         if self._writing(sql):
             with self:
                 return self.executemany(sql, seq)
+        rows = list(seq)
+        values = _ONE_ROW.match(sql) if 0 < len(rows) <= _FEW else None
+        if values is not None and not translate(sql)[1]:
+            # A few rows (an entry's band keys, its entity links) as one multi-row INSERT: psycopg's executemany
+            # pipeline costs more than it saves for them. Not with DO UPDATE, which one statement may not apply
+            # twice to a row, as successive ones may.
+            self.execute(values[1] + ",".join([values[2]] * len(rows)) + values[3], [x for r in rows for x in r])
+            return
         with self._pg.cursor() as cur:
             query, named = translate(sql)
             if self.trace:
                 self.trace(query)
-            rows = list(seq)
             if named:
                 rows = [r if isinstance(r, dict) else {str(i): x for i, x in enumerate(r, start=1)} for r in rows]
             cur.executemany(query, rows)
