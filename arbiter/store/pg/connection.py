@@ -169,9 +169,6 @@ class Connection:
         cur = self._pg.cursor()
         with self._pg.pipeline():
             cur.execute(query, params)
-            pgconn = self._pg.pgconn
-            while pgconn.flush():  # all of it sent (a batch's is megabytes), or the server waits for the rest
-                select.select([], [pgconn.socket], [])
             meanwhile()
         self._changes = max(cur.rowcount, 0)
         cur.close()
