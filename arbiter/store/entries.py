@@ -325,17 +325,10 @@ def _insert_rows_numbered(conn: apsw.Connection, columns: str, rows: list[tuple 
     ids = [r[0] for r in conn.execute(
         "SELECT nextval(pg_get_serial_sequence('entries', 'id')) FROM generate_series(1, ?)", (len(rows),)
     )]
-    from arbiter.store.pg import indexing  # PostgreSQL's alone
-
     names = ("id", *(c.strip() for c in columns.split(",")))
     doc = msgspec.json.encode([dict(zip(names, (i, *r))) for i, r in zip(ids, rows)]).decode()
-    # Their full text is tokenized while the server inserts them (~a third of a batch's time each), for the
-    # index `settle` writes before COMMIT (store/pg/indexing.py).
-    at = [names.index(c) - 1 for c in ("title", "content", "tags", "source")]
-    texts = [tuple(r[i] for i in at) for r in rows]
-    conn.execute_meanwhile(f"INSERT INTO entries(id, {columns}) SELECT {', '.join(names)} "
-                           "FROM json_populate_recordset(NULL::entries, ?::json)", (doc,),
-                           lambda: indexing.tokenize_entries(conn, texts))
+    conn.execute(f"INSERT INTO entries(id, {columns}) SELECT {', '.join(names)} "
+                 "FROM json_populate_recordset(NULL::entries, ?::json)", (doc,))
     _fingerprints(conn, tenant_id, ids, keys)
     return ids
 

@@ -157,28 +157,6 @@ def test_an_entrys_names_are_read_in_one_statement(pg, monkeypatch):
                       (v.tenant_id, other)).fetchone()[0] == 3
 
 
-def test_a_document_tokenized_ahead_is_the_document_tokenized_at_once():
-    texts = [("Ünïcödé title", "content with twelve words, some twice: words", '["a,b","tag"]', "src:1", "u1 a2"),
-             ("", None, "[]", None, "c7"), ("t", "x " * 300, '["x"]', "s", "")]
-    for columns in texts:
-        assert fulltext._document(columns, fulltext._body(columns[:-1])) == fulltext._document(columns)
-
-
-def test_a_batch_is_tokenized_while_its_rows_are_inserted_and_settle_takes_every_document(pg):
-    v = _viewer(pg)
-    left: list[int] = []
-    pg.before_commit.append(lambda conn: left.append(len(conn.tokenized)))  # after settle
-    items = [RememberParams(type="context", title=f"entry {i}", content=f"ahead words number{i}", tags=["t"])
-             for i in range(30)]
-    with pg:
-        ids = entries.remember_many(pg, v, items, now=T0)
-        assert len(pg.tokenized) == len(items)
-    assert left == [0] and pg.tokenized == {}
-    index = Index(v.tenant_id, ENTRIES, v.private_scope)
-    assert fulltext.matching(pg, index, '"number7"', 10) == [ids[7]]
-    assert fulltext.totals(pg, index)[0] == len(items)
-
-
 def test_a_few_rows_inserted_by_executemany_go_as_one_statement_but_an_upsert_stays_row_by_row(pg, monkeypatch):
     pg.execute("CREATE TEMP TABLE few(k bigint PRIMARY KEY, n bigint)")
     sent: list[str] = []

@@ -107,8 +107,6 @@ class Connection:
         self.scope_tenants: dict[int, int] = {}
         #: The tenant whose full-text queue this session settled last, its guess for the next (store/pg/indexing.py).
         self.settled_tenant: int | None = None
-        #: Documents this transaction tokenized ahead for the full text (fulltext.tokenize_ahead); gone at its end.
-        self.tokenized: dict[tuple, Any] = {}
         #: Run in the outermost transaction just before its COMMIT (a failure rolls it back): how the writer
         #: indexes the full text its transaction queued (store/pg/indexing.py), whoever wrote.
         self.before_commit: list[Callable[[Connection], object]] = []
@@ -150,28 +148,6 @@ class Connection:
             cur.execute(query, params)
         self._changes = max(cur.rowcount, 0)
         return Cursor(cur)
-
-    def execute_meanwhile(self, sql: str, params: Sequence[Any] | dict, meanwhile: Callable[[], object]) -> None:
-        """`execute` a statement whose rows nobody reads, running `meanwhile` while the server works on it: psycopg's
-        pipeline sends it at once and waits for its result only after. Inside a transaction.
-
-        What a bulk write gives the server to do (its rows, their triggers) and what Python must do for it anyway
-        (tokenize its texts for the full text) then overlap, where they took turns.
-        """
-        if not self._depth:
-            raise RuntimeError("execute_meanwhile runs inside a transaction (`with conn:`)")
-        self._writing(sql)
-        query, named = translate(sql)
-        if self.trace:
-            self.trace(query)
-        if named and not isinstance(params, dict):
-            params = {str(i): value for i, value in enumerate(params, start=1)}
-        cur = self._pg.cursor()
-        with self._pg.pipeline():
-            cur.execute(query, params)
-            meanwhile()
-        self._changes = max(cur.rowcount, 0)
-        cur.close()
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> None:
         if self._writing(sql):
@@ -222,7 +198,6 @@ class Connection:
                     hook(self)
             except BaseException:
                 self._depth, self._dirty, self._read_only = 0, False, False
-                self.tokenized.clear()
                 with contextlib.suppress(psycopg.Error):
                     self._pg.execute("ROLLBACK")
                 raise
@@ -230,7 +205,6 @@ class Connection:
         try:
             if self._depth == 0:
                 self._dirty = self._read_only = False
-                self.tokenized.clear()
                 self._pg.execute("COMMIT" if exc_type is None else "ROLLBACK")
             elif exc_type is None:
                 self._pg.execute(f"RELEASE SAVEPOINT s{self._depth}")

@@ -118,57 +118,28 @@ def _key(alias: str) -> str:
 # -- writes ---------------------------------------------------------------------------------------------------
 
 
-def _column(postings: dict[str, list], col: int, text: str) -> list[str]:
-    """Add one column's stems to a document's `postings` ({stem: [t0..t4, positions]}); returns them."""
-    stems = q.stems(text)
-    base = col << q.SHIFT
-    for offset, stem in enumerate(stems, start=base):
-        entry = postings.get(stem)
-        if entry is None:
-            postings[stem] = entry = [0, 0, 0, 0, 0, [offset]]
-        else:
-            entry[5].append(offset)
-        entry[col] += 1
-    return stems
-
-
-def _body(columns: Sequence[str | None]) -> tuple[int, dict[str, list]]:
-    """(length, postings) of a document's columns but its scope tokens: the part worth tokenizing ahead."""
+def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list]]:
+    """(length, scope tokens, {stem: [t0..t4, positions]}) of one document's column texts."""
     postings: dict[str, list] = {}
     length = 0
-    for col, text in enumerate(columns):
-        if text:
-            length += len(_column(postings, col, text))
-    return length, postings
-
-
-def _document(columns: Sequence[str | None], body: tuple[int, dict[str, list]] | None = None,
-              ) -> tuple[int, list[str], dict[str, list]]:
-    """(length, scope tokens, {stem: [t0..t4, positions]}) of one document's column texts (`body`: `_body` of
-    all but the last, tokenized ahead)."""
+    scope: list[str] = []
     last = len(columns) - 1
-    length, postings = body if body is not None else _body(columns[:last])
-    scope = _column(postings, last, columns[last]) if columns[last] else []
-    return length + len(scope), scope, postings
-
-
-#: Documents tokenized ahead that a transaction may hold for `add_many` (`tokenize_ahead`): a bound on its memory
-#: (an import's transaction writes many batches).
-AHEAD = 4000
-
-
-def tokenize_ahead(conn: Connection, kind: int, texts: Iterable[Sequence[str | None]]) -> None:
-    """Tokenize documents of `kind` that `add_many` will index in this transaction, all columns but the scope
-    tokens (the last, cheap), so that the work can be done while the server writes their rows
-    (`Connection.execute_meanwhile`). `add_many` takes a document's by its texts; what it does not take goes with
-    the transaction (`Connection.tokenized`)."""
-    held = conn.tokenized
-    for columns in texts:
-        if len(held) >= AHEAD:
-            return
-        key = (kind, tuple(columns))
-        if key not in held:
-            held[key] = _body(columns)
+    for col, text in enumerate(columns):
+        if not text:
+            continue
+        stems = q.stems(text)
+        base = col << q.SHIFT
+        for offset, stem in enumerate(stems, start=base):
+            entry = postings.get(stem)
+            if entry is None:
+                postings[stem] = entry = [0, 0, 0, 0, 0, [offset]]
+            else:
+                entry[5].append(offset)
+            entry[col] += 1
+        length += len(stems)
+        if col == last:
+            scope = stems
+    return length, scope, postings
 
 
 def _pack(postings: dict[str, list]) -> bytes:
@@ -230,11 +201,10 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     rows: dict[str, list[tuple[str, ...]]] = {}
     decimal = _DECIMAL
     tokens = 0
-    ahead = getattr(conn, "tokenized", {})  # the full-text tests' bare connection holds none
     for doc_id, columns in sorted(docs, key=lambda d: d[0]):
         if len(columns) != width:
             raise ValueError(f"an index of kind {index.kind} has {width} columns, not {len(columns)}")
-        length, scope, postings = _document(columns, ahead.pop((index.kind, tuple(columns[:-1])), None))
+        length, scope, postings = _document(columns)
         doc_id = int(doc_id)
         d_ids.append(doc_id)
         d_lens.append(length)

@@ -80,12 +80,6 @@ def _facts(conn, tenant_id: int, ids: list[int]) -> None:
 
 _KEEPERS = {"past_text": _revisions, "fact_text": _facts}
 
-
-def tokenize_entries(conn, texts: list[tuple]) -> None:
-    """Tokenize new entries' (title, content, tags, source) ahead of `settle`, which will index them: what a bulk
-    write does while the server inserts their rows (fulltext.tokenize_ahead)."""
-    fulltext.tokenize_ahead(conn, ENTRIES, texts)
-
 # A tenant's queue, taken out, and for each entry queued what the index holds of it and what it is now: one round
 # trip where a SELECT, a read of the entries and a DELETE were three. A revision's or fact's row reads an entry of
 # the same number too, unused. Each lookup is a LATERAL subquery with a LIMIT, which the planner keeps as one
