@@ -154,7 +154,10 @@ class Connection:
             with self:
                 return self.executemany(sql, seq)
         rows = list(seq)
-        values = _ONE_ROW.match(sql) if 0 < len(rows) <= _FEW else None
+        if not rows:  # nothing to send (an entry that names no entity): not even psycopg's setup
+            self._changes = 0
+            return
+        values = _ONE_ROW.match(sql) if len(rows) <= _FEW else None
         if values is not None and not translate(sql)[1]:
             # A few rows (an entry's band keys, its entity links) as one multi-row INSERT: psycopg's executemany
             # pipeline costs more than it saves for them. Not with DO UPDATE, which one statement may not apply
