@@ -154,10 +154,6 @@ UNCHECKED: dict[str, str] = {
     "store/pg/db.py": "the schema steps (migrations) and the check that a database is Arbiter's",
     "transfer/migrate.py": "`arbiter migrate` copies the whole database, every tenant's rows, from one engine to the "
                            "other (an operator's verb, run with no daemon serving)",
-    # Not yet (the issue's next step for it).
-    "store/pg/indexing.py": "the writer's full-text queue is read and emptied by entry id across tenants; the "
-                            "module is being reworked for speed at the same time (issue #31), and pins its tenant "
-                            "next",
 }
 
 

@@ -67,14 +67,19 @@ def lookup(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = 
     return None if found is None else found[:2]
 
 
-def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None) -> tuple[int, str, int] | None:
-    """`lookup`, and the id of the entity_names row that matched."""
+def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None, *,
+          keyed: dict[str, tuple[int, int, int] | None] | None = None) -> tuple[int, str, int] | None:
+    """`lookup`, and the id of the entity_names row that matched. `keyed`: rows by key already read (`Linker`'s
+    one read for an entry's names, None where a key has none), used when `v` is None and it holds the key."""
     name = canonical(name)
     known = "" if v is None or whole(v) else f" AND {names_sql(v, 'n')[0]}"
-    row = conn.execute(
-        f"SELECT n.entity_id, n.is_alias, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.key = ?{known}",
-        (tenant_id, nm.key(name)),
-    ).fetchone()
+    if keyed is not None and v is None and nm.key(name) in keyed:
+        row = keyed[nm.key(name)]
+    else:
+        row = conn.execute(
+            f"SELECT n.entity_id, n.is_alias, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.key = ?{known}",
+            (tenant_id, nm.key(name)),
+        ).fetchone()
     if row is not None:
         return row[0], "alias" if row[1] else "exact", row[2]
     row = conn.execute(
@@ -178,7 +183,7 @@ def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | N
 
 
 def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
-            v: Viewer | None = None) -> Resolution:
+            v: Viewer | None = None, keyed: dict[str, tuple[int, int, int] | None] | None = None) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
 
     A new entity comes back with `possibly_same_as`: existing entities whose
@@ -189,7 +194,7 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     a name is never aliased to, nor said to be like, one they cannot see.
     """
     name = canonical(" ".join(name.split()))
-    found = _find(conn, tenant_id, name)
+    found = _find(conn, tenant_id, name, keyed=keyed)
     if found is None and engine.is_postgresql(conn):
         # Daemons sharing a database may meet a new name at once: the first creates it, the others wait here,
         # then find it (each statement reads what committed before it).
@@ -239,31 +244,30 @@ class Linker:
         """Link `entry_id` to each (name, type, how); returns each resolution once per entity, in order."""
         out: dict[int, tuple[Resolution, str | None]] = {}
         rows = []
+        keyed = self._keyed(named)
         for name, type, how in named:
             k = (nm.key(name), type)
             res = self._seen.get(k)
             if res is None and how in ("known", "candidate", "initial"):
-                row = self.conn.execute(
-                    "SELECT entity_id, id FROM entity_names WHERE tenant_id = ? AND key = ?", (self.tenant_id, k[0])
-                ).fetchone()
+                row = keyed.get(k[0])
                 # A lone capitalised word links an entity the writer already sees, or (mid-sentence) one the
                 # tenant's text shows is a name: then the entries that wrote it before are linked to it too.
-                if row is not None and (self.viewer is None or visible(self.conn, self.viewer, row[0])):
-                    res = Resolution(row[0], False, (), "exact", row[1])
+                if row is not None and (self._sees_all or visible(self.conn, self.viewer, row[0])):
+                    res = Resolution(row[0], False, (), "exact", row[2])
                 elif row is None and how != "known" and (k[0], how) not in self._not_names:
                     earlier = evidence.recurring(self.conn, self.viewer or whole_tenant(self.tenant_id), name,
                                                  entry_id, initial=how == "initial")
                     if earlier is None:
                         self._not_names.add((k[0], how))
                         continue
-                    res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer)
+                    res = self._resolve(name, type, keyed)
                     self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
                     rows += [(other, res.entity_id, self.tenant_id, "extracted", res.name_id) for other in earlier]
                 else:
                     continue
             elif res is None:
-                res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer)
-                if not res.created and self.viewer is not None and not visible(self.conn, self.viewer, res.entity_id):
+                res = self._resolve(name, type, keyed)
+                if not res.created and not self._sees_all and not visible(self.conn, self.viewer, res.entity_id):
                     res = Resolution(res.entity_id, True, (), res.matched, res.name_id)  # new to this writer
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
             if res.entity_id not in out:
@@ -277,6 +281,39 @@ class Linker:
             rows,
         )
         return list(out.values())
+
+    @property
+    def _sees_all(self) -> bool:
+        # A writer who sees the whole tenant sees every entity a name of it names: no read to ask.
+        return self.viewer is None or whole(self.viewer)
+
+    def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int] | None]:
+        """(entity id, is_alias, name id) by key (None: no such name), of every name `link` may look up or resolve:
+        one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL)."""
+        keys = set()
+        for name, type, how in named:
+            if (nm.key(name), type) in self._seen:
+                continue
+            keys.add(nm.key(name) if how in ("known", "candidate", "initial")
+                     else nm.key(canonical(" ".join(name.split()))))
+        if not keys:
+            return {}
+        keyed: dict[str, tuple[int, int, int] | None] = dict.fromkeys(keys)
+        # `IN (?, ...)`, not json_each: PostgreSQL plans that as a hash join over the tenant's names, ten times slower.
+        for key, entity_id, is_alias, name_id in self.conn.execute(
+            f"SELECT key, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
+            f"AND key IN ({','.join('?' * len(keys))})",
+            (self.tenant_id, *sorted(keys)),
+        ):
+            keyed[key] = (entity_id, is_alias, name_id)
+        return keyed
+
+    def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int] | None]) -> Resolution:
+        res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, keyed=keyed)
+        if res.matched in ("similar", "new"):  # a name row this read did not see: later names must not miss it
+            keyed[nm.key(canonical(" ".join(name.split())))] = (res.entity_id, int(res.matched == "similar"),
+                                                                res.name_id)
+        return res
 
 
 def mentions_of(conn: apsw.Connection, tenant_id: int, resolved: list[tuple[Resolution, str | None]]) -> list[Mention]:

@@ -253,7 +253,7 @@ def snippet(conn: apsw.Connection, match: str, rowid: int, scope: int, *, tokens
     if engine.is_postgresql(conn):  # the same excerpt, cut in Python from the entry's texts (store/pg/fulltext.py)
         from arbiter.store.pg import fulltext, indexing
 
-        columns = indexing.entry_document(conn, rowid)
+        columns = indexing.entry_document(conn, rowid, scope)
         return None if columns is None else fulltext.snippet(fulltext.ENTRIES, match, columns, tokens=tokens)
     t = fts.table(scope)
     row = conn.execute(

@@ -71,4 +71,102 @@ def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):
     with pg:
         pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         pg.execute("SELECT count(*) FROM entries WHERE tenant_id = ?", (1,)).fetchone()
-    assert [s for s in sent if "derive_queue" in s] == []
+        pg.execute("WITH n AS (SELECT count(*) FROM entries WHERE tenant_id = ?) SELECT * FROM n", (1,)).fetchone()
+    assert [s for s in sent if "derive_queue" in s or "arbiter.unsettled" in s] == []
+
+
+def _queued_text(conn) -> int:
+    return conn.execute("SELECT count(*) FROM derive_queue WHERE deriver IN ('fulltext', 'past_text', 'fact_text')"
+                        ).fetchone()[0]
+
+
+def test_a_transaction_writing_two_tenants_indexes_both_and_leaves_no_queue(pg):
+    # settle reads the queue tenant by tenant, from the tenants the triggers noted: none may be missed.
+    a, b = _viewer(pg), None
+    with pg:
+        tid, _ = tenants.create_tenant(pg, "bob", now=T0)
+    b = users.first_viewer(pg, tid)
+    with pg:
+        ea = entries.remember(pg, a, RememberParams(type="user", title="first", content="walrus tusks"), now=T0)
+        eb = entries.remember(pg, b, RememberParams(type="user", title="second", content="narwhal horns"), now=T0)
+        pg.execute("UPDATE entries SET content = 'walrus whiskers', revised_at = ? WHERE tenant_id = ? AND id = ?",
+                   (T0 + 1, a.tenant_id, ea))
+    assert _queued_text(pg) == 0
+    assert fulltext.matching(pg, Index(a.tenant_id, ENTRIES, a.private_scope), '"whiskers"', 10) == [ea]
+    assert fulltext.matching(pg, Index(a.tenant_id, ENTRIES, a.private_scope), '"tusks"', 10) == []
+    assert fulltext.matching(pg, Index(b.tenant_id, ENTRIES, b.private_scope), '"narwhal"', 10) == [eb]
+    # The session now guesses the tenant it settled last; a transaction of the other one alone is indexed too.
+    for v, text in ((a, "seals bark"), (b, "orcas sing"), (b, "whales hum")):
+        with pg:
+            e = entries.remember(pg, v, RememberParams(type="user", title="more", content=text), now=T0)
+        assert _queued_text(pg) == 0
+        assert fulltext.matching(pg, Index(v.tenant_id, ENTRIES, v.private_scope), f'"{text.split()[1]}"', 10) == [e]
+
+
+def test_a_remember_settles_in_one_statement_once_the_session_knows_its_tenant(pg, monkeypatch):
+    v = _viewer(pg)
+    with pg:
+        entries.remember(pg, v, RememberParams(type="user", title="first", content="puffins nest"), now=T0)
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg:
+        e = entries.remember(pg, v, RememberParams(type="user", title="second", content="gannets dive"), now=T0)
+        sent.clear()  # what the COMMIT sends from here: settle's statements, the index's insert, COMMIT itself
+    reads = [s for s in sent if "derive_queue" in s or "arbiter.unsettled" in s]
+    assert len(reads) == 1
+    assert fulltext.matching(pg, Index(v.tenant_id, ENTRIES, v.private_scope), '"gannets"', 10) == [e]
+
+
+def test_a_rolled_back_savepoint_takes_back_its_tenant_and_the_next_transaction_starts_clean(pg):
+    a = _viewer(pg)
+    with pg:
+        tid, _ = tenants.create_tenant(pg, "bob", now=T0)
+    b = users.first_viewer(pg, tid)
+    with pg:
+        kept = entries.remember(pg, a, RememberParams(type="user", title="kept", content="otters float"), now=T0)
+        with pytest.raises(RuntimeError):
+            with pg:
+                entries.remember(pg, b, RememberParams(type="user", title="gone", content="beavers dam"), now=T0)
+                raise RuntimeError("undo the savepoint")
+        assert pg.execute("SELECT current_setting('arbiter.unsettled', true)").fetchone()[0] == f"{a.tenant_id},"
+    assert _queued_text(pg) == 0
+    assert pg.execute("SELECT current_setting('arbiter.unsettled', true)").fetchone()[0] in ("", None)
+    assert fulltext.matching(pg, Index(a.tenant_id, ENTRIES, a.private_scope), '"otters"', 10) == [kept]
+    assert fulltext.matching(pg, Index(b.tenant_id, ENTRIES, b.private_scope), '"beavers"', 10) == []
+
+
+def test_an_entrys_names_are_read_in_one_statement(pg, monkeypatch):
+    from arbiter.entities.core import Linker
+
+    v = _viewer(pg)
+    with pg:
+        entry = entries.remember(pg, v, RememberParams(type="user", title="t", content="c"), now=T0)
+        Linker(pg, v.tenant_id, T0, v).link(entry, [("Ada", "person", "given"), ("Kubernetes", None, "given"),
+                                                    ("Grace", "person", "given")])
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    names = [("Ada", "person", "given"), ("Kubernetes", None, "given"), ("Grace", "person", "given"),
+             ("Lovelace", None, "known"), ("Babbage", None, "known")]
+    with pg:
+        other = entries.remember(pg, v, RememberParams(type="user", title="t2", content="c2"), now=T0)
+        linked = Linker(pg, v.tenant_id, T0, v).link(other, names)
+    by_key = [s for s in sent if "FROM entity_names" in s and "key" in s.split("WHERE", 1)[-1] and "norm" not in s]
+    assert len(by_key) == 1
+    assert [r.matched for r, _ in linked] == ["exact", "exact", "exact"]
+    assert pg.execute("SELECT count(*) FROM entry_entities WHERE tenant_id = ? AND entry_id = ?",
+                      (v.tenant_id, other)).fetchone()[0] == 3
+
+
+def test_a_few_rows_inserted_by_executemany_go_as_one_statement_but_an_upsert_stays_row_by_row(pg, monkeypatch):
+    pg.execute("CREATE TEMP TABLE few(k bigint PRIMARY KEY, n bigint)")
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg:
+        pg.executemany("INSERT INTO few(k, n) VALUES (?, ?) ON CONFLICT DO NOTHING", [(1, 1), (2, 1), (1, 5)])
+        # Successive upserts of one key add up; one statement could not apply DO UPDATE to a row twice.
+        pg.executemany("INSERT INTO few(k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = few.n + excluded.n",
+                       [(2, 1), (2, 1)])
+    inserts = [s for s in sent if s.startswith("INSERT INTO few")]
+    assert len(inserts) == 2 and "VALUES (%s, %s),(%s, %s),(%s, %s) ON CONFLICT DO NOTHING" in inserts[0]
+    assert "VALUES (%s, %s) ON CONFLICT (k)" in inserts[1]
+    assert pg.execute("SELECT k, n FROM few ORDER BY k").fetchall() == [(1, 1), (2, 3)]

@@ -56,6 +56,11 @@ def translate(sql: str) -> tuple[str, bool]:
     return _TOKENS.sub(one, sql), named
 
 
+# An INSERT of one row of plain placeholders (no DO UPDATE): what `executemany` sends as one statement for a few rows.
+_ONE_ROW = re.compile(r"(INSERT\s[^;]*?\bVALUES\s*)(\([?,\s]*\))((?:(?!DO\s+UPDATE)[^;])*)\Z", re.S | re.I)
+_FEW = 64
+
+
 class Cursor:
     """The rows of one statement: iterate, or fetchone/fetchall, as with apsw."""
 
@@ -97,8 +102,11 @@ class Connection:
         self._depth = 0
         self._changes = 0
         self._dirty = False  # a statement of this transaction may have written
+        self._read_only = False  # this transaction said it is READ ONLY
         #: Scope id -> tenant id, as this session has read them (a scope never changes tenant): store/pg/indexing.py.
         self.scope_tenants: dict[int, int] = {}
+        #: The tenant whose full-text queue this session settled last, its guess for the next (store/pg/indexing.py).
+        self.settled_tenant: int | None = None
         #: Run in the outermost transaction just before its COMMIT (a failure rolls it back): how the writer
         #: indexes the full text its transaction queued (store/pg/indexing.py), whoever wrote.
         self.before_commit: list[Callable[[Connection], object]] = []
@@ -109,7 +117,14 @@ class Connection:
         own so that `before_commit` sees what it queued (a write outside `with conn:` would commit at once)."""
         # SET (a read's `SET TRANSACTION ... READ ONLY`) and SHOW write nothing: a read marked dirty paid
         # `before_commit`'s round trip to find an empty queue.
-        if sql.lstrip()[:7].split(None, 1)[0].upper() in ("SELECT", "SET", "SHOW"):
+        first = sql.lstrip()[:7].split(None, 1)[0].upper()
+        if first in ("SELECT", "SET", "SHOW"):
+            # A transaction declared READ ONLY writes nothing, whatever it sends (a read opening with WITH): its
+            # COMMIT has nothing to settle, and settle's DELETE would be refused in it.
+            if first == "SET" and self._depth and "READ ONLY" in sql.upper():
+                self._read_only = True
+            return False
+        if self._read_only:
             return False
         self._dirty = True
         return self._depth == 0 and bool(self.before_commit)
@@ -138,11 +153,21 @@ class Connection:
         if self._writing(sql):
             with self:
                 return self.executemany(sql, seq)
+        rows = list(seq)
+        if not rows:  # nothing to send (an entry that names no entity): not even psycopg's setup
+            self._changes = 0
+            return
+        values = _ONE_ROW.match(sql) if len(rows) <= _FEW else None
+        if values is not None and not translate(sql)[1]:
+            # A few rows (an entry's band keys, its entity links) as one multi-row INSERT: psycopg's executemany
+            # pipeline costs more than it saves for them. Not with DO UPDATE, which one statement may not apply
+            # twice to a row, as successive ones may.
+            self.execute(values[1] + ",".join([values[2]] * len(rows)) + values[3], [x for r in rows for x in r])
+            return
         with self._pg.cursor() as cur:
             query, named = translate(sql)
             if self.trace:
                 self.trace(query)
-            rows = list(seq)
             if named:
                 rows = [r if isinstance(r, dict) else {str(i): x for i, x in enumerate(r, start=1)} for r in rows]
             cur.executemany(query, rows)
@@ -175,14 +200,14 @@ class Connection:
                 for hook in self.before_commit:  # still inside the transaction: what they write commits with it
                     hook(self)
             except BaseException:
-                self._depth, self._dirty = 0, False
+                self._depth, self._dirty, self._read_only = 0, False, False
                 with contextlib.suppress(psycopg.Error):
                     self._pg.execute("ROLLBACK")
                 raise
         self._depth -= 1
         try:
             if self._depth == 0:
-                self._dirty = False
+                self._dirty = self._read_only = False
                 self._pg.execute("COMMIT" if exc_type is None else "ROLLBACK")
             elif exc_type is None:
                 self._pg.execute(f"RELEASE SAVEPOINT s{self._depth}")
