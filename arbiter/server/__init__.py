@@ -395,7 +395,7 @@ class Daemon(Connections, Upkeep):
             )
             if row is None:
                 raise Unauthorized("token matches no user", path="token")
-            caller = Caller(row[0], row[1], row[2])
+            caller = Caller(*row)
             if generation == callers.generation and not self.shared:
                 callers.tokens[token] = caller
         return caller

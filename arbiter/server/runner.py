@@ -53,6 +53,8 @@ class Caller(NamedTuple):
     tenant_id: int
     tenant_name: str
     user_id: int | None
+    #: The user's name, when the token lookup read it (else read with what they see).
+    user_name: str | None = None
 
 
 class Phase(NamedTuple):
@@ -280,7 +282,7 @@ class Runner:
 
     def _context(self, conn: apsw.Connection, caller: Caller, **kw) -> Context:
         return Context(conn, caller.tenant_id, caller.tenant_name, self.clock(), self.services, user_id=caller.user_id,
-                       **kw)
+                       user_name=caller.user_name, **kw)
 
     def _prepare(self, verb: Verb, params, caller: Caller):
         """Slow read-only work (LLM calls) on a reader, so the writer never waits on the network."""

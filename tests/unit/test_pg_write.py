@@ -170,3 +170,22 @@ def test_a_few_rows_inserted_by_executemany_go_as_one_statement_but_an_upsert_st
     assert len(inserts) == 2 and "VALUES (%s, %s),(%s, %s),(%s, %s) ON CONFLICT DO NOTHING" in inserts[0]
     assert "VALUES (%s, %s) ON CONFLICT (k)" in inserts[1]
     assert pg.execute("SELECT k, n FROM few ORDER BY k").fetchall() == [(1, 1), (2, 3)]
+
+
+def test_a_request_reads_who_its_caller_is_with_the_token_and_not_again(pg, monkeypatch):
+    """On PostgreSQL nothing about a caller is cached between requests (another daemon may change it): the user's
+    name the token lookup read serves the request, so what they see is the one read left."""
+    from arbiter import verbs
+    from arbiter.server.runner import Caller, Runner
+
+    v = _viewer(pg)
+    with pg:
+        kept = entries.remember(pg, v, RememberParams(type="user", title="kept", content="herons wade"), now=T0)
+    caller = Caller(*users.user_by_token(pg, pg.execute("SELECT token_hash FROM users WHERE id = ?",
+                                                        (v.user_id,)).fetchone()[0]))
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    got = Runner(pg, lambda lane: pg, shared=True, clock=lambda: T0).execute(
+        verbs.VERBS["get"], verbs.VERBS["get"].params(id=kept), caller)
+    assert got.title == "kept"
+    assert not [s for s in sent if s.startswith("SELECT name FROM users")], sent
