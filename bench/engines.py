@@ -94,6 +94,23 @@ def _throughput(clients: list[Client], queries: list[str], seconds: float) -> fl
     return sum(done) / seconds
 
 
+def one_and_two_daemons(home: Path, home2: Path, serve: tuple[str, ...], token: str, queries: list[str], clients: int,
+                        seconds: float) -> tuple[float, float]:
+    """Recalls per second from `clients` threads against the daemon serving `home`, then spread over it and a second
+    daemon started on `home2` with the same `serve` options (the same PostgreSQL database), stopped after."""
+    ones = [Client(paths.socket_path(home), token, timeout=600) for _ in range(clients)]
+    one = _throughput(ones, queries, seconds)
+    second = BenchDaemon(home2, "FULL", args=serve)
+    try:
+        twos = [Client(paths.socket_path(home if i % 2 else home2), token, timeout=600) for i in range(clients)]
+        two = _throughput(twos, queries, seconds)
+        for client in ones + twos:
+            client.close()
+    finally:
+        second.stop()
+    return one, two
+
+
 def run_engine(name: str, db: str | None, args) -> Engine:
     rng = random.Random(args.seed)
     vocab = Vocabulary(rng)
@@ -103,7 +120,6 @@ def run_engine(name: str, db: str | None, args) -> Engine:
     if db:
         _empty_pg(db)
     daemon = BenchDaemon(home, "FULL", args=extra)
-    second = None
     try:
         with daemon.client() as c:
             samples = _timed(lambda e=make_entry(vocab, rng, n): c.remember(**e) for n in range(args.singles))
@@ -129,20 +145,14 @@ def run_engine(name: str, db: str | None, args) -> Engine:
             if db and args.clients:
                 queries = _queries(vocab, rng, 200)
                 token = paths.token_path(home, "default").read_text().strip()
-                ones = [Client(paths.socket_path(home), token, timeout=600) for _ in range(args.clients)]
-                res.one_daemon_recalls_per_s = _throughput(ones, queries, args.seconds)
                 home2 = Path(tempfile.mkdtemp(prefix="arb-engines-second-"))
-                second = BenchDaemon(home2, "FULL", args=extra)
-                twos = [Client(paths.socket_path(home if i % 2 else home2), token, timeout=600)
-                        for i in range(args.clients)]
-                res.two_daemons_recalls_per_s = _throughput(twos, queries, args.seconds)
-                for client in ones + twos:
-                    client.close()
+                try:
+                    res.one_daemon_recalls_per_s, res.two_daemons_recalls_per_s = one_and_two_daemons(
+                        home, home2, extra, token, queries, args.clients, args.seconds)
+                finally:
+                    shutil.rmtree(home2, ignore_errors=True)
     finally:
         daemon.stop()
-        if second is not None:
-            second.stop()
-            shutil.rmtree(second.home, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
     return res
 

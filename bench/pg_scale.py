@@ -40,7 +40,7 @@ from pathlib import Path
 from arbiter import __version__, paths
 from arbiter.client import Client
 from bench import report
-from bench.engines import _queries, _throughput, _timed
+from bench.engines import _queries, _timed, one_and_two_daemons
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile
 
 T0 = 1795168800 * 1_000_000
@@ -191,7 +191,6 @@ def run_engine(engine: str, args) -> dict:
     vocab = Vocabulary(rng)
     out: dict = {"engine": engine, "by_size": {}}
     daemon = BenchDaemon(home, "FULL", args=serve)
-    second = None
     try:
         token_file = home / "big.token"
         if not args.reuse:
@@ -222,21 +221,13 @@ def run_engine(engine: str, args) -> dict:
                       file=sys.stderr)
         if engine == "postgresql" and args.clients:
             queries = _queries(vocab, rng, 200)
-            ones = [Client(paths.socket_path(home), token, timeout=600) for _ in range(args.clients)]
-            out["one_daemon_recalls_per_s"] = _throughput(ones, queries, args.seconds)
             home2 = args.work / "postgresql-second"
             shutil.rmtree(home2, ignore_errors=True)
             home2.mkdir(parents=True)
-            second = BenchDaemon(home2, "FULL", args=serve)
-            twos = [Client(paths.socket_path(home if i % 2 else home2), token, timeout=600)
-                    for i in range(args.clients)]
-            out["two_daemons_recalls_per_s"] = _throughput(twos, queries, args.seconds)
-            for client in ones + twos:
-                client.close()
+            out["one_daemon_recalls_per_s"], out["two_daemons_recalls_per_s"] = one_and_two_daemons(
+                home, home2, serve, token, queries, args.clients, args.seconds)
     finally:
         daemon.stop()
-        if second is not None:
-            second.stop()
     if engine == "postgresql":
         out["database_gb"] = _admin(args.pg, f"SELECT pg_database_size('{RUN}')")[0][0] / 1e9
     else:
