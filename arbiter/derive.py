@@ -140,6 +140,7 @@ def step(conn: apsw.Connection, *, now: int, urgent: bool, tenant_id: int | None
             if found is None:
                 continue
             tenant = found[0]
+        engine.writing_for(conn, tenant)  # what the step writes is this tenant's: its full text is settled first
         rows = conn.execute(
             "SELECT entry_id, tenant_id FROM derive_queue WHERE tenant_id = ? AND deriver = ? ORDER BY entry_id "
             f"LIMIT ?{taking}",

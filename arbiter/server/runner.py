@@ -110,7 +110,7 @@ def _conflicted(conn, exc: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def transaction(conn: apsw.Connection, *, write: bool, small: bool = False):
+def transaction(conn: apsw.Connection, *, write: bool, small: bool = False, tenant_id: int | None = None):
     """A verb's transaction: a consistent snapshot for a read; for a write, the write lock first.
 
     A write verb reads before it writes (who the caller is, what exists). In
@@ -138,9 +138,12 @@ def transaction(conn: apsw.Connection, *, write: bool, small: bool = False):
 
     On PostgreSQL a read is one REPEATABLE READ snapshot (READ COMMITTED would
     give each statement of a verb its own), and a write a READ COMMITTED
-    transaction whose row locks make writers wait for each other.
+    transaction whose row locks make writers wait for each other; a write
+    names its caller's tenant (`engine.writing_for`), whose full text it settles.
     """
     if engine.is_postgresql(conn):
+        if write and tenant_id is not None:
+            engine.writing_for(conn, tenant_id)
         with conn:
             if not write:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -298,7 +301,7 @@ class Runner:
         for tries in range(1, CONFLICT_TRIES + 1):
             ctx = self._context(conn, caller, notes=list(notes), seen_as=self.viewers.get(caller.user_id))
             try:
-                with transaction(conn, write=verb.writes, small=verb.small):
+                with transaction(conn, write=verb.writes, small=verb.small, tenant_id=caller.tenant_id):
                     result = verb.run(ctx, params)
                     if verb.writes:
                         for later in ctx.after:
@@ -362,7 +365,7 @@ class Runner:
 
     def _follow(self, caller: Caller, follow):
         try:
-            with transaction(self.writer, write=True):
+            with transaction(self.writer, write=True, tenant_id=caller.tenant_id):
                 result = follow(self._context(self.writer, caller))
         finally:
             self.changes.wrote()

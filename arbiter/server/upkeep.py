@@ -37,6 +37,7 @@ from arbiter.recall.maintain import compact
 from arbiter.salience import record_accesses
 from arbiter.server import _memory
 from arbiter.server.runner import lost, upkeep
+from arbiter.store import engine
 from arbiter.store.db import BUSY_TIMEOUT_MS
 
 # Quiet time before idle compaction starts: longer than the gap between a
@@ -305,6 +306,7 @@ class Upkeep:
                                     (tenant_id, since)).fetchone() is not None
 
     def _maintain(self, tenant_id: int) -> None:
+        engine.writing_for(self._writer, tenant_id)
         with upkeep(self._writer):
             report = maintenance.run(
                 self._writer, tenant_id, now=now_us(), min_salience=self.min_salience,

@@ -59,6 +59,16 @@ def serialize(conn, what: int, tenant_id: int) -> None:
                      (_LOCK_SPACE + what, tenant_id))
 
 
+def writing_for(conn, tenant_id: int) -> None:
+    """Say that what the connection writes next is `tenant_id`'s (a verb's caller, an idle step's tenant). On
+    PostgreSQL, `settle` (store/pg/indexing.py) takes that tenant's full-text queue first, in one statement with the
+    queue triggers' note of any other tenant the transaction wrote. On one server the note alone finds them all;
+    under Citus the triggers run on the worker holding the tenant's shard, whose session keeps the note, so the
+    writer's word is what finds its queue there. SQLite indexes in its triggers: nothing to say."""
+    if is_postgresql(conn):
+        conn.settled_tenant = tenant_id
+
+
 def conflict_key(conn: object, columns: str) -> str:
     """The ON CONFLICT target of a table SQLite keys by `columns`: PostgreSQL's key of it leads with tenant_id
     (p005_tenant_keys: Citus needs the distribution column in every key), and a target names its key exactly."""

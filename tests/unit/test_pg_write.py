@@ -189,3 +189,25 @@ def test_a_request_reads_who_its_caller_is_with_the_token_and_not_again(pg, monk
         verbs.VERBS["get"], verbs.VERBS["get"].params(id=kept), caller)
     assert got.title == "kept"
     assert not [s for s in sent if s.startswith("SELECT name FROM users")], sent
+
+
+def test_a_verb_settles_its_callers_tenant_without_the_triggers_note(pg):
+    """Under Citus the queue triggers run on the worker, whose session keeps their note of the tenants a transaction
+    queued: here the note is wiped before COMMIT, as the coordinator would not see it. The verb said whose write it
+    is, so its text is indexed all the same, though the session last settled another tenant."""
+    from arbiter import verbs
+    from arbiter.server.runner import Caller, Runner
+
+    first, second = _viewer(pg), None
+    with pg:
+        entries.remember(pg, first, RememberParams(type="user", title="first", content="puffins nest"), now=T0)
+        tid, _ = tenants.create_tenant(pg, "bob", now=T0)
+    second = users.first_viewer(pg, tid)
+    pg.before_commit.insert(0, lambda conn: conn.execute("SELECT set_config('arbiter.unsettled', '', true)"))
+    try:
+        written = Runner(pg, lambda lane: pg, shared=True, clock=lambda: T0).execute(
+            verbs.VERBS["remember"], verbs.VERBS["remember"].params(type="user", title="second", content="gannets dive"),
+            Caller(tid, "bob", second.user_id, second.user_name))
+    finally:
+        del pg.before_commit[0]
+    assert fulltext.matching(pg, Index(tid, ENTRIES, second.private_scope), '"gannets"', 10) == [written.id]

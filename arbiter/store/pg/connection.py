@@ -105,7 +105,8 @@ class Connection:
         self._read_only = False  # this transaction said it is READ ONLY
         #: Scope id -> tenant id, as this session has read them (a scope never changes tenant): store/pg/indexing.py.
         self.scope_tenants: dict[int, int] = {}
-        #: The tenant whose full-text queue this session settled last, its guess for the next (store/pg/indexing.py).
+        #: The tenant whose full-text queue `settle` takes first, with the tenants the queue's triggers noted: the one
+        #: the writer said it writes for (`engine.writing_for`), else the one it settled last (store/pg/indexing.py).
         self.settled_tenant: int | None = None
         #: Run in the outermost transaction just before its COMMIT (a failure rolls it back): how the writer
         #: indexes the full text its transaction queued (store/pg/indexing.py), whoever wrote.
