@@ -200,7 +200,8 @@ def interleaved(args) -> str:
             if not waiting:
                 break
             time.sleep(2)
-        queries = _queries(Vocabulary(random.Random(args.seed + 1)), random.Random(args.seed), args.recalls)
+        # The entries' vocabulary (its words come from the seed), so the queries' words are in the data.
+        queries = _queries(Vocabulary(random.Random(args.seed)), random.Random(args.seed + 1), args.recalls)
         for i, q in enumerate(queries):
             for name in turns(i):
                 recalls[name] += _timed([lambda c=clients[name], q=q: c.recall(q, limit=10)])

@@ -316,11 +316,9 @@ def main(argv: list[str] | None = None) -> None:
         print(against(args.pg, args.reuse, args.against, tenant, scope, args.queries, args.rounds))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = sizes[-1:] if args.reuse else sizes  # a kept database is measured at the size it holds
     results = [run(args.pg, n, args.queries, keep=args.keep, explain=n == sizes[-1] and not args.no_explain,
-                   sqlite=not args.no_sqlite, reuse=args.reuse)
-               for n in sizes[-1:] if args.reuse] or [
-               run(args.pg, n, args.queries, keep=args.keep, explain=n == sizes[-1] and not args.no_explain,
-                   sqlite=not args.no_sqlite) for n in sizes]
+                   sqlite=not args.no_sqlite, reuse=args.reuse) for n in sizes]
     keys = [k for k in results[0] if k != "entries"]
     print(f"{'entries':>24}" + "".join(f"{r['entries']:>12,}" for r in results))
     for k in keys:

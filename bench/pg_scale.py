@@ -93,16 +93,16 @@ def _load_tenants(target: str, first: int, last: int, size: int, seed: int) -> N
 
 
 def _load_base(engine: str, args) -> None:
-    """The others, once: PostgreSQL's `pgscale_base`, SQLite's `--work/sqlite-base/arbiter.db`."""
+    """The others, once: PostgreSQL's database `pgscale_<others>x<other-size>`, SQLite's home --work/<that name>."""
     from arbiter.store import open_database
 
     start = time.monotonic()
-    BASE = _base(args)
+    name = _base(args)
     if engine == "postgresql":
-        if _exists(args.pg, BASE):
+        if _exists(args.pg, name):
             return
-        _admin(args.pg, f'CREATE DATABASE "{BASE}_loading"')
-        target = _db_url(args.pg, f"{BASE}_loading")
+        _admin(args.pg, f'CREATE DATABASE "{name}_loading"')
+        target = _db_url(args.pg, f"{name}_loading")
         open_database(target).close()
         ctx = multiprocessing.get_context("spawn")
         per = -(-args.others // args.workers)
@@ -114,17 +114,17 @@ def _load_base(engine: str, args) -> None:
         for p in procs:
             p.join()
             if p.exitcode:
-                sys.exit(f"a loader failed (exit {p.exitcode}); {BASE}_loading left for a look")
+                sys.exit(f"a loader failed (exit {p.exitcode}); {name}_loading left for a look")
         import psycopg
 
         with psycopg.connect(target, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
-        _admin(args.pg, f'ALTER DATABASE "{BASE}_loading" RENAME TO "{BASE}"')
+        _admin(args.pg, f'ALTER DATABASE "{name}_loading" RENAME TO "{name}"')
     else:
-        base = args.work / BASE
+        base = args.work / name
         if paths.db_path(base).exists():
             return
-        loading = args.work / f"{BASE}_loading"
+        loading = args.work / f"{name}_loading"
         shutil.rmtree(loading, ignore_errors=True)
         loading.mkdir(parents=True)
         open_database(str(paths.db_path(loading))).close()

@@ -179,7 +179,7 @@ class DaemonProcess:
         self.db = paths.db_path(home)
         self.extra_env = extra_env or {}
         self.args = args
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | zygote.Forked | None = None
         self.log = ""  # the daemon's stderr, once stopped
 
     def start(self) -> "DaemonProcess":

@@ -30,7 +30,6 @@ import tempfile
 import threading
 from pathlib import Path
 
-KINDS = ("serve", "llm", "cli")
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -182,6 +182,11 @@ def _retype(conn: apsw.Connection, tenant_id: int, entity_id: int, type: str | N
         _event(conn, tenant_id, entity_id, "retype", {"from": "other", "to": type}, now)
 
 
+def spelled(name: str) -> str:
+    """A name as `resolve` reads it: its canonical spelling, runs of spaces as one."""
+    return canonical(" ".join(name.split()))
+
+
 def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
             v: Viewer | None = None, keyed: dict[str, tuple[int, int, int] | None] | None = None) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
@@ -193,7 +198,7 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     With a viewer `v`, the similarity step considers only entities `v` sees:
     a name is never aliased to, nor said to be like, one they cannot see.
     """
-    name = canonical(" ".join(name.split()))
+    name = spelled(name)
     found = _find(conn, tenant_id, name, keyed=keyed)
     if found is None and engine.is_postgresql(conn):
         # Daemons sharing a database may meet a new name at once: the first creates it, the others wait here,
@@ -295,7 +300,7 @@ class Linker:
             if (nm.key(name), type) in self._seen:
                 continue
             keys.add(nm.key(name) if how in ("known", "candidate", "initial")
-                     else nm.key(canonical(" ".join(name.split()))))
+                     else nm.key(spelled(name)))
         if not keys:
             return {}
         keyed: dict[str, tuple[int, int, int] | None] = dict.fromkeys(keys)
@@ -311,7 +316,7 @@ class Linker:
     def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int] | None]) -> Resolution:
         res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, keyed=keyed)
         if res.matched in ("similar", "new"):  # a name row this read did not see: later names must not miss it
-            keyed[nm.key(canonical(" ".join(name.split())))] = (res.entity_id, int(res.matched == "similar"),
+            keyed[nm.key(spelled(name))] = (res.entity_id, int(res.matched == "similar"),
                                                                 res.name_id)
         return res
 

@@ -1,8 +1,8 @@
 """The single-file executable the e2e tests run, built from this tree once and reused while its sources are the same.
 
 A build takes about a minute of one core. The suite starts it in the background as soon as the tests are
-collected (`python -m tests.e2e.build`, from tests/conftest.py) and runs the e2e tests last, so the build
-overlaps the rest of the suite; whoever comes second waits on the lock and reuses what the first built.
+collected (`python -m tests.e2e.build`, from tests/conftest.py) and runs the e2e tests after the integration
+tests, so the build overlaps them; whoever comes second waits on the lock and reuses what the first built.
 """
 
 from __future__ import annotations

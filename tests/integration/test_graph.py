@@ -14,7 +14,6 @@ from arbiter.errors import InvalidParams, NotFound
 from tests import corpus
 from tests.conftest import arbiter_cli, DaemonProcess
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

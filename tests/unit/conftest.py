@@ -19,7 +19,10 @@ def pytest_generate_tests(metafunc):
     for all its tests with `pytestmark`, once they pass on PostgreSQL). A test in such a module marked
     `sqlite_only("why")` shows its PostgreSQL run as skipped, with the reason (what it waits for). A test that
     parametrizes `db` itself (indirect) says which engine runs which of its cases."""
-    own = any("db" in m.args[0] for m in metafunc.definition.iter_markers("parametrize"))
+    def names(argnames) -> list[str]:
+        return [n.strip() for n in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+
+    own = any("db" in names(m.args[0]) for m in metafunc.definition.iter_markers("parametrize"))
     if "db" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_engines") and not own:
         waits = metafunc.definition.get_closest_marker("sqlite_only")
         postgresql = pytest.param("postgresql", marks=pytest.mark.skip(reason=waits.args[0])) if waits else "postgresql"

@@ -7,14 +7,13 @@ import msgspec
 import pytest
 
 from arbiter import verbs
-from arbiter._time import US, format_time
+from arbiter._time import format_time
 from arbiter.entities import core, visibility
 from arbiter.errors import NotFound
 from arbiter.store import tenants, users
 from arbiter.verb import Context
 from tests.unit.conftest import execute
-
-NOW = 1795168800 * US
+from tests.unit.test_entities import NOW
 
 pytestmark = pytest.mark.both_engines
 
@@ -23,14 +22,6 @@ def every_seed_on_sqlite(cases: list[tuple]) -> list[tuple]:
     """`db` with a test's random cases: every one on SQLite, the first on PostgreSQL. The seeds vary the data, not
     the statements, and a PostgreSQL write costs three SQLite ones: the engines' parity is the first case's."""
     return [("sqlite", *case) for case in cases] + [("postgresql", *cases[0])]
-
-
-def run(db, tenant, verb: str, **params):
-    return execute(db, tenant, verb, params, now=NOW)
-
-
-def remember(db, tenant, content: str, title: str = "Note", **kw):
-    return run(db, tenant, "remember", type="project", title=title, content=content, **kw)
 
 
 def test_a_writer_s_names_never_meet_an_entity_only_another_user_sees(db, tenant):

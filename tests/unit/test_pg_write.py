@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from arbiter import verbs
 from arbiter.model import RememberParams
+from arbiter.server.runner import Caller, Runner
 from arbiter.store import entries, open_database, tenants, users
 from arbiter.store.db import numerals
 from arbiter.store.pg import fulltext
 from arbiter.store.pg.connection import Connection
 from arbiter.store.pg.fulltext import ENTRIES, Index
+from tests.unit.conftest import execute
 
 T0 = 1795168800 * 1_000_000
 
@@ -35,9 +38,9 @@ def test_number_words_are_counted_as_the_sqlite_function_counts_them(pg):
     assert got == [numerals(t) for t in TEXTS]
 
 
-def _viewer(conn):
+def _viewer(conn, name: str = "alice"):
     with conn:
-        tid, _ = tenants.create_tenant(conn, "alice", now=T0)
+        tid, _ = tenants.create_tenant(conn, name, now=T0)
     return users.first_viewer(conn, tid)
 
 
@@ -82,10 +85,7 @@ def _queued_text(conn) -> int:
 
 def test_a_transaction_writing_two_tenants_indexes_both_and_leaves_no_queue(pg):
     # settle reads the queue tenant by tenant, from the tenants the triggers noted: none may be missed.
-    a, b = _viewer(pg), None
-    with pg:
-        tid, _ = tenants.create_tenant(pg, "bob", now=T0)
-    b = users.first_viewer(pg, tid)
+    a, b = _viewer(pg), _viewer(pg, "bob")
     with pg:
         ea = entries.remember(pg, a, RememberParams(type="user", title="first", content="walrus tusks"), now=T0)
         eb = entries.remember(pg, b, RememberParams(type="user", title="second", content="narwhal horns"), now=T0)
@@ -118,10 +118,7 @@ def test_a_remember_settles_in_one_statement_once_the_session_knows_its_tenant(p
 
 
 def test_a_rolled_back_savepoint_takes_back_its_tenant_and_the_next_transaction_starts_clean(pg):
-    a = _viewer(pg)
-    with pg:
-        tid, _ = tenants.create_tenant(pg, "bob", now=T0)
-    b = users.first_viewer(pg, tid)
+    a, b = _viewer(pg), _viewer(pg, "bob")
     with pg:
         kept = entries.remember(pg, a, RememberParams(type="user", title="kept", content="otters float"), now=T0)
         with pytest.raises(RuntimeError):
@@ -175,9 +172,6 @@ def test_a_few_rows_inserted_by_executemany_go_as_one_statement_but_an_upsert_st
 def test_a_request_reads_who_its_caller_is_with_the_token_and_not_again(pg, monkeypatch):
     """On PostgreSQL nothing about a caller is cached between requests (another daemon may change it): the user's
     name the token lookup read serves the request, so what they see is the one read left."""
-    from arbiter import verbs
-    from arbiter.server.runner import Caller, Runner
-
     v = _viewer(pg)
     with pg:
         kept = entries.remember(pg, v, RememberParams(type="user", title="kept", content="herons wade"), now=T0)
@@ -195,19 +189,13 @@ def test_a_verb_settles_its_callers_tenant_without_the_triggers_note(pg):
     """Under Citus the queue triggers run on the worker, whose session keeps their note of the tenants a transaction
     queued: here the note is wiped before COMMIT, as the coordinator would not see it. The verb said whose write it
     is, so its text is indexed all the same, though the session last settled another tenant."""
-    from arbiter import verbs
-    from arbiter.server.runner import Caller, Runner
-
-    first, second = _viewer(pg), None
+    first, second = _viewer(pg), _viewer(pg, "bob")
     with pg:
         entries.remember(pg, first, RememberParams(type="user", title="first", content="puffins nest"), now=T0)
-        tid, _ = tenants.create_tenant(pg, "bob", now=T0)
-    second = users.first_viewer(pg, tid)
     pg.before_commit.insert(0, lambda conn: conn.execute("SELECT set_config('arbiter.unsettled', '', true)"))
     try:
-        written = Runner(pg, lambda lane: pg, shared=True, clock=lambda: T0).execute(
-            verbs.VERBS["remember"], verbs.VERBS["remember"].params(type="user", title="second", content="gannets dive"),
-            Caller(tid, "bob", second.user_id, second.user_name))
+        written = execute(pg, second.tenant_id, "remember", {"type": "user", "title": "second", "content": "gannets dive"},
+                          now=T0, tenant_name="bob")
     finally:
         del pg.before_commit[0]
-    assert fulltext.matching(pg, Index(tid, ENTRIES, second.private_scope), '"gannets"', 10) == [written.id]
+    assert fulltext.matching(pg, Index(second.tenant_id, ENTRIES, second.private_scope), '"gannets"', 10) == [written.id]

@@ -81,8 +81,8 @@ def _facts(conn, tenant_id: int, ids: list[int]) -> None:
 _KEEPERS = {"past_text": _revisions, "fact_text": _facts}
 
 # A tenant's queue, taken out, and for each entry queued what the index holds of it and what it is now: one round
-# trip where a SELECT, a read of the entries and a DELETE were three. A revision's or fact's row reads an entry of
-# the same number too, unused. Each lookup is a LATERAL subquery with a LIMIT, which the planner keeps as one
+# trip where a SELECT, a read of the entries and a DELETE were three (a revision's or fact's row probes nothing: its
+# keeper reads its own table). Each lookup is a LATERAL subquery with a LIMIT, which the planner keeps as one
 # probe of the key per queued row: as plain joins, a table never analysed yet (a database filled moments ago)
 # was read whole once and matched against every row, 2.3 s for a batch of 2,000.
 _TAKE = (
@@ -90,34 +90,35 @@ _TAKE = (
     "RETURNING deriver, entry_id) "
     "SELECT q.deriver, q.entry_id, d.scope_id, e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, "
     "e.author_id, e.team_id FROM q "
-    "LEFT JOIN LATERAL (SELECT d.scope_id FROM fulltext_docs d WHERE d.tenant_id = ? AND d.kind = ? "
-    "AND d.doc_id = q.entry_id LIMIT 1) d ON true "
+    "LEFT JOIN LATERAL (SELECT d.scope_id FROM fulltext_docs d WHERE q.deriver = 'fulltext' AND d.tenant_id = ? "
+    "AND d.kind = ? AND d.doc_id = q.entry_id LIMIT 1) d ON true "
     "LEFT JOIN LATERAL (SELECT e.scope_id, e.title, e.content, e.tags, e.source, e.conversation_id, e.author_id, "
-    "s.team_id FROM entries e JOIN scopes s ON s.id = e.scope_id WHERE e.tenant_id = ? AND e.id = q.entry_id "
-    "LIMIT 1) e ON true"
+    "s.team_id FROM entries e JOIN scopes s ON s.id = e.scope_id WHERE q.deriver = 'fulltext' AND e.tenant_id = ? "
+    "AND e.id = q.entry_id LIMIT 1) e ON true"
 )
 
 
-# The tenants the transaction queued (p007), as one more row of the guessed tenant's `_TAKE` (its entry_id NULL).
+# The tenants the transaction queued (p007), as one more row of the first tenant's `_TAKE` (its entry_id NULL).
 _NOTED = " UNION ALL SELECT current_setting('arbiter.unsettled', true)" + ", NULL" * 10
 
 
 def settle(conn) -> int:
     """Index what this transaction queued (see the module's docstring); returns how many queue rows it took."""
-    # The tenants it queued, as the queue's triggers noted them (p007), are read with the queue of the tenant this
-    # session settled last (a session's transactions are mostly one tenant's): one round trip for the common
-    # `remember`, where a look at the tenants and then their queues were two. Each statement names its tenant, so
-    # Citus sends it to that tenant's node. A transaction that settles twice (`arbiter migrate`) takes each noted
-    # tenant's queue again: what was queued since.
-    guess = conn.settled_tenant
+    # The tenants it queued, as the queue's triggers noted them (p007), are read with the queue of the tenant the
+    # writer said it writes for (`engine.writing_for`), else of the one it settled last: one round trip for the
+    # common `remember`, where a look at the tenants and then their queues were two. Each statement names its
+    # tenant, so Citus sends it to that tenant's node (where the note stays behind: the writer's word finds its
+    # queue). A transaction that settles twice (`arbiter migrate`) takes each noted tenant's queue again: what was
+    # queued since.
+    first = conn.settled_tenant
     taken = 0
-    if guess is None:
+    if first is None:
         noted = conn.execute("SELECT current_setting('arbiter.unsettled', true)").fetchone()[0]
     else:
-        rows = conn.execute(_TAKE + _NOTED, (guess, guess, ENTRIES, guess)).fetchall()
+        rows = conn.execute(_TAKE + _NOTED, (first, first, ENTRIES, first)).fetchall()
         noted = next(row[0] for row in rows if row[1] is None)
-        taken += _index(conn, guess, [row for row in rows if row[1] is not None])
-    for tenant_id in sorted({int(t) for t in (noted or "").split(",") if t} - {guess}):
+        taken += _index(conn, first, [row for row in rows if row[1] is not None])
+    for tenant_id in sorted({int(t) for t in (noted or "").split(",") if t} - {first}):
         taken += _index(conn, tenant_id, conn.execute(_TAKE, (tenant_id, tenant_id, ENTRIES, tenant_id)).fetchall())
         conn.settled_tenant = tenant_id
     return taken
