@@ -22,7 +22,7 @@ from mcp.client.subscriptions import ResourceUpdated, listen
 
 from arbiter.client import Client
 
-from tests.conftest import DaemonProcess, isolated_env, wait_for
+from tests.conftest import DaemonProcess, arbiter_cli, isolated_env, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -171,8 +171,7 @@ def test_each_http_client_has_a_conversation_of_its_own(served):
 
 
 def test_http_binds_loopback_only(home):
-    out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--http", "0.0.0.0:8765"], env=isolated_env(home),
-                         cwd=REPO, capture_output=True, text=True, timeout=30)
+    out = arbiter_cli(home, "mcp", "--http", "0.0.0.0:8765")
     assert out.returncode != 0 and "not a loopback address" in out.stderr
 
 

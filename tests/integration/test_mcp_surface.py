@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 import re
 
-import subprocess
-import sys
-
 import jsonschema
 
-from tests.conftest import isolated_env, tool_text as text
-from tests.integration.test_mcp_tools import CASES, LAST, ORDER, REPO, run_session
+from tests.conftest import arbiter_cli, tool_text as text
+from tests.integration.test_mcp_tools import CASES, LAST, ORDER, run_session
 
 MAX_TOOLS = 14
 MAX_DEFINITION_BYTES = 16_000
@@ -209,8 +206,7 @@ def test_a_list_of_tools_offers_those_and_an_unknown_name_is_refused(home, daemo
         return [t.name for t in (await session.list_tools()).tools]
 
     assert run_session(home, body, "--tools", "recall,get,remember_many") == ["recall", "get", "remember_many"]
-    refused = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--tools", "recall,teleport"],
-                             env=isolated_env(home), cwd=REPO, capture_output=True, text=True, timeout=60)
+    refused = arbiter_cli(home, "mcp", "--tools", "recall,teleport")
     assert refused.returncode == 1
     assert refused.stderr.startswith("arbiter: error: --tools: no tool named 'teleport'; give all, default, or")
 

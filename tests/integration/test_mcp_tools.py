@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import jsonschema
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from arbiter import paths
-from tests.conftest import DaemonProcess, as_user, tool_text as text, isolated_env
+from tests.conftest import DaemonProcess, arbiter_cli, as_user, tool_text as text, isolated_env
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -383,8 +382,7 @@ def test_a_session_resumes_a_conversation_named_by_the_client(home, daemon):
 
 
 def test_a_conversation_that_does_not_exist_is_refused_at_start(home, daemon):
-    out = subprocess.run([sys.executable, "-m", "arbiter", "mcp", "--conversation", "999"], env=isolated_env(home),
-                         cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    out = arbiter_cli(home, "mcp", "--conversation", "999")
     assert out.returncode == 1
     assert out.stderr.strip().endswith("conversation 999 not found in tenant 'default'")
 

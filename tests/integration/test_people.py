@@ -21,7 +21,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import Conflict, Forbidden, InvalidParams, NotFound, Unauthorized
-from tests.conftest import as_user, isolated_env, tool_text
+from tests.conftest import arbiter_cli, as_user, isolated_env, tool_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -354,11 +354,9 @@ def test_a_rotated_token_stops_working_at_once(people):
 
 def test_the_cli_acts_as_the_user_whose_token_it_reads(people):
     d, tokens = people
-    env = isolated_env(d.home)
 
     def cli(*args: str, **extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "arbiter", *args], env={**env, **extra}, cwd=REPO,
-                              capture_output=True, text=True, timeout=60)
+        return arbiter_cli(d.home, *args, env=extra)
 
     paths.write_secret(paths.user_token_path(d.home, "default", "bob"), tokens["bob"])
     assert "user bob of tenant default" in cli("--user", "bob", "whoami").stdout

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from arbiter.errors import InvalidParams
+from tests.conftest import arbiter_cli
 
 
 @pytest.fixture
@@ -98,12 +96,7 @@ def test_the_cli_shows_three_excerpts_then_one_line_each(daemon, client):
                     conversation_id=conv, supersedes_ids=[old])
     for i in range(4):
         client.remember(type="learning", title=f"Canary note {i}", content=f"the canary {i} taught us something")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}
-    env["ARBITER_HOME"] = str(daemon.home)
-    out = subprocess.run(
-        [sys.executable, "-m", "arbiter", "recall", "canary plan", "--conversation", str(conv), "--limit", "6"],
-        env=env, capture_output=True, text=True, timeout=30,
-    )
+    out = arbiter_cli(daemon.home, "recall", "canary plan", "--conversation", str(conv), "--limit", "6")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     heads = [line for line in lines if LINE.match(line)]
@@ -111,9 +104,6 @@ def test_the_cli_shows_three_excerpts_then_one_line_each(daemon, client):
     assert len(heads) == 5 and len(excerpts) == 3  # the superseded plan is retired, so not visible now
     assert heads[0].endswith("[conversation]") and "Canary plan v2" in heads[0]
     assert "**canary**" in excerpts[0].lower()
-    then = subprocess.run(
-        [sys.executable, "-m", "arbiter", "recall", "canary plan", "--as-of", first.valid_from],
-        env=env, capture_output=True, text=True, timeout=30,
-    )
+    then = arbiter_cli(daemon.home, "recall", "canary plan", "--as-of", first.valid_from)
     assert then.returncode == 0, then.stderr
     assert any("Canary plan v1" in line and "superseded" in line for line in then.stdout.splitlines())
