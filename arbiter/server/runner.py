@@ -144,9 +144,7 @@ def transaction(conn: apsw.Connection, *, write: bool, small: bool = False, tena
     if engine.is_postgresql(conn):
         if write and tenant_id is not None:
             engine.writing_for(conn, tenant_id)
-        with conn:
-            if not write:
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        with conn if write else conn.snapshot():
             yield
         return
     if not write:

@@ -3,6 +3,7 @@ and what the server derives is what SQLite derives."""
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 from arbiter import verbs
@@ -76,6 +77,21 @@ def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):
         pg.execute("SELECT count(*) FROM entries WHERE tenant_id = ?", (1,)).fetchone()
         pg.execute("WITH n AS (SELECT count(*) FROM entries WHERE tenant_id = ?) SELECT * FROM n", (1,)).fetchone()
     assert [s for s in sent if "derive_queue" in s or "arbiter.unsettled" in s] == []
+
+
+def test_a_snapshot_is_one_repeatable_read_read_only_transaction_begun_in_one_statement(pg, monkeypatch):
+    sent: list[str] = []
+    monkeypatch.setattr(Connection, "trace", sent.append)
+    with pg.snapshot():
+        level, ro = pg.execute("SELECT current_setting(?), current_setting(?)",
+                               ("transaction_isolation", "transaction_read_only")).fetchone()
+    assert (level, ro) == ("repeatable read", "on")
+    assert sent == [sent[0]]  # the mode went with BEGIN: no SET TRANSACTION, and nothing to settle on the way out
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+        with pg.snapshot():
+            pg.execute("INSERT INTO tenants(name, created_at) VALUES (?, ?)", ("nobody", T0))
+    with pg:  # the next transaction is a plain one again
+        assert pg.execute("SELECT current_setting(?)", ("transaction_read_only",)).fetchone()[0] == "off"
 
 
 def _queued_text(conn) -> int:
