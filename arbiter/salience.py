@@ -130,19 +130,30 @@ def record_accesses(conn: apsw.Connection, accesses: list[tuple[int, int, str, i
     if not accesses:
         return
     conn.executemany("INSERT INTO access_log(tenant_id, entry_id, verb, at) VALUES (?, ?, ?, ?)", accesses)
-    counts: dict[int, tuple[int, int, int]] = {}
+    counts: dict[int, dict[int, tuple[int, int]]] = {}  # tenant -> entry -> (accesses, last)
     for tenant_id, entry_id, _, at in accesses:
-        n, last, _ = counts.get(entry_id, (0, 0, tenant_id))
-        counts[entry_id] = (n + 1, max(last, at), tenant_id)
-    # An entry purged between the read and this write has no row to count against.
-    conn.executemany(
-        "INSERT INTO entry_salience(entry_id, tenant_id, accesses, last_access) "
-        "SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM entries WHERE tenant_id = ?2 AND id = ?1) "
-        f"ON CONFLICT ({engine.conflict_key(conn, 'entry_id')}) "
-        "DO UPDATE SET accesses = entry_salience.accesses + excluded.accesses, "
-        "last_access = max(coalesce(entry_salience.last_access, 0), excluded.last_access)",
-        [(entry_id, tenant_id, n, last) for entry_id, (n, last, tenant_id) in counts.items()],
-    )
+        mine = counts.setdefault(tenant_id, {})
+        n, last = mine.get(entry_id, (0, 0))
+        mine[entry_id] = (n + 1, max(last, at))
+    # A statement per tenant and _CHUNK entries (each entry once, so DO UPDATE meets each row once), not one per
+    # entry: on PostgreSQL each was a statement to run and answer, ten a recall. An entry purged between the read
+    # and this write has no row to count against.
+    for tenant_id, mine in counts.items():
+        items = list(mine.items())
+        for at in range(0, len(items), _CHUNK):
+            chunk = items[at:at + _CHUNK]
+            conn.execute(
+                "INSERT INTO entry_salience(entry_id, tenant_id, accesses, last_access) "
+                f"SELECT v.column1, ?, v.column2, v.column3 FROM (VALUES {','.join(['(?, ?, ?)'] * len(chunk))}) v "
+                "WHERE EXISTS (SELECT 1 FROM entries e WHERE e.tenant_id = ? AND e.id = v.column1) "
+                f"ON CONFLICT ({engine.conflict_key(conn, 'entry_id')}) "
+                "DO UPDATE SET accesses = entry_salience.accesses + excluded.accesses, "
+                "last_access = max(coalesce(entry_salience.last_access, 0), excluded.last_access)",
+                (tenant_id, *[x for entry_id, (n, last) in chunk for x in (entry_id, n, last)], tenant_id),
+            )
+
+
+_CHUNK = 64
 
 
 # ---- the verb ----------------------------------------------------------------

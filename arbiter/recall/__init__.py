@@ -211,10 +211,10 @@ def search(
     reference = as_of if as_of is not None else (now_us() if now is None else now)
     suggested = frozenset() if "intent" in off or p.intent == "off" else score.intent_types(query.cues, p.types)
     # Statistics of the scopes `v` sees whole: BM25 over exactly what they may read.
-    n, df = _rank.FREQUENCIES.get(conn, v.scopes, [s for t in query.terms for s in t.stem.split(" ")])
+    rows, tokens, df = _rank.FREQUENCIES.get(conn, v.scopes, [s for t in query.terms for s in t.stem.split(" ")])
+    n = max(rows, 1)
     idf = {stem: _rank.idf(d, n) for stem, d in df.items()}
-    rows, tokens = _rank.totals(conn, v.scopes)  # one average length, whatever index a pass reads
-    avgdl = tokens / max(rows, 1) or 1.0
+    avgdl = tokens / n or 1.0  # one average length, whatever index a pass reads
     factor = {"phrase": tuning.phrase_factor, "near": tuning.near_factor, "bag": 1.0}
     weights = (1.0, 1.0, 1.0, 1.0) if "weights" in off else tuning.weights
 

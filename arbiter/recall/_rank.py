@@ -162,24 +162,28 @@ class Frequencies:
         self._lock = threading.Lock()
         self._by_scope: dict[tuple[str, int], tuple[int, dict[str, int]]] = {}
 
-    def get(self, conn: apsw.Connection, scopes: Sequence[int], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """(documents in the scopes' indexes, {stem: documents holding it}), summed over `scopes`."""
-        total, df = 0, dict.fromkeys(stems, 0)
+    def get(self, conn: apsw.Connection, scopes: Sequence[int],
+            stems: Sequence[str]) -> tuple[int, int, dict[str, int]]:
+        """(documents in the scopes' indexes, their tokens, {stem: documents holding it}), summed over `scopes`:
+        the totals are read exactly, once a call, for the idf and the average length alike."""
+        rows = tokens = 0
+        df = dict.fromkeys(stems, 0)
         for scope in scopes:
-            n, found = self._one(conn, scope, stems)
-            total += n
+            (r, t), found = self._one(conn, scope, stems)
+            rows, tokens = rows + r, tokens + t
             for s in stems:
                 df[s] += found[s]
-        return max(total, 1), df
+        return rows, tokens, df
 
-    def _one(self, conn: apsw.Connection, scope: int, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def _one(self, conn: apsw.Connection, scope: int, stems: Sequence[str]) -> tuple[tuple[int, int], dict[str, int]]:
         if engine.is_postgresql(conn):
             from arbiter.store.pg import fulltext, indexing
 
             index = indexing.scope_index(conn, scope)
-            n, read = fulltext.totals(conn, index)[0], partial(fulltext.frequencies, conn, index)
+            sums, read = fulltext.totals(conn, index), partial(fulltext.frequencies, conn, index)
         else:
-            n, read = fts.totals(conn, scope)[0], partial(_vocab_frequencies, conn, scope)
+            sums, read = fts.totals(conn, scope), partial(_vocab_frequencies, conn, scope)
+        n = sums[0]
         key = (conn.filename or f"memory:{id(conn)}", scope)
         with self._lock:
             base, cache = self._by_scope.get(key, (0, {}))
@@ -192,7 +196,7 @@ class Frequencies:
             with self._lock:
                 for s in missing:
                     cache[s] = found.get(s, 0)
-        return n, {s: cache.get(s, 0) for s in stems}
+        return sums, {s: cache.get(s, 0) for s in stems}
 
 
 def _vocab_frequencies(conn: apsw.Connection, scope: int, stems: Sequence[str]) -> dict[str, int]:
@@ -210,15 +214,6 @@ def _vocab_frequencies(conn: apsw.Connection, scope: int, stems: Sequence[str]) 
                 f"SELECT min(coalesce(sum(doc), 0), ?) FROM {vocab} WHERE term >= ? AND term < ?", (n, low, high),
             ).fetchone()[0]
     return found
-
-
-def totals(conn: apsw.Connection, scopes: Sequence[int]) -> tuple[int, int]:
-    """(rows, tokens) over the scopes' indexes: the average length a viewer's ranking uses."""
-    rows = tokens = 0
-    for scope in scopes:
-        r, t = fts.totals(conn, scope)
-        rows, tokens = rows + r, tokens + t
-    return rows, tokens
 
 
 FREQUENCIES = Frequencies()

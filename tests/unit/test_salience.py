@@ -12,7 +12,7 @@ from arbiter import derive
 from arbiter.entities import clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
-from arbiter.store import entries, users
+from arbiter.store import entries, tenants, users
 from arbiter.server.runner import Caller, Runner
 from tests.unit.conftest import execute
 
@@ -120,6 +120,25 @@ def test_accesses_count_and_log(db, tenant):
     info = salience.info(db, tenant, e.id, now=NOW + 2 * DAY)
     assert (info.access_count, info.last_access) == (2, "2026-11-22T10:00:00.000000Z")
     assert db.execute("SELECT verb FROM access_log ORDER BY id").fetchall() == [("get",), ("recall",)]
+
+
+def test_a_batch_of_many_entries_and_two_tenants_counts_each_entry_and_skips_one_purged(db, tenant):
+    with db:
+        other = tenants.create_tenant(db, "bob", now=NOW)[0]
+    mine = [remember(db, tenant, f"note {i}").id for i in range(70)]  # more than one statement's worth
+    theirs = remember(db, other, "theirs").id
+    gone = mine.pop()
+    with db:
+        entries.purge(db, users.first_viewer(db, tenant), gone)
+    batch = [(tenant, i, "recall", NOW + DAY) for i in [*mine, gone]] + [(tenant, mine[0], "get", NOW + 2 * DAY),
+                                                                     (other, theirs, "recall", NOW + 3 * DAY)]
+    with db:
+        salience.record_accesses(db, batch)
+    counts = {i: (salience.info(db, tenant, i, now=NOW).access_count) for i in mine}
+    assert counts == {i: 2 if i == mine[0] else 1 for i in mine}
+    assert salience.info(db, tenant, mine[0], now=NOW).last_access == "2026-11-22T10:00:00.000000Z"
+    assert salience.info(db, other, theirs, now=NOW).access_count == 1
+    assert db.execute("SELECT count(*) FROM entry_salience WHERE entry_id = ?", (gone,)).fetchone()[0] == 0
 
 
 def test_reads_collect_their_accesses(db, tenant):

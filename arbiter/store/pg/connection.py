@@ -159,12 +159,18 @@ class Connection:
         if not rows:  # nothing to send (an entry that names no entity): not even psycopg's setup
             self._changes = 0
             return
-        values = _ONE_ROW.match(sql) if len(rows) <= _FEW else None
+        values = _ONE_ROW.match(sql)
         if values is not None and not translate(sql)[1]:
-            # A few rows (an entry's band keys, its entity links) as one multi-row INSERT: psycopg's executemany
-            # pipeline costs more than it saves for them. Not with DO UPDATE, which one statement may not apply
+            # Rows of a plain INSERT go _FEW to a statement (an entry's band keys and entity links, a batch of
+            # recalls' access log): psycopg's executemany pipeline is a statement a row, each parsed, executed and
+            # answered, which costs more than it saves. Not with DO UPDATE, which one statement may not apply
             # twice to a row, as successive ones may.
-            self.execute(values[1] + ",".join([values[2]] * len(rows)) + values[3], [x for r in rows for x in r])
+            changes = 0
+            for at in range(0, len(rows), _FEW):
+                chunk = rows[at:at + _FEW]
+                self.execute(values[1] + ",".join([values[2]] * len(chunk)) + values[3], [x for r in chunk for x in r])
+                changes += self._changes
+            self._changes = changes
             return
         with self._pg.cursor() as cur:
             query, named = translate(sql)
