@@ -513,6 +513,8 @@ def _replies(
     with the short turns' texts.
     """
     top = ranked[: tuning.reply_depth]
+    if all(c.conversation_id is None for c in top):  # no turn among them: nothing to lend or borrow, no read
+        return ranked
     scores = {c.id: c.score for c in top}
     by_id = {c.id: c for c in ranked}
     following = bool(followups and tuning.followup)
