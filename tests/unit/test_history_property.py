@@ -107,7 +107,7 @@ def db(shared_db):
 _tenant_names = (f"h{i}" for i in itertools.count())
 
 
-def apply(db, tenant: int, model: Model, ids: list[int], when: int, kind: str, args: tuple) -> None:
+def apply(db, v: users.Viewer, model: Model, ids: list[int], when: int, kind: str, args: tuple) -> None:
     """Run one event on the store and on the model; an event the rules refuse must be refused by both."""
     # Ordinals count the remembers drawn; a refused one made nothing, so map them onto what exists.
     if kind == "remember":
@@ -121,10 +121,10 @@ def apply(db, tenant: int, model: Model, ids: list[int], when: int, kind: str, a
         )
         if not usable:
             with pytest.raises(InvalidParams), db:
-                entries.remember(db, users.first_viewer(db, tenant), params, now=when)
+                entries.remember(db, v, params, now=when)
             return
         with db:
-            ids.append(entries.remember(db, users.first_viewer(db, tenant), params, now=when))
+            ids.append(entries.remember(db, v, params, now=when))
         model.states.append([(when, State(params.title, valid_from, None))])
         for o in olds:
             model.retire(o, valid_from, when)
@@ -135,25 +135,25 @@ def apply(db, tenant: int, model: Model, ids: list[int], when: int, kind: str, a
     if kind == "update":
         if s.valid_to is not None:
             with pytest.raises(NotFound), db:
-                entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=ids[k], title="x"), now=when)
+                entries.update(db, v, UpdateParams(id=ids[k], title="x"), now=when)
             return
         title = f"{s.title}'"
         with db:
-            entries.update(db, users.first_viewer(db, tenant), UpdateParams(id=ids[k], title=title), now=when)
+            entries.update(db, v, UpdateParams(id=ids[k], title=title), now=when)
         model.record(k, when, State(title, s.valid_from, None))
     elif kind == "forget":
         with db:
-            done = entries.forget(db, users.first_viewer(db, tenant), ids[k], now=when)
+            done = entries.forget(db, v, ids[k], now=when)
         assert done == (s.valid_to is None)
         if done:
             model.retire(k, when, when)
     elif kind == "restore":
         if s.valid_to is not None and any(target == k for _, target in model.links):
             with pytest.raises(Conflict), db:
-                entries.restore(db, users.first_viewer(db, tenant), ids[k], now=when)
+                entries.restore(db, v, ids[k], now=when)
             return
         with db:
-            done = entries.restore(db, users.first_viewer(db, tenant), ids[k], now=when)
+            done = entries.restore(db, v, ids[k], now=when)
         assert done == (s.valid_to is not None)
         if done:
             model.record(k, when, State(s.title, s.valid_from, None))
@@ -163,10 +163,10 @@ def apply(db, tenant: int, model: Model, ids: list[int], when: int, kind: str, a
             return  # self-loops and duplicates have their own tests
         if s.valid_to is not None or model.current(target).valid_to is not None:
             with pytest.raises(InvalidParams), db:
-                relations.link(db, users.first_viewer(db, tenant), ids[k], "supersedes", ids[target], now=when)
+                relations.link(db, v, ids[k], "supersedes", ids[target], now=when)
             return
         with db:
-            relations.link(db, users.first_viewer(db, tenant), ids[k], "supersedes", ids[target], now=when)
+            relations.link(db, v, ids[k], "supersedes", ids[target], now=when)
         model.retire(target, when, when)
         model.links.add((k, target))
 
@@ -177,15 +177,16 @@ def test_list_and_get_at_any_as_of_and_known_at_equal_the_replay(db, log):
     events, probes = log
     with db:  # a fresh tenant per example: nothing leaks between examples
         tenant, _ = tenants.create_tenant(db, next(_tenant_names), now=T0)
+        v = users.first_viewer(db, tenant)  # its one user: no membership changes, so read once
     model, ids = Model(), []
     for when, kind, args in events:
-        apply(db, tenant, model, ids, when, kind, args)
+        apply(db, v, model, ids, when, kind, args)
 
     for as_of, known_at in probes:
         expected = model.visible(as_of, known_at)
         where = f"as_of={format_time(as_of)} known_at={format_time(known_at)}"
         with db:
-            listed = entries.list_entries(db, users.first_viewer(db, tenant), ListParams(
+            listed = entries.list_entries(db, v, ListParams(
                 as_of=None if as_of is None else format_time(as_of),
                 known_at=None if known_at is None else format_time(known_at),
                 limit=1000,
@@ -194,7 +195,7 @@ def test_list_and_get_at_any_as_of_and_known_at_equal_the_replay(db, log):
         for k, eid in enumerate(ids):  # get agrees with list, entry by entry, state by state
             with db:
                 try:
-                    e = entries.get(db, users.first_viewer(db, tenant), eid, as_of=as_of, known_at=known_at)
+                    e = entries.get(db, v, eid, as_of=as_of, known_at=known_at)
                 except NotFound:
                     e = None
             s = expected.get(k)
