@@ -118,9 +118,14 @@ def _key(alias: str) -> str:
 # -- writes ---------------------------------------------------------------------------------------------------
 
 
-def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list]]:
-    """(length, scope tokens, {stem: [t0..t4, positions]}) of one document's column texts."""
-    postings: dict[str, list] = {}
+def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list[int]]]:
+    """(length, scope tokens, {stem: [t0, t1, t2, t3, t4, position, ...]}) of one document's column texts.
+
+    One list a stem, its counts per column then its positions: a batch holds ~70 of them an entry, and every
+    object more is an allocation and a share of the cyclic collector's passes over the batch.
+    """
+    postings: dict[str, list[int]] = {}
+    get = postings.get
     length = 0
     scope: list[str] = []
     last = len(columns) - 1
@@ -128,13 +133,12 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
         if not text:
             continue
         stems = q.stems(text)
-        base = col << q.SHIFT
-        for offset, stem in enumerate(stems, start=base):
-            entry = postings.get(stem)
+        for offset, stem in enumerate(stems, start=col << q.SHIFT):
+            entry = get(stem)
             if entry is None:
-                postings[stem] = entry = [0, 0, 0, 0, 0, [offset]]
+                postings[stem] = entry = [0, 0, 0, 0, 0, offset]
             else:
-                entry[5].append(offset)
+                entry.append(offset)
             entry[col] += 1
         length += len(stems)
         if col == last:
@@ -142,16 +146,14 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
     return length, scope, postings
 
 
-def _pack(postings: dict[str, list]) -> bytes:
-    """A document's positions as `fulltext_docs.pos` holds them: per term, a count and the positions (int32 LE)."""
-    flat: list[int] = []
+def _pack(postings: dict[str, list[int]], out: array) -> int:
+    """Append a document's positions to `out` as `fulltext_docs.pos` holds them (per term, a count and the
+    positions); how many bytes that adds."""
+    before = len(out)
     for entry in postings.values():
-        flat.append(len(entry[5]))
-        flat += entry[5]
-    out = array("i", flat)
-    if sys.byteorder != "little":
-        out.byteswap()
-    return out.tobytes()
+        out.append(len(entry) - 5)
+        out.extend(entry[5:])
+    return 4 * (len(out) - before)
 
 
 class _Decimal(dict):
@@ -196,9 +198,12 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     d_lens: list[int] = []
     d_scopes: list[str] = []
     d_terms: list[str] = []
-    d_pos: list[bytes] = []
-    # term -> its documents in id order (a segment reads like a doclist), each (doc id, length, t0..t4) as text.
-    rows: dict[str, list[tuple[str, ...]]] = {}
+    d_sizes: list[int] = []
+    pos = array("i")
+    # term -> its documents in id order (a segment reads like a doclist): doc id, length, t0..t4 as text, seven
+    # items a document in one flat list, whose slices [i::7] are then the row's arrays.
+    rows: dict[str, list[str]] = {}
+    get = rows.get
     decimal = _DECIMAL
     tokens = 0
     for doc_id, columns in sorted(docs, key=lambda d: d[0]):
@@ -210,28 +215,31 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         d_lens.append(length)
         d_scopes.append(" ".join(scope))
         d_terms.append(" ".join(postings))
-        d_pos.append(_pack(postings))
+        d_sizes.append(_pack(postings, pos))
         tokens += length
         doc, size = str(doc_id), decimal[length]
         for stem, e in postings.items():
-            posting = (doc, size, decimal[e[0]], decimal[e[1]], decimal[e[2]], decimal[e[3]], decimal[e[4]])
-            row = rows.get(stem)
+            row = get(stem)
             if row is None:
-                rows[stem] = [posting]
-            else:
-                row.append(posting)
+                rows[stem] = row = []
+            row += (doc, size, decimal[e[0]], decimal[e[1]], decimal[e[2]], decimal[e[3]], decimal[e[4]])
     if not d_ids:
         return 0
+    if sys.byteorder != "little":
+        pos.byteswap()
     key = index.key
+    # Terms in order: the postings' index is then written page after page, not a random page per row.
+    terms = sorted(rows)
+    flat = [rows[t] for t in terms]
     # Numbers go as text ("1,2,3"), a batch's in one string per kind, parsed by PostgreSQL once: adapting ~70K
     # integers a thousand entries one by one in Python cost as much CPU as the whole insert, and parsing 7 small
     # arrays per postings row (~130K a 2,000-entry batch) was most of the server's. A row's arrays are then slices:
     # its documents' ids at `at` in `ids`, and their lengths and t0..t4, six runs of n at 6 * at in `tf`.
-    per_term = [tuple(zip(*postings)) for postings in rows.values()]
     conn.execute(_ADD, (
-        *key, b"".join(d_pos), d_ids, d_lens, d_scopes, d_terms, [len(b) for b in d_pos],
-        ",".join([",".join(a[0]) for a in per_term]), ",".join([",".join(column) for a in per_term for column in a[1:]]),
-        *key, " ".join(rows), ",".join([decimal[len(a[0])] for a in per_term]),
+        *key, pos.tobytes(), d_ids, d_lens, d_scopes, d_terms, d_sizes,
+        ",".join([",".join(r[0::7]) for r in flat]),
+        ",".join([",".join(r[i::7]) for r in flat for i in range(1, 7)]),
+        *key, " ".join(terms), ",".join([decimal[len(r) // 7] for r in flat]),
         *key, len(d_ids), tokens,
     ))
     return len(d_ids)
