@@ -15,7 +15,9 @@ $$;
 CREATE OR REPLACE FUNCTION arbiter_refs(t text, OUT self_refs bigint, OUT other_refs bigint) LANGUAGE sql IMMUTABLE
     AS 'SELECT * FROM arbiter_refs_of(t)';
 
--- p005's, reading the refs inlined.
+-- p005's, reading the refs inlined, and writing the new entries' tags without ON CONFLICT: the rows are new (an
+-- entry's id is new, `t` is DISTINCT, and entry_tags holds rows of current entries only, which the update and
+-- delete trigger takes out), and the speculative insertion cost a third more than the insert (~20 ms a batch).
 CREATE OR REPLACE FUNCTION arbiter_entries_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     WITH t AS MATERIALIZED (
@@ -24,7 +26,6 @@ BEGIN
     ), tagged AS (
         INSERT INTO entry_tags(scope_id, tag, entry_id, tenant_id)
             SELECT scope_id, tag, entry_id, tenant_id FROM t ORDER BY scope_id, tag, entry_id
-            ON CONFLICT DO NOTHING
     ), counted AS (
         INSERT INTO tag_counts(scope_id, tag, n, tenant_id)
             SELECT scope_id, tag, count(*), min(tenant_id) FROM t GROUP BY scope_id, tag ORDER BY scope_id, tag
