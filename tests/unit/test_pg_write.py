@@ -99,6 +99,9 @@ def test_a_segment_keeps_large_counts_and_ids_past_32_bits(pg):
     assert fulltext.totals(pg, index) == (3, 70_000 + 1 + 3)
     (t0, t1), = pg.execute("SELECT t0, t1 FROM fulltext_postings WHERE tenant_id = 1 AND term = 'word'").fetchall()
     assert (t0, t1) == ([1, 0], [0, 70_000])
+    with pg:  # a batch of one document with no token: still one document
+        fulltext.add_many(pg, index, [(8, ("", "", "", "", ""))])
+    assert fulltext.totals(pg, index) == (4, 70_000 + 1 + 3)
 
 
 def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):

@@ -259,7 +259,8 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         for i in range(1, 7):
             tf += r[i::7]
     conn.execute(_ADD, (
-        *key, pos.tobytes(), d_ids, d_lens, d_scopes, d_terms, d_sizes,
+        *key, pos.tobytes(), ",".join(map(str, d_ids)), _int4s(array("i", d_lens)), "\n".join(["", *d_scopes]),
+        "\n".join(["", *d_terms]), _int4s(array("i", d_sizes)),
         ",".join([",".join(r[0::7]) for r in flat]), _int4s(tf),
         *key, " ".join(terms), _int4s([len(r) // 7 for r in flat]),
         *key, len(d_ids), tokens,
@@ -269,15 +270,17 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
 
 _TF_SLICES = ", ".join(f"f.tf[6 * t.at + {i} * t.n + 1 : 6 * t.at + {i + 1} * t.n]" for i in range(6))
 # add_many's statement: a new segment number, the documents, their postings, the totals (`?` in that order: the
-# full-text tests run it through a bare qmark wrapper).
+# full-text tests run it through a bare qmark wrapper). A batch's documents' texts go as one string each, a line a
+# document after a first empty one (a stem or scope token holds no line break; the first line keeps a lone empty
+# document from reading as none), not as a list psycopg adapts item by item.
 _ADD = (
     "WITH seg AS (SELECT nextval('fulltext_segments') AS seg), "
     "docs AS (INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, seg, scope, terms, pos) "
     "SELECT ?, ?, ?, u.doc_id, u.len, seg.seg, string_to_array(u.scope, ' '), u.terms, "
     "substring(?::bytea FROM u.at + 1 FOR u.size) "
     "FROM seg, (SELECT u.*, (sum(u.size) OVER (ORDER BY u.n) - u.size)::integer AS at "
-    "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[], ?::integer[]) "
-    "WITH ORDINALITY AS u(doc_id, len, scope, terms, size, n)) u), "
+    "FROM unnest(('{' || ? || '}')::bigint[], ?::integer[], (string_to_array(?, chr(10)))[2:], "
+    "(string_to_array(?, chr(10)))[2:], ?::integer[]) WITH ORDINALITY AS u(doc_id, len, scope, terms, size, n)) u), "
     "flat AS MATERIALIZED (SELECT ('{' || ? || '}')::bigint[] AS ids, ?::integer[] AS tf), "
     f"postings AS (INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, doc_ids, "
     f"lens, {', '.join(_TF)}) "
