@@ -71,8 +71,6 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain
-from operator import itemgetter
 from typing import Any, Protocol
 
 import psycopg
@@ -154,9 +152,6 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
     return length, scope, postings
 
 
-_PACKED = itemgetter(slice(5, None))
-
-
 class _Int4s(bytes):
     """Integers as PostgreSQL's binary `integer[]` (`_int4s`), sent as such (`_Int4sDumper`). A 2,000-entry batch's
     ~800K posting counts went as decimal text: parsing them was ~70 of the statement's ~290 ms of server time,
@@ -218,7 +213,7 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     d_scopes: list[str] = []
     d_terms: list[str] = []
     d_sizes: list[int] = []
-    pos = array("i")
+    packed: list[int] = []  # the documents' `pos`, one after the other
     # term -> its documents in id order (a segment reads like a doclist): doc id (as text), length, t0..t4, seven
     # items a document in one flat list, whose slices [i::7] are then the row's arrays.
     rows: dict[str, list] = {}
@@ -233,17 +228,18 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         d_lens.append(length)
         d_scopes.append(" ".join(scope))
         d_terms.append(" ".join(postings))
-        pos.extend(chain.from_iterable(map(_PACKED, postings.values())))
         d_sizes.append(4 * (length + len(postings)))  # a count a term, a position a token
         tokens += length
         doc = str(doc_id)
         for stem, e in postings.items():
+            packed += e[5:]
             row = get(stem)
             if row is None:
                 rows[stem] = row = []
             row += (doc, length, e[0], e[1], e[2], e[3], e[4])
     if not d_ids:
         return 0
+    pos = array("i", packed)
     if sys.byteorder != "little":
         pos.byteswap()
     key = index.key
