@@ -10,7 +10,10 @@ Each run is a child process with a tree's code on its path: this tree, and
 with `--tree` another (a checkout or `git archive` of an earlier commit), the
 runs alternating tree by tree and engine by engine so a busy machine weighs
 on both alike. Wall time: PostgreSQL's work is in its server process, not
-ours. The table gives each (tree, engine)'s median entries/s. Nothing is
+ours. The table gives each (tree, engine)'s median entries/s, and the CPU
+time a 1,000 entries took in this process and (PostgreSQL, a server on this
+machine) in its server process, read from /proc: on a machine shared with
+other work, wall time moves with their load, CPU time far less. Nothing is
 asserted.
 """
 
@@ -32,8 +35,18 @@ HERE = Path(__file__).resolve().parent.parent
 _CHILD = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"
 
 
-def child(engine: str, pg: str, entries_n: int, batch: int, seed: int) -> float:
-    """One run in this process (whatever tree is on its path): entries/s."""
+def _cpu_s(pid: int) -> float | None:
+    """A process's CPU time so far (user + system), if /proc shows it (a server on another machine: None)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child(engine: str, pg: str, entries_n: int, batch: int, seed: int) -> dict[str, float | None]:
+    """One run in this process (whatever tree is on its path): entries/s, and CPU ms a 1,000 entries here and in
+    PostgreSQL's server process (None for SQLite, or a server /proc does not show)."""
     from arbiter.model import RememberParams
     from arbiter.store import entries, open_database, tenants, users
     from bench.load import Vocabulary, make_entry
@@ -55,11 +68,17 @@ def child(engine: str, pg: str, entries_n: int, batch: int, seed: int) -> float:
             with conn:
                 tid, _ = tenants.create_tenant(conn, "bench", now=T0)
             v = users.first_viewer(conn, tid)
-            start = time.perf_counter()
+            server = conn.execute("SELECT pg_backend_pid()").fetchone()[0] if drop is not None else None
+            server_at = _cpu_s(server) if server else None
+            start, cpu_at = time.perf_counter(), time.process_time()
             for at in range(0, len(items), batch):
                 with conn:
                     entries.remember_many(conn, v, items[at:at + batch], now=T0 + at)
-            return entries_n / (time.perf_counter() - start)
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu_at
+            server_s = _cpu_s(server) - server_at if server_at is not None else None
+            per = 1000 * 1000 / entries_n  # seconds for the run -> ms a 1,000 entries
+            return {"rate": entries_n / wall, "cpu_ms": cpu * per,
+                    "server_ms": server_s * per if server_s is not None else None}
         finally:
             conn.close()
             if drop is not None:
@@ -95,9 +114,15 @@ def main(argv: list[str] | None = None) -> None:
                 if out.returncode:
                     sys.exit(f"the {engine} run of {tree} failed:\n{out.stderr}")
                 runs.setdefault((label, engine), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"remember_many, {args.entries} entries in batches of {args.batch}, {args.rounds} rounds (entries/s, median)")
-    for (label, engine), rates in runs.items():
-        print(f"  {label:5} {engine:10} {statistics.median(rates):9.0f}   runs: {', '.join(f'{x:.0f}' for x in rates)}")
+    print(f"remember_many, {args.entries} entries in batches of {args.batch}, {args.rounds} rounds (medians: entries/s; "
+          "CPU ms a 1,000 entries here + in the server)")
+    for (label, engine), got in runs.items():
+        rates = [g["rate"] for g in got]
+        cpu = statistics.median(g["cpu_ms"] for g in got)
+        servers = [g["server_ms"] for g in got if g["server_ms"] is not None]
+        server = f" + {statistics.median(servers):4.0f}" if servers else ""
+        print(f"  {label:5} {engine:10} {statistics.median(rates):9.0f}   CPU {cpu:4.0f}{server:7}   runs: "
+              f"{', '.join(f'{x:.0f}' for x in rates)}")
 
 
 if __name__ == "__main__":

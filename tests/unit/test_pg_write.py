@@ -69,6 +69,42 @@ def test_a_batch_is_written_as_given_and_found_by_its_words(pg):
     assert (bytes_, numeral) == (len(items[1].content.encode()), 2)
 
 
+# Texts at the edges of the recall copy's self and other references (m004's expressions on SQLite, p008's here).
+REFS = [
+    "I said", "I'm here", "x I y", "x I'd", "my my", " my ", "me me me", "you", "You and you", "youyou", "I",
+    "so I I I", "tell me", "ask my boss", "thank you, You!", "it is mine", "I\tam", "Ünï I café me",
+]
+
+
+def test_a_batchs_recall_copy_counts_references_and_numbers_as_sqlite_does(pg, sqlite_db):
+    words = TEXTS[2:TEXTS.index("\u200bten") + 1]  # the number words' edges an entry may hold (no control characters)
+    items = [RememberParams(type="user", title=f"t{i}", content=text) for i, text in enumerate(REFS + words)]
+    copies = []
+    for conn in (pg, sqlite_db):
+        v = _viewer(conn)
+        with conn:
+            ids = entries.remember_many(conn, v, items, now=T0)
+        copies.append([conn.execute("SELECT bytes, self_refs, other_refs, numerals FROM recall_entries "
+                                    "WHERE tenant_id = ? AND entry_id = ?", (v.tenant_id, i)).fetchone() for i in ids])
+    assert copies[0] == copies[1]
+
+
+def test_a_segment_keeps_large_counts_and_ids_past_32_bits(pg):
+    index = Index(1, ENTRIES, 1)
+    big = 3 << 40
+    with pg:
+        fulltext.add_many(pg, index, [(big + 1, ("", "word " * 70_000, "", "", "u1")),
+                                      (big, ("word", "other", "", "", "u1")), (7, ("", "", "", "", ""))])
+    assert fulltext.matching(pg, index, '"word"', 10) == [big + 1, big]
+    assert fulltext.frequencies(pg, index, ["word", "other", "u1"]) == {"word": 2, "other": 1, "u1": 2}
+    assert fulltext.totals(pg, index) == (3, 70_000 + 1 + 3)
+    (t0, t1), = pg.execute("SELECT t0, t1 FROM fulltext_postings WHERE tenant_id = 1 AND term = 'word'").fetchall()
+    assert (t0, t1) == ([1, 0], [0, 70_000])
+    with pg:  # a batch of one document with no token: still one document
+        fulltext.add_many(pg, index, [(8, ("", "", "", "", ""))])
+    assert fulltext.totals(pg, index) == (4, 70_000 + 1 + 3)
+
+
 def test_a_read_only_transaction_pays_no_indexing_round_trip(pg, monkeypatch):
     sent: list[str] = []
     monkeypatch.setattr(Connection, "trace", sent.append)

@@ -73,6 +73,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
 from arbiter.store.pg import fulltext_query as q
 from arbiter.store.pg import fulltext_snippet
 
@@ -118,9 +122,15 @@ def _key(alias: str) -> str:
 # -- writes ---------------------------------------------------------------------------------------------------
 
 
-def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list]]:
-    """(length, scope tokens, {stem: [t0..t4, positions]}) of one document's column texts."""
-    postings: dict[str, list] = {}
+def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, list[int]]]:
+    """(length, scope tokens, {stem: [t0, t1, t2, t3, t4, n, position, ...]}) of one document's column texts:
+    its counts per column, then its positions as `fulltext_docs.pos` holds them (their number, then each).
+
+    One list a stem: a batch holds ~70 of them an entry, and every object more is an allocation and a share of
+    the cyclic collector's passes over the batch.
+    """
+    postings: dict[str, list[int]] = {}
+    get = postings.get
     length = 0
     scope: list[str] = []
     last = len(columns) - 1
@@ -128,13 +138,13 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
         if not text:
             continue
         stems = q.stems(text)
-        base = col << q.SHIFT
-        for offset, stem in enumerate(stems, start=base):
-            entry = postings.get(stem)
+        for offset, stem in enumerate(stems, start=col << q.SHIFT):
+            entry = get(stem)
             if entry is None:
-                postings[stem] = entry = [0, 0, 0, 0, 0, [offset]]
+                postings[stem] = entry = [0, 0, 0, 0, 0, 1, offset]
             else:
-                entry[5].append(offset)
+                entry[5] += 1
+                entry.append(offset)
             entry[col] += 1
         length += len(stems)
         if col == last:
@@ -142,33 +152,39 @@ def _document(columns: Sequence[str | None]) -> tuple[int, list[str], dict[str, 
     return length, scope, postings
 
 
-def _pack(postings: dict[str, list]) -> bytes:
-    """A document's positions as `fulltext_docs.pos` holds them: per term, a count and the positions (int32 LE)."""
-    flat: list[int] = []
-    for entry in postings.values():
-        flat.append(len(entry[5]))
-        flat += entry[5]
-    out = array("i", flat)
-    if sys.byteorder != "little":
+class _Int4s(bytes):
+    """Integers as PostgreSQL's binary `integer[]` (`_int4s`), sent as such (`_Int4sDumper`). A 2,000-entry batch's
+    ~800K posting counts went as decimal text: parsing them was ~70 of the statement's ~290 ms of server time,
+    and writing them a tenth of add_many's Python. This is built and read a whole array at a time."""
+
+
+def _int4s(values: Iterable[int]) -> _Int4s:
+    """`values` (each fitting 32 bits) as a one-dimensional `integer[]` in the binary format."""
+    items = array("i", values)
+    # Each element is its length (4) then its value, all big-endian, after the header: 1 dimension, no NULLs,
+    # the element type (int4), the length and the lower bound 1.
+    out = array("i", [4]) * (2 * len(items))
+    out[1::2] = items
+    head = array("i", [1, 0, _INT4_OID, len(items), 1])
+    if sys.byteorder == "little":
         out.byteswap()
-    return out.tobytes()
+        head.byteswap()
+    return _Int4s(head.tobytes() + out.tobytes())
 
 
-class _Decimal(dict):
-    """int -> its decimal text, each written once: a batch's postings are ~70 integers an entry, nearly all small
-    counts and lengths. Only those below `_KEPT` stay (a daemon's lifetime of document ids would not)."""
-
-    def __missing__(self, n: int) -> str:
-        text = str(n)
-        if n < _KEPT:
-            self[n] = text
-        return text
+_INT4_OID, _INT4_ARRAY_OID = 23, 1007
 
 
-_KEPT = 1 << 16
+class _Int4sDumper(Dumper):
+    format = Format.BINARY
+    oid = _INT4_ARRAY_OID
+
+    def dump(self, obj: _Int4s) -> bytes:
+        return obj
 
 
-_DECIMAL = _Decimal()
+# For every connection made after this module is imported (the store's are: store/pg/db.py imports it first).
+psycopg.adapters.register_dumper(_Int4s, _Int4sDumper)
 
 
 def _unpack(terms: str, data: bytes, wanted: Callable[[str], bool]) -> dict[str, list[int]]:
@@ -196,10 +212,12 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
     d_lens: list[int] = []
     d_scopes: list[str] = []
     d_terms: list[str] = []
-    d_pos: list[bytes] = []
-    # term -> its documents in id order (a segment reads like a doclist), each (doc id, length, t0..t4) as text.
-    rows: dict[str, list[tuple[str, ...]]] = {}
-    decimal = _DECIMAL
+    d_sizes: list[int] = []
+    packed: list[int] = []  # the documents' `pos`, one after the other
+    # term -> its documents in id order (a segment reads like a doclist): doc id (as text), length, t0..t4, seven
+    # items a document in one flat list, whose slices [i::7] are then the row's arrays.
+    rows: dict[str, list] = {}
+    get = rows.get
     tokens = 0
     for doc_id, columns in sorted(docs, key=lambda d: d[0]):
         if len(columns) != width:
@@ -210,28 +228,37 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
         d_lens.append(length)
         d_scopes.append(" ".join(scope))
         d_terms.append(" ".join(postings))
-        d_pos.append(_pack(postings))
+        d_sizes.append(4 * (length + len(postings)))  # a count a term, a position a token
         tokens += length
-        doc, size = str(doc_id), decimal[length]
+        doc = str(doc_id)
         for stem, e in postings.items():
-            posting = (doc, size, decimal[e[0]], decimal[e[1]], decimal[e[2]], decimal[e[3]], decimal[e[4]])
-            row = rows.get(stem)
+            packed += e[5:]
+            row = get(stem)
             if row is None:
-                rows[stem] = [posting]
-            else:
-                row.append(posting)
+                rows[stem] = row = []
+            row += (doc, length, e[0], e[1], e[2], e[3], e[4])
     if not d_ids:
         return 0
+    pos = array("i", packed)
+    if sys.byteorder != "little":
+        pos.byteswap()
     key = index.key
-    # Numbers go as text ("1,2,3"), a batch's in one string per kind, parsed by PostgreSQL once: adapting ~70K
-    # integers a thousand entries one by one in Python cost as much CPU as the whole insert, and parsing 7 small
-    # arrays per postings row (~130K a 2,000-entry batch) was most of the server's. A row's arrays are then slices:
-    # its documents' ids at `at` in `ids`, and their lengths and t0..t4, six runs of n at 6 * at in `tf`.
-    per_term = [tuple(zip(*postings)) for postings in rows.values()]
+    # Terms in order: the postings' index is then written page after page, not a random page per row.
+    terms = sorted(rows)
+    flat = [rows[t] for t in terms]
+    # A row's arrays are slices of two batch-wide ones: its documents' ids at `at` in `ids` (decimal text, parsed
+    # once), and their lengths and t0..t4, six runs of n at 6 * at in `tf` (binary). Adapting the batch's ~1M
+    # integers one by one in Python cost as much CPU as the whole insert, and parsing 7 small arrays per postings
+    # row (~18K rows a 2,000-entry batch) was most of the server's.
+    tf: list[int] = []
+    for r in flat:
+        for i in range(1, 7):
+            tf += r[i::7]
     conn.execute(_ADD, (
-        *key, b"".join(d_pos), d_ids, d_lens, d_scopes, d_terms, [len(b) for b in d_pos],
-        ",".join([",".join(a[0]) for a in per_term]), ",".join([",".join(column) for a in per_term for column in a[1:]]),
-        *key, " ".join(rows), ",".join([decimal[len(a[0])] for a in per_term]),
+        *key, pos.tobytes(), ",".join(map(str, d_ids)), _int4s(array("i", d_lens)), "\n".join(["", *d_scopes]),
+        "\n".join(["", *d_terms]), _int4s(array("i", d_sizes)),
+        ",".join([",".join(r[0::7]) for r in flat]), _int4s(tf),
+        *key, " ".join(terms), _int4s([len(r) // 7 for r in flat]),
         *key, len(d_ids), tokens,
     ))
     return len(d_ids)
@@ -239,22 +266,24 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
 
 _TF_SLICES = ", ".join(f"f.tf[6 * t.at + {i} * t.n + 1 : 6 * t.at + {i + 1} * t.n]" for i in range(6))
 # add_many's statement: a new segment number, the documents, their postings, the totals (`?` in that order: the
-# full-text tests run it through a bare qmark wrapper).
+# full-text tests run it through a bare qmark wrapper). A batch's documents' texts go as one string each, a line a
+# document after a first empty one (a stem or scope token holds no line break; the first line keeps a lone empty
+# document from reading as none), not as a list psycopg adapts item by item.
 _ADD = (
     "WITH seg AS (SELECT nextval('fulltext_segments') AS seg), "
     "docs AS (INSERT INTO fulltext_docs (tenant_id, kind, scope_id, doc_id, len, seg, scope, terms, pos) "
     "SELECT ?, ?, ?, u.doc_id, u.len, seg.seg, string_to_array(u.scope, ' '), u.terms, "
     "substring(?::bytea FROM u.at + 1 FOR u.size) "
     "FROM seg, (SELECT u.*, (sum(u.size) OVER (ORDER BY u.n) - u.size)::integer AS at "
-    "FROM unnest(?::bigint[], ?::integer[], ?::text[], ?::text[], ?::integer[]) "
-    "WITH ORDINALITY AS u(doc_id, len, scope, terms, size, n)) u), "
-    "flat AS MATERIALIZED (SELECT ('{' || ? || '}')::bigint[] AS ids, ('{' || ? || '}')::integer[] AS tf), "
+    "FROM unnest(('{' || ? || '}')::bigint[], ?::integer[], (string_to_array(?, chr(10)))[2:], "
+    "(string_to_array(?, chr(10)))[2:], ?::integer[]) WITH ORDINALITY AS u(doc_id, len, scope, terms, size, n)) u), "
+    "flat AS MATERIALIZED (SELECT ('{' || ? || '}')::bigint[] AS ids, ?::integer[] AS tf), "
     f"postings AS (INSERT INTO fulltext_postings (tenant_id, kind, scope_id, term, seg, min_doc, max_doc, doc_ids, "
     f"lens, {', '.join(_TF)}) "
     "SELECT ?, ?, ?, t.term, seg.seg, f.ids[t.at + 1], f.ids[t.at + t.n], f.ids[t.at + 1 : t.at + t.n], "
     f"{_TF_SLICES} "
     "FROM seg, flat f, (SELECT t.term, t.n, (sum(t.n) OVER (ORDER BY t.i) - t.n)::integer AS at "
-    "FROM unnest(string_to_array(?, ' '), ('{' || ? || '}')::integer[]) "
+    "FROM unnest(string_to_array(?, ' '), ?::integer[]) "
     "WITH ORDINALITY AS t(term, n, i)) t) "
     "INSERT INTO fulltext_totals (tenant_id, kind, scope_id, rows, tokens) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (tenant_id, kind, scope_id) DO UPDATE "

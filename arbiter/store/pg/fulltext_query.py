@@ -59,7 +59,9 @@ def tokenize(text: str, *, query: bool = False, prefix: bool = False) -> list[tu
 
 def stems(text: str) -> list[str]:
     """The stems of a document's `text`, in order (`tokenize` without the offsets: what indexing needs)."""
-    return [token[2] for token in _fts5()(text.encode("utf-8", "surrogatepass"), apsw.FTS5_TOKENIZE_DOCUMENT, None)]
+    # The stems alone, as apsw hands them without offsets: no tuple a token for the caller to take apart.
+    return _fts5()(text.encode("utf-8", "surrogatepass"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False,
+                   include_colocated=False)
 
 
 @dataclass(frozen=True, slots=True)
