@@ -232,7 +232,7 @@ def run_engine(engine: str, args) -> dict:
         out["database_gb"] = _admin(args.pg, f"SELECT pg_database_size('{RUN}')")[0][0] / 1e9
     else:
         out["database_gb"] = paths.db_path(home).stat().st_size / 1e9
-    if not args.keep:
+    if not (args.keep or args.reuse):  # a --reuse run measures the kept run: it stays kept
         shutil.rmtree(home, ignore_errors=True)
         if engine == "postgresql":
             _admin(args.pg, f'DROP DATABASE IF EXISTS "{RUN}" WITH (FORCE)')
