@@ -79,17 +79,20 @@ def _sketch(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> Non
 
 def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
     texts = _texts(conn, rows)
+    named = {entry_id: extracted_in(*texts[entry_id][1:]) for entry_id, _ in rows if entry_id in texts}
+    if not named:
+        return
+    tenant_id = rows[0][1]
+    shared = entity_core.Shared()
     # One linker per writer: resolution sees what the entry's author sees, as `remember` does.
-    linkers: dict[tuple[int, int], entity_core.Linker] = {}
-    for entry_id, tenant_id in rows:
-        if entry_id not in texts:
-            continue
-        author, title, content = texts[entry_id]
-        linker = linkers.get((tenant_id, author))
-        if linker is None:
-            viewer = users.viewer(conn, tenant_id, author, "")
-            linker = linkers[tenant_id, author] = entity_core.Linker(conn, tenant_id, now, viewer)
-        linker.link(entry_id, extracted_in(title, content))
+    linkers: dict[int, entity_core.Linker] = {}
+    for author in dict.fromkeys(texts[entry_id][0] for entry_id in named):
+        linkers[author] = entity_core.Linker(conn, tenant_id, now, users.viewer(conn, tenant_id, author, ""),
+                                             shared=shared)
+        linkers[author].prepare([(entry_id, n) for entry_id, n in named.items() if texts[entry_id][0] == author])
+    for entry_id, n in named.items():  # in the entries' order, whoever wrote them: as each entry was linked alone
+        linkers[texts[entry_id][0]].link(entry_id, n)
+    shared.flush(conn)
 
 
 def _associations(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:

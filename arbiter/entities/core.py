@@ -232,6 +232,29 @@ def refs(conn: apsw.Connection, tenant_id: int, ids) -> dict[int, EntityRef]:
 
 
 @dataclass
+class Shared:
+    """What the linkers of one tenant's idle step share, so that the step's entries cost a few statements, not a few
+    each (the round trips were most of the `entities` deriver's time on PostgreSQL).
+
+    `keyed`: the names read by key, as `Linker._keyed` gives them, kept as resolution adds names. `links`: the
+    entry_entities rows not yet written, in the order the entries were linked (the first of two rows for one
+    link is the one kept, as when each entry wrote its own).
+    """
+
+    keyed: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    links: list[tuple[int, int, int, str, int | None]] = field(default_factory=list)
+
+    def flush(self, conn: apsw.Connection) -> None:
+        """Write the links held back."""
+        conn.executemany(
+            "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            self.links,
+        )
+        self.links.clear()
+
+
+@dataclass
 class Linker:
     """Resolves and links the names of many entries, remembering what it resolved (one bulk write)."""
 
@@ -241,14 +264,40 @@ class Linker:
     #: Who writes (None: the daemon's own upkeep): resolution's similarity step sees only their entities, and an
     #: entity they could not see before counts as `created` for them.
     viewer: Viewer | None = None
+    #: Given: links wait in it until its `flush` (the idle step's linkers of one tenant share one); else each `link`
+    #: writes its own.
+    shared: Shared | None = None
     _seen: dict[tuple[str, str | None], Resolution] = field(default_factory=dict)
     #: Candidate words the tenant's text did not show to be names, not asked about again in this batch.
     _not_names: set[tuple[str, str]] = field(default_factory=set)
+    #: Evidence `prepare` read ahead, by (word, entry id, initial).
+    _evidence: dict[tuple[str, int, bool], list[int] | None] = field(default_factory=dict)
+
+    def prepare(self, items: list[tuple[int, list[tuple[str, str | None, str]]]]) -> None:
+        """Read ahead, in a few statements, what `link` will read for these (entry id, names), linked in this order:
+        the names by key, and the evidence for each capitalised word not yet a name (its first use in `items`, as
+        `link` asks once a batch). Reads only: what `link` then decides is what it decides without it."""
+        keyed = self._keyed([n for _, named in items for n in named])
+        asks: dict[tuple[str, str], tuple[str, int, bool]] = {}
+        for entry_id, named in items:
+            for name, type, how in named:
+                k = nm.key(name)
+                if (how in ("candidate", "initial") and (k, type) not in self._seen and keyed.get(k) is None
+                        and (k, how) not in self._not_names and (k, how) not in asks):
+                    asks[k, how] = (name, entry_id, how == "initial")
+        self._evidence.update(evidence.recurring_many(self.conn, self._reader, list(asks.values())))
+
+    @property
+    def _reader(self) -> Viewer:
+        return self.viewer or whole_tenant(self.tenant_id)
 
     def link(self, entry_id: int, named: list[tuple[str, str | None, str]]) -> list[tuple[Resolution, str | None]]:
         """Link `entry_id` to each (name, type, how); returns each resolution once per entity, in order."""
+        shared = self.shared or Shared()
+        if not self._sees_all:
+            shared.flush(self.conn)  # who sees an entity is read from its links: the ones held back count
         out: dict[int, tuple[Resolution, str | None]] = {}
-        rows = []
+        rows = shared.links
         keyed = self._keyed(named)
         for name, type, how in named:
             k = (nm.key(name), type)
@@ -260,8 +309,9 @@ class Linker:
                 if row is not None and (self._sees_all or visible(self.conn, self.viewer, row[0])):
                     res = Resolution(row[0], False, (), "exact", row[2])
                 elif row is None and how != "known" and (k[0], how) not in self._not_names:
-                    earlier = evidence.recurring(self.conn, self.viewer or whole_tenant(self.tenant_id), name,
-                                                 entry_id, initial=how == "initial")
+                    ask = (name, entry_id, how == "initial")
+                    earlier = (self._evidence.pop(ask) if ask in self._evidence
+                               else evidence.recurring(self.conn, self._reader, name, entry_id, initial=ask[2]))
                     if earlier is None:
                         self._not_names.add((k[0], how))
                         continue
@@ -280,11 +330,8 @@ class Linker:
                 rows.append((entry_id, res.entity_id, self.tenant_id,
                              "extracted" if how in ("known", "candidate", "initial") else how,
                              res.name_id))
-        self.conn.executemany(
-            "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            rows,
-        )
+        if self.shared is None:
+            shared.flush(self.conn)
         return list(out.values())
 
     @property
@@ -294,30 +341,39 @@ class Linker:
 
     def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int] | None]:
         """(entity id, is_alias, name id) by key (None: no such name), of every name `link` may look up or resolve:
-        one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL)."""
+        one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL). With `shared`,
+        the keys it holds are not read again: resolution keeps them (`_resolve`)."""
+        keyed = self.shared.keyed if self.shared is not None else {}
         keys = set()
         for name, type, how in named:
             if (nm.key(name), type) in self._seen:
                 continue
             keys.add(nm.key(name) if how in ("known", "candidate", "initial")
                      else nm.key(spelled(name)))
+        keys -= keyed.keys()
         if not keys:
-            return {}
-        keyed: dict[str, tuple[int, int, int] | None] = dict.fromkeys(keys)
+            return keyed
+        keyed.update(dict.fromkeys(keys))
         # `IN (?, ...)`, not json_each: PostgreSQL plans that as a hash join over the tenant's names, ten times slower.
-        for key, entity_id, is_alias, name_id in self.conn.execute(
-            f"SELECT key, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
-            f"AND key IN ({','.join('?' * len(keys))})",
-            (self.tenant_id, *sorted(keys)),
-        ):
-            keyed[key] = (entity_id, is_alias, name_id)
+        ordered = sorted(keys)
+        for start in range(0, len(ordered), 500):  # within both engines' limits on parameters
+            chunk = ordered[start:start + 500]
+            for key, entity_id, is_alias, name_id in self.conn.execute(
+                f"SELECT key, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
+                f"AND key IN ({','.join('?' * len(chunk))})",
+                (self.tenant_id, *chunk),
+            ):
+                keyed[key] = (entity_id, is_alias, name_id)
         return keyed
 
     def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int] | None]) -> Resolution:
         res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, keyed=keyed)
+        key = nm.key(spelled(name))
         if res.matched in ("similar", "new"):  # a name row this read did not see: later names must not miss it
-            keyed[nm.key(spelled(name))] = (res.entity_id, int(res.matched == "similar"),
-                                                                res.name_id)
+            keyed[key] = (res.entity_id, int(res.matched == "similar"), res.name_id)
+        elif res.matched in ("exact", "alias") and keyed.get(key) is None:
+            # Found by a read of its own (another daemon's name, committed since): later entries find it too.
+            keyed[key] = (res.entity_id, int(res.matched == "alias"), res.name_id)
         return res
 
 

@@ -1,0 +1,174 @@
+"""Idle derivation after a bulk load: entries derived per second, per deriver, on both engines.
+
+    python -m bench.derive [--batches 6] [--batch 2000] [--window 20] [--rounds 2]
+                           [--tree BEFORE_TREE] [--pg postgresql://...] [--engines sqlite,postgresql]
+                           [--digest]
+
+A real daemon (bench.load's `BenchDaemon`) on a fresh home (and, for
+PostgreSQL, a fresh database `derive_bench` on the cluster --pg names) takes
+--batches `remember_many` calls of --batch bench.load entries (`make_entry`,
+one seed: the same writes every run), leaving their entities, near-copy keys
+and associations to the idle writer. The queue (`derive_queue`) is then read
+every 0.2 s for --window seconds, and for each deriver the bench prints the
+rows it took out and its rate over the time it was being derived (from the
+first read where its count fell to the last, or the window's end): the
+derivers run one after another (entities, sketch, the full-text merge,
+associations), so one window shows each deriver's own pace.
+
+--tree runs the same rounds with another checkout's daemon (BEFORE_TREE),
+alternated with this tree's round by round: other benches share the machine,
+and only alternated figures compare. --digest waits until the queue is empty
+(up to --drain seconds) and prints a hash of what was derived (entities,
+names, trigrams, links, near-copy keys, associations; without times, which
+are the clock's), to check that a change derives the same thing. Nothing is
+asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from bench.load import BenchDaemon, Vocabulary, make_entry
+
+DERIVERS = ("entities", "sketch", "associations")
+PG_DB = "derive_bench"
+
+#: What the derivers write, without the clock's columns: equal digests mean the same derived state.
+DERIVED = {
+    "entities": "SELECT tenant_id, id, name, type, merged_into FROM entities",
+    "entity_names": "SELECT tenant_id, id, entity_id, name, key, norm, grams, is_alias FROM entity_names",
+    "entity_trigrams": "SELECT tenant_id, gram, name_id FROM entity_trigrams",
+    "entry_entities": "SELECT tenant_id, entry_id, entity_id, how, name_id FROM entry_entities",
+    "entry_sketches": "SELECT tenant_id, key, entry_id FROM entry_sketches",
+    "associations": "SELECT tenant_id, a, b, weight FROM associations",
+}
+
+
+class Store:
+    """Read-only counts and digests of one bench home's database, whichever the engine."""
+
+    def __init__(self, home: Path, pg: str | None):
+        self.pg = pg
+        if pg:
+            import psycopg
+
+            self.conn = psycopg.connect(pg, autocommit=True)
+        else:
+            import apsw
+
+            self.conn = apsw.Connection(str(home / "arbiter.db"), flags=apsw.SQLITE_OPEN_READONLY)
+            self.conn.set_busy_timeout(5000)
+
+    def rows(self, sql: str) -> list[tuple]:
+        return [tuple(r) for r in self.conn.execute(sql).fetchall()]
+
+    def queue(self) -> dict[str, int]:
+        counts = dict.fromkeys(DERIVERS, 0)
+        counts.update(dict(self.rows("SELECT deriver, count(*) FROM derive_queue GROUP BY deriver")))
+        return counts
+
+    def digest(self) -> tuple[str, dict[str, int]]:
+        h, sizes = hashlib.sha256(), {}
+        for table, sql in DERIVED.items():
+            rows = sorted(tuple(round(v, 9) if isinstance(v, float) else v for v in r) for r in self.rows(sql))
+            sizes[table] = len(rows)
+            h.update(repr(rows).encode())
+        return h.hexdigest()[:16], sizes
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def fresh_pg(url: str) -> str:
+    """A fresh empty database `derive_bench` on `url`'s cluster; its URL."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {PG_DB} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {PG_DB}")
+    return urlunsplit(urlsplit(url)._replace(path=f"/{PG_DB}"))
+
+
+def one_round(args, engine: str, tree: Path | None) -> dict:
+    home = Path(tempfile.mkdtemp(prefix="bench-derive-"))
+    pg = fresh_pg(args.pg) if engine == "postgresql" else None
+    daemon = BenchDaemon(home, "NORMAL", tree=tree, args=("--db", pg) if pg else ())
+    try:
+        rng = random.Random(args.seed)
+        vocab = Vocabulary(rng)
+        t0 = time.monotonic()
+        with daemon.client() as c:
+            for b in range(args.batches):
+                c.remember_many([make_entry(vocab, rng, b * args.batch + i) for i in range(args.batch)])
+        load_s = time.monotonic() - t0
+        store = Store(home, pg)
+        try:
+            start = time.monotonic()
+            timeline = [(0.0, store.queue())]
+            while time.monotonic() - start < args.window:
+                time.sleep(0.2)
+                timeline.append((time.monotonic() - start, store.queue()))
+            out = {"load_s": load_s, "queued": timeline[0][1], "left": timeline[-1][1], "rates": {}}
+            for name in DERIVERS:
+                falls = [i for i in range(1, len(timeline)) if timeline[i][1][name] < timeline[i - 1][1][name]]
+                if not falls:
+                    out["rates"][name] = (0, 0.0)
+                    continue
+                # From the read before its first fall to its last fall (or the window's end while rows remain).
+                t_from = timeline[falls[0] - 1][0]
+                t_to = timeline[falls[-1]][0] if timeline[-1][1][name] == 0 else timeline[-1][0]
+                done = timeline[0][1][name] - timeline[-1][1][name]
+                out["rates"][name] = (done, done / max(t_to - t_from, 1e-9))
+            if args.digest:
+                deadline = time.monotonic() + args.drain
+                while any(store.queue().values()) and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                out["drained"] = not any(store.queue().values())
+                out["digest"] = store.digest()
+            return out
+        finally:
+            store.close()
+    finally:
+        daemon.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, default=6)
+    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--window", type=float, default=20.0, help="seconds the queue is watched after the load")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tree", type=Path, help="another checkout (BEFORE_TREE), alternated with this one")
+    ap.add_argument("--pg", help="a PostgreSQL URL: its cluster gets the database derive_bench")
+    ap.add_argument("--engines", default="sqlite,postgresql")
+    ap.add_argument("--digest", action="store_true", help="drain the queue and print a digest of what was derived")
+    ap.add_argument("--drain", type=float, default=600.0, help="seconds --digest waits for the queue to empty")
+    args = ap.parse_args(argv)
+    engines = [e for e in args.engines.split(",") if e != "postgresql" or args.pg]
+    trees = [("after", None)] + ([("before", args.tree.resolve())] if args.tree else [])
+    print(f"{args.batches} x {args.batch} entries, window {args.window:.0f} s, seed {args.seed}")
+    for r in range(args.rounds):
+        for engine in engines:
+            # Alternate which tree goes first, round by round.
+            for label, tree in (trees if r % 2 == 0 else trees[::-1]):
+                res = one_round(args, engine, tree)
+                rates = "  ".join(f"{n} {res['rates'][n][1]:7.0f}/s ({res['rates'][n][0]:>6} rows)" for n in DERIVERS)
+                print(f"round {r} {engine:10} {label:6} load {res['load_s']:5.1f} s  {rates}  "
+                      f"left {sum(res['left'].values())}", flush=True)
+                if args.digest:
+                    digest, sizes = res["digest"]
+                    print(f"    digest {digest} drained={res['drained']} {sizes}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
