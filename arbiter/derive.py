@@ -72,9 +72,7 @@ def _texts(conn: apsw.Connection, rows: list[tuple[int, int]]) -> dict[int, tupl
 
 def _sketch(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
     texts = _texts(conn, rows)
-    for entry_id, tenant_id in rows:
-        if entry_id in texts:
-            duplicates.add(conn, tenant_id, entry_id, texts[entry_id][2])
+    duplicates.add_many(conn, rows[0][1], [(entry_id, texts[entry_id][2]) for entry_id, _ in rows if entry_id in texts])
 
 
 def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
@@ -96,9 +94,7 @@ def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> N
 
 
 def _associations(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
-    words = associations.Words(conn)
-    for entry_id, tenant_id in rows:
-        associations.derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
+    associations.derive_stored(conn, rows[0][1], [entry_id for entry_id, _ in rows], now=now)
 
 
 #: In the order the idle writer takes them. The names are the ones the triggers queue (migration m027).

@@ -20,14 +20,19 @@ alternated with this tree's round by round: other benches share the machine,
 and only alternated figures compare. --digest waits until the queue is empty
 (up to --drain seconds) and prints a hash of what was derived (entities,
 names, trigrams, links, near-copy keys, associations; without times, which
-are the clock's), to check that a change derives the same thing. Nothing is
-asserted.
+are the clock's), to check that a change derives the same thing. bench.load's
+text has few names and no near copies: `--texts lme` writes LongMemEval's dev
+turns instead (--lme FILE), every fifth one followed by a near copy of the
+turn three before it, so that entities, their evidence, near-copy keys and
+similarity edges are all derived. Nothing is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import json
 import random
 import shutil
 import tempfile
@@ -97,6 +102,30 @@ def fresh_pg(url: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{PG_DB}"))
 
 
+def lme_entries(path: Path, count: int) -> list[dict]:
+    """`count` entries from LongMemEval's turns in file order, every fifth followed by a near copy of the turn three
+    before it (one word more)."""
+    with gzip.open(path) if path.suffix == ".gz" else open(path) as f:
+        questions = json.load(f)
+    seen: set[str] = set()
+    turns: list[str] = []
+    for q in questions:
+        for session in q["haystack_sessions"]:
+            for turn in session:
+                text = turn["content"].strip()
+                if len(text) > 40 and text not in seen:
+                    seen.add(text)
+                    turns.append(text[:4000])
+    out: list[dict] = []
+    for i, text in enumerate(turns):
+        if len(out) >= count:
+            break
+        out.append({"type": "context", "title": " ".join(text.split()[:8])[:200], "content": text})
+        if i % 5 == 4:
+            out.append({"type": "context", "title": out[-4]["title"], "content": out[-4]["content"] + " indeed"})
+    return out[:count]
+
+
 def one_round(args, engine: str, tree: Path | None) -> dict:
     home = Path(tempfile.mkdtemp(prefix="bench-derive-"))
     pg = fresh_pg(args.pg) if engine == "postgresql" else None
@@ -105,9 +134,11 @@ def one_round(args, engine: str, tree: Path | None) -> dict:
         rng = random.Random(args.seed)
         vocab = Vocabulary(rng)
         t0 = time.monotonic()
+        lme = lme_entries(args.lme, args.batches * args.batch) if args.texts == "lme" else []
         with daemon.client() as c:
             for b in range(args.batches):
-                c.remember_many([make_entry(vocab, rng, b * args.batch + i) for i in range(args.batch)])
+                c.remember_many(lme[b * args.batch:(b + 1) * args.batch] if lme else
+                                [make_entry(vocab, rng, b * args.batch + i) for i in range(args.batch)])
         load_s = time.monotonic() - t0
         store = Store(home, pg)
         try:
@@ -151,12 +182,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tree", type=Path, help="another checkout (BEFORE_TREE), alternated with this one")
     ap.add_argument("--pg", help="a PostgreSQL URL: its cluster gets the database derive_bench")
     ap.add_argument("--engines", default="sqlite,postgresql")
+    ap.add_argument("--texts", choices=("load", "lme"), default="load", help="bench.load's text, or LongMemEval's turns")
+    ap.add_argument("--lme", type=Path, default=Path("../shared/data/longmemeval_s_dev.json.gz"))
     ap.add_argument("--digest", action="store_true", help="drain the queue and print a digest of what was derived")
     ap.add_argument("--drain", type=float, default=600.0, help="seconds --digest waits for the queue to empty")
     args = ap.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e != "postgresql" or args.pg]
     trees = [("after", None)] + ([("before", args.tree.resolve())] if args.tree else [])
-    print(f"{args.batches} x {args.batch} entries, window {args.window:.0f} s, seed {args.seed}")
+    print(f"{args.batches} x {args.batch} entries ({args.texts}), window {args.window:.0f} s, seed {args.seed}")
     for r in range(args.rounds):
         for engine in engines:
             # Alternate which tree goes first, round by round.
