@@ -81,7 +81,12 @@ def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> N
     if not named:
         return
     tenant_id = rows[0][1]
-    shared = entity_core.Shared()
+    # Daemons sharing a database create a tenant's entities in turns (`resolve`); a step takes its turn before it
+    # reads the names, not at its first new name as `remember` does: what it read then stays true to its end, so
+    # a new name costs no second look (after a bulk load nearly every step creates one, and holds the turn from
+    # there to its end all the same).
+    engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
+    shared = entity_core.Shared(held=True)
     # One linker per writer: resolution sees what the entry's author sees, as `remember` does.
     linkers: dict[int, entity_core.Linker] = {}
     for author in dict.fromkeys(texts[entry_id][0] for entry_id in named):

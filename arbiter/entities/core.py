@@ -68,13 +68,13 @@ def lookup(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = 
 
 
 def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None, *,
-          keyed: dict[str, tuple[int, int, int] | None] | None = None) -> tuple[int, str, int] | None:
-    """`lookup`, and the id of the entity_names row that matched. `keyed`: rows by key already read (`Linker`'s
-    one read for an entry's names, None where a key has none), used when `v` is None and it holds the key."""
+          read: Shared | None = None) -> tuple[int, str, int] | None:
+    """`lookup`, and the id of the entity_names row that matched. `read`: rows by key and by normalised form
+    already read (`Linker`'s reads for many names), used when `v` is None and it holds the key or form."""
     name = canonical(name)
     known = "" if v is None or whole(v) else f" AND {names_sql(v, 'n')[0]}"
-    if keyed is not None and v is None and nm.key(name) in keyed:
-        row = keyed[nm.key(name)]
+    if read is not None and v is None and nm.key(name) in read.keyed:
+        row = read.keyed[nm.key(name)]
     else:
         row = conn.execute(
             f"SELECT n.entity_id, n.is_alias, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.key = ?{known}",
@@ -82,6 +82,9 @@ def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = N
         ).fetchone()
     if row is not None:
         return row[0], "alias" if row[1] else "exact", row[2]
+    if read is not None and v is None and nm.norm(name) in read.normed:
+        row = read.normed[nm.norm(name)]
+        return (row[0], "norm", row[2]) if row is not None else None
     row = conn.execute(
         f"SELECT n.entity_id, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.norm = ?{known} "
         "ORDER BY n.is_alias, n.id LIMIT 1",
@@ -98,7 +101,8 @@ def require(conn: apsw.Connection, v: Viewer, name: str, path: str) -> int:
     return found[0]
 
 
-def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, floor: float = MAYBE) -> list[tuple[int, float]]:
+def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, floor: float = MAYBE,
+            postings: dict[str, int] | None = None) -> list[tuple[int, float]]:
     """(entity id, similarity ≥ floor) of names sharing trigrams with `grams`, most similar first.
 
     Bounded work whatever the tenant's size: each trigram's postings are read
@@ -108,12 +112,10 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     """
     if len(grams) < MIN_GRAMS:
         return []
-    # Which trigrams are rare, in one statement (it was one probe a trigram: ~15 statements a name).
-    rare = [g for (g,) in conn.execute(
-        "SELECT value FROM json_each(?2) WHERE NOT EXISTS "
-        "(SELECT 1 FROM entity_trigrams WHERE tenant_id = ?1 AND gram = value LIMIT 1 OFFSET ?3)",
-        (tenant_id, msgspec.json.encode(sorted(grams)).decode(), GRAM_POSTINGS),
-    )]
+    if postings is not None and grams <= postings.keys():
+        rare = [g for g in sorted(grams) if postings[g] <= GRAM_POSTINGS]
+    else:
+        rare = [g for g, n in gram_postings(conn, tenant_id, grams).items() if n <= GRAM_POSTINGS]
     if not rare:
         return []
     postings = " UNION ALL ".join(["SELECT name_id FROM entity_trigrams WHERE tenant_id = ? AND gram = ?"] * len(rare))
@@ -132,6 +134,16 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
         if score >= floor and score > best.get(entity_id, 0.0):
             best[entity_id] = score
     return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def gram_postings(conn: apsw.Connection, tenant_id: int, grams) -> dict[str, int]:
+    """Postings of each trigram, counted up to one past `GRAM_POSTINGS` (what tells a rare one), in the grams'
+    order: one statement for all (it was one probe a trigram: ~15 statements a name)."""
+    return dict(conn.execute(
+        "SELECT value, (SELECT count(*) FROM (SELECT 1 FROM entity_trigrams WHERE tenant_id = ?1 AND gram = value "
+        "LIMIT ?3) c) FROM json_each(?2)",
+        (tenant_id, msgspec.json.encode(sorted(grams)).decode(), GRAM_POSTINGS + 1),
+    ))
 
 
 def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
@@ -188,7 +200,7 @@ def spelled(name: str) -> str:
 
 
 def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
-            v: Viewer | None = None, keyed: dict[str, tuple[int, int, int] | None] | None = None) -> Resolution:
+            v: Viewer | None = None, read: Shared | None = None) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
 
     A new entity comes back with `possibly_same_as`: existing entities whose
@@ -199,8 +211,8 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     a name is never aliased to, nor said to be like, one they cannot see.
     """
     name = spelled(name)
-    found = _find(conn, tenant_id, name, keyed=keyed)
-    if found is None and engine.is_postgresql(conn):
+    found = _find(conn, tenant_id, name, read=read)
+    if found is None and engine.is_postgresql(conn) and not (read is not None and read.held):
         # Daemons sharing a database may meet a new name at once: the first creates it, the others wait here,
         # then find it (each statement reads what committed before it).
         engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
@@ -208,7 +220,7 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     if found is not None:
         _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1], found[2])
-    near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)))
+    near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)), postings=read.postings if read is not None else None)
     if v is not None and not whole(v) and near:
         seen = visible_ids(conn, v, [e for e, _ in near])
         near = [(e, score) for e, score in near if e in seen]
@@ -236,13 +248,32 @@ class Shared:
     """What the linkers of one tenant's idle step share, so that the step's entries cost a few statements, not a few
     each (the round trips were most of the `entities` deriver's time on PostgreSQL).
 
-    `keyed`: the names read by key, as `Linker._keyed` gives them, kept as resolution adds names. `links`: the
-    entry_entities rows not yet written, in the order the entries were linked (the first of two rows for one
-    link is the one kept, as when each entry wrote its own).
+    What was read is kept true as resolution adds names (`Linker._resolve`): `keyed`, the names by key
+    (entity id, is_alias, name id; None: no such name), as `Linker._keyed` gives them; `normed`, the first name
+    (by is_alias, id) of each normalised form, as `_find` reads it; `postings`, each trigram's postings as
+    `gram_postings` counts them. `held`: the caller took the tenant's turn to create entities
+    (`engine.ENTITY_NAMES`) before anything was read, so no other daemon's name can appear meanwhile.
+    `links`: the entry_entities rows not yet written, in the order the entries were linked (the first of two
+    rows for one link is the one kept, as when each entry wrote its own).
     """
 
+    held: bool = False
     keyed: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    normed: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    postings: dict[str, int] = field(default_factory=dict)
     links: list[tuple[int, int, int, str, int | None]] = field(default_factory=list)
+
+    def added(self, entity_id: int, name: str, name_id: int, *, alias: bool) -> None:
+        """Keep what was read true after `add_name` wrote `name` (as `resolve` spells it)."""
+        self.keyed[nm.key(name)] = (entity_id, int(alias), name_id)
+        form = nm.norm(name)
+        if form in self.normed:
+            first = self.normed[form]
+            if first is None or (first[1] and not alias):  # a newer row comes first only as a name over an alias
+                self.normed[form] = (entity_id, int(alias), name_id)
+        for g in nm.trigrams(form):
+            if g in self.postings:
+                self.postings[g] += 1
 
     def flush(self, conn: apsw.Connection) -> None:
         """Write the links held back."""
@@ -277,7 +308,11 @@ class Linker:
         """Read ahead, in a few statements, what `link` will read for these (entry id, names), linked in this order:
         the names by key, and the evidence for each capitalised word not yet a name (its first use in `items`, as
         `link` asks once a batch). Reads only: what `link` then decides is what it decides without it."""
-        keyed = self._keyed([n for _, named in items for n in named])
+        every = [n for _, named in items for n in named]
+        keyed = self._keyed(every)
+        shared = self.shared
+        if shared is not None:
+            self._read_forms(shared, {nm.norm(canonical(spelled(name))) for name, _, _ in every} - shared.normed.keys())
         asks: dict[tuple[str, str], tuple[str, int, bool]] = {}
         for entry_id, named in items:
             for name, type, how in named:
@@ -286,6 +321,26 @@ class Linker:
                         and (k, how) not in self._not_names and (k, how) not in asks):
                     asks[k, how] = (name, entry_id, how == "initial")
         self._evidence.update(evidence.recurring_many(self.conn, self._reader, list(asks.values())))
+
+    def _read_forms(self, shared: Shared, forms: set[str]) -> None:
+        """Read the first name of each normalised form into `shared`, and the postings of the trigrams of the forms
+        no name has (those `resolve` may take to its similarity step)."""
+        ordered = sorted(forms)
+        shared.normed.update(dict.fromkeys(ordered))
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start:start + 500]
+            for form, entity_id, is_alias, name_id in self.conn.execute(
+                f"SELECT norm, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
+                f"AND norm IN ({','.join('?' * len(chunk))})",
+                (self.tenant_id, *chunk),
+            ):
+                first = shared.normed[form]
+                if first is None or (is_alias, name_id) < (first[1], first[2]):
+                    shared.normed[form] = (entity_id, is_alias, name_id)
+        grams = {g for form in forms if shared.normed[form] is None for g in nm.trigrams(form)} - shared.postings.keys()
+        ordered = sorted(grams)
+        for start in range(0, len(ordered), 2000):
+            shared.postings.update(gram_postings(self.conn, self.tenant_id, ordered[start:start + 2000]))
 
     @property
     def _reader(self) -> Viewer:
@@ -298,7 +353,7 @@ class Linker:
             shared.flush(self.conn)  # who sees an entity is read from its links: the ones held back count
         out: dict[int, tuple[Resolution, str | None]] = {}
         rows = shared.links
-        keyed = self._keyed(named)
+        keyed = self._keyed(named, shared)
         for name, type, how in named:
             k = (nm.key(name), type)
             res = self._seen.get(k)
@@ -315,13 +370,13 @@ class Linker:
                     if earlier is None:
                         self._not_names.add((k[0], how))
                         continue
-                    res = self._resolve(name, type, keyed)
+                    res = self._resolve(name, type, shared)
                     self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
                     rows += [(other, res.entity_id, self.tenant_id, "extracted", res.name_id) for other in earlier]
                 else:
                     continue
             elif res is None:
-                res = self._resolve(name, type, keyed)
+                res = self._resolve(name, type, shared)
                 if not res.created and not self._sees_all and not visible(self.conn, self.viewer, res.entity_id):
                     res = Resolution(res.entity_id, True, (), res.matched, res.name_id)  # new to this writer
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
@@ -339,11 +394,13 @@ class Linker:
         # A writer who sees the whole tenant sees every entity a name of it names: no read to ask.
         return self.viewer is None or whole(self.viewer)
 
-    def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int] | None]:
+    def _keyed(self, named: list[tuple[str, str | None, str]],
+               shared: Shared | None = None) -> dict[str, tuple[int, int, int] | None]:
         """(entity id, is_alias, name id) by key (None: no such name), of every name `link` may look up or resolve:
         one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL). With `shared`,
         the keys it holds are not read again: resolution keeps them (`_resolve`)."""
-        keyed = self.shared.keyed if self.shared is not None else {}
+        shared = shared or self.shared or Shared()
+        keyed = shared.keyed
         keys = set()
         for name, type, how in named:
             if (nm.key(name), type) in self._seen:
@@ -366,14 +423,14 @@ class Linker:
                 keyed[key] = (entity_id, is_alias, name_id)
         return keyed
 
-    def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int] | None]) -> Resolution:
-        res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, keyed=keyed)
-        key = nm.key(spelled(name))
+    def _resolve(self, name: str, type: str | None, shared: Shared) -> Resolution:
+        res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, read=shared)
+        spelt = spelled(name)
         if res.matched in ("similar", "new"):  # a name row this read did not see: later names must not miss it
-            keyed[key] = (res.entity_id, int(res.matched == "similar"), res.name_id)
-        elif res.matched in ("exact", "alias") and keyed.get(key) is None:
+            shared.added(res.entity_id, spelt, res.name_id, alias=res.matched == "similar")
+        elif res.matched in ("exact", "alias") and shared.keyed.get(nm.key(spelt)) is None:
             # Found by a read of its own (another daemon's name, committed since): later entries find it too.
-            keyed[key] = (res.entity_id, int(res.matched == "alias"), res.name_id)
+            shared.keyed[nm.key(spelt)] = (res.entity_id, int(res.matched == "alias"), res.name_id)
         return res
 
 
