@@ -119,16 +119,13 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     if not rare:
         return []
     postings = " UNION ALL ".join(["SELECT name_id FROM entity_trigrams WHERE tenant_id = ? AND gram = ?"] * len(rare))
-    top = [r[0] for r in conn.execute(
-        f"SELECT name_id FROM ({postings}) p GROUP BY name_id ORDER BY count(*) DESC LIMIT {_CANDIDATES}",
-        [v for g in rare for v in (tenant_id, g)],
-    )]
-    if not top:
-        return []
     best: dict[int, float] = {}
+    # The candidates and their names in one statement (it was two), read in the order of their ids.
     for entity_id, form, count in conn.execute(
-        f"SELECT entity_id, norm, grams FROM entity_names WHERE tenant_id = ? AND id IN ({','.join('?' * len(top))})",
-        (tenant_id, *top),
+        f"SELECT n.entity_id, n.norm, n.grams FROM (SELECT name_id FROM ({postings}) p GROUP BY name_id "
+        f"ORDER BY count(*) DESC LIMIT {_CANDIDATES}) t JOIN entity_names n ON n.tenant_id = ? AND n.id = t.name_id "
+        "ORDER BY n.id",
+        [*(v for g in rare for v in (tenant_id, g)), tenant_id],
     ):
         score = nm.similarity_to(grams, form, count)
         if score >= floor and score > best.get(entity_id, 0.0):
@@ -146,9 +143,24 @@ def gram_postings(conn: apsw.Connection, tenant_id: int, grams) -> dict[str, int
     ))
 
 
+_NAME_COLUMNS = "entity_names(tenant_id, entity_id, name, key, norm, grams, is_alias, created_at)"
+# On PostgreSQL a name goes in with its trigrams (and a new entity with its name) in one statement, not two or
+# three: the round trips were most of what a new name cost the idle writer after a bulk load. SQLite has no INSERT
+# inside a WITH, and no round trips to save.
+_PG_TRIGRAMS = ("t AS (INSERT INTO entity_trigrams(tenant_id, gram, name_id) SELECT ?, g.value, n.id "
+                "FROM n CROSS JOIN json_each(?) g) ")
+
+
 def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
+    if engine.is_postgresql(conn):
+        return conn.execute(
+            f"WITH n AS (INSERT INTO {_NAME_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id), {_PG_TRIGRAMS}"
+            "SELECT id FROM n",
+            (tenant_id, entity_id, name, nm.key(name), form, len(grams), int(alias), now,
+             tenant_id, msgspec.json.encode(sorted(grams)).decode()),
+        ).fetchone()[0]
     name_id = conn.execute(
         "INSERT INTO entity_names(tenant_id, entity_id, name, key, norm, grams, is_alias, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -175,6 +187,16 @@ def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "oth
 
 def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now: int) -> tuple[int, int]:
     """`create`, and the id of its name's row."""
+    if engine.is_postgresql(conn):
+        form = nm.norm(name)
+        grams = nm.trigrams(form)
+        return conn.execute(
+            "WITH e AS (INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+            f"RETURNING id), n AS (INSERT INTO {_NAME_COLUMNS} SELECT ?, e.id, ?, ?, ?, ?, 0, ? FROM e "
+            f"RETURNING id, entity_id), {_PG_TRIGRAMS}SELECT entity_id, id FROM n",
+            (tenant_id, name, type, now, now, tenant_id, name, nm.key(name), form, len(grams), now,
+             tenant_id, msgspec.json.encode(sorted(grams)).decode()),
+        ).fetchone()
     entity_id = conn.execute(
         "INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
         (tenant_id, name, type, now, now),
@@ -310,9 +332,6 @@ class Linker:
         `link` asks once a batch). Reads only: what `link` then decides is what it decides without it."""
         every = [n for _, named in items for n in named]
         keyed = self._keyed(every)
-        shared = self.shared
-        if shared is not None:
-            self._read_forms(shared, {nm.norm(canonical(spelled(name))) for name, _, _ in every} - shared.normed.keys())
         asks: dict[tuple[str, str], tuple[str, int, bool]] = {}
         for entry_id, named in items:
             for name, type, how in named:
@@ -320,7 +339,16 @@ class Linker:
                 if (how in ("candidate", "initial") and (k, type) not in self._seen and keyed.get(k) is None
                         and (k, how) not in self._not_names and (k, how) not in asks):
                     asks[k, how] = (name, entry_id, how == "initial")
-        self._evidence.update(evidence.recurring_many(self.conn, self._reader, list(asks.values())))
+        found = evidence.recurring_many(self.conn, self._reader, list(asks.values()))
+        self._evidence.update(found)
+        if self.shared is not None:
+            # The names `resolve` may look up by form (no name has their key): the names given, and the words the
+            # evidence shows are names.
+            names = {nm.key(word) for (word, _, _), earlier in found.items() if earlier is not None}
+            self._read_forms(self.shared, {
+                nm.norm(canonical(spelled(name))) for name, _, how in every
+                if (how not in ("known", "candidate", "initial") and keyed.get(nm.key(spelled(name))) is None)
+                or (nm.key(name) in names and keyed.get(nm.key(name)) is None)} - self.shared.normed.keys())
 
     def _read_forms(self, shared: Shared, forms: set[str]) -> None:
         """Read the first name of each normalised form into `shared`, and the postings of the trigrams of the forms
@@ -337,7 +365,8 @@ class Linker:
                 first = shared.normed[form]
                 if first is None or (is_alias, name_id) < (first[1], first[2]):
                     shared.normed[form] = (entity_id, is_alias, name_id)
-        grams = {g for form in forms if shared.normed[form] is None for g in nm.trigrams(form)} - shared.postings.keys()
+        grams = {g for form in forms if shared.normed[form] is None and len(nm.trigrams(form)) >= MIN_GRAMS
+                 for g in nm.trigrams(form)} - shared.postings.keys()
         ordered = sorted(grams)
         for start in range(0, len(ordered), 2000):
             shared.postings.update(gram_postings(self.conn, self.tenant_id, ordered[start:start + 2000]))
