@@ -109,7 +109,7 @@ DERIVERS: dict[str, Deriver] = {
     # A text's band keys: ~50 us; until written, `remember` compares a batch's newest entries directly.
     "sketch": Deriver(step=500, urgent=True, run=_sketch),
     # ~1 ms an entry (bench/associations.py): a write waits for one step at most.
-    "associations": Deriver(step=20, urgent=False, run=_associations),
+    "associations": Deriver(step=100, urgent=False, run=_associations),
 }
 
 

@@ -119,13 +119,18 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     if not rare:
         return []
     postings = " UNION ALL ".join(["SELECT name_id FROM entity_trigrams WHERE tenant_id = ? AND gram = ?"] * len(rare))
+    top = [r[0] for r in conn.execute(
+        f"SELECT name_id FROM ({postings}) p GROUP BY name_id ORDER BY count(*) DESC LIMIT {_CANDIDATES}",
+        [v for g in rare for v in (tenant_id, g)],
+    )]
+    if not top:
+        return []
     best: dict[int, float] = {}
-    # The candidates and their names in one statement (it was two), read in the order of their ids.
+    # Two statements, not one joining them: equal scores keep the order the names are read in, and a join reads
+    # them in another.
     for entity_id, form, count in conn.execute(
-        f"SELECT n.entity_id, n.norm, n.grams FROM (SELECT name_id FROM ({postings}) p GROUP BY name_id "
-        f"ORDER BY count(*) DESC LIMIT {_CANDIDATES}) t JOIN entity_names n ON n.tenant_id = ? AND n.id = t.name_id "
-        "ORDER BY n.id",
-        [*(v for g in rare for v in (tenant_id, g)), tenant_id],
+        f"SELECT entity_id, norm, grams FROM entity_names WHERE tenant_id = ? AND id IN ({','.join('?' * len(top))})",
+        (tenant_id, *top),
     ):
         score = nm.similarity_to(grams, form, count)
         if score >= floor and score > best.get(entity_id, 0.0):
