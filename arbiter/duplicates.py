@@ -137,8 +137,9 @@ def register(conn: apsw.Connection) -> None:
     conn.create_scalar_function("arbiter_sketch_keys", _keys_json, 1, deterministic=True)
 
 
-#: Key rows one INSERT writes (both engines' limits on parameters allow many more).
-_ROWS_A_STATEMENT = 500
+#: Key rows one INSERT writes: psycopg converts a statement's placeholders again each time once its text passes 4 KB
+#: (its cache's limit), which cost more than the round trips saved; both engines' limits on parameters allow more.
+_ROWS_A_STATEMENT = 250
 
 
 def _insert(conn: apsw.Connection, rows: list[tuple[int, int, int]]) -> None:

@@ -13,7 +13,10 @@ every 0.2 s for --window seconds, and for each deriver the bench prints the
 rows it took out and its rate over the time it was being derived (from the
 first read where its count fell to the last, or the window's end): the
 derivers run one after another (entities, sketch, the full-text merge,
-associations), so one window shows each deriver's own pace.
+associations), so one window shows each deriver's own pace. Beside each
+rate, the rows it derived per CPU second of the daemon and (PostgreSQL) of
+the server processes serving it, over the same span: on a shared machine
+that figure moves less than the wall time.
 
 --tree runs the same rounds with another checkout's daemon (BEFORE_TREE),
 alternated with this tree's round by round: other benches share the machine,
@@ -39,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.load import BenchDaemon, Vocabulary, make_entry
+from bench.load import BenchDaemon, Vocabulary, cpu_s, make_entry
 
 DERIVERS = ("entities", "sketch", "associations")
 PG_DB = "derive_bench"
@@ -72,6 +75,19 @@ class Store:
 
     def rows(self, sql: str) -> list[tuple]:
         return [tuple(r) for r in self.conn.execute(sql).fetchall()]
+
+    def cpu(self, daemon_pid: int) -> float:
+        """CPU seconds so far of the daemon and (PostgreSQL) of the server processes serving it: a deriver's cost,
+        which the other benches sharing the machine move less than its wall time."""
+        total = cpu_s(daemon_pid)
+        if self.pg:
+            for (pid,) in self.rows("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                                    "AND pid <> pg_backend_pid()"):
+                try:
+                    total += cpu_s(pid)
+                except OSError:
+                    pass  # a backend that ended between the two reads
+        return total
 
     def queue(self) -> dict[str, int]:
         counts = dict.fromkeys(DERIVERS, 0)
@@ -143,21 +159,23 @@ def one_round(args, engine: str, tree: Path | None) -> dict:
         store = Store(home, pg)
         try:
             start = time.monotonic()
-            timeline = [(0.0, store.queue())]
+            pid = daemon.proc.pid
+            timeline = [(0.0, store.queue(), store.cpu(pid))]
             while time.monotonic() - start < args.window:
                 time.sleep(0.2)
-                timeline.append((time.monotonic() - start, store.queue()))
+                timeline.append((time.monotonic() - start, store.queue(), store.cpu(pid)))
             out = {"load_s": load_s, "queued": timeline[0][1], "left": timeline[-1][1], "rates": {}}
             for name in DERIVERS:
                 falls = [i for i in range(1, len(timeline)) if timeline[i][1][name] < timeline[i - 1][1][name]]
                 if not falls:
-                    out["rates"][name] = (0, 0.0)
+                    out["rates"][name] = (0, 0.0, 0.0)
                     continue
                 # From the read before its first fall to its last fall (or the window's end while rows remain).
-                t_from = timeline[falls[0] - 1][0]
-                t_to = timeline[falls[-1]][0] if timeline[-1][1][name] == 0 else timeline[-1][0]
+                first = timeline[falls[0] - 1]
+                last = timeline[falls[-1]] if timeline[-1][1][name] == 0 else timeline[-1]
                 done = timeline[0][1][name] - timeline[-1][1][name]
-                out["rates"][name] = (done, done / max(t_to - t_from, 1e-9))
+                out["rates"][name] = (done, done / max(last[0] - first[0], 1e-9),
+                                      done / max(last[2] - first[2], 1e-9))
             if args.digest:
                 deadline = time.monotonic() + args.drain
                 while any(store.queue().values()) and time.monotonic() < deadline:
@@ -195,7 +213,8 @@ def main(argv: list[str] | None = None) -> None:
             # Alternate which tree goes first, round by round.
             for label, tree in (trees if r % 2 == 0 else trees[::-1]):
                 res = one_round(args, engine, tree)
-                rates = "  ".join(f"{n} {res['rates'][n][1]:7.0f}/s ({res['rates'][n][0]:>6} rows)" for n in DERIVERS)
+                rates = "  ".join(f"{n} {res['rates'][n][1]:5.0f}/s {res['rates'][n][2]:5.0f}/cpu-s ({res['rates'][n][0]:>5})"
+                                  for n in DERIVERS)
                 print(f"round {r} {engine:10} {label:6} load {res['load_s']:5.1f} s  {rates}  "
                       f"left {sum(res['left'].values())}", flush=True)
                 if args.digest:

@@ -289,8 +289,8 @@ def _auto(mine: frozenset[str], theirs: list[tuple[int, frozenset[str]]]) -> lis
 
 def _store(conn: apsw.Connection, tenant_id: int, edges: list[tuple[int, int, float]], now: int) -> None:
     """Write similarity edges (a, b, weight) of a tenant, a few hundred a statement."""
-    for start in range(0, len(edges), 300):
-        chunk = edges[start:start + 300]
+    for start in range(0, len(edges), 150):  # a statement's text under psycopg's 4 KB cache limit (duplicates.py)
+        chunk = edges[start:start + 150]
         conn.execute("INSERT INTO associations(tenant_id, a, b, weight, created_at) VALUES "
                      + ",".join(["(?, ?, ?, ?, ?)"] * len(chunk)) + " ON CONFLICT DO NOTHING",
                      [x for a, b, w in chunk for x in (tenant_id, a, b, round(w, 4), now)])
