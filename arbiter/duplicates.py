@@ -137,19 +137,19 @@ def register(conn: apsw.Connection) -> None:
     conn.create_scalar_function("arbiter_sketch_keys", _keys_json, 1, deterministic=True)
 
 
-#: Key rows one INSERT writes: psycopg converts a statement's placeholders again each time once its text passes 4 KB
-#: (its cache's limit), which cost more than the round trips saved; both engines' limits on parameters allow more.
-_ROWS_A_STATEMENT = 250
-
-
-def _insert(conn: apsw.Connection, rows: list[tuple[int, int, int]]) -> None:
-    """Write (tenant id, key, entry id) rows: a few statements for an idle step's entries, not one an entry (the
-    round trips were most of the `sketch` deriver's time on PostgreSQL)."""
-    for start in range(0, len(rows), _ROWS_A_STATEMENT):
-        chunk = rows[start:start + _ROWS_A_STATEMENT]
-        conn.execute("INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES "
-                     + ",".join(["(?, ?, ?)"] * len(chunk)) + " ON CONFLICT DO NOTHING",
-                     [x for row in chunk for x in row])
+def _insert(conn: apsw.Connection, tenant_id: int, rows: list[tuple[int, int]]) -> None:
+    """Write a tenant's (key, entry id) rows, an idle step's in one statement on PostgreSQL (a statement an entry
+    was most of the `sketch` deriver's time there). Two arrays, not a row of placeholders each: psycopg converts a
+    statement of more than 50 parameters anew every time, which cost more than the round trips saved."""
+    if not rows:
+        return
+    if engine.is_postgresql(conn):
+        conn.execute("INSERT INTO entry_sketches(tenant_id, key, entry_id) SELECT ?, u.k, u.e "
+                     "FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS u(k, e) ON CONFLICT DO NOTHING",
+                     (tenant_id, [k for k, _ in rows], [e for _, e in rows]))
+        return
+    conn.executemany("INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                     [(tenant_id, k, e) for k, e in rows])
 
 
 def add(conn: apsw.Connection, tenant_id: int, entry_id: int, content: str) -> None:
@@ -165,8 +165,8 @@ def add_many(conn: apsw.Connection, tenant_id: int, entries: list[tuple[int, str
     entry's the store wrote already: the insert is a no-op).
     """
     pg = engine.is_postgresql(conn)
-    _insert(conn, [(tenant_id, k, entry_id) for entry_id, content in entries
-                   for k in ([fingerprint(content)] if pg else []) + _sketch(content, words(content))])
+    _insert(conn, tenant_id, [(k, entry_id) for entry_id, content in entries
+                              for k in ([fingerprint(content)] if pg else []) + _sketch(content, words(content))])
 
 
 def always_written(p: RememberParams) -> bool:
@@ -248,7 +248,7 @@ def add_new(conn: apsw.Connection, v: Viewer, entry_id: int, content: str, *,
     mine = words(content)
     own = _sketch(content, mine)
     found = _similar(conn, v, mine, [fingerprint(content), *own], entry_id, SIMILAR, 5, pending)
-    _insert(conn, [(v.tenant_id, k, entry_id) for k in own])
+    _insert(conn, v.tenant_id, [(k, entry_id) for k in own])
     return found
 
 
