@@ -27,7 +27,14 @@ are the clock's), to check that a change derives the same thing. bench.load's
 text has few names and no near copies: `--texts lme` writes LongMemEval's dev
 turns instead (--lme FILE), every fifth one followed by a near copy of the
 turn three before it, so that entities, their evidence, near-copy keys and
-similarity edges are all derived. Nothing is asserted.
+similarity edges are all derived.
+
+--in-process N measures without a daemon, so with less of the shared
+machine's noise: a fresh SQLite file, N bench.load entries written by the
+store's `remember_many`, then `derive.step` until each deriver's queue is
+empty, and the CPU microseconds an entry each deriver took (this process's
+CPU: SQLite's work included). With --tree, a child process for each tree in
+turn, round by round. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import random
 import shutil
 import tempfile
@@ -190,6 +200,45 @@ def one_round(args, engine: str, tree: Path | None) -> dict:
         shutil.rmtree(home, ignore_errors=True)
 
 
+#: What --in-process runs in a child process with a tree's code: only names both trees have.
+_IN_PROCESS = """
+import random, sys, tempfile, time
+from arbiter import derive
+from arbiter.model import RememberParams
+from arbiter.store import db, entries, tenants, users
+from bench.load import Vocabulary, make_entry
+n = int(sys.argv[1])
+conn = db.open_database(tempfile.mktemp(suffix='.db', prefix='bench-derive-'))
+rng = random.Random(1)
+vocab = Vocabulary(rng)
+with conn:
+    tenant = tenants.create_tenant(conn, 'bench', now=1)[0]
+    entries.remember_many(conn, users.first_viewer(conn, tenant), [
+        RememberParams(**{k: e[k] for k in ('type', 'title', 'content', 'tags')})
+        for e in (make_entry(vocab, rng, i) for i in range(n))], now=1)
+for name, d in derive.DERIVERS.items():
+    start = time.process_time()
+    while derive.pending(conn, tenant, names=(name,)):
+        with conn:
+            derive.step(conn, now=2, urgent=d.urgent, tenant_id=tenant)
+    print(name, (time.process_time() - start) / n * 1e6)
+conn.close()
+"""
+
+
+def in_process(args, trees) -> None:
+    print(f"in process: {args.in_process} entries, SQLite; CPU us an entry")
+    for r in range(args.rounds):
+        for label, tree in (trees if r % 2 == 0 else trees[::-1]):
+            code = tree or Path(__file__).resolve().parent.parent
+            # `-c` puts the working directory first on the path: the tree's, as for BenchDaemon.
+            out = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(args.in_process)], cwd=code, check=True,
+                                 env=dict(os.environ, PYTHONPATH=str(code)), capture_output=True,
+                                 text=True).stdout.split()
+            print(f"round {r} {label:6} " + "  ".join(f"{n} {float(us):5.0f}" for n, us in zip(out[::2], out[1::2])),
+                  flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, default=6)
@@ -204,9 +253,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lme", type=Path, default=Path("../shared/data/longmemeval_s_dev.json.gz"))
     ap.add_argument("--digest", action="store_true", help="drain the queue and print a digest of what was derived")
     ap.add_argument("--drain", type=float, default=600.0, help="seconds --digest waits for the queue to empty")
+    ap.add_argument("--in-process", type=int, default=0, metavar="N",
+                    help="derive N entries in process on SQLite, CPU an entry (no daemon)")
     args = ap.parse_args(argv)
     engines = [e for e in args.engines.split(",") if e != "postgresql" or args.pg]
     trees = [("after", None)] + ([("before", args.tree.resolve())] if args.tree else [])
+    if args.in_process:
+        return in_process(args, trees)
     print(f"{args.batches} x {args.batch} entries ({args.texts}), window {args.window:.0f} s, seed {args.seed}")
     for r in range(args.rounds):
         for engine in engines:
