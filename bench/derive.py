@@ -11,12 +11,17 @@ one seed: the same writes every run), leaving their entities, near-copy keys
 and associations to the idle writer. The queue (`derive_queue`) is then read
 every 0.2 s for --window seconds, and for each deriver the bench prints the
 rows it took out and its rate over the time it was being derived (from the
-first read where its count fell to the last, or the window's end): the
+first read where its count fell to the last, or the window's end), and when
+the whole queue was empty (seconds after the load): the
 derivers run one after another (entities, sketch, the full-text merge,
 associations), so one window shows each deriver's own pace. Beside each
 rate, the rows it derived per CPU second of the daemon and (PostgreSQL) of
 the server processes serving it, over the same span: on a shared machine
-that figure moves less than the wall time.
+that figure moves less than the wall time. On PostgreSQL a fresh database's
+statistics are what its planner saw before the load until autovacuum analyzes
+it (within a minute or so, whenever its turn comes): the same tree ran 2-5x
+slower or faster by that turn alone. --analyze runs ANALYZE once the load is
+written, so both trees derive on the same plans.
 
 --tree runs the same rounds with another checkout's daemon (BEFORE_TREE),
 alternated with this tree's round by round: other benches share the machine,
@@ -168,13 +173,16 @@ def one_round(args, engine: str, tree: Path | None) -> dict:
         load_s = time.monotonic() - t0
         store = Store(home, pg)
         try:
+            if pg and args.analyze:
+                store.conn.execute("ANALYZE")
             start = time.monotonic()
             pid = daemon.proc.pid
             timeline = [(0.0, store.queue(), store.cpu(pid))]
             while time.monotonic() - start < args.window:
                 time.sleep(0.2)
                 timeline.append((time.monotonic() - start, store.queue(), store.cpu(pid)))
-            out = {"load_s": load_s, "queued": timeline[0][1], "left": timeline[-1][1], "rates": {}}
+            empty = next((t for t, q, _ in timeline if not any(q.values())), None)
+            out = {"load_s": load_s, "queued": timeline[0][1], "left": timeline[-1][1], "rates": {}, "empty": empty}
             for name in DERIVERS:
                 falls = [i for i in range(1, len(timeline)) if timeline[i][1][name] < timeline[i - 1][1][name]]
                 if not falls:
@@ -253,6 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lme", type=Path, default=Path("../shared/data/longmemeval_s_dev.json.gz"))
     ap.add_argument("--digest", action="store_true", help="drain the queue and print a digest of what was derived")
     ap.add_argument("--drain", type=float, default=600.0, help="seconds --digest waits for the queue to empty")
+    ap.add_argument("--analyze", action="store_true",
+                    help="PostgreSQL: ANALYZE once the load is written, as autovacuum does within a minute or so")
     ap.add_argument("--in-process", type=int, default=0, metavar="N",
                     help="derive N entries in process on SQLite, CPU an entry (no daemon)")
     args = ap.parse_args(argv)
@@ -268,8 +278,9 @@ def main(argv: list[str] | None = None) -> None:
                 res = one_round(args, engine, tree)
                 rates = "  ".join(f"{n} {res['rates'][n][1]:5.0f}/s {res['rates'][n][2]:5.0f}/cpu-s ({res['rates'][n][0]:>5})"
                                   for n in DERIVERS)
+                empty = "-" if res["empty"] is None else f"{res['empty']:.0f} s"
                 print(f"round {r} {engine:10} {label:6} load {res['load_s']:5.1f} s  {rates}  "
-                      f"left {sum(res['left'].values())}", flush=True)
+                      f"left {sum(res['left'].values())}, queue empty after {empty}", flush=True)
                 if args.digest:
                     digest, sizes = res["digest"]
                     print(f"    digest {digest} drained={res['drained']} {sizes}", flush=True)
