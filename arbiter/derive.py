@@ -72,30 +72,34 @@ def _texts(conn: apsw.Connection, rows: list[tuple[int, int]]) -> dict[int, tupl
 
 def _sketch(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
     texts = _texts(conn, rows)
-    for entry_id, tenant_id in rows:
-        if entry_id in texts:
-            duplicates.add(conn, tenant_id, entry_id, texts[entry_id][2])
+    duplicates.add_many(conn, rows[0][1], [(entry_id, texts[entry_id][2]) for entry_id, _ in rows if entry_id in texts])
 
 
 def _entities(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
     texts = _texts(conn, rows)
+    named = {entry_id: extracted_in(*texts[entry_id][1:]) for entry_id, _ in rows if entry_id in texts}
+    if not named:
+        return
+    tenant_id = rows[0][1]
+    # Daemons sharing a database create a tenant's entities in turns (`resolve`); a step takes its turn before it
+    # reads the names, not at its first new name as `remember` does: what it read then stays true to its end, so
+    # a new name costs no second look (after a bulk load nearly every step creates one, and holds the turn from
+    # there to its end all the same).
+    engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
+    shared = entity_core.Shared(held=True)
     # One linker per writer: resolution sees what the entry's author sees, as `remember` does.
-    linkers: dict[tuple[int, int], entity_core.Linker] = {}
-    for entry_id, tenant_id in rows:
-        if entry_id not in texts:
-            continue
-        author, title, content = texts[entry_id]
-        linker = linkers.get((tenant_id, author))
-        if linker is None:
-            viewer = users.viewer(conn, tenant_id, author, "")
-            linker = linkers[tenant_id, author] = entity_core.Linker(conn, tenant_id, now, viewer)
-        linker.link(entry_id, extracted_in(title, content))
+    linkers: dict[int, entity_core.Linker] = {}
+    for author in dict.fromkeys(texts[entry_id][0] for entry_id in named):
+        linkers[author] = entity_core.Linker(conn, tenant_id, now, users.viewer(conn, tenant_id, author, ""),
+                                             shared=shared)
+        linkers[author].prepare([(entry_id, n) for entry_id, n in named.items() if texts[entry_id][0] == author])
+    for entry_id, n in named.items():  # in the entries' order, whoever wrote them: as each entry was linked alone
+        linkers[texts[entry_id][0]].link(entry_id, n)
+    shared.flush(conn)
 
 
 def _associations(conn: apsw.Connection, rows: list[tuple[int, int]], now: int) -> None:
-    words = associations.Words(conn)
-    for entry_id, tenant_id in rows:
-        associations.derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
+    associations.derive_stored(conn, rows[0][1], [entry_id for entry_id, _ in rows], now=now)
 
 
 #: In the order the idle writer takes them. The names are the ones the triggers queue (migration m027).
@@ -105,7 +109,7 @@ DERIVERS: dict[str, Deriver] = {
     # A text's band keys: ~50 us; until written, `remember` compares a batch's newest entries directly.
     "sketch": Deriver(step=500, urgent=True, run=_sketch),
     # ~1 ms an entry (bench/associations.py): a write waits for one step at most.
-    "associations": Deriver(step=20, urgent=False, run=_associations),
+    "associations": Deriver(step=100, urgent=False, run=_associations),
 }
 
 

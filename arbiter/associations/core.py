@@ -31,7 +31,7 @@ import apsw
 
 from arbiter.model import Association, LinkCandidate
 from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer
-from arbiter.store import fts, users
+from arbiter.store import engine, fts, users
 from arbiter.store.tokens import tokenizing
 from arbiter.store.users import Viewer
 
@@ -244,7 +244,20 @@ def of(conn: apsw.Connection, v: Viewer, entry_id: int, kind: str | None = None)
 
 
 def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str]) -> list[tuple[int, str]]:
-    """Earlier entries sharing at least two of this one's most distinctive words: (id, text).
+    """Earlier entries sharing at least two of this one's most distinctive words: (id, text)."""
+    scopes = [r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (tenant_id,)).fetchall()]
+    ids = _probe_ids(conn, scopes, row, words)
+    if not ids:
+        return []
+    return conn.execute(
+        f"SELECT id, title || '\n' || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
+        "AND tenant_id = ? ORDER BY id DESC",
+        (*ids, tenant_id),
+    ).fetchall()
+
+
+def _probe_ids(conn: apsw.Connection, scopes: list[int], row: Row, words: frozenset[str]) -> list[int]:
+    """The ids of `_probe`'s entries, newest first, searched in the tenant's `scopes`.
 
     The words are the longest ones (long words are the rare ones, Zipf), so no
     statistic of the index (nor of another tenant) decides what is compared;
@@ -261,16 +274,71 @@ def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str
     # The tenant's own scope indexes: another tenant's entries are in none of
     # them. Edges may join two users' entries; reads show one only to whoever
     # sees both ends, and candidates go to the writer only if they see them.
-    for (scope,) in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (tenant_id,)).fetchall():
+    for scope in scopes:
         ids += fts.newest_matches(conn, scope, f"{{title content}} : ({pairs})", _PROBE_DEPTH, below=row.id)
-    ids = sorted(ids, reverse=True)[:_PROBE_DEPTH]
-    if not ids:
-        return []
-    return conn.execute(
-        f"SELECT id, title || '\n' || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
-        "AND tenant_id = ? ORDER BY id DESC",
-        (*ids, tenant_id),
-    ).fetchall()
+    return sorted(ids, reverse=True)[:_PROBE_DEPTH]
+
+
+def _auto(mine: frozenset[str], theirs: list[tuple[int, frozenset[str]]]) -> list[tuple[float, int]]:
+    """The stored edges' (similarity, other id) among the probed entries' (id, words): the `AUTO_MAX` most similar
+    at or above `AUTO` (ties: the newest)."""
+    scored = sorted(((jaccard(mine, w) if len(w) >= MIN_WORDS else 0.0, other) for other, w in theirs),
+                    key=lambda s: (-s[0], -s[1]))
+    return [(j, other) for j, other in scored if j >= AUTO][:AUTO_MAX]
+
+
+def _store(conn: apsw.Connection, tenant_id: int, edges: list[tuple[int, int, float]], now: int) -> None:
+    """Write similarity edges (a, b, weight) of a tenant: an idle step's in one statement on PostgreSQL, as arrays
+    (duplicates.py `_insert` says why)."""
+    if not edges:
+        return
+    if engine.is_postgresql(conn):
+        conn.execute("INSERT INTO associations(tenant_id, a, b, weight, created_at) SELECT ?, u.a, u.b, u.w, ? "
+                     "FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[]), CAST(? AS double precision[])) "
+                     "AS u(a, b, w) ON CONFLICT DO NOTHING",
+                     (tenant_id, now, [a for a, _, _ in edges], [b for _, b, _ in edges],
+                      [round(w, 4) for _, _, w in edges]))
+        return
+    conn.executemany(
+        "INSERT INTO associations(tenant_id, a, b, weight, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [(tenant_id, a, b, round(w, 4), now) for a, b, w in edges],
+    )
+
+
+def derive_stored(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *, now: int,
+                  words: Words | None = None) -> None:
+    """`derive(..., candidates=False)` of several entries of a tenant: the stored edges only (the idle writer's).
+
+    The entries, the tenant's scopes and every text their probes find are read
+    once for all, each text is tokenized once, and the edges go in one
+    statement: entry by entry, that was five statements and thirty texts
+    tokenized an entry. The same edges: an entry's probe sees only entries
+    before it and never reads an edge.
+    """
+    words = words or Words(conn)
+    rows = _read(conn, tenant_id, entry_ids)
+    scopes = [r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (tenant_id,)).fetchall()]
+    known: dict[int, frozenset[str]] = {}
+
+    def of(entry_id: int, text: str) -> frozenset[str]:
+        if entry_id not in known:
+            known[entry_id] = words(text)
+        return known[entry_id]
+
+    probed = {i: _probe_ids(conn, scopes, rows[i], of(i, rows[i].text)) for i in entry_ids if i in rows}
+    texts = _read(conn, tenant_id, sorted({o for ids in probed.values() for o in ids} - rows.keys()))
+    texts.update(rows)
+    edges = [(other, entry_id, j) for entry_id, ids in probed.items()
+             for j, other in _auto(known[entry_id], [(o, of(o, texts[o].text)) for o in ids if o in texts])]
+    _store(conn, tenant_id, edges, now)
+
+
+def _read(conn: apsw.Connection, tenant_id: int, ids: list[int]) -> dict[int, Row]:
+    """`_rows` of any number of ids."""
+    out: dict[int, Row] = {}
+    for start in range(0, len(ids), 500):
+        out.update(_rows(conn, tenant_id, ids[start:start + 500]))
+    return out
 
 
 def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words | None = None,
@@ -294,11 +362,7 @@ def derive(conn: apsw.Connection, tenant_id: int, entry_id: int, *, words: Words
          for other, text in _probe(conn, tenant_id, row, mine) for w in (words(text),)),
         key=lambda s: (-s[0], -s[2]),
     )
-    auto = [(j, other) for j, _, other, _, _ in scored if j >= AUTO][:AUTO_MAX]
-    conn.executemany(
-        "INSERT INTO associations(tenant_id, a, b, weight, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [(tenant_id, other, entry_id, round(j, 4), now) for j, other in auto],
-    )
+    _store(conn, tenant_id, [(other, entry_id, j) for j, other in _auto(mine, [(s[2], s[4]) for s in scored])], now)
     if not candidates:
         return []
     # Candidates are what the writer could link: entries they see that stand (a forgotten one is still indexed).
@@ -379,9 +443,10 @@ def rebuild(conn: apsw.Connection, tenant_id: int, *, now: int, v: Viewer | None
     Returns the edge count: of the edges whose both ends `v` sees (default: all of the tenant's).
     """
     conn.execute("DELETE FROM associations WHERE tenant_id = ?", (tenant_id,))
+    ids = [r[0] for r in conn.execute("SELECT id FROM entries WHERE tenant_id = ? ORDER BY id", (tenant_id,))]
     words = Words(conn)
-    for (entry_id,) in conn.execute("SELECT id FROM entries WHERE tenant_id = ? ORDER BY id", (tenant_id,)).fetchall():
-        derive(conn, tenant_id, entry_id, words=words, now=now, candidates=False)
+    for start in range(0, len(ids), 200):  # a batch's texts tokenized once, the memory they take bounded
+        derive_stored(conn, tenant_id, ids[start:start + 200], now=now, words=words)
     v = v or users.whole_tenant(tenant_id)
     return conn.execute(
         "SELECT count(*) FROM associations s JOIN entries ea ON ea.tenant_id = s.tenant_id AND ea.id = s.a "

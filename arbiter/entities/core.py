@@ -68,13 +68,13 @@ def lookup(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = 
 
 
 def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = None, *,
-          keyed: dict[str, tuple[int, int, int] | None] | None = None) -> tuple[int, str, int] | None:
-    """`lookup`, and the id of the entity_names row that matched. `keyed`: rows by key already read (`Linker`'s
-    one read for an entry's names, None where a key has none), used when `v` is None and it holds the key."""
+          read: Shared | None = None) -> tuple[int, str, int] | None:
+    """`lookup`, and the id of the entity_names row that matched. `read`: rows by key and by normalised form
+    already read (`Linker`'s reads for many names), used when `v` is None and it holds the key or form."""
     name = canonical(name)
     known = "" if v is None or whole(v) else f" AND {names_sql(v, 'n')[0]}"
-    if keyed is not None and v is None and nm.key(name) in keyed:
-        row = keyed[nm.key(name)]
+    if read is not None and v is None and nm.key(name) in read.keyed:
+        row = read.keyed[nm.key(name)]
     else:
         row = conn.execute(
             f"SELECT n.entity_id, n.is_alias, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.key = ?{known}",
@@ -82,6 +82,9 @@ def _find(conn: apsw.Connection, tenant_id: int, name: str, v: Viewer | None = N
         ).fetchone()
     if row is not None:
         return row[0], "alias" if row[1] else "exact", row[2]
+    if read is not None and v is None and nm.norm(name) in read.normed:
+        row = read.normed[nm.norm(name)]
+        return (row[0], "norm", row[2]) if row is not None else None
     row = conn.execute(
         f"SELECT n.entity_id, n.id FROM entity_names n WHERE n.tenant_id = ? AND n.norm = ?{known} "
         "ORDER BY n.is_alias, n.id LIMIT 1",
@@ -98,7 +101,8 @@ def require(conn: apsw.Connection, v: Viewer, name: str, path: str) -> int:
     return found[0]
 
 
-def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, floor: float = MAYBE) -> list[tuple[int, float]]:
+def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, floor: float = MAYBE,
+            postings: dict[str, int] | None = None) -> list[tuple[int, float]]:
     """(entity id, similarity ≥ floor) of names sharing trigrams with `grams`, most similar first.
 
     Bounded work whatever the tenant's size: each trigram's postings are read
@@ -108,12 +112,10 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     """
     if len(grams) < MIN_GRAMS:
         return []
-    # Which trigrams are rare, in one statement (it was one probe a trigram: ~15 statements a name).
-    rare = [g for (g,) in conn.execute(
-        "SELECT value FROM json_each(?2) WHERE NOT EXISTS "
-        "(SELECT 1 FROM entity_trigrams WHERE tenant_id = ?1 AND gram = value LIMIT 1 OFFSET ?3)",
-        (tenant_id, msgspec.json.encode(sorted(grams)).decode(), GRAM_POSTINGS),
-    )]
+    if postings is not None and grams <= postings.keys():
+        rare = [g for g in sorted(grams) if postings[g] <= GRAM_POSTINGS]
+    else:
+        rare = [g for g, n in gram_postings(conn, tenant_id, grams).items() if n <= GRAM_POSTINGS]
     if not rare:
         return []
     postings = " UNION ALL ".join(["SELECT name_id FROM entity_trigrams WHERE tenant_id = ? AND gram = ?"] * len(rare))
@@ -124,6 +126,8 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     if not top:
         return []
     best: dict[int, float] = {}
+    # Two statements, not one joining them: equal scores keep the order the names are read in, and a join reads
+    # them in another.
     for entity_id, form, count in conn.execute(
         f"SELECT entity_id, norm, grams FROM entity_names WHERE tenant_id = ? AND id IN ({','.join('?' * len(top))})",
         (tenant_id, *top),
@@ -134,9 +138,34 @@ def similar(conn: apsw.Connection, tenant_id: int, grams: frozenset[str], *, flo
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
+def gram_postings(conn: apsw.Connection, tenant_id: int, grams) -> dict[str, int]:
+    """Postings of each trigram, counted up to one past `GRAM_POSTINGS` (what tells a rare one), in the grams'
+    order: one statement for all (it was one probe a trigram: ~15 statements a name)."""
+    return dict(conn.execute(
+        "SELECT value, (SELECT count(*) FROM (SELECT 1 FROM entity_trigrams WHERE tenant_id = ?1 AND gram = value "
+        "LIMIT ?3) c) FROM json_each(?2)",
+        (tenant_id, msgspec.json.encode(sorted(grams)).decode(), GRAM_POSTINGS + 1),
+    ))
+
+
+_NAME_COLUMNS = "entity_names(tenant_id, entity_id, name, key, norm, grams, is_alias, created_at)"
+# On PostgreSQL a name goes in with its trigrams (and a new entity with its name) in one statement, not two or
+# three: the round trips were most of what a new name cost the idle writer after a bulk load. SQLite has no INSERT
+# inside a WITH, and no round trips to save.
+_PG_TRIGRAMS = ("t AS (INSERT INTO entity_trigrams(tenant_id, gram, name_id) SELECT ?, g.value, n.id "
+                "FROM n CROSS JOIN json_each(?) g) ")
+
+
 def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
+    if engine.is_postgresql(conn):
+        return conn.execute(
+            f"WITH n AS (INSERT INTO {_NAME_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id), {_PG_TRIGRAMS}"
+            "SELECT id FROM n",
+            (tenant_id, entity_id, name, nm.key(name), form, len(grams), int(alias), now,
+             tenant_id, msgspec.json.encode(sorted(grams)).decode()),
+        ).fetchone()[0]
     name_id = conn.execute(
         "INSERT INTO entity_names(tenant_id, entity_id, name, key, norm, grams, is_alias, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -163,6 +192,16 @@ def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "oth
 
 def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now: int) -> tuple[int, int]:
     """`create`, and the id of its name's row."""
+    if engine.is_postgresql(conn):
+        form = nm.norm(name)
+        grams = nm.trigrams(form)
+        return conn.execute(
+            "WITH e AS (INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?) "
+            f"RETURNING id), n AS (INSERT INTO {_NAME_COLUMNS} SELECT ?, e.id, ?, ?, ?, ?, 0, ? FROM e "
+            f"RETURNING id, entity_id), {_PG_TRIGRAMS}SELECT entity_id, id FROM n",
+            (tenant_id, name, type, now, now, tenant_id, name, nm.key(name), form, len(grams), now,
+             tenant_id, msgspec.json.encode(sorted(grams)).decode()),
+        ).fetchone()
     entity_id = conn.execute(
         "INSERT INTO entities(tenant_id, name, type, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
         (tenant_id, name, type, now, now),
@@ -188,7 +227,7 @@ def spelled(name: str) -> str:
 
 
 def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | None = None, now: int,
-            v: Viewer | None = None, keyed: dict[str, tuple[int, int, int] | None] | None = None) -> Resolution:
+            v: Viewer | None = None, read: Shared | None = None) -> Resolution:
     """The entity a name means, created if none: exact → alias → normalised → trigram ≥ 0.85 → new.
 
     A new entity comes back with `possibly_same_as`: existing entities whose
@@ -199,8 +238,8 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     a name is never aliased to, nor said to be like, one they cannot see.
     """
     name = spelled(name)
-    found = _find(conn, tenant_id, name, keyed=keyed)
-    if found is None and engine.is_postgresql(conn):
+    found = _find(conn, tenant_id, name, read=read)
+    if found is None and engine.is_postgresql(conn) and not (read is not None and read.held):
         # Daemons sharing a database may meet a new name at once: the first creates it, the others wait here,
         # then find it (each statement reads what committed before it).
         engine.serialize(conn, engine.ENTITY_NAMES, tenant_id)
@@ -208,7 +247,7 @@ def resolve(conn: apsw.Connection, tenant_id: int, name: str, *, type: str | Non
     if found is not None:
         _retype(conn, tenant_id, found[0], type, now)
         return Resolution(found[0], False, (), found[1], found[2])
-    near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)))
+    near = similar(conn, tenant_id, nm.trigrams(nm.norm(name)), postings=read.postings if read is not None else None)
     if v is not None and not whole(v) and near:
         seen = visible_ids(conn, v, [e for e, _ in near])
         near = [(e, score) for e, score in near if e in seen]
@@ -232,6 +271,48 @@ def refs(conn: apsw.Connection, tenant_id: int, ids) -> dict[int, EntityRef]:
 
 
 @dataclass
+class Shared:
+    """What the linkers of one tenant's idle step share, so that the step's entries cost a few statements, not a few
+    each (the round trips were most of the `entities` deriver's time on PostgreSQL).
+
+    What was read is kept true as resolution adds names (`Linker._resolve`): `keyed`, the names by key
+    (entity id, is_alias, name id; None: no such name), as `Linker._keyed` gives them; `normed`, the first name
+    (by is_alias, id) of each normalised form, as `_find` reads it; `postings`, each trigram's postings as
+    `gram_postings` counts them. `held`: the caller took the tenant's turn to create entities
+    (`engine.ENTITY_NAMES`) before anything was read, so no other daemon's name can appear meanwhile.
+    `links`: the entry_entities rows not yet written, in the order the entries were linked (the first of two
+    rows for one link is the one kept, as when each entry wrote its own).
+    """
+
+    held: bool = False
+    keyed: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    normed: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    postings: dict[str, int] = field(default_factory=dict)
+    links: list[tuple[int, int, int, str, int | None]] = field(default_factory=list)
+
+    def added(self, entity_id: int, name: str, name_id: int, *, alias: bool) -> None:
+        """Keep what was read true after `add_name` wrote `name` (as `resolve` spells it)."""
+        self.keyed[nm.key(name)] = (entity_id, int(alias), name_id)
+        form = nm.norm(name)
+        if form in self.normed:
+            first = self.normed[form]
+            if first is None or (first[1] and not alias):  # a newer row comes first only as a name over an alias
+                self.normed[form] = (entity_id, int(alias), name_id)
+        for g in nm.trigrams(form):
+            if g in self.postings:
+                self.postings[g] += 1
+
+    def flush(self, conn: apsw.Connection) -> None:
+        """Write the links held back."""
+        conn.executemany(
+            "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            self.links,
+        )
+        self.links.clear()
+
+
+@dataclass
 class Linker:
     """Resolves and links the names of many entries, remembering what it resolved (one bulk write)."""
 
@@ -241,15 +322,72 @@ class Linker:
     #: Who writes (None: the daemon's own upkeep): resolution's similarity step sees only their entities, and an
     #: entity they could not see before counts as `created` for them.
     viewer: Viewer | None = None
+    #: Given: links wait in it until its `flush` (the idle step's linkers of one tenant share one); else each `link`
+    #: writes its own.
+    shared: Shared | None = None
     _seen: dict[tuple[str, str | None], Resolution] = field(default_factory=dict)
     #: Candidate words the tenant's text did not show to be names, not asked about again in this batch.
     _not_names: set[tuple[str, str]] = field(default_factory=set)
+    #: Evidence `prepare` read ahead, by (word, entry id, initial).
+    _evidence: dict[tuple[str, int, bool], list[int] | None] = field(default_factory=dict)
+
+    def prepare(self, items: list[tuple[int, list[tuple[str, str | None, str]]]]) -> None:
+        """Read ahead, in a few statements, what `link` will read for these (entry id, names), linked in this order:
+        the names by key, and the evidence for each capitalised word not yet a name (its first use in `items`, as
+        `link` asks once a batch). Reads only: what `link` then decides is what it decides without it."""
+        every = [n for _, named in items for n in named]
+        keyed = self._keyed(every)
+        asks: dict[tuple[str, str], tuple[str, int, bool]] = {}
+        for entry_id, named in items:
+            for name, type, how in named:
+                k = nm.key(name)
+                if (how in ("candidate", "initial") and (k, type) not in self._seen and keyed.get(k) is None
+                        and (k, how) not in self._not_names and (k, how) not in asks):
+                    asks[k, how] = (name, entry_id, how == "initial")
+        found = evidence.recurring_many(self.conn, self._reader, list(asks.values()))
+        self._evidence.update(found)
+        if self.shared is not None:
+            # The names `resolve` may look up by form (no name has their key): the names given, and the words the
+            # evidence shows are names.
+            names = {nm.key(word) for (word, _, _), earlier in found.items() if earlier is not None}
+            self._read_forms(self.shared, {
+                nm.norm(canonical(spelled(name))) for name, _, how in every
+                if (how not in ("known", "candidate", "initial") and keyed.get(nm.key(spelled(name))) is None)
+                or (nm.key(name) in names and keyed.get(nm.key(name)) is None)} - self.shared.normed.keys())
+
+    def _read_forms(self, shared: Shared, forms: set[str]) -> None:
+        """Read the first name of each normalised form into `shared`, and the postings of the trigrams of the forms
+        no name has (those `resolve` may take to its similarity step)."""
+        ordered = sorted(forms)
+        shared.normed.update(dict.fromkeys(ordered))
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start:start + 500]
+            for form, entity_id, is_alias, name_id in self.conn.execute(
+                f"SELECT norm, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
+                f"AND norm IN ({','.join('?' * len(chunk))})",
+                (self.tenant_id, *chunk),
+            ):
+                first = shared.normed[form]
+                if first is None or (is_alias, name_id) < (first[1], first[2]):
+                    shared.normed[form] = (entity_id, is_alias, name_id)
+        grams = {g for form in forms if shared.normed[form] is None and len(nm.trigrams(form)) >= MIN_GRAMS
+                 for g in nm.trigrams(form)} - shared.postings.keys()
+        ordered = sorted(grams)
+        for start in range(0, len(ordered), 2000):
+            shared.postings.update(gram_postings(self.conn, self.tenant_id, ordered[start:start + 2000]))
+
+    @property
+    def _reader(self) -> Viewer:
+        return self.viewer or whole_tenant(self.tenant_id)
 
     def link(self, entry_id: int, named: list[tuple[str, str | None, str]]) -> list[tuple[Resolution, str | None]]:
         """Link `entry_id` to each (name, type, how); returns each resolution once per entity, in order."""
+        shared = self.shared or Shared()
+        if not self._sees_all:
+            shared.flush(self.conn)  # who sees an entity is read from its links: the ones held back count
         out: dict[int, tuple[Resolution, str | None]] = {}
-        rows = []
-        keyed = self._keyed(named)
+        rows = shared.links
+        keyed = self._keyed(named, shared)
         for name, type, how in named:
             k = (nm.key(name), type)
             res = self._seen.get(k)
@@ -260,18 +398,19 @@ class Linker:
                 if row is not None and (self._sees_all or visible(self.conn, self.viewer, row[0])):
                     res = Resolution(row[0], False, (), "exact", row[2])
                 elif row is None and how != "known" and (k[0], how) not in self._not_names:
-                    earlier = evidence.recurring(self.conn, self.viewer or whole_tenant(self.tenant_id), name,
-                                                 entry_id, initial=how == "initial")
+                    ask = (name, entry_id, how == "initial")
+                    earlier = (self._evidence.pop(ask) if ask in self._evidence
+                               else evidence.recurring(self.conn, self._reader, name, entry_id, initial=ask[2]))
                     if earlier is None:
                         self._not_names.add((k[0], how))
                         continue
-                    res = self._resolve(name, type, keyed)
+                    res = self._resolve(name, type, shared)
                     self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
                     rows += [(other, res.entity_id, self.tenant_id, "extracted", res.name_id) for other in earlier]
                 else:
                     continue
             elif res is None:
-                res = self._resolve(name, type, keyed)
+                res = self._resolve(name, type, shared)
                 if not res.created and not self._sees_all and not visible(self.conn, self.viewer, res.entity_id):
                     res = Resolution(res.entity_id, True, (), res.matched, res.name_id)  # new to this writer
                 self._seen[k] = Resolution(res.entity_id, False, (), res.matched, res.name_id)
@@ -280,11 +419,8 @@ class Linker:
                 rows.append((entry_id, res.entity_id, self.tenant_id,
                              "extracted" if how in ("known", "candidate", "initial") else how,
                              res.name_id))
-        self.conn.executemany(
-            "INSERT INTO entry_entities(entry_id, entity_id, tenant_id, how, name_id) VALUES (?, ?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            rows,
-        )
+        if self.shared is None:
+            shared.flush(self.conn)
         return list(out.values())
 
     @property
@@ -292,32 +428,43 @@ class Linker:
         # A writer who sees the whole tenant sees every entity a name of it names: no read to ask.
         return self.viewer is None or whole(self.viewer)
 
-    def _keyed(self, named: list[tuple[str, str | None, str]]) -> dict[str, tuple[int, int, int] | None]:
+    def _keyed(self, named: list[tuple[str, str | None, str]],
+               shared: Shared | None = None) -> dict[str, tuple[int, int, int] | None]:
         """(entity id, is_alias, name id) by key (None: no such name), of every name `link` may look up or resolve:
-        one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL)."""
+        one read for all (it was a round trip a name, most of a `remember`'s linking on PostgreSQL). With `shared`,
+        the keys it holds are not read again: resolution keeps them (`_resolve`)."""
+        shared = shared or self.shared or Shared()
+        keyed = shared.keyed
         keys = set()
         for name, type, how in named:
             if (nm.key(name), type) in self._seen:
                 continue
             keys.add(nm.key(name) if how in ("known", "candidate", "initial")
                      else nm.key(spelled(name)))
+        keys -= keyed.keys()
         if not keys:
-            return {}
-        keyed: dict[str, tuple[int, int, int] | None] = dict.fromkeys(keys)
+            return keyed
+        keyed.update(dict.fromkeys(keys))
         # `IN (?, ...)`, not json_each: PostgreSQL plans that as a hash join over the tenant's names, ten times slower.
-        for key, entity_id, is_alias, name_id in self.conn.execute(
-            f"SELECT key, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
-            f"AND key IN ({','.join('?' * len(keys))})",
-            (self.tenant_id, *sorted(keys)),
-        ):
-            keyed[key] = (entity_id, is_alias, name_id)
+        ordered = sorted(keys)
+        for start in range(0, len(ordered), 500):  # within both engines' limits on parameters
+            chunk = ordered[start:start + 500]
+            for key, entity_id, is_alias, name_id in self.conn.execute(
+                f"SELECT key, entity_id, is_alias, id FROM entity_names WHERE tenant_id = ? "
+                f"AND key IN ({','.join('?' * len(chunk))})",
+                (self.tenant_id, *chunk),
+            ):
+                keyed[key] = (entity_id, is_alias, name_id)
         return keyed
 
-    def _resolve(self, name: str, type: str | None, keyed: dict[str, tuple[int, int, int] | None]) -> Resolution:
-        res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, keyed=keyed)
+    def _resolve(self, name: str, type: str | None, shared: Shared) -> Resolution:
+        res = resolve(self.conn, self.tenant_id, name, type=type, now=self.now, v=self.viewer, read=shared)
+        spelt = spelled(name)
         if res.matched in ("similar", "new"):  # a name row this read did not see: later names must not miss it
-            keyed[nm.key(spelled(name))] = (res.entity_id, int(res.matched == "similar"),
-                                                                res.name_id)
+            shared.added(res.entity_id, spelt, res.name_id, alias=res.matched == "similar")
+        elif res.matched in ("exact", "alias") and shared.keyed.get(nm.key(spelt)) is None:
+            # Found by a read of its own (another daemon's name, committed since): later entries find it too.
+            shared.keyed[nm.key(spelt)] = (res.entity_id, int(res.matched == "alias"), res.name_id)
         return res
 
 

@@ -52,22 +52,44 @@ def recurring(conn: apsw.Connection, v: Viewer, word: str, entry_id: int, *, ini
     The entries named are those writing it on its own: in "Helena Duarte" it
     is part of another name.
     """
-    match = f"{{title content}} : {quote(word)}"
-    ids: list[int] = []
-    for scope, author in _indexes(conn, v):
-        expr = match if author is None else f"({match}) AND {{scope}} : {quote(f'a{author}')}"
-        ids += fts.newest_matches(conn, scope, expr, DEPTH, other_than=entry_id)
+    ask = (word, entry_id, initial)
+    return recurring_many(conn, v, [ask])[ask]
+
+
+def recurring_many(conn: apsw.Connection, v: Viewer,
+                   asks: list[tuple[str, int, bool]]) -> dict[tuple[str, int, bool], list[int] | None]:
+    """`recurring` of each (word, entry id, initial), by ask: the scopes and the entries read once for all (an idle
+    step's words were three round trips each)."""
+    indexes = _indexes(conn, v) if asks else []
+    found: dict[tuple[str, int, bool], list[int]] = {}
+    for word, entry_id, initial in asks:
+        match = f"{{title content}} : {quote(word)}"
+        ids: list[int] = []
+        for scope, author in indexes:
+            expr = match if author is None else f"({match}) AND {{scope}} : {quote(f'a{author}')}"
+            ids += fts.newest_matches(conn, scope, expr, DEPTH, other_than=entry_id)
+        found[word, entry_id, initial] = sorted(ids, reverse=True)[:DEPTH]
+    wanted = sorted({i for ids in found.values() for i in ids})
+    texts: dict[int, str] = {}
+    for start in range(0, len(wanted), 500):  # within both engines' limits on parameters
+        chunk = wanted[start:start + 500]
+        texts.update(conn.execute(
+            f"SELECT id, title || '\n' || content FROM entries WHERE id IN ({','.join('?' * len(chunk))}) "
+            f"AND tenant_id = ? AND valid_to IS NULL",
+            (*chunk, v.tenant_id),
+        ))
+    return {ask: _judge(ask[0], ask[2], ids, texts) for ask, ids in found.items()}
+
+
+def _judge(word: str, initial: bool, ids: list[int], texts: dict[int, str]) -> list[int] | None:
+    """`recurring`'s verdict on `word` from the newest entries holding it (`ids`, their `texts` where still current)."""
     if not ids:
         return None if initial else []
-    ids = sorted(ids, reverse=True)[:DEPTH]
     low = word.lower()
     named: list[int] = []
     written = mid = starts = lowered = 0
-    for read, (other, text) in enumerate(conn.execute(
-        f"SELECT id, title || '\n' || content FROM entries WHERE id IN ({','.join('?' * len(ids))}) "
-        f"AND tenant_id = ? AND valid_to IS NULL",
-        (*ids, v.tenant_id),
-    ), start=1):
+    for read, other in enumerate((i for i in ids if i in texts), start=1):
+        text = texts[other]
         spots = _spots(text, word, ("",))
         if spots:
             written += 1
