@@ -151,7 +151,8 @@ EVERY_TENANT: tuple[tuple[str, str], ...] = (
 #: Modules whose statements are not checked, each with why.
 UNCHECKED: dict[str, str] = {
     # By design: run once per database, before any tenant's request.
-    "store/pg/db.py": "the schema steps (migrations) and the check that a database is Arbiter's",
+    "store/pg/db.py": "the schema steps (migrations), the check that a database is Arbiter's, and the tables' "
+                      "statistics (ANALYZE, of the whole table by nature)",
     "transfer/migrate.py": "`arbiter migrate` copies the whole database, every tenant's rows, from one engine to the "
                            "other (an operator's verb, run with no daemon serving)",
 }

@@ -67,6 +67,7 @@ class Job(enum.IntEnum):
     DERIVE = 3  # derive.step(urgent=False)
     MAINTENANCE = 4  # maintenance.run, per tenant
     MERGE = 5  # recall.maintain.compact: full-text segments folded
+    STATISTICS = 6  # store/pg/db.py refresh_statistics: the planner's picture of tables a bulk load grew
 
 
 def take_turn(conn, job: Job, tenant_id: int = 0, *, wait: bool = False) -> bool:
@@ -148,6 +149,11 @@ class Upkeep:
     async def _merge_and_checkpoint(self) -> None:
         loop = asyncio.get_running_loop()
         seen = self._requests
+        if self.shared:
+            try:
+                await loop.run_in_executor(self._writer_pool, self._statistics)
+            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
+                self._failed("the tables' statistics (retried after the next write)", e)
         while True:
             # Any request since the quiet spell ends it, not only one in flight now: back-to-back
             # requests leave the daemon idle for a fraction of a millisecond between them, and a
@@ -211,6 +217,16 @@ class Upkeep:
             more = bool(resume)
         with upkeep(self._writer):
             return derive.step(self._writer, now=now_us(), urgent=False) or more
+
+    def _statistics(self) -> None:
+        """Before idle work on PostgreSQL: the statistics of tables the writes since the last pass grew, first, so
+        that derivation and the next reads are planned on them."""
+        from arbiter.store.pg.db import refresh_statistics
+
+        self._live_writer()
+        with turn(self._writer, Job.STATISTICS) as mine:
+            if mine:
+                refresh_statistics(self._writer)
 
     def _merge_in_turn(self) -> bool:
         """One full-text merge step on PostgreSQL, if no other daemon is taking one; True if there may be more."""

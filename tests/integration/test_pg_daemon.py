@@ -288,6 +288,25 @@ def test_a_batch_written_through_two_daemons_is_derived_once(homes, daemons, pg_
         assert len(derivations) == 600 and set(derivations.values()) == {1}, deriver
 
 
+def test_a_bulk_load_is_planned_on_fresh_statistics_before_autovacuums_turn(homes, daemons, pg_url):
+    # Autovacuum is off for the tables a bulk write grows most, so only the daemon can have analyzed them.
+    for table in ("entries", "fulltext_postings"):
+        sql(pg_url, f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    d = serve(daemons, homes(), pg_url)
+    items = [{"type": "project", "title": f"Parcel {i}",
+              "content": " ".join(f"parcel{i}x{k} leaves the Oslo depot" for k in range(8))} for i in range(3000)]
+    with Client(d.socket, d.token) as c:
+        for start in range(0, len(items), 1000):
+            c.remember_many(items[start:start + 1000])
+
+    def planned() -> dict:
+        return dict(sql(pg_url, "SELECT relname, reltuples FROM pg_class WHERE relname IN "
+                                "('entries', 'fulltext_postings')"))
+
+    # A row a word and batch in the postings: several an entry.
+    wait_for(lambda: min(planned().values()) >= 3000, timeout=30, what="the idle daemon to analyze what grew")
+
+
 def test_two_daemons_maintain_a_tenant_once_an_interval(homes, daemons, pg_url):
     interval = 1.0
     args = ("--maintenance-interval", str(interval))
