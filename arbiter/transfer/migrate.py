@@ -338,17 +338,30 @@ def _hold(stack: ExitStack, path: Path, doing: str) -> None:
                               f"(`arbiter stop`) to {doing}, so that nothing written meanwhile is left behind")
 
 
+_CLOSING_S = 2.0
+
+
 def _remove_database(path: Path) -> None:
     for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         name.unlink(missing_ok=True)
 
 
 def _refuse_served_pg(conn, url: str | Path, doing: str) -> None:
-    """Refuse a database Arbiter daemons are connected to: what they wrote during the move would be left behind."""
-    n = conn.execute(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-        "AND application_name LIKE 'arbiter%' AND application_name <> ?", (APPLICATION,),
-    ).fetchone()[0]
+    """Refuse a database Arbiter daemons are connected to: what they wrote during the move would be left behind.
+
+    A session whose client just closed it (a daemon just stopped, a look at the database a moment before) stays
+    listed until its server process has exited: it is given `_CLOSING_S` to go before it counts.
+    """
+    deadline = time.monotonic() + _CLOSING_S
+    while True:
+        n = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND application_name LIKE 'arbiter%' AND application_name <> ?", (APPLICATION,),
+        ).fetchone()[0]
+        if not n or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        conn.execute("SELECT pg_stat_clear_snapshot()")  # a transaction reads the sessions once, unless told
     if n:
         raise Unavailable(f"{n} Arbiter session{'s are' if n > 1 else ' is'} connected to {engine.shown(url)}: stop the "
                           f"daemons serving it to {doing}, so that nothing written meanwhile is left behind")

@@ -181,6 +181,36 @@ def test_a_home_moved_to_postgresql_and_back_exports_the_same_lines(tmp_path, pg
             c.close()
 
 
+def test_a_session_closing_as_the_move_starts_is_waited_for_and_one_that_stays_refuses_it(tmp_path, pg_url):
+    """A daemon just stopped leaves its sessions listed until their server processes exit: the move waits them out,
+    and is refused only by a session still there after that (tests/integration/test_migrate.py serves one)."""
+    import threading
+
+    import psycopg
+
+    home = tmp_path / "arbiter.db"
+    conn = open_database(home)
+    build(conn)
+    conn.close()
+    daemon_like = psycopg.connect(pg_url, application_name="arbiter")
+    closing = threading.Timer(0.3, daemon_like.close)
+    closing.start()
+    try:
+        migrate.migrate(home, pg_url)
+    finally:
+        closing.join()
+    moved = connect(pg_url)
+    assert moved.execute("SELECT count(*) FROM entries").fetchone()[0] > 0
+    moved.close()
+    staying = psycopg.connect(pg_url, application_name="arbiter")
+    try:
+        with pytest.raises(Unavailable):
+            migrate.migrate(pg_url, tmp_path / "back.db")
+    finally:
+        staying.close()
+    assert not (tmp_path / "back.db").exists()
+
+
 def test_the_sqlite_copy_searches_every_scope(tmp_path, pg_url):
     """Each scope's full-text index is made and filled on a SQLite target (a move never writes through fts's
     triggers otherwise), and the past-text index too."""
