@@ -36,12 +36,13 @@ _CHILD = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__'
 
 
 def _cpu_s(pid: int) -> float | None:
-    """A process's CPU time so far (user + system), if /proc shows it (a server on another machine: None)."""
+    """`bench.load.cpu_s`, or None where /proc does not show the process (a server on another machine)."""
+    from bench.load import cpu_s
+
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return cpu_s(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def child(engine: str, pg: str, entries_n: int, batch: int, seed: int) -> dict[str, float | None]:

@@ -245,8 +245,7 @@ def of(conn: apsw.Connection, v: Viewer, entry_id: int, kind: str | None = None)
 
 def _probe(conn: apsw.Connection, tenant_id: int, row: Row, words: frozenset[str]) -> list[tuple[int, str]]:
     """Earlier entries sharing at least two of this one's most distinctive words: (id, text)."""
-    scopes = [r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (tenant_id,)).fetchall()]
-    ids = _probe_ids(conn, scopes, row, words)
+    ids = _probe_ids(conn, users.tenant_scopes(conn, tenant_id), row, words)
     if not ids:
         return []
     return conn.execute(
@@ -317,7 +316,7 @@ def derive_stored(conn: apsw.Connection, tenant_id: int, entry_ids: list[int], *
     """
     words = words or Words(conn)
     rows = _read(conn, tenant_id, entry_ids)
-    scopes = [r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (tenant_id,)).fetchall()]
+    scopes = users.tenant_scopes(conn, tenant_id)
     known: dict[int, frozenset[str]] = {}
 
     def of(entry_id: int, text: str) -> frozenset[str]:

@@ -25,7 +25,7 @@ import apsw
 
 from arbiter.entities.extract import sentence_start
 from arbiter.recall.query import quote
-from arbiter.store import fts
+from arbiter.store import fts, users
 from arbiter.store.users import Viewer
 
 #: Entries read per word: the most recent ones holding it in any case.
@@ -34,7 +34,7 @@ DEPTH = 30
 
 def _indexes(conn: apsw.Connection, v: Viewer) -> list[tuple[int, int | None]]:
     if v.solo or v.everyone:
-        return [(r[0], None) for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (v.tenant_id,))]
+        return [(s, None) for s in users.tenant_scopes(conn, v.tenant_id)]
     return v.indexes()
 
 

@@ -28,7 +28,7 @@ from arbiter.model import FactHit, RecallParams
 from arbiter.recall import _rank
 from arbiter.recall.query import STOPWORDS, analyze, expression, quote, tokenizer
 from arbiter.facts.store import known_join, sources_sql
-from arbiter.store import engine
+from arbiter.store import engine, users
 from arbiter.store.users import Viewer
 
 #: Fact hits returned at most (fewer when `limit` is smaller).
@@ -49,7 +49,7 @@ def scopes_match(conn: apsw.Connection, v: Viewer) -> str:
     In the MATCH itself, so the best `DEPTH` matches are all the caller's.
     """
     if v.everyone:
-        whole = [(r[0], None) for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ?", (v.tenant_id,))]
+        whole = [(s, None) for s in users.tenant_scopes(conn, v.tenant_id)]
     else:
         whole = v.indexes()
     terms = [quote(f"s{s}") if author is None else f"({quote(f's{s}')} AND {quote(f'u{author}')})"

@@ -29,7 +29,7 @@ import apsw
 import msgspec
 
 from arbiter.model import TagCooccurrence, TagCount, TagPair
-from arbiter.store import engine
+from arbiter.store import engine, users
 from arbiter.store.users import Viewer
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ _memo_lock = threading.Lock()
 def scopes(conn: apsw.Connection, v: Viewer) -> tuple[int, ...]:
     """The scopes whose tags `v` counts: those it sees whole (every scope of the tenant for upkeep)."""
     if v.everyone:
-        return tuple(r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ? ORDER BY id", (v.tenant_id,)))
+        return tuple(users.tenant_scopes(conn, v.tenant_id))
     return v.scopes
 
 

@@ -84,6 +84,11 @@ class Viewer:
         return [(s, None) for s in self.scopes] + [(s, self.user_id) for s in self.left]
 
 
+def tenant_scopes(conn: apsw.Connection, tenant_id: int) -> list[int]:
+    """Every scope of a tenant, in id order: every index the whole tenant's upkeep searches or counts."""
+    return [r[0] for r in conn.execute("SELECT id FROM scopes WHERE tenant_id = ? ORDER BY id", (tenant_id,))]
+
+
 def whole_tenant(tenant_id: int) -> Viewer:
     """A viewer that sees the whole tenant: for upkeep the daemon does on its own, never for a caller."""
     return Viewer(tenant_id, 0, "", everyone=True)
