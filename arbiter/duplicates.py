@@ -138,16 +138,8 @@ def register(conn: apsw.Connection) -> None:
 
 
 def _insert(conn: apsw.Connection, tenant_id: int, rows: list[tuple[int, int]]) -> None:
-    """Write a tenant's (key, entry id) rows, an idle step's in one statement on PostgreSQL (a statement an entry
-    was most of the `sketch` deriver's time there). Two arrays, not a row of placeholders each: psycopg converts a
-    statement of more than 50 parameters anew every time, which cost more than the round trips saved."""
-    if not rows:
-        return
-    if engine.is_postgresql(conn):
-        conn.execute("INSERT INTO entry_sketches(tenant_id, key, entry_id) SELECT ?, u.k, u.e "
-                     "FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[])) AS u(k, e) ON CONFLICT DO NOTHING",
-                     (tenant_id, [k for k, _ in rows], [e for _, e in rows]))
-        return
+    """Write a tenant's (key, entry id) rows: an idle step's in one statement on PostgreSQL (a statement an entry
+    was most of the `sketch` deriver's time there)."""
     conn.executemany("INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                      [(tenant_id, k, e) for k, e in rows])
 

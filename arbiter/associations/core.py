@@ -31,7 +31,7 @@ import apsw
 
 from arbiter.model import Association, LinkCandidate
 from arbiter.recall.query import STOPWORDS, TOKENIZER, quote, tokenizer
-from arbiter.store import engine, fts, users
+from arbiter.store import fts, users
 from arbiter.store.tokens import tokenizing
 from arbiter.store.users import Viewer
 
@@ -287,17 +287,7 @@ def _auto(mine: frozenset[str], theirs: list[tuple[int, frozenset[str]]]) -> lis
 
 
 def _store(conn: apsw.Connection, tenant_id: int, edges: list[tuple[int, int, float]], now: int) -> None:
-    """Write similarity edges (a, b, weight) of a tenant: an idle step's in one statement on PostgreSQL, as arrays
-    (duplicates.py `_insert` says why)."""
-    if not edges:
-        return
-    if engine.is_postgresql(conn):
-        conn.execute("INSERT INTO associations(tenant_id, a, b, weight, created_at) SELECT ?, u.a, u.b, u.w, ? "
-                     "FROM unnest(CAST(? AS bigint[]), CAST(? AS bigint[]), CAST(? AS double precision[])) "
-                     "AS u(a, b, w) ON CONFLICT DO NOTHING",
-                     (tenant_id, now, [a for a, _, _ in edges], [b for _, b, _ in edges],
-                      [round(w, 4) for _, _, w in edges]))
-        return
+    """Write similarity edges (a, b, weight) of a tenant: an idle step's in one statement on PostgreSQL."""
     conn.executemany(
         "INSERT INTO associations(tenant_id, a, b, weight, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [(tenant_id, a, b, round(w, 4), now) for a, b, w in edges],

@@ -277,11 +277,6 @@ def _insert_many(conn: apsw.Connection, v: Viewer, rows: list[list], keys: list[
 def _fingerprints(conn: apsw.Connection, tenant_id: int, ids: list[int], keys: list[int]) -> None:
     """The new entries' duplicate fingerprints, written with them: the one key of theirs not a deriver's
     (arbiter/derive.py), since a batch's duplicate check must find the entries written just before it."""
-    if engine.is_postgresql(conn):  # one statement, not a round trip per row (executemany)
-        conn.execute("INSERT INTO entry_sketches(tenant_id, key, entry_id) SELECT ?, u.key, u.entry_id "
-                     "FROM unnest(?::bigint[], ?::bigint[]) AS u(key, entry_id) ON CONFLICT DO NOTHING",
-                     (tenant_id, keys, ids))
-        return
     conn.executemany("INSERT INTO entry_sketches(tenant_id, key, entry_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                      list(zip([tenant_id] * len(ids), keys, ids)))
 

@@ -206,19 +206,25 @@ def test_an_entrys_names_are_read_in_one_statement(pg, monkeypatch):
                       (v.tenant_id, other)).fetchone()[0] == 3
 
 
-def test_a_few_rows_inserted_by_executemany_go_as_one_statement_but_an_upsert_stays_row_by_row(pg, monkeypatch):
-    pg.execute("CREATE TEMP TABLE few(k bigint PRIMARY KEY, n bigint)")
+def test_rows_inserted_by_executemany_go_as_one_statement_of_arrays_but_an_upsert_stays_row_by_row(pg, monkeypatch):
+    pg.execute("CREATE TEMP TABLE few(k bigint PRIMARY KEY, n bigint, w double precision, s text)")
     sent: list[str] = []
     monkeypatch.setattr(Connection, "trace", sent.append)
+    # More rows than a statement of a placeholder per value would hold, a float column given ints as well, NULLs.
+    rows = [(k, 1, 0.5 if k % 2 else 1, None if k % 3 else f"s{k}") for k in range(300)] + [(1, 9, 9.0, "again")]
     with pg:
-        pg.executemany("INSERT INTO few(k, n) VALUES (?, ?) ON CONFLICT DO NOTHING", [(1, 1), (2, 1), (1, 5)])
+        pg.executemany("INSERT INTO few(k, n, w, s) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)
         # Successive upserts of one key add up; one statement could not apply DO UPDATE to a row twice.
         pg.executemany("INSERT INTO few(k, n) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET n = few.n + excluded.n",
                        [(2, 1), (2, 1)])
     inserts = [s for s in sent if s.startswith("INSERT INTO few")]
-    assert len(inserts) == 2 and "VALUES (%s, %s),(%s, %s),(%s, %s) ON CONFLICT DO NOTHING" in inserts[0]
+    assert len(inserts) == 2 and "unnest(" in inserts[0] and inserts[0].count("%s") == 4
     assert "VALUES (%s, %s) ON CONFLICT (k)" in inserts[1]
-    assert pg.execute("SELECT k, n FROM few ORDER BY k").fetchall() == [(1, 1), (2, 3)]
+    assert pg.execute("SELECT count(*), sum(n), sum(w), count(s) FROM few").fetchone() == (300, 302, 225.0, 100)
+    assert pg.execute("SELECT n, w, s FROM few WHERE k = 1").fetchone() == (1, 0.5, None)
+    with pytest.raises(psycopg.ProgrammingError, match="another length"), pg:
+        pg.executemany("INSERT INTO few(k, n) VALUES (?, ?)", [(500, 1), (501,)])
+    assert pg.execute("SELECT count(*) FROM few WHERE k >= 500").fetchone() == (0,)
 
 
 def test_a_request_reads_who_its_caller_is_with_the_token_and_not_again(pg, monkeypatch):

@@ -56,9 +56,13 @@ def translate(sql: str) -> tuple[str, bool]:
     return _TOKENS.sub(one, sql), named
 
 
-# An INSERT of one row of plain placeholders (no DO UPDATE): what `executemany` sends as one statement for a few rows.
-_ONE_ROW = re.compile(r"(INSERT\s[^;]*?\bVALUES\s*)(\([?,\s]*\))((?:(?!DO\s+UPDATE)[^;])*)\Z", re.S | re.I)
-_FEW = 64
+# An INSERT of one row of plain placeholders into named columns (no DO UPDATE): what `executemany` sends as one
+# statement of a column array each, whatever the number of rows.
+_ONE_ROW = re.compile(
+    r"INSERT\s+INTO\s+(\w+)\s*\(([\w\s,]+)\)\s*VALUES\s*\(([?,\s]*)\)((?:(?!DO\s+UPDATE)[^;?])*)\Z", re.S | re.I
+)
+#: Column types PostgreSQL stores as floating point: a column of them may be given ints too (a weight of 1).
+_FLOATS = frozenset({"double precision", "real"})
 
 
 class Cursor:
@@ -106,6 +110,7 @@ class Connection:
         self._begin = "BEGIN"  # what the next outermost `with conn:` sends (`snapshot` sets it for one transaction)
         #: Scope id -> tenant id, as this session has read them (a scope never changes tenant): store/pg/indexing.py.
         self.scope_tenants: dict[int, int] = {}
+        self._types: dict[str, dict[str, str]] = {}  # `_column_types`
         #: The tenant whose full-text queue `settle` takes first, with the tenants the queue's triggers noted: the one
         #: the writer said it writes for (`engine.writing_for`), else the one it settled last (store/pg/indexing.py).
         self.settled_tenant: int | None = None
@@ -159,18 +164,24 @@ class Connection:
         if not rows:  # nothing to send (an entry that names no entity): not even psycopg's setup
             self._changes = 0
             return
-        values = _ONE_ROW.match(sql)
-        if values is not None and not translate(sql)[1]:
-            # Rows of a plain INSERT go _FEW to a statement (an entry's band keys and entity links, a batch of
-            # recalls' access log): psycopg's executemany pipeline is a statement a row, each parsed, executed and
-            # answered, which costs more than it saves. Not with DO UPDATE, which one statement may not apply
-            # twice to a row, as successive ones may.
-            changes = 0
-            for at in range(0, len(rows), _FEW):
-                chunk = rows[at:at + _FEW]
-                self.execute(values[1] + ",".join([values[2]] * len(chunk)) + values[3], [x for r in chunk for x in r])
-                changes += self._changes
-            self._changes = changes
+        insert = _ONE_ROW.match(sql)
+        if insert is not None and insert[3].count("?") == len(names := [n.strip() for n in insert[2].split(",")]):
+            # A plain INSERT's rows go as one statement of a column array each (an entry's band keys, an idle
+            # step's edges, a batch of recalls' access log): psycopg's executemany pipeline is a statement a row,
+            # each parsed, executed and answered, and a statement of a placeholder per value is converted anew
+            # each time past psycopg's 50 parameters. Not with DO UPDATE, which one statement may not apply twice
+            # to a row, as successive ones may.
+            if any(len(row) != len(names) for row in rows):
+                raise psycopg.ProgrammingError(f"{len(names)} columns, but a row of another length: {sql}")
+            types = self._column_types(insert[1])
+            columns = []
+            for name, column in zip(names, zip(*rows)):
+                kind = types[name.lower()]
+                if kind in _FLOATS:  # psycopg refuses a list mixing ints and floats
+                    column = [float(x) if type(x) is int else x for x in column]
+                columns.append(list(column))
+            arrays = ", ".join(f"CAST(? AS {types[n.lower()]}[])" for n in names)
+            self.execute(f"INSERT INTO {insert[1]}({insert[2]}) SELECT * FROM unnest({arrays}){insert[4]}", columns)
             return
         with self._pg.cursor() as cur:
             query, named = translate(sql)
@@ -180,6 +191,14 @@ class Connection:
                 rows = [r if isinstance(r, dict) else {str(i): x for i, x in enumerate(r, start=1)} for r in rows]
             cur.executemany(query, rows)
             self._changes = max(cur.rowcount, 0)
+
+    def _column_types(self, table: str) -> dict[str, str]:
+        """A table's column name -> type as SQL writes it (`bigint`, `double precision`), read once a session."""
+        if (types := self._types.get(table)) is None:
+            types = self._types[table] = dict(self.execute(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = CAST(? AS regclass) AND attnum > 0 AND NOT attisdropped", (table,)))
+        return types
 
     def last_insert_rowid(self) -> int:
         """The id the session's last INSERT took from a table's identity sequence."""
