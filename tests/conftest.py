@@ -221,6 +221,24 @@ class DaemonProcess:
         return code
 
 
+@contextlib.contextmanager
+def engine_daemon(request, home: Path):
+    """A daemon for `home` on its SQLite file, or, for a module fixture a test parametrizes indirectly with
+    "postgresql", on a fresh PostgreSQL database (dropped after): one test of a module reruns on the second
+    engine without the module's other tests."""
+    url = None
+    if getattr(request, "param", "sqlite") == "postgresql":
+        databases = request.getfixturevalue("pg_databases")
+        url = databases.create()
+    d = DaemonProcess(home, args=("--db", url) if url else ()).start()
+    try:
+        yield d
+    finally:
+        d.stop()
+        if url:
+            databases.drop(url)
+
+
 @pytest.fixture
 def home():
     # Short paths: a unix socket path must fit in 108 bytes.

@@ -10,18 +10,18 @@ import pytest
 
 from arbiter.client import Client
 from tests import corpus
-from tests.conftest import DaemonProcess
+from tests.conftest import DaemonProcess, engine_daemon
 
 
 @pytest.fixture(scope="module")
-def memory():
-    """A daemon holding the fixture corpus (module-scoped: built once per module), and the built corpus."""
+def memory(request):
+    """A daemon holding the fixture corpus (module-scoped: built once per module), and the built corpus; on
+    PostgreSQL for a test that parametrizes it indirectly with "postgresql" (`engine_daemon`)."""
     home = Path(tempfile.mkdtemp(prefix="arb-"))
-    d = DaemonProcess(home).start()
-    with d.client() as c:
-        built = corpus.build(c)
-    yield d, built
-    d.stop()
+    with engine_daemon(request, home) as d:
+        with d.client() as c:
+            built = corpus.build(c)
+        yield d, built
     shutil.rmtree(home, ignore_errors=True)
 
 

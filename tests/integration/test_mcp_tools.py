@@ -15,6 +15,7 @@ from pathlib import Path
 
 import anyio
 import jsonschema
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from arbiter import paths
@@ -98,6 +99,7 @@ ORDER = ["update", "link", "unlink", "reply", "share", "unshare", "entity_merge"
 LAST = ["forget", "restore"]
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_every_tool_works_with_good_arguments_and_matches_its_output_schema(memory):
     daemon, built = memory
 

@@ -22,7 +22,7 @@ import pytest
 
 from arbiter.client import Client
 from arbiter.ui.server import UIServer
-from tests.conftest import DaemonProcess, wait_for
+from tests.conftest import DaemonProcess, engine_daemon, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -40,12 +40,12 @@ LONG = "\n".join(f"Line {n} of the budget review: invoices, payments and the con
 
 
 @pytest.fixture(scope="module")
-def shared():
-    """The module's daemon (a real process on a real socket)."""
+def shared(request):
+    """The module's daemon (a real process on a real socket); on PostgreSQL for a test that parametrizes it
+    indirectly with "postgresql" (`engine_daemon`)."""
     home = Path(tempfile.mkdtemp(prefix="arb-"))
-    d = DaemonProcess(home).start()
-    yield d
-    d.stop()
+    with engine_daemon(request, home) as d:
+        yield d
     shutil.rmtree(home, ignore_errors=True)
 
 
@@ -130,6 +130,7 @@ def test_nothing_is_served_without_the_token(ui):
     assert status == 200 and b"force-graph.min.js" in body
 
 
+@pytest.mark.parametrize("shared", ["sqlite", "postgresql"], indirect=True)
 def test_api_reads_the_memory_through_the_client(ui, memory):
     status, body = _get(ui.url + "api/graph")
     graph = json.loads(body)
