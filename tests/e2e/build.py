@@ -22,7 +22,8 @@ BINARY = OUT / "dist" / "arbiter"
 def _source_stamp() -> str:
     digest = hashlib.sha256()
     sources = [ROOT / "build.spec", ROOT / "pyproject.toml", *(ROOT / "packaging").glob("*.py"),
-               *(ROOT / "arbiter").rglob("*.py"), *(ROOT / "arbiter" / "ui" / "static").iterdir()]
+               *(ROOT / "arbiter").rglob("*.py"), *(ROOT / "arbiter").rglob("*.sql"),
+               *(ROOT / "arbiter" / "ui" / "static").iterdir()]
     for path in sorted(sources):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()

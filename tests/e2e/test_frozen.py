@@ -6,6 +6,7 @@ the sources are unchanged, started in the background as soon as the suite has co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import apsw
+import psycopg
 import pytest
 
 from arbiter.store import text
@@ -64,23 +66,34 @@ class Cli:
         return json.loads(self(*args, "--json").stdout)
 
 
+@contextlib.contextmanager
+def _serving(frozen: Path, home: Path, *args: str):
+    """`serve` by the executable (with `args`) until the block ends: (its Cli, its process)."""
+    cli = Cli([str(frozen)], home)
+    proc = subprocess.Popen([str(frozen), "serve", *args], env=cli.env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        _wait(lambda: _ping(home / "arbiter.sock") or proc.poll() is not None)
+        assert proc.poll() is None, proc.stderr.read().decode()
+        yield cli, proc
+    finally:
+        if proc.poll() is None:
+            # SIGTERM, not SIGKILL: the one-file executable is a bootloader whose
+            # child is the daemon; it forwards SIGTERM, while a SIGKILL would
+            # orphan the child.
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        proc.stderr.close()
+
+
 @pytest.fixture
 def served(frozen, home):
-    cli = Cli([str(frozen)], home)
-    proc = subprocess.Popen([str(frozen), "serve"], env=cli.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _wait(lambda: _ping(home / "arbiter.sock"))
-    yield cli, proc
-    if proc.poll() is None:
-        # SIGTERM, not SIGKILL: the one-file executable is a bootloader whose
-        # child is the daemon; it forwards SIGTERM, while a SIGKILL would
-        # orphan the child.
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    proc.stderr.close()
+    with _serving(frozen, home) as both:
+        yield both
 
 
 def test_frozen_binary_serves_and_answers_every_core_command(served, home):
@@ -109,6 +122,23 @@ def test_frozen_binary_serves_and_answers_every_core_command(served, home):
     text.register(conn)  # the check computes the generated `content` column (store/text.py)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     conn.close()
+
+
+def test_frozen_binary_serves_a_new_postgresql_database(frozen, home, pg_databases):
+    """The one file carries the PostgreSQL engine whole: its driver and its schema steps, which a new database
+    is given at the first start."""
+    url = pg_databases.create(empty=True)
+    try:
+        with _serving(frozen, home, "--db", url) as (cli, proc):
+            made = cli.json("remember", "--type", "project", "--title", "Frozen on PostgreSQL",
+                            "--content", "The executable serves a shared database")
+            assert [h["id"] for h in cli.json("recall", "shared database")["hits"]] == [made["id"]]
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(15) == 0
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT id, title FROM entries").fetchall() == [(made["id"], "Frozen on PostgreSQL")]
+    finally:
+        pg_databases.drop(url)
 
 
 def test_frozen_binary_behaves_like_python_m_arbiter(served, home):
