@@ -798,7 +798,8 @@ class MaintenanceReport(Struct, kw_only=True):
     `retired`: entries retired for low salience (each with its reason
     recorded; `restore` brings one back). `fts_merged`: index pages merged
     (the daemon's idle compaction usually leaves none). `wal_checkpointed`:
-    the WAL was copied back into the database file.
+    the WAL was copied back into the database file; None on PostgreSQL,
+    whose WAL is the server's.
     """
 
     at: str
@@ -810,7 +811,7 @@ class MaintenanceReport(Struct, kw_only=True):
     entity_clusters: int
     access_log_pruned: int
     fts_merged: bool
-    wal_checkpointed: bool
+    wal_checkpointed: bool | None
     duration_ms: float
 
 

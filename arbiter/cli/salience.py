@@ -14,7 +14,8 @@ def maintenance_line(r) -> str:
         counted(r.salience_computed, "entry", "entries"), f"average salience {avg}", f"retired {len(r.retired)}",
         counted(r.entity_clusters, "entity cluster"), f"{counted(r.access_log_pruned, 'access log row')} pruned",
         "index merged" if r.fts_merged else "index already merged",
-        "WAL checkpointed" if r.wal_checkpointed else "WAL not fully checkpointed",
+        *([] if r.wal_checkpointed is None else  # PostgreSQL: the server's WAL
+          ["WAL checkpointed" if r.wal_checkpointed else "WAL not fully checkpointed"]),
         f"{r.duration_ms:.0f} ms",
     ]
     return f"{r.at} ({r.trigger}): " + ", ".join(parts)

@@ -12,7 +12,8 @@ from arbiter import derive
 from arbiter.entities import clusters
 from arbiter.errors import NotFound
 from arbiter.model import RememberParams
-from arbiter.store import entries, tenants, users
+from arbiter.cli.salience import maintenance_line
+from arbiter.store import engine, entries, tenants, users
 from arbiter.server.runner import Caller, Runner
 from tests.unit.conftest import execute
 
@@ -101,6 +102,19 @@ def test_remember_sets_salience_and_reinforce_adds(db, tenant):
     info = run(db, tenant, "reinforce", id=high.id)
     assert (info.initial, info.permanent, info.reinforcements, info.salience) == (0.9, True, 1, 0.9)
     assert run(db, tenant, "reinforce", id=plain.id).salience == pytest.approx(0.75)
+
+
+def test_maintenance_speaks_of_a_wal_only_where_it_checkpoints_one(db, tenant):
+    """SQLite's WAL is the file's, checkpointed by `maintain`; PostgreSQL's is the server's: its report says
+    nothing of one, rather than "not fully checkpointed" after every run."""
+    remember(db, tenant, "A note to keep")
+    report = run(db, tenant, "maintain")
+    stored = run(db, tenant, "status").last_maintenance
+    line = maintenance_line(report)
+    if engine.is_postgresql(db):
+        assert report.wal_checkpointed is None and stored.wal_checkpointed is None and "WAL" not in line
+    else:
+        assert report.wal_checkpointed is True and stored.wal_checkpointed is True and "WAL checkpointed" in line
 
 
 def test_reinforce_refuses_missing_retired_and_foreign(db, tenant):

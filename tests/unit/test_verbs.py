@@ -116,7 +116,7 @@ def _comparable(name: str, answer):
     if name == "tenant_list":
         return msgspec.structs.replace(answer, db_bytes=0)
     if name == "maintain":  # FTS5's merge and the WAL are SQLite's; the time taken is the machine's
-        return msgspec.structs.replace(answer, fts_merged=False, wal_checkpointed=False, duration_ms=0)
+        return msgspec.structs.replace(answer, fts_merged=False, wal_checkpointed=None, duration_ms=0)
     if name == "status":
         last = answer.last_maintenance and _comparable("maintain", answer.last_maintenance)
         return msgspec.structs.replace(answer, schema_version=0, last_maintenance=last)
