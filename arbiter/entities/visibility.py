@@ -62,7 +62,7 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     if whole(v):
         return f"{x}.created_at", f"{x}.updated_at"
     seen = (
-        "SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
+        "SELECT e.recorded_at AS seen_at FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
         "AND e.id = l.entry_id "
         f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
@@ -75,15 +75,17 @@ def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str
     entries `v` sees naming it: `first_entry` and `last_entry` are the earliest and latest of their `recorded_at`
     (NULL if none), so only the facts are read here."""
     facts = " ".join(f"UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
-    seen = f"SELECT {first_entry} AS t UNION ALL SELECT {last_entry} {facts}"
+    seen = f"SELECT {first_entry} AS seen_at UNION ALL SELECT {last_entry} {facts}"
     return _dates(x, seen)
 
 
 def _dates(x: str, seen: str) -> tuple[str, str]:
-    """SQL: (created_at, updated_at) of the entities row `x` from the times `t` of `seen` (NULLs ignored): the
-    earliest and the latest, neither before the row's created_at (then the row's created_at)."""
-    return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}) s)",
-            f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}) s)")
+    """SQL: (created_at, updated_at) of the entities row `x` from the times `seen_at` of `seen` (NULLs ignored): the
+    earliest and the latest, neither before the row's created_at (then the row's created_at). The names are
+    this module's own: a caller's alias `x` (`relation_times_sql` reads its ends as `s` and `t`) is hidden
+    inside the subquery by any alias the subquery declares, and PostgreSQL does not look past it (SQLite does)."""
+    return (f"(SELECT max({x}.created_at, coalesce(min(seen_at), {x}.created_at)) FROM ({seen}) seen_times)",
+            f"(SELECT max({x}.created_at, coalesce(max(seen_at), {x}.created_at)) FROM ({seen}) seen_times)")
 
 
 def links_sql(tenant_id: int, n: int) -> str:
@@ -131,7 +133,8 @@ def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
     """
     if whole(v):
         return f"{r}.created_at", f"{r}.updated_at"
-    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.id = {r}.{end}_id)"
+    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} "
+            f"WHERE {e}.tenant_id = {r}.tenant_id AND {e}.id = {r}.{end}_id)"
             for e, end in (("s", "source"), ("t", "target"))]
     created = f"max({r}.created_at, max({ends[0]}, {ends[1]}))"
     return created, f"max({r}.updated_at, {created})"

@@ -45,6 +45,25 @@ def test_a_writer_s_names_never_meet_an_entity_only_another_user_sees(db, tenant
     assert [m.id for m in write(ann, "we deploy Zephyr today").entities] == [known["Zephyr"]]
 
 
+def test_a_relation_is_dated_for_a_user_of_part_of_the_tenant_by_when_they_met_both_ends(db, tenant):
+    """`entity show` and the export date a relation for a user who does not see the whole tenant by the later of
+    its own time and when they first saw each end: ann's private note named both ends first."""
+    with db:
+        ann, ben = (users.create_user(db, tenant, name, now=NOW)[0] for name in ("ann", "ben"))
+    for user, at in ((ann, NOW), (ben, NOW + 100)):
+        execute(db, tenant, "remember", dict(type="project", title="Stack", content="Apollo runs on Zephyr",
+                                             entities=["Apollo", "Zephyr"]), now=at, user_id=user)
+    execute(db, tenant, "entity_relate", dict(source="Apollo", relation="depends_on", target="Zephyr"),
+            now=NOW + 10, user_id=ann)
+    shown = execute(db, tenant, "entity_show", dict(name="Apollo"), now=NOW + 200, user_id=ben)
+    assert [(r.relation, r.target.name, r.created_at) for r in shown.relations] == [
+        ("depends_on", "Zephyr", format_time(NOW + 100))]
+    page = execute(db, tenant, "export_page", dict(kind="entity_relation"), now=NOW + 200, user_id=ben)
+    assert [msgspec.json.decode(r)["created_at"] for r in page.records] == [format_time(NOW + 100)]
+    mine = execute(db, tenant, "entity_show", dict(name="Apollo"), now=NOW + 200, user_id=ann)
+    assert [r.created_at for r in mine.relations] == [format_time(NOW + 10)]
+
+
 @pytest.mark.parametrize("db, seed, share", every_seed_on_sqlite([(1, 0.6), (2, 0.6), (3, 0.3), (4, 0.45)]),
                          indirect=["db"])
 def test_a_users_list_ranks_by_the_mentions_they_see_though_others_mention_more(db, tenant, seed, share):
