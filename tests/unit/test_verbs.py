@@ -89,6 +89,22 @@ SCRIPT: list[tuple[str, str, dict]] = [
     ("alice", "get", {"id": 6}),
     ("alice", "status", {}),
     ("alice", "tenant_list", {}),
+    # Entities and facts as read by a user who sees part of the tenant: their dates, counts and relations are
+    # worked out from what that user sees (entities/visibility.py), in SQL the whole tenant's reads never run.
+    ("alice", "remember", {"type": "project", "title": "Stack", "content": "Apollo runs on Zephyr.",
+                           "entities": ["Apollo", "Zephyr"]}),  # 12
+    ("alice", "entity_relate", {"source": "Apollo", "relation": "depends_on", "target": "Zephyr"}),
+    ("bob", "remember", {"type": "project", "title": "Upgrade", "content": "Zephyr 2.1 is out for Apollo.",
+                         "entities": ["Zephyr", "Apollo"]}),  # 13
+    ("bob", "facts_propose", {"facts": [{"subject": "Zephyr", "predicate": "version", "object": "2.1",
+                                         "sources": [13]}], "apply": True}),
+    ("bob", "entities", {}),
+    ("bob", "entity_show", {"name": "Apollo"}),
+    ("bob", "graph_view", {"view": "entities"}),
+    ("bob", "facts", {}),
+    ("bob", "export_page", {"kind": "entity"}),
+    ("bob", "export_page", {"kind": "entity_relation"}),
+    ("bob", "export_page", {"kind": "fact"}),
 ]
 
 
