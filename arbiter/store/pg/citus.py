@@ -12,9 +12,11 @@ placed without a list to edit here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from arbiter.errors import InvalidParams
 from arbiter.store import engine
+from arbiter.store.pg import db
 
 #: The directory: small, read at every request and written rarely, so copied to every node.
 DIRECTORY = frozenset({"tenants", "users", "teams", "team_members", "scopes", "settings", "schema_version"})
@@ -26,8 +28,9 @@ ANCHOR = "entries"
 @dataclass
 class Placed:
     """What `distribute` did: the tables it made reference and distributed tables now (those already placed are
-    left as they are), and the worker nodes the cluster has."""
+    left as they are), the Citus version and the worker nodes the cluster has."""
 
+    citus: str
     reference: list[str] = field(default_factory=list)
     distributed: list[str] = field(default_factory=list)
     workers: int = 0
@@ -70,17 +73,36 @@ def layout(conn) -> tuple[list[str], list[str]]:
     return reference, distributed
 
 
-def distribute(conn, *, say=lambda _: None) -> Placed:
-    """Make a migrated Arbiter database on a Citus coordinator hold its tables as Arbiter's layout places them;
-    tables already placed are left alone, so running it again after a schema step places only the new ones."""
-    if not engine.is_postgresql(conn) or citus_version(conn) is None:
+def require_citus(conn) -> str:
+    """The Citus version of the database `conn` is on; InvalidParams if it has none (nothing is written)."""
+    version = citus_version(conn) if engine.is_postgresql(conn) else None
+    if version is None:
         raise InvalidParams(
-            "this database has no Citus (CREATE EXTENSION citus on the coordinator and every worker, and add the "
-            "workers with citus_add_node): `arbiter distribute` spreads tenants over a Citus cluster only",
-            path="db")
-    if conn.execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:
-        raise InvalidParams("this database holds no Arbiter schema yet: `arbiter serve --db URL` or "
-                            "`arbiter migrate --to URL` sets it up first", path="db")
+            "this database has no Citus extension: create it on the coordinator and every worker (CREATE "
+            "EXTENSION citus) and add the workers (SELECT citus_add_node(...)) first; a plain PostgreSQL database "
+            "needs no distributing", path="db")
+    return version
+
+
+def distribute(url: str, *, say: Callable[[str], None] = lambda _: None) -> Placed:
+    """Set up (or upgrade) the Arbiter database at `url` on a Citus coordinator and place its tables as the
+    layout says; a database without Citus is refused before anything is written."""
+    conn = db.connect(url)
+    try:
+        require_citus(conn)
+    finally:
+        conn.close()
+    conn = db.open_database(url, say=say)
+    try:
+        return place(conn, say=say)
+    finally:
+        conn.close()
+
+
+def place(conn, *, say: Callable[[str], None] = lambda _: None) -> Placed:
+    """Make a migrated Arbiter database on a Citus coordinator hold its tables as the layout places them; tables
+    already placed are left alone, so running it again after a schema step places only the new ones."""
+    require_citus(conn)
     workers = conn.execute("SELECT count(*) FROM pg_dist_node WHERE noderole = 'primary' AND isactive "
                            "AND groupid <> 0").fetchone()[0]
     # The tables' triggers keep a tenant's derived rows (revisions, the tag graph, the full-text queue) in the
@@ -92,7 +114,7 @@ def distribute(conn, *, say=lambda _: None) -> Placed:
     conn.execute(f'ALTER DATABASE "{database}" SET citus.enable_unsafe_triggers = on')
     reference, distributed = layout(conn)
     placed = _placed(conn)
-    done = Placed(workers=workers)
+    done = Placed(citus=citus_version(conn), workers=workers)
     # Citus places a table only after those it refers to, and makes a plain table that refers to a new reference
     # table a "Citus local" one, which it then cannot distribute while it has an identity column (every id here).
     # So the foreign keys that touch a table still to place are set aside and made again once all are placed
