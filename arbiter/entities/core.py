@@ -159,7 +159,7 @@ _PG_TRIGRAMS = ("t AS (INSERT INTO entity_trigrams(tenant_id, gram, name_id) SEL
 def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
-    if engine.is_postgresql(conn):
+    if engine.writes_in_with(conn):
         return conn.execute(
             f"WITH n AS (INSERT INTO {_NAME_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id), {_PG_TRIGRAMS}"
             "SELECT id FROM n",
@@ -192,7 +192,7 @@ def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "oth
 
 def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now: int) -> tuple[int, int]:
     """`create`, and the id of its name's row."""
-    if engine.is_postgresql(conn):
+    if engine.writes_in_with(conn):
         form = nm.norm(name)
         grams = nm.trigrams(form)
         return conn.execute(

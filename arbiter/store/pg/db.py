@@ -29,9 +29,12 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
     except psycopg.OperationalError as e:
         reason = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
         raise Unavailable(f"cannot reach PostgreSQL at {engine.shown(url)}: {reason}") from None
-    # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite.
-    pg.execute("SET TIME ZONE 'UTC'")
+    # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite. In the same round trip:
+    # whether Citus runs this database (its catalog is there), where a few writes take another form (store/pg/citus.py).
+    citus = pg.execute("SELECT set_config('TimeZone', 'UTC', false), "
+                       "to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").fetchone()[1]
     conn = Connection(pg, dsn=url)
+    conn.citus = citus
     # Whoever writes through this session, its full text is indexed before each commit (store/pg/indexing.py).
     conn.before_commit.append(indexing.settle)
     return conn
