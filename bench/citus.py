@@ -149,7 +149,7 @@ def verbs_through_socket(c) -> list[tuple[str, str]]:
                                                      "Thursdays now.", tags=["deploy"], supersedes_ids=[fid]))
     step("get (as_of)", lambda: c.get(fid, as_of=first.recorded_at) if first else None)
     step("history", lambda: c.history(fid))
-    step("reply", lambda: c.reply(fid, "Thursday works."))
+    step("reply", lambda: c.reply((state.get("remember_many") or [fid])[2], "Ticket 2 is done."))
     step("forget", lambda: c.forget((state.get("remember_many") or [fid])[0]))
     step("restore", lambda: c.restore((state.get("remember_many") or [fid])[0]))
     step("link", lambda: c.link(fid, "causes", (state.get("remember_many") or [fid])[1]))
@@ -164,7 +164,7 @@ def verbs_through_socket(c) -> list[tuple[str, str]]:
     step("briefing", lambda: c.briefing())
     step("purge", lambda: c.purge((state.get("remember_many") or [fid])[-1]))
     step("status", lambda: c.status())
-    step("tenant_list", lambda: c.tenant_list())
+    step("whoami", lambda: c.whoami())
     return out
 
 
