@@ -20,8 +20,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-#: Reference tables: the directory every request reads, the same on every node.
-REFERENCE = frozenset({"tenants", "users", "teams", "team_members", "scopes", "settings", "schema_version"})
+from arbiter.store.pg.citus import DIRECTORY
+
+#: Reference tables: the directory every request reads, the same on every node (`arbiter distribute` places them).
+REFERENCE = DIRECTORY
 
 
 def _conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
