@@ -512,7 +512,10 @@ def _columns(conn: apsw.Connection, v: Viewer, dated: str | None = None) -> str:
         if not whole(v):  # not an assert: `python -O` would strip it, and a partial viewer would get the tenant's dates
             raise RuntimeError("a viewer of part of the tenant is dated by what they see (_rows)")
         dated = f"x.created_at, x.updated_at, {mentions_sql(v)}"
-    known = f"FROM entity_names n WHERE n.tenant_id = x.tenant_id AND n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
+    # The tenant as a constant, not `= x.tenant_id`: Citus pins a subquery of the SELECT list to one shard only so
+    # (the correlated form went to every shard).
+    known = (f"FROM entity_names n WHERE n.tenant_id = {int(v.tenant_id)} AND n.entity_id = x.id AND n.is_alias != 0 "
+             f"AND {names_sql(v)[0]}")
     if engine.is_postgresql(conn):
         aliases = f"(SELECT coalesce(json_agg(n.name ORDER BY n.id)::text, '[]') {known})"
     else:

@@ -159,7 +159,8 @@ def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
 def mentions_sql(v: Viewer, x: str = "x") -> str:
     """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
     if whole(v):
-        return f"(SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {x}.tenant_id AND l.entity_id = {x}.id)"
+        # The tenant as a constant: Citus pins a subquery of the SELECT list to one shard only so (see core._columns).
+        return f"(SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {int(v.tenant_id)} AND l.entity_id = {x}.id)"
     return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
             f"WHERE l.entity_id = {x}.id AND {v.sees('e')})")
 
