@@ -105,13 +105,6 @@ def place(conn, *, say: Callable[[str], None] = lambda _: None) -> Placed:
     require_citus(conn)
     workers = conn.execute("SELECT count(*) FROM pg_dist_node WHERE noderole = 'primary' AND isactive "
                            "AND groupid <> 0").fetchone()[0]
-    # The tables' triggers keep a tenant's derived rows (revisions, the tag graph, the full-text queue) in the
-    # same tenant's other tables: on a colocated shard, the same node, which is what Citus calls unsafe triggers
-    # (it cannot prove the colocation). Citus refuses to distribute a table with triggers, and a later schema step
-    # to create one on it, without this setting; set for the database, it holds for `arbiter serve`'s migrations.
-    conn.execute("SET citus.enable_unsafe_triggers = on")
-    database = conn.execute("SELECT current_database()").fetchone()[0]
-    conn.execute(f'ALTER DATABASE "{database}" SET citus.enable_unsafe_triggers = on')
     reference, distributed = layout(conn)
     placed = _placed(conn)
     done = Placed(citus=citus_version(conn), workers=workers)
@@ -122,6 +115,13 @@ def place(conn, *, say: Callable[[str], None] = lambda _: None) -> Placed:
     waiting = {t for t in reference + distributed if t not in placed}
     keys = [k for k in _foreign_keys(conn) if k[0] in waiting or k[3] in waiting]
     with conn:
+        # The tables' triggers keep a tenant's derived rows (revisions, the tag graph, the full-text queue) in the
+        # same tenant's other tables: on a colocated shard, the same node, which is what Citus calls unsafe triggers
+        # (it cannot prove the colocation). Citus refuses to distribute a table with triggers, and a later schema step
+        # to create one on it, without this setting; set for the database, it holds for `arbiter serve`'s migrations.
+        database = conn.execute("SELECT current_database()").fetchone()[0].replace('"', '""')
+        conn.execute("SET LOCAL citus.enable_unsafe_triggers = on")
+        conn.execute(f'ALTER DATABASE "{database}" SET citus.enable_unsafe_triggers = on')
         # A foreign key to a reference table makes Citus use one connection per node for the rest of the
         # transaction; saying so first spares it refusing the keys made again after parallel work.
         conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
