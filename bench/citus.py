@@ -166,6 +166,23 @@ def verbs_through_socket(c) -> list[tuple[str, str]]:
     step("share", lambda: c.share(fid, "core"))
     step("unshare", lambda: c.unshare(fid))
     step("briefing", lambda: c.briefing())
+    now = state["remember (supersedes)"].id if "remember (supersedes)" in state else fid
+    step("expand", lambda: c.expand(now, depth=2))
+    step("density", lambda: c.density(now))
+    step("thread", lambda: c.thread((state.get("remember_many") or [fid])[2]))
+    step("backlinks", lambda: c.backlinks(now))
+    step("around", lambda: c.around(now))
+    step("tag_cooccurrence", lambda: c.tag_cooccurrence())
+    step("topic_clusters", lambda: c.topic_clusters())
+    step("graph_view", lambda: c.graph_view())
+    step("associations", lambda: c.associations(now))
+    step("facts_propose", lambda: c.facts_propose([
+        {"subject": "Alice", "predicate": "works_at", "object": "Acme", "confidence": 0.9, "sources": [now]}],
+        apply=True))
+    step("facts", lambda: c.facts("Alice"))
+    step("fact_history", lambda: c.fact_history(state["facts_propose"].facts[0].id))
+    step("aspects", lambda: c.aspects())
+    step("maintain", lambda: c.maintain())
     step("purge", lambda: c.purge((state.get("remember_many") or [fid])[-1]))
     step("status", lambda: c.status())
     step("whoami", lambda: c.whoami())
