@@ -624,8 +624,8 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
 
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
-            "SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id "
-            "AND l.entity_id = x.id) "
+            f"SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {int(tenant_id)} "
+            "AND l.entity_id = x.id) "  # a constant tenant: how Citus pins a SELECT list's subquery (_columns)
             "AS n FROM entities x "
             f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"),
             (*args, *([] if n is None else [n])),
