@@ -593,13 +593,14 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
         return conn.execute(f"SELECT sum(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "
                             f"WHERE {' AND '.join(where)} GROUP BY x.id", args)
     return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank, counts,
-                                               little=not sees_most(conn, v))]
+                                               little=not sees_most(conn, v), tenant_id=tenant_id)]
 
 
 def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
                    rank: Callable[[list[int]], Iterable[tuple[float, tuple]]],
-                   counts: Callable[[], Iterable[tuple[float, int]]], *, little: bool) -> list[tuple]:
-    """The `limit` entities `x` of `where` most mentioned as `rank` counts, as `rank`'s rows (ties by id).
+                   counts: Callable[[], Iterable[tuple[float, int]]], *, little: bool, tenant_id: int) -> list[tuple]:
+    """The `limit` entities `x` of `where` (of `tenant_id`) most mentioned as `rank` counts, as `rank`'s rows (ties
+    by id).
 
     `rank(ids)` gives (mentions, row) for those of `ids` that exist for the
     reader, their mentions counted by entries the reader sees, a row's first

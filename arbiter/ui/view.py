@@ -198,7 +198,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
                 "GROUP BY x.id", (ctx.tenant_id, at, at),
             )
         rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts,
-                              little=not sees_most(ctx.conn, v))
+                              little=not sees_most(ctx.conn, v), tenant_id=ctx.tenant_id)
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
     ids = [r[0] for r in rows]
