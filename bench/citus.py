@@ -175,6 +175,13 @@ def verbs_through_socket(c) -> list[tuple[str, str]]:
     step("tag_cooccurrence", lambda: c.tag_cooccurrence())
     step("topic_clusters", lambda: c.topic_clusters())
     step("graph_view", lambda: c.graph_view())
+    step("graph_view (entities)", lambda: c.graph_view(view="entities"))
+    step("conversation_create", lambda: c.conversation_create("Standup"))
+    turns = [("Alice", "When do we deploy the billing service?"), ("Bob", "Billing deploys on Thursday after standup.")]
+    step("remember (turns)", lambda: [c.remember(type="context", title=f"turn {i}", content=text, speaker=who,
+                                                 conversation_id=state["conversation_create"].id)
+                                      for i, (who, text) in enumerate(turns)])
+    step("recall (turns)", lambda: c.recall("when does billing deploy"))
     step("associations", lambda: c.associations(now))
     step("facts_propose", lambda: c.facts_propose([
         {"subject": "Alice", "predicate": "works_at", "object": "Acme", "confidence": 0.9, "sources": [now]}],
