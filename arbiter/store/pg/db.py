@@ -30,7 +30,7 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
         reason = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
         raise Unavailable(f"cannot reach PostgreSQL at {engine.shown(url)}: {reason}") from None
     # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite. In the same round trip:
-    # whether Citus runs this database (its catalog is there), where a few writes take another form (store/pg/citus.py).
+    # whether Citus runs this database (its catalog is there: `Connection.citus`).
     citus = pg.execute("SELECT set_config('TimeZone', 'UTC', false), "
                        "to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").fetchone()[1]
     conn = Connection(pg, dsn=url)

@@ -256,15 +256,15 @@ def add_many(conn: Connection, index: Index, docs: Iterable[tuple[int, Sequence[
             tf += r[i::7]
     docs = (pos.tobytes(), ",".join(map(str, d_ids)), _int4s(array("i", d_lens)), "\n".join(["", *d_scopes]),
             "\n".join(["", *d_terms]), _int4s(array("i", d_sizes)))
-    postings = (",".join([",".join(r[0::7]) for r in flat]), _int4s(tf), " ".join(terms),
-                _int4s([len(r) // 7 for r in flat]))
+    counts, words, sizes = _int4s(tf), " ".join(terms), _int4s([len(r) // 7 for r in flat])
     if getattr(conn, "citus", False):  # `engine.writes_in_with`, asked of any connection the tests pass
         seg = conn.execute("SELECT nextval('fulltext_segments')").fetchone()[0]
         conn.execute(_ADD_SPLIT[0], (*key, seg, *docs))
-        conn.execute(_ADD_SPLIT[1], (*key, seg, [int(i) for r in flat for i in r[0::7]], *postings[1:]))
+        conn.execute(_ADD_SPLIT[1], (*key, seg, [int(i) for r in flat for i in r[0::7]], counts, words, sizes))
         conn.execute(_ADD_SPLIT[2], (*key, len(d_ids), tokens))
     else:
-        conn.execute(_ADD, (*key, *docs, *postings[:2], *key, *postings[2:], *key, len(d_ids), tokens))
+        conn.execute(_ADD, (*key, *docs, ",".join([",".join(r[0::7]) for r in flat]), counts, *key, words, sizes,
+                            *key, len(d_ids), tokens))
     return len(d_ids)
 
 
