@@ -17,6 +17,7 @@ the citus extension and the same nodes, and then, as a user would:
    while the daemon served. With --plain (an admin URL of a plain PostgreSQL), the same timings on a database
    there, for scale.
 
+The Citus databases are dropped at the end (each holds a background worker of its node's few), unless --keep.
 Nothing is asserted: it prints. CI has no Citus; this is run by hand (docs/benchmarks.md "Citus").
 """
 
@@ -48,15 +49,27 @@ def _run(conninfo: str, *sql: str) -> list:
 
 
 def _nodes(coordinator: str) -> list[tuple[str, int]]:
-    """The cluster's nodes as the coordinator knows them, the coordinator (group 0) first."""
-    return [(host, port) for host, port in _run(
-        coordinator, "SELECT nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary' AND isactive "
-                     "ORDER BY groupid, nodeid")]
+    """The cluster's nodes as the coordinator knows them, the coordinator first (where it did not register itself
+    with citus_set_coordinator_host, as its URL names it)."""
+    rows = _run(coordinator, "SELECT nodename, nodeport, groupid FROM pg_dist_node WHERE noderole = 'primary' "
+                             "AND isactive ORDER BY groupid, nodeid")
+    workers = [(host, port) for host, port, group in rows if group != 0]
+    own = [(host, port) for host, port, group in rows if group == 0]
+    if not own:
+        parts = conninfo_to_dict(coordinator)
+        own = [(parts.get("host", "localhost"), int(parts.get("port", 5432)))]
+    return own[:1] + workers
 
 
 def _at(coordinator: str, node: tuple[str, int], dbname: str) -> str:
     parts = conninfo_to_dict(coordinator)
     return make_conninfo(**{**parts, "host": node[0], "port": str(node[1]), "dbname": dbname})
+
+
+def drop_database(coordinator: str, name: str) -> None:
+    """`name` dropped on every node (each Citus database holds a background worker of its node's few)."""
+    for node in _nodes(coordinator):
+        _run(_at(coordinator, node, "postgres"), f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def make_database(coordinator: str, name: str) -> str:
@@ -250,64 +263,71 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--entries", type=int, default=2000, help="entries loaded before the timings")
     ap.add_argument("--calls", type=int, default=200, help="remembers, then recalls, timed one at a time")
     ap.add_argument("--plain", help="an admin URL of a plain PostgreSQL: the same timings there, for scale")
+    ap.add_argument("--keep", action="store_true", help="keep the Citus databases (NAME, NAME_script) to look into")
     args = ap.parse_args(argv)
 
     version = _run(args.coordinator, "SELECT citus_version()")[0][0]
     print(f"{version}; nodes: {', '.join(f'{h}:{p}' for h, p in _nodes(args.coordinator))}")
     url = make_database(args.coordinator, args.name)
-    t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "arbiter", "distribute", "--db", url, "--json"],
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise SystemExit(f"arbiter distribute failed:\n{done.stderr}")
-    placed = msgspec.json.decode(done.stdout)
-    print(f"distribute: {len(placed['reference'])} reference tables, {len(placed['distributed'])} distributed "
-          f"({time.perf_counter() - t:.1f} s)")
+    try:
+        t = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "arbiter", "distribute", "--db", url, "--json"],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"arbiter distribute failed:\n{done.stderr}")
+        placed = msgspec.json.decode(done.stdout)
+        print(f"distribute: {len(placed['reference'])} reference tables, {len(placed['distributed'])} distributed "
+              f"({time.perf_counter() - t:.1f} s)")
 
-    with tempfile.TemporaryDirectory(prefix="bench-citus-") as work:
-        # A database of its own: the script numbers its tenant and ids from 1, as on SQLite.
-        script_url = make_database(args.coordinator, f"{args.name}_script")
-        subprocess.run([sys.executable, "-m", "arbiter", "distribute", "--db", script_url], capture_output=True,
-                       check=True)
-        script = script_answers(script_url, Path(work) / "script.db")
-        if "failed" in script:
-            print(f"script: FAILED {script['failed']}\n    at {script['where']}: {script['statement']}")
-        else:
-            print(f"script: {script['calls']} calls, {len(script['differ'])} answers differ from SQLite's")
-            for verb, want, got in script["differ"]:
-                print(f"  {verb}:\n    SQLite: {want}\n    Citus:  {got}")
-        print(f"script: {len(script['fanned_out'])} statements sent to every shard (a probe that reads every "
-              f"tenant was {'seen' if script['seen'] else 'NOT seen: the check is blind'})")
-        for sql, where in script["fanned_out"].items():
-            print(f"  {where}: {sql[:240]}")
+        with tempfile.TemporaryDirectory(prefix="bench-citus-") as work:
+            # A database of its own: the script numbers its tenant and ids from 1, as on SQLite.
+            script_url = make_database(args.coordinator, f"{args.name}_script")
+            subprocess.run([sys.executable, "-m", "arbiter", "distribute", "--db", script_url], capture_output=True,
+                           check=True)
+            script = script_answers(script_url, Path(work) / "script.db")
+            if "failed" in script:
+                print(f"script: FAILED {script['failed']}\n    at {script['where']}: {script['statement']}")
+            else:
+                print(f"script: {script['calls']} calls, {len(script['differ'])} answers differ from SQLite's")
+                for verb, want, got in script["differ"]:
+                    print(f"  {verb}:\n    SQLite: {want}\n    Citus:  {got}")
+            print(f"script: {len(script['fanned_out'])} statements sent to every shard (a probe that reads every "
+                  f"tenant was {'seen' if script['seen'] else 'NOT seen: the check is blind'})")
+            for sql, where in script["fanned_out"].items():
+                print(f"  {where}: {sql[:240]}")
 
-        before = counters(args.coordinator, args.name)
-        served = serve(url, Path(work) / "citus", entries=args.entries, calls=args.calls, verbs=True, analyzed=True)
-        after = counters(args.coordinator, args.name)
-        print("through the socket, ok:", ", ".join(v for v, r in served["verbs"] if r == "ok") or "-")
-        for verb, result in served["verbs"]:
-            if result != "ok":
-                print(f"  {verb}: {result}")
-        for i, (b, a) in enumerate(zip(before, after)):
-            print(f"  node {i} ({'coordinator' if i == 0 else 'worker'}): {a[0] - b[0]} single-shard, "
-                  f"{a[1] - b[1]} multi-shard statements while serving")
-        rows = [("citus", served)]
-        if args.plain:
-            plain = pg.url_of(args.plain, args.name)
-            _run(args.plain, f'DROP DATABASE IF EXISTS "{args.name}" WITH (FORCE)', f'CREATE DATABASE "{args.name}"')
-            try:
-                rows.append(("plain", serve(plain, Path(work) / "plain", entries=args.entries, calls=args.calls,
-                                            verbs=False)))
-            finally:
-                _run(args.plain, f'DROP DATABASE IF EXISTS "{args.name}" WITH (FORCE)')
-        print(f"{'':8} {'bulk/s':>7} {'remember p50':>13} {'p99':>7} {'recall p50':>11} {'p99':>7}  (ms; "
-              f"{args.entries} entries, {args.calls} calls)")
-        rows.insert(1, ("analyzed", {"bulk_entries_per_s": "", **served["analyzed"]}))
-        for label, r in rows:
-            print(f"{label:8} {r['bulk_entries_per_s']:>7} {r['remember_p50_ms']:>13.2f} {r['remember_p99_ms']:>7.2f} "
-                  f"{r['recall_p50_ms']:>11.2f} {r['recall_p99_ms']:>7.2f}")
-        print("analyzed: Citus again after an ANALYZE through the coordinator (the shards' statistics)")
+            before = counters(args.coordinator, args.name)
+            served = serve(url, Path(work) / "citus", entries=args.entries, calls=args.calls, verbs=True, analyzed=True)
+            after = counters(args.coordinator, args.name)
+            print("through the socket, ok:", ", ".join(v for v, r in served["verbs"] if r == "ok") or "-")
+            for verb, result in served["verbs"]:
+                if result != "ok":
+                    print(f"  {verb}: {result}")
+            for i, (b, a) in enumerate(zip(before, after)):
+                print(f"  node {i} ({'coordinator' if i == 0 else 'worker'}): {a[0] - b[0]} single-shard, "
+                      f"{a[1] - b[1]} multi-shard statements while serving")
+            rows = [("citus", served)]
+            if args.plain:
+                plain = pg.url_of(args.plain, args.name)
+                _run(args.plain, f'DROP DATABASE IF EXISTS "{args.name}" WITH (FORCE)',
+                     f'CREATE DATABASE "{args.name}"')
+                try:
+                    rows.append(("plain", serve(plain, Path(work) / "plain", entries=args.entries, calls=args.calls,
+                                                verbs=False)))
+                finally:
+                    _run(args.plain, f'DROP DATABASE IF EXISTS "{args.name}" WITH (FORCE)')
+            print(f"{'':8} {'bulk/s':>7} {'remember p50':>13} {'p99':>7} {'recall p50':>11} {'p99':>7}  (ms; "
+                  f"{args.entries} entries, {args.calls} calls)")
+            rows.insert(1, ("analyzed", {"bulk_entries_per_s": "", **served["analyzed"]}))
+            for label, r in rows:
+                print(f"{label:8} {r['bulk_entries_per_s']:>7} {r['remember_p50_ms']:>13.2f} "
+                      f"{r['remember_p99_ms']:>7.2f} {r['recall_p50_ms']:>11.2f} {r['recall_p99_ms']:>7.2f}")
+            print("analyzed: Citus again after an ANALYZE through the coordinator (the shards' statistics)")
 
+    finally:
+        if not args.keep:
+            for name in (args.name, f"{args.name}_script"):
+                drop_database(args.coordinator, name)
 
 if __name__ == "__main__":
     main()
