@@ -61,10 +61,12 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     """
     if whole(v):
         return f"{x}.created_at", f"{x}.updated_at"
+    # Every table of these subqueries names its tenant as a constant: Citus pins a subquery of a SELECT list to one
+    # shard only so (correlated, it refused the join: "complex joins are only supported when ...").
     seen = (
         "SELECT e.recorded_at AS t FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
         "AND e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
+        f"WHERE l.tenant_id = {int(v.tenant_id)} AND l.entity_id = {x}.id AND {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
     )
     return _dates(x, seen)
@@ -82,8 +84,10 @@ def dated_sql(v: Viewer, x: str, first_entry: str, last_entry: str) -> tuple[str
 def _dates(x: str, seen: str) -> tuple[str, str]:
     """SQL: (created_at, updated_at) of the entities row `x` from the times `t` of `seen` (NULLs ignored): the
     earliest and the latest, neither before the row's created_at (then the row's created_at)."""
-    return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}) s)",
-            f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}) s)")
+    # The times' own alias is one no caller gives its row: `relation_times_sql` dates its ends as `s` and `t`, and
+    # PostgreSQL read `s.created_at` in the times (a user's export of entity relations failed there).
+    return (f"(SELECT max({x}.created_at, coalesce(min(t), {x}.created_at)) FROM ({seen}) seen_at)",
+            f"(SELECT max({x}.created_at, coalesce(max(t), {x}.created_at)) FROM ({seen}) seen_at)")
 
 
 def links_sql(tenant_id: int, n: int) -> str:
@@ -131,7 +135,8 @@ def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
     """
     if whole(v):
         return f"{r}.created_at", f"{r}.updated_at"
-    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.id = {r}.{end}_id)"
+    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.tenant_id = {int(v.tenant_id)} "
+            f"AND {e}.id = {r}.{end}_id)"
             for e, end in (("s", "source"), ("t", "target"))]
     created = f"max({r}.created_at, max({ends[0]}, {ends[1]}))"
     return created, f"max({r}.updated_at, {created})"

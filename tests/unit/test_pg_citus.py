@@ -99,3 +99,18 @@ def test_the_statements_sent_under_citus_answer_as_the_usual_ones(tmp_path, pg_u
         sqlite.close()
         postgresql.close()
     assert got == expected
+
+
+def test_a_users_export_of_a_shared_tenant_is_the_same_on_both_engines(tmp_path, pg_url):
+    """Found moving a home into Citus (`arbiter migrate`, then `arbiter distribute`): the export of a tenant of
+    several users, as one of them, failed on PostgreSQL at the entity relations' times (an alias of theirs hid the
+    entity's row: "column s.created_at does not exist")."""
+    sqlite = open_database(tmp_path / "arbiter.db")
+    postgresql = open_database(pg_url)
+    try:
+        test_verbs._answers(sqlite)
+        test_verbs._answers(postgresql)
+        assert test_verbs._export(postgresql, 1) == test_verbs._export(sqlite, 1)
+    finally:
+        sqlite.close()
+        postgresql.close()

@@ -114,6 +114,14 @@ def place(conn, *, say: Callable[[str], None] = lambda _: None) -> Placed:
     # (each is one Citus enforces: p005_tenant_keys), and the order of placing stops mattering.
     waiting = {t for t in reference + distributed if t not in placed}
     keys = [k for k in _foreign_keys(conn) if k[0] in waiting or k[3] in waiting]
+    # Citus copies the rows a table already holds (an `arbiter migrate` into this database) into its shards, and the
+    # shards' triggers would fire as for new writes (and fail on a table not placed yet): the copy is no write, so
+    # the enabled triggers of the tables to place are disabled for it (Citus gives the shards the same state) and
+    # enabled again after.
+    triggers = [(table, name) for table, name in conn.execute(
+        "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+        "WHERE NOT t.tgisinternal AND t.tgenabled = 'O' AND c.relnamespace = current_schema()::regnamespace "
+        "ORDER BY c.relname, t.tgname") if table in waiting]
     with conn:
         # The tables' triggers keep a tenant's derived rows (revisions, the tag graph, the full-text queue) in the
         # same tenant's other tables: on a colocated shard, the same node, which is what Citus calls unsafe triggers
@@ -127,6 +135,8 @@ def place(conn, *, say: Callable[[str], None] = lambda _: None) -> Placed:
         conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         for table, name, _, _ in keys:
             conn.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
+        for table, name in triggers:
+            conn.execute(f'ALTER TABLE "{table}" DISABLE TRIGGER "{name}"')
         for table in reference:
             if table not in placed:
                 say(f"arbiter: {table}: reference table")
@@ -138,6 +148,11 @@ def place(conn, *, say: Callable[[str], None] = lambda _: None) -> Placed:
                 conn.execute("SELECT create_distributed_table(?::regclass, 'tenant_id', colocate_with => ?)",
                              (table, "default" if table == ANCHOR else ANCHOR))
                 done.distributed.append(table)
+        for table, name in triggers:
+            conn.execute(f'ALTER TABLE "{table}" ENABLE TRIGGER "{name}"')
+        # The copied rows stay behind in the coordinator's own table, unread: they go.
+        for table in done.reference + done.distributed:
+            conn.execute("SELECT truncate_local_data_after_distributing_table(?::regclass)", (table,))
         for table, name, definition, _ in keys:
             conn.execute(f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {definition}')
     return done
