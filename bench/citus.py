@@ -10,7 +10,9 @@ the citus extension and the same nodes, and then, as a user would:
 1. `arbiter distribute --db URL` (a child process): the schema set up and every table placed.
 2. The core verbs' script of tests/unit/test_verbs.py, in this process at fixed instants, on a SQLite file and on
    Citus: each answer compared. Every statement is planned with `citus.multi_task_query_log_level = warning`, so
-   a statement Citus would send to every shard says so, and is printed with where in arbiter/ it was sent.
+   a statement Citus would send to every shard says so, and is printed with where in arbiter/ it was sent. Then
+   that SQLite file moved into Citus as a user would (`arbiter migrate --to`, then `arbiter distribute`), and
+   its tenant's export compared with the file's.
 3. `arbiter serve --db URL` and the verbs through its socket (arbiter.client.Client): what worked; then --entries
    entries loaded by remember_many, --calls remembers and --calls recalls timed one at a time. Citus's own
    counters (`citus_stat_counters`, each node) say how many statements ran on one shard and how many on several
@@ -24,6 +26,7 @@ Nothing is asserted: it prints. CI has no Citus; this is run by hand (docs/bench
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import subprocess
 import sys
@@ -35,6 +38,7 @@ import msgspec
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from arbiter.transfer.model import KINDS
 from bench.load import BenchDaemon, Vocabulary, make_entry, percentile
 from tests import pg
 
@@ -98,7 +102,8 @@ def counters(coordinator: str, name: str) -> list[tuple[int, int]]:
 
 # -- 2: the verbs' script in process -------------------------------------------------------------------------
 def script_answers(url: str, sqlite_file: Path) -> dict:
-    """The test script's answers on SQLite and on Citus, which differ, and which statements fanned out."""
+    """The test script's answers on SQLite (written to `sqlite_file`) and on Citus, which differ, and which statements
+    fanned out."""
     from arbiter.store import open_database
     from arbiter.store.pg.connection import Connection
     from tests.tenancy import _sender
@@ -139,6 +144,28 @@ def script_answers(url: str, sqlite_file: Path) -> dict:
     return {"calls": len(got), "differ": differ, "fanned_out": fanned, "seen": seen}
 
 
+def move(coordinator: str, name: str, home_db: Path, home: Path) -> str:
+    """The script's SQLite home moved into Citus as a user would: `arbiter migrate --to` a new database on the
+    coordinator, then `arbiter distribute`; the tenant's export there against the file's."""
+    from arbiter.store import open_database
+    from tests.unit import test_verbs
+
+    url = make_database(coordinator, name)
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ARBITER_")}, "ARBITER_HOME": str(home)}
+    for args in (["migrate", "--from", str(home_db), "--to", url, "--no-progress"], ["distribute", "--db", url]):
+        done = subprocess.run([sys.executable, "-m", "arbiter", *args], capture_output=True, text=True, env=env)
+        if done.returncode:
+            return f"FAILED at {args[0]}: {done.stderr.strip().splitlines()[-1]}"
+    sqlite, citus = open_database(home_db), open_database(url)
+    try:
+        want, got = test_verbs._export(sqlite, 1), test_verbs._export(citus, 1)
+    finally:
+        sqlite.close()
+        citus.close()
+    return f"{len(got)} records exported, {'the same as' if got == want else 'NOT the same as'} the file's"
+
+
 # -- 3: through the daemon -----------------------------------------------------------------------------------
 def verbs_through_socket(c) -> list[tuple[str, str]]:
     """The core verbs once each through the socket: (verb, "ok" or the error)."""
@@ -176,6 +203,7 @@ def verbs_through_socket(c) -> list[tuple[str, str]]:
     step("user_add", lambda: c.user_add("bob"))
     step("team_add", lambda: c.team_add("core"))
     step("team_join", lambda: c.team_join("core", "bob"))
+    step("export_page (every kind)", lambda: [c.export_page(kind) for kind in KINDS])
     step("share", lambda: c.share(fid, "core"))
     step("unshare", lambda: c.unshare(fid))
     step("briefing", lambda: c.briefing())
@@ -263,7 +291,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--entries", type=int, default=2000, help="entries loaded before the timings")
     ap.add_argument("--calls", type=int, default=200, help="remembers, then recalls, timed one at a time")
     ap.add_argument("--plain", help="an admin URL of a plain PostgreSQL: the same timings there, for scale")
-    ap.add_argument("--keep", action="store_true", help="keep the Citus databases (NAME, NAME_script) to look into")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the Citus databases (NAME, NAME_script, NAME_moved) to look into")
     args = ap.parse_args(argv)
 
     version = _run(args.coordinator, "SELECT citus_version()")[0][0]
@@ -296,6 +325,9 @@ def main(argv: list[str] | None = None) -> None:
             for sql, where in script["fanned_out"].items():
                 print(f"  {where}: {sql[:240]}")
 
+            moved = move(args.coordinator, f"{args.name}_moved", Path(work) / "script.db", Path(work) / "move")
+            print(f"move: arbiter migrate --to, then distribute: {moved}")
+
             before = counters(args.coordinator, args.name)
             served = serve(url, Path(work) / "citus", entries=args.entries, calls=args.calls, verbs=True, analyzed=True)
             after = counters(args.coordinator, args.name)
@@ -326,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
 
     finally:
         if not args.keep:
-            for name in (args.name, f"{args.name}_script"):
+            for name in (args.name, f"{args.name}_script", f"{args.name}_moved"):
                 drop_database(args.coordinator, name)
 
 if __name__ == "__main__":
