@@ -114,3 +114,19 @@ def test_a_users_export_of_a_shared_tenant_is_the_same_on_both_engines(tmp_path,
     finally:
         sqlite.close()
         postgresql.close()
+
+
+def test_the_tenancy_check_takes_a_correlation_as_a_pin_only_in_a_where():
+    """As Citus does (bench/citus.py): a subquery of a WHERE may take its tenant from the row around it; one of a
+    SELECT list or an ORDER BY goes to every shard unless it names the tenant itself."""
+    from tests.tenancy import fan_outs
+
+    count = "(SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {} AND l.entity_id = x.id)"
+    assert fan_outs(f"SELECT x.id, {count.format('x.tenant_id')} FROM entities x WHERE x.tenant_id = 1") == [
+        "entry_entities l without a tenant filter"]
+    assert fan_outs(f"SELECT x.id FROM entities x WHERE x.tenant_id = 1 ORDER BY {count.format('x.tenant_id')}") == [
+        "entry_entities l without a tenant filter"]
+    assert fan_outs(f"SELECT x.id, {count.format('1')} FROM entities x WHERE x.tenant_id = 1") == []
+    assert fan_outs("SELECT x.id FROM entities x WHERE x.tenant_id = 1 AND EXISTS (SELECT 1 FROM entry_entities l "
+                    "WHERE l.tenant_id = x.tenant_id UNION ALL SELECT 1 FROM facts f WHERE f.tenant_id = x.tenant_id)"
+                    ) == []
