@@ -13,7 +13,8 @@ the citus extension and the same nodes, and then, as a user would:
    a statement Citus would send to every shard says so, and is printed with where in arbiter/ it was sent. Then
    that SQLite file moved into Citus as a user would (`arbiter migrate --to`, then `arbiter distribute`), and
    its tenant's export compared with the file's.
-3. `arbiter serve --db URL` and the verbs through its socket (arbiter.client.Client): what worked; then --entries
+3. `arbiter serve --db URL` and the verbs through its socket (arbiter.client.Client): what worked; 8 more tenants
+   each writing and recalling a word of its own (and the others'); then --entries
    entries loaded by remember_many, --calls remembers and --calls recalls timed one at a time. Citus's own
    counters (`citus_stat_counters`, each node) say how many statements ran on one shard and how many on several
    while the daemon served. With --plain (an admin URL of a plain PostgreSQL), the same timings on a database
@@ -237,6 +238,26 @@ def verbs_through_socket(c) -> list[tuple[str, str]]:
     return out
 
 
+def tenants_spread(home: Path, n: int = 8) -> str:
+    """`n` more tenants (as the admin), each writing a word of its own and recalling it and the others': their shards
+    fall on both workers (the node counters), and no tenant finds another's word."""
+    from arbiter import paths
+    from arbiter.client import Client
+
+    socket = paths.socket_path(home)
+    with Client(socket, paths.read_secret(paths.admin_token_path(home), "admin")) as admin:
+        tokens = [admin.tenant_create(f"spread-{i}").token for i in range(n)]
+    words = [f"quokka{i}zeta" for i in range(n)]
+    found_own, found_other = 0, 0
+    for i, token in enumerate(tokens):
+        with Client(socket, token) as c:
+            c.remember(type="project", title=f"Tenant {i}", content=f"Our codeword is {words[i]}.")
+            found_own += any(h.title == f"Tenant {i}" for h in c.recall(words[i]).hits)
+            found_other += sum(bool(c.recall(w).hits) for j, w in enumerate(words) if j != i)
+    return (f"{n} tenants: {found_own} found their own word, {found_other} recalls found another tenant's "
+            f"(of {n * (n - 1)})")
+
+
 def timings(c, entries: int, calls: int, seed: int = 7) -> dict:
     """Load `entries` by remember_many, then `calls` remembers and recalls one at a time: p50/p99 in ms."""
     rng = random.Random(seed)
@@ -274,7 +295,8 @@ def serve(url: str, home: Path, *, entries: int, calls: int, verbs: bool, analyz
     try:
         with daemon.client() as c:
             worked = verbs_through_socket(c) if verbs else []
-            out = {"verbs": worked, **timings(c, entries, calls)}
+            spread = tenants_spread(home) if verbs else ""
+            out = {"verbs": worked, "tenants": spread, **timings(c, entries, calls)}
             if analyzed:
                 _run(url, "ANALYZE")
                 rng = random.Random(8)
@@ -335,6 +357,7 @@ def main(argv: list[str] | None = None) -> None:
             for verb, result in served["verbs"]:
                 if result != "ok":
                     print(f"  {verb}: {result}")
+            print(f"  {served['tenants']}")
             for i, (b, a) in enumerate(zip(before, after)):
                 print(f"  node {i} ({'coordinator' if i == 0 else 'worker'}): {a[0] - b[0]} single-shard, "
                       f"{a[1] - b[1]} multi-shard statements while serving")
