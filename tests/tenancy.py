@@ -20,8 +20,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-#: Reference tables: the directory every request reads, the same on every node.
-REFERENCE = frozenset({"tenants", "users", "teams", "team_members", "scopes", "settings", "schema_version"})
+from arbiter.store.pg.citus import DIRECTORY
+
+#: Reference tables: the directory every request reads, the same on every node (`arbiter distribute` places them).
+REFERENCE = DIRECTORY
 
 
 def _conjuncts(condition: exp.Expression | None) -> list[exp.Expression]:
@@ -100,6 +102,20 @@ def _distributed(table: exp.Table) -> bool:
     return table.name not in REFERENCE and not table.name.startswith("pg_") and table.db != "information_schema"
 
 
+def _correlated(scope: Scope) -> bool:
+    """Whether a subquery takes its tenant from the row around it: one in a WHERE (EXISTS, IN), or a branch of a
+    UNION that is. Citus pins a subquery of a SELECT list, an ORDER BY or a JOIN to one shard only by a constant
+    (`t.tenant_id = x.tenant_id` there went to every shard, or was refused: measured on Citus 13.2, bench/citus.py)."""
+    around = scope.parent.expression
+    if isinstance(around, exp.SetOperation):
+        return True
+    node, keys = scope.expression, set()
+    while node is not None and node is not around:
+        keys.add(node.arg_key)
+        node = node.parent
+    return "where" in keys
+
+
 def _statement(statement: exp.Expression) -> list[str]:
     problems: list[str] = []
     # A CTE's name is no table, though one whose body is a DELETE ... RETURNING is read as one.
@@ -120,9 +136,9 @@ def _statement(statement: exp.Expression) -> list[str]:
     memo: dict[int, set[str]] = {}
 
     def pinned(scope: Scope) -> set[str]:
-        """The aliases pinned in `scope` or, for a correlated subquery, in any scope around it."""
+        """The aliases pinned in `scope` or, for a correlated subquery of a WHERE, in any scope around it."""
         if id(scope) not in memo:
-            outer = pinned(scope.parent) if scope.parent is not None else set()
+            outer = pinned(scope.parent) if scope.parent is not None and _correlated(scope) else set()
             aliases = {alias for alias, src in scope.sources.items() if isinstance(src, exp.Table)}
             memo[id(scope)] = _pins(scope, _scope_conditions(scope.expression), aliases, outer) | outer
         return memo[id(scope)]

@@ -19,6 +19,7 @@ from arbiter.cli._common import main  # noqa: E402
 
 main.modules = {name: module for module, names in {
     "associations": ["associations"],
+    "citus": ["distribute"],
     "backup": ["backup"],
     "daemon": ["mcp", "serve", "stop"],
     "entities": ["entities", "entity"],

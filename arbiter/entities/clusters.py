@@ -71,7 +71,9 @@ def members(conn: apsw.Connection, tenant_id: int, cluster: int, limit: int = SH
         "SELECT x.id, x.name, x.type FROM entity_clusters c JOIN entities x ON x.tenant_id = c.tenant_id "
         "AND x.id = c.entity_id "
         "WHERE c.tenant_id = ? AND c.cluster = ? AND x.merged_into IS NULL "
-        "ORDER BY (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id AND l.entity_id = x.id) DESC, "
+        # A constant tenant in the subquery: how Citus pins it to one shard (core._columns).
+        f"ORDER BY (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {int(tenant_id)} AND l.entity_id = x.id) "
+        "DESC, "
         "x.id LIMIT ?",
         (tenant_id, cluster, limit),
     )

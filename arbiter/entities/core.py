@@ -159,7 +159,7 @@ _PG_TRIGRAMS = ("t AS (INSERT INTO entity_trigrams(tenant_id, gram, name_id) SEL
 def add_name(conn: apsw.Connection, tenant_id: int, entity_id: int, name: str, *, alias: bool, now: int) -> int:
     form = nm.norm(name)
     grams = nm.trigrams(form)
-    if engine.is_postgresql(conn):
+    if engine.writes_in_with(conn):
         return conn.execute(
             f"WITH n AS (INSERT INTO {_NAME_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id), {_PG_TRIGRAMS}"
             "SELECT id FROM n",
@@ -192,7 +192,7 @@ def create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str = "oth
 
 def _create(conn: apsw.Connection, tenant_id: int, name: str, *, type: str, now: int) -> tuple[int, int]:
     """`create`, and the id of its name's row."""
-    if engine.is_postgresql(conn):
+    if engine.writes_in_with(conn):
         form = nm.norm(name)
         grams = nm.trigrams(form)
         return conn.execute(
@@ -512,7 +512,10 @@ def _columns(conn: apsw.Connection, v: Viewer, dated: str | None = None) -> str:
         if not whole(v):  # not an assert: `python -O` would strip it, and a partial viewer would get the tenant's dates
             raise RuntimeError("a viewer of part of the tenant is dated by what they see (_rows)")
         dated = f"x.created_at, x.updated_at, {mentions_sql(v)}"
-    known = f"FROM entity_names n WHERE n.tenant_id = x.tenant_id AND n.entity_id = x.id AND n.is_alias != 0 AND {names_sql(v)[0]}"
+    # The tenant as a constant, not `= x.tenant_id`: Citus pins a subquery of the SELECT list to one shard only so
+    # (the correlated form went to every shard).
+    known = (f"FROM entity_names n WHERE n.tenant_id = {int(v.tenant_id)} AND n.entity_id = x.id AND n.is_alias != 0 "
+             f"AND {names_sql(v)[0]}")
     if engine.is_postgresql(conn):
         aliases = f"(SELECT coalesce(json_agg(n.name ORDER BY n.id)::text, '[]') {known})"
     else:
@@ -590,13 +593,14 @@ def list_entities(conn: apsw.Connection, v: Viewer, *, query: str = "", type: st
         return conn.execute(f"SELECT sum(u.m), x.id FROM ({named_sql(v)}) u JOIN entities x ON x.id = u.id "
                             f"WHERE {' AND '.join(where)} GROUP BY x.id", args)
     return [_entity(r) for r in most_mentioned(conn, " AND ".join(where), args, limit, rank, counts,
-                                               little=not sees_most(conn, v))]
+                                               little=not sees_most(conn, v), tenant_id=tenant_id)]
 
 
 def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
                    rank: Callable[[list[int]], Iterable[tuple[float, tuple]]],
-                   counts: Callable[[], Iterable[tuple[float, int]]], *, little: bool) -> list[tuple]:
-    """The `limit` entities `x` of `where` most mentioned as `rank` counts, as `rank`'s rows (ties by id).
+                   counts: Callable[[], Iterable[tuple[float, int]]], *, little: bool, tenant_id: int) -> list[tuple]:
+    """The `limit` entities `x` of `where` (of `tenant_id`) most mentioned as `rank` counts, as `rank`'s rows (ties
+    by id).
 
     `rank(ids)` gives (mentions, row) for those of `ids` that exist for the
     reader, their mentions counted by entries the reader sees, a row's first
@@ -621,8 +625,8 @@ def most_mentioned(conn: apsw.Connection, where: str, args: list, limit: int,
 
     def bounds(n: int | None) -> list[tuple[int, int]]:
         return conn.execute(
-            "SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = x.tenant_id "
-            "AND l.entity_id = x.id) "
+            f"SELECT x.id, (SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {int(tenant_id)} "
+            "AND l.entity_id = x.id) "  # a constant tenant: how Citus pins a SELECT list's subquery (_columns)
             "AS n FROM entities x "
             f"WHERE {where} ORDER BY n DESC, x.id" + ("" if n is None else " LIMIT ?"),
             (*args, *([] if n is None else [n])),

@@ -61,10 +61,12 @@ def times_sql(v: Viewer, x: str = "x") -> tuple[str, str]:
     """
     if whole(v):
         return f"{x}.created_at", f"{x}.updated_at"
+    # Every table of these subqueries names its tenant as a constant: Citus pins a subquery of a SELECT list to one
+    # shard only so (correlated, it refused the join: "complex joins are only supported when ...").
     seen = (
         "SELECT e.recorded_at AS seen_at FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id "
         "AND e.id = l.entry_id "
-        f"WHERE l.entity_id = {x}.id AND {v.sees('e')}"
+        f"WHERE l.tenant_id = {int(v.tenant_id)} AND l.entity_id = {x}.id AND {v.sees('e')}"
         + "".join(f" UNION ALL {arm}" for arm in _facts_sql(v, "f.recorded_at", x))
     )
     return _dates(x, seen)
@@ -133,8 +135,8 @@ def relation_times_sql(v: Viewer, r: str = "r") -> tuple[str, str]:
     """
     if whole(v):
         return f"{r}.created_at", f"{r}.updated_at"
-    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} "
-            f"WHERE {e}.tenant_id = {r}.tenant_id AND {e}.id = {r}.{end}_id)"
+    ends = [f"(SELECT {times_sql(v, e)[0]} FROM entities {e} WHERE {e}.tenant_id = {int(v.tenant_id)} "
+            f"AND {e}.id = {r}.{end}_id)"
             for e, end in (("s", "source"), ("t", "target"))]
     created = f"max({r}.created_at, max({ends[0]}, {ends[1]}))"
     return created, f"max({r}.updated_at, {created})"
@@ -162,7 +164,8 @@ def names_sql(v: Viewer, n: str = "n") -> tuple[str, str]:
 def mentions_sql(v: Viewer, x: str = "x") -> str:
     """SQL: how many entries `v` sees mention the entity row `x` (retired ones too)."""
     if whole(v):
-        return f"(SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {x}.tenant_id AND l.entity_id = {x}.id)"
+        # The tenant as a constant: Citus pins a subquery of the SELECT list to one shard only so (see core._columns).
+        return f"(SELECT count(*) FROM entry_entities l WHERE l.tenant_id = {int(v.tenant_id)} AND l.entity_id = {x}.id)"
     return (f"(SELECT count(*) FROM entry_entities l JOIN entries e ON e.tenant_id = l.tenant_id AND e.id = l.entry_id "
             f"WHERE l.entity_id = {x}.id AND {v.sees('e')})")
 

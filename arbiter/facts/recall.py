@@ -88,7 +88,7 @@ def search(conn: apsw.Connection, v: Viewer, p: RecallParams) -> list[FactHit]:
     state, join = "f", ""
     if known_at is not None:
         state = "r"
-        join = known_join(conn)
+        join = known_join(conn, v.tenant_id)
     if as_of is None:
         visible = f"{state}.valid_to IS NULL"
     else:

@@ -330,11 +330,13 @@ def same_tenant(conn: apsw.Connection, alias: str, fact: str) -> str:
 
 def sources_sql(conn: apsw.Connection, v: Viewer, fact: str = "f") -> str:
     """SQL: a fact's source entry ids that `v` sees, comma-separated (a teammate's fact may cite their private entry)."""
+    # `pin`, not `same_tenant`: Citus pins a subquery of the SELECT list to one shard only by a constant (correlated,
+    # the join to entries was refused: "complex joins are only supported when ...").
     if v.solo or v.everyone:
         return (f"(SELECT group_concat(entry_id) FROM fact_sources s "
-                f"WHERE {same_tenant(conn, 's', fact)}s.fact_id = {fact}.id)")
+                f"WHERE {pin(conn, v.tenant_id, 's.')}s.fact_id = {fact}.id)")
     return (f"(SELECT group_concat(s.entry_id) FROM fact_sources s JOIN entries e ON e.id = s.entry_id "
-            f"WHERE {same_tenant(conn, 's', fact)}s.fact_id = {fact}.id AND {v.sees('e')})")
+            f"WHERE {pin(conn, v.tenant_id, 's.')}s.fact_id = {fact}.id AND {v.sees('e')})")
 
 
 def _now_columns(conn: apsw.Connection, v: Viewer) -> str:
@@ -348,10 +350,11 @@ def _known_columns(conn: apsw.Connection, v: Viewer) -> str:
                            sources=sources_sql(conn, v), **named_sql(v))
 
 
-def known_join(conn: apsw.Connection) -> str:
-    """SQL: ` JOIN fact_revisions r`, each fact `f`'s latest revision recorded by `:known`."""
+def known_join(conn: apsw.Connection, tenant_id: int) -> str:
+    """SQL: ` JOIN fact_revisions r`, each fact `f` (of `tenant_id`) and its latest revision recorded by `:known`."""
+    # The subquery names its tenant (`pin`): correlated with `f`, Citus refused its join ("complex joins ...").
     return (f" JOIN fact_revisions r ON {same_tenant(conn, 'r', 'f')}r.id = (SELECT max(x.id) FROM fact_revisions x "
-            f"WHERE {same_tenant(conn, 'x', 'f')}x.fact_id = f.id AND x.recorded_at <= :known)")
+            f"WHERE {pin(conn, tenant_id, 'x.')}x.fact_id = f.id AND x.recorded_at <= :known)")
 
 
 def _fact(row: tuple) -> Fact:
@@ -397,7 +400,7 @@ def read(
     if known_at is None:
         cols, join, st, vto = _now_columns(conn, v), "", "f.status", "f.valid_to"
     else:
-        cols, join, st, vto = _known_columns(conn, v), known_join(conn), "r.status", "r.valid_to"
+        cols, join, st, vto = _known_columns(conn, v), known_join(conn, v.tenant_id), "r.status", "r.valid_to"
         binds["known"] = known_at
     where = [f"f.tenant_id = :t AND {st} = :status", v.sees("f")]
     if status == "active" and known_at is None:

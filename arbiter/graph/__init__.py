@@ -102,12 +102,12 @@ def density(conn: apsw.Connection, v: Viewer, entry_id: int) -> Density:
     )]
     reach = conn.execute(
         f"""
-        WITH hop1(id) AS (
-            SELECT target_id FROM relations WHERE tenant_id = ?2 AND source_id = ?1
+        WITH hop1 AS (
+            SELECT target_id AS id FROM relations WHERE tenant_id = ?2 AND source_id = ?1
             UNION SELECT source_id FROM relations WHERE tenant_id = ?2 AND target_id = ?1
-        ), seen1(id) AS (
-            SELECT hop1.id FROM hop1 JOIN entries e ON e.id = hop1.id WHERE {v.sees()}
-        ), hop2(id) AS (
+        ), seen1 AS (
+            SELECT hop1.id AS id FROM hop1 JOIN entries e ON e.id = hop1.id WHERE {v.sees()}
+        ), hop2 AS (
             SELECT id FROM seen1
             UNION SELECT r.target_id FROM relations r JOIN seen1 ON r.source_id = seen1.id WHERE r.tenant_id = ?2
             UNION SELECT r.source_id FROM relations r JOIN seen1 ON r.target_id = seen1.id WHERE r.tenant_id = ?2

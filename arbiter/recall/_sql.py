@@ -84,9 +84,11 @@ def neighbours(
         return {}
     cond, binds = entries.visible(as_of, alias="n")
 
+    # The tenant as a constant, not `= q.tenant_id`: Citus pins a subquery of the SELECT list to one shard only so
+    # (correlated, a recall over a conversation went to every shard).
     def turn(side: str, order: str) -> str:
         return (
-            "(SELECT n.entry_id FROM recall_entries n WHERE n.tenant_id = q.tenant_id "
+            f"(SELECT n.entry_id FROM recall_entries n WHERE n.tenant_id = {int(v.tenant_id)} "
             "AND n.conversation_id = q.conversation_id "
             f"AND (n.valid_from, n.entry_id) {side} (q.valid_from, q.entry_id) AND {cond} AND {seen(v, 'n.entry_id')} "
             f"ORDER BY n.valid_from {order}, n.entry_id {order} LIMIT 1)"

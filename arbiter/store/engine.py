@@ -20,6 +20,14 @@ def is_postgresql(conn: object) -> bool:
     return engine(conn) == POSTGRESQL
 
 
+def writes_in_with(conn: object) -> bool:
+    """Whether one statement may write several tables through its WITH (one round trip where SQLite takes several):
+    PostgreSQL, but not a database Citus spreads over nodes (store/pg/citus.py), which cannot send such a statement
+    to one node as a whole: it ran the parts one by one and copied each part's rows to every node first (a remember
+    took 0.3-1 s and a two-phase commit on every worker), where the statements one by one go to the tenant's node."""
+    return is_postgresql(conn) and not getattr(conn, "citus", False)
+
+
 def is_url(target: object) -> bool:
     """Whether a `--db` names a PostgreSQL database (a URL) rather than a SQLite file."""
     return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))

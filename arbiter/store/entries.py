@@ -212,7 +212,7 @@ def remember(
     """
     row = row or checked_row(conn, v, p, now=now, path=path)
     insert = f"INSERT INTO entries({_insert_columns(conn)}) VALUES ({','.join('?' * (len(row) - 1))}) RETURNING id"
-    if engine.is_postgresql(conn):  # the fingerprint in the same statement: a round trip is ~5% of a remember
+    if engine.writes_in_with(conn):  # the fingerprint in the same statement: a round trip is ~5% of a remember
         new_id = conn.execute(
             f"WITH e AS ({insert}), k AS (INSERT INTO entry_sketches(tenant_id, key, entry_id) "
             "SELECT ?, ?, e.id FROM e ON CONFLICT DO NOTHING) SELECT id FROM e",

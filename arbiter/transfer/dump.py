@@ -176,7 +176,8 @@ def _mentions(conn, v: Viewer, p: ExportPageParams) -> ExportPage:
     # entry_entities is keyed (entry, entity), not by a rowid: page by entry id, whole entries at a time.
     rows = conn.execute(
         "SELECT l.entry_id, l.entity_id, l.how, "
-        "(SELECT name FROM entity_names n WHERE n.tenant_id = l.tenant_id AND n.id = l.name_id) "
+        # A constant tenant in the subquery: how Citus pins a SELECT list's subquery to one shard (entities/core.py).
+        f"(SELECT name FROM entity_names n WHERE n.tenant_id = {int(v.tenant_id)} AND n.id = l.name_id) "
         f"FROM entry_entities l WHERE l.tenant_id = {int(v.tenant_id)} AND l.entry_id IN ("
         "SELECT DISTINCT m.entry_id FROM entry_entities m JOIN entries e ON e.tenant_id = m.tenant_id "
         "AND e.id = m.entry_id "

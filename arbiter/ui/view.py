@@ -160,11 +160,14 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
         # A count per entity from the link index and a top-N sort: a join grouped by entity sorted every link
         # first (53 -> 16 ms of CPU at 47K entities and 232K links). A past moment counts only the mentions
         # recorded by then, as a shared tenant's does; now, every link is.
+        # The tenant as a constant: Citus pins a subquery of the SELECT list to one shard only so (correlated with
+        # `n`, the view went to every shard).
+        tenant = int(ctx.tenant_id)
         past = ("" if as_of is None else
-                " AND (SELECT e.recorded_at FROM entries e WHERE e.tenant_id = m.tenant_id AND e.id = m.entry_id) <= ?")
+                f" AND (SELECT e.recorded_at FROM entries e WHERE e.tenant_id = {tenant} AND e.id = m.entry_id) <= ?")
         rows = ctx.conn.execute(
             "SELECT n.id, n.name, n.type, n.created_at, "
-            f"(SELECT count(*) FROM entry_entities m WHERE m.tenant_id = n.tenant_id AND m.entity_id = n.id{past}) "
+            f"(SELECT count(*) FROM entry_entities m WHERE m.tenant_id = {tenant} AND m.entity_id = n.id{past}) "
             "AS uses FROM entities n "
             "WHERE n.tenant_id = ? AND n.merged_into IS NULL AND n.created_at <= ? ORDER BY uses DESC, n.id LIMIT ?",
             (*([at] if past else []), ctx.tenant_id, at, p.limit + 1),
@@ -195,7 +198,7 @@ def _entities(ctx: Context, p: GraphViewParams, as_of: int | None) -> GraphView:
                 "GROUP BY x.id", (ctx.tenant_id, at, at),
             )
         rows = most_mentioned(ctx.conn, live, [ctx.tenant_id, at], p.limit + 1, rank, counts,
-                              little=not sees_most(ctx.conn, v))
+                              little=not sees_most(ctx.conn, v), tenant_id=ctx.tenant_id)
     truncated = len(rows) > p.limit
     rows = rows[: p.limit]
     ids = [r[0] for r in rows]

@@ -117,6 +117,10 @@ class Connection:
         #: Run in the outermost transaction just before its COMMIT (a failure rolls it back): how the writer
         #: indexes the full text its transaction queued (store/pg/indexing.py), whoever wrote.
         self.before_commit: list[Callable[[Connection], object]] = []
+        #: Citus spreads this database over nodes (store/pg/citus.py): the few writes Citus cannot send to one node
+        #: as they are written take another form (`engine.writes_in_with`), and statistics are the shards'
+        #: (db.py `refresh_statistics`).
+        self.citus = False
 
     # -- statements ---------------------------------------------------------------------------------------
     def _writing(self, sql: str) -> bool:

@@ -29,9 +29,12 @@ def connect(url: str, *, application: str = "arbiter") -> Connection:
     except psycopg.OperationalError as e:
         reason = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
         raise Unavailable(f"cannot reach PostgreSQL at {engine.shown(url)}: {reason}") from None
-    # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite.
-    pg.execute("SET TIME ZONE 'UTC'")
+    # Arbiter's instants are integers and its text is compared byte for byte, as on SQLite. In the same round trip:
+    # whether Citus runs this database (its catalog is there: `Connection.citus`).
+    citus = pg.execute("SELECT set_config('TimeZone', 'UTC', false), "
+                       "to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL").fetchone()[1]
     conn = Connection(pg, dsn=url)
+    conn.citus = citus
     # Whoever writes through this session, its full text is indexed before each commit (store/pg/indexing.py).
     conn.before_commit.append(indexing.settle)
     return conn
@@ -101,13 +104,37 @@ def refresh_statistics(conn: Connection) -> list[str]:
     (docs/benchmarks.md). A table's pages now against those its statistics counted is a read of the catalog, not
     of counters that lag; the tables of a few hundred kilobytes that do not matter are left to autovacuum.
     """
-    grown = [name for (name,) in conn.execute(
-        "SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
-        "AND pg_relation_size(c.oid) / current_setting('block_size')::bigint > greatest(2 * c.relpages, ?) "
-        "ORDER BY c.relname", (_STATISTICS_PAGES,))]
+    if conn.citus:
+        return _refresh_shards(conn)
+    grown = [name for (name,) in conn.execute(_GROWN, (_STATISTICS_PAGES,))]
     for name in grown:
         conn.execute(f'ANALYZE "{name}"')
     return grown
 
 
 _STATISTICS_PAGES = 64
+_GROWN = ("SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
+          "AND pg_relation_size(c.oid) / current_setting('block_size')::bigint > greatest(2 * c.relpages, ?) "
+          "ORDER BY c.relname")
+
+
+def _refresh_shards(conn: Connection) -> list[str]:
+    """`refresh_statistics` under Citus: the coordinator holds empty shells of the tenants' tables, their rows are
+    in shards on the workers (`name_<shard id>`), so each worker is asked which of its shards grew, and those tables
+    are analyzed through the coordinator (every shard of each: Citus sends ANALYZE on). Until then a tenant's
+    remember with a derivation backlog took 175-215 ms, 18-41 ms after (docs/benchmarks.md "Citus")."""
+    grown: set[str] = set()
+    for (names,) in conn.execute(
+            "SELECT result FROM run_command_on_workers(?) WHERE success",
+            (f"SELECT coalesce(string_agg(DISTINCT regexp_replace(relname, '_[0-9]+$', ''), ','), '') "
+             f"FROM ({_GROWN.replace('?', str(_STATISTICS_PAGES))}) g",)):
+        grown |= {name for name in names.split(",") if name}
+    known = {name for (name,) in conn.execute(
+        "SELECT c.relname FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'")}
+    if grown & known and conn.in_transaction:
+        # An ANALYZE Citus sends to the shards in parallel counts as DDL, after which it refuses the transaction's
+        # read of a reference table (the commit's `settle` reads `scopes`): one connection a node keeps both.
+        conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+    for name in sorted(grown & known):
+        conn.execute(f'ANALYZE "{name}"')
+    return sorted(grown & known)

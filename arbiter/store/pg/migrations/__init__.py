@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 
 NAMES = ["p001_core", "p002_fulltext", "p003_features", "p004_fulltext_upkeep", "p005_tenant_keys", "p006_write_speed",
-         "p007_settle_by_tenant", "p008_bulk_write"]
+         "p007_settle_by_tenant", "p008_bulk_write", "p009_replies_orphaned"]
 
 
 def steps() -> list[tuple[str, str]]:
