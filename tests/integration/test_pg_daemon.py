@@ -69,14 +69,18 @@ def arbiter(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     return arbiter_cli(home, *args, env=env)
 
 
-def _waiting(url: str) -> int:
-    """How many of the daemons' sessions wait on a lock (the test's, or one another's)."""
+def _waiting(url: str, statement: str = "") -> int:
+    """How many of the daemons' sessions wait on a lock (the test's, or one another's), sending `statement` (a
+    prefix) if given."""
     return sql(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND application_name = 'arbiter' AND wait_event_type = 'Lock'")[0][0]
+                    "AND application_name = 'arbiter' AND wait_event_type = 'Lock' AND starts_with(query, %s)",
+               (statement,))[0][0]
 
 
-def blocked_on_a_lock(url: str) -> bool:
-    return _waiting(url) > 0
+def blocked_on_a_lock(url: str, statement: str) -> bool:
+    """Whether a daemon's session waits on a lock sending `statement`: not any session (the idle statistics pass,
+    reading a locked table's size after a write, waits too, before the request's statement is even sent)."""
+    return _waiting(url, statement) > 0
 
 
 # ---- serving a URL -------------------------------------------------------------------------------------------
@@ -334,7 +338,8 @@ def test_a_serialization_failure_is_tried_again(homes, daemons, pg_url):
             other.execute("UPDATE users SET name = name WHERE name = 'alice'")
             rotating = threading.Thread(target=lambda: answer.append(_call(lambda: c.user_rotate("alice"))))
             rotating.start()
-            wait_for(lambda: blocked_on_a_lock(pg_url), what="the rotation to wait on the test's row lock")
+            wait_for(lambda: blocked_on_a_lock(pg_url, "UPDATE users"),
+                     what="the rotation to wait on the test's row lock")
             other.commit()
         rotating.join()
         assert not isinstance(answer[0], Exception), answer[0]
@@ -425,7 +430,8 @@ def test_a_restart_of_postgresql_fails_the_request_in_flight_and_the_next_ones_w
         locker.execute("LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE")
         in_flight = threading.Thread(target=lambda: answer.append(_call(lambda: c.conversation_create("in flight"))))
         in_flight.start()
-        wait_for(lambda: blocked_on_a_lock(url), what="the write to wait on the test's lock")
+        wait_for(lambda: blocked_on_a_lock(url, "INSERT INTO conversations"),
+                 what="the write to wait on the test's lock")
         restart()
         in_flight.join()
         locker.close()
