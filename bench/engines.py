@@ -10,7 +10,7 @@ an empty database, which the bench empties first), and through
 
 - `remember` p50/p99 over single calls, and bulk ingest (remember_many batches) in entries/s;
 - at each tenant size in --sizes: `recall` p50/p99 and `get` p50 on the largest tenant, once the daemon has
-  derived what the writes queued (idle derivation competes with recall for the cores);
+  derived what the writes queued (and so has had the quiet spells its upkeep waits for);
 - PostgreSQL only: recalls per second from --clients threads against one daemon, then spread over two
   daemons serving the same database (the issue asks >= 1.6x).
 
@@ -80,9 +80,9 @@ def _queued(db: str | None, home: Path) -> int:
 
 
 def _idle(daemons: list[tuple[str | None, Path]], timeout: float = 600) -> None:
-    """Wait until every daemon's derivation queue is empty: deriving a bulk write competes with recall for the
-    cores (on PostgreSQL, recall at 4,000 entries took 30-50 ms while it ran, 5-7 after), so recall is timed on
-    idle daemons, as bench.pg_scale does."""
+    """Wait until every daemon's derivation queue is empty, so recall is timed on idle daemons, as bench.pg_scale
+    does: right after a bulk load a PostgreSQL daemon has not yet refreshed the planner's statistics (it does at its
+    first quiet spell), and recall at 4,000 entries took 30-50 ms, 5-7 after."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and any(_queued(db, home) for db, home in daemons):
         time.sleep(2)
