@@ -405,6 +405,7 @@ class Daemon(Connections, Upkeep):
         loop = asyncio.get_running_loop()
         phases = self.runner.phases(verb, params, caller)
         value = error = None
+        wrote = False
         while True:
             try:
                 phase = phases.send(value) if error is None else phases.throw(error)
@@ -413,6 +414,7 @@ class Daemon(Connections, Upkeep):
                 break
             if phase.writes:
                 self._wrote.set()
+                wrote = True
             try:
                 work, lane = phase.work, phase.lane
                 if self.shared and lane == "writer":
@@ -430,6 +432,8 @@ class Daemon(Connections, Upkeep):
                 value, error = None, e
         if self.runner.accesses:
             self._schedule_access_flush(loop)
+        if wrote and self.shared:
+            self._schedule_statistics(loop)
         return result
 
     def _on_live_writer(self, work):

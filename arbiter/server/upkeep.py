@@ -54,6 +54,10 @@ CHECKPOINT_RETRY_S = 1.0
 # The writer logs queued accesses once this many wait, or this long after the first.
 ACCESS_BATCH = 512
 ACCESS_FLUSH_S = 1.0
+# On PostgreSQL the planner's statistics are refreshed this long after a write at most, quiet spell or not: a client
+# that loads and then reads without pausing leaves none, and its recalls were planned on the empty tables' picture
+# until autovacuum's turn (at 4,000 entries p50 19 ms, 3.7 after the refresh; docs/benchmarks.md).
+STATISTICS_AFTER_S = 1.0
 # The first key of every advisory lock the daemon takes on PostgreSQL ("AR" and the job below), so Arbiter's
 # locks keep clear of another program's in a shared cluster; the second key is the tenant, 0 for all.
 _LOCK_SPACE = 0x41520000
@@ -105,6 +109,7 @@ class Upkeep:
         self._active = asyncio.Event()  # requests since the last idle work
         self._active.set()
         self._access_timer: asyncio.TimerHandle | None = None
+        self._statistics_timer: asyncio.TimerHandle | None = None
         self._idle_checkpoint_bytes = 0  # IDLE_CHECKPOINT_PAGES in bytes of WAL, once the page size is known
 
     def _failed(self, what: str, exc: BaseException) -> None:
@@ -150,10 +155,7 @@ class Upkeep:
         loop = asyncio.get_running_loop()
         seen = self._requests
         if self.shared:
-            try:
-                await loop.run_in_executor(self._writer_pool, self._statistics)
-            except Exception as e:  # noqa: BLE001 - logged (`_failed`)
-                self._failed("the tables' statistics (retried after the next write)", e)
+            await loop.run_in_executor(self._writer_pool, self._statistics_logged)
         while True:
             # Any request since the quiet spell ends it, not only one in flight now: back-to-back
             # requests leave the daemon idle for a fraction of a millisecond between them, and a
@@ -268,6 +270,22 @@ class Upkeep:
                 self._writer_pool.submit(self._flush_accesses)
 
             self._access_timer = loop.call_later(ACCESS_FLUSH_S, due)
+
+    def _schedule_statistics(self, loop) -> None:
+        """After a write on PostgreSQL: have the writer refresh the statistics within STATISTICS_AFTER_S (on the loop
+        thread; one pass for any number of writes meanwhile)."""
+        if self._statistics_timer is None:
+            def due():
+                self._statistics_timer = None
+                self._writer_pool.submit(self._statistics_logged)
+
+            self._statistics_timer = loop.call_later(STATISTICS_AFTER_S, due)
+
+    def _statistics_logged(self) -> None:
+        try:
+            self._statistics()
+        except Exception as e:  # noqa: BLE001 - logged (`_failed`)
+            self._failed("the tables' statistics (retried after the next write)", e)
 
     def _flush_accesses(self) -> None:
         if self.shared:

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import psycopg
@@ -23,7 +24,9 @@ from arbiter import paths
 from arbiter.client import Client
 from arbiter.errors import InvalidParams, NotFound, Unauthorized, Unavailable
 from arbiter.server.upkeep import Job, turn
-from arbiter.store import connect
+from arbiter.model import RememberParams
+from arbiter.store import connect, entries, open_database, tenants, users
+from arbiter.store.pg.db import refresh_statistics
 from tests.conftest import arbiter_cli, DaemonProcess, wait_for
 
 pytestmark = pytest.mark.postgresql
@@ -309,6 +312,49 @@ def test_a_bulk_load_is_planned_on_fresh_statistics_before_autovacuums_turn(home
 
     # A row a word and batch in the postings: several an entry.
     wait_for(lambda: min(planned().values()) >= 3000, timeout=30, what="the idle daemon to analyze what grew")
+
+
+def test_a_load_read_at_once_is_planned_on_fresh_statistics_though_the_daemon_is_never_quiet(homes, daemons, pg_url):
+    """A client that loads and then reads without a pause leaves the daemon no quiet spell: the statistics are
+    refreshed within a second of the writes all the same, not at autovacuum's turn (off here)."""
+    for table in ("entries", "fulltext_postings"):
+        sql(pg_url, f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    d = serve(daemons, homes(), pg_url)
+    # Past the pages the pass leaves to autovacuum (store/pg/db.py `_STATISTICS_PAGES`).
+    items = [{"type": "project", "title": f"Crate {i}",
+              "content": " ".join(f"crate{i}x{k} leaves the Bergen depot" for k in range(8))} for i in range(2000)]
+    with Client(d.socket, d.token) as c:
+        c.remember_many(items)
+        deadline = time.monotonic() + 20
+        while (sql(pg_url, "SELECT reltuples FROM pg_class WHERE relname = 'entries'")[0][0] < 2000
+               and time.monotonic() < deadline):
+            c.recall("crate Bergen")  # back to back: the idle loop's quiet spell never comes
+        assert sql(pg_url, "SELECT reltuples FROM pg_class WHERE relname = 'entries'")[0][0] >= 2000
+
+
+def test_the_statistics_pass_leaves_a_table_another_session_holds_locked(pg_url):
+    """A table under another session's ACCESS EXCLUSIVE lock (a VACUUM FULL, a schema change) is left to the next
+    pass: the writer would wait behind it, and every write with it."""
+    sql(pg_url, "ALTER TABLE entries SET (autovacuum_enabled = false)")  # only the pass may analyze it
+    conn = open_database(pg_url)
+    try:
+        with conn:
+            tenant, _ = tenants.create_tenant(conn, "t", now=1)
+            entries.remember_many(conn, users.first_viewer(conn, tenant),
+                                  [RememberParams(type="project", title=f"Crate {i}", content="x" * 500)
+                                   for i in range(1500)], now=2)
+        analyzed: list = []
+        with psycopg.connect(pg_url) as locker:
+            locker.execute("LOCK TABLE entries IN ACCESS EXCLUSIVE MODE")
+            passing = threading.Thread(target=lambda: analyzed.append(refresh_statistics(conn)))
+            passing.start()
+            passing.join(10)
+            waited = passing.is_alive()
+        passing.join()  # the lock is gone: a pass that waited for it ends now
+        assert not waited and "entries" not in analyzed[0]
+        assert "entries" in refresh_statistics(conn)  # once the lock is gone
+    finally:
+        conn.close()
 
 
 def test_two_daemons_maintain_a_tenant_once_an_interval(homes, daemons, pg_url):

@@ -106,10 +106,19 @@ def refresh_statistics(conn: Connection) -> list[str]:
     """
     if conn.citus:
         return _refresh_shards(conn)
-    grown = [name for (name,) in conn.execute(_GROWN, (_STATISTICS_PAGES,))]
-    for name in grown:
-        conn.execute(f'ANALYZE "{name}"')
-    return grown
+    analyzed: list[str] = []
+    # A table's size and its ANALYZE wait on another session's ACCESS EXCLUSIVE lock (a VACUUM FULL, a schema
+    # change), and so would the writer behind them: a locked table is left to the next pass.
+    conn.execute("SET lock_timeout = '100ms'")
+    try:
+        for (name,) in conn.execute(_GROWN, (_STATISTICS_PAGES,)).fetchall():
+            conn.execute(f'ANALYZE "{name}"')
+            analyzed.append(name)
+    except psycopg.errors.LockNotAvailable:
+        pass
+    finally:
+        conn.execute("RESET lock_timeout")
+    return analyzed
 
 
 _STATISTICS_PAGES = 64
