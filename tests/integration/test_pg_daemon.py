@@ -295,41 +295,41 @@ def test_a_batch_written_through_two_daemons_is_derived_once(homes, daemons, pg_
         assert len(derivations) == 600 and set(derivations.values()) == {1}, deriver
 
 
-def test_a_bulk_load_is_planned_on_fresh_statistics_before_autovacuums_turn(homes, daemons, pg_url):
-    # Autovacuum is off for the tables a bulk write grows most, so only the daemon can have analyzed them.
+def _loaded(daemons, home: Path, url: str, n: int, word: str) -> tuple[DaemonProcess, Client]:
+    """A daemon on `url` and a client of it that has bulk-written `n` entries (1,000 a batch), with autovacuum off
+    for the tables a bulk write grows most, so that only the daemon can have analyzed them; the entries pass the
+    pages the daemon leaves to autovacuum (store/pg/db.py `_STATISTICS_PAGES`)."""
     for table in ("entries", "fulltext_postings"):
-        sql(pg_url, f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-    d = serve(daemons, homes(), pg_url)
-    items = [{"type": "project", "title": f"Parcel {i}",
-              "content": " ".join(f"parcel{i}x{k} leaves the Oslo depot" for k in range(8))} for i in range(3000)]
-    with Client(d.socket, d.token) as c:
-        for start in range(0, len(items), 1000):
-            c.remember_many(items[start:start + 1000])
+        sql(url, f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    d = serve(daemons, home, url)
+    c = Client(d.socket, d.token)
+    items = [{"type": "project", "title": f"{word} {i}",
+              "content": " ".join(f"{word}{i}x{k} leaves the Oslo depot" for k in range(8))} for i in range(n)]
+    for start in range(0, n, 1000):
+        c.remember_many(items[start:start + 1000])
+    return d, c
 
-    def planned() -> dict:
-        return dict(sql(pg_url, "SELECT relname, reltuples FROM pg_class WHERE relname IN "
-                                "('entries', 'fulltext_postings')"))
 
+def _planned(url: str) -> dict:
+    return dict(sql(url, "SELECT relname, reltuples FROM pg_class WHERE relname IN ('entries', 'fulltext_postings')"))
+
+
+def test_a_bulk_load_is_planned_on_fresh_statistics_before_autovacuums_turn(homes, daemons, pg_url):
+    _, c = _loaded(daemons, homes(), pg_url, 3000, "parcel")
+    c.close()
     # A row a word and batch in the postings: several an entry.
-    wait_for(lambda: min(planned().values()) >= 3000, timeout=30, what="the idle daemon to analyze what grew")
+    wait_for(lambda: min(_planned(pg_url).values()) >= 3000, timeout=30, what="the idle daemon to analyze what grew")
 
 
 def test_a_load_read_at_once_is_planned_on_fresh_statistics_though_the_daemon_is_never_quiet(homes, daemons, pg_url):
     """A client that loads and then reads without a pause leaves the daemon no quiet spell: the statistics are
     refreshed within a second of the writes all the same, not at autovacuum's turn (off here)."""
-    for table in ("entries", "fulltext_postings"):
-        sql(pg_url, f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-    d = serve(daemons, homes(), pg_url)
-    # Past the pages the pass leaves to autovacuum (store/pg/db.py `_STATISTICS_PAGES`).
-    items = [{"type": "project", "title": f"Crate {i}",
-              "content": " ".join(f"crate{i}x{k} leaves the Bergen depot" for k in range(8))} for i in range(2000)]
-    with Client(d.socket, d.token) as c:
-        c.remember_many(items)
+    _, c = _loaded(daemons, homes(), pg_url, 2000, "crate")
+    with c:
         deadline = time.monotonic() + 20
-        while (sql(pg_url, "SELECT reltuples FROM pg_class WHERE relname = 'entries'")[0][0] < 2000
-               and time.monotonic() < deadline):
-            c.recall("crate Bergen")  # back to back: the idle loop's quiet spell never comes
-        assert sql(pg_url, "SELECT reltuples FROM pg_class WHERE relname = 'entries'")[0][0] >= 2000
+        while _planned(pg_url)["entries"] < 2000 and time.monotonic() < deadline:
+            c.recall("crate Oslo")  # back to back: the idle loop's quiet spell never comes
+    assert _planned(pg_url)["entries"] >= 2000
 
 
 def test_the_statistics_pass_leaves_a_table_another_session_holds_locked(pg_url):
