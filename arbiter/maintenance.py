@@ -76,7 +76,8 @@ def run(conn: apsw.Connection, tenant_id: int, *, now: int, min_salience: float 
         at=format_time(now), trigger=trigger, salience_computed=len(rows),
         average_salience=round(sum(kept) / len(kept), 6) if kept else None, min_salience=min_salience,
         retired=retired, entity_clusters=n_clusters, access_log_pruned=pruned, fts_merged=merged,
-        wal_checkpointed=None if engine.is_postgresql(conn) else False, duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        wal_checkpointed=None if engine.is_postgresql(conn) else False,  # `checkpoint`, after the commit
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
     )
     conn.execute(
         "INSERT INTO maintenance_runs(tenant_id, at, report) VALUES (?, ?, ?)",

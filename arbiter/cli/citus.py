@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from arbiter.cli._common import DatabasePath, Settings, _emit, command, counted, main
+from arbiter.store import engine
 
 
 @command(main, "distribute")
@@ -31,7 +32,7 @@ def distribute_cmd(settings: Settings, as_json, url):
       arbiter distribute --db postgresql://coordinator/arbiter
       arbiter serve --db postgresql://coordinator/arbiter
     """
-    if not url.startswith(("postgresql://", "postgres://")):
+    if not engine.is_url(url):
         raise click.BadParameter("a SQLite file has no nodes to spread over: give the coordinator's "
                                  "postgresql:// URL", param_hint="--db")
     from arbiter.store.pg import citus

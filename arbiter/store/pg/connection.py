@@ -124,13 +124,13 @@ class Connection:
 
     # -- statements ---------------------------------------------------------------------------------------
     def _writing(self, sql: str) -> bool:
-        """Note a statement that may write (anything but a SELECT, SET, RESET or SHOW); True if it must run in a
-        transaction of its own so that `before_commit` sees what it queued (a write outside `with conn:` would commit
-        at once)."""
-        # SET (a read's `SET TRANSACTION ... READ ONLY`) and SHOW write nothing: a read marked dirty paid
-        # `before_commit`'s round trip to find an empty queue.
+        """Note a statement that may write rows (anything but a SELECT, SET, RESET, SHOW or ANALYZE); True if it must
+        run in a transaction of its own so that `before_commit` sees what it queued (a write outside `with conn:`
+        would commit at once)."""
+        # SET (a read's `SET TRANSACTION ... READ ONLY`), SHOW and ANALYZE write no row a trigger could queue: a
+        # statement marked dirty paid `before_commit`'s round trip to find an empty queue.
         first = sql.lstrip()[:7].split(None, 1)[0].upper()
-        if first in ("SELECT", "SET", "RESET", "SHOW"):
+        if first in ("SELECT", "SET", "RESET", "SHOW", "ANALYZE"):
             # A transaction declared READ ONLY writes nothing, whatever it sends (a read opening with WITH): its
             # COMMIT has nothing to settle, and settle's DELETE would be refused in it.
             if first == "SET" and self._depth and "READ ONLY" in sql.upper():
